@@ -1,0 +1,347 @@
+#include "check/check.h"
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <filesystem>
+#include <numeric>
+
+#include "report/format.h"
+#include "spec/yaml_reader.h"
+
+namespace calc {
+
+namespace {
+
+using fraction = std::pair<int128, int128>;
+
+int128 gcd128(int128 a, int128 b) {
+  if (a < 0) a = -a;
+  if (b < 0) b = -b;
+  while (b != 0) {
+    int128 t = a % b;
+    a = b;
+    b = t;
+  }
+  return a;
+}
+
+fraction reduce(fraction f) {
+  if (f.second < 0) f = {-f.first, -f.second};
+  int128 g = gcd128(f.first, f.second);
+  if (g > 1) f = {f.first / g, f.second / g};
+  return f;
+}
+
+fraction mul_checked(int128 a, int128 b, int128 c, int128 d) {
+  int128 n, m;
+  if (__builtin_mul_overflow(a, b, &n) || __builtin_mul_overflow(c, d, &m))
+    throw std::overflow_error("fraction overflow");
+  return reduce({n, m});
+}
+
+fraction add(fraction x, fraction y, int sign) {
+  int128 a, b, den;
+  if (__builtin_mul_overflow(x.first, y.second, &a) ||
+      __builtin_mul_overflow(y.first, x.second, &b) ||
+      __builtin_mul_overflow(x.second, y.second, &den))
+    throw std::overflow_error("fraction overflow");
+  return reduce({a + sign * b, den});
+}
+
+fraction from_json(const nlohmann::ordered_json& v, const std::string& pointer) {
+  if (v.is_number_integer()) return {v.get<std::int64_t>(), 1};
+  if (v.is_number_float()) {
+    // Fractional results (averages, ratios) are exact to far more digits than any printed claim.
+    double d = v.get<double>();
+    return reduce({static_cast<int128>(std::llround(d * 1e9)), 1'000'000'000});
+  }
+  throw std::runtime_error(fmt::format("field {} is not a number ({})", pointer, v.dump()));
+}
+
+/// Recursive-descent evaluation of + - * / over JSON pointers, numbers and parentheses.
+class expression {
+ public:
+  expression(const nlohmann::ordered_json& doc, const std::string& text) : doc_(doc), s_(text) {}
+
+  fraction parse() {
+    fraction v = sum();
+    skip();
+    if (i_ != s_.size()) fail("unexpected text");
+    return v;
+  }
+
+ private:
+  const nlohmann::ordered_json& doc_;
+  const std::string& s_;
+  std::size_t i_ = 0;
+
+  [[noreturn]] void fail(const std::string& what) {
+    throw std::runtime_error(fmt::format("field '{}': {} at column {}", s_, what, i_ + 1));
+  }
+  void skip() {
+    while (i_ < s_.size() && s_[i_] == ' ') ++i_;
+  }
+  bool is_operator_slash() const {
+    return s_[i_] == '/' && (i_ + 1 == s_.size() || s_[i_ + 1] == ' ');
+  }
+  fraction sum() {
+    fraction v = product();
+    for (;;) {
+      skip();
+      if (i_ < s_.size() && (s_[i_] == '+' || s_[i_] == '-')) {
+        int sign = s_[i_++] == '+' ? 1 : -1;
+        v = add(v, product(), sign);
+      } else {
+        return v;
+      }
+    }
+  }
+  fraction product() {
+    fraction v = atom();
+    for (;;) {
+      skip();
+      if (i_ < s_.size() && s_[i_] == '*') {
+        ++i_;
+        fraction w = atom();
+        v = mul_checked(v.first, w.first, v.second, w.second);
+      } else if (i_ < s_.size() && is_operator_slash()) {
+        ++i_;
+        fraction w = atom();
+        if (w.first == 0) fail("division by zero");
+        v = mul_checked(v.first, w.second, v.second, w.first);
+      } else {
+        return v;
+      }
+    }
+  }
+  fraction atom() {
+    skip();
+    if (i_ >= s_.size()) fail("expected a value");
+    if (s_[i_] == '(') {
+      ++i_;
+      fraction v = sum();
+      skip();
+      if (i_ >= s_.size() || s_[i_] != ')') fail("expected ')'");
+      ++i_;
+      return v;
+    }
+    if (s_[i_] == '/') {
+      std::size_t start = i_;
+      while (i_ < s_.size() && s_[i_] != ' ' && s_[i_] != ')') ++i_;
+      std::string pointer = s_.substr(start, i_ - start);
+      nlohmann::ordered_json::json_pointer p(pointer);
+      if (!doc_.contains(p)) throw std::runtime_error(fmt::format("no field {} in the output", pointer));
+      return from_json(doc_.at(p), pointer);
+    }
+    if (std::isdigit(static_cast<unsigned char>(s_[i_]))) {
+      int128 v = 0;
+      while (i_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[i_])))
+        v = v * 10 + (s_[i_++] - '0');
+      return {v, 1};
+    }
+    fail("expected a JSON pointer, a number or '('");
+  }
+};
+
+struct unit_scale {
+  int128 num;  // a value in this unit is the raw value * den / num
+  int128 den;
+};
+
+const std::map<std::string, unit_scale>& units() {
+  static const std::map<std::string, unit_scale> u = {
+      {"", {1, 1}},
+      {"B", {1, 1}},
+      {"KiB", {1LL << 10, 1}},
+      {"MiB", {1LL << 20, 1}},
+      {"GiB", {1LL << 30, 1}},
+      {"TiB", {1LL << 40, 1}},
+      {"KB", {1000, 1}},
+      {"MB", {1'000'000, 1}},
+      {"GB", {1'000'000'000, 1}},
+      {"TB", {1'000'000'000'000, 1}},
+      {"FLOPs", {1, 1}},
+      {"MFLOPs", {1'000'000, 1}},
+      {"GFLOPs", {1'000'000'000, 1}},
+      {"TFLOPs", {1'000'000'000'000, 1}},
+      {"PFLOPs", {1'000'000'000'000'000, 1}},
+      {"thousand", {1000, 1}},
+      {"million", {1'000'000, 1}},
+      {"billion", {1'000'000'000, 1}},
+      {"trillion", {1'000'000'000'000, 1}},
+      {"%", {1, 100}},
+      {"x", {1, 1}},
+  };
+  return u;
+}
+
+}  // namespace
+
+std::vector<std::string> split_command(const std::string& line) {
+  std::vector<std::string> words;
+  std::string word;
+  bool quoted = false, any = false;
+  for (char c : line) {
+    if (c == '"') {
+      quoted = !quoted;
+      any = true;
+    } else if (c == ' ' && !quoted) {
+      if (any) words.push_back(word);
+      word.clear();
+      any = false;
+    } else {
+      word += c;
+      any = true;
+    }
+  }
+  if (any) words.push_back(word);
+  return words;
+}
+
+std::pair<int128, int128> evaluate_field(const nlohmann::ordered_json& doc,
+                                             const std::string& field) {
+  return expression(doc, field).parse();
+}
+
+std::pair<std::string, bool> compare_printed(int128 num, int128 den, const std::string& expect) {
+  std::string text = expect;
+  bool below = false;
+  if (!text.empty() && text[0] == '<') {
+    below = true;
+    text.erase(text.begin());
+  }
+  // The printed number: digits, commas and at most one point.
+  std::size_t i = 0;
+  std::string digits;
+  int decimals = -1;
+  for (; i < text.size(); ++i) {
+    char c = text[i];
+    if (std::isdigit(static_cast<unsigned char>(c))) {
+      digits += c;
+      if (decimals >= 0) ++decimals;
+    } else if (c == ',') {
+      continue;
+    } else if (c == '.' && decimals < 0) {
+      decimals = 0;
+    } else {
+      break;
+    }
+  }
+  if (digits.empty()) throw spec_error("expect", fmt::format("'{}' does not start with a number", expect));
+  if (decimals < 0) decimals = 0;
+  while (i < text.size() && text[i] == ' ') ++i;
+  std::string unit = text.substr(i);
+  auto u = units().find(unit);
+  if (u == units().end()) {
+    // Count nouns ("13 requests", "3168 tokens") carry no scale.
+    bool word = !unit.empty() && std::all_of(unit.begin(), unit.end(), [](char c) {
+      return std::isalpha(static_cast<unsigned char>(c)) || c == ' ' || c == '/' || c == '-';
+    });
+    if (!word) throw spec_error("expect", fmt::format("unknown unit '{}' in '{}'", unit, expect));
+    u = units().find("");
+  }
+  // value in the printed unit = num/den * u.den / u.num
+  int128 vn = num * u->second.den, vd = den * u->second.num;
+  std::string got = round_half_even(vn, vd, decimals);
+  std::string want;
+  for (char c : text.substr(0, i))
+    if (c != ',' && c != ' ') want += c;
+  std::string shown = got + (unit.empty() ? "" : " " + unit);
+  if (below) {
+    // "<0.001": the exact value is below the printed bound.
+    int128 bound_num = 0, bound_den = 1;
+    for (char c : want) {
+      if (c == '.') continue;
+      bound_num = bound_num * 10 + (c - '0');
+    }
+    for (int k = 0; k < decimals; ++k) bound_den *= 10;
+    return {shown, vn * bound_den < bound_num * vd};
+  }
+  return {shown, got == want};
+}
+
+std::vector<claim> read_scenario_file(const std::string& path) {
+  YAML::Node root = load_yaml_file(path);
+  yaml_map top(root, "", path);
+  YAML::Node list = top.required("claims");
+  top.optional_text("title");
+  top.finish({"claims", "title"});
+  if (!list.IsSequence())
+    throw spec_error(location_of(list, path), "claims", "expected a list of claims");
+  std::vector<claim> out;
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    yaml_map m(list[i], fmt::format("claims[{}]", i), path);
+    claim c;
+    c.file = path;
+    c.location = m.where();
+    c.id = m.text("id");
+    c.where = m.optional_text("where").value_or("");
+    c.run = m.text("run");
+    c.field = m.text("field");
+    c.expect = m.text("expect");
+    auto status = m.optional_text("status").value_or("pass");
+    if (status != "pass" && status != "open") m.fail("status", "expected pass or open");
+    c.open = status == "open";
+    c.analysis = m.optional_text("analysis").value_or("");
+    if (c.open && c.analysis.empty()) m.fail("analysis", "an open claim needs its analysis");
+    m.optional_text("note");
+    m.finish({"id", "where", "run", "field", "expect", "status", "analysis", "note"});
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+std::vector<claim> read_scenarios(const std::string& path) {
+  namespace fs = std::filesystem;
+  if (!fs::exists(path)) throw spec_error(source_location{path, 0, 0}, "", "no such file or folder");
+  if (!fs::is_directory(path)) return read_scenario_file(path);
+  std::vector<std::string> files;
+  for (const auto& e : fs::recursive_directory_iterator(path))
+    if (e.is_regular_file() && e.path().extension() == ".yaml") files.push_back(e.path().string());
+  std::sort(files.begin(), files.end());
+  std::vector<claim> out;
+  for (const auto& f : files) {
+    auto part = read_scenario_file(f);
+    out.insert(out.end(), part.begin(), part.end());
+  }
+  return out;
+}
+
+std::vector<claim_result> run_claims(const std::vector<claim>& claims, const evaluator& eval) {
+  std::map<std::string, nlohmann::ordered_json> outputs;
+  std::map<std::string, std::string> failures;
+  std::vector<claim_result> results;
+  for (const claim& c : claims) {
+    claim_result r;
+    r.c = &c;
+    try {
+      if (!outputs.count(c.run) && !failures.count(c.run)) {
+        try {
+          std::vector<std::string> args = split_command(c.run);
+          args.push_back("--format");
+          args.push_back("json");
+          outputs[c.run] = eval(args);
+        } catch (const std::exception& e) {
+          failures[c.run] = e.what();
+        }
+      }
+      if (failures.count(c.run)) throw std::runtime_error(failures[c.run]);
+      auto [num, den] = evaluate_field(outputs[c.run], c.field);
+      auto [got, pass] = compare_printed(num, den, c.expect);
+      r.got = got;
+      r.pass = pass;
+    } catch (const std::exception& e) {
+      r.error = e.what();
+      r.got = "error";
+      r.pass = false;
+    }
+    results.push_back(r);
+  }
+  return results;
+}
+
+}  // namespace calc

@@ -1,0 +1,494 @@
+#include "cli/cli.h"
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <functional>
+#include <memory>
+#include <ostream>
+
+#include "check/check.h"
+#include "common/units.h"
+#include "graph/graph.h"
+#include "plan/plan.h"
+#include "spec/gpu_spec.h"
+#include "spec/model_reader.h"
+#include "tally/tally.h"
+
+namespace calc {
+
+namespace {
+
+/// Longest context calc accepts: 2^32 tokens, far past any model, well inside exact int64 math.
+constexpr std::int64_t kMaxLength = 1LL << 32;
+
+/// Every option any command takes; each command registers the ones it uses.
+struct options {
+  std::string model;
+  std::vector<std::string> sets;
+  std::string format = "md";
+  std::int64_t length = -1;
+  std::vector<std::int64_t> lengths;
+  std::int64_t batch = 1;
+  std::int64_t tokens = -1;
+  std::int64_t context = 0;
+  std::string pairs;
+  std::string vocab_rows;
+  std::int64_t prompt = -1;
+  std::int64_t cached = 0;
+  std::int64_t generate = 1;
+  std::string gpu;
+  std::int64_t gpus = 1;
+  std::string workspace = "2GiB";
+  std::string weight_bytes;
+  std::int64_t requests = -1;
+  std::string scenarios = "scenarios";
+};
+
+struct result {
+  ojson body;
+  std::string title;
+  int exit_code = 0;
+};
+
+struct command {
+  const char* name;
+  const char* help;
+  std::function<void(CLI::App&, options&)> setup;
+  std::function<result(const options&)> run;
+};
+
+// ---- shared option helpers -------------------------------------------------------------------
+
+void add_model_options(CLI::App& app, options& o) {
+  app.add_option("-m,--model", o.model,
+                 "Model: a bundled name (see `calc models`) or a path to a model YAML")
+      ->required();
+  app.add_option("--set", o.sets,
+                 "Override a spec field for a what-if, key.path=value (repeatable), "
+                 "e.g. layers.attention.kv_heads=4");
+}
+
+void check_count(const std::string& option, std::int64_t v, std::int64_t min) {
+  if (v < min)
+    throw spec_error(option, min == 0 ? fmt::format("must not be negative, got {}", v)
+                                      : fmt::format("must be at least {}, got {}", min, v));
+  if (v > kMaxLength)
+    throw spec_error(option, fmt::format("{} is beyond the supported {} tokens", v, kMaxLength));
+}
+
+struct loaded_model {
+  std::unique_ptr<model_spec> spec;
+  graph g;
+};
+
+loaded_model load(const options& o) {
+  loaded_model m;
+  m.spec = std::make_unique<model_spec>(read_model_file(resolve_model_path(o.model), o.sets));
+  m.g = build_graph(*m.spec);
+  return m;
+}
+
+std::int64_t parse_size_option(const std::string& option, const std::string& text) {
+  auto bytes = parse_bytes(text);
+  if (!bytes) throw spec_error(option, fmt::format("'{}' is not a size such as 2GiB or 512MiB", text));
+  return *bytes;
+}
+
+ojson ratio_json(const std::optional<ratio>& r) {
+  if (!r) return nullptr;
+  if (r->num.value() % r->den.value() == 0) return r->num.value() / r->den.value();
+  return r->value();
+}
+
+// ---- commands --------------------------------------------------------------------------------
+
+result run_state(const options& o) {
+  check_count("--length", o.length, 0);
+  check_count("--batch", o.batch, 1);
+  loaded_model m = load(o);
+  state_tally st = tally_state(m.g, o.length, o.batch);
+  crossover_plan cp = plan_crossover(m.g, o.length);
+  ojson j;
+  j["model"] = m.spec->name;
+  j["length"] = o.length;
+  j["batch"] = o.batch;
+  j["total_bytes"] = st.total.value();
+  j["fixed_bytes"] = st.fixed.value();
+  j["growing_bytes"] = st.growing.value();
+  j["per_token_bytes"] = st.per_token.value();
+  j["crossover_tokens"] = ratio_json(cp.state_crossover_tokens);
+  j["decode_read_bytes"] = st.decode_read.value();
+  j["decode_state_rw_bytes"] = st.decode_state_rw.value();
+  j["components"] = ojson::array();
+  for (const state_item& i : st.items)
+    j["components"].push_back({{"name", i.name},
+                               {"layers", i.layers},
+                               {"bytes", i.bytes.value()},
+                               {"fixed", i.fixed},
+                               {"per_token_bytes", i.per_token.value()}});
+  return {j, fmt::format("calc state: {}, {} cached tokens, batch {}", m.spec->name, o.length, o.batch)};
+}
+
+result run_forward(const options& o) {
+  check_count("--tokens", o.tokens, 1);
+  check_count("--context", o.context, 0);
+  check_count("--batch", o.batch, 1);
+  loaded_model m = load(o);
+  call c = make_call(*m.spec, o.batch, o.context, o.tokens);
+  if (o.pairs == "causal") c.pairs = pair_counting::causal;
+  if (o.pairs == "rectangular") c.pairs = pair_counting::rectangular;
+  if (o.vocab_rows == "last") c.vocab_all_rows = false;
+  if (o.vocab_rows == "all") c.vocab_all_rows = true;
+  forward_tally f = tally_forward(m.g, c);
+  ojson j;
+  j["model"] = m.spec->name;
+  j["batch"] = o.batch;
+  j["context"] = o.context;
+  j["tokens"] = o.tokens;
+  j["rows"] = c.rows().value();
+  j["vocab_rows"] = c.vocab_rows().value();
+  j["pair_counting"] = c.pairs == pair_counting::causal ? "causal" : "rectangular";
+  j["n_pair"] = n_pair(c).value();
+  j["flops"] = f.flops.value();
+  j["linear_flops"] = f.linear_flops.value();
+  j["interaction_flops"] = f.interaction_flops.value();
+  j["vocab_flops"] = f.vocab_flops.value();
+  j["weight_read_bytes"] = f.weight_read_bytes.value();
+  j["embedding_read_bytes"] = f.embedding_read_bytes.value();
+  auto rows = [](const std::vector<module_flops>& v) {
+    ojson a = ojson::array();
+    for (const auto& x : v)
+      a.push_back({{"name", x.name}, {"flops", x.flops.value()}, {"params", x.params.value()}});
+    return a;
+  };
+  j["stages"] = rows(f.stages);
+  j["modules"] = rows(f.modules);
+  return {j, fmt::format("calc forward: {}, B={} S={} P={}", m.spec->name, o.batch, o.context,
+                         o.tokens)};
+}
+
+result run_params(const options& o) {
+  loaded_model m = load(o);
+  params_tally p = tally_params(m.g);
+  ojson j;
+  j["model"] = m.spec->name;
+  j["total_params"] = p.total.value();
+  ojson cats;
+  for (const auto& [c, v] : p.categories) cats[category_key(c)] = v.value();
+  j["categories"] = cats;
+  j["weight_bytes"] = p.weight_bytes.value();
+  j["bf16_bytes"] = p.bf16_bytes.value();
+  j["active_params"] = p.active.value();
+  j["selected_expert_bytes_per_token"] = p.selected_expert_bytes_per_token.value();
+  j["embedding_table_bytes"] = p.lookup_bytes.value();
+  j["shared_read_bytes"] = p.shared_read_bytes.value();
+  j["groups"] = ojson::array();
+  for (const group_params& g : p.groups)
+    j["groups"].push_back({{"name", g.name},
+                           {"layers", g.layers},
+                           {"attention_params", g.attention.value()},
+                           {"ffn_params", g.ffn.value()},
+                           {"other_params", g.other.value()},
+                           {"attention_bytes", g.attention_bytes.value()},
+                           {"ffn_bytes", g.ffn_bytes.value()}});
+  return {j, fmt::format("calc params: {}", m.spec->name)};
+}
+
+result run_request(const options& o) {
+  check_count("--prompt", o.prompt, 1);
+  check_count("--cached", o.cached, 0);
+  check_count("--generate", o.generate, 1);
+  if (o.generate > 1'000'000)
+    throw spec_error("--generate", fmt::format("{} decode steps is beyond the supported 1,000,000", o.generate));
+  loaded_model m = load(o);
+  request_plan r = plan_request(m.g, o.cached, o.prompt, o.generate);
+  ojson j;
+  j["model"] = m.spec->name;
+  j["cached"] = o.cached;
+  j["prompt"] = o.prompt;
+  j["generate"] = o.generate;
+  j["prefill_calls"] = r.prefill_calls;
+  j["decode_calls"] = r.decode_calls;
+  j["flops"] = r.flops.value();
+  j["prefill_flops"] = r.prefill_flops.value();
+  j["decode_flops"] = r.decode_flops.value();
+  j["kv_written_bytes"] = r.kv_written_bytes.value();
+  j["decode_written_bytes"] = r.decode_written_bytes.value();
+  j["final_state_bytes"] = r.final_state_bytes.value();
+  j["final_positions"] = r.final_positions;
+  j["cumulative_read_bytes"] = r.cumulative_read_bytes.value();
+  j["cumulative_read_tokens"] = r.cumulative_read_tokens.value();
+  return {j, fmt::format("calc request: {}, S={} P={} G={}", m.spec->name, o.cached, o.prompt,
+                         o.generate)};
+}
+
+result run_capacity(const options& o) {
+  if (o.lengths.empty()) throw spec_error("--length", "give at least one context length");
+  for (std::int64_t l : o.lengths) check_count("--length", l, 0);
+  check_count("--gpus", o.gpus, 1);
+  std::int64_t workspace = parse_size_option("--workspace", o.workspace);
+  loaded_model m = load(o);
+  gpu_spec gpu = find_gpu(o.gpu);
+  checked weights = tally_params(m.g).weight_bytes;
+  if (!o.weight_bytes.empty()) weights = parse_size_option("--weight-bytes", o.weight_bytes);
+  ojson j;
+  j["model"] = m.spec->name;
+  j["gpu"] = gpu.name;
+  j["gpus"] = o.gpus;
+  j["memory_bytes"] = (checked(gpu.memory) * o.gpus).value();
+  j["weight_bytes"] = weights.value();
+  j["workspace_bytes"] = workspace;
+  ojson rows = ojson::array();
+  for (std::int64_t l : o.lengths) {
+    capacity_plan c = plan_capacity(m.g, gpu, o.gpus, l, workspace, weights);
+    rows.push_back({{"length", l},
+                    {"per_request_bytes", c.per_request_bytes.value()},
+                    {"free_bytes", c.free_bytes.value()},
+                    {"requests", c.requests}});
+  }
+  const ojson& first = rows.front();
+  j["length"] = first["length"];
+  j["per_request_bytes"] = first["per_request_bytes"];
+  j["free_bytes"] = first["free_bytes"];
+  j["requests"] = first["requests"];
+  j["weights_fit"] = first["free_bytes"].get<std::int64_t>() >= 0;
+  if (!j["weights_fit"].get<bool>())
+    j["note"] = fmt::format("the weights alone ({} B) plus the workspace exceed {} B of memory",
+                            weights.value(), j["memory_bytes"].get<std::int64_t>());
+  if (o.requests >= 0) {
+    checked n = max_params(m.g, gpu, o.gpus, o.lengths.front(), workspace, o.requests);
+    j["budget_requests"] = o.requests;
+    j["max_params"] = n.value();
+    j["max_weight_bytes"] = m.spec->precision.weights.bytes(n).value();
+  }
+  j["rows"] = rows;
+  return {j, fmt::format("calc capacity: {} on {} x {}", m.spec->name, o.gpus, gpu.display)};
+}
+
+result run_crossover(const options& o) {
+  check_count("--length", o.length, 1);
+  loaded_model m = load(o);
+  crossover_plan c = plan_crossover(m.g, o.length);
+  ojson j;
+  j["model"] = m.spec->name;
+  j["length"] = o.length;
+  j["state_crossover_tokens"] = ratio_json(c.state_crossover_tokens);
+  j["weight_read_bytes"] = c.weight_read_bytes.value();
+  j["context_read_bytes"] = c.context_read_bytes.value();
+  j["batch_read_crossover"] =
+      c.batch_read_crossover ? ojson(*c.batch_read_crossover) : ojson(nullptr);
+  return {j, fmt::format("calc crossover: {} at {} cached tokens", m.spec->name, o.length)};
+}
+
+result run_models(const options&) {
+  ojson j;
+  j["folder"] = models_dir();
+  j["models"] = ojson::array();
+  for (const auto& name : bundled_models()) {
+    model_spec s = read_model_file(resolve_model_path(name));
+    graph g = build_graph(s);
+    j["models"].push_back({{"name", name},
+                           {"layers", s.layers.count},
+                           {"hidden", s.hidden},
+                           {"total_params", tally_params(g).total.value()},
+                           {"source", s.source}});
+  }
+  return {j, "calc models"};
+}
+
+result run_gpus(const options&) {
+  ojson j;
+  j["gpus"] = ojson::array();
+  for (const gpu_spec& g : gpu_catalogue())
+    j["gpus"].push_back({{"name", g.name},
+                         {"display", g.display},
+                         {"memory_bytes", g.memory},
+                         {"bandwidth_bytes", g.bandwidth},
+                         {"bf16_tflops", g.bf16_tflops},
+                         {"fp8_tflops", g.fp8_tflops},
+                         {"interconnect_bytes", g.interconnect},
+                         {"source", g.source}});
+  return {j, "calc gpus (bandwidths in bytes per second)"};
+}
+
+result run_check(const options& o) {
+  std::vector<claim> claims = read_scenarios(o.scenarios);
+  std::vector<claim_result> results = run_claims(claims, evaluate);
+  ojson j;
+  std::int64_t passed = 0, failed = 0, open = 0;
+  ojson rows = ojson::array(), open_rows = ojson::array();
+  for (const claim_result& r : results) {
+    ojson row = {{"id", r.c->id},
+                {"where", r.c->where},
+                {"expected", r.c->expect},
+                {"got", r.got},
+                {"pass", r.pass}};
+    if (!r.error.empty()) row["error"] = r.error;
+    if (r.c->open) {
+      ++open;
+      row["analysis"] = r.c->analysis;
+      open_rows.push_back(row);
+    } else {
+      r.pass ? ++passed : ++failed;
+      rows.push_back(row);
+    }
+  }
+  j["claims"] = static_cast<std::int64_t>(results.size());
+  j["passed"] = passed;
+  j["failed"] = failed;
+  j["open"] = open;
+  j["results"] = rows;
+  j["open_claims"] = open_rows;
+  return {j, fmt::format("calc check: {} claims, {} passed, {} failed, {} open", results.size(),
+                         passed, failed, open),
+          failed > 0 ? 1 : 0};
+}
+
+// ---- the command table -----------------------------------------------------------------------
+
+const std::vector<command>& commands() {
+  static const std::vector<command> table = {
+      {"state", "Per-request state at a length: components, fixed part, growth, H*, decode reads",
+       [](CLI::App& app, options& o) {
+         add_model_options(app, o);
+         app.add_option("-n,--length", o.length, "Cached tokens per request (N), in tokens")->required();
+         app.add_option("-b,--batch", o.batch, "Requests (B), each with its own state");
+       },
+       run_state},
+      {"forward", "Matrix FLOPs, parameters and weight reads of one call, per module and stage",
+       [](CLI::App& app, options& o) {
+         add_model_options(app, o);
+         app.add_option("-p,--tokens", o.tokens, "New tokens per request this call (P)")->required();
+         app.add_option("-s,--context", o.context, "Tokens already cached per request (S)");
+         app.add_option("-b,--batch", o.batch, "Requests in the batch (B)");
+         app.add_option("--pairs", o.pairs,
+                        "Attention pair counting: causal (effective) or rectangular (eager, masked "
+                        "afterwards); default: the model's execution path")
+             ->check(CLI::IsMember({"causal", "rectangular"}));
+         app.add_option("--vocab-rows", o.vocab_rows,
+                        "Rows through the vocabulary head: last (one per request) or all")
+             ->check(CLI::IsMember({"last", "all"}));
+       },
+       run_forward},
+      {"params", "Parameters by Table 2-B category, weight bytes, per-layer groups",
+       [](CLI::App& app, options& o) { add_model_options(app, o); }, run_params},
+      {"request", "A whole request: prefill plus G-1 decodes, FLOPs, state written, cumulative reads",
+       [](CLI::App& app, options& o) {
+         add_model_options(app, o);
+         app.add_option("-p,--prompt", o.prompt, "New input tokens (P)")->required();
+         app.add_option("-s,--cached", o.cached, "Prefix tokens already cached (S)");
+         app.add_option("-g,--generate", o.generate, "Tokens returned (G); G-1 decode calls follow prefill");
+       },
+       run_request},
+      {"capacity", "Concurrent requests that fit on GPUs; with --requests, the weight budget",
+       [](CLI::App& app, options& o) {
+         add_model_options(app, o);
+         app.add_option("--gpu", o.gpu, "Accelerator: a name from `calc gpus` or a path")->required();
+         app.add_option("--gpus", o.gpus, "Number of cards whose memory is pooled");
+         app.add_option("-n,--length", o.lengths, "Context length(s) per request, in tokens, comma-separated")
+             ->required()
+             ->delimiter(',');
+         app.add_option("--workspace", o.workspace,
+                        "Reserved bytes (activations, buffers), e.g. 2GiB (default 2GiB)");
+         app.add_option("--weight-bytes", o.weight_bytes,
+                        "Use this weight size instead of the model's, e.g. 39.5GB");
+         app.add_option("--requests", o.requests,
+                        "Requests to reserve state for; reports the largest parameter count that fits");
+       },
+       run_capacity},
+      {"crossover", "H* (fixed state = growing state) and the batch where context reads pass weight reads",
+       [](CLI::App& app, options& o) {
+         add_model_options(app, o);
+         app.add_option("-n,--length", o.length, "Cached tokens per request (H), in tokens")->required();
+       },
+       run_crossover},
+      {"models", "The bundled models", [](CLI::App&, options&) {}, run_models},
+      {"gpus", "The accelerator catalogue with sources", [](CLI::App&, options&) {}, run_gpus},
+      {"check", "Every chapter claim in scenarios/, re-derived and compared at printed precision",
+       [](CLI::App& app, options& o) {
+         app.add_option("path", o.scenarios, "Scenario file or folder (default: scenarios)");
+       },
+       run_check},
+  };
+  return table;
+}
+
+/// Parses args into a command and its options; returns the command, or null for --help output.
+struct parsed {
+  const command* cmd = nullptr;
+  options opts;
+  output_format format = output_format::md;
+};
+
+void build_app(CLI::App& app, parsed& p, std::vector<CLI::App*>& subs) {
+  app.require_subcommand(1);
+  for (const command& c : commands()) {
+    CLI::App* sub = app.add_subcommand(c.name, c.help);
+    c.setup(*sub, p.opts);
+    sub->add_option("-f,--format", p.opts.format, "Output: md (default), ojson or csv")
+        ->check(CLI::IsMember({"md", "json", "csv"}));
+    subs.push_back(sub);
+  }
+}
+
+result dispatch(parsed& p, const std::vector<CLI::App*>& subs) {
+  for (std::size_t i = 0; i < subs.size(); ++i)
+    if (subs[i]->parsed()) p.cmd = &commands()[i];
+  if (p.opts.format == "json") p.format = output_format::json;
+  if (p.opts.format == "csv") p.format = output_format::csv;
+  return p.cmd->run(p.opts);
+}
+
+}  // namespace
+
+ojson evaluate(const std::vector<std::string>& args) {
+  CLI::App app("calc");
+  parsed p;
+  std::vector<CLI::App*> subs;
+  build_app(app, p, subs);
+  std::vector<std::string> reversed(args.rbegin(), args.rend());
+  try {
+    app.parse(reversed);
+  } catch (const CLI::ParseError& e) {
+    throw spec_error("", e.what());
+  }
+  return dispatch(p, subs).body;
+}
+
+int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  CLI::App app("calc: exact weights, FLOPs, state, reads and GPU capacity of LLMs, from YAML "
+               "model descriptions. Every number is an exact integer, rounded only when printed.");
+  parsed p;
+  std::vector<CLI::App*> subs;
+  build_app(app, p, subs);
+  std::vector<std::string> reversed(args.rbegin(), args.rend());
+  try {
+    app.parse(reversed);
+  } catch (const CLI::CallForHelp&) {
+    out << app.help();  // delegates to the subcommand that was named
+    return 0;
+  } catch (const CLI::CallForAllHelp&) {
+    out << app.help("", CLI::AppFormatMode::All);
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    err << "calc: " << e.what() << "\n";
+    return 2;
+  }
+  try {
+    result r = dispatch(p, subs);
+    out << render(r.body, p.format, r.title);
+    return r.exit_code;
+  } catch (const spec_error& e) {
+    err << e.what() << "\n";
+    return 2;
+  } catch (const overflow_error& e) {
+    err << "calc: " << e.what() << ": the answer exceeds exact 64-bit range for these inputs\n";
+    return 2;
+  } catch (const std::exception& e) {
+    err << "calc: internal error: " << e.what() << "\n";
+    return 3;
+  }
+}
+
+}  // namespace calc

@@ -1,0 +1,67 @@
+// Exact integer arithmetic for counts, bytes and FLOPs.
+//
+// Every tally in calc is an integer: parameters, FLOPs (2 per multiply-add), bytes. A 1M-token
+// prefill of a trillion-parameter model reaches ~1e18, close to int64's 9.2e18, so every operation
+// is checked and an overflow throws instead of wrapping silently.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+namespace calc {
+
+/// 128-bit integers for exact fractions when comparing printed claims (a GCC/Clang extension).
+__extension__ typedef __int128 int128;
+
+/// Thrown when an exact count would leave the int64 range.
+class overflow_error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// An int64 whose +, -, * throw overflow_error instead of wrapping.
+class checked {
+ public:
+  constexpr checked() = default;
+  constexpr checked(std::int64_t v) : v_(v) {}  // NOLINT: implicit on purpose, formulas read plainly
+
+  constexpr std::int64_t value() const { return v_; }
+
+  friend checked operator+(checked a, checked b) {
+    std::int64_t r;
+    if (__builtin_add_overflow(a.v_, b.v_, &r)) throw overflow_error("integer overflow in addition");
+    return r;
+  }
+  friend checked operator-(checked a, checked b) {
+    std::int64_t r;
+    if (__builtin_sub_overflow(a.v_, b.v_, &r))
+      throw overflow_error("integer overflow in subtraction");
+    return r;
+  }
+  friend checked operator*(checked a, checked b) {
+    std::int64_t r;
+    if (__builtin_mul_overflow(a.v_, b.v_, &r))
+      throw overflow_error("integer overflow in multiplication");
+    return r;
+  }
+  /// Integer division, rounding toward zero (callers divide only exact or floor quantities).
+  friend checked operator/(checked a, checked b) {
+    if (b.v_ == 0) throw overflow_error("division by zero");
+    return a.v_ / b.v_;
+  }
+  checked& operator+=(checked b) { return *this = *this + b; }
+  checked& operator*=(checked b) { return *this = *this * b; }
+  friend constexpr bool operator==(checked a, checked b) { return a.v_ == b.v_; }
+  friend constexpr auto operator<=>(checked a, checked b) { return a.v_ <=> b.v_; }
+
+ private:
+  std::int64_t v_ = 0;
+};
+
+inline checked min(checked a, checked b) { return a < b ? a : b; }
+inline checked max(checked a, checked b) { return a < b ? b : a; }
+/// ceil(a / b) for a >= 0, b > 0.
+inline checked ceil_div(checked a, checked b) { return (a + b - 1) / b; }
+
+}  // namespace calc

@@ -1,0 +1,86 @@
+#include "common/dtype.h"
+
+#include <fmt/format.h>
+
+#include <map>
+#include <stdexcept>
+#include <vector>
+
+namespace calc {
+
+namespace {
+
+const std::map<std::string, int>& element_bits() {
+  static const std::map<std::string, int> bits = {
+      {"fp64", 64}, {"int64", 64}, {"fp32", 32}, {"int32", 32}, {"bf16", 16}, {"fp16", 16},
+      {"fp8", 8},   {"int8", 8},   {"e8m0", 8},  {"fp4", 4},    {"int4", 4},
+  };
+  return bits;
+}
+
+std::vector<std::string> split(const std::string& text, char sep) {
+  std::vector<std::string> parts;
+  std::string part;
+  for (char c : text) {
+    if (c == sep) {
+      parts.push_back(part);
+      part.clear();
+    } else {
+      part += c;
+    }
+  }
+  parts.push_back(part);
+  return parts;
+}
+
+[[noreturn]] void unknown(const std::string& text) {
+  throw std::invalid_argument(fmt::format(
+      "unknown precision '{}' (known: bf16, fp16, fp32, fp64, fp8, int8, int4, fp4, int32, int64, "
+      "mxfp4, nvfp4, or <elem>:g<N>[:<scale>][:zero] such as int4:g128)",
+      text));
+}
+
+}  // namespace
+
+checked dtype::bytes(checked n) const {
+  checked value_bytes = ceil_div(n * bits, 8);
+  if (group == 0) return value_bytes;
+  checked groups = ceil_div(n, group);
+  return value_bytes + ceil_div(groups * (scale_bits + zero_bits), 8);
+}
+
+dtype parse_dtype(const std::string& text) {
+  // Named packed formats of the OCP MX and NVIDIA specs.
+  if (text == "mxfp4") return {text, 4, 32, 8, 0};
+  if (text == "nvfp4") return {text, 4, 16, 8, 0};
+  if (text == "mxfp8") return {text, 8, 32, 8, 0};
+
+  std::vector<std::string> parts = split(text, ':');
+  auto elem = element_bits().find(parts[0]);
+  if (elem == element_bits().end()) unknown(text);
+  dtype t{text, elem->second, 0, 0, 0};
+  if (parts.size() == 1) return t;
+
+  const std::string& g = parts[1];
+  if (g.size() < 2 || g[0] != 'g') unknown(text);
+  try {
+    std::size_t used = 0;
+    t.group = std::stoi(g.substr(1), &used);
+    if (used != g.size() - 1 || t.group <= 0) unknown(text);
+  } catch (const std::logic_error&) {
+    unknown(text);
+  }
+  t.scale_bits = 16;  // bf16 scales unless stated
+  for (std::size_t i = 2; i < parts.size(); ++i) {
+    if (parts[i] == "zero") {
+      t.zero_bits = t.scale_bits;
+      continue;
+    }
+    auto scale = element_bits().find(parts[i]);
+    if (scale == element_bits().end()) unknown(text);
+    t.scale_bits = scale->second;
+  }
+  return t;
+}
+
+}  // namespace calc

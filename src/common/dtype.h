@@ -1,0 +1,31 @@
+// Storage formats and their byte rule.
+//
+// Every stored tensor has a format: plain (bf16, fp8, fp32, int64, ...) or packed with a scale
+// per group of values (int4:g128, mxfp4 = fp4 with one e8m0 scale per 32, ...). One rule gives the
+// bytes of n values in any format, so production record sizes fall out of the same arithmetic:
+//   bytes(n) = ceil(n * bits / 8) + ceil(n / group) * (scale_bits + zero_bits) / 8
+#pragma once
+
+#include <string>
+
+#include "common/checked.h"
+
+namespace calc {
+
+struct dtype {
+  std::string name;    // as written, e.g. "bf16" or "int4:g128:bf16"
+  int bits = 16;       // bits per value
+  int group = 0;       // values sharing one scale; 0 = no scales
+  int scale_bits = 0;  // bits of each group's scale
+  int zero_bits = 0;   // bits of each group's zero point (0 = symmetric)
+
+  /// Bytes that n values occupy, scales and zero points included, each group padded to whole bytes.
+  checked bytes(checked n) const;
+};
+
+/// Parses a format name: `bf16`, `fp16`, `fp32`, `fp8`, `int8`, `int4`, `fp4`, `int64`, `mxfp4`,
+/// `nvfp4`, or `<elem>:g<N>[:<scale format>][:zero]` (default scale bf16).
+/// Throws std::invalid_argument with a message listing the known names.
+dtype parse_dtype(const std::string& text);
+
+}  // namespace calc

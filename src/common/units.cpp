@@ -1,0 +1,48 @@
+#include "common/units.h"
+
+#include <cctype>
+#include <map>
+
+namespace calc {
+
+std::optional<std::int64_t> parse_bytes(const std::string& text) {
+  static const std::map<std::string, std::int64_t> scale = {
+      {"", 1},      {"B", 1},     {"KiB", KiB}, {"MiB", MiB}, {"GiB", GiB}, {"TiB", TiB},
+      {"KB", KB},   {"kB", KB},   {"MB", MB},   {"GB", GB},   {"TB", TB},
+  };
+  // Split into a decimal number (digits with at most one point) and a unit.
+  std::size_t i = 0;
+  std::int64_t whole = 0, frac = 0, frac_den = 1;
+  bool digits = false, point = false;
+  for (; i < text.size(); ++i) {
+    char c = text[i];
+    if (std::isdigit(static_cast<unsigned char>(c))) {
+      digits = true;
+      if (frac_den > 1'000'000'000 || whole > 1'000'000'000'000'000) return std::nullopt;
+      if (point) {
+        frac = frac * 10 + (c - '0');
+        frac_den *= 10;
+      } else {
+        whole = whole * 10 + (c - '0');
+      }
+    } else if (c == '.' && !point) {
+      point = true;
+    } else {
+      break;
+    }
+  }
+  if (!digits) return std::nullopt;
+  while (i < text.size() && text[i] == ' ') ++i;
+  auto unit = scale.find(text.substr(i));
+  if (unit == scale.end()) return std::nullopt;
+  try {
+    checked total = checked(whole) * unit->second;
+    checked part = checked(frac) * unit->second;
+    if (part.value() % frac_den != 0) return std::nullopt;  // not a whole number of bytes
+    return (total + part / frac_den).value();
+  } catch (const overflow_error&) {
+    return std::nullopt;
+  }
+}
+
+}  // namespace calc

@@ -1,0 +1,70 @@
+#include "graph/graph.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace calc {
+
+namespace {
+
+struct describe_visitor {
+  std::string operator()(const attention_gqa& a) const {
+    std::string s = fmt::format("gqa {}q/{}kv x{}", a.q_heads, a.kv_heads, a.head_dim);
+    if (a.output_gate) s += " gated";
+    if (a.window) s += fmt::format(" window {}", *a.window);
+    return s;
+  }
+  std::string operator()(const ffn_swiglu& f) const {
+    return fmt::format("swiglu {}", f.intermediate);
+  }
+};
+
+void apply(const block_spec& b, layer& l) {
+  if (b.attention) l.attention = *b.attention;
+  if (b.ffn) l.ffn = *b.ffn;
+  if (b.norms) l.norms = *b.norms;
+}
+
+}  // namespace
+
+std::string describe(const attention_spec& a) { return std::visit(describe_visitor{}, a); }
+std::string describe(const ffn_spec& f) { return std::visit(describe_visitor{}, f); }
+
+graph build_graph(const model_spec& spec) {
+  graph g;
+  g.spec = &spec;
+  const layers_spec& ls = spec.layers;
+  g.layers.reserve(static_cast<std::size_t>(ls.count));
+  for (std::int64_t i = 0; i < ls.count; ++i) {
+    layer l;
+    l.index = i;
+    l.variant = "base";
+    apply(ls.base, l);
+    if (!ls.pattern.empty()) {
+      l.variant = ls.pattern[static_cast<std::size_t>(i) % ls.pattern.size()];
+      if (l.variant != "base") apply(ls.variants.at(l.variant), l);
+    }
+    g.layers.push_back(l);
+  }
+  for (const override_spec& ov : ls.overrides) {
+    for (std::int64_t i : ov.at) {
+      layer& l = g.layers[static_cast<std::size_t>(i)];
+      apply(ov.block, l);
+      l.variant = "override";
+    }
+  }
+  for (const layer& l : g.layers) {
+    std::string name = fmt::format("{} + {}", describe(l.attention), describe(l.ffn));
+    auto it = std::find_if(g.groups.begin(), g.groups.end(),
+                           [&](const layer_group& grp) { return grp.name == name; });
+    if (it == g.groups.end()) {
+      g.groups.push_back({name, {}});
+      it = g.groups.end() - 1;
+    }
+    it->indices.push_back(l.index);
+  }
+  return g;
+}
+
+}  // namespace calc

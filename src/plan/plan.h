@@ -1,0 +1,69 @@
+// Planning answers built from the tallies: a full request (§2.2.3), how many requests fit on a
+// card and the weight budget (§2.6.2), and crossovers (§2.2.2, §2.3.5).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "graph/graph.h"
+#include "spec/gpu_spec.h"
+#include "tally/tally.h"
+
+namespace calc {
+
+/// An exact fraction, for answers that are not whole (H* = fixed / per-token growth).
+struct ratio {
+  checked num;
+  checked den;
+  double value() const { return static_cast<double>(num.value()) / static_cast<double>(den.value()); }
+};
+
+struct request_plan {
+  std::int64_t prefill_calls = 0;
+  std::int64_t decode_calls = 0;  // n_d = G - 1
+  checked flops;                  // prefill + every decode
+  checked prefill_flops;
+  checked decode_flops;
+  checked kv_written_bytes;       // state written by this request: prefill plus decodes
+  checked decode_written_bytes;   // state added during generation
+  checked final_state_bytes;      // state kept at the end: S + P + G - 1 positions
+  std::int64_t final_positions = 0;
+  checked cumulative_read_bytes;  // history read by all decode steps: sum_j read(H + j)
+  checked cumulative_read_tokens; // sum_j (H + j)
+};
+
+/// One request of B=1: prefill (S cached, P new), then G-1 decodes at history S+P+j.
+request_plan plan_request(const graph& g, std::int64_t cached, std::int64_t prompt,
+                          std::int64_t generate);
+
+struct capacity_plan {
+  std::int64_t length = 0;
+  checked memory;               // all cards together
+  checked weight_bytes;
+  checked workspace_bytes;
+  checked per_request_bytes;    // whole state of one request at `length`
+  checked free_bytes;           // memory - weights - workspace (negative: weights do not fit)
+  std::int64_t requests = 0;    // floor(free / per_request), never a partial request
+  bool weights_fit = true;
+};
+
+capacity_plan plan_capacity(const graph& g, const gpu_spec& gpu, std::int64_t gpus,
+                            std::int64_t length, checked workspace, checked weight_bytes);
+
+/// §2.6.2 inverted: the most parameters whose weights fit beside `requests` requests of
+/// `length` tokens and the workspace, at the model's weight format. Negative free space gives 0.
+checked max_params(const graph& g, const gpu_spec& gpu, std::int64_t gpus, std::int64_t length,
+                   checked workspace, std::int64_t requests);
+
+struct crossover_plan {
+  std::optional<ratio> state_crossover_tokens;  // H*: fixed state / growth per token
+  std::int64_t length = 0;
+  checked weight_read_bytes;    // R_W: shared weights read once per batch
+  checked context_read_bytes;   // one request's history read per decode step at `length`
+  std::optional<std::int64_t> batch_read_crossover;  // smallest B with B*context > R_W
+};
+
+crossover_plan plan_crossover(const graph& g, std::int64_t length);
+
+}  // namespace calc

@@ -1,0 +1,84 @@
+#include "spec/gpu_spec.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+
+#include "common/units.h"
+#include "spec/model_reader.h"
+#include "spec/yaml_reader.h"
+
+namespace calc {
+
+namespace {
+
+std::int64_t read_size(yaml_map& m, const std::string& key) {
+  YAML::Node n = m.required(key);
+  auto bytes = n.IsScalar() ? parse_bytes(n.Scalar()) : std::nullopt;
+  if (!bytes || *bytes <= 0)
+    throw spec_error(location_of(n, m.file()), m.path_of(key),
+                     "expected a positive size such as 24GB or 3.35TB");
+  return *bytes;
+}
+
+double read_tflops(yaml_map& m, const std::string& key) {
+  YAML::Node n = m.optional(key);
+  if (!n.IsDefined()) return 0;
+  try {
+    double v = n.as<double>();
+    if (v < 0) throw YAML::Exception(n.Mark(), "negative");
+    return v;
+  } catch (const YAML::Exception&) {
+    throw spec_error(location_of(n, m.file()), m.path_of(key), "expected a non-negative number");
+  }
+}
+
+std::string gpus_dir() { return models_dir() + "/gpus"; }
+
+}  // namespace
+
+gpu_spec read_gpu_file(const std::string& path) {
+  YAML::Node root = load_yaml_file(path);
+  yaml_map m(root, "", path);
+  gpu_spec g;
+  g.file = path;
+  g.name = m.text("name");
+  g.display = m.optional_text("display").value_or(g.name);
+  g.memory = read_size(m, "memory");
+  g.bandwidth = read_size(m, "bandwidth");
+  g.bf16_tflops = read_tflops(m, "bf16_tflops");
+  g.fp8_tflops = read_tflops(m, "fp8_tflops");
+  if (m.has("interconnect")) g.interconnect = read_size(m, "interconnect");
+  g.source = m.text("source");
+  m.finish({"name", "display", "memory", "bandwidth", "bf16_tflops", "fp8_tflops",
+            "interconnect", "source"});
+  return g;
+}
+
+gpu_spec find_gpu(const std::string& name_or_path) {
+  namespace fs = std::filesystem;
+  if (name_or_path.find('/') != std::string::npos || name_or_path.ends_with(".yaml"))
+    return read_gpu_file(name_or_path);
+  fs::path p = fs::path(gpus_dir()) / (name_or_path + ".yaml");
+  if (fs::exists(p)) return read_gpu_file(p.string());
+  std::vector<std::string> known;
+  for (const auto& g : gpu_catalogue()) known.push_back(g.name);
+  std::string message = fmt::format("unknown GPU '{}'", name_or_path);
+  if (auto guess = closest(name_or_path, known)) message += fmt::format(" (did you mean '{}'?)", *guess);
+  message += "; `calc gpus` lists the catalogue";
+  throw spec_error("--gpu", message);
+}
+
+std::vector<gpu_spec> gpu_catalogue() {
+  namespace fs = std::filesystem;
+  std::vector<gpu_spec> out;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(gpus_dir(), ec))
+    if (entry.is_regular_file() && entry.path().extension() == ".yaml")
+      out.push_back(read_gpu_file(entry.path().string()));
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+  return out;
+}
+
+}  // namespace calc

@@ -1,0 +1,31 @@
+// GpuSpec: one accelerator of the catalogue in models/gpus/ (memory as sold, in decimal bytes).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace calc {
+
+struct gpu_spec {
+  std::string name;           // catalogue key, e.g. "rtx-4090"
+  std::string display;        // e.g. "NVIDIA GeForce RTX 4090"
+  std::int64_t memory = 0;    // bytes, decimal as sold (24 GB = 24e9 B; §2.6.2)
+  std::int64_t bandwidth = 0; // memory bandwidth, bytes per second
+  double bf16_tflops = 0;     // dense BF16 tensor peak, 1e12 FLOP/s
+  double fp8_tflops = 0;      // dense FP8 tensor peak (0 when the GPU has no FP8 units)
+  std::int64_t interconnect = 0;  // GPU-to-GPU bandwidth per direction, bytes per second
+  std::string source;         // where the figures come from
+  std::string file;
+};
+
+/// Reads one GPU file strictly (unknown keys, bad sizes: located spec_error).
+gpu_spec read_gpu_file(const std::string& path);
+
+/// Resolves `--gpu`: a path or a catalogue name in models/gpus/.
+gpu_spec find_gpu(const std::string& name_or_path);
+
+/// The whole catalogue, sorted by name.
+std::vector<gpu_spec> gpu_catalogue();
+
+}  // namespace calc

@@ -1,0 +1,278 @@
+#include "spec/model_reader.h"
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+
+#include "spec/yaml_reader.h"
+
+namespace calc {
+
+namespace {
+
+const std::vector<std::string> kAttentionKinds = {"gqa"};
+const std::vector<std::string> kFfnKinds = {"swiglu"};
+
+std::string kind_of(yaml_map& m, const std::vector<std::string>& known) {
+  std::string kind = m.text("kind");
+  if (std::find(known.begin(), known.end(), kind) == known.end()) {
+    std::string message = fmt::format("unknown kind '{}'", kind);
+    if (auto guess = closest(kind, known)) message += fmt::format(" (did you mean '{}'?)", *guess);
+    m.fail("kind", message);
+  }
+  return kind;
+}
+
+attention_spec read_attention(yaml_map m) {
+  kind_of(m, kAttentionKinds);
+  attention_gqa a;
+  a.q_heads = m.integer("q_heads");
+  a.kv_heads = m.integer("kv_heads");
+  a.head_dim = m.integer("head_dim");
+  a.qk_norm = m.boolean("qk_norm", false);
+  a.output_gate = m.boolean("output_gate", false);
+  a.window = m.optional_integer("window");
+  if (a.q_heads % a.kv_heads != 0)
+    m.fail("kv_heads", fmt::format("{} KV heads do not divide {} query heads", a.kv_heads,
+                                   a.q_heads));
+  m.finish({"kind", "q_heads", "kv_heads", "head_dim", "qk_norm", "output_gate", "window"});
+  return a;
+}
+
+ffn_spec read_ffn(yaml_map m) {
+  kind_of(m, kFfnKinds);
+  ffn_swiglu f;
+  f.intermediate = m.integer("intermediate");
+  m.finish({"kind", "intermediate"});
+  return f;
+}
+
+/// Reads attention/ffn/norms from a map that may hold other keys too (the caller finishes it).
+block_spec read_block(yaml_map& m) {
+  block_spec b;
+  if (m.has("attention")) b.attention = read_attention(m.map("attention"));
+  if (m.has("ffn")) b.ffn = read_ffn(m.map("ffn"));
+  b.norms = m.optional_integer("norms", 0);
+  return b;
+}
+
+dtype read_dtype(yaml_map& m, const std::string& key, const std::string& fallback) {
+  auto text = m.optional_text(key);
+  try {
+    return parse_dtype(text.value_or(fallback));
+  } catch (const std::invalid_argument& e) {
+    m.fail(key, e.what());
+  }
+}
+
+precision_spec read_precision(yaml_map& parent) {
+  YAML::Node node = parent.optional("precision");
+  if (!node.IsDefined()) node = YAML::Node(YAML::NodeType::Map);
+  yaml_map m(node, parent.path_of("precision"), parent.file());
+  precision_spec p;
+  p.weights = read_dtype(m, "weights", "bf16");
+  p.embedding = read_dtype(m, "embedding", p.weights.name);
+  p.head = read_dtype(m, "head", p.weights.name);
+  p.norms = read_dtype(m, "norms", "bf16");
+  p.kv = read_dtype(m, "kv", "bf16");
+  m.finish({"weights", "embedding", "head", "norms", "kv"});
+  return p;
+}
+
+execution_spec read_execution(yaml_map& parent) {
+  execution_spec e;
+  YAML::Node node = parent.optional("execution");
+  if (!node.IsDefined()) node = YAML::Node(YAML::NodeType::Map);
+  yaml_map m(node, parent.path_of("execution"), parent.file());
+  if (auto pairs = m.optional_text("attention_pairs")) {
+    if (*pairs == "causal") {
+      e.pairs = pair_counting::causal;
+    } else if (*pairs == "rectangular") {
+      e.pairs = pair_counting::rectangular;
+    } else {
+      m.fail("attention_pairs", fmt::format("expected causal or rectangular, got '{}'", *pairs));
+    }
+  }
+  if (auto rows = m.optional_text("vocab_rows")) {
+    if (*rows == "last") {
+      e.vocab_all_rows = false;
+    } else if (*rows == "all") {
+      e.vocab_all_rows = true;
+    } else {
+      m.fail("vocab_rows", fmt::format("expected last or all, got '{}'", *rows));
+    }
+  }
+  m.finish({"attention_pairs", "vocab_rows"});
+  return e;
+}
+
+/// Expands a pattern entry "name" or "name*N".
+void expand_pattern_entry(const YAML::Node& node, const std::string& field, const std::string& file,
+                          std::vector<std::string>& out) {
+  if (!node.IsScalar()) throw spec_error(location_of(node, file), field, "expected a variant name");
+  std::string entry = node.Scalar();
+  std::int64_t times = 1;
+  if (auto star = entry.find('*'); star != std::string::npos) {
+    try {
+      times = std::stoll(entry.substr(star + 1));
+    } catch (const std::logic_error&) {
+      times = 0;
+    }
+    if (times <= 0 || times > 1'000'000)
+      throw spec_error(location_of(node, file), field,
+                       fmt::format("'{}': repeat count must be a positive integer", entry));
+    entry = entry.substr(0, star);
+  }
+  for (std::int64_t i = 0; i < times; ++i) out.push_back(entry);
+}
+
+layers_spec read_layers(yaml_map m) {
+  layers_spec l;
+  l.count = m.integer("count");
+  if (l.count > 100'000) m.fail("count", fmt::format("{} layers is not a plausible model", l.count));
+  l.base = read_block(m);
+  if (!l.base.attention) throw spec_error(m.where(), m.path_of("attention"), "missing required field");
+  if (!l.base.ffn) throw spec_error(m.where(), m.path_of("ffn"), "missing required field");
+  if (!l.base.norms) l.base.norms = 2;
+
+  if (m.has("variants")) {
+    yaml_map vars = m.map("variants");
+    YAML::Node node = m.optional("variants");
+    for (auto it = node.begin(); it != node.end(); ++it) {
+      std::string name = it->first.as<std::string>();
+      yaml_map v(it->second, vars.path_of(name), m.file());
+      l.variants[name] = read_block(v);
+      v.finish({"attention", "ffn", "norms"});
+    }
+  }
+  if (m.has("pattern")) {
+    YAML::Node node = m.required("pattern");
+    l.pattern_where = location_of(node, m.file());
+    if (!node.IsSequence() || node.size() == 0)
+      throw spec_error(l.pattern_where, m.path_of("pattern"), "expected a list of variant names");
+    for (std::size_t i = 0; i < node.size(); ++i)
+      expand_pattern_entry(node[i], fmt::format("{}[{}]", m.path_of("pattern"), i), m.file(),
+                           l.pattern);
+    for (std::size_t i = 0; i < node.size(); ++i) {
+      std::vector<std::string> names;
+      expand_pattern_entry(node[i], "", m.file(), names);
+      const std::string& name = names.front();
+      if (name != "base" && !l.variants.count(name)) {
+        std::vector<std::string> known = {"base"};
+        for (const auto& [k, v] : l.variants) known.push_back(k);
+        std::string message = fmt::format("unknown variant '{}'", name);
+        if (auto guess = closest(name, known)) message += fmt::format(" (did you mean '{}'?)", *guess);
+        throw spec_error(location_of(node[i], m.file()),
+                         fmt::format("{}[{}]", m.path_of("pattern"), i), message);
+      }
+    }
+    if (l.count % static_cast<std::int64_t>(l.pattern.size()) != 0)
+      throw spec_error(l.pattern_where, m.path_of("pattern"),
+                       fmt::format("pattern of {} layers does not divide count {}",
+                                   l.pattern.size(), l.count));
+  }
+  if (m.has("overrides")) {
+    YAML::Node node = m.required("overrides");
+    if (!node.IsSequence())
+      throw spec_error(location_of(node, m.file()), m.path_of("overrides"), "expected a list");
+    for (std::size_t i = 0; i < node.size(); ++i) {
+      yaml_map o(node[i], fmt::format("{}[{}]", m.path_of("overrides"), i), m.file());
+      override_spec ov;
+      ov.where = o.where();
+      YAML::Node at = o.required("at");
+      if (!at.IsSequence())
+        throw spec_error(location_of(at, m.file()), o.path_of("at"), "expected a list of layer indices");
+      for (std::size_t j = 0; j < at.size(); ++j) {
+        std::string field = fmt::format("{}[{}]", o.path_of("at"), j);
+        std::int64_t index = read_integer(at[j], field, m.file(), 0);
+        if (index >= l.count)
+          throw spec_error(location_of(at[j], m.file()), field,
+                           fmt::format("layer {} is out of range (the model has {} layers)", index,
+                                       l.count));
+        ov.at.push_back(index);
+      }
+      ov.block = read_block(o);
+      o.finish({"at", "attention", "ffn", "norms"});
+      l.overrides.push_back(std::move(ov));
+    }
+  }
+  m.finish({"count", "attention", "ffn", "norms", "variants", "pattern", "overrides"});
+  return l;
+}
+
+model_spec read_model(const YAML::Node& root, const std::string& file) {
+  yaml_map m(root, "", file);
+  model_spec spec;
+  spec.file = file;
+  std::int64_t schema = m.optional_integer("schema").value_or(1);
+  if (schema != 1) m.fail("schema", fmt::format("schema version {} is not supported (this calc reads 1)", schema));
+  spec.name = m.text("name");
+  spec.source = m.optional_text("source").value_or("");
+  spec.vocab = m.integer("vocab");
+  spec.hidden = m.integer("hidden");
+  spec.tie_embeddings = m.boolean("tie_embeddings", false);
+  spec.final_norm = m.boolean("final_norm", true);
+  spec.precision = read_precision(m);
+  spec.execution = read_execution(m);
+  spec.layers = read_layers(m.map("layers"));
+  m.finish({"schema", "name", "source", "vocab", "hidden", "tie_embeddings", "final_norm",
+            "precision", "execution", "layers"});
+  spec.defaulted = m.defaulted();
+  return spec;
+}
+
+}  // namespace
+
+model_spec read_model_text(const std::string& yaml, const std::string& file,
+                           const std::vector<std::string>& sets) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml);
+  } catch (const YAML::ParserException& e) {
+    throw spec_error(source_location{file, e.mark.line + 1, e.mark.column + 1}, "",
+                     fmt::format("malformed YAML: {}", e.msg));
+  }
+  for (const auto& s : sets) apply_set(root, s);
+  return read_model(root, file);
+}
+
+model_spec read_model_file(const std::string& path, const std::vector<std::string>& sets) {
+  YAML::Node root = load_yaml_file(path);
+  for (const auto& s : sets) apply_set(root, s);
+  return read_model(root, path);
+}
+
+std::string models_dir() {
+  if (const char* env = std::getenv("CALC_MODELS")) return env;
+  return std::string(CALC_SOURCE_DIR) + "/models";
+}
+
+std::string resolve_model_path(const std::string& name_or_path) {
+  namespace fs = std::filesystem;
+  if (name_or_path.ends_with(".yaml") || fs::exists(name_or_path)) return name_or_path;
+  // A bundled name, possibly in a subfolder ("examples/seed000-gqa").
+  fs::path bundled = fs::path(models_dir()) / (name_or_path + ".yaml");
+  if (fs::exists(bundled)) return bundled.string();
+  std::string message = fmt::format("unknown model '{}'", name_or_path);
+  if (auto guess = closest(name_or_path, bundled_models()))
+    message += fmt::format(" (did you mean '{}'?)", *guess);
+  message += "; `calc models` lists the bundled ones, or give a path to a YAML file";
+  throw spec_error("--model", message);
+}
+
+std::vector<std::string> bundled_models() {
+  namespace fs = std::filesystem;
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(models_dir(), ec)) {
+    if (entry.is_regular_file() && entry.path().extension() == ".yaml")
+      names.push_back(entry.path().stem().string());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+}  // namespace calc

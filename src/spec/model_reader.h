@@ -1,0 +1,29 @@
+// Reads a model YAML (docs/model-schema.md) into a ModelSpec, strictly.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "spec/model_spec.h"
+
+namespace calc {
+
+/// Reads a model file, applying `sets` (key.path=value) before validation.
+/// Throws spec_error, located at file:line:col with the field path, on any bad input.
+model_spec read_model_file(const std::string& path, const std::vector<std::string>& sets = {});
+
+/// Reads a model from YAML text (tests, fuzzing); `file` names it in errors.
+model_spec read_model_text(const std::string& yaml, const std::string& file,
+                           const std::vector<std::string>& sets = {});
+
+/// Resolves `--model`: a path (contains '/' or ends in .yaml) or a bundled name looked up in
+/// $CALC_MODELS, then the models/ folder of the source tree.
+std::string resolve_model_path(const std::string& name_or_path);
+
+/// Names of the bundled models, sorted.
+std::vector<std::string> bundled_models();
+
+/// The folder of bundled models (models/ in the source tree unless $CALC_MODELS says otherwise).
+std::string models_dir();
+
+}  // namespace calc

@@ -1,0 +1,192 @@
+#include "spec/yaml_reader.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <fstream>
+#include <limits>
+
+namespace calc {
+
+source_location location_of(const YAML::Node& node, const std::string& file) {
+  YAML::Mark mark = node.IsDefined() ? node.Mark() : YAML::Mark::null_mark();
+  if (mark.is_null() || mark.line < 0) return {file, 0, 0};
+  return {file, mark.line + 1, mark.column + 1};
+}
+
+YAML::Node load_yaml_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw spec_error(source_location{path, 0, 0}, "", "cannot open file");
+  try {
+    return YAML::Load(in);
+  } catch (const YAML::ParserException& e) {
+    throw spec_error(source_location{path, e.mark.line + 1, e.mark.column + 1}, "",
+                     fmt::format("malformed YAML: {}", e.msg));
+  }
+}
+
+void apply_set(YAML::Node& root, const std::string& assignment) {
+  auto eq = assignment.find('=');
+  if (eq == std::string::npos || eq == 0)
+    throw spec_error("--set", fmt::format("'{}' is not key.path=value", assignment));
+  std::string path = assignment.substr(0, eq);
+  YAML::Node value;
+  try {
+    value = YAML::Load(assignment.substr(eq + 1));
+  } catch (const YAML::ParserException& e) {
+    throw spec_error("--set " + path, fmt::format("malformed value: {}", e.msg));
+  }
+  std::vector<std::string> keys;
+  std::string key;
+  for (char c : path) {
+    if (c == '.') {
+      keys.push_back(key);
+      key.clear();
+    } else {
+      key += c;
+    }
+  }
+  keys.push_back(key);
+  YAML::Node cur = root;
+  std::string walked;
+  for (std::size_t i = 0; i + 1 < keys.size(); ++i) {
+    walked += (walked.empty() ? "" : ".") + keys[i];
+    YAML::Node next = cur[keys[i]];
+    if (!next.IsDefined() || !next.IsMap())
+      throw spec_error("--set " + path, fmt::format("'{}' is not a mapping in the model", walked));
+    cur.reset(next);
+  }
+  cur[keys.back()] = value;
+}
+
+std::optional<std::string> closest(const std::string& word, const std::vector<std::string>& known) {
+  auto distance = [](const std::string& a, const std::string& b) {
+    std::vector<std::size_t> row(b.size() + 1);
+    for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+    for (std::size_t i = 1; i <= a.size(); ++i) {
+      std::size_t diag = row[0];
+      row[0] = i;
+      for (std::size_t j = 1; j <= b.size(); ++j) {
+        std::size_t up = row[j];
+        row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+        diag = up;
+      }
+    }
+    return row[b.size()];
+  };
+  std::optional<std::string> best;
+  std::size_t best_d = std::numeric_limits<std::size_t>::max();
+  for (const auto& k : known) {
+    std::size_t d = distance(word, k);
+    if (d < best_d) {
+      best_d = d;
+      best = k;
+    }
+  }
+  // A typo changes a few characters; anything further is a different word.
+  if (best && best_d <= std::max<std::size_t>(2, word.size() / 3)) return best;
+  return std::nullopt;
+}
+
+std::int64_t read_integer(const YAML::Node& node, const std::string& field, const std::string& file,
+                          std::int64_t min) {
+  if (!node.IsScalar())
+    throw spec_error(location_of(node, file), field, "expected an integer");
+  std::int64_t v = 0;
+  const std::string& s = node.Scalar();
+  try {
+    std::size_t used = 0;
+    long long parsed = std::stoll(s, &used);
+    if (used != s.size()) throw std::invalid_argument(s);
+    v = parsed;
+  } catch (const std::logic_error&) {
+    throw spec_error(location_of(node, file), field,
+                     fmt::format("expected an integer, got '{}'", s));
+  }
+  if (v < min) {
+    std::string bound = min == 1 ? "must be positive" : fmt::format("must be at least {}", min);
+    throw spec_error(location_of(node, file), field, fmt::format("{}, got {}", bound, v));
+  }
+  return v;
+}
+
+yaml_map::yaml_map(const YAML::Node& node, std::string path, std::string file)
+    : node_(node), path_(std::move(path)), file_(std::move(file)) {
+  if (!node_.IsMap())
+    throw spec_error(location_of(node_, file_), path_.empty() ? "(document)" : path_,
+                     "expected a mapping of fields");
+}
+
+bool yaml_map::has(const std::string& key) const { return node_[key].IsDefined(); }
+
+std::string yaml_map::path_of(const std::string& key) const {
+  return path_.empty() ? key : path_ + "." + key;
+}
+
+YAML::Node yaml_map::required(const std::string& key) {
+  YAML::Node n = node_[key];
+  if (!n.IsDefined() || n.IsNull())
+    throw spec_error(where(), path_of(key), "missing required field");
+  used_.insert(key);
+  return n;
+}
+
+YAML::Node yaml_map::optional(const std::string& key) {
+  YAML::Node n = node_[key];
+  used_.insert(key);
+  if (!n.IsDefined()) defaulted_.push_back(path_of(key));
+  return n;
+}
+
+std::int64_t yaml_map::integer(const std::string& key, std::int64_t min) {
+  return read_integer(required(key), path_of(key), file_, min);
+}
+
+std::optional<std::int64_t> yaml_map::optional_integer(const std::string& key, std::int64_t min) {
+  YAML::Node n = optional(key);
+  if (!n.IsDefined() || n.IsNull()) return std::nullopt;
+  return read_integer(n, path_of(key), file_, min);
+}
+
+bool yaml_map::boolean(const std::string& key, bool fallback) {
+  YAML::Node n = optional(key);
+  if (!n.IsDefined()) return fallback;
+  if (n.IsScalar()) {
+    const std::string& s = n.Scalar();
+    if (s == "true") return true;
+    if (s == "false") return false;
+  }
+  throw spec_error(location_of(n, file_), path_of(key), "expected true or false");
+}
+
+std::string yaml_map::text(const std::string& key) {
+  YAML::Node n = required(key);
+  if (!n.IsScalar()) throw spec_error(location_of(n, file_), path_of(key), "expected a string");
+  return n.Scalar();
+}
+
+std::optional<std::string> yaml_map::optional_text(const std::string& key) {
+  YAML::Node n = optional(key);
+  if (!n.IsDefined() || n.IsNull()) return std::nullopt;
+  if (!n.IsScalar()) throw spec_error(location_of(n, file_), path_of(key), "expected a string");
+  return n.Scalar();
+}
+
+yaml_map yaml_map::map(const std::string& key) { return {required(key), path_of(key), file_}; }
+
+void yaml_map::fail(const std::string& key, const std::string& message) const {
+  YAML::Node n = node_[key];
+  throw spec_error(n.IsDefined() ? location_of(n, file_) : where(), path_of(key), message);
+}
+
+void yaml_map::finish(const std::vector<std::string>& known) const {
+  for (auto it = node_.begin(); it != node_.end(); ++it) {
+    std::string key = it->first.as<std::string>();
+    if (used_.count(key)) continue;
+    std::string message = "unknown field";
+    if (auto guess = closest(key, known)) message += fmt::format(" (did you mean '{}'?)", *guess);
+    throw spec_error(location_of(it->first, file_), path_of(key), message);
+  }
+}
+
+}  // namespace calc

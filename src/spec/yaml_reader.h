@@ -1,0 +1,76 @@
+// Strict reading of YAML mappings: every key must be known, every value of the right type.
+//
+// A yaml_map wraps one mapping with its field path ("layers.attention") and the file it came
+// from. Each read marks the key as used; finish() rejects any key left over, suggesting the
+// closest known key. Every error is a spec_error located at the offending node.
+#pragma once
+
+#include <yaml-cpp/yaml.h>
+
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+
+namespace calc {
+
+/// The location of a node in its file (1-based), or just the file when the node has no mark.
+source_location location_of(const YAML::Node& node, const std::string& file);
+
+/// Loads a YAML file; a missing file or a syntax error becomes a located spec_error.
+YAML::Node load_yaml_file(const std::string& path);
+
+/// Applies `key.path=value` to a loaded document (value parsed as YAML), for what-if questions.
+/// The path must lead through existing mappings; a new last key is caught later as unknown.
+void apply_set(YAML::Node& root, const std::string& assignment);
+
+/// The closest of `known` to `word` by edit distance, if it is close enough to be a typo.
+std::optional<std::string> closest(const std::string& word, const std::vector<std::string>& known);
+
+class yaml_map {
+ public:
+  yaml_map(const YAML::Node& node, std::string path, std::string file);
+
+  bool has(const std::string& key) const;
+  /// The field path of a key under this map, e.g. "layers.attention.kv_heads".
+  std::string path_of(const std::string& key) const;
+  const std::string& file() const { return file_; }
+  source_location where() const { return location_of(node_, file_); }
+
+  /// The node of a required key (error if missing); marks it used.
+  YAML::Node required(const std::string& key);
+  /// The node of an optional key, or an undefined node; marks it used.
+  YAML::Node optional(const std::string& key);
+
+  std::int64_t integer(const std::string& key, std::int64_t min = 1);
+  std::optional<std::int64_t> optional_integer(const std::string& key, std::int64_t min = 1);
+  bool boolean(const std::string& key, bool fallback);
+  std::string text(const std::string& key);
+  std::optional<std::string> optional_text(const std::string& key);
+  yaml_map map(const std::string& key);
+
+  /// Raises a located error about one key of this map.
+  [[noreturn]] void fail(const std::string& key, const std::string& message) const;
+
+  /// Rejects keys that no read used. `known` lists every accepted key, for suggestions.
+  void finish(const std::vector<std::string>& known) const;
+
+  /// Keys that were absent and took their default, as field paths.
+  const std::vector<std::string>& defaulted() const { return defaulted_; }
+
+ private:
+  YAML::Node node_;
+  std::string path_;
+  std::string file_;
+  std::set<std::string> used_;
+  std::vector<std::string> defaulted_;
+};
+
+/// Reads an integer scalar, with a located error naming `field` when it is not one or is < min.
+std::int64_t read_integer(const YAML::Node& node, const std::string& field, const std::string& file,
+                          std::int64_t min);
+
+}  // namespace calc

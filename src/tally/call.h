@@ -1,0 +1,37 @@
+// A call's shape (§2.1.2): B requests, each with S cached tokens, feeding P new tokens.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "common/checked.h"
+#include "spec/model_spec.h"
+
+namespace calc {
+
+struct call {
+  std::int64_t batch = 1;    // B
+  std::int64_t context = 0;  // S, tokens already cached per request
+  std::int64_t tokens = 1;   // P, new tokens per request this call
+  pair_counting pairs = pair_counting::causal;
+  bool vocab_all_rows = false;  // vocabulary head on every row instead of the last of each request
+
+  checked rows() const { return checked(batch) * tokens; }  // m = B*P
+  checked vocab_rows() const { return vocab_all_rows ? rows() : checked(batch); }  // m_out
+};
+
+/// A call with the model's default execution path and the given shape.
+call make_call(const model_spec& spec, std::int64_t batch, std::int64_t context,
+               std::int64_t tokens);
+
+/// Effective causal pairs per layer: N_pair = B*(P*S + P*(P+1)/2) (§2.1.3).
+checked n_pair(const call& c);
+
+/// Eager rectangle, masked afterwards: B*P*(S+P).
+checked n_rect(const call& c);
+
+/// Query-key pairs a layer executes under the call's pair counting, with an optional window:
+/// query at 0-based position t sees min(t+1, window) keys when causal.
+checked attention_pairs(const call& c, std::optional<std::int64_t> window);
+
+}  // namespace calc

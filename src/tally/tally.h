@@ -1,0 +1,86 @@
+// Whole-model tallies: parameters by category, FLOPs and weight reads of a call, state at a
+// length. Each sums the per-kind rules of rules.h over the graph's layers (§2.6.1: the whole
+// model is the layer-count-weighted sum of its layer types).
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "graph/graph.h"
+#include "tally/rules.h"
+
+namespace calc {
+
+/// Every stored tensor of the model, layer by layer, then the model-level ones.
+std::vector<tensor> model_tensors(const graph& g);
+
+struct group_params {
+  std::string name;
+  std::int64_t layers = 0;
+  checked attention;        // attention projection parameters per layer
+  checked ffn;              // feed-forward parameters per layer
+  checked other;            // norms and the rest, per layer
+  checked attention_bytes;  // per layer, at the model's precision
+  checked ffn_bytes;        // per layer
+};
+
+struct params_tally {
+  checked total;
+  std::map<category, checked> categories;
+  checked weight_bytes;        // at the model's precision
+  checked bf16_bytes;          // 2 bytes per parameter, as Table 2-B converts
+  checked lookup_bytes;        // the embedding table, read by rows rather than whole
+  checked shared_read_bytes;   // weights every call reads once: all but the lookup table
+  checked active;              // parameters one token uses (all but unselected routed experts)
+  checked selected_expert_bytes_per_token;  // Table 2-C's last column, BF16
+  std::vector<group_params> groups;
+};
+
+params_tally tally_params(const graph& g);
+
+struct module_flops {
+  std::string name;
+  checked flops;
+  checked params;
+};
+
+struct forward_tally {
+  checked flops;              // all matrix FLOPs of the call
+  checked linear_flops;       // weight GEMMs in the layers
+  checked interaction_flops;  // QK^T, AV (and index dot products)
+  checked vocab_flops;        // the vocabulary head on m_out rows
+  checked pairs;              // query-key pairs summed over attention layers
+  checked weight_read_bytes;  // weights read once per call (the embedding table excluded)
+  checked embedding_read_bytes;  // embedding rows looked up: m rows of d values
+  std::vector<module_flops> modules;
+  std::vector<module_flops> stages;
+};
+
+forward_tally tally_forward(const graph& g, const call& c);
+
+struct state_item {
+  std::string name;
+  std::int64_t layers = 0;
+  checked bytes;       // at the requested length
+  checked per_token;   // growth per token while below any cap
+  bool fixed = false;  // independent of length
+  bool read_write_each_step = false;
+};
+
+struct state_tally {
+  std::int64_t length = 0;  // N: cached tokens per request
+  std::int64_t batch = 1;
+  checked total;
+  checked fixed;
+  checked growing;
+  checked per_token;         // growth rate of the unbounded components
+  checked decode_read;       // KV and index read by one decode query over N cached tokens
+  checked decode_state_rw;   // recurrent state read + written by one decode step
+  std::vector<state_item> items;
+};
+
+/// State of `batch` requests with `length` cached tokens each.
+state_tally tally_state(const graph& g, std::int64_t length, std::int64_t batch = 1);
+
+}  // namespace calc
