@@ -250,7 +250,15 @@ std::pair<std::string, bool> compare_printed(int128 num, int128 den, const std::
   std::string want;
   for (char c : text.substr(0, i))
     if (c != ',' && c != ' ') want += c;
-  std::string shown = got + (unit.empty() ? "" : " " + unit);
+  // Show the value as the chapter prints it: with thousands separators when it uses them.
+  std::string grouped = got;
+  if (expect.find(',') != std::string::npos) {
+    std::size_t point = grouped.find('.');
+    std::size_t end = point == std::string::npos ? grouped.size() : point;
+    std::size_t begin = grouped[0] == '-' ? 1 : 0;
+    for (std::size_t k = end; k > begin + 3; k -= 3) grouped.insert(k - 3, ",");
+  }
+  std::string shown = grouped + (unit.empty() ? "" : " " + unit);
   if (below) {
     // "<0.001": the exact value is below the printed bound.
     int128 bound_num = 0, bound_den = 1;

@@ -49,6 +49,7 @@ struct result {
   ojson body;
   std::string title;
   int exit_code = 0;
+  std::string footer;  // a closing line for Markdown output
 };
 
 struct command {
@@ -342,7 +343,9 @@ result run_check(const options& o) {
   j["open_claims"] = open_rows;
   return {j, fmt::format("calc check: {} claims, {} passed, {} failed, {} open", results.size(),
                          passed, failed, open),
-          failed > 0 ? 1 : 0};
+          failed > 0 ? 1 : 0,
+          fmt::format("\n{} open claims listed apart (not failures)\n{} passed, {} failed\n", open,
+                      passed, failed)};
 }
 
 // ---- the command table -----------------------------------------------------------------------
@@ -478,6 +481,7 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   try {
     result r = dispatch(p, subs);
     out << render(r.body, p.format, r.title);
+    if (p.format == output_format::md) out << r.footer;
     return r.exit_code;
   } catch (const spec_error& e) {
     err << e.what() << "\n";
