@@ -54,6 +54,19 @@ fraction add(fraction x, fraction y, int sign) {
 
 fraction from_json(const nlohmann::ordered_json& v, const std::string& pointer) {
   if (v.is_number_integer()) return {v.get<std::int64_t>(), 1};
+  if (v.is_string()) {
+    // Counts past 2^63 arrive as decimal strings.
+    const std::string digits = v.get<std::string>();
+    bool numeric = !digits.empty() && std::all_of(digits.begin(), digits.end(), [](char c) {
+      return std::isdigit(static_cast<unsigned char>(c)) || c == '-';
+    });
+    if (numeric) {
+      int128 n = 0;
+      for (char c : digits)
+        if (c != '-') n = n * 10 + (c - '0');
+      return {digits[0] == '-' ? -n : n, 1};
+    }
+  }
   if (v.is_number_float()) {
     // Fractional results (averages, ratios) are exact to far more digits than any printed claim.
     double d = v.get<double>();

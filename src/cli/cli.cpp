@@ -114,20 +114,20 @@ result run_state(const options& o) {
   j["model"] = m.spec->name;
   j["length"] = o.length;
   j["batch"] = o.batch;
-  j["total_bytes"] = st.total.value();
-  j["fixed_bytes"] = st.fixed.value();
-  j["growing_bytes"] = st.growing.value();
-  j["per_token_bytes"] = st.per_token.value();
+  j["total_bytes"] = exact(st.total);
+  j["fixed_bytes"] = exact(st.fixed);
+  j["growing_bytes"] = exact(st.growing);
+  j["per_token_bytes"] = exact(st.per_token);
   j["crossover_tokens"] = ratio_json(cp.state_crossover_tokens);
-  j["decode_read_bytes"] = st.decode_read.value();
-  j["decode_state_rw_bytes"] = st.decode_state_rw.value();
+  j["decode_read_bytes"] = exact(st.decode_read);
+  j["decode_state_rw_bytes"] = exact(st.decode_state_rw);
   j["components"] = ojson::array();
   for (const state_item& i : st.items)
     j["components"].push_back({{"name", i.name},
                                {"layers", i.layers},
-                               {"bytes", i.bytes.value()},
+                               {"bytes", exact(i.bytes)},
                                {"fixed", i.fixed},
-                               {"per_token_bytes", i.per_token.value()}});
+                               {"per_token_bytes", exact(i.per_token)}});
   return {j, fmt::format("calc state: {}, {} cached tokens, batch {}", m.spec->name, o.length, o.batch)};
 }
 
@@ -147,20 +147,20 @@ result run_forward(const options& o) {
   j["batch"] = o.batch;
   j["context"] = o.context;
   j["tokens"] = o.tokens;
-  j["rows"] = c.rows().value();
-  j["vocab_rows"] = c.vocab_rows().value();
+  j["rows"] = exact(c.rows());
+  j["vocab_rows"] = exact(c.vocab_rows());
   j["pair_counting"] = c.pairs == pair_counting::causal ? "causal" : "rectangular";
-  j["n_pair"] = n_pair(c).value();
-  j["flops"] = f.flops.value();
-  j["linear_flops"] = f.linear_flops.value();
-  j["interaction_flops"] = f.interaction_flops.value();
-  j["vocab_flops"] = f.vocab_flops.value();
-  j["weight_read_bytes"] = f.weight_read_bytes.value();
-  j["embedding_read_bytes"] = f.embedding_read_bytes.value();
+  j["n_pair"] = exact(n_pair(c));
+  j["flops"] = exact(f.flops);
+  j["linear_flops"] = exact(f.linear_flops);
+  j["interaction_flops"] = exact(f.interaction_flops);
+  j["vocab_flops"] = exact(f.vocab_flops);
+  j["weight_read_bytes"] = exact(f.weight_read_bytes);
+  j["embedding_read_bytes"] = exact(f.embedding_read_bytes);
   auto rows = [](const std::vector<module_flops>& v) {
     ojson a = ojson::array();
     for (const auto& x : v)
-      a.push_back({{"name", x.name}, {"flops", x.flops.value()}, {"params", x.params.value()}});
+      a.push_back({{"name", x.name}, {"flops", exact(x.flops)}, {"params", exact(x.params)}});
     return a;
   };
   j["stages"] = rows(f.stages);
@@ -174,25 +174,25 @@ result run_params(const options& o) {
   params_tally p = tally_params(m.g);
   ojson j;
   j["model"] = m.spec->name;
-  j["total_params"] = p.total.value();
+  j["total_params"] = exact(p.total);
   ojson cats;
-  for (const auto& [c, v] : p.categories) cats[category_key(c)] = v.value();
+  for (const auto& [c, v] : p.categories) cats[category_key(c)] = exact(v);
   j["categories"] = cats;
-  j["weight_bytes"] = p.weight_bytes.value();
-  j["bf16_bytes"] = p.bf16_bytes.value();
-  j["active_params"] = p.active.value();
-  j["selected_expert_bytes_per_token"] = p.selected_expert_bytes_per_token.value();
-  j["embedding_table_bytes"] = p.lookup_bytes.value();
-  j["shared_read_bytes"] = p.shared_read_bytes.value();
+  j["weight_bytes"] = exact(p.weight_bytes);
+  j["bf16_bytes"] = exact(p.bf16_bytes);
+  j["active_params"] = exact(p.active);
+  j["selected_expert_bytes_per_token"] = exact(p.selected_expert_bytes_per_token);
+  j["embedding_table_bytes"] = exact(p.lookup_bytes);
+  j["shared_read_bytes"] = exact(p.shared_read_bytes);
   j["groups"] = ojson::array();
   for (const group_params& g : p.groups)
     j["groups"].push_back({{"name", g.name},
                            {"layers", g.layers},
-                           {"attention_params", g.attention.value()},
-                           {"ffn_params", g.ffn.value()},
-                           {"other_params", g.other.value()},
-                           {"attention_bytes", g.attention_bytes.value()},
-                           {"ffn_bytes", g.ffn_bytes.value()}});
+                           {"attention_params", exact(g.attention)},
+                           {"ffn_params", exact(g.ffn)},
+                           {"other_params", exact(g.other)},
+                           {"attention_bytes", exact(g.attention_bytes)},
+                           {"ffn_bytes", exact(g.ffn_bytes)}});
   return {j, fmt::format("calc params: {}", m.spec->name)};
 }
 
@@ -211,15 +211,15 @@ result run_request(const options& o) {
   j["generate"] = o.generate;
   j["prefill_calls"] = r.prefill_calls;
   j["decode_calls"] = r.decode_calls;
-  j["flops"] = r.flops.value();
-  j["prefill_flops"] = r.prefill_flops.value();
-  j["decode_flops"] = r.decode_flops.value();
-  j["kv_written_bytes"] = r.kv_written_bytes.value();
-  j["decode_written_bytes"] = r.decode_written_bytes.value();
-  j["final_state_bytes"] = r.final_state_bytes.value();
+  j["flops"] = exact(r.flops);
+  j["prefill_flops"] = exact(r.prefill_flops);
+  j["decode_flops"] = exact(r.decode_flops);
+  j["kv_written_bytes"] = exact(r.kv_written_bytes);
+  j["decode_written_bytes"] = exact(r.decode_written_bytes);
+  j["final_state_bytes"] = exact(r.final_state_bytes);
   j["final_positions"] = r.final_positions;
-  j["cumulative_read_bytes"] = r.cumulative_read_bytes.value();
-  j["cumulative_read_tokens"] = r.cumulative_read_tokens.value();
+  j["cumulative_read_bytes"] = exact(r.cumulative_read_bytes);
+  j["cumulative_read_tokens"] = exact(r.cumulative_read_tokens);
   return {j, fmt::format("calc request: {}, S={} P={} G={}", m.spec->name, o.cached, o.prompt,
                          o.generate)};
 }
@@ -238,14 +238,14 @@ result run_capacity(const options& o) {
   j["gpu"] = gpu.name;
   j["gpus"] = o.gpus;
   j["memory_bytes"] = (checked(gpu.memory) * o.gpus).value();
-  j["weight_bytes"] = weights.value();
+  j["weight_bytes"] = exact(weights);
   j["workspace_bytes"] = workspace;
   ojson rows = ojson::array();
   for (std::int64_t l : o.lengths) {
     capacity_plan c = plan_capacity(m.g, gpu, o.gpus, l, workspace, weights);
     rows.push_back({{"length", l},
-                    {"per_request_bytes", c.per_request_bytes.value()},
-                    {"free_bytes", c.free_bytes.value()},
+                    {"per_request_bytes", exact(c.per_request_bytes)},
+                    {"free_bytes", exact(c.free_bytes)},
                     {"requests", c.requests}});
   }
   const ojson& first = rows.front();
@@ -253,15 +253,15 @@ result run_capacity(const options& o) {
   j["per_request_bytes"] = first["per_request_bytes"];
   j["free_bytes"] = first["free_bytes"];
   j["requests"] = first["requests"];
-  j["weights_fit"] = first["free_bytes"].get<std::int64_t>() >= 0;
+  j["weights_fit"] = plan_capacity(m.g, gpu, o.gpus, o.lengths.front(), workspace, weights).weights_fit;
   if (!j["weights_fit"].get<bool>())
     j["note"] = fmt::format("the weights alone ({} B) plus the workspace exceed {} B of memory",
                             weights.value(), j["memory_bytes"].get<std::int64_t>());
   if (o.requests >= 0) {
     checked n = max_params(m.g, gpu, o.gpus, o.lengths.front(), workspace, o.requests);
     j["budget_requests"] = o.requests;
-    j["max_params"] = n.value();
-    j["max_weight_bytes"] = m.spec->precision.weights.bytes(n).value();
+    j["max_params"] = exact(n);
+    j["max_weight_bytes"] = exact(m.spec->precision.weights.bytes(n));
   }
   j["rows"] = rows;
   return {j, fmt::format("calc capacity: {} on {} x {}", m.spec->name, o.gpus, gpu.display)};
@@ -275,8 +275,8 @@ result run_crossover(const options& o) {
   j["model"] = m.spec->name;
   j["length"] = o.length;
   j["state_crossover_tokens"] = ratio_json(c.state_crossover_tokens);
-  j["weight_read_bytes"] = c.weight_read_bytes.value();
-  j["context_read_bytes"] = c.context_read_bytes.value();
+  j["weight_read_bytes"] = exact(c.weight_read_bytes);
+  j["context_read_bytes"] = exact(c.context_read_bytes);
   j["batch_read_crossover"] =
       c.batch_read_crossover ? ojson(*c.batch_read_crossover) : ojson(nullptr);
   return {j, fmt::format("calc crossover: {} at {} cached tokens", m.spec->name, o.length)};
@@ -292,7 +292,7 @@ result run_models(const options&) {
     j["models"].push_back({{"name", name},
                            {"layers", s.layers.count},
                            {"hidden", s.hidden},
-                           {"total_params", tally_params(g).total.value()},
+                           {"total_params", exact(tally_params(g).total)},
                            {"source", s.source}});
   }
   return {j, "calc models"};

@@ -1,10 +1,11 @@
 // Exact integer arithmetic for counts, bytes and FLOPs.
 //
 // Every tally in calc is an integer: parameters, FLOPs (2 per multiply-add), bytes. A 1M-token
-// prefill of a trillion-parameter model reaches ~1e18, close to int64's 9.2e18, so every operation
-// is checked and an overflow throws instead of wrapping silently.
+// prefill of a trillion-parameter dense model reaches ~1e19, past int64's 9.2e18, so counts are
+// held in 128 bits and every operation is checked: an overflow throws instead of wrapping.
 #pragma once
 
+#include <climits>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -20,35 +21,46 @@ class overflow_error : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-/// An int64 whose +, -, * throw overflow_error instead of wrapping.
+/// An exact integer (128-bit) whose +, -, * throw overflow_error instead of wrapping.
 class checked {
  public:
   constexpr checked() = default;
   constexpr checked(std::int64_t v) : v_(v) {}  // NOLINT: implicit on purpose, formulas read plainly
+  static constexpr checked from_wide(int128 v) {
+    checked c;
+    c.v_ = v;
+    return c;
+  }
 
-  constexpr std::int64_t value() const { return v_; }
+  /// The value as int64; throws overflow_error when it does not fit.
+  std::int64_t value() const {
+    if (v_ > INT64_MAX || v_ < INT64_MIN) throw overflow_error("a count exceeds the 64-bit range");
+    return static_cast<std::int64_t>(v_);
+  }
+  constexpr int128 wide() const { return v_; }
+  constexpr bool fits_int64() const { return v_ <= INT64_MAX && v_ >= INT64_MIN; }
 
   friend checked operator+(checked a, checked b) {
-    std::int64_t r;
+    int128 r;
     if (__builtin_add_overflow(a.v_, b.v_, &r)) throw overflow_error("integer overflow in addition");
-    return r;
+    return from_wide(r);
   }
   friend checked operator-(checked a, checked b) {
-    std::int64_t r;
+    int128 r;
     if (__builtin_sub_overflow(a.v_, b.v_, &r))
       throw overflow_error("integer overflow in subtraction");
-    return r;
+    return from_wide(r);
   }
   friend checked operator*(checked a, checked b) {
-    std::int64_t r;
+    int128 r;
     if (__builtin_mul_overflow(a.v_, b.v_, &r))
       throw overflow_error("integer overflow in multiplication");
-    return r;
+    return from_wide(r);
   }
   /// Integer division, rounding toward zero (callers divide only exact or floor quantities).
   friend checked operator/(checked a, checked b) {
     if (b.v_ == 0) throw overflow_error("division by zero");
-    return a.v_ / b.v_;
+    return from_wide(a.v_ / b.v_);
   }
   checked& operator+=(checked b) { return *this = *this + b; }
   checked& operator*=(checked b) { return *this = *this * b; }
@@ -56,7 +68,7 @@ class checked {
   friend constexpr auto operator<=>(checked a, checked b) { return a.v_ <=> b.v_; }
 
  private:
-  std::int64_t v_ = 0;
+  int128 v_ = 0;
 };
 
 inline checked min(checked a, checked b) { return a < b ? a : b; }

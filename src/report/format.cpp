@@ -31,6 +31,11 @@ std::string trim(std::string s) {
 
 }  // namespace
 
+ojson exact(const checked& v) {
+  if (v.fits_int64()) return v.value();
+  return int128_to_string(v.wide());
+}
+
 std::string with_commas(std::int64_t v) {
   std::string digits = int128_to_string(v);
   bool neg = digits[0] == '-';

@@ -10,7 +10,8 @@ namespace calc {
 
 source_location location_of(const YAML::Node& node, const std::string& file) {
   YAML::Mark mark = node.IsDefined() ? node.Mark() : YAML::Mark::null_mark();
-  if (mark.is_null() || mark.line < 0) return {file, 0, 0};
+  // Only nodes written by --set have no position in a file.
+  if (mark.is_null() || mark.line < 0) return {"--set", 0, 0};
   return {file, mark.line + 1, mark.column + 1};
 }
 
@@ -125,6 +126,15 @@ std::string yaml_map::path_of(const std::string& key) const {
 
 YAML::Node yaml_map::required(const std::string& key) {
   YAML::Node n = node_[key];
+  if (!n.IsDefined()) {
+    // A misspelt key is the likely cause: report the typo where it is, not the absence.
+    for (auto it = node_.begin(); it != node_.end(); ++it) {
+      std::string other = it->first.as<std::string>();
+      if (other != key && !used_.count(other) && closest(other, {key}))
+        throw spec_error(location_of(it->first, file_), path_of(other),
+                         fmt::format("unknown field (did you mean '{}'?)", key));
+    }
+  }
   if (!n.IsDefined() || n.IsNull())
     throw spec_error(where(), path_of(key), "missing required field");
   used_.insert(key);

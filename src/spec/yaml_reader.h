@@ -17,7 +17,7 @@
 
 namespace calc {
 
-/// The location of a node in its file (1-based), or just the file when the node has no mark.
+/// The location of a node in its file (1-based); "--set" for a node that a --set wrote.
 source_location location_of(const YAML::Node& node, const std::string& file);
 
 /// Loads a YAML file; a missing file or a syntax error becomes a located spec_error.

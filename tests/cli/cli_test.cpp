@@ -1,0 +1,223 @@
+// The command line as a user meets it: golden Markdown per command, and one test per bad input
+// asserting the exact one-line message and exit code 2.
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "cli/cli.h"
+
+using namespace calc;
+
+namespace {
+
+struct outcome {
+  int code;
+  std::string out;
+  std::string err;
+};
+
+outcome run(const std::vector<std::string>& args) {
+  std::ostringstream out, err;
+  int code = run_cli(args, out, err);
+  return {code, out.str(), err.str()};
+}
+
+std::string source(const std::string& rel) { return std::string(CALC_SOURCE_DIR) + "/" + rel; }
+
+/// Writes a temporary model file and returns its path.
+std::string temp_model(const std::string& name, const std::string& text) {
+  auto dir = std::filesystem::temp_directory_path() / "calc-tests";
+  std::filesystem::create_directories(dir);
+  auto path = dir / name;
+  std::ofstream(path) << text;
+  return path.string();
+}
+
+const char* kGood = R"(name: tiny
+vocab: 100
+hidden: 64
+layers:
+  count: 2
+  attention: {kind: gqa, q_heads: 4, kv_heads: 2, head_dim: 16}
+  ffn: {kind: swiglu, intermediate: 128}
+)";
+
+/// Compares a command's Markdown with tests/golden/<name>.md; UPDATE_GOLDEN=1 rewrites it.
+void golden(const std::string& name, const std::vector<std::string>& args) {
+  outcome o = run(args);
+  REQUIRE(o.code == 0);
+  std::string path = source("tests/golden/" + name + ".md");
+  if (std::getenv("UPDATE_GOLDEN")) std::ofstream(path) << o.out;
+  std::ifstream in(path);
+  REQUIRE_MESSAGE(in.good(), "missing golden file " << path << " (run with UPDATE_GOLDEN=1)");
+  std::stringstream want;
+  want << in.rdbuf();
+  CHECK(o.out == want.str());
+}
+
+}  // namespace
+
+TEST_CASE("golden Markdown for each command on qwen3-8b") {
+  golden("state", {"state", "--model", "qwen3-8b", "--length", "8192"});
+  golden("forward", {"forward", "--model", "qwen3-8b", "--tokens", "8192"});
+  golden("forward-decode", {"forward", "--model", "qwen3-8b", "--tokens", "1", "--context", "8192"});
+  golden("params", {"params", "--model", "qwen3-8b"});
+  golden("request", {"request", "--model", "qwen3-8b", "--prompt", "8192", "--generate", "1025"});
+  golden("capacity", {"capacity", "--model", "qwen3-8b", "--gpu", "rtx-4090", "--length",
+                      "4096,8192,16384"});
+  golden("crossover", {"crossover", "--model", "qwen3-8b", "--length", "8192"});
+}
+
+TEST_CASE("JSON keys of the contract") {
+  outcome o = run({"state", "--model", "qwen3-8b", "--length", "8192", "--format", "json"});
+  CHECK(o.code == 0);
+  CHECK(o.out.find("\"total_bytes\": 1207959552") != std::string::npos);
+  for (const char* key : {"fixed_bytes", "growing_bytes", "per_token_bytes", "crossover_tokens",
+                          "decode_read_bytes", "decode_state_rw_bytes", "components"})
+    CHECK_MESSAGE(o.out.find(std::string("\"") + key + "\"") != std::string::npos, key);
+}
+
+TEST_CASE("CSV output has a key,value header") {
+  outcome o = run({"params", "--model", "qwen3-8b", "--format", "csv"});
+  CHECK(o.code == 0);
+  CHECK(o.out.rfind("key,value\n", 0) == 0);
+  CHECK(o.out.find("total_params,8190735360") != std::string::npos);
+}
+
+TEST_CASE("--help explains every command") {
+  outcome o = run({"state", "--help"});
+  CHECK(o.code == 0);
+  CHECK(o.out.find("Cached tokens per request (N), in tokens") != std::string::npos);
+  CHECK(run({"--help"}).out.find("capacity") != std::string::npos);
+}
+
+// ---- bad input: one located line on stderr, exit code 2 --------------------------------------
+
+TEST_CASE("an unknown key names the file, line, column and the closest key") {
+  std::string text = kGood;
+  text.replace(text.find("kv_heads"), 8, "kv_haeds");
+  std::string path = temp_model("typo.yaml", text);
+  outcome o = run({"state", "--model", path, "--length", "1"});
+  CHECK(o.code == 2);
+  CHECK(o.err == path + ":6:38: layers.attention.kv_haeds: unknown field (did you mean 'kv_heads'?)\n");
+}
+
+TEST_CASE("malformed YAML") {
+  std::string path = temp_model("broken.yaml", "name: x\nlayers: [1, 2\n");
+  outcome o = run({"params", "--model", path});
+  CHECK(o.code == 2);
+  CHECK(o.err.rfind(path + ":3:1: malformed YAML: ", 0) == 0);
+}
+
+TEST_CASE("a missing field") {
+  std::string text = kGood;
+  text.replace(text.find("vocab: 100\n"), 11, "");
+  std::string path = temp_model("missing.yaml", text);
+  outcome o = run({"params", "--model", path});
+  CHECK(o.code == 2);
+  CHECK(o.err == path + ":1:1: vocab: missing required field\n");
+}
+
+TEST_CASE("a wrong type") {
+  std::string text = kGood;
+  text.replace(text.find("hidden: 64"), 10, "hidden: wide");
+  std::string path = temp_model("type.yaml", text);
+  outcome o = run({"params", "--model", path});
+  CHECK(o.code == 2);
+  CHECK(o.err == path + ":3:9: hidden: expected an integer, got 'wide'\n");
+}
+
+TEST_CASE("a non-positive width") {
+  std::string text = kGood;
+  text.replace(text.find("intermediate: 128"), 17, "intermediate: 0");
+  std::string path = temp_model("zero.yaml", text);
+  outcome o = run({"params", "--model", path});
+  CHECK(o.code == 2);
+  CHECK(o.err == path + ":7:37: layers.ffn.intermediate: must be positive, got 0\n");
+}
+
+TEST_CASE("heads that do not divide") {
+  std::string text = kGood;
+  text.replace(text.find("kv_heads: 2"), 11, "kv_heads: 3");
+  std::string path = temp_model("heads.yaml", text);
+  outcome o = run({"params", "--model", path});
+  CHECK(o.code == 2);
+  CHECK(o.err == path + ":6:48: layers.attention.kv_heads: 3 KV heads do not divide 4 query heads\n");
+}
+
+TEST_CASE("an unknown precision") {
+  std::string path = temp_model("precision.yaml", std::string(kGood) + "precision: {kv: bf17}\n");
+  outcome o = run({"params", "--model", path});
+  CHECK(o.code == 2);
+  CHECK(o.err.rfind(path + ":8:17: precision.kv: unknown precision 'bf17'", 0) == 0);
+}
+
+TEST_CASE("an unknown layer kind suggests the closest") {
+  std::string text = kGood;
+  text.replace(text.find("kind: swiglu"), 12, "kind: swiglo");
+  std::string path = temp_model("kind.yaml", text);
+  outcome o = run({"params", "--model", path});
+  CHECK(o.code == 2);
+  CHECK(o.err == path + ":7:15: layers.ffn.kind: unknown kind 'swiglo' (did you mean 'swiglu'?)\n");
+}
+
+TEST_CASE("a missing file") {
+  outcome o = run({"params", "--model", "/nonexistent/model.yaml"});
+  CHECK(o.code == 2);
+  CHECK(o.err == "/nonexistent/model.yaml: cannot open file\n");
+}
+
+TEST_CASE("an unknown bundled model") {
+  outcome o = run({"params", "--model", "qwen3-8c"});
+  CHECK(o.code == 2);
+  CHECK(o.err.rfind("--model: unknown model 'qwen3-8c' (did you mean 'qwen3-8b'?)", 0) == 0);
+}
+
+TEST_CASE("an absurd length") {
+  outcome o = run({"state", "--model", "qwen3-8b", "--length", "99999999999"});
+  CHECK(o.code == 2);
+  CHECK(o.err == "--length: 99999999999 is beyond the supported 4294967296 tokens\n");
+  outcome neg = run({"state", "--model", "qwen3-8b", "--length", "-5"});
+  CHECK(neg.code == 2);
+  CHECK(neg.err == "--length: must not be negative, got -5\n");
+}
+
+TEST_CASE("an unknown GPU and a bad workspace") {
+  outcome o = run({"capacity", "--model", "qwen3-8b", "--gpu", "rtx-4009", "--length", "8192"});
+  CHECK(o.code == 2);
+  CHECK(o.err.rfind("--gpu: unknown GPU 'rtx-4009' (did you mean 'rtx-4090'?)", 0) == 0);
+  outcome w = run({"capacity", "--model", "qwen3-8b", "--gpu", "rtx-4090", "--length", "8192",
+                   "--workspace", "-2GiB"});
+  CHECK(w.code == 2);
+  CHECK(w.err == "--workspace: '-2GiB' is not a size such as 2GiB or 512MiB\n");
+}
+
+TEST_CASE("--set errors name the path") {
+  outcome o = run({"state", "--model", "qwen3-8b", "--length", "1", "--set",
+                   "layers.attention.kv_head=4"});
+  CHECK(o.code == 2);
+  CHECK(o.err == "--set: layers.attention.kv_head: unknown field (did you mean 'kv_heads'?)\n");
+  outcome bad = run({"state", "--model", "qwen3-8b", "--length", "1", "--set", "layers.nope.x=1"});
+  CHECK(bad.code == 2);
+  CHECK(bad.err == "--set layers.nope.x: 'layers.nope' is not a mapping in the model\n");
+}
+
+TEST_CASE("weights that do not fit are said plainly") {
+  outcome o = run({"capacity", "--model", "deepseek-r1-distill-llama-70b", "--gpu", "rtx-4090",
+                   "--length", "8192", "--format", "json"});
+  CHECK(o.code == 0);
+  CHECK(o.out.find("\"requests\": 0") != std::string::npos);
+  CHECK(o.out.find("\"weights_fit\": false") != std::string::npos);
+}
+
+TEST_CASE("check exits 1 on a failing claim") {
+  std::string path = temp_model("claims.yaml", R"(claims:
+  - {id: wrong, run: params --model qwen3-8b, field: /total_params, expect: 8.20 billion}
+)");
+  outcome o = run({"check", path});
+  CHECK(o.code == 1);
+  CHECK(o.out.find("0 passed, 1 failed") != std::string::npos);
+}

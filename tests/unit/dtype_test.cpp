@@ -1,0 +1,45 @@
+// The one byte rule for plain and group-scaled formats (common/dtype.h).
+#include <doctest/doctest.h>
+
+#include <stdexcept>
+
+#include "common/dtype.h"
+#include "common/units.h"
+
+using namespace calc;
+
+TEST_CASE("plain formats") {
+  CHECK(parse_dtype("bf16").bytes(512).value() == 1024);
+  CHECK(parse_dtype("fp32").bytes(128 * 128).value() == 65536);
+  CHECK(parse_dtype("int64").bytes(3).value() == 24);
+  CHECK(parse_dtype("fp8").bytes(512).value() == 512);
+  CHECK(parse_dtype("int4").bytes(3).value() == 2);  // packed, padded to a whole byte
+}
+
+TEST_CASE("group-scaled formats give the production record sizes of §2.3.6") {
+  CHECK(parse_dtype("fp4:g16:fp8").bytes(512).value() == 288);  // 512/2 + 512/16
+  CHECK(parse_dtype("mxfp4").bytes(128).value() == 68);         // 128/2 + 128/32
+  CHECK(parse_dtype("fp8:g32:e8m0").bytes(512).value() == 528); // 512 + 512/32
+  CHECK(parse_dtype("nvfp4").bytes(16).value() == 9);
+  // int4 with a bf16 scale and zero point per 128: 64 + 2 + 2 bytes per group
+  CHECK(parse_dtype("int4:g128:zero").bytes(128).value() == 68);
+  CHECK(parse_dtype("int4:g128").bytes(129).value() == 65 + 4);  // tail group padded
+}
+
+TEST_CASE("unknown formats are rejected with the list of known ones") {
+  CHECK_THROWS_AS(parse_dtype("bf17"), std::invalid_argument);
+  CHECK_THROWS_AS(parse_dtype("int4:128"), std::invalid_argument);
+  CHECK_THROWS_AS(parse_dtype("int4:g0"), std::invalid_argument);
+  CHECK_THROWS_AS(parse_dtype("int4:gx"), std::invalid_argument);
+}
+
+TEST_CASE("sizes on the command line") {
+  CHECK(parse_bytes("2GiB").value() == 2LL << 30);
+  CHECK(parse_bytes("256 MiB").value() == 256LL << 20);
+  CHECK(parse_bytes("24GB").value() == 24'000'000'000);
+  CHECK(parse_bytes("73.726GB").value() == 73'726'000'000);
+  CHECK(parse_bytes("1024").value() == 1024);
+  CHECK_FALSE(parse_bytes("-2GiB").has_value());
+  CHECK_FALSE(parse_bytes("2 parsecs").has_value());
+  CHECK_FALSE(parse_bytes("0.5B").has_value());
+}
