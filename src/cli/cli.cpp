@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <climits>
 #include <functional>
 #include <memory>
 #include <ostream>
@@ -34,6 +35,10 @@ struct options {
   std::int64_t context = 0;
   std::string pairs;
   std::string vocab_rows;
+  std::string mla_path;
+  std::string linear;
+  std::string routing = "uniform";
+  std::string budget;
   std::int64_t prompt = -1;
   std::int64_t cached = 0;
   std::int64_t generate = 1;
@@ -78,16 +83,50 @@ void check_count(const std::string& option, std::int64_t v, std::int64_t min) {
     throw spec_error(option, fmt::format("{} is beyond the supported {} tokens", v, kMaxLength));
 }
 
+/// Execution-path options: each overrides the model's default when given.
+void add_execution_options(CLI::App& app, options& o, bool all) {
+  app.add_option("--mla-path", o.mla_path,
+                 "MLA cache path: compact (latent + branch cached, up-projections absorbed) or "
+                 "expanded (per-head K/V cached); default: the model's")
+      ->check(CLI::IsMember({"compact", "expanded"}));
+  if (!all) return;
+  app.add_option("--pairs", o.pairs,
+                 "Attention pair counting: causal (effective) or rectangular (eager, masked "
+                 "afterwards); default: the model's")
+      ->check(CLI::IsMember({"causal", "rectangular"}));
+  app.add_option("--vocab-rows", o.vocab_rows,
+                 "Rows through the vocabulary head: last (one per request) or all")
+      ->check(CLI::IsMember({"last", "all"}));
+  app.add_option("--linear", o.linear,
+                 "Linear attention over several new tokens: chunked or recurrent; default: the "
+                 "model's (a decode step is always recurrent)")
+      ->check(CLI::IsMember({"chunked", "recurrent"}));
+}
+
 struct loaded_model {
   std::unique_ptr<model_spec> spec;
   graph g;
 };
 
+/// Reads the model, applies --set, then the execution-path options over the model's defaults.
 loaded_model load(const options& o) {
   loaded_model m;
   m.spec = std::make_unique<model_spec>(read_model_file(resolve_model_path(o.model), o.sets));
+  execution_spec& e = m.spec->execution;
+  if (o.pairs == "causal") e.pairs = pair_counting::causal;
+  if (o.pairs == "rectangular") e.pairs = pair_counting::rectangular;
+  if (o.vocab_rows == "last") e.vocab_all_rows = false;
+  if (o.vocab_rows == "all") e.vocab_all_rows = true;
+  if (o.mla_path == "compact") e.mla = mla_path::compact;
+  if (o.mla_path == "expanded") e.mla = mla_path::expanded;
+  if (o.linear == "chunked") e.linear = linear_prefill::chunked;
+  if (o.linear == "recurrent") e.linear = linear_prefill::recurrent;
   m.g = build_graph(*m.spec);
   return m;
+}
+
+const char* mla_path_name(const execution_spec& e) {
+  return e.mla == mla_path::compact ? "compact" : "expanded";
 }
 
 std::int64_t parse_size_option(const std::string& option, const std::string& text) {
@@ -114,6 +153,7 @@ result run_state(const options& o) {
   j["model"] = m.spec->name;
   j["length"] = o.length;
   j["batch"] = o.batch;
+  if (has_attention<attention_mla>(m.g)) j["mla_path"] = mla_path_name(m.spec->execution);
   j["total_bytes"] = exact(st.total);
   j["fixed_bytes"] = exact(st.fixed);
   j["growing_bytes"] = exact(st.growing);
@@ -137,10 +177,6 @@ result run_forward(const options& o) {
   check_count("--batch", o.batch, 1);
   loaded_model m = load(o);
   call c = make_call(*m.spec, o.batch, o.context, o.tokens);
-  if (o.pairs == "causal") c.pairs = pair_counting::causal;
-  if (o.pairs == "rectangular") c.pairs = pair_counting::rectangular;
-  if (o.vocab_rows == "last") c.vocab_all_rows = false;
-  if (o.vocab_rows == "all") c.vocab_all_rows = true;
   forward_tally f = tally_forward(m.g, c);
   ojson j;
   j["model"] = m.spec->name;
@@ -149,11 +185,20 @@ result run_forward(const options& o) {
   j["tokens"] = o.tokens;
   j["rows"] = exact(c.rows());
   j["vocab_rows"] = exact(c.vocab_rows());
-  j["pair_counting"] = c.pairs == pair_counting::causal ? "causal" : "rectangular";
+  j["pair_counting"] = c.exec.pairs == pair_counting::causal ? "causal" : "rectangular";
+  if (has_attention<attention_mla>(m.g)) j["mla_path"] = mla_path_name(c.exec);
+  if (has_attention<attention_gdn>(m.g) || has_attention<attention_kda>(m.g))
+    j["linear_attention"] = c.decode_step() ? "recurrent step"
+                            : c.exec.linear == linear_prefill::chunked
+                                ? fmt::format("chunked, chunk {}", c.exec.chunk)
+                                : std::string("recurrent");
   j["n_pair"] = exact(n_pair(c));
   j["flops"] = exact(f.flops);
   j["linear_flops"] = exact(f.linear_flops);
   j["interaction_flops"] = exact(f.interaction_flops);
+  j["state_flops"] = exact(f.state_flops);
+  j["connection_flops"] = exact(f.connection_flops);
+  j["rope_flops"] = exact(f.rope_flops);
   j["vocab_flops"] = exact(f.vocab_flops);
   j["weight_read_bytes"] = exact(f.weight_read_bytes);
   j["embedding_read_bytes"] = exact(f.embedding_read_bytes);
@@ -279,7 +324,50 @@ result run_crossover(const options& o) {
   j["context_read_bytes"] = exact(c.context_read_bytes);
   j["batch_read_crossover"] =
       c.batch_read_crossover ? ojson(*c.batch_read_crossover) : ojson(nullptr);
+  if (!o.budget.empty()) {
+    std::int64_t budget = parse_size_option("--budget", o.budget);
+    j["budget_bytes"] = budget;
+    auto longest = max_tokens_within(m.g, budget);
+    if (!longest) {
+      j["max_tokens"] = nullptr;
+      j["note"] = fmt::format("the fixed state alone ({} B) does not fit in {} B",
+                              tally_state(m.g, 0).fixed.value(), budget);
+    } else if (*longest == INT64_MAX) {
+      j["max_tokens"] = nullptr;
+      j["note"] = "the state does not grow with length: any context fits";
+    } else {
+      j["max_tokens"] = *longest;
+    }
+  }
   return {j, fmt::format("calc crossover: {} at {} cached tokens", m.spec->name, o.length)};
+}
+
+result run_experts(const options& o) {
+  check_count("--batch", o.batch, 1);
+  routing r = parse_routing(o.routing);
+  loaded_model m = load(o);
+  experts_plan p = plan_experts(m.g, o.batch, r);
+  ojson j;
+  j["model"] = m.spec->name;
+  j["routing"] = o.routing;
+  j["tokens"] = exact(p.tokens);
+  j["moe_layers"] = p.moe_layers;
+  j["experts"] = p.experts;
+  j["top_k"] = p.top_k;
+  j["dispatches"] = exact(p.dispatches);
+  j["distinct_experts"] = p.distinct_experts;
+  j["rows_per_expert"] = p.rows_per_expert;
+  j["expert_params"] = exact(p.expert_params);
+  j["expert_bytes"] = exact(p.expert_bytes);
+  j["layer_expert_bytes"] = exact(p.layer_expert_bytes);
+  j["layer_weight_read_bytes"] = p.layer_weight_read_bytes;
+  j["weight_read_bytes"] = p.weight_read_bytes;
+  j["uniform_layer_read_bytes"] = exact(p.uniform_layer_read_bytes);
+  j["concentrated_layer_read_bytes"] = exact(p.concentrated_layer_read_bytes);
+  j["all_routed_bytes"] = exact(p.all_routed_bytes);
+  j["flops"] = exact(p.flops);
+  return {j, fmt::format("calc experts: {}, {} tokens, {} routing", m.spec->name, o.batch,
+                         o.routing)};
 }
 
 result run_models(const options&) {
@@ -357,6 +445,7 @@ const std::vector<command>& commands() {
          add_model_options(app, o);
          app.add_option("-n,--length", o.length, "Cached tokens per request (N), in tokens")->required();
          app.add_option("-b,--batch", o.batch, "Requests (B), each with its own state");
+         add_execution_options(app, o, false);
        },
        run_state},
       {"forward", "Matrix FLOPs, parameters and weight reads of one call, per module and stage",
@@ -365,13 +454,7 @@ const std::vector<command>& commands() {
          app.add_option("-p,--tokens", o.tokens, "New tokens per request this call (P)")->required();
          app.add_option("-s,--context", o.context, "Tokens already cached per request (S)");
          app.add_option("-b,--batch", o.batch, "Requests in the batch (B)");
-         app.add_option("--pairs", o.pairs,
-                        "Attention pair counting: causal (effective) or rectangular (eager, masked "
-                        "afterwards); default: the model's execution path")
-             ->check(CLI::IsMember({"causal", "rectangular"}));
-         app.add_option("--vocab-rows", o.vocab_rows,
-                        "Rows through the vocabulary head: last (one per request) or all")
-             ->check(CLI::IsMember({"last", "all"}));
+         add_execution_options(app, o, true);
        },
        run_forward},
       {"params", "Parameters by Table 2-B category, weight bytes, per-layer groups",
@@ -382,6 +465,7 @@ const std::vector<command>& commands() {
          app.add_option("-p,--prompt", o.prompt, "New input tokens (P)")->required();
          app.add_option("-s,--cached", o.cached, "Prefix tokens already cached (S)");
          app.add_option("-g,--generate", o.generate, "Tokens returned (G); G-1 decode calls follow prefill");
+         add_execution_options(app, o, true);
        },
        run_request},
       {"capacity", "Concurrent requests that fit on GPUs; with --requests, the weight budget",
@@ -398,14 +482,28 @@ const std::vector<command>& commands() {
                         "Use this weight size instead of the model's, e.g. 39.5GB");
          app.add_option("--requests", o.requests,
                         "Requests to reserve state for; reports the largest parameter count that fits");
+         add_execution_options(app, o, false);
        },
        run_capacity},
       {"crossover", "H* (fixed state = growing state) and the batch where context reads pass weight reads",
        [](CLI::App& app, options& o) {
          add_model_options(app, o);
          app.add_option("-n,--length", o.length, "Cached tokens per request (H), in tokens")->required();
+         app.add_option("--budget", o.budget,
+                        "State budget per request, e.g. 256MiB: reports the longest context that fits");
+         add_execution_options(app, o, false);
        },
        run_crossover},
+      {"experts", "Routed experts for a batch: experts touched, rows per expert, FLOPs, bytes read",
+       [](CLI::App& app, options& o) {
+         add_model_options(app, o);
+         app.add_option("-b,--batch", o.batch, "Token rows routed (B requests in one decode step)")
+             ->required();
+         app.add_option("--routing", o.routing,
+                        "How tokens spread: uniform (evenly), concentrated (all pick the same k) or "
+                        "zipf:S (expert popularity ~ rank^-S)");
+       },
+       run_experts},
       {"models", "The bundled models", [](CLI::App&, options&) {}, run_models},
       {"gpus", "The accelerator catalogue with sources", [](CLI::App&, options&) {}, run_gpus},
       {"check", "Every chapter claim in scenarios/, re-derived and compared at printed precision",

@@ -15,8 +15,24 @@ struct describe_visitor {
     if (a.window) s += fmt::format(" window {}", *a.window);
     return s;
   }
+  std::string operator()(const attention_mla& a) const {
+    return fmt::format("mla {}h latent {}+{}", a.heads, a.kv_rank, a.qk_rope);
+  }
+  std::string operator()(const attention_gdn& a) const {
+    return fmt::format("gated deltanet {}qk/{}v {}x{}", a.qk_heads, a.v_heads, a.key_dim,
+                       a.value_dim);
+  }
+  std::string operator()(const attention_kda& a) const {
+    return fmt::format("kda {}h {}x{}", a.heads, a.key_dim, a.value_dim);
+  }
   std::string operator()(const ffn_swiglu& f) const {
     return fmt::format("swiglu {}", f.intermediate);
+  }
+  std::string operator()(const ffn_moe& f) const {
+    std::string s = fmt::format("moe {}e top-{} x{}", f.experts, f.top_k, f.intermediate);
+    if (f.shared_experts > 0) s += fmt::format(" + {} shared", f.shared_experts);
+    if (f.latent > 0) s += fmt::format(" latent {}", f.latent);
+    return s;
   }
 };
 

@@ -36,6 +36,14 @@ struct graph {
 /// Expands the spec into one entry per layer.
 graph build_graph(const model_spec& spec);
 
+/// Whether any layer's attention is of kind T (e.g. attention_mla).
+template <typename T>
+bool has_attention(const graph& g) {
+  for (const layer& l : g.layers)
+    if (std::holds_alternative<T>(l.attention)) return true;
+  return false;
+}
+
 /// A short structural description of a block, e.g. "gqa 32q/8kv x128".
 std::string describe(const attention_spec& a);
 std::string describe(const ffn_spec& f);

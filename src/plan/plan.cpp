@@ -1,5 +1,12 @@
 #include "plan/plan.h"
 
+#include <fmt/format.h>
+
+#include <climits>
+#include <cmath>
+
+#include "common/error.h"
+
 namespace calc {
 
 request_plan plan_request(const graph& g, std::int64_t cached, std::int64_t prompt,
@@ -74,6 +81,108 @@ crossover_plan plan_crossover(const graph& g, std::int64_t length) {
   if (c.context_read_bytes > 0)
     c.batch_read_crossover = (c.weight_read_bytes / c.context_read_bytes + 1).value();
   return c;
+}
+
+std::optional<std::int64_t> max_tokens_within(const graph& g, checked budget) {
+  state_tally zero = tally_state(g, 0);
+  if (zero.fixed > budget) return std::nullopt;
+  if (tally_state(g, 1).total == zero.total) return INT64_MAX;
+  // State is monotone in length: bisect for the last length that fits (windows cap growth).
+  std::int64_t lo = 0, hi = 1;
+  while (hi < (1LL << 40) && tally_state(g, hi).total <= budget) {
+    lo = hi;
+    hi *= 2;
+  }
+  if (hi >= (1LL << 40)) return INT64_MAX;
+  while (hi - lo > 1) {
+    std::int64_t mid = lo + (hi - lo) / 2;
+    if (tally_state(g, mid).total <= budget) {
+      lo = mid;
+    } else {
+      hi = mid;
+    }
+  }
+  return lo;
+}
+
+routing parse_routing(const std::string& text) {
+  routing r;
+  if (text == "uniform") return r;
+  if (text == "concentrated") {
+    r.type = routing::kind::concentrated;
+    return r;
+  }
+  if (text.rfind("zipf:", 0) == 0) {
+    r.type = routing::kind::zipf;
+    try {
+      std::size_t used = 0;
+      r.zipf_s = std::stod(text.substr(5), &used);
+      if (used == text.size() - 5 && r.zipf_s >= 0 && r.zipf_s < 100) return r;
+    } catch (const std::logic_error&) {
+    }
+  }
+  throw spec_error("--routing",
+                   fmt::format("'{}' is not uniform, concentrated or zipf:S (S >= 0)", text));
+}
+
+experts_plan plan_experts(const graph& g, std::int64_t tokens, const routing& r) {
+  experts_plan p;
+  p.tokens = tokens;
+  model_context m{g.spec->hidden, &g.spec->precision};
+  const tensor* first = nullptr;
+  std::vector<tensor> keep;
+  for (const layer& l : g.layers) {
+    const ffn_moe* moe = std::get_if<ffn_moe>(&l.ffn);
+    if (!moe) continue;
+    std::vector<tensor> ts;
+    add_tensors(*moe, m, ts);
+    for (const tensor& t : ts) {
+      if (t.per_token == 0) continue;
+      ++p.moe_layers;
+      checked one = t.params / t.instances;
+      checked bytes = t.format->bytes(one);
+      checked dispatches = checked(tokens) * t.per_token;
+      double distinct = 0;
+      switch (r.type) {
+        case routing::kind::uniform:  // dispatches spread evenly over the experts
+          distinct = static_cast<double>(min(dispatches, t.instances).value());
+          break;
+        case routing::kind::concentrated:  // every token picks the same k experts
+          distinct = static_cast<double>(std::min(t.per_token, t.instances));
+          break;
+        case routing::kind::zipf: {  // expected distinct experts over m*k independent draws
+          double norm = 0;
+          for (std::int64_t i = 1; i <= t.instances; ++i) norm += std::pow(i, -r.zipf_s);
+          for (std::int64_t i = 1; i <= t.instances; ++i) {
+            double pi = std::pow(i, -r.zipf_s) / norm;
+            distinct += 1 - std::pow(1 - pi, static_cast<double>(dispatches.value()));
+          }
+          break;
+        }
+      }
+      p.flops += checked(2) * dispatches * one;
+      p.all_routed_bytes += t.format->bytes(t.params);
+      p.weight_read_bytes += distinct * static_cast<double>(bytes.value());
+      if (first == nullptr) {
+        keep.push_back(t);
+        first = &keep.back();
+        p.experts = t.instances;
+        p.top_k = t.per_token;
+        p.dispatches = dispatches;
+        p.distinct_experts = distinct;
+        p.rows_per_expert = static_cast<double>(dispatches.value()) / distinct;
+        p.expert_params = one;
+        p.expert_bytes = bytes;
+        p.layer_expert_bytes = t.format->bytes(t.params);
+        p.layer_weight_read_bytes = distinct * static_cast<double>(bytes.value());
+        p.uniform_layer_read_bytes = min(dispatches, t.instances) * bytes;
+        p.concentrated_layer_read_bytes = checked(std::min(t.per_token, t.instances)) * bytes;
+      }
+    }
+  }
+  if (p.moe_layers == 0)
+    throw spec_error("--model", fmt::format("{} has no mixture-of-experts layer", g.spec->name));
+  return p;
 }
 
 }  // namespace calc

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "graph/graph.h"
@@ -65,5 +66,41 @@ struct crossover_plan {
 };
 
 crossover_plan plan_crossover(const graph& g, std::int64_t length);
+
+/// The longest context whose whole state fits in `budget` bytes; nullopt when the fixed state
+/// alone does not fit. With no growing state, any length fits (returns INT64_MAX).
+std::optional<std::int64_t> max_tokens_within(const graph& g, checked budget);
+
+/// How routed tokens spread over experts (Example 2-4).
+struct routing {
+  enum class kind { uniform, concentrated, zipf } type = kind::uniform;
+  double zipf_s = 1.0;  // popularity of the i-th expert ~ i^-s
+};
+
+/// Parses `uniform`, `concentrated` or `zipf:S`; throws spec_error naming --routing.
+routing parse_routing(const std::string& text);
+
+struct experts_plan {
+  std::int64_t moe_layers = 0;
+  std::int64_t experts = 0;           // E of the first MoE layer
+  std::int64_t top_k = 0;             // k
+  checked tokens;                     // m rows this call
+  checked dispatches;                 // m*k token-to-expert assignments per layer
+  double distinct_experts = 0;        // U: experts touched per layer
+  double rows_per_expert = 0;         // t_e of a touched expert: m*k / U
+  checked expert_params;              // one routed expert: 3 * d_e * f
+  checked expert_bytes;               // at the weights' format
+  checked layer_expert_bytes;         // all E experts of one layer
+  checked all_routed_bytes;           // every routed expert of the model
+  double layer_weight_read_bytes = 0; // U * expert_bytes
+  double weight_read_bytes = 0;       // over every MoE layer
+  checked uniform_layer_read_bytes;   // the two extremes, for comparison
+  checked concentrated_layer_read_bytes;
+  checked flops;                      // routed-expert matrix FLOPs over every MoE layer
+};
+
+/// Routed-expert work and weight reads for a batch of `tokens` rows (one decode step of B
+/// requests has B rows). Throws spec_error when the model has no MoE layer.
+experts_plan plan_experts(const graph& g, std::int64_t tokens, const routing& r);
 
 }  // namespace calc

@@ -13,8 +13,8 @@ namespace calc {
 
 namespace {
 
-const std::vector<std::string> kAttentionKinds = {"gqa"};
-const std::vector<std::string> kFfnKinds = {"swiglu"};
+const std::vector<std::string> kAttentionKinds = {"gqa", "mla", "gated_deltanet", "kda"};
+const std::vector<std::string> kFfnKinds = {"swiglu", "moe"};
 
 std::string kind_of(yaml_map& m, const std::vector<std::string>& known) {
   std::string kind = m.text("kind");
@@ -26,8 +26,7 @@ std::string kind_of(yaml_map& m, const std::vector<std::string>& known) {
   return kind;
 }
 
-attention_spec read_attention(yaml_map m) {
-  kind_of(m, kAttentionKinds);
+attention_spec read_gqa(yaml_map& m) {
   attention_gqa a;
   a.q_heads = m.integer("q_heads");
   a.kv_heads = m.integer("kv_heads");
@@ -42,8 +41,77 @@ attention_spec read_attention(yaml_map m) {
   return a;
 }
 
+attention_spec read_mla(yaml_map& m) {
+  attention_mla a;
+  a.heads = m.integer("heads");
+  a.q_rank = m.optional_integer("q_rank", 0).value_or(0);
+  a.kv_rank = m.integer("kv_rank");
+  a.qk_nope = m.integer("qk_nope");
+  a.qk_rope = m.optional_integer("qk_rope", 0).value_or(0);
+  a.v_head = m.integer("v_head");
+  a.rope_branch = m.boolean("rope_branch", true);
+  a.output_gate = m.boolean("output_gate", false);
+  m.finish({"kind", "heads", "q_rank", "kv_rank", "qk_nope", "qk_rope", "v_head", "rope_branch",
+            "output_gate"});
+  return a;
+}
+
+attention_spec read_gdn(yaml_map& m) {
+  attention_gdn a;
+  a.qk_heads = m.integer("qk_heads");
+  a.v_heads = m.integer("v_heads");
+  a.key_dim = m.integer("key_dim");
+  a.value_dim = m.integer("value_dim");
+  a.conv_kernel = m.optional_integer("conv_kernel", 0).value_or(0);
+  if (a.v_heads % a.qk_heads != 0)
+    m.fail("qk_heads", fmt::format("{} query/key heads do not divide {} value heads", a.qk_heads,
+                                   a.v_heads));
+  m.finish({"kind", "qk_heads", "v_heads", "key_dim", "value_dim", "conv_kernel"});
+  return a;
+}
+
+attention_spec read_kda(yaml_map& m) {
+  attention_kda a;
+  a.heads = m.integer("heads");
+  a.key_dim = m.integer("key_dim");
+  a.value_dim = m.integer("value_dim");
+  a.decay_rank = m.integer("decay_rank");
+  a.conv_kernel = m.optional_integer("conv_kernel", 0).value_or(0);
+  a.output_gate = m.boolean("output_gate", true);
+  m.finish({"kind", "heads", "key_dim", "value_dim", "decay_rank", "conv_kernel", "output_gate"});
+  return a;
+}
+
+attention_spec read_attention(yaml_map m) {
+  std::string kind = kind_of(m, kAttentionKinds);
+  if (kind == "mla") return read_mla(m);
+  if (kind == "gated_deltanet") return read_gdn(m);
+  if (kind == "kda") return read_kda(m);
+  return read_gqa(m);
+}
+
+ffn_spec read_moe(yaml_map& m) {
+  ffn_moe f;
+  f.experts = m.integer("experts");
+  f.top_k = m.integer("top_k");
+  f.intermediate = m.integer("intermediate");
+  f.shared_experts = m.optional_integer("shared_experts", 0).value_or(0);
+  f.shared_intermediate = m.optional_integer("shared_intermediate").value_or(f.intermediate);
+  f.shared_gate = m.boolean("shared_gate", false);
+  f.router = m.boolean("router", true);
+  f.router_bias = m.boolean("router_bias", false);
+  f.latent = m.optional_integer("latent", 0).value_or(0);
+  f.latent_norm = m.boolean("latent_norm", false);
+  if (f.top_k > f.experts)
+    m.fail("top_k", fmt::format("top_k {} exceeds the {} experts", f.top_k, f.experts));
+  m.finish({"kind", "experts", "top_k", "intermediate", "shared_experts", "shared_intermediate",
+            "shared_gate", "router", "router_bias", "latent", "latent_norm"});
+  return f;
+}
+
 ffn_spec read_ffn(yaml_map m) {
-  kind_of(m, kFfnKinds);
+  std::string kind = kind_of(m, kFfnKinds);
+  if (kind == "moe") return read_moe(m);
   ffn_swiglu f;
   f.intermediate = m.integer("intermediate");
   m.finish({"kind", "intermediate"});
@@ -78,7 +146,9 @@ precision_spec read_precision(yaml_map& parent) {
   p.head = read_dtype(m, "head", p.weights.name);
   p.norms = read_dtype(m, "norms", "bf16");
   p.kv = read_dtype(m, "kv", "bf16");
-  m.finish({"weights", "embedding", "head", "norms", "kv"});
+  p.recurrent = read_dtype(m, "recurrent", "fp32");
+  p.conv = read_dtype(m, "conv", "bf16");
+  m.finish({"weights", "embedding", "head", "norms", "kv", "recurrent", "conv"});
   return p;
 }
 
@@ -105,8 +175,61 @@ execution_spec read_execution(yaml_map& parent) {
       m.fail("vocab_rows", fmt::format("expected last or all, got '{}'", *rows));
     }
   }
-  m.finish({"attention_pairs", "vocab_rows"});
+  if (auto path = m.optional_text("mla_path")) {
+    if (*path == "compact") {
+      e.mla = mla_path::compact;
+    } else if (*path == "expanded") {
+      e.mla = mla_path::expanded;
+    } else {
+      m.fail("mla_path", fmt::format("expected compact or expanded, got '{}'", *path));
+    }
+  }
+  if (auto linear = m.optional_text("linear_prefill")) {
+    if (*linear == "chunked") {
+      e.linear = linear_prefill::chunked;
+    } else if (*linear == "recurrent") {
+      e.linear = linear_prefill::recurrent;
+    } else {
+      m.fail("linear_prefill", fmt::format("expected chunked or recurrent, got '{}'", *linear));
+    }
+  }
+  e.chunk = m.optional_integer("linear_chunk").value_or(e.chunk);
+  if (auto rule = m.optional_text("linear_chunk_flops")) {
+    if (*rule == "padded_gemms") {
+      e.chunk_flops = chunk_rule::padded_gemms;
+    } else if (*rule == "valid_triangles") {
+      e.chunk_flops = chunk_rule::valid_triangles;
+    } else {
+      m.fail("linear_chunk_flops",
+             fmt::format("expected padded_gemms or valid_triangles, got '{}'", *rule));
+    }
+  }
+  e.step_state_gemms = m.boolean("linear_step_flops", e.step_state_gemms);
+  e.conv_flops = m.boolean("conv_flops", e.conv_flops);
+  m.finish({"attention_pairs", "vocab_rows", "mla_path", "linear_prefill", "linear_chunk",
+            "linear_chunk_flops", "linear_step_flops", "conv_flops"});
   return e;
+}
+
+connection_spec read_connection(yaml_map& parent) {
+  connection_spec c;
+  YAML::Node node = parent.optional("connection");
+  if (!node.IsDefined()) return c;
+  yaml_map m(node, parent.path_of("connection"), parent.file());
+  std::string kind = m.text("kind");
+  if (kind == "residual") {
+    c.type = connection_spec::kind::residual;
+  } else if (kind == "attnres") {
+    c.type = connection_spec::kind::attnres;
+    c.block_layers = m.integer("block_layers");
+  } else {
+    std::string message = fmt::format("unknown kind '{}'", kind);
+    if (auto guess = closest(kind, {"residual", "attnres"}))
+      message += fmt::format(" (did you mean '{}'?)", *guess);
+    m.fail("kind", message);
+  }
+  m.finish({"kind", "block_layers"});
+  return c;
 }
 
 /// Expands a pattern entry "name" or "name*N".
@@ -169,9 +292,9 @@ layers_spec read_layers(yaml_map m) {
                          fmt::format("{}[{}]", m.path_of("pattern"), i), message);
       }
     }
-    if (l.count % static_cast<std::int64_t>(l.pattern.size()) != 0)
+    if (static_cast<std::int64_t>(l.pattern.size()) > l.count)
       throw spec_error(l.pattern_where, m.path_of("pattern"),
-                       fmt::format("pattern of {} layers does not divide count {}",
+                       fmt::format("pattern of {} layers is longer than count {}",
                                    l.pattern.size(), l.count));
   }
   if (m.has("overrides")) {
@@ -194,8 +317,15 @@ layers_spec read_layers(yaml_map m) {
                                        l.count));
         ov.at.push_back(index);
       }
-      ov.block = read_block(o);
-      o.finish({"at", "attention", "ffn", "norms"});
+      if (auto variant = o.optional_text("variant")) {
+        if (!l.variants.count(*variant)) o.fail("variant", fmt::format("unknown variant '{}'", *variant));
+        ov.block = l.variants.at(*variant);
+      }
+      block_spec own = read_block(o);
+      if (own.attention) ov.block.attention = own.attention;
+      if (own.ffn) ov.block.ffn = own.ffn;
+      if (own.norms) ov.block.norms = own.norms;
+      o.finish({"at", "variant", "attention", "ffn", "norms"});
       l.overrides.push_back(std::move(ov));
     }
   }
@@ -217,9 +347,11 @@ model_spec read_model(const YAML::Node& root, const std::string& file) {
   spec.final_norm = m.boolean("final_norm", true);
   spec.precision = read_precision(m);
   spec.execution = read_execution(m);
+  spec.connection = read_connection(m);
+  spec.rope_table_frequencies = m.optional_integer("rope_table_frequencies", 0).value_or(0);
   spec.layers = read_layers(m.map("layers"));
   m.finish({"schema", "name", "source", "vocab", "hidden", "tie_embeddings", "final_norm",
-            "precision", "execution", "layers"});
+            "precision", "execution", "connection", "rope_table_frequencies", "layers"});
   spec.defaulted = m.defaulted();
   return spec;
 }

@@ -27,16 +27,67 @@ struct attention_gqa {
   std::optional<std::int64_t> window;  // sliding window in tokens; none = full causal attention
 };
 
+/// Multi-head latent attention (§2.3.2, Tables 2-3, 2-5): a shared latent of kv_rank plus a
+/// qk_rope-wide branch is cached (compact path), or per-head K/V are restored (expanded path).
+struct attention_mla {
+  std::int64_t heads = 0;    // query heads
+  std::int64_t q_rank = 0;   // query down-projection rank; 0 = no query compression
+  std::int64_t kv_rank = 0;  // latent width (512)
+  std::int64_t qk_nope = 0;  // per-head key width without position (128)
+  std::int64_t qk_rope = 0;  // shared positional branch width (64), cached with the latent
+  std::int64_t v_head = 0;   // per-head value width (128)
+  bool rope_branch = true;   // false: the branch carries no rotation (NoPE) but is still cached
+  bool output_gate = false;  // full-rank sigmoid gate d -> heads * v_head
+};
+
+/// Gated DeltaNet linear attention (Qwen3.5/3.6; seed 004): joint QKV, output gate z, per-head
+/// a/b control values, a depthwise short convolution over the QKV channels, and a recurrent
+/// state of v_heads x key_dim x value_dim.
+struct attention_gdn {
+  std::int64_t qk_heads = 0;     // query/key heads
+  std::int64_t v_heads = 0;      // value heads (each keeps one key_dim x value_dim state)
+  std::int64_t key_dim = 0;      // d_k
+  std::int64_t value_dim = 0;    // d_v
+  std::int64_t conv_kernel = 0;  // short-convolution width; 0 = none
+};
+
+/// Kimi Delta Attention (Kimi K3; seed 004): Q/K/V, a low-rank per-channel decay (a: d->rank,
+/// b: rank->heads*key_dim), a per-head update gate (beta), an output gate, separate short
+/// convolutions on Q, K and V, and a recurrent state of heads x key_dim x value_dim.
+struct attention_kda {
+  std::int64_t heads = 0;
+  std::int64_t key_dim = 0;
+  std::int64_t value_dim = 0;
+  std::int64_t decay_rank = 0;   // rank of the decay projection
+  std::int64_t conv_kernel = 0;  // short-convolution width on each of Q, K, V; 0 = none
+  bool output_gate = true;       // full-rank gate d -> heads * value_dim
+};
+
 /// The attention block of a layer; one alternative per layer kind.
-using attention_spec = std::variant<attention_gqa>;
+using attention_spec = std::variant<attention_gqa, attention_mla, attention_gdn, attention_kda>;
 
 /// Dense SwiGLU feed-forward: gate and up d->f, down f->d (§2.1.4).
 struct ffn_swiglu {
   std::int64_t intermediate = 0;  // f
 };
 
+/// Mixture of experts (§2.4): a router picks top_k of `experts` SwiGLU experts per token; shared
+/// experts run on every token; experts may work in a narrower latent space (Kimi K3).
+struct ffn_moe {
+  std::int64_t experts = 0;              // E routed experts
+  std::int64_t top_k = 0;                // k selected per token
+  std::int64_t intermediate = 0;         // f of one routed expert
+  std::int64_t shared_experts = 0;       // experts every token uses
+  std::int64_t shared_intermediate = 0;  // f of one shared expert (in the full width d)
+  bool shared_gate = false;              // sigmoid gate d -> 1 on the shared expert output
+  bool router = true;                    // learned router d -> E (false: hash-routed)
+  bool router_bias = false;              // E-wide routing bias
+  std::int64_t latent = 0;               // d_e when experts run in a latent space; 0 = d
+  bool latent_norm = false;              // a d_e-wide norm on the latent input
+};
+
 /// The feed-forward block of a layer; one alternative per layer kind.
-using ffn_spec = std::variant<ffn_swiglu>;
+using ffn_spec = std::variant<ffn_swiglu, ffn_moe>;
 
 /// A partial layer description: what a variant or an override replaces.
 struct block_spec {
@@ -67,7 +118,9 @@ struct precision_spec {
   dtype embedding;  // embedding table
   dtype head;       // vocabulary head (when untied)
   dtype norms;      // normalisation vectors
-  dtype kv;         // cached keys and values
+  dtype kv;         // cached keys and values (and MLA latents)
+  dtype recurrent;  // linear-attention recurrent state (fp32 in the chapter)
+  dtype conv;       // short-convolution slots
 };
 
 /// How attention query-key pairs are executed (§2.1.3).
@@ -76,10 +129,35 @@ enum class pair_counting {
   rectangular,  // eager rectangle, masked afterwards: B*P*(S+P)
 };
 
+enum class mla_path { compact, expanded };
+
+/// How linear attention processes more than one new token.
+enum class linear_prefill { chunked, recurrent };
+
+/// The intra-chunk FLOP rule of chunked linear attention (docs/decisions, Part I A6/A8).
+enum class chunk_rule {
+  padded_gemms,     // HF torch_chunk_gated_delta_rule: tail padded to a full chunk;
+                    // 4C^2 dk + 6C dk dv + 2C^2 dv per chunk and head (triangular solves scalar)
+  valid_triangles,  // stage list on valid tokens only: KK^T, W/U substitution, state
+                    // predict/query/update, causal QK and PV
+};
+
 /// The default execution path of a model; a call may override each field.
 struct execution_spec {
   pair_counting pairs = pair_counting::causal;
   bool vocab_all_rows = false;  // false: the vocabulary head runs on the last token of each request
+  mla_path mla = mla_path::compact;
+  linear_prefill linear = linear_prefill::chunked;
+  std::int64_t chunk = 64;                       // chunk size of chunked linear attention
+  chunk_rule chunk_flops = chunk_rule::padded_gemms;
+  bool step_state_gemms = true;   // a recurrent step's S^T k, k (x) delta, S^T q count as matrix FLOPs
+  bool conv_flops = true;         // the short convolution counts every padded output
+};
+
+/// How layers connect (§2.5): plain residual, or Block AttnRes mixing saved block snapshots.
+struct connection_spec {
+  enum class kind { residual, attnres } type = kind::residual;
+  std::int64_t block_layers = 0;  // AttnRes: layers per block (a snapshot starts each block)
 };
 
 struct model_spec {
@@ -92,6 +170,8 @@ struct model_spec {
   bool final_norm = true;
   precision_spec precision;
   execution_spec execution;
+  connection_spec connection;
+  std::int64_t rope_table_frequencies = 0;  // counted RoPE table outer product width; 0 = none
   layers_spec layers;
   std::vector<std::string> defaulted;  // field paths that took their default value
 };

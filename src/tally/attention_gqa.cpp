@@ -9,30 +9,23 @@ void add_tensors(const attention_gqa& a, const model_context& m, std::vector<ten
   checked q_width = checked(a.q_heads) * a.head_dim;
   checked kv_width = checked(a.kv_heads) * a.head_dim;
   checked q_out = a.output_gate ? q_width * 2 : q_width;  // query plus its sigmoid gate
-  out.push_back({"attention", "q_proj", category::attention, d * q_out, w});
-  out.push_back({"attention", "k_proj", category::attention, d * kv_width, w});
-  out.push_back({"attention", "v_proj", category::attention, d * kv_width, w});
-  out.push_back({"attention", "o_proj", category::attention, q_width * d, w});
+  out.push_back({"attention", "q_proj", category::attention, d * q_out, w, true});
+  out.push_back({"attention", "k_proj", category::attention, d * kv_width, w, true});
+  out.push_back({"attention", "v_proj", category::attention, d * kv_width, w, true});
+  out.push_back({"attention", "o_proj", category::attention, q_width * d, w, true});
   if (a.qk_norm) {
     out.push_back({"norms", "q_norm", category::other, a.head_dim, &m.precision->norms});
     out.push_back({"norms", "k_norm", category::other, a.head_dim, &m.precision->norms});
   }
 }
 
-work flops(const attention_gqa& a, const model_context& m, const call& c) {
-  std::vector<tensor> ts;
-  add_tensors(a, m, ts);
-  checked matrix = 0;
-  for (const tensor& t : ts)
-    if (t.module == "attention") matrix += t.params;
-  work w;
-  w.linear = checked(2) * c.rows() * matrix;  // Q(+gate), K, V, O projections
+work flops(const attention_gqa& a, const model_context&, const call& c) {
   // §2.1.3: per pair and query head, 2*d_h for QK^T and 2*d_h for AV.
-  w.interaction = checked(4) * a.q_heads * a.head_dim * attention_pairs(c, a.window);
-  return w;
+  return {checked(4) * a.q_heads * a.head_dim * attention_pairs(c, a.window), 0};
 }
 
-std::vector<state_component> state(const attention_gqa& a, const model_context& m) {
+std::vector<state_component> state(const attention_gqa& a, const model_context& m,
+                                   const execution_spec&) {
   // §2.2.1: each token keeps one K and one V vector per KV head.
   state_component kv;
   kv.name = "kv";

@@ -8,8 +8,7 @@ call make_call(const model_spec& spec, std::int64_t batch, std::int64_t context,
   c.batch = batch;
   c.context = context;
   c.tokens = tokens;
-  c.pairs = spec.execution.pairs;
-  c.vocab_all_rows = spec.execution.vocab_all_rows;
+  c.exec = spec.execution;
   return c;
 }
 
@@ -23,7 +22,7 @@ checked n_rect(const call& c) {
 }
 
 checked attention_pairs(const call& c, std::optional<std::int64_t> window) {
-  if (c.pairs == pair_counting::rectangular) return n_rect(c);
+  if (c.exec.pairs == pair_counting::rectangular) return n_rect(c);
   if (!window) return n_pair(c);
   // Sum over k = t+1 in [S+1, S+P] of min(k, W): a triangle up to W, then W per query.
   checked w = *window;

@@ -1,4 +1,5 @@
-// A call's shape (§2.1.2): B requests, each with S cached tokens, feeding P new tokens.
+// A call's shape (§2.1.2): B requests, each with S cached tokens, feeding P new tokens, and the
+// execution path it runs (pair counting, MLA cache path, chunked or recurrent linear attention).
 #pragma once
 
 #include <cstdint>
@@ -13,11 +14,12 @@ struct call {
   std::int64_t batch = 1;    // B
   std::int64_t context = 0;  // S, tokens already cached per request
   std::int64_t tokens = 1;   // P, new tokens per request this call
-  pair_counting pairs = pair_counting::causal;
-  bool vocab_all_rows = false;  // vocabulary head on every row instead of the last of each request
+  execution_spec exec;       // how it runs; defaults from the model
 
   checked rows() const { return checked(batch) * tokens; }  // m = B*P
-  checked vocab_rows() const { return vocab_all_rows ? rows() : checked(batch); }  // m_out
+  checked vocab_rows() const { return exec.vocab_all_rows ? rows() : checked(batch); }  // m_out
+  /// One new token over a cache: linear attention takes its recurrent step.
+  bool decode_step() const { return tokens == 1 && context > 0; }
 };
 
 /// A call with the model's default execution path and the given shape.

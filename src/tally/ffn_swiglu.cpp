@@ -6,13 +6,9 @@ namespace calc {
 void add_tensors(const ffn_swiglu& f, const model_context& m, std::vector<tensor>& out) {
   const dtype* w = &m.precision->weights;
   checked d = m.hidden;
-  out.push_back({"ffn", "gate_proj", category::dense_shared_ffn, d * f.intermediate, w});
-  out.push_back({"ffn", "up_proj", category::dense_shared_ffn, d * f.intermediate, w});
-  out.push_back({"ffn", "down_proj", category::dense_shared_ffn, checked(f.intermediate) * d, w});
-}
-
-work flops(const ffn_swiglu& f, const model_context& m, const call& c) {
-  return {checked(6) * c.rows() * m.hidden * f.intermediate, 0};  // gate, up, down
+  out.push_back({"ffn", "gate_proj", category::dense_shared_ffn, d * f.intermediate, w, true});
+  out.push_back({"ffn", "up_proj", category::dense_shared_ffn, d * f.intermediate, w, true});
+  out.push_back({"ffn", "down_proj", category::dense_shared_ffn, checked(f.intermediate) * d, w, true});
 }
 
 }  // namespace calc

@@ -15,6 +15,9 @@ namespace calc {
 /// Every stored tensor of the model, layer by layer, then the model-level ones.
 std::vector<tensor> model_tensors(const graph& g);
 
+/// The tensors of one layer (attention, feed-forward, norms).
+void layer_tensors(const layer& l, const model_context& m, std::vector<tensor>& out);
+
 struct group_params {
   std::string name;
   std::int64_t layers = 0;
@@ -33,7 +36,7 @@ struct params_tally {
   checked lookup_bytes;        // the embedding table, read by rows rather than whole
   checked shared_read_bytes;   // weights every call reads once: all but the lookup table
   checked active;              // parameters one token uses (all but unselected routed experts)
-  checked selected_expert_bytes_per_token;  // Table 2-C's last column, BF16
+  checked selected_expert_bytes_per_token;  // Table 2-C's last column, at the weights' format
   std::vector<group_params> groups;
 };
 
@@ -49,8 +52,10 @@ struct forward_tally {
   checked flops;              // all matrix FLOPs of the call
   checked linear_flops;       // weight GEMMs in the layers
   checked interaction_flops;  // QK^T, AV (and index dot products)
+  checked state_flops;        // linear-attention state GEMMs and short convolutions
+  checked connection_flops;   // AttnRes mixes
+  checked rope_flops;         // a counted RoPE table (positions x frequencies)
   checked vocab_flops;        // the vocabulary head on m_out rows
-  checked pairs;              // query-key pairs summed over attention layers
   checked weight_read_bytes;  // weights read once per call (the embedding table excluded)
   checked embedding_read_bytes;  // embedding rows looked up: m rows of d values
   std::vector<module_flops> modules;
@@ -76,11 +81,15 @@ struct state_tally {
   checked growing;
   checked per_token;         // growth rate of the unbounded components
   checked decode_read;       // KV and index read by one decode query over N cached tokens
-  checked decode_state_rw;   // recurrent state read + written by one decode step
+  checked decode_state_rw;   // recurrent matrices read + written by one decode step
   std::vector<state_item> items;
 };
 
-/// State of `batch` requests with `length` cached tokens each.
+/// State of `batch` requests with `length` cached tokens each, under the model's execution path.
 state_tally tally_state(const graph& g, std::int64_t length, std::int64_t batch = 1);
+
+/// The same under another execution path (the MLA cache path changes what is cached).
+state_tally tally_state(const graph& g, std::int64_t length, std::int64_t batch,
+                        const execution_spec& exec);
 
 }  // namespace calc

@@ -53,7 +53,7 @@ TEST_CASE("a sliding window caps the keys each query sees") {
   c.context = 1;
   c.tokens = 1;
   CHECK(attention_pairs(c, 128).value() == 2);
-  c.pairs = pair_counting::rectangular;
+  c.exec.pairs = pair_counting::rectangular;
   c.context = 0;
   c.tokens = 4;
   CHECK(attention_pairs(c, std::nullopt).value() == 16);
@@ -85,14 +85,14 @@ TEST_CASE("Qwen3-8B forward FLOPs (§2.1.4)") {
   CHECK(decode.flops.value() == 19'968'622'592);
   CHECK(decode.interaction_flops.value() == 4LL * 32 * 128 * 36 * 8193);
   call all = make_call(m.spec, 2, 0, 3);
-  all.vocab_all_rows = true;
+  all.exec.vocab_all_rows = true;
   CHECK(tally_forward(m.g, all).vocab_flops.value() == 2LL * 6 * 4096 * 151936);
 }
 
 TEST_CASE("rectangular pair counting is the eager masked rectangle") {
   model m(kQwen3_8b);
   call c = make_call(m.spec, 1, 0, 8192);
-  c.pairs = pair_counting::rectangular;
+  c.exec.pairs = pair_counting::rectangular;
   forward_tally f = tally_forward(m.g, c);
   CHECK(f.interaction_flops.value() == 4LL * 32 * 128 * 36 * 8192 * 8192);
 }

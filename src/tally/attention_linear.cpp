@@ -1,0 +1,143 @@
+// Linear attention with a recurrent state: Gated DeltaNet and Kimi Delta Attention (§2.3.4,
+// §2.3.5; seed 004). The state is fixed in size (heads x d_k x d_v) and read and rewritten by
+// every decode step; short convolutions keep `kernel` slots per channel.
+//
+// Prefill runs the chunked algorithm (intra-chunk GEMMs, one state pass per chunk) unless the
+// call asks for the recurrent one; a decode step is always recurrent. Which of these count as
+// matrix FLOPs is part of the execution path (docs/decisions/2026-11-29-linear-attention.md).
+#include "tally/rules.h"
+
+namespace calc {
+
+checked chunk_work(const execution_spec& e, checked tokens, checked key_dim, checked value_dim) {
+  checked c = e.chunk;
+  if (e.chunk_flops == chunk_rule::padded_gemms) {
+    // K_beta K^T and Q K^T (2 C^2 d_k each); Kcum S, Q S, K^T v_new (2 C d_k d_v each);
+    // attn v_new (2 C^2 d_v). The tail chunk is padded to C.
+    checked per_chunk = checked(4) * c * c * key_dim + checked(6) * c * key_dim * value_dim +
+                        checked(2) * c * c * value_dim;
+    return ceil_div(tokens, c) * per_chunk;
+  }
+  // Valid tokens only: KK^T and the W/U forward substitution over the strict lower triangle,
+  // state predict/query/update, causal QK and PV over the causal triangle.
+  auto chunk = [&](checked n) {
+    checked low = n * (n - 1) / 2, causal = n * (n + 1) / 2;
+    return checked(2) * low * key_dim + checked(2) * low * (key_dim + value_dim) +
+           checked(6) * n * key_dim * value_dim + checked(2) * causal * key_dim +
+           checked(2) * causal * value_dim;
+  };
+  checked full = tokens / c, rest = tokens - full * c;
+  return full * chunk(c) + (rest > 0 ? chunk(rest) : checked(0));
+}
+
+namespace {
+
+/// State GEMMs and convolution of one linear-attention layer for one call.
+checked linear_state_flops(checked heads, checked key_dim, checked value_dim, checked channels,
+                           std::int64_t kernel, const call& c) {
+  checked s = 0;
+  if (c.decode_step() || c.exec.linear == linear_prefill::recurrent) {
+    // A recurrent step per token: S^T k, k (x) delta, S^T q, 2 d_k d_v each per head.
+    if (c.exec.step_state_gemms) s += c.rows() * heads * 6 * key_dim * value_dim;
+  } else {
+    s += checked(c.batch) * heads * chunk_work(c.exec, c.tokens, key_dim, value_dim);
+  }
+  if (c.exec.conv_flops && kernel > 0) {
+    // A fresh sequence pads kernel-1 zeros and yields P+kernel-1 outputs before the crop; with a
+    // cache, the kernel slots and P new columns yield P+1.
+    checked outputs = c.context == 0 ? checked(c.tokens) + kernel - 1 : checked(c.tokens) + 1;
+    s += checked(2) * channels * kernel * outputs * c.batch;
+  }
+  return s;
+}
+
+std::vector<state_component> linear_state(checked heads, checked key_dim, checked value_dim,
+                                          checked channels, std::int64_t kernel,
+                                          const model_context& m) {
+  state_component rec;
+  rec.name = "recurrent";
+  rec.fixed = m.precision->recurrent.bytes(heads * key_dim * value_dim);
+  rec.read_write_each_step = true;
+  rec.read_each_step = false;
+  std::vector<state_component> out = {rec};
+  if (kernel > 0) {
+    // Slots = kernel width, as the cached convolution update keeps them (§2.3.5: 1.875 MiB).
+    state_component conv;
+    conv.name = "conv";
+    conv.fixed = m.precision->conv.bytes(channels * kernel);
+    conv.read_each_step = false;
+    out.push_back(conv);
+  }
+  return out;
+}
+
+checked gdn_channels(const attention_gdn& a) {
+  return checked(2) * a.qk_heads * a.key_dim + checked(a.v_heads) * a.value_dim;  // Q, K, V
+}
+
+checked kda_channels(const attention_kda& a) {
+  return checked(2) * a.heads * a.key_dim + checked(a.heads) * a.value_dim;  // Q, K, V
+}
+
+}  // namespace
+
+void add_tensors(const attention_gdn& a, const model_context& m, std::vector<tensor>& out) {
+  const dtype* w = &m.precision->weights;
+  const dtype* norms = &m.precision->norms;
+  checked d = m.hidden;
+  checked v_width = checked(a.v_heads) * a.value_dim;
+  out.push_back({"attention", "in_proj_qkv", category::attention, d * gdn_channels(a), w, true});
+  out.push_back({"attention", "in_proj_z", category::attention, d * v_width, w, true});  // gate
+  out.push_back({"attention", "in_proj_a", category::attention, d * a.v_heads, w, true});  // decay
+  out.push_back({"attention", "in_proj_b", category::attention, d * a.v_heads, w, true});  // beta
+  out.push_back({"attention", "out_proj", category::attention, v_width * d, w, true});
+  if (a.conv_kernel > 0)
+    out.push_back({"conv", "conv1d", category::other, gdn_channels(a) * a.conv_kernel, w});
+  out.push_back({"norms", "A_log", category::other, a.v_heads, norms});
+  out.push_back({"norms", "dt_bias", category::other, a.v_heads, norms});
+  out.push_back({"norms", "gated_norm", category::other, a.value_dim, norms});  // shared by heads
+}
+
+work flops(const attention_gdn& a, const model_context&, const call& c) {
+  return {0, linear_state_flops(a.v_heads, a.key_dim, a.value_dim, gdn_channels(a),
+                                a.conv_kernel, c)};
+}
+
+std::vector<state_component> state(const attention_gdn& a, const model_context& m,
+                                   const execution_spec&) {
+  return linear_state(a.v_heads, a.key_dim, a.value_dim, gdn_channels(a), a.conv_kernel, m);
+}
+
+void add_tensors(const attention_kda& a, const model_context& m, std::vector<tensor>& out) {
+  const dtype* w = &m.precision->weights;
+  const dtype* norms = &m.precision->norms;
+  checked d = m.hidden;
+  checked k_width = checked(a.heads) * a.key_dim;
+  checked v_width = checked(a.heads) * a.value_dim;
+  out.push_back({"attention", "q_proj", category::attention, d * k_width, w, true});
+  out.push_back({"attention", "k_proj", category::attention, d * k_width, w, true});
+  out.push_back({"attention", "v_proj", category::attention, d * v_width, w, true});
+  out.push_back({"attention", "f_a_proj", category::attention, d * a.decay_rank, w, true});
+  out.push_back({"attention", "f_b_proj", category::attention, checked(a.decay_rank) * k_width, w, true});
+  out.push_back({"attention", "beta_proj", category::attention, d * a.heads, w, true});
+  if (a.output_gate)
+    out.push_back({"attention", "g_proj", category::attention, d * v_width, w, true});
+  out.push_back({"attention", "o_proj", category::attention, v_width * d, w, true});
+  if (a.conv_kernel > 0)
+    out.push_back({"conv", "q_k_v_conv1d", category::other, kda_channels(a) * a.conv_kernel, w});
+  out.push_back({"norms", "A_log", category::other, a.heads, norms});
+  out.push_back({"norms", "dt_bias", category::other, k_width, norms});  // per channel
+  out.push_back({"norms", "o_norm", category::other, a.value_dim, norms});
+}
+
+work flops(const attention_kda& a, const model_context&, const call& c) {
+  return {0, linear_state_flops(a.heads, a.key_dim, a.value_dim, kda_channels(a), a.conv_kernel,
+                                c)};
+}
+
+std::vector<state_component> state(const attention_kda& a, const model_context& m,
+                                   const execution_spec&) {
+  return linear_state(a.heads, a.key_dim, a.value_dim, kda_channels(a), a.conv_kernel, m);
+}
+
+}  // namespace calc

@@ -1,0 +1,56 @@
+// Multi-head latent attention (§2.3.2; Tables 2-3 and 2-5).
+//
+// Both cache paths store the same weights and run the same weight GEMMs: the compact path
+// absorbs W_UK into the query and W_UV into the aggregated output, which multiplies as many
+// weights per row as applying kv_b to the new tokens. They differ in what is cached and in the
+// width of each query-key pair: compact scores over kv_rank + qk_rope and aggregates over
+// kv_rank; expanded scores over qk_nope + qk_rope and aggregates over v_head per head.
+#include "tally/rules.h"
+
+namespace calc {
+
+void add_tensors(const attention_mla& a, const model_context& m, std::vector<tensor>& out) {
+  const dtype* w = &m.precision->weights;
+  const dtype* norms = &m.precision->norms;
+  checked d = m.hidden;
+  checked q_head = checked(a.qk_nope) + a.qk_rope;
+  if (a.q_rank > 0) {
+    out.push_back({"attention", "q_a_proj", category::attention, d * a.q_rank, w, true});
+    out.push_back({"attention", "q_b_proj", category::attention, checked(a.q_rank) * a.heads * q_head, w, true});
+    out.push_back({"norms", "q_a_norm", category::other, a.q_rank, norms});
+  } else {
+    out.push_back({"attention", "q_proj", category::attention, d * a.heads * q_head, w, true});
+  }
+  out.push_back({"attention", "kv_a_proj", category::attention, d * (checked(a.kv_rank) + a.qk_rope), w, true});
+  out.push_back({"norms", "kv_a_norm", category::other, a.kv_rank, norms});
+  // kv_b restores per-head K (nope part) and V; the compact path holds it as W_UK and W_UV.
+  out.push_back({"attention", "kv_b_proj", category::attention,
+                 checked(a.kv_rank) * a.heads * (checked(a.qk_nope) + a.v_head), w, true});
+  out.push_back({"attention", "o_proj", category::attention, checked(a.heads) * a.v_head * d, w, true});
+  if (a.output_gate)
+    out.push_back({"attention", "g_proj", category::attention, d * a.heads * a.v_head, w, true});
+}
+
+work flops(const attention_mla& a, const model_context&, const call& c) {
+  checked score = c.exec.mla == mla_path::compact ? checked(a.kv_rank) + a.qk_rope
+                                                  : checked(a.qk_nope) + a.qk_rope;
+  checked aggregate = c.exec.mla == mla_path::compact ? checked(a.kv_rank) : checked(a.v_head);
+  return {checked(2) * a.heads * (score + aggregate) * attention_pairs(c, std::nullopt), 0};
+}
+
+std::vector<state_component> state(const attention_mla& a, const model_context& m,
+                                   const execution_spec& e) {
+  state_component s;
+  const dtype& kv = m.precision->kv;
+  if (e.mla == mla_path::compact) {
+    s.name = "mla latent";  // one shared latent plus the positional branch per token
+    s.per_token = kv.bytes(checked(a.kv_rank) + a.qk_rope);
+  } else {
+    s.name = "mla kv (expanded)";  // per-head K (nope + rope) and V restored and cached
+    s.per_token = kv.bytes(checked(a.heads) * (checked(a.qk_nope) + a.qk_rope)) +
+                  kv.bytes(checked(a.heads) * a.v_head);
+  }
+  return {s};
+}
+
+}  // namespace calc

@@ -1,0 +1,32 @@
+// Mixture of experts (§2.4, §2.5.1). Routed experts are one tensor of E instances of which each
+// token uses top_k: with no dropped tokens, sum_e t_e = m*k rows pass through 3*d_e*f weights.
+#include "tally/rules.h"
+
+namespace calc {
+
+void add_tensors(const ffn_moe& f, const model_context& m, std::vector<tensor>& out) {
+  const dtype* w = &m.precision->weights;
+  const dtype* norms = &m.precision->norms;
+  checked d = m.hidden;
+  checked width = f.latent > 0 ? checked(f.latent) : d;  // d_e: where the experts compute
+  if (f.router) out.push_back({"router", "gate", category::other, d * f.experts, w, true});
+  if (f.router_bias)
+    out.push_back({"router", "e_score_correction_bias", category::other, f.experts, norms});
+  if (f.latent > 0) {
+    out.push_back({"latent", "latent_in", category::other, d * f.latent, w, true});
+    out.push_back({"latent", "latent_out", category::other, checked(f.latent) * d, w, true});
+    if (f.latent_norm) out.push_back({"norms", "latent_norm", category::other, f.latent, norms});
+  }
+  tensor experts{"experts", "routed_experts", category::routed_experts,
+                 checked(f.experts) * 3 * width * f.intermediate, w, true};
+  experts.instances = f.experts;
+  experts.per_token = f.top_k;
+  out.push_back(experts);
+  if (f.shared_experts > 0)
+    out.push_back({"shared_experts", "shared_experts", category::dense_shared_ffn,
+                   checked(f.shared_experts) * 3 * d * f.shared_intermediate, w, true});
+  if (f.shared_gate)
+    out.push_back({"shared_experts", "shared_expert_gate", category::other, d, w, true});
+}
+
+}  // namespace calc
