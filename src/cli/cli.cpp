@@ -162,12 +162,19 @@ result run_state(const options& o) {
   j["decode_read_bytes"] = exact(st.decode_read);
   j["decode_state_rw_bytes"] = exact(st.decode_state_rw);
   j["components"] = ojson::array();
-  for (const state_item& i : st.items)
+  ojson by_name = ojson::object();
+  for (const state_item& i : st.items) {
     j["components"].push_back({{"name", i.name},
                                {"layers", i.layers},
                                {"bytes", exact(i.bytes)},
                                {"fixed", i.fixed},
                                {"per_token_bytes", exact(i.per_token)}});
+    // Stable pointers for scripts: /by_component/recurrent/bytes.
+    ojson one = {{"bytes", exact(i.bytes)}, {"layers", i.layers}};
+    if ((i.bytes / i.layers) * i.layers == i.bytes) one["layer_bytes"] = exact(i.bytes / i.layers);
+    by_name[i.name] = one;
+  }
+  j["by_component"] = by_name;
   return {j, fmt::format("calc state: {}, {} cached tokens, batch {}", m.spec->name, o.length, o.batch)};
 }
 

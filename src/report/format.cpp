@@ -115,7 +115,7 @@ std::string cell(const std::string& key, const ojson& v) {
   }
   if (v.is_number()) {
     double d = v.get<double>();
-    if (std::floor(d) == d && std::fabs(d) < 1e15) return with_commas(static_cast<std::int64_t>(d));
+    if (std::floor(d) == d && std::fabs(d) < 9e18) return cell(key, ojson(static_cast<std::int64_t>(d)));
     return trim(fmt::format("{:.3f}", d));
   }
   if (v.is_array()) {
@@ -165,9 +165,19 @@ std::string csv_value(const ojson& v) {
   return csv_escape(v.dump());
 }
 
+/// A map of records (e.g. by_component) repeats a table in another shape: JSON keeps it for
+/// stable pointers, Markdown and CSV leave it out.
+bool is_index(const ojson& v) {
+  if (!v.is_object() || v.empty()) return false;
+  for (const auto& [k, x] : v.items())
+    if (!x.is_object()) return false;
+  return true;
+}
+
 void flatten(const std::string& prefix, const ojson& obj, std::vector<std::pair<std::string, ojson>>& out) {
   for (const auto& [k, v] : obj.items()) {
     std::string key = prefix.empty() ? k : prefix + "." + k;
+    if (is_index(v)) continue;
     if (v.is_object()) {
       flatten(key, v, out);
     } else if (!is_table(v)) {

@@ -71,6 +71,33 @@ TEST_CASE("golden Markdown for each command on qwen3-8b") {
   golden("crossover", {"crossover", "--model", "qwen3-8b", "--length", "8192"});
 }
 
+TEST_CASE("golden Markdown for the hybrids") {
+  golden("state-kimi-k3", {"state", "--model", "kimi-k3", "--length", "8192"});
+  golden("forward-kimi-k3", {"forward", "--model", "kimi-k3", "--tokens", "8192"});
+  golden("params-kimi-k3", {"params", "--model", "kimi-k3"});
+  golden("state-qwen3.6", {"state", "--model", "qwen3.6-35b-a3b", "--length", "8192"});
+  golden("forward-qwen3.6", {"forward", "--model", "qwen3.6-35b-a3b", "--tokens", "8192"});
+  golden("experts-qwen3.6", {"experts", "--model", "qwen3.6-35b-a3b", "--batch", "64",
+                             "--routing", "concentrated"});
+}
+
+TEST_CASE("crossover --budget says when the fixed state alone does not fit") {
+  outcome o = run({"crossover", "--model", "kimi-k3", "--length", "8192", "--budget", "256MiB",
+                   "--format", "json"});
+  CHECK(o.code == 0);
+  CHECK(o.out.find("\"max_tokens\": null") != std::string::npos);
+  CHECK(o.out.find("does not fit") != std::string::npos);
+  outcome q = run({"crossover", "--model", "qwen3.6-35b-a3b", "--length", "8192", "--budget",
+                   "256MiB", "--format", "json"});
+  CHECK(q.out.find("\"max_tokens\": 9939") != std::string::npos);
+}
+
+TEST_CASE("experts on a dense model is an input error") {
+  outcome o = run({"experts", "--model", "qwen3-8b", "--batch", "4"});
+  CHECK(o.code == 2);
+  CHECK(o.err == "--model: qwen3-8b has no mixture-of-experts layer\n");
+}
+
 TEST_CASE("JSON keys of the contract") {
   outcome o = run({"state", "--model", "qwen3-8b", "--length", "8192", "--format", "json"});
   CHECK(o.code == 0);
