@@ -304,13 +304,21 @@ std::vector<claim> read_scenario_file(const std::string& path) {
     c.run = m.text("run");
     c.field = m.text("field");
     c.expect = m.text("expect");
+    if (m.has("over")) {
+      yaml_map over = m.map("over");
+      c.over_run = over.text("run");
+      c.over_field = over.text("field");
+      over.finish({"run", "field"});
+    } else {
+      m.optional("over");
+    }
     auto status = m.optional_text("status").value_or("pass");
     if (status != "pass" && status != "open") m.fail("status", "expected pass or open");
     c.open = status == "open";
     c.analysis = m.optional_text("analysis").value_or("");
     if (c.open && c.analysis.empty()) m.fail("analysis", "an open claim needs its analysis");
     m.optional_text("note");
-    m.finish({"id", "where", "run", "field", "expect", "status", "analysis", "note"});
+    m.finish({"id", "where", "run", "field", "expect", "over", "status", "analysis", "note"});
     out.push_back(std::move(c));
   }
   return out;
@@ -340,18 +348,27 @@ std::vector<claim_result> run_claims(const std::vector<claim>& claims, const eva
     claim_result r;
     r.c = &c;
     try {
-      if (!outputs.count(c.run) && !failures.count(c.run)) {
-        try {
-          std::vector<std::string> args = split_command(c.run);
-          args.push_back("--format");
-          args.push_back("json");
-          outputs[c.run] = eval(args);
-        } catch (const std::exception& e) {
-          failures[c.run] = e.what();
+      auto output = [&](const std::string& run) -> const nlohmann::ordered_json& {
+        if (!outputs.count(run) && !failures.count(run)) {
+          try {
+            std::vector<std::string> args = split_command(run);
+            args.push_back("--format");
+            args.push_back("json");
+            outputs[run] = eval(args);
+          } catch (const std::exception& e) {
+            failures[run] = e.what();
+          }
         }
+        if (failures.count(run)) throw std::runtime_error(failures[run]);
+        return outputs[run];
+      };
+      auto [num, den] = evaluate_field(output(c.run), c.field);
+      if (!c.over_run.empty()) {
+        auto [on, od] = evaluate_field(output(c.over_run), c.over_field);
+        if (on == 0) throw std::runtime_error("division by zero in `over`");
+        num *= od;
+        den *= on;
       }
-      if (failures.count(c.run)) throw std::runtime_error(failures[c.run]);
-      auto [num, den] = evaluate_field(outputs[c.run], c.field);
       auto [got, pass] = compare_printed(num, den, c.expect);
       r.got = got;
       r.pass = pass;

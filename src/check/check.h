@@ -22,6 +22,8 @@ struct claim {
   std::string run;      // a calc command line, without "calc" and --format
   std::string field;    // JSON pointer, or an expression of pointers: "/a / (/a + /b)"
   std::string expect;   // as printed: "1.125 GiB", "8,190,735,360", "<0.001 billion"
+  std::string over_run;    // optional: divide by a field of another command's output ...
+  std::string over_field;  // ... for ratios between two runs (models, paths)
   bool open = false;    // cannot be reproduced from structure; listed apart, never fails
   std::string analysis; // why, for open claims
   std::string file;

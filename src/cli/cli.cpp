@@ -38,6 +38,10 @@ struct options {
   std::string mla_path;
   std::string linear;
   std::string routing = "uniform";
+  std::string execution;
+  std::string index_scan;
+  std::string storage;
+  bool mtp = false;
   std::string budget;
   std::int64_t prompt = -1;
   std::int64_t cached = 0;
@@ -85,6 +89,10 @@ void check_count(const std::string& option, std::int64_t v, std::int64_t min) {
 
 /// Execution-path options: each overrides the model's default when given.
 void add_execution_options(CLI::App& app, options& o, bool all) {
+  app.add_option("--storage", o.storage,
+                 "State record formats: reference (BF16 records, FP32 buffers; the default) or "
+                 "production (the model's production formats, e.g. FP4/FP8 records)")
+      ->check(CLI::IsMember({"reference", "production"}));
   app.add_option("--mla-path", o.mla_path,
                  "MLA cache path: compact (latent + branch cached, up-projections absorbed) or "
                  "expanded (per-head K/V cached); default: the model's")
@@ -101,6 +109,14 @@ void add_execution_options(CLI::App& app, options& o, bool all) {
                  "Linear attention over several new tokens: chunked or recurrent; default: the "
                  "model's (a decode step is always recurrent)")
       ->check(CLI::IsMember({"chunked", "recurrent"}));
+  app.add_option("--execution", o.execution,
+                 "ced (encoder over the prompt, decoder tail replay, causal candidate indexing) or "
+                 "reference (every layer over every position, rectangular index scores)")
+      ->check(CLI::IsMember({"ced", "reference"}));
+  app.add_option("--index-scan", o.index_scan,
+                 "Index scores: causal (completed entries visible to each query) or rectangular "
+                 "(the whole rectangle, masked afterwards)")
+      ->check(CLI::IsMember({"causal", "rectangular"}));
 }
 
 struct loaded_model {
@@ -121,6 +137,32 @@ loaded_model load(const options& o) {
   if (o.mla_path == "expanded") e.mla = mla_path::expanded;
   if (o.linear == "chunked") e.linear = linear_prefill::chunked;
   if (o.linear == "recurrent") e.linear = linear_prefill::recurrent;
+  if (o.execution == "reference") {
+    e.ced = false;
+    e.index_scan = pair_counting::rectangular;
+  }
+  if (o.execution == "ced") {
+    if (!m.spec->ced)
+      throw spec_error("--execution", fmt::format("{} has no CED split (no ced block)", m.spec->name));
+    e.ced = true;
+    e.index_scan = pair_counting::causal;
+  }
+  if (o.index_scan == "causal") e.index_scan = pair_counting::causal;
+  if (o.index_scan == "rectangular") e.index_scan = pair_counting::rectangular;
+  if (o.storage == "production") {
+    precision_spec& p = m.spec->precision;
+    if (p.production.empty())
+      throw spec_error("--storage", fmt::format("{} declares no production formats", m.spec->name));
+    for (const auto& [role, format] : p.production) {
+      if (role == "kv") p.kv = format;
+      if (role == "index") p.index = format;
+      if (role == "window") p.window = format;
+      if (role == "compressor") p.compressor = format;
+      if (role == "recurrent") p.recurrent = format;
+      if (role == "conv") p.conv = format;
+      if (role == "token_history") p.token_history = format;
+    }
+  }
   m.g = build_graph(*m.spec);
   return m;
 }
@@ -135,10 +177,24 @@ std::int64_t parse_size_option(const std::string& option, const std::string& tex
   return *bytes;
 }
 
-ojson ratio_json(const std::optional<ratio>& r) {
+ojson fraction_json(const fraction& f) {
+  if (f.is_integer()) return exact(f.num);
+  return f.value();
+}
+
+ojson ratio_json(const std::optional<fraction>& r) {
   if (!r) return nullptr;
-  if (r->num.value() % r->den.value() == 0) return r->num.value() / r->den.value();
-  return r->value();
+  return fraction_json(*r);
+}
+
+const char* class_name(state_class k) {
+  switch (k) {
+    case state_class::history: return "history";
+    case state_class::window: return "window";
+    case state_class::fixed: return "fixed";
+    case state_class::token_history: return "token history";
+  }
+  return "history";
 }
 
 // ---- commands --------------------------------------------------------------------------------
@@ -154,24 +210,38 @@ result run_state(const options& o) {
   j["length"] = o.length;
   j["batch"] = o.batch;
   if (has_attention<attention_mla>(m.g)) j["mla_path"] = mla_path_name(m.spec->execution);
+  if (!m.spec->precision.production.empty())
+    j["storage"] = o.storage.empty() ? "reference" : o.storage;
   j["total_bytes"] = exact(st.total);
   j["fixed_bytes"] = exact(st.fixed);
   j["growing_bytes"] = exact(st.growing);
-  j["per_token_bytes"] = exact(st.per_token);
+  j["per_token_bytes"] = fraction_json(st.per_token);
   j["crossover_tokens"] = ratio_json(cp.state_crossover_tokens);
   j["decode_read_bytes"] = exact(st.decode_read);
   j["decode_state_rw_bytes"] = exact(st.decode_state_rw);
+  j["global_history_bytes"] = exact(st.global_history);
+  j["history_per_token_bytes"] = fraction_json(st.history_per_token);
+  j["window_bytes"] = exact(st.window);
+  j["window_write_bytes"] = exact(st.window_write);
+  // The stair steps of compressed history: what the next token adds (§2.3.6's 356 / 1,424 B).
+  j["next_token_history_bytes"] =
+      exact(tally_state(m.g, o.length + 1, o.batch).global_history - st.global_history);
   j["components"] = ojson::array();
   ojson by_name = ojson::object();
   for (const state_item& i : st.items) {
     j["components"].push_back({{"name", i.name},
                                {"layers", i.layers},
                                {"bytes", exact(i.bytes)},
-                               {"fixed", i.fixed},
-                               {"per_token_bytes", exact(i.per_token)}});
+                               {"fixed", i.kind == state_class::fixed},
+                               {"class", class_name(i.kind)},
+                               {"per_token_bytes", fraction_json(i.per_token)}});
     // Stable pointers for scripts: /by_component/recurrent/bytes.
     ojson one = {{"bytes", exact(i.bytes)}, {"layers", i.layers}};
     if ((i.bytes / i.layers) * i.layers == i.bytes) one["layer_bytes"] = exact(i.bytes / i.layers);
+    if (i.kind != state_class::fixed) {
+      one["layer_entries"] = exact(i.layer_entries);
+      one["layer_read_bytes"] = exact(i.layer_read_bytes);
+    }
     by_name[i.name] = one;
   }
   j["by_component"] = by_name;
@@ -184,7 +254,7 @@ result run_forward(const options& o) {
   check_count("--batch", o.batch, 1);
   loaded_model m = load(o);
   call c = make_call(*m.spec, o.batch, o.context, o.tokens);
-  forward_tally f = tally_forward(m.g, c);
+  forward_tally f = o.mtp ? tally_mtp(m.g, c) : tally_forward(m.g, c);
   ojson j;
   j["model"] = m.spec->name;
   j["batch"] = o.batch;
@@ -204,6 +274,14 @@ result run_forward(const options& o) {
   j["linear_flops"] = exact(f.linear_flops);
   j["interaction_flops"] = exact(f.interaction_flops);
   j["state_flops"] = exact(f.state_flops);
+  if (has_attention<attention_dsa>(m.g)) {
+    j["attention_pairs"] = exact(f.attention_pairs);
+    j["index_scans"] = exact(f.index_scans);
+    j["index_scan"] = c.exec.index_scan == pair_counting::causal ? "causal" : "rectangular";
+  }
+  if (m.spec->ced) j["execution"] = c.exec.ced ? "ced" : "reference";
+  if (f.mhc_nonmatrix > 0) j["mhc_nonmatrix_flops"] = exact(f.mhc_nonmatrix);
+  if (f.engram_read_bytes > 0) j["engram_read_bytes"] = exact(f.engram_read_bytes);
   j["connection_flops"] = exact(f.connection_flops);
   j["rope_flops"] = exact(f.rope_flops);
   j["vocab_flops"] = exact(f.vocab_flops);
@@ -216,9 +294,18 @@ result run_forward(const options& o) {
     return a;
   };
   j["stages"] = rows(f.stages);
+  ojson by_stage = ojson::object();  // stable pointers: /stage_flops/decoder_body
+  for (const auto& st : f.stages) {
+    std::string key = st.name;
+    if (key == "decoder global KV and index-key projections") key = "decoder_global_projections";
+    for (char& ch : key)
+      if (ch == ' ') ch = '_';
+    by_stage[key] = exact(st.flops);
+  }
+  j["stage_flops"] = by_stage;
   j["modules"] = rows(f.modules);
-  return {j, fmt::format("calc forward: {}, B={} S={} P={}", m.spec->name, o.batch, o.context,
-                         o.tokens)};
+  return {j, fmt::format("calc forward{}: {}, B={} S={} P={}", o.mtp ? " --mtp" : "", m.spec->name,
+                         o.batch, o.context, o.tokens)};
 }
 
 result run_params(const options& o) {
@@ -236,6 +323,12 @@ result run_params(const options& o) {
   j["selected_expert_bytes_per_token"] = exact(p.selected_expert_bytes_per_token);
   j["embedding_table_bytes"] = exact(p.lookup_bytes);
   j["shared_read_bytes"] = exact(p.shared_read_bytes);
+  ojson tensors = ojson::object();  // parameters by tensor name, summed over layers
+  for (const tensor& t : model_tensors(m.g)) {
+    std::int64_t prior = tensors.contains(t.name) ? tensors[t.name].get<std::int64_t>() : 0;
+    tensors[t.name] = (checked(prior) + t.params).value();
+  }
+  j["tensors"] = tensors;
   j["groups"] = ojson::array();
   for (const group_params& g : p.groups)
     j["groups"].push_back({{"name", g.name},
@@ -377,6 +470,50 @@ result run_experts(const options& o) {
                          o.routing)};
 }
 
+/// How a layer attends, as `calc layers` reports it (§2.3.6's Full / Reindex / Reuse).
+std::string mode_of(const attention_spec& a) {
+  if (const auto* g = std::get_if<attention_gqa>(&a)) return g->window ? "swa" : "gqa";
+  if (std::holds_alternative<attention_mla>(a)) return "mla";
+  if (std::holds_alternative<attention_gdn>(a)) return "gated_deltanet";
+  if (std::holds_alternative<attention_kda>(a)) return "kda";
+  const auto& d = std::get<attention_dsa>(a);
+  if (!d.global) return "window";
+  if (d.global->source < 0) return "full";      // stores its own entries
+  return d.indexer ? "reindex" : "reuse";       // reads a source's entries
+}
+
+result run_layers(const options& o) {
+  loaded_model m = load(o);
+  ojson j;
+  j["model"] = m.spec->name;
+  j["layers_count"] = m.spec->layers.count;
+  ojson modes = ojson::object();
+  std::int64_t global = 0, pool = 0;
+  ojson rows = ojson::array();
+  for (const layer& l : m.g.layers) {
+    std::string mode = mode_of(l.attention);
+    modes[mode] = (modes.contains(mode) ? modes[mode].get<std::int64_t>() : 0) + 1;
+    if (const auto* d = std::get_if<attention_dsa>(&l.attention)) {
+      if (d->global) ++global;
+      if (d->indexer) pool = std::max(pool, d->indexer->candidates);
+    }
+    ojson row = {{"layer", l.index},
+                 {"variant", l.variant},
+                 {"mode", mode},
+                 {"attention", describe(l.attention)},
+                 {"ffn", describe(l.ffn)}};
+    if (m.spec->ced)
+      row["stage"] = l.index < m.spec->ced->encoder_layers ? "encoder" : "decoder";
+    if (l.engram) row["extra"] = "engram";
+    rows.push_back(row);
+  }
+  if (global > 0) modes["global"] = global;
+  j["modes"] = modes;
+  if (pool > 0) j["candidate_pool"] = pool;
+  j["layers"] = rows;
+  return {j, fmt::format("calc layers: {}", m.spec->name)};
+}
+
 result run_models(const options&) {
   ojson j;
   j["folder"] = models_dir();
@@ -462,6 +599,7 @@ const std::vector<command>& commands() {
          app.add_option("-s,--context", o.context, "Tokens already cached per request (S)");
          app.add_option("-b,--batch", o.batch, "Requests in the batch (B)");
          add_execution_options(app, o, true);
+         app.add_flag("--mtp", o.mtp, "One call of the multi-token-prediction block instead of the backbone");
        },
        run_forward},
       {"params", "Parameters by Table 2-B category, weight bytes, per-layer groups",
@@ -511,6 +649,8 @@ const std::vector<command>& commands() {
                         "zipf:S (expert popularity ~ rank^-S)");
        },
        run_experts},
+      {"layers", "Every layer of the expanded graph: kind, mode (Full/Reindex/Reuse), stage",
+       [](CLI::App& app, options& o) { add_model_options(app, o); }, run_layers},
       {"models", "The bundled models", [](CLI::App&, options&) {}, run_models},
       {"gpus", "The accelerator catalogue with sources", [](CLI::App&, options&) {}, run_gpus},
       {"check", "Every chapter claim in scenarios/, re-derived and compared at printed precision",

@@ -36,13 +36,23 @@ std::vector<std::string> split(const std::string& text, char sep) {
 [[noreturn]] void unknown(const std::string& text) {
   throw std::invalid_argument(fmt::format(
       "unknown precision '{}' (known: bf16, fp16, fp32, fp64, fp8, int8, int4, fp4, int32, int64, "
-      "mxfp4, nvfp4, or <elem>:g<N>[:<scale>][:zero] such as int4:g128)",
+      "mxfp4, nvfp4, <elem>:g<N>[:<scale>][:zero] such as int4:g128, or a mixed record such as "
+      "fp8:g64:e8m0*448+bf16*64@8)",
       text));
 }
 
 }  // namespace
 
 checked dtype::bytes(checked n) const {
+  if (!parts.empty()) {
+    checked width = 0, record = 0;
+    for (const part& p : parts) {
+      width += p.count;
+      record += p.format->bytes(p.count);
+    }
+    record = ceil_div(record, align) * align;
+    return ceil_div(n, width) * record;
+  }
   checked value_bytes = ceil_div(n * bits, 8);
   if (group == 0) return value_bytes;
   checked groups = ceil_div(n, group);
@@ -50,6 +60,34 @@ checked dtype::bytes(checked n) const {
 }
 
 dtype parse_dtype(const std::string& text) {
+  if (text.find('*') != std::string::npos) {
+    dtype mixed{text, 0, 0, 0, 0};
+    std::string body = text;
+    if (auto at = text.rfind('@'); at != std::string::npos) {
+      try {
+        std::size_t used = 0;
+        mixed.align = std::stoi(text.substr(at + 1), &used);
+        if (used != text.size() - at - 1 || mixed.align <= 0) unknown(text);
+      } catch (const std::logic_error&) {
+        unknown(text);
+      }
+      body = text.substr(0, at);
+    }
+    for (const std::string& piece : split(body, '+')) {
+      auto star = piece.rfind('*');
+      if (star == std::string::npos) unknown(text);
+      std::int64_t count = 0;
+      try {
+        std::size_t used = 0;
+        count = std::stoll(piece.substr(star + 1), &used);
+        if (used != piece.size() - star - 1 || count <= 0) unknown(text);
+      } catch (const std::logic_error&) {
+        unknown(text);
+      }
+      mixed.parts.push_back({count, std::make_shared<dtype>(parse_dtype(piece.substr(0, star)))});
+    }
+    return mixed;
+  }
   // Named packed formats of the OCP MX and NVIDIA specs.
   if (text == "mxfp4") return {text, 4, 32, 8, 0};
   if (text == "nvfp4") return {text, 4, 16, 8, 0};

@@ -6,7 +6,9 @@
 //   bytes(n) = ceil(n * bits / 8) + ceil(n / group) * (scale_bits + zero_bits) / 8
 #pragma once
 
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "common/checked.h"
 
@@ -19,12 +21,24 @@ struct dtype {
   int scale_bits = 0;  // bits of each group's scale
   int zero_bits = 0;   // bits of each group's zero point (0 = symmetric)
 
-  /// Bytes that n values occupy, scales and zero points included, each group padded to whole bytes.
+  /// A mixed record: parts of `count` values each in their own format, the record padded to
+  /// `align` bytes (V4-Flash's 584-byte main record: 448 fp8 values with e8m0 scales per 64,
+  /// 64 bf16 values, aligned to 8). Empty for a plain format.
+  struct part {
+    std::int64_t count;
+    std::shared_ptr<const dtype> format;
+  };
+  std::vector<part> parts;
+  int align = 1;
+
+  /// Bytes that n values occupy, scales and zero points included, each group padded to whole
+  /// bytes; a mixed record stores ceil(n / record width) records.
   checked bytes(checked n) const;
 };
 
 /// Parses a format name: `bf16`, `fp16`, `fp32`, `fp8`, `int8`, `int4`, `fp4`, `int64`, `mxfp4`,
-/// `nvfp4`, or `<elem>:g<N>[:<scale format>][:zero]` (default scale bf16).
+/// `nvfp4`, `<elem>:g<N>[:<scale format>][:zero]` (default scale bf16), or a mixed record
+/// `<format>*<count>+<format>*<count>[@<align>]`, e.g. `fp8:g64:e8m0*448+bf16*64@8`.
 /// Throws std::invalid_argument with a message listing the known names.
 dtype parse_dtype(const std::string& text);
 

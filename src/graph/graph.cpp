@@ -25,6 +25,16 @@ struct describe_visitor {
   std::string operator()(const attention_kda& a) const {
     return fmt::format("kda {}h {}x{}", a.heads, a.key_dim, a.value_dim);
   }
+  std::string operator()(const attention_dsa& a) const {
+    std::string s = fmt::format("dsa {}h x{} window {}", a.heads, a.head_dim, a.window);
+    if (a.global) {
+      s += fmt::format(" + 1:{}", a.global->ratio);
+      if (a.global->source >= 0) s += fmt::format(" from layer {}", a.global->source);
+      if (a.global->top_k > 0) s += fmt::format(" top-{}", a.global->top_k);
+    }
+    if (a.indexer) s += " indexed";
+    return s;
+  }
   std::string operator()(const ffn_swiglu& f) const {
     return fmt::format("swiglu {}", f.intermediate);
   }
@@ -40,6 +50,7 @@ void apply(const block_spec& b, layer& l) {
   if (b.attention) l.attention = *b.attention;
   if (b.ffn) l.ffn = *b.ffn;
   if (b.norms) l.norms = *b.norms;
+  if (b.engram) l.engram = b.engram;
 }
 
 }  // namespace
@@ -72,6 +83,7 @@ graph build_graph(const model_spec& spec) {
   }
   for (const layer& l : g.layers) {
     std::string name = fmt::format("{} + {}", describe(l.attention), describe(l.ffn));
+    if (l.engram) name += " + engram";
     auto it = std::find_if(g.groups.begin(), g.groups.end(),
                            [&](const layer_group& grp) { return grp.name == name; });
     if (it == g.groups.end()) {

@@ -19,6 +19,7 @@ struct layer {
   attention_spec attention;
   ffn_spec ffn;
   std::int64_t norms = 2;
+  std::optional<engram_spec> engram;
 };
 
 /// Layers that share one structure, in order of first appearance.

@@ -74,7 +74,9 @@ crossover_plan plan_crossover(const graph& g, std::int64_t length) {
   crossover_plan c;
   c.length = length;
   state_tally st = tally_state(g, length);
-  if (st.fixed > 0 && st.per_token > 0) c.state_crossover_tokens = ratio{st.fixed, st.per_token};
+  // H* = fixed / growth per token (§2.3.5).
+  if (st.fixed > 0 && !st.per_token.is_zero())
+    c.state_crossover_tokens = fraction(st.fixed * st.per_token.den, st.per_token.num);
   c.weight_read_bytes = tally_params(g).shared_read_bytes;
   c.context_read_bytes = st.decode_read + st.decode_state_rw;
   // WE 2-2: the smallest integer B with B * context > R_W.

@@ -13,13 +13,6 @@
 
 namespace calc {
 
-/// An exact fraction, for answers that are not whole (H* = fixed / per-token growth).
-struct ratio {
-  checked num;
-  checked den;
-  double value() const { return static_cast<double>(num.value()) / static_cast<double>(den.value()); }
-};
-
 struct request_plan {
   std::int64_t prefill_calls = 0;
   std::int64_t decode_calls = 0;  // n_d = G - 1
@@ -58,7 +51,7 @@ checked max_params(const graph& g, const gpu_spec& gpu, std::int64_t gpus, std::
                    checked workspace, std::int64_t requests);
 
 struct crossover_plan {
-  std::optional<ratio> state_crossover_tokens;  // H*: fixed state / growth per token
+  std::optional<fraction> state_crossover_tokens;  // H*: fixed state / growth per token
   std::int64_t length = 0;
   checked weight_read_bytes;    // R_W: shared weights read once per batch
   checked context_read_bytes;   // one request's history read per decode step at `length`

@@ -13,7 +13,7 @@ namespace calc {
 
 namespace {
 
-const std::vector<std::string> kAttentionKinds = {"gqa", "mla", "gated_deltanet", "kda"};
+const std::vector<std::string> kAttentionKinds = {"gqa", "mla", "gated_deltanet", "kda", "dsa"};
 const std::vector<std::string> kFfnKinds = {"swiglu", "moe"};
 
 std::string kind_of(yaml_map& m, const std::vector<std::string>& known) {
@@ -82,8 +82,63 @@ attention_spec read_kda(yaml_map& m) {
   return a;
 }
 
+attention_spec read_dsa(yaml_map& m) {
+  attention_dsa a;
+  a.heads = m.integer("heads");
+  a.head_dim = m.integer("head_dim");
+  a.q_rank = m.integer("q_rank");
+  a.o_groups = m.optional_integer("o_groups").value_or(1);
+  a.o_rank = m.integer("o_rank");
+  a.window = m.integer("window");
+  a.sink = m.boolean("sink", true);
+  if ((a.heads * a.head_dim) % a.o_groups != 0)
+    m.fail("o_groups", fmt::format("{} output groups do not divide {} x {}", a.o_groups, a.heads,
+                                   a.head_dim));
+  if (m.has("global")) {
+    yaml_map g = m.map("global");
+    dsa_global gl;
+    gl.ratio = g.integer("ratio");
+    gl.top_k = g.optional_integer("top_k", 0).value_or(0);
+    gl.source = g.optional_integer("source", 0).value_or(-1);
+    gl.overlap = g.boolean("overlap", false);
+    gl.gate = g.boolean("gate", gl.ratio > 1);
+    gl.position_bias = g.boolean("position_bias", false);
+    g.finish({"ratio", "top_k", "source", "overlap", "gate", "position_bias"});
+    a.global = gl;
+  } else {
+    m.optional("global");
+  }
+  if (m.has("indexer")) {
+    yaml_map x = m.map("indexer");
+    if (!a.global) x.fail("heads", "an indexer needs a global branch to index");
+    dsa_indexer ix;
+    ix.heads = x.integer("heads");
+    ix.dim = x.integer("dim");
+    ix.top_k = x.integer("top_k");
+    std::string keys = x.optional_text("keys").value_or("compressor");
+    if (keys == "compressor") {
+      ix.keys = dsa_indexer::keys_kind::compressor;
+    } else if (keys == "projection") {
+      ix.keys = dsa_indexer::keys_kind::projection;
+    } else if (keys == "shared") {
+      ix.keys = dsa_indexer::keys_kind::shared;
+    } else {
+      x.fail("keys", fmt::format("expected compressor, projection or shared, got '{}'", keys));
+    }
+    ix.candidates = x.optional_integer("candidates", 0).value_or(0);
+    x.finish({"heads", "dim", "top_k", "keys", "candidates"});
+    a.indexer = ix;
+  } else {
+    m.optional("indexer");
+  }
+  m.finish({"kind", "heads", "head_dim", "q_rank", "o_groups", "o_rank", "window", "sink",
+            "global", "indexer"});
+  return a;
+}
+
 attention_spec read_attention(yaml_map m) {
   std::string kind = kind_of(m, kAttentionKinds);
+  if (kind == "dsa") return read_dsa(m);
   if (kind == "mla") return read_mla(m);
   if (kind == "gated_deltanet") return read_gdn(m);
   if (kind == "kda") return read_kda(m);
@@ -118,12 +173,23 @@ ffn_spec read_ffn(yaml_map m) {
   return f;
 }
 
-/// Reads attention/ffn/norms from a map that may hold other keys too (the caller finishes it).
+engram_spec read_engram(yaml_map m) {
+  engram_spec e;
+  e.table_rows = m.integer("table_rows");
+  e.buckets = m.integer("buckets");
+  e.bucket_dim = m.integer("bucket_dim");
+  e.ways = m.integer("ways");
+  m.finish({"table_rows", "buckets", "bucket_dim", "ways"});
+  return e;
+}
+
+/// Reads attention/ffn/norms/engram from a map that may hold other keys (the caller finishes it).
 block_spec read_block(yaml_map& m) {
   block_spec b;
   if (m.has("attention")) b.attention = read_attention(m.map("attention"));
   if (m.has("ffn")) b.ffn = read_ffn(m.map("ffn"));
   b.norms = m.optional_integer("norms", 0);
+  if (m.has("engram")) b.engram = read_engram(m.map("engram"));
   return b;
 }
 
@@ -148,7 +214,24 @@ precision_spec read_precision(yaml_map& parent) {
   p.kv = read_dtype(m, "kv", "bf16");
   p.recurrent = read_dtype(m, "recurrent", "fp32");
   p.conv = read_dtype(m, "conv", "bf16");
-  m.finish({"weights", "embedding", "head", "norms", "kv", "recurrent", "conv"});
+  p.index = read_dtype(m, "index", p.kv.name);
+  p.window = read_dtype(m, "window", p.kv.name);
+  p.compressor = read_dtype(m, "compressor", "fp32");
+  p.token_history = read_dtype(m, "token_history", "int64");
+  if (m.has("production")) {
+    yaml_map prod = m.map("production");
+    YAML::Node given = m.optional("production");
+    const std::vector<std::string> roles = {"kv", "index", "window", "compressor", "recurrent",
+                                            "conv", "token_history"};
+    for (auto it = given.begin(); it != given.end(); ++it) {
+      std::string role = it->first.as<std::string>();
+      if (std::find(roles.begin(), roles.end(), role) == roles.end()) continue;  // finish() says
+      p.production[role] = read_dtype(prod, role, "bf16");
+    }
+    prod.finish(roles);
+  }
+  m.finish({"weights", "embedding", "head", "norms", "kv", "recurrent", "conv", "index", "window",
+            "compressor", "token_history", "production"});
   return p;
 }
 
@@ -206,8 +289,18 @@ execution_spec read_execution(yaml_map& parent) {
   }
   e.step_state_gemms = m.boolean("linear_step_flops", e.step_state_gemms);
   e.conv_flops = m.boolean("conv_flops", e.conv_flops);
+  if (auto scan = m.optional_text("index_scan")) {
+    if (*scan == "causal") {
+      e.index_scan = pair_counting::causal;
+    } else if (*scan == "rectangular") {
+      e.index_scan = pair_counting::rectangular;
+    } else {
+      m.fail("index_scan", fmt::format("expected causal or rectangular, got '{}'", *scan));
+    }
+  }
+  e.ced = m.boolean("ced", false);
   m.finish({"attention_pairs", "vocab_rows", "mla_path", "linear_prefill", "linear_chunk",
-            "linear_chunk_flops", "linear_step_flops", "conv_flops"});
+            "linear_chunk_flops", "linear_step_flops", "conv_flops", "index_scan", "ced"});
   return e;
 }
 
@@ -222,13 +315,18 @@ connection_spec read_connection(yaml_map& parent) {
   } else if (kind == "attnres") {
     c.type = connection_spec::kind::attnres;
     c.block_layers = m.integer("block_layers");
+  } else if (kind == "mhc") {
+    c.type = connection_spec::kind::mhc;
+    c.ways = m.integer("ways");
+    c.sinkhorn_iters = m.integer("sinkhorn_iters");
+    c.head_mix = m.boolean("head_mix", false);
   } else {
     std::string message = fmt::format("unknown kind '{}'", kind);
-    if (auto guess = closest(kind, {"residual", "attnres"}))
+    if (auto guess = closest(kind, {"residual", "attnres", "mhc"}))
       message += fmt::format(" (did you mean '{}'?)", *guess);
     m.fail("kind", message);
   }
-  m.finish({"kind", "block_layers"});
+  m.finish({"kind", "block_layers", "ways", "sinkhorn_iters", "head_mix"});
   return c;
 }
 
@@ -268,7 +366,7 @@ layers_spec read_layers(yaml_map m) {
       std::string name = it->first.as<std::string>();
       yaml_map v(it->second, vars.path_of(name), m.file());
       l.variants[name] = read_block(v);
-      v.finish({"attention", "ffn", "norms"});
+      v.finish({"attention", "ffn", "norms", "engram"});
     }
   }
   if (m.has("pattern")) {
@@ -325,12 +423,38 @@ layers_spec read_layers(yaml_map m) {
       if (own.attention) ov.block.attention = own.attention;
       if (own.ffn) ov.block.ffn = own.ffn;
       if (own.norms) ov.block.norms = own.norms;
-      o.finish({"at", "variant", "attention", "ffn", "norms"});
+      if (own.engram) ov.block.engram = own.engram;
+      o.finish({"at", "variant", "attention", "ffn", "norms", "engram"});
       l.overrides.push_back(std::move(ov));
     }
   }
-  m.finish({"count", "attention", "ffn", "norms", "variants", "pattern", "overrides"});
+  m.finish({"count", "attention", "ffn", "norms", "engram", "variants", "pattern", "overrides"});
   return l;
+}
+
+/// A layer that reads another layer's global entries must name one that stores them.
+void validate_sources(const model_spec& spec, yaml_map& m) {
+  std::vector<const attention_spec*> at(static_cast<std::size_t>(spec.layers.count));
+  for (std::int64_t i = 0; i < spec.layers.count; ++i) {
+    at[static_cast<std::size_t>(i)] = &*spec.layers.base.attention;
+    if (!spec.layers.pattern.empty()) {
+      const std::string& v = spec.layers.pattern[static_cast<std::size_t>(i) % spec.layers.pattern.size()];
+      if (v != "base" && spec.layers.variants.at(v).attention)
+        at[static_cast<std::size_t>(i)] = &*spec.layers.variants.at(v).attention;
+    }
+  }
+  for (const override_spec& ov : spec.layers.overrides)
+    for (std::int64_t i : ov.at)
+      if (ov.block.attention) at[static_cast<std::size_t>(i)] = &*ov.block.attention;
+  for (std::int64_t i = 0; i < spec.layers.count; ++i) {
+    const auto* a = std::get_if<attention_dsa>(at[static_cast<std::size_t>(i)]);
+    if (!a || !a->global || a->global->source < 0) continue;
+    std::int64_t src = a->global->source;
+    const attention_dsa* s = src < spec.layers.count ? std::get_if<attention_dsa>(at[static_cast<std::size_t>(src)]) : nullptr;
+    if (src >= i || !s || !s->global || s->global->source >= 0)
+      throw spec_error(m.where(), fmt::format("layers[{}].attention.global.source", i),
+                       fmt::format("layer {} does not store global entries before layer {}", src, i));
+  }
 }
 
 model_spec read_model(const YAML::Node& root, const std::string& file) {
@@ -349,9 +473,39 @@ model_spec read_model(const YAML::Node& root, const std::string& file) {
   spec.execution = read_execution(m);
   spec.connection = read_connection(m);
   spec.rope_table_frequencies = m.optional_integer("rope_table_frequencies", 0).value_or(0);
+  spec.token_history = m.boolean("token_history", false);
   spec.layers = read_layers(m.map("layers"));
+  if (m.has("ced")) {
+    yaml_map c = m.map("ced");
+    ced_spec ced;
+    ced.encoder_layers = c.integer("encoder_layers");
+    ced.replay = c.integer("replay");
+    if (ced.encoder_layers >= spec.layers.count)
+      c.fail("encoder_layers", fmt::format("the encoder must leave decoder layers (the model has {})",
+                                           spec.layers.count));
+    c.finish({"encoder_layers", "replay"});
+    spec.ced = ced;
+  } else {
+    m.optional("ced");
+  }
+  if (spec.execution.ced && !spec.ced)
+    m.fail("execution", "execution.ced needs a ced block (encoder_layers, replay)");
+  if (m.has("mtp")) {
+    yaml_map t = m.map("mtp");
+    mtp_spec mtp;
+    mtp.layers = t.integer("layers");
+    mtp.variant = t.optional_text("variant").value_or("base");
+    if (mtp.variant != "base" && !spec.layers.variants.count(mtp.variant))
+      t.fail("variant", fmt::format("unknown variant '{}'", mtp.variant));
+    t.finish({"layers", "variant"});
+    spec.mtp = mtp;
+  } else {
+    m.optional("mtp");
+  }
+  validate_sources(spec, m);
   m.finish({"schema", "name", "source", "vocab", "hidden", "tie_embeddings", "final_norm",
-            "precision", "execution", "connection", "rope_table_frequencies", "layers"});
+            "precision", "execution", "connection", "rope_table_frequencies", "token_history",
+            "ced", "mtp", "layers"});
   spec.defaulted = m.defaulted();
   return spec;
 }

@@ -63,8 +63,58 @@ struct attention_kda {
   bool output_gate = true;       // full-rank gate d -> heads * value_dim
 };
 
+/// The global (long-range) branch of DeepSeek sparse attention: compressed entries of one shared
+/// head_dim-wide record each, completed every `ratio` tokens (§2.3.3, §2.3.6).
+struct dsa_global {
+  std::int64_t ratio = 1;       // tokens per completed entry (CSA 4, HCA 128; V4.1 2 or 1)
+  std::int64_t top_k = 0;       // entries main attention reads at most; 0 = every entry (HCA)
+  std::int64_t source = -1;     // layer whose entries this layer reads; -1 = its own (it stores them)
+  bool overlap = false;         // CSA: each entry mixes two adjacent blocks (two projection sets)
+  bool gate = true;             // a compression gate projection beside the KV projection
+  bool position_bias = false;   // a learned [ratio, overlap*head_dim] bias (V4's ape)
+};
+
+/// The indexer that scores compressed entries before main attention selects top_k of them.
+struct dsa_indexer {
+  std::int64_t heads = 0;       // index heads
+  std::int64_t dim = 0;         // index key width
+  std::int64_t top_k = 0;       // entries selected for main attention
+  enum class keys_kind {
+    compressor,  // own compressor over the input (V4 CSA): wkv + wgate, bias, norm, buffers
+    projection,  // projected from each newly completed main entry (V4.1 source layers)
+    shared,      // reads the index keys of the global source (V4.1 Reindex layers)
+  } keys = keys_kind::compressor;
+  std::int64_t candidates = 0;  // scan at most this many entries (candidate pool); 0 = all
+};
+
+/// DeepSeek V4 / V4.1 sparse attention: 64 query heads over one shared 512-wide record that is
+/// both key and value, a sliding window on every layer, an optional compressed global branch
+/// and an optional indexer. Window-only, CSA, HCA and CSA2 Full/Reindex/Reuse are settings.
+struct attention_dsa {
+  std::int64_t heads = 0;
+  std::int64_t head_dim = 0;    // record width (K = V)
+  std::int64_t q_rank = 0;      // query down-projection rank
+  std::int64_t o_groups = 1;    // grouped low-rank output: groups ...
+  std::int64_t o_rank = 0;      // ... each projecting heads*head_dim/o_groups -> o_rank
+  std::int64_t window = 0;      // local window in tokens
+  bool sink = true;             // a per-head attention sink (heads parameters)
+  std::optional<dsa_global> global;
+  std::optional<dsa_indexer> indexer;
+};
+
 /// The attention block of a layer; one alternative per layer kind.
-using attention_spec = std::variant<attention_gqa, attention_mla, attention_gdn, attention_kda>;
+using attention_spec =
+    std::variant<attention_gqa, attention_mla, attention_gdn, attention_kda, attention_dsa>;
+
+/// Engram (V4.1, §2.5.3): n-gram lookups of `buckets` rows of bucket_dim from a table, projected
+/// to `ways` keys plus one shared value and gated into the residual streams. Lookups are bytes,
+/// not matrix FLOPs.
+struct engram_spec {
+  std::int64_t table_rows = 0;  // rows of this layer's table
+  std::int64_t buckets = 0;     // lookups per token (24)
+  std::int64_t bucket_dim = 0;  // width of one row (256)
+  std::int64_t ways = 0;        // residual streams gated (4): keys and the gate vectors
+};
 
 /// Dense SwiGLU feed-forward: gate and up d->f, down f->d (§2.1.4).
 struct ffn_swiglu {
@@ -94,6 +144,7 @@ struct block_spec {
   std::optional<attention_spec> attention;
   std::optional<ffn_spec> ffn;
   std::optional<std::int64_t> norms;  // RMSNorm vectors of width d per layer (2: input and post)
+  std::optional<engram_spec> engram;  // an Engram lookup before the layer
 };
 
 /// Per-index replacement of parts of the layers listed in `at` (0-based indices).
@@ -121,6 +172,13 @@ struct precision_spec {
   dtype kv;         // cached keys and values (and MLA latents)
   dtype recurrent;  // linear-attention recurrent state (fp32 in the chapter)
   dtype conv;       // short-convolution slots
+  dtype index;      // index key records
+  dtype window;     // sliding-window records of sparse attention
+  dtype compressor; // incomplete-block compressor buffers
+  dtype token_history;  // per-request token ids kept for Engram n-grams
+  /// The production storage formats (`--storage production`): roles given here replace the
+  /// reference ones above; empty names leave a role as it is.
+  std::map<std::string, dtype> production;
 };
 
 /// How attention query-key pairs are executed (§2.1.3).
@@ -152,12 +210,32 @@ struct execution_spec {
   chunk_rule chunk_flops = chunk_rule::padded_gemms;
   bool step_state_gemms = true;   // a recurrent step's S^T k, k (x) delta, S^T q count as matrix FLOPs
   bool conv_flops = true;         // the short convolution counts every padded output
+  pair_counting index_scan = pair_counting::causal;  // index scores: causal or the rectangle
+  bool ced = false;               // run the CED split (encoder over all, decoder tail replay)
 };
 
-/// How layers connect (§2.5): plain residual, or Block AttnRes mixing saved block snapshots.
+/// How layers connect (§2.5): plain residual, Block AttnRes mixing saved block snapshots, or
+/// mHC's n-way residual streams mixed by Sinkhorn-normalised projections (§2.5.2).
 struct connection_spec {
-  enum class kind { residual, attnres } type = kind::residual;
-  std::int64_t block_layers = 0;  // AttnRes: layers per block (a snapshot starts each block)
+  enum class kind { residual, attnres, mhc } type = kind::residual;
+  std::int64_t block_layers = 0;    // AttnRes: layers per block (a snapshot starts each block)
+  std::int64_t ways = 0;            // mHC: residual streams (4)
+  std::int64_t sinkhorn_iters = 0;  // mHC: Sinkhorn iterations (20)
+  bool head_mix = false;            // mHC: a final mix of the streams before the head (V4)
+};
+
+/// CED (V4.1, §2.3.6): a causal encoder of the first `encoder_layers` and a decoder whose body
+/// replays only the last `replay` prompt tokens when a prompt arrives with no cache.
+struct ced_spec {
+  std::int64_t encoder_layers = 0;
+  std::int64_t replay = 0;
+};
+
+/// Multi-token prediction block (§2.5.3): e_proj on the token, h_proj on each residual stream,
+/// `layers` layers of the named variant, and the shared vocabulary head. Excluded from totals.
+struct mtp_spec {
+  std::int64_t layers = 0;
+  std::string variant;  // layer variant the block uses ("base" = the base block)
 };
 
 struct model_spec {
@@ -171,6 +249,9 @@ struct model_spec {
   precision_spec precision;
   execution_spec execution;
   connection_spec connection;
+  std::optional<ced_spec> ced;
+  std::optional<mtp_spec> mtp;
+  bool token_history = false;  // keep every token id per request (Engram n-grams)
   std::int64_t rope_table_frequencies = 0;  // counted RoPE table outer product width; 0 = none
   layers_spec layers;
   std::vector<std::string> defaulted;  // field paths that took their default value

@@ -29,9 +29,15 @@ std::vector<state_component> state(const attention_gqa& a, const model_context& 
   // §2.2.1: each token keeps one K and one V vector per KV head.
   state_component kv;
   kv.name = "kv";
-  kv.per_token = checked(2) * m.precision->kv.bytes(checked(a.kv_heads) * a.head_dim);
+  kv.per_entry = checked(2) * m.precision->kv.bytes(checked(a.kv_heads) * a.head_dim);
   kv.cap = a.window;
+  kv.kind = a.window ? state_class::window : state_class::history;
   return {kv};
+}
+
+checked decode_read(const attention_gqa& a, const model_context& m, const execution_spec& e,
+                    checked length) {
+  return state(a, m, e).front().bytes(length);  // the history is read once, reused across heads
 }
 
 }  // namespace calc

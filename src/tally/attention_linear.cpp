@@ -58,14 +58,14 @@ std::vector<state_component> linear_state(checked heads, checked key_dim, checke
   rec.name = "recurrent";
   rec.fixed = m.precision->recurrent.bytes(heads * key_dim * value_dim);
   rec.read_write_each_step = true;
-  rec.read_each_step = false;
+  rec.kind = state_class::fixed;
   std::vector<state_component> out = {rec};
   if (kernel > 0) {
     // Slots = kernel width, as the cached convolution update keeps them (§2.3.5: 1.875 MiB).
     state_component conv;
     conv.name = "conv";
     conv.fixed = m.precision->conv.bytes(channels * kernel);
-    conv.read_each_step = false;
+    conv.kind = state_class::fixed;
     out.push_back(conv);
   }
   return out;
@@ -138,6 +138,14 @@ work flops(const attention_kda& a, const model_context&, const call& c) {
 std::vector<state_component> state(const attention_kda& a, const model_context& m,
                                    const execution_spec&) {
   return linear_state(a.heads, a.key_dim, a.value_dim, kda_channels(a), a.conv_kernel, m);
+}
+
+checked decode_read(const attention_gdn&, const model_context&, const execution_spec&, checked) {
+  return 0;  // no history: the recurrent state is read and rewritten (decode_state_rw)
+}
+
+checked decode_read(const attention_kda&, const model_context&, const execution_spec&, checked) {
+  return 0;
 }
 
 }  // namespace calc

@@ -44,13 +44,18 @@ std::vector<state_component> state(const attention_mla& a, const model_context& 
   const dtype& kv = m.precision->kv;
   if (e.mla == mla_path::compact) {
     s.name = "mla_latent";  // one shared latent plus the positional branch per token
-    s.per_token = kv.bytes(checked(a.kv_rank) + a.qk_rope);
+    s.per_entry = kv.bytes(checked(a.kv_rank) + a.qk_rope);
   } else {
     s.name = "mla_kv";  // expanded: per-head K (nope + rope) and V restored and cached
-    s.per_token = kv.bytes(checked(a.heads) * (checked(a.qk_nope) + a.qk_rope)) +
+    s.per_entry = kv.bytes(checked(a.heads) * (checked(a.qk_nope) + a.qk_rope)) +
                   kv.bytes(checked(a.heads) * a.v_head);
   }
   return {s};
+}
+
+checked decode_read(const attention_mla& a, const model_context& m, const execution_spec& e,
+                    checked length) {
+  return state(a, m, e).front().bytes(length);
 }
 
 }  // namespace calc

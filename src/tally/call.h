@@ -15,8 +15,17 @@ struct call {
   std::int64_t context = 0;  // S, tokens already cached per request
   std::int64_t tokens = 1;   // P, new tokens per request this call
   execution_spec exec;       // how it runs; defaults from the model
+  // Per layer, under CED tail-window replay (§2.3.6): the first position this layer processes
+  // (-1: the first new one) and the earliest position its window may reach.
+  std::int64_t first = -1;
+  std::int64_t window_floor = 0;
 
-  checked rows() const { return checked(batch) * tokens; }  // m = B*P
+  std::int64_t first_position() const { return first < 0 ? context : first; }
+  std::int64_t end_position() const { return context + tokens; }  // n = S + P
+  /// m: rows this layer processes (B*P unless the layer replays only a tail).
+  checked rows() const { return checked(batch) * (end_position() - first_position()); }
+  /// u: new positions of the call, which every source projection still sees.
+  checked new_rows() const { return checked(batch) * tokens; }
   checked vocab_rows() const { return exec.vocab_all_rows ? rows() : checked(batch); }  // m_out
   /// One new token over a cache: linear attention takes its recurrent step.
   bool decode_step() const { return tokens == 1 && context > 0; }

@@ -23,3 +23,63 @@ checked attnres_candidates(std::int64_t layers, std::int64_t block_layers) {
 }
 
 }  // namespace calc
+
+namespace calc {
+
+void add_mhc_layer_tensors(const connection_spec& c, const model_context& m,
+                           std::vector<tensor>& out) {
+  // Each sublayer (attention, FFN) projects the ways*d streams to (ways+2)*ways mixing
+  // coefficients: pre (ways), post (ways) and the residual matrix (ways^2).
+  checked coeffs = checked(c.ways + 2) * c.ways;
+  checked width = checked(c.ways) * m.hidden;
+  for (const char* sub : {"attn", "ffn"}) {
+    out.push_back({"connection", std::string("hc_") + sub + "_fn", category::other,
+                   coeffs * width, &m.precision->norms, true});
+    out.push_back({"connection", std::string("hc_") + sub + "_base_scale", category::other,
+                   coeffs + 3, &m.precision->norms});
+  }
+}
+
+void add_mhc_head_tensors(const connection_spec& c, const model_context& m,
+                          std::vector<tensor>& out) {
+  if (!c.head_mix) return;
+  checked width = checked(c.ways) * m.hidden;
+  tensor fn{"connection", "hc_head_fn", category::other, checked(c.ways) * width,
+            &m.precision->norms, true};
+  fn.rows = row_source::new_positions;  // the reference mixes the head on every row
+  out.push_back(fn);
+  out.push_back({"connection", "hc_head_base_scale", category::other, checked(c.ways) + 1,
+                 &m.precision->norms});
+}
+
+checked mhc_nonmatrix_per_row(const connection_spec& c, std::int64_t hidden,
+                              std::int64_t sublayers) {
+  // Counted as the book's hyper_connections.py does: a reduction of c values is c multiplies
+  // plus c-1 adds; RMS over the c*d streams 2cd+1; Sinkhorn per iteration c(c-1)+2c^2.
+  checked n = c.ways, d = hidden;
+  checked rms = checked(2) * n * d + 1;
+  checked sinkhorn = (checked(6) * n + checked(2) * n * n) + (checked(4) * n * n - n) +
+                     (checked(2) * c.sinkhorn_iters - 1) * (n * (n - 1) + checked(2) * n * n);
+  checked pre_mix = (checked(2) * n - 1) * d;
+  checked post_mix = (checked(2) * n * n + n) * d;
+  checked per_sublayer = rms + (n + 2) * n + sinkhorn + pre_mix + post_mix;
+  checked head = c.head_mix ? rms + n * n + pre_mix : checked(0);
+  return per_sublayer * sublayers + head;
+}
+
+void add_tensors(const engram_spec& e, const model_context& m, std::vector<tensor>& out) {
+  const dtype* w = &m.precision->weights;
+  tensor table{"engram", "engram_table", category::engram,
+               checked(e.table_rows) * e.bucket_dim, w};
+  table.lookup_only = true;  // rows are looked up: bytes, not FLOPs
+  out.push_back(table);
+  // The concatenated lookups project to `ways` keys plus one shared value of width d.
+  out.push_back({"engram", "engram_wkv", category::engram,
+                 checked(e.buckets) * e.bucket_dim * (checked(e.ways) + 1) * m.hidden, w, true});
+  out.push_back({"engram", "engram_q_weight", category::engram, checked(e.ways) * m.hidden,
+                 &m.precision->norms});
+  out.push_back({"engram", "engram_k_weight", category::engram, checked(e.ways) * m.hidden,
+                 &m.precision->norms});
+}
+
+}  // namespace calc

@@ -20,6 +20,13 @@ enum class category { embedding_output, attention, dense_shared_ffn, routed_expe
 
 const char* category_key(category c);  // JSON key, e.g. "dense_shared_ffn"
 
+/// Which rows of a call a weight GEMM runs on.
+enum class row_source {
+  processed,      // the rows the layer processes (m)
+  new_positions,  // every new position of the call (u), e.g. compressor and global KV projections
+  new_entries,    // compressed entries completed by this call (n_cmp), e.g. index key projection
+};
+
 /// One weight tensor of one layer (or of the model).
 struct tensor {
   std::string module;   // "attention", "ffn", "experts", "router", "norms", "conv", ...
@@ -31,11 +38,15 @@ struct tensor {
   std::int64_t instances = 1;  // routed experts: E copies, of which each token uses per_token
   std::int64_t per_token = 0;  // instances one token uses; 0 = every row uses the whole tensor
   bool lookup_only = false;    // read by rows (the embedding table), not whole per call
+  row_source rows = row_source::processed;
+  std::int64_t entry_ratio = 1;  // tokens per entry, for row_source::new_entries
 
-  /// Rows x weights this tensor multiplies in a call of m rows (no token drops: sum t_e = m*k).
-  checked gemm_weight_rows(checked m) const;
-  /// Bytes of this tensor a call of m rows reads: routed experts only those that can be touched.
-  checked read_bytes(checked m) const;
+  /// Rows this tensor's GEMM runs on in the call.
+  checked rows_in(const call& c) const;
+  /// Rows x weights this tensor multiplies in the call (no token drops: sum t_e = m*k).
+  checked gemm_weight_rows(const call& c) const;
+  /// Bytes of this tensor the call reads: routed experts only those that can be touched.
+  checked read_bytes(const call& c) const;
 };
 
 /// Non-weight matrix FLOPs of one block for one call.
@@ -44,18 +55,30 @@ struct work {
   checked state;        // linear-attention state GEMMs (chunked or recurrent) and convolution
 };
 
-/// One kind of per-request state of one layer. bytes(N) = fixed + per_token * min(N, cap).
-struct state_component {
-  std::string name;                   // e.g. "kv", "recurrent", "conv"
-  checked fixed;                      // bytes independent of length
-  checked per_token;                  // bytes per cached token
-  std::optional<std::int64_t> cap;    // tokens kept at most (a sliding window)
-  bool read_write_each_step = false;  // recurrent matrices: read and rewritten every decode step
-  bool read_each_step = true;         // attention history: read by every decode query
+/// What a piece of state is, for the sums a reader asks for.
+enum class state_class {
+  history,        // global history: grows with every token (KV, latents, compressed entries)
+  window,         // a sliding window: stops growing once full, then overwrites
+  fixed,          // recurrent matrices, convolution slots, compressor buffers
+  token_history,  // token ids kept per request
+};
 
+/// One kind of per-request state of one layer.
+/// bytes(N) = fixed + per_entry * floor(min(N, cap) / ratio).
+struct state_component {
+  std::string name;                   // e.g. "kv", "recurrent", "csa_main"
+  checked fixed;                      // bytes independent of length
+  checked per_entry;                  // bytes per stored entry
+  std::int64_t ratio = 1;             // tokens per entry (compression ratio)
+  std::optional<std::int64_t> cap;    // tokens kept at most (a sliding window)
+  state_class kind = state_class::history;
+  bool read_write_each_step = false;  // recurrent matrices: read and rewritten every decode step
+  std::int64_t read_cap = 0;          // entries one query reads at most (top-k); 0 = all
+
+  checked entries(checked length) const { return (cap ? min(length, *cap) : length) / ratio; }
   checked bytes(checked length) const {
     checked kept = cap ? min(length, *cap) : length;
-    return fixed + per_token * kept;
+    return fixed + per_entry * (kept / ratio);
   }
 };
 
@@ -63,7 +86,24 @@ struct state_component {
 struct model_context {
   std::int64_t hidden;  // d
   const precision_spec* precision;
+  const connection_spec* connection = nullptr;
 };
+
+/// Bytes one decode query reads from a layer's history of `length` tokens: attention KV,
+/// selected entries and index keys scanned. Recurrent state is counted apart (read + write).
+checked decode_read(const attention_gqa& a, const model_context& m, const execution_spec& e,
+                    checked length);
+checked decode_read(const attention_mla& a, const model_context& m, const execution_spec& e,
+                    checked length);
+checked decode_read(const attention_gdn& a, const model_context& m, const execution_spec& e,
+                    checked length);
+checked decode_read(const attention_kda& a, const model_context& m, const execution_spec& e,
+                    checked length);
+checked decode_read(const attention_dsa& a, const model_context& m, const execution_spec& e,
+                    checked length);
+
+/// Bytes a decode step writes into a layer's sliding window (one record per layer per token).
+checked window_write(const attention_spec& a, const model_context& m);
 
 // Attention kinds: attention_gqa.cpp, attention_mla.cpp, attention_linear.cpp.
 void add_tensors(const attention_gqa& a, const model_context& m, std::vector<tensor>& out);
@@ -86,6 +126,25 @@ work flops(const attention_kda& a, const model_context& m, const call& c);
 std::vector<state_component> state(const attention_kda& a, const model_context& m,
                                    const execution_spec& e);
 
+void add_tensors(const attention_dsa& a, const model_context& m, std::vector<tensor>& out);
+work flops(const attention_dsa& a, const model_context& m, const call& c);
+std::vector<state_component> state(const attention_dsa& a, const model_context& m,
+                                   const execution_spec& e);
+
+/// Query-key pairs and index scans of one sparse-attention layer for one call (attention_dsa.cpp).
+struct dsa_counts {
+  checked window_pairs;  // window positions read, summed over processed queries
+  checked global_pairs;  // compressed entries main attention reads
+  checked index_scans;   // index entries scored
+};
+dsa_counts dsa_work(const attention_dsa& a, const call& c);
+
+/// sum over k in [lo, hi] of min(floor(k / r), cap), cap < 0 meaning no cap; exact, O(1).
+checked sum_floor_div(checked lo, checked hi, std::int64_t r, std::int64_t cap);
+
+// Extras of a layer: Engram (connection.cpp).
+void add_tensors(const engram_spec& e, const model_context& m, std::vector<tensor>& out);
+
 // Feed-forward kinds: ffn_swiglu.cpp, ffn_moe.cpp. Their work is all weight GEMMs.
 void add_tensors(const ffn_swiglu& f, const model_context& m, std::vector<tensor>& out);
 void add_tensors(const ffn_moe& f, const model_context& m, std::vector<tensor>& out);
@@ -95,5 +154,15 @@ checked chunk_work(const execution_spec& e, checked tokens, checked key_dim, che
 
 /// Block AttnRes: candidates summed over every mix of one token's forward pass (connection.cpp).
 checked attnres_candidates(std::int64_t layers, std::int64_t block_layers);
+
+/// mHC's per-layer tensors (two sublayer mixes) and the model's head mix (connection.cpp).
+void add_mhc_layer_tensors(const connection_spec& c, const model_context& m,
+                           std::vector<tensor>& out);
+void add_mhc_head_tensors(const connection_spec& c, const model_context& m,
+                          std::vector<tensor>& out);
+
+/// mHC element-wise work per row (norms, Sinkhorn, mixing; §2.5.2), reported apart from F.
+checked mhc_nonmatrix_per_row(const connection_spec& c, std::int64_t hidden,
+                              std::int64_t sublayers);
 
 }  // namespace calc

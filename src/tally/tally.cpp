@@ -1,6 +1,10 @@
 #include "tally/tally.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
+
+#include "common/error.h"
 
 namespace calc {
 
@@ -16,23 +20,35 @@ const char* category_key(category c) {
   return "other";
 }
 
-checked tensor::gemm_weight_rows(checked m) const {
-  if (!gemm) return 0;
-  if (per_token == 0) return m * params;
-  return m * per_token * (params / instances);
+checked tensor::rows_in(const call& c) const {
+  switch (rows) {
+    case row_source::processed: return c.rows();
+    case row_source::new_positions: return c.new_rows();
+    case row_source::new_entries:  // entries completed by this call: n/r - S/r per request
+      return checked(c.batch) * (checked(c.end_position()) / entry_ratio - checked(c.context) / entry_ratio);
+  }
+  return 0;
 }
 
-checked tensor::read_bytes(checked m) const {
+checked tensor::gemm_weight_rows(const call& c) const {
+  if (!gemm) return 0;
+  if (per_token == 0) return rows_in(c) * params;
+  return rows_in(c) * per_token * (params / instances);
+}
+
+checked tensor::read_bytes(const call& c) const {
   if (lookup_only) return 0;
   if (per_token == 0) return format->bytes(params);
   // At most m*k distinct experts can be touched (every token choosing different ones).
-  checked touched = min(instances, m * per_token);
+  checked touched = min(instances, rows_in(c) * per_token);
   return touched * format->bytes(params / instances);
 }
 
 namespace {
 
-model_context context_of(const graph& g) { return {g.spec->hidden, &g.spec->precision}; }
+model_context context_of(const graph& g) {
+  return {g.spec->hidden, &g.spec->precision, &g.spec->connection};
+}
 
 /// Display names of the modules a call's FLOPs are itemised by.
 std::string module_label(const std::string& module) {
@@ -42,6 +58,8 @@ std::string module_label(const std::string& module) {
   if (module == "shared_experts") return "shared experts";
   if (module == "router") return "router";
   if (module == "latent") return "latent projections";
+  if (module == "engram") return "engram projections";
+  if (module == "connection") return "connections (mHC mixes)";
   return module;
 }
 
@@ -67,16 +85,18 @@ bool is_ffn_module(const std::string& module) {
 void layer_tensors(const layer& l, const model_context& m, std::vector<tensor>& out) {
   std::visit([&](const auto& a) { add_tensors(a, m, out); }, l.attention);
   std::visit([&](const auto& f) { add_tensors(f, m, out); }, l.ffn);
+  if (l.engram) add_tensors(*l.engram, m, out);
+  if (m.connection && m.connection->type == connection_spec::kind::mhc)
+    add_mhc_layer_tensors(*m.connection, m, out);
   // Input and post-attention RMSNorm: one d-wide vector each.
   out.push_back({"norms", "layer_norms", category::other, checked(l.norms) * m.hidden,
                  &m.precision->norms});
 }
 
-std::vector<tensor> model_tensors(const graph& g) {
-  const model_spec& s = *g.spec;
-  model_context m = context_of(g);
-  std::vector<tensor> out;
-  for (const layer& l : g.layers) layer_tensors(l, m, out);
+namespace {
+
+/// The tensors outside the layers: embedding, head, final norm, connection vectors.
+void model_level_tensors(const model_spec& s, const model_context& m, std::vector<tensor>& out) {
   checked vd = checked(s.vocab) * s.hidden;
   // An untied table is only looked up by rows; a tied one is also the vocabulary head.
   out.push_back({"embedding", "embed_tokens", category::embedding_output, vd,
@@ -91,6 +111,16 @@ std::vector<tensor> model_tensors(const graph& g) {
     out.push_back({"connection", "attnres", category::other, mixes * 2 * s.hidden,
                    &s.precision.norms});
   }
+  if (s.connection.type == connection_spec::kind::mhc) add_mhc_head_tensors(s.connection, m, out);
+}
+
+}  // namespace
+
+std::vector<tensor> model_tensors(const graph& g) {
+  model_context m = context_of(g);
+  std::vector<tensor> out;
+  for (const layer& l : g.layers) layer_tensors(l, m, out);
+  model_level_tensors(*g.spec, m, out);
   return out;
 }
 
@@ -143,82 +173,189 @@ params_tally tally_params(const graph& g) {
   return p;
 }
 
-forward_tally tally_forward(const graph& g, const call& c) {
-  const model_spec& s = *g.spec;
-  model_context m = context_of(g);
-  forward_tally f;
-  checked rows = c.rows();
-  for (const layer& l : g.layers) {
-    std::vector<tensor> ts;
-    layer_tensors(l, m, ts);
-    for (const tensor& t : ts) {
-      checked flops = checked(2) * t.gemm_weight_rows(rows);
+namespace {
+
+/// Table 2-D's stages: with a CED split, encoder / decoder source projections / decoder body.
+const char* stage_of(const model_spec& s, std::int64_t layer, const tensor* t) {
+  if (!s.ced) return "layers";
+  if (layer < s.ced->encoder_layers) return "encoder";
+  if (t && t->rows != row_source::processed) return "decoder global KV and index-key projections";
+  return "decoder body";
+}
+
+/// The call one layer sees: under CED, a decoder layer of a fresh prompt replays only the
+/// last `replay` positions and its window cannot reach before them (§2.3.6, MODELS II A9).
+call layer_call(const model_spec& s, const call& c, std::int64_t layer) {
+  call lc = c;
+  if (c.exec.ced && s.ced && layer >= s.ced->encoder_layers && c.context == 0) {
+    lc.first = std::max<std::int64_t>(0, c.end_position() - s.ced->replay);
+    lc.window_floor = lc.first;
+  }
+  return lc;
+}
+
+void add_layer_work(const layer& l, const model_context& m, const call& lc, const char* body_stage,
+                    const model_spec& s, forward_tally& f) {
+  std::vector<tensor> ts;
+  layer_tensors(l, m, ts);
+  for (const tensor& t : ts) {
+    checked flops = checked(2) * t.gemm_weight_rows(lc);
+    if (t.module == "connection") {
+      f.connection_flops += flops;
+    } else {
       f.linear_flops += flops;
-      f.weight_read_bytes += t.read_bytes(rows);
-      if (t.gemm) add_module(f.modules, module_label(t.module), flops, t.params);
     }
-    work w = std::visit([&](const auto& a) { return flops(a, m, c); }, l.attention);
-    f.interaction_flops += w.interaction;
-    f.state_flops += w.state;
-    add_module(f.modules, "attention interaction (QK, AV)", w.interaction, 0);
-    if (w.state > 0) add_module(f.modules, "linear-attention state and conv", w.state, 0);
+    f.weight_read_bytes += t.read_bytes(lc);
+    if (t.gemm) add_module(f.modules, module_label(t.module), flops, t.params);
+    add_module(f.stages, stage_of(s, l.index, &t), flops, t.params);
+  }
+  work w = std::visit([&](const auto& a) { return flops(a, m, lc); }, l.attention);
+  f.interaction_flops += w.interaction;
+  f.state_flops += w.state;
+  add_module(f.modules, "attention interaction (QK, AV, index)", w.interaction, 0);
+  if (w.state > 0) add_module(f.modules, "linear-attention state and conv", w.state, 0);
+  add_module(f.stages, body_stage, w.interaction + w.state, 0);
+  if (const auto* d = std::get_if<attention_dsa>(&l.attention)) {
+    dsa_counts n = dsa_work(*d, lc);
+    f.attention_pairs += n.window_pairs + n.global_pairs;
+    f.index_scans += n.index_scans;
+  }
+  if (l.engram)
+    f.engram_read_bytes += lc.rows() * l.engram->buckets * m.precision->weights.bytes(l.engram->bucket_dim);
+}
+
+void add_head_work(const model_spec& s, const model_context& m, const call& c, forward_tally& f) {
+  checked rows = c.new_rows();
+  const char* body = s.ced ? "decoder body" : "layers";
+  checked vd = checked(s.vocab) * s.hidden;
+  f.vocab_flops = checked(2) * c.vocab_rows() * vd;  // §2.1.4: 2 * m_out * d * V
+  std::vector<tensor> ts;
+  model_level_tensors(s, m, ts);
+  for (const tensor& t : ts) {
+    f.weight_read_bytes += t.read_bytes(c);  // the head whole, norms, connection vectors
+    if (t.module != "connection" || !t.gemm) continue;
+    checked flops = checked(2) * t.gemm_weight_rows(c);  // mHC head mix
+    f.connection_flops += flops;
+    add_module(f.modules, module_label(t.module), flops, t.params);
+    add_module(f.stages, body, flops, 0);
   }
   if (s.connection.type == connection_spec::kind::attnres) {
-    f.connection_flops = checked(2) * s.hidden *
-                         attnres_candidates(s.layers.count, s.connection.block_layers) * rows;
-    add_module(f.modules, "connections (AttnRes mixes)", f.connection_flops, 0);
+    checked flops = checked(2) * s.hidden *
+                    attnres_candidates(s.layers.count, s.connection.block_layers) * rows;
+    f.connection_flops += flops;
+    add_module(f.modules, "connections (AttnRes mixes)", flops, 0);
+    add_module(f.stages, body, flops, 0);
   }
   if (s.rope_table_frequencies > 0) {
     f.rope_flops = checked(2) * rows * s.rope_table_frequencies;  // positions x frequencies
     add_module(f.modules, "rope table", f.rope_flops, 0);
+    add_module(f.stages, body, f.rope_flops, 0);
   }
-  checked vd = checked(s.vocab) * s.hidden;
-  f.vocab_flops = checked(2) * c.vocab_rows() * vd;  // §2.1.4: 2 * m_out * d * V
   add_module(f.modules, "embedding lookup", 0, vd);
   add_module(f.modules, "vocabulary head", f.vocab_flops, s.tie_embeddings ? 0 : vd);
-  checked body = f.linear_flops + f.interaction_flops + f.state_flops + f.connection_flops +
-                 f.rope_flops;
-  f.flops = body + f.vocab_flops;
-  params_tally p = tally_params(g);
-  checked table_params = vd * (s.tie_embeddings ? 1 : 2);
-  f.stages.push_back({"layers", body, p.total - table_params});
-  f.stages.push_back({"vocabulary head", f.vocab_flops, vd});
-  // Model-level tensors read once per call: the head (whole), final norm, connection vectors.
-  for (const tensor& t : model_tensors(g))
-    if (t.module == "head" || t.module == "connection" || t.name == "final_norm" ||
-        (t.module == "embedding" && !t.lookup_only))
-      f.weight_read_bytes += t.read_bytes(rows);
+  add_module(f.stages, "vocabulary head", f.vocab_flops, vd);
   f.embedding_read_bytes = rows * s.precision.embedding.bytes(s.hidden);
+}
+
+}  // namespace
+
+forward_tally tally_forward(const graph& g, const call& c) {
+  const model_spec& s = *g.spec;
+  model_context m = context_of(g);
+  forward_tally f;
+  for (const layer& l : g.layers) {
+    call lc = layer_call(s, c, l.index);
+    add_layer_work(l, m, lc, stage_of(s, l.index, nullptr), s, f);
+  }
+  add_head_work(s, m, c, f);
+  f.flops = f.linear_flops + f.interaction_flops + f.state_flops + f.connection_flops +
+            f.rope_flops + f.vocab_flops;
+  if (s.connection.type == connection_spec::kind::mhc)
+    f.mhc_nonmatrix = mhc_nonmatrix_per_row(s.connection, s.hidden, 2 * s.layers.count) * c.new_rows();
+  return f;
+}
+
+forward_tally tally_mtp(const graph& g, const call& c) {
+  const model_spec& s = *g.spec;
+  if (!s.mtp) throw spec_error("--mtp", fmt::format("{} has no multi-token prediction block", s.name));
+  model_context m = context_of(g);
+  forward_tally f;
+  checked d = s.hidden;
+  // e_proj on the token embedding, h_proj on each residual stream of the backbone feature.
+  checked streams = s.connection.type == connection_spec::kind::mhc ? checked(s.connection.ways) : checked(1);
+  checked proj = checked(2) * d * d * c.rows() * (streams + 1);
+  f.linear_flops += proj;
+  add_module(f.modules, "mtp e_proj and h_proj", proj, d * d * 2);
+  layer block;
+  block.attention = *s.layers.base.attention;
+  block.ffn = *s.layers.base.ffn;
+  if (s.mtp->variant != "base") {
+    const block_spec& v = s.layers.variants.at(s.mtp->variant);
+    if (v.attention) block.attention = *v.attention;
+    if (v.ffn) block.ffn = *v.ffn;
+  }
+  for (std::int64_t i = 0; i < s.mtp->layers; ++i) add_layer_work(block, m, c, "layers", s, f);
+  // The block's own head mix and the shared vocabulary head.
+  if (s.connection.type == connection_spec::kind::mhc) {
+    std::vector<tensor> head;
+    add_mhc_head_tensors(s.connection, m, head);
+    for (const tensor& t : head) f.connection_flops += checked(2) * t.gemm_weight_rows(c);
+  }
+  f.vocab_flops = checked(2) * c.vocab_rows() * s.vocab * d;
+  add_module(f.modules, "vocabulary head (shared)", f.vocab_flops, 0);
+  f.flops = f.linear_flops + f.interaction_flops + f.state_flops + f.connection_flops + f.vocab_flops;
+  f.stages = {{"mtp block", f.flops - f.vocab_flops, 0}, {"vocabulary head", f.vocab_flops, 0}};
   return f;
 }
 
 state_tally tally_state(const graph& g, std::int64_t length, std::int64_t batch,
                         const execution_spec& exec) {
+  const model_spec& s = *g.spec;
   model_context m = context_of(g);
   state_tally st;
   st.length = length;
   st.batch = batch;
+  auto add = [&](const state_component& sc) {
+    checked bytes = checked(batch) * sc.bytes(length);
+    checked fixed_part = checked(batch) * sc.fixed;
+    auto it = std::find_if(st.items.begin(), st.items.end(),
+                           [&](const state_item& i) { return i.name == sc.name; });
+    if (it == st.items.end()) {
+      checked entries = sc.entries(length);
+      checked read = sc.read_cap > 0 ? min(entries, sc.read_cap) : entries;
+      st.items.push_back({sc.name, 0, 0, {}, sc.kind, sc.read_write_each_step, entries,
+                          read * sc.per_entry});
+      it = st.items.end() - 1;
+    }
+    it->layers += 1;
+    it->bytes += bytes;
+    st.fixed += fixed_part;
+    st.growing += bytes - fixed_part;
+    if (sc.read_write_each_step) st.decode_state_rw += bytes * 2;
+    if (sc.kind == state_class::history) st.global_history += bytes;
+    if (sc.kind == state_class::window) st.window += bytes;
+    if (!sc.cap && sc.per_entry > 0) {
+      fraction growth(checked(batch) * sc.per_entry, sc.ratio);
+      it->per_token += growth;
+      st.per_token += growth;
+      if (sc.kind == state_class::history) st.history_per_token += growth;
+    }
+  };
   for (const layer& l : g.layers) {
     auto comps = std::visit([&](const auto& a) { return state(a, m, exec); }, l.attention);
-    for (const state_component& sc : comps) {
-      checked bytes = checked(batch) * sc.bytes(length);
-      checked fixed_part = checked(batch) * sc.fixed;
-      auto it = std::find_if(st.items.begin(), st.items.end(),
-                             [&](const state_item& i) { return i.name == sc.name; });
-      if (it == st.items.end()) {
-        st.items.push_back({sc.name, 0, 0, 0, sc.per_token == 0, sc.read_write_each_step});
-        it = st.items.end() - 1;
-      }
-      it->layers += 1;
-      it->bytes += bytes;
-      if (!sc.cap) it->per_token += checked(batch) * sc.per_token;
-      st.fixed += fixed_part;
-      st.growing += bytes - fixed_part;
-      if (sc.read_write_each_step) st.decode_state_rw += bytes * 2;
-      // The history is read once per decode step and reused across heads (§2.3.6).
-      if (sc.read_each_step) st.decode_read += bytes;
-      if (!sc.cap) st.per_token += checked(batch) * sc.per_token;
-    }
+    for (const state_component& sc : comps) add(sc);
+    // The history is read once per decode step and reused across heads (§2.3.6).
+    st.decode_read += checked(batch) *
+                      std::visit([&](const auto& a) { return decode_read(a, m, exec, length); },
+                                 l.attention);
+    st.window_write += checked(batch) * window_write(l.attention, m);
+  }
+  if (s.token_history) {
+    state_component ids;
+    ids.name = "token_history";
+    ids.per_entry = s.precision.token_history.bytes(1);
+    ids.kind = state_class::token_history;
+    add(ids);
   }
   st.total = st.fixed + st.growing;
   return st;

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "common/fraction.h"
 #include "graph/graph.h"
 #include "tally/rules.h"
 
@@ -56,6 +57,10 @@ struct forward_tally {
   checked connection_flops;   // AttnRes mixes
   checked rope_flops;         // a counted RoPE table (positions x frequencies)
   checked vocab_flops;        // the vocabulary head on m_out rows
+  checked attention_pairs;    // A: window and selected entries read, over every layer
+  checked index_scans;        // I: index entries scored, over every layer
+  checked mhc_nonmatrix;      // mHC element-wise work, reported apart from `flops`
+  checked engram_read_bytes;  // Engram table rows looked up
   checked weight_read_bytes;  // weights read once per call (the embedding table excluded)
   checked embedding_read_bytes;  // embedding rows looked up: m rows of d values
   std::vector<module_flops> modules;
@@ -64,13 +69,19 @@ struct forward_tally {
 
 forward_tally tally_forward(const graph& g, const call& c);
 
+/// One call of the multi-token-prediction block (§2.5.3), which the model's `mtp` describes.
+/// Throws spec_error when the model has none.
+forward_tally tally_mtp(const graph& g, const call& c);
+
 struct state_item {
   std::string name;
   std::int64_t layers = 0;
   checked bytes;       // at the requested length
-  checked per_token;   // growth per token while below any cap
-  bool fixed = false;  // independent of length
+  fraction per_token;  // average growth per token while below any cap
+  state_class kind = state_class::history;
   bool read_write_each_step = false;
+  checked layer_entries;     // entries one layer stores at this length
+  checked layer_read_bytes;  // what one query reads of one layer's entries (top-k capped)
 };
 
 struct state_tally {
@@ -79,9 +90,13 @@ struct state_tally {
   checked total;
   checked fixed;
   checked growing;
-  checked per_token;         // growth rate of the unbounded components
+  fraction per_token;        // average growth rate of the unbounded components
+  fraction history_per_token;  // the same for global history alone (§2.3.6's B/token)
+  checked global_history;    // history that grows with every token (no windows, buffers, ids)
+  checked window;            // sliding-window records
   checked decode_read;       // KV and index read by one decode query over N cached tokens
   checked decode_state_rw;   // recurrent matrices read + written by one decode step
+  checked window_write;      // window records written by one decode step
   std::vector<state_item> items;
 };
 

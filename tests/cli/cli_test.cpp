@@ -81,6 +81,27 @@ TEST_CASE("golden Markdown for the hybrids") {
                              "--routing", "concentrated"});
 }
 
+TEST_CASE("golden Markdown for the sparse-attention models") {
+  golden("state-deepseek-v4-flash", {"state", "--model", "deepseek-v4-flash", "--length", "8192"});
+  golden("forward-deepseek-v4-flash", {"forward", "--model", "deepseek-v4-flash", "--tokens", "8192"});
+  golden("forward-v4.1-ced", {"forward", "--model", "deepseek-v4.1-flash", "--tokens", "8192",
+                              "--execution", "ced"});
+  golden("forward-v4.1-reference", {"forward", "--model", "deepseek-v4.1-flash", "--tokens",
+                                    "8192", "--execution", "reference"});
+  golden("state-v4.1-production", {"state", "--model", "deepseek-v4.1-flash", "--length", "8192",
+                                   "--storage", "production"});
+  golden("layers-v4.1", {"layers", "--model", "deepseek-v4.1-flash"});
+}
+
+TEST_CASE("--execution ced on a model without CED is an input error") {
+  outcome o = run({"forward", "--model", "qwen3-8b", "--tokens", "8", "--execution", "ced"});
+  CHECK(o.code == 2);
+  CHECK(o.err == "--execution: qwen3-8b has no CED split (no ced block)\n");
+  outcome p = run({"state", "--model", "qwen3-8b", "--length", "8", "--storage", "production"});
+  CHECK(p.code == 2);
+  CHECK(p.err == "--storage: qwen3-8b declares no production formats\n");
+}
+
 TEST_CASE("crossover --budget says when the fixed state alone does not fit") {
   outcome o = run({"crossover", "--model", "kimi-k3", "--length", "8192", "--budget", "256MiB",
                    "--format", "json"});

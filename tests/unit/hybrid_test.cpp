@@ -45,7 +45,7 @@ TEST_CASE("Qwen3.6 hybrid: fixed recurrent and conv state, 20 KiB per token (§2
   model m("qwen3.6-35b-a3b");
   state_tally s = tally_state(m.g, 8192);
   CHECK(s.fixed.value() == 62'914'560 + 1'966'080);
-  CHECK(s.per_token.value() == 20'480);
+  CHECK(s.per_token.num.value() == 20'480);
   CHECK(s.decode_state_rw.value() == 2 * 62'914'560);
   CHECK(s.decode_read.value() == 20'480LL * 8192);
   forward_tally decode = tally_forward(m.g, make_call(m.spec, 1, 8192, 1));
@@ -68,8 +68,8 @@ TEST_CASE("Kimi K3: compact vs expanded MLA share projection FLOPs but not state
   CHECK(fe.interaction_flops.value() == 2LL * 96 * (192 + 128) * 24 * 33'558'528);
   CHECK(fc.flops.value() == 1'863'462'762'315'776);
   CHECK(fe.flops.value() == 1'744'701'011'001'344);  // the book's expanded-path total
-  CHECK(tally_state(compact.g, 1).per_token.value() == 27'648);
-  CHECK(tally_state(expanded.g, 1).per_token.value() == 1'474'560);
+  CHECK(tally_state(compact.g, 1).per_token.num.value() == 27'648);
+  CHECK(tally_state(expanded.g, 1).per_token.num.value() == 1'474'560);
   CHECK(tally_state(compact.g, 8192).fixed == tally_state(expanded.g, 8192).fixed);
 }
 
@@ -85,8 +85,9 @@ TEST_CASE("state is linear in length above the fixed part, and per request") {
   for (const char* name : {"qwen3-8b", "qwen3.6-35b-a3b", "kimi-k3", "deepseek-v3"}) {
     model m(name);
     state_tally a = tally_state(m.g, 1000), b = tally_state(m.g, 3000);
-    CHECK_MESSAGE(b.total - a.total == a.per_token * 2000, name);
-    CHECK_MESSAGE(a.total == a.fixed + a.per_token * 1000, name);
+    REQUIRE(a.per_token.is_integer());
+    CHECK_MESSAGE(b.total - a.total == a.per_token.num * 2000, name);
+    CHECK_MESSAGE(a.total == a.fixed + a.per_token.num * 1000, name);
     CHECK_MESSAGE(tally_state(m.g, 1000, 2).total == a.total * 2, name);
   }
 }

@@ -100,7 +100,7 @@ TEST_CASE("rectangular pair counting is the eager masked rectangle") {
 TEST_CASE("GQA KV state: 2 * L * n_kv * d_h * b per token (§2.2.1)") {
   model m(kQwen3_8b);
   state_tally s = tally_state(m.g, 8192);
-  CHECK(s.per_token.value() == 147'456);
+  CHECK(s.per_token.num.value() == 147'456);
   CHECK(s.total.value() == 1'207'959'552);
   CHECK(s.fixed.value() == 0);
   CHECK(s.decode_read.value() == 1'207'959'552);
@@ -109,14 +109,14 @@ TEST_CASE("GQA KV state: 2 * L * n_kv * d_h * b per token (§2.2.1)") {
   model w(kQwen3_8b, {"layers.attention.window=128"});
   CHECK(tally_state(w.g, 8192).total.value() == 147'456LL * 128);
   CHECK(tally_state(w.g, 100).total.value() == 147'456LL * 100);
-  CHECK(tally_state(w.g, 8192).per_token.value() == 0);
+  CHECK(tally_state(w.g, 8192).per_token.num.value() == 0);
 }
 
 TEST_CASE("--set what-ifs change the structure, not the code") {
   model m(kQwen3_8b, {"layers.attention.kv_heads=4"});
-  CHECK(tally_state(m.g, 1).per_token.value() == 2LL * 36 * 4 * 128 * 2);
+  CHECK(tally_state(m.g, 1).per_token.num.value() == 2LL * 36 * 4 * 128 * 2);
   model fp8(kQwen3_8b, {"precision={kv: fp8}"});
-  CHECK(tally_state(fp8.g, 1).per_token.value() == 2LL * 36 * 8 * 128);
+  CHECK(tally_state(fp8.g, 1).per_token.num.value() == 2LL * 36 * 8 * 128);
 }
 
 TEST_CASE("a per-index override replaces one layer's block") {
@@ -146,7 +146,7 @@ layers:
   state_tally s = tally_state(m.g, 100);
   // 2 full layers of 4 KV heads, 2 window layers of 1 KV head capped at 8 tokens.
   CHECK(s.total.value() == 2LL * (2 * 4 * 16 * 2) * 100 + 2LL * (2 * 1 * 16 * 2) * 8);
-  CHECK(s.per_token.value() == 2LL * (2 * 4 * 16 * 2));
+  CHECK(s.per_token.num.value() == 2LL * (2 * 4 * 16 * 2));
 }
 
 TEST_CASE("a 1M-token context and a trillion-parameter model stay exact") {

@@ -1,0 +1,196 @@
+// DeepSeek V4 / V4.1 sparse attention (§2.3.3, §2.3.6; Tables 2-4 and 2-6).
+//
+// Every layer keeps a window of recent records. A global branch stores one compressed entry
+// every `ratio` tokens (its own, or a source layer's that it shares); main attention reads at
+// most top_k of them, chosen by an indexer that scores every completed entry (or, in a Reindex
+// layer, at most the candidate pool). Entries visible to the query at 0-based position t are
+// (t+1) / ratio, completed blocks only (MODELS Part II A2).
+#include <fmt/format.h>
+
+#include "tally/rules.h"
+
+namespace calc {
+
+checked sum_floor_div(checked lo, checked hi, std::int64_t r, std::int64_t cap) {
+  if (hi < lo) return 0;
+  // G(n) = sum_{k=0}^{n} min(floor(k/r), cap)
+  auto floor_sum = [r](checked n) {  // sum_{k=0}^{n} floor(k/r), n >= -1
+    if (n < 0) return checked(0);
+    checked q = n / r, rem = n - q * r;
+    return checked(r) * q * (q - 1) / 2 + q * (rem + 1);
+  };
+  auto capped = [&](checked n) {
+    if (cap < 0) return floor_sum(n);
+    checked edge = checked(cap) * r;  // from k = cap*r on, floor(k/r) >= cap
+    if (n < edge) return floor_sum(n);
+    return floor_sum(edge - 1) + (n - edge + 1) * cap;
+  };
+  return capped(hi) - capped(lo - 1);
+}
+
+namespace {
+
+checked overlap_factor(const dsa_global& g) { return g.overlap ? 2 : 1; }
+
+bool stores_entries(const attention_dsa& a) { return a.global && a.global->source < 0; }
+
+}  // namespace
+
+dsa_counts dsa_work(const attention_dsa& a, const call& c) {
+  dsa_counts n;
+  checked first = c.first_position(), end = c.end_position();  // positions [first, end)
+  checked b = c.batch;
+  // Window: the query at t reads min(W, t - floor + 1) records.
+  n.window_pairs = b * sum_floor_div(first - c.window_floor + 1, end - c.window_floor, 1, a.window);
+  if (!a.global) return n;
+  const dsa_global& g = *a.global;
+  std::int64_t top = g.top_k > 0 ? g.top_k : -1;
+  n.global_pairs = b * sum_floor_div(first + 1, end, g.ratio, top);
+  if (!a.indexer) return n;
+  if (c.exec.index_scan == pair_counting::rectangular) {
+    // Reference: all scores of the rectangle first, masked afterwards, no candidate cap.
+    n.index_scans = c.rows() * (end / g.ratio);
+  } else {
+    std::int64_t pool = a.indexer->candidates > 0 ? a.indexer->candidates : -1;
+    n.index_scans = b * sum_floor_div(first + 1, end, g.ratio, pool);
+  }
+  return n;
+}
+
+void add_tensors(const attention_dsa& a, const model_context& m, std::vector<tensor>& out) {
+  const dtype* w = &m.precision->weights;
+  const dtype* norms = &m.precision->norms;
+  checked d = m.hidden;
+  checked q_width = checked(a.heads) * a.head_dim;
+  out.push_back({"attention", "wq_a", category::attention, d * a.q_rank, w, true});
+  out.push_back({"attention", "wq_b", category::attention, checked(a.q_rank) * q_width, w, true});
+  out.push_back({"attention", "wkv", category::attention, d * a.head_dim, w, true});  // window KV
+  // Grouped low-rank output: each group maps its heads' slice to o_rank, nothing across groups.
+  out.push_back({"attention", "wo_a", category::attention, q_width * a.o_rank, w, true});
+  out.push_back({"attention", "wo_b", category::attention, checked(a.o_groups) * a.o_rank * d, w, true});
+  if (a.sink) out.push_back({"norms", "attn_sink", category::other, a.heads, norms});
+  out.push_back({"norms", "q_norm", category::other, a.q_rank, norms});
+  out.push_back({"norms", "kv_norm", category::other, a.head_dim, norms});
+
+  if (stores_entries(a)) {
+    const dsa_global& g = *a.global;
+    checked width = overlap_factor(g) * a.head_dim;  // overlapping blocks: two projection sets
+    tensor kv{"attention", "compressor_wkv", category::attention, d * width, w, true};
+    kv.rows = row_source::new_positions;
+    out.push_back(kv);
+    if (g.gate) {
+      tensor gate{"attention", "compressor_wgate", category::attention, d * width, w, true};
+      gate.rows = row_source::new_positions;
+      out.push_back(gate);
+    }
+    if (g.position_bias)  // one bias row per position of a block: [ratio, overlap*head_dim]
+      out.push_back({"norms", "compressor_ape", category::other, checked(g.ratio) * width, norms});
+    out.push_back({"norms", "compressor_norm", category::other, a.head_dim, norms});
+  }
+  if (a.indexer) {
+    const dsa_indexer& x = *a.indexer;
+    const dsa_global& g = *a.global;
+    if (x.keys == dsa_indexer::keys_kind::compressor) {
+      checked width = overlap_factor(g) * x.dim;
+      tensor kv{"attention", "indexer_wkv", category::attention, d * width, w, true};
+      kv.rows = row_source::new_positions;
+      tensor gate{"attention", "indexer_wgate", category::attention, d * width, w, true};
+      gate.rows = row_source::new_positions;
+      out.push_back(kv);
+      out.push_back(gate);
+      if (g.position_bias)
+        out.push_back({"norms", "indexer_ape", category::other, checked(g.ratio) * width, norms});
+      out.push_back({"norms", "indexer_norm", category::other, x.dim, norms});
+    } else if (x.keys == dsa_indexer::keys_kind::projection) {
+      tensor k{"attention", "index_key_proj", category::attention, checked(a.head_dim) * x.dim, w, true};
+      k.rows = row_source::new_entries;
+      k.entry_ratio = g.ratio;
+      out.push_back(k);
+      out.push_back({"norms", "indexer_norm", category::other, x.dim, norms});
+    }
+    out.push_back({"attention", "indexer_wq", category::attention, checked(a.q_rank) * x.heads * x.dim, w, true});
+    out.push_back({"attention", "indexer_weights", category::attention, d * x.heads, w, true});
+  }
+}
+
+work flops(const attention_dsa& a, const model_context&, const call& c) {
+  dsa_counts n = dsa_work(a, c);
+  work w;
+  // Table 2-4: 4 * heads * head_dim per pair (QK and PV over the shared record);
+  // index dot products 2 * index heads * index dim per scanned entry.
+  w.interaction = checked(4) * a.heads * a.head_dim * (n.window_pairs + n.global_pairs);
+  if (a.indexer) w.interaction += checked(2) * a.indexer->heads * a.indexer->dim * n.index_scans;
+  return w;
+}
+
+std::vector<state_component> state(const attention_dsa& a, const model_context& m,
+                                   const execution_spec&) {
+  const precision_spec& p = *m.precision;
+  std::vector<state_component> out;
+  state_component window;
+  window.name = "window";
+  window.per_entry = p.window.bytes(a.head_dim);
+  window.cap = a.window;
+  window.kind = state_class::window;
+  out.push_back(window);
+  if (!stores_entries(a)) return out;
+  const dsa_global& g = *a.global;
+  // Named by ratio, not by model: compressed_r4_main, compressed_r128_main, global_main (1:1).
+  std::string prefix = g.ratio > 1 ? fmt::format("compressed_r{}", g.ratio) : std::string("global");
+  state_component main;
+  main.name = prefix + "_main";
+  main.per_entry = p.kv.bytes(a.head_dim);
+  main.ratio = g.ratio;
+  main.read_cap = g.top_k;
+  out.push_back(main);
+  if (g.ratio > 1) {
+    // The incomplete block: kv_state and score_state, each [overlap*ratio, overlap*head_dim].
+    state_component buffer;
+    buffer.name = "compressor_buffers";
+    checked f = overlap_factor(g);
+    buffer.fixed = p.compressor.bytes(checked(2) * f * g.ratio * f * a.head_dim);
+    buffer.kind = state_class::fixed;
+    out.push_back(buffer);
+  }
+  if (a.indexer && a.indexer->keys != dsa_indexer::keys_kind::shared) {
+    state_component index;
+    index.name = prefix + "_index";
+    index.per_entry = p.index.bytes(a.indexer->dim);
+    index.ratio = g.ratio;
+    out.push_back(index);
+    if (a.indexer->keys == dsa_indexer::keys_kind::compressor && g.ratio > 1) {
+      state_component buffer;
+      buffer.name = "compressor_buffers";
+      checked f = overlap_factor(g);
+      buffer.fixed = p.compressor.bytes(checked(2) * f * g.ratio * f * a.indexer->dim);
+      buffer.kind = state_class::fixed;
+      out.push_back(buffer);
+    }
+  }
+  return out;
+}
+
+checked decode_read(const attention_dsa& a, const model_context& m, const execution_spec&,
+                    checked length) {
+  const precision_spec& p = *m.precision;
+  checked read = min(length, a.window) * p.window.bytes(a.head_dim);
+  if (!a.global) return read;
+  checked entries = length / a.global->ratio;
+  checked selected = a.global->top_k > 0 ? min(entries, a.global->top_k) : entries;
+  read += selected * p.kv.bytes(a.head_dim);
+  if (a.indexer) {
+    checked scanned =
+        a.indexer->candidates > 0 ? min(entries, a.indexer->candidates) : entries;
+    read += scanned * p.index.bytes(a.indexer->dim);
+  }
+  return read;
+}
+
+checked window_write(const attention_spec& a, const model_context& m) {
+  if (const auto* d = std::get_if<attention_dsa>(&a)) return m.precision->window.bytes(d->head_dim);
+  if (const auto* g = std::get_if<attention_gqa>(&a))
+    if (g->window) return checked(2) * m.precision->kv.bytes(checked(g->kv_heads) * g->head_dim);
+  return 0;
+}
+
+}  // namespace calc
