@@ -116,7 +116,8 @@ std::string cell(const std::string& key, const ojson& v) {
   if (v.is_number()) {
     double d = v.get<double>();
     if (std::floor(d) == d && std::fabs(d) < 9e18) return cell(key, ojson(static_cast<std::int64_t>(d)));
-    return trim(fmt::format("{:.3f}", d));
+    if (std::fabs(d) >= 1) return trim(fmt::format("{:.3f}", d));
+    return fmt::format("{:.4g}", d);
   }
   if (v.is_array()) {
     std::string s;

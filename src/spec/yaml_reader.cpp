@@ -52,8 +52,10 @@ void apply_set(YAML::Node& root, const std::string& assignment) {
   std::string walked;
   for (std::size_t i = 0; i + 1 < keys.size(); ++i) {
     walked += (walked.empty() ? "" : ".") + keys[i];
+    // A missing mapping is created: the strict reader then rejects it if it is no schema field.
+    if (!cur[keys[i]].IsDefined()) cur[keys[i]] = YAML::Node(YAML::NodeType::Map);
     YAML::Node next = cur[keys[i]];
-    if (!next.IsDefined() || !next.IsMap())
+    if (!next.IsMap())
       throw spec_error("--set " + path, fmt::format("'{}' is not a mapping in the model", walked));
     cur.reset(next);
   }

@@ -24,7 +24,8 @@ source_location location_of(const YAML::Node& node, const std::string& file);
 YAML::Node load_yaml_file(const std::string& path);
 
 /// Applies `key.path=value` to a loaded document (value parsed as YAML), for what-if questions.
-/// The path must lead through existing mappings; a new last key is caught later as unknown.
+/// Missing mappings on the path are created; a key that is no schema field is caught later by
+/// the strict reader, as an unknown field located at "--set".
 void apply_set(YAML::Node& root, const std::string& assignment);
 
 /// The closest of `known` to `word` by edit distance, if it is close enough to be a typo.

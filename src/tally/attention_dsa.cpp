@@ -62,9 +62,13 @@ void add_tensors(const attention_dsa& a, const model_context& m, std::vector<ten
   const dtype* norms = &m.precision->norms;
   checked d = m.hidden;
   checked q_width = checked(a.heads) * a.head_dim;
-  out.push_back({"attention", "wq_a", category::attention, d * a.q_rank, w, true});
+  tensor wq_a{"attention", "wq_a", category::attention, d * a.q_rank, w, true};
+  wq_a.shards = 1;
+  out.push_back(wq_a);
   out.push_back({"attention", "wq_b", category::attention, checked(a.q_rank) * q_width, w, true});
-  out.push_back({"attention", "wkv", category::attention, d * a.head_dim, w, true});  // window KV
+  tensor wkv{"attention", "wkv", category::attention, d * a.head_dim, w, true};  // window KV
+  wkv.shards = 1;  // one record shared by every head
+  out.push_back(wkv);
   // Grouped low-rank output: each group maps its heads' slice to o_rank, nothing across groups.
   out.push_back({"attention", "wo_a", category::attention, q_width * a.o_rank, w, true});
   out.push_back({"attention", "wo_b", category::attention, checked(a.o_groups) * a.o_rank * d, w, true});
@@ -77,10 +81,12 @@ void add_tensors(const attention_dsa& a, const model_context& m, std::vector<ten
     checked width = overlap_factor(g) * a.head_dim;  // overlapping blocks: two projection sets
     tensor kv{"attention", "compressor_wkv", category::attention, d * width, w, true};
     kv.rows = row_source::new_positions;
+    kv.shards = 1;
     out.push_back(kv);
     if (g.gate) {
       tensor gate{"attention", "compressor_wgate", category::attention, d * width, w, true};
       gate.rows = row_source::new_positions;
+      gate.shards = 1;
       out.push_back(gate);
     }
     if (g.position_bias)  // one bias row per position of a block: [ratio, overlap*head_dim]
@@ -96,6 +102,7 @@ void add_tensors(const attention_dsa& a, const model_context& m, std::vector<ten
       kv.rows = row_source::new_positions;
       tensor gate{"attention", "indexer_wgate", category::attention, d * width, w, true};
       gate.rows = row_source::new_positions;
+      kv.shards = gate.shards = 1;
       out.push_back(kv);
       out.push_back(gate);
       if (g.position_bias)
@@ -105,6 +112,7 @@ void add_tensors(const attention_dsa& a, const model_context& m, std::vector<ten
       tensor k{"attention", "index_key_proj", category::attention, checked(a.head_dim) * x.dim, w, true};
       k.rows = row_source::new_entries;
       k.entry_ratio = g.ratio;
+      k.shards = 1;
       out.push_back(k);
       out.push_back({"norms", "indexer_norm", category::other, x.dim, norms});
     }

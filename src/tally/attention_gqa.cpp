@@ -10,8 +10,12 @@ void add_tensors(const attention_gqa& a, const model_context& m, std::vector<ten
   checked kv_width = checked(a.kv_heads) * a.head_dim;
   checked q_out = a.output_gate ? q_width * 2 : q_width;  // query plus its sigmoid gate
   out.push_back({"attention", "q_proj", category::attention, d * q_out, w, true});
-  out.push_back({"attention", "k_proj", category::attention, d * kv_width, w, true});
-  out.push_back({"attention", "v_proj", category::attention, d * kv_width, w, true});
+  tensor k{"attention", "k_proj", category::attention, d * kv_width, w, true};
+  k.shards = a.kv_heads;
+  tensor v = k;
+  v.name = "v_proj";
+  out.push_back(k);
+  out.push_back(v);
   out.push_back({"attention", "o_proj", category::attention, q_width * d, w, true});
   if (a.qk_norm) {
     out.push_back({"norms", "q_norm", category::other, a.head_dim, &m.precision->norms});
@@ -32,6 +36,7 @@ std::vector<state_component> state(const attention_gqa& a, const model_context& 
   kv.per_entry = checked(2) * m.precision->kv.bytes(checked(a.kv_heads) * a.head_dim);
   kv.cap = a.window;
   kv.kind = a.window ? state_class::window : state_class::history;
+  kv.shards = a.kv_heads;
   return {kv};
 }
 

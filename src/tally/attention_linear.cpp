@@ -56,6 +56,7 @@ std::vector<state_component> linear_state(checked heads, checked key_dim, checke
                                           const model_context& m) {
   state_component rec;
   rec.name = "recurrent";
+  rec.shards = heads.value();
   rec.fixed = m.precision->recurrent.bytes(heads * key_dim * value_dim);
   rec.read_write_each_step = true;
   rec.kind = state_class::fixed;
@@ -66,6 +67,7 @@ std::vector<state_component> linear_state(checked heads, checked key_dim, checke
     conv.name = "conv";
     conv.fixed = m.precision->conv.bytes(channels * kernel);
     conv.kind = state_class::fixed;
+    conv.shards = heads.value();
     out.push_back(conv);
   }
   return out;

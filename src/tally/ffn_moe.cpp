@@ -9,7 +9,11 @@ void add_tensors(const ffn_moe& f, const model_context& m, std::vector<tensor>& 
   const dtype* norms = &m.precision->norms;
   checked d = m.hidden;
   checked width = f.latent > 0 ? checked(f.latent) : d;  // d_e: where the experts compute
-  if (f.router) out.push_back({"router", "gate", category::other, d * f.experts, w, true});
+  if (f.router) {
+    tensor router{"router", "gate", category::other, d * f.experts, w, true};
+    router.shards = 1;  // every card routes its own tokens
+    out.push_back(router);
+  }
   if (f.router_bias)
     out.push_back({"router", "e_score_correction_bias", category::other, f.experts, norms});
   if (f.latent > 0) {

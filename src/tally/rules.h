@@ -40,6 +40,8 @@ struct tensor {
   bool lookup_only = false;    // read by rows (the embedding table), not whole per call
   row_source rows = row_source::processed;
   std::int64_t entry_ratio = 1;  // tokens per entry, for row_source::new_entries
+  std::int64_t shards = 0;  // tensor parallelism splits it over at most this many cards
+                            // (its heads); 0 = any degree; 1 = replicated on every card
 
   /// Rows this tensor's GEMM runs on in the call.
   checked rows_in(const call& c) const;
@@ -74,6 +76,8 @@ struct state_component {
   state_class kind = state_class::history;
   bool read_write_each_step = false;  // recurrent matrices: read and rewritten every decode step
   std::int64_t read_cap = 0;          // entries one query reads at most (top-k); 0 = all
+  std::int64_t shards = 1;            // heads it splits over under tensor parallelism (§2.6.2:
+                                      // 4 KV heads on 8 cards are each stored twice)
 
   checked entries(checked length) const { return (cap ? min(length, *cap) : length) / ratio; }
   checked bytes(checked length) const {

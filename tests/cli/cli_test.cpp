@@ -69,6 +69,11 @@ TEST_CASE("golden Markdown for each command on qwen3-8b") {
   golden("capacity", {"capacity", "--model", "qwen3-8b", "--gpu", "rtx-4090", "--length",
                       "4096,8192,16384"});
   golden("crossover", {"crossover", "--model", "qwen3-8b", "--length", "8192"});
+  golden("roofline", {"roofline", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--prompt", "8192"});
+  golden("plan", {"plan", "--model", "qwen3-8b", "--gpu", "rtx-4090", "--length", "8192",
+                  "--requests", "16"});
+  golden("layers", {"layers", "--model", "qwen3-8b"});
+  golden("experts", {"experts", "--model", "qwen3-235b-a22b", "--batch", "16"});
 }
 
 TEST_CASE("golden Markdown for the hybrids") {
@@ -100,6 +105,43 @@ TEST_CASE("--execution ced on a model without CED is an input error") {
   outcome p = run({"state", "--model", "qwen3-8b", "--length", "8", "--storage", "production"});
   CHECK(p.code == 2);
   CHECK(p.err == "--storage: qwen3-8b declares no production formats\n");
+}
+
+TEST_CASE("capacity: paged blocks and a shared prefix") {
+  outcome paged = run({"capacity", "--model", "qwen3-8b", "--gpu", "rtx-4090", "--length", "4000",
+                       "--page-tokens", "256", "--format", "json"});
+  CHECK(paged.out.find("\"per_request_bytes\": 603979776") != std::string::npos);  // 4096 tokens
+  outcome shared = run({"capacity", "--model", "qwen3-8b", "--gpu", "rtx-4090", "--length", "8192",
+                        "--shared-prefix", "4096", "--format", "json"});
+  CHECK(shared.out.find("\"per_request_bytes\": 603979776") != std::string::npos);
+  CHECK(shared.out.find("\"shared_prefix_bytes\": 603979776") != std::string::npos);
+}
+
+TEST_CASE("capacity: a TP degree that does not divide the heads is an input error") {
+  outcome o = run({"capacity", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--length", "8192",
+                   "--tp", "3"});
+  CHECK(o.code == 2);
+  CHECK(o.err == "--tp/--pp/--ep: tp 3 does not divide the 32 heads of layer 0\n");
+  outcome w = run({"capacity", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--length", "8192",
+                   "--weights", "int3:g128"});
+  CHECK(w.code == 2);
+  CHECK(w.err.rfind("--weights: unknown precision 'int3:g128'", 0) == 0);
+}
+
+TEST_CASE("plan finds layouts for V4-Flash and Kimi K3 on H200s and says why fewer fail") {
+  for (const char* m : {"deepseek-v4-flash", "kimi-k3"}) {
+    outcome o = run({"plan", "--model", m, "--gpu", "h200", "--length", "8192", "--requests", "8",
+                     "--format", "json"});
+    CHECK(o.code == 0);
+    CHECK(o.out.find("\"gpus\": null") == std::string::npos);
+    CHECK(o.out.find("\"why_not_fewer\"") != std::string::npos);
+  }
+}
+
+TEST_CASE("speculative decoding checks its inputs") {
+  outcome o = run({"speculative", "--decode-ms", "20", "--round-ms", "30", "--accepted", "0.5"});
+  CHECK(o.code == 2);
+  CHECK(o.err == "--accepted: a round yields at least one valid token\n");
 }
 
 TEST_CASE("crossover --budget says when the fixed state alone does not fit") {
@@ -250,7 +292,10 @@ TEST_CASE("--set errors name the path") {
   CHECK(o.err == "--set: layers.attention.kv_head: unknown field (did you mean 'kv_heads'?)\n");
   outcome bad = run({"state", "--model", "qwen3-8b", "--length", "1", "--set", "layers.nope.x=1"});
   CHECK(bad.code == 2);
-  CHECK(bad.err == "--set layers.nope.x: 'layers.nope' is not a mapping in the model\n");
+  CHECK(bad.err == "--set: layers.nope: unknown field\n");
+  outcome scalar = run({"state", "--model", "qwen3-8b", "--length", "1", "--set", "vocab.x=1"});
+  CHECK(scalar.code == 2);
+  CHECK(scalar.err == "--set vocab.x: 'vocab' is not a mapping in the model\n");
 }
 
 TEST_CASE("weights that do not fit are said plainly") {

@@ -1,0 +1,45 @@
+// `calc check`: every chapter claim in scenarios/.
+#include <fmt/format.h>
+
+#include "check/check.h"
+#include "cli/cli.h"
+#include "cli/support.h"
+
+namespace calc::cli {
+
+result run_check(const options& o) {
+  std::vector<claim> claims = read_scenarios(o.scenarios);
+  std::vector<claim_result> results = run_claims(claims, evaluate);
+  ojson j;
+  std::int64_t passed = 0, failed = 0, open = 0;
+  ojson rows = ojson::array(), open_rows = ojson::array();
+  for (const claim_result& r : results) {
+    ojson row = {{"id", r.c->id},
+                {"where", r.c->where},
+                {"expected", r.c->expect},
+                {"got", r.got},
+                {"pass", r.pass}};
+    if (!r.error.empty()) row["error"] = r.error;
+    if (r.c->open) {
+      ++open;
+      row["analysis"] = r.c->analysis;
+      open_rows.push_back(row);
+    } else {
+      r.pass ? ++passed : ++failed;
+      rows.push_back(row);
+    }
+  }
+  j["claims"] = static_cast<std::int64_t>(results.size());
+  j["passed"] = passed;
+  j["failed"] = failed;
+  j["open"] = open;
+  j["results"] = rows;
+  j["open_claims"] = open_rows;
+  return {j, fmt::format("calc check: {} claims, {} passed, {} failed, {} open", results.size(),
+                         passed, failed, open),
+          failed > 0 ? 1 : 0,
+          fmt::format("\n{} open claims listed apart (not failures)\n{} passed, {} failed\n", open,
+                      passed, failed)};
+}
+
+}  // namespace calc::cli

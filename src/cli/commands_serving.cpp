@@ -1,0 +1,267 @@
+// Serving questions: capacity on GPUs, placement over cards, roofline time, speculative decoding,
+// and the catalogues (models, GPUs).
+#include <fmt/format.h>
+
+#include <climits>
+
+#include "cli/support.h"
+#include "plan/placement.h"
+#include "plan/plan.h"
+#include "plan/roofline.h"
+#include "spec/gpu_spec.h"
+#include "spec/model_reader.h"
+#include "tally/tally.h"
+
+namespace calc::cli {
+
+namespace {
+
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> out;
+  std::string item;
+  for (char c : text + ",") {
+    if (c == ',') {
+      if (!item.empty()) out.push_back(item);
+      item.clear();
+    } else {
+      item += c;
+    }
+  }
+  return out;
+}
+
+/// One request's state on the cards, paged and net of a shared prefix (stored once apart).
+checked request_state(const graph& g, std::int64_t length, std::int64_t page, std::int64_t prefix) {
+  // Paged serving allocates whole blocks of `page` tokens per request.
+  std::int64_t kept = page > 0 ? (length + page - 1) / page * page : length;
+  checked own = tally_state(g, kept).total;
+  if (prefix > 0) own = own - tally_state(g, std::min(prefix, length)).global_history;
+  return own;
+}
+
+}  // namespace
+
+result run_capacity(const options& o) {
+  if (o.lengths.empty()) throw spec_error("--length", "give at least one context length");
+  for (std::int64_t l : o.lengths) check_count("--length", l, 0);
+  check_count("--gpus", o.gpus, 1);
+  check_count("--page-tokens", o.page_tokens, 0);
+  check_count("--shared-prefix", o.shared_prefix, 0);
+  std::int64_t workspace = parse_size_option("--workspace", o.workspace);
+  loaded_model m = load(o);
+  layout lay{o.tp, o.pp, o.ep};
+  bool sharded = lay.cards() > 1 || o.ep > 1;
+  if (sharded) {
+    if (std::string why = layout_problem(m.g, lay); !why.empty()) throw spec_error("--tp/--pp/--ep", why);
+    if (o.gpus != 1 && o.gpus != lay.cards())
+      throw spec_error("--gpus", fmt::format("--gpus {} disagrees with tp x pp = {}", o.gpus, lay.cards()));
+  }
+  std::int64_t cards = sharded ? lay.cards() : o.gpus;
+  checked weights = tally_params(m.g).weight_bytes;
+  bool given_weights = !o.weight_bytes.empty();
+  if (given_weights) weights = parse_size_option("--weight-bytes", o.weight_bytes);
+  checked prefix_bytes = o.shared_prefix > 0 ? tally_state(m.g, o.shared_prefix).global_history : checked(0);
+
+  ojson rows = ojson::array();
+  std::vector<gpu_spec> gpus;
+  for (const std::string& name : split_list(o.gpu)) gpus.push_back(find_gpu(name));
+  if (gpus.empty()) throw spec_error("--gpu", "name at least one GPU");
+  std::optional<capacity_plan> first;
+  for (const gpu_spec& gpu : gpus) {
+    for (std::int64_t l : o.lengths) {
+      capacity_plan c = plan_capacity(m.g, gpu, cards, l, workspace, weights);
+      c.per_request_bytes = request_state(m.g, l, o.page_tokens, o.shared_prefix);
+      c.free_bytes = c.memory - weights - workspace - prefix_bytes;
+      c.weights_fit = c.free_bytes >= 0;
+      c.requests = c.weights_fit && c.per_request_bytes > 0 ? (c.free_bytes / c.per_request_bytes).value() : 0;
+      if (sharded) {
+        // Per card: every stage's card must hold its weights, the workspace and its share of
+        // each request's state; the tightest stage decides.
+        std::vector<card_load> loads = card_loads(m.g, lay, l);
+        std::int64_t fewest = -1;
+        checked tightest = 0;
+        for (const card_load& cl : loads) {
+          checked free = checked(gpu.memory) - cl.weight_bytes - workspace;
+          std::int64_t n = free < 0 ? 0 : cl.state_bytes > 0 ? (free / cl.state_bytes).value() : INT64_MAX;
+          if (fewest < 0 || n < fewest) {
+            fewest = n;
+            tightest = free;
+          }
+        }
+        c.requests = fewest;
+        c.free_bytes = tightest;
+        c.weights_fit = tightest >= 0;
+      }
+      rows.push_back({{"gpu", gpu.name},
+                      {"length", l},
+                      {"per_request_bytes", exact(c.per_request_bytes)},
+                      {"free_bytes", exact(c.free_bytes)},
+                      {"requests", c.requests}});
+      if (!first) first = c;
+    }
+  }
+  ojson j;
+  j["model"] = m.spec->name;
+  j["gpu"] = gpus.front().name;
+  j["gpus"] = cards;
+  if (sharded) j["layout"] = fmt::format("tp {} x pp {} (ep {})", lay.tp, lay.pp, lay.ep);
+  j["memory_bytes"] = exact(checked(gpus.front().memory) * cards);
+  j["weight_bytes"] = exact(weights);
+  j["weights_format"] = given_weights ? std::string("given") : m.spec->precision.weights.name;
+  j["kv_format"] = m.spec->precision.kv.name;
+  j["workspace_bytes"] = workspace;
+  if (o.page_tokens > 0) j["page_tokens"] = o.page_tokens;
+  if (o.shared_prefix > 0) j["shared_prefix_bytes"] = exact(prefix_bytes);
+  j["length"] = o.lengths.front();
+  j["per_request_bytes"] = exact(first->per_request_bytes);
+  j["free_bytes"] = exact(first->free_bytes);
+  j["requests"] = first->requests;
+  j["weights_fit"] = first->weights_fit;
+  if (!first->weights_fit)
+    j["note"] = fmt::format("the weights alone ({} B) plus the workspace exceed the {} B of memory",
+                            weights.value(), (checked(gpus.front().memory) * cards).value());
+  if (o.requests >= 0) {
+    checked n = max_params(m.g, gpus.front(), cards, o.lengths.front(), workspace, o.requests);
+    j["budget_requests"] = o.requests;
+    j["max_params"] = exact(n);
+    j["max_weight_bytes"] = exact(m.spec->precision.weights.bytes(n));
+  }
+  j["rows"] = rows;
+  return {j, fmt::format("calc capacity: {} on {} x {}", m.spec->name, cards, gpus.front().display)};
+}
+
+result run_plan(const options& o) {
+  check_count("--length", o.length, 0);
+  check_count("--requests", o.requests, 0);
+  check_count("--node-gpus", o.node_gpus, 1);
+  check_count("--max-gpus", o.max_gpus, 1);
+  std::int64_t workspace = parse_size_option("--workspace", o.workspace);
+  loaded_model m = load(o);
+  gpu_spec gpu = find_gpu(o.gpu);
+  placement_plan p = plan_placement(m.g, gpu, o.length, o.requests, workspace, o.node_gpus, o.max_gpus);
+  ojson j;
+  j["model"] = m.spec->name;
+  j["gpu"] = gpu.name;
+  j["length"] = o.length;
+  j["requests"] = o.requests;
+  j["workspace_bytes"] = workspace;
+  j["weight_bytes"] = exact(tally_params(m.g).weight_bytes);
+  auto loads = [](const fit& f) {
+    ojson a = ojson::array();
+    for (const card_load& c : f.loads)
+      a.push_back({{"stage", c.stage},
+                   {"layers", fmt::format("{}-{}", c.first_layer, c.first_layer + c.layers - 1)},
+                   {"weight_bytes", exact(c.weight_bytes)},
+                   {"state_per_request_bytes", exact(c.state_bytes)}});
+    return a;
+  };
+  if (!p.best) {
+    j["gpus"] = nullptr;
+    j["note"] = fmt::format("no layout of up to {} cards fits", p.searched_up_to);
+  } else {
+    const fit& f = *p.best;
+    j["gpus"] = f.l.cards();
+    j["tp"] = f.l.tp;
+    j["pp"] = f.l.pp;
+    j["ep"] = f.l.ep;
+    j["worst_card_free_bytes"] = exact(f.worst_free);
+    j["stages"] = loads(f);
+  }
+  if (p.below) {
+    const fit& b = *p.below;
+    j["fewer_gpus"] = b.l.cards();
+    j["fewer_gpus_layout"] = fmt::format("tp {} x pp {} (ep {})", b.l.tp, b.l.pp, b.l.ep);
+    j["fewer_gpus_shortfall_bytes"] = exact(checked(0) - b.worst_free);
+    j["why_not_fewer"] = fmt::format(
+        "with {} cards the best layout (tp {} x pp {}) leaves its fullest card {} B short of "
+        "weights + workspace + {} requests' state",
+        b.l.cards(), b.l.tp, b.l.pp, (checked(0) - b.worst_free).value(), o.requests);
+  }
+  return {j, fmt::format("calc plan: {} on {} cards, {} requests of {} tokens", m.spec->name, gpu.name,
+                         o.requests, o.length)};
+}
+
+result run_roofline(const options& o) {
+  check_count("--prompt", o.prompt, 1);
+  check_count("--context", o.context, 0);
+  check_count("--batch", o.batch, 1);
+  check_count("--gpus", o.gpus, 1);
+  loaded_model m = load(o);
+  gpu_spec gpu = find_gpu(o.gpu);
+  if (o.fp8 && gpu.fp8_tflops <= 0)
+    throw spec_error("--fp8", fmt::format("{} has no FP8 tensor peak", gpu.name));
+  roofline_plan r = plan_roofline(m.g, gpu, o.gpus, o.batch, o.context, o.prompt, o.fp8);
+  auto call_json = [](const roofline_call& c) {
+    return ojson{{"flops", exact(c.flops)},         {"bytes", exact(c.bytes)},
+                 {"compute_s", c.compute_s},        {"memory_s", c.memory_s},
+                 {"bound_s", c.bound_s},            {"regime", c.regime}};
+  };
+  ojson j;
+  j["model"] = m.spec->name;
+  j["gpu"] = gpu.name;
+  j["gpus"] = o.gpus;
+  j["peak"] = o.fp8 ? "fp8" : "bf16";
+  j["batch"] = o.batch;
+  j["context"] = o.context;
+  j["prompt"] = o.prompt;
+  j["prefill"] = call_json(r.prefill);
+  j["decode"] = call_json(r.decode);
+  j["ttft_lower_bound_s"] = r.ttft_s;
+  j["decode_tokens_per_s_upper_bound"] = r.decode_tokens_per_s;
+  j["calls"] = ojson::array({ojson{{"call", "prefill"}, {"bound_ms", r.prefill.bound_s * 1e3},
+                                   {"regime", r.prefill.regime}},
+                             ojson{{"call", "decode"}, {"bound_ms", r.decode.bound_s * 1e3},
+                                   {"regime", r.decode.regime}}});
+  return {j, fmt::format("calc roofline: {} on {} x {}, B={} S={} P={}", m.spec->name, o.gpus,
+                         gpu.display, o.batch, o.context, o.prompt)};
+}
+
+result run_speculative(const options& o) {
+  if (o.decode_ms <= 0) throw spec_error("--decode-ms", "give the time of one ordinary decode step (> 0)");
+  if (o.round_ms <= 0) throw spec_error("--round-ms", "give the draft + verify time of one round (> 0)");
+  if (o.accepted < 1) throw spec_error("--accepted", "a round yields at least one valid token");
+  // §2.5.3: amortised time per output (T_s + T_v) / g, worth it when below T_d.
+  double amortised = o.round_ms / o.accepted;
+  ojson j;
+  j["decode_ms"] = o.decode_ms;
+  j["round_ms"] = o.round_ms;
+  j["accepted_per_round"] = o.accepted;
+  j["amortised_ms_per_token"] = amortised;
+  j["speedup"] = o.decode_ms / amortised;
+  j["beneficial"] = amortised < o.decode_ms;
+  j["break_even_accepted"] = o.round_ms / o.decode_ms;
+  return {j, "calc speculative"};
+}
+
+result run_models(const options&) {
+  ojson j;
+  j["folder"] = models_dir();
+  j["models"] = ojson::array();
+  for (const auto& name : bundled_models()) {
+    model_spec s = read_model_file(resolve_model_path(name));
+    graph g = build_graph(s);
+    j["models"].push_back({{"name", name},
+                           {"layers", s.layers.count},
+                           {"hidden", s.hidden},
+                           {"total_params", exact(tally_params(g).total)},
+                           {"source", s.source}});
+  }
+  return {j, "calc models"};
+}
+
+result run_gpus(const options&) {
+  ojson j;
+  j["gpus"] = ojson::array();
+  for (const gpu_spec& g : gpu_catalogue())
+    j["gpus"].push_back({{"name", g.name},
+                         {"display", g.display},
+                         {"memory_bytes", g.memory},
+                         {"bandwidth_bytes", g.bandwidth},
+                         {"bf16_tflops", g.bf16_tflops},
+                         {"fp8_tflops", g.fp8_tflops},
+                         {"interconnect_bytes", g.interconnect},
+                         {"source", g.source}});
+  return {j, "calc gpus (bandwidths in bytes per second)"};
+}
+
+}  // namespace calc::cli
