@@ -143,6 +143,22 @@ const std::vector<command>& commands() {
        [](CLI::App& app, options& o) { add_model_options(app, o); }, run_layers},
       {"models", "The bundled models", [](CLI::App&, options&) {}, run_models},
       {"gpus", "The accelerator catalogue with sources", [](CLI::App&, options&) {}, run_gpus},
+      {"validate", "Run a scaled copy on the reference executor and compare with the tally, exactly",
+       [](CLI::App& app, options& o) {
+         add_model_options(app, o);
+         app.add_option("--scale", o.scale, "Divide widths, heads and expert counts by this (default 16)");
+         app.add_option("-n,--length", o.length, "Prefill tokens (default 64)");
+         app.add_option("--decode-steps", o.decode_steps, "Decode calls after the prefill (default 2)");
+         app.add_option("--device", o.device, "cpu (the Eigen twins) or cuda (also the CUDA kernels)")
+             ->check(CLI::IsMember({"cpu", "cuda"}));
+         app.add_option("--seed", o.seed, "Seed of the random weights and tokens");
+         add_execution_options(app, o, true);
+       },
+       [](const options& o) {
+         options v = o;
+         if (v.length < 0) v.length = 64;
+         return run_validate(v);
+       }},
       {"check", "Every chapter claim in scenarios/, re-derived and compared at printed precision",
        [](CLI::App& app, options& o) {
          app.add_option("path", o.scenarios, "Scenario file or folder (default: scenarios)");

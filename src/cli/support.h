@@ -60,6 +60,10 @@ struct options {
   std::int64_t max_gpus = 512;
   bool fp8 = false;
   double decode_ms = -1, round_ms = -1, accepted = -1;
+  std::int64_t scale = 16;         // validate: widths divided by this
+  std::int64_t decode_steps = 2;   // validate: decode calls after the prefill
+  std::string device = "cpu";      // validate: cpu or cuda
+  std::uint64_t seed = 2026;       // validate: random weights and tokens
   std::string scenarios = "scenarios";
 };
 
@@ -113,5 +117,6 @@ result run_speculative(const options& o);
 result run_models(const options& o);
 result run_gpus(const options& o);
 result run_check(const options& o);
+result run_validate(const options& o);
 
 }  // namespace calc::cli

@@ -20,6 +20,18 @@ const char* category_key(category c) {
   return "other";
 }
 
+std::string kind_name(const attention_spec& a) {
+  if (std::holds_alternative<attention_gqa>(a)) return "gqa";
+  if (std::holds_alternative<attention_mla>(a)) return "mla";
+  if (std::holds_alternative<attention_gdn>(a)) return "gated_deltanet";
+  if (std::holds_alternative<attention_kda>(a)) return "kda";
+  return "dsa";
+}
+
+std::string kind_name(const ffn_spec& f) {
+  return std::holds_alternative<ffn_swiglu>(f) ? "swiglu" : "moe";
+}
+
 checked tensor::rows_in(const call& c) const {
   switch (rows) {
     case row_source::processed: return c.rows();
@@ -202,8 +214,13 @@ void add_layer_work(const layer& l, const model_context& m, const call& lc, cons
     checked flops = checked(2) * t.gemm_weight_rows(lc);
     if (t.module == "connection") {
       f.connection_flops += flops;
+      f.by_kind["connection"] += flops;
     } else {
       f.linear_flops += flops;
+      std::string kind = t.module == "attention" || t.module == "conv" ? kind_name(l.attention)
+                         : t.module == "engram"                     ? std::string("engram")
+                                                                    : kind_name(l.ffn);
+      f.by_kind[kind] += flops;
     }
     f.weight_read_bytes += t.read_bytes(lc);
     if (t.gemm) add_module(f.modules, module_label(t.module), flops, t.params);
@@ -212,6 +229,7 @@ void add_layer_work(const layer& l, const model_context& m, const call& lc, cons
   work w = std::visit([&](const auto& a) { return flops(a, m, lc); }, l.attention);
   f.interaction_flops += w.interaction;
   f.state_flops += w.state;
+  f.by_kind[kind_name(l.attention)] += w.interaction + w.state;
   add_module(f.modules, "attention interaction (QK, AV, index)", w.interaction, 0);
   if (w.state > 0) add_module(f.modules, "linear-attention state and conv", w.state, 0);
   add_module(f.stages, body_stage, w.interaction + w.state, 0);
@@ -236,6 +254,7 @@ void add_head_work(const model_spec& s, const model_context& m, const call& c, f
     if (t.module != "connection" || !t.gemm) continue;
     checked flops = checked(2) * t.gemm_weight_rows(c);  // mHC head mix
     f.connection_flops += flops;
+    f.by_kind["connection"] += flops;
     add_module(f.modules, module_label(t.module), flops, t.params);
     add_module(f.stages, body, flops, 0);
   }
@@ -243,17 +262,20 @@ void add_head_work(const model_spec& s, const model_context& m, const call& c, f
     checked flops = checked(2) * s.hidden *
                     attnres_candidates(s.layers.count, s.connection.block_layers) * rows;
     f.connection_flops += flops;
+    f.by_kind["connection"] += flops;
     add_module(f.modules, "connections (AttnRes mixes)", flops, 0);
     add_module(f.stages, body, flops, 0);
   }
   if (s.rope_table_frequencies > 0) {
     f.rope_flops = checked(2) * rows * s.rope_table_frequencies;  // positions x frequencies
+    f.by_kind["rope"] += f.rope_flops;
     add_module(f.modules, "rope table", f.rope_flops, 0);
     add_module(f.stages, body, f.rope_flops, 0);
   }
   add_module(f.modules, "embedding lookup", 0, vd);
   add_module(f.modules, "vocabulary head", f.vocab_flops, s.tie_embeddings ? 0 : vd);
   add_module(f.stages, "vocabulary head", f.vocab_flops, vd);
+  f.by_kind["vocab"] += f.vocab_flops;
   f.embedding_read_bytes = rows * s.precision.embedding.bytes(s.hidden);
 }
 

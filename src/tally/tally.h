@@ -16,6 +16,10 @@ namespace calc {
 /// Every stored tensor of the model, layer by layer, then the model-level ones.
 std::vector<tensor> model_tensors(const graph& g);
 
+/// The schema name of a layer's attention or feed-forward kind ("gqa", "swiglu", ...).
+std::string kind_name(const attention_spec& a);
+std::string kind_name(const ffn_spec& f);
+
 /// The tensors of one layer (attention, feed-forward, norms).
 void layer_tensors(const layer& l, const model_context& m, std::vector<tensor>& out);
 
@@ -61,6 +65,9 @@ struct forward_tally {
   checked index_scans;        // I: index entries scored, over every layer
   checked mhc_nonmatrix;      // mHC element-wise work, reported apart from `flops`
   checked engram_read_bytes;  // Engram table rows looked up
+  /// FLOPs by layer kind ("gqa", "moe", "kda", ...; "connection", "engram", "vocab", "rope"),
+  /// the keys the reference executor counts its own work under.
+  std::map<std::string, checked> by_kind;
   checked weight_read_bytes;  // weights read once per call (the embedding table excluded)
   checked embedding_read_bytes;  // embedding rows looked up: m rows of d values
   std::vector<module_flops> modules;

@@ -1,0 +1,394 @@
+// Runtimes of the dense-history and recurrent attention kinds: GQA (and MHA/MQA, windows),
+// MLA (compact and expanded cache paths), Gated DeltaNet and KDA (chunked and recurrent).
+#include <cmath>
+
+#include "exec/runtime.h"
+
+namespace calc::exec {
+
+namespace {
+
+using ref::gemm;
+using ref::state_buffer;
+
+float silu(float x) { return x / (1.0f + std::exp(-x)); }
+float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
+float softplus(float x) { return x > 20 ? x : std::log1p(std::exp(x)); }
+
+/// Grouped-query attention with a BF16 (or given-format) KV cache, optionally windowed.
+class gqa_runtime final : public layer_runtime {
+ public:
+  gqa_runtime(const attention_gqa& a, const model_spec& s, std::mt19937_64& rng)
+      : a_(a), k_(storage_of(s.precision.kv)), v_(storage_of(s.precision.kv)) {
+    std::int64_t qw = a.q_heads * a.head_dim, kvw = a.kv_heads * a.head_dim;
+    wq_ = random_weight(rng, s.hidden, a.output_gate ? 2 * qw : qw);
+    wk_ = random_weight(rng, s.hidden, kvw);
+    wv_ = random_weight(rng, s.hidden, kvw);
+    wo_ = random_weight(rng, qw, s.hidden);
+  }
+
+  mat forward(const mat& x, const mat&, const pass& p, run_context&, counters& c) override {
+    std::int64_t lin = 0, inter = 0;
+    const std::int64_t dh = a_.head_dim, qw = a_.q_heads * dh, kvw = a_.kv_heads * dh;
+    mat q = gemm(x, wq_, &lin), k = gemm(x, wk_, &lin), v = gemm(x, wv_, &lin);
+    // Keys and values as stored (BF16-rounded): earlier positions from the cache, this call's
+    // from its own rows. A window keeps a ring of its last W slots.
+    const std::int64_t w = a_.window.value_or(0), end = p.end();
+    auto slot = [&](std::int64_t pos) { return w > 0 ? pos % w : pos; };
+    const bool rect = p.exec->pairs == pair_counting::rectangular;
+    const std::int64_t base = rect || w == 0 ? 0 : std::max<std::int64_t>(0, p.first - w + 1);
+    mat K(end - base, kvw), V(end - base, kvw);
+    for (std::int64_t pos = base; pos < end; ++pos)
+      for (std::int64_t e = 0; e < kvw; ++e) {
+        bool fresh = pos >= p.context;
+        std::size_t at = static_cast<std::size_t>(slot(pos) * kvw + e);
+        K(pos - base, e) = fresh ? ref::bf16_round(k(pos - p.context, e)) : k_.get(at);
+        V(pos - base, e) = fresh ? ref::bf16_round(v(pos - p.context, e)) : v_.get(at);
+      }
+    mat out(x.rows(), qw);
+    const float scale = 1.0f / std::sqrt(static_cast<float>(dh));
+    for (std::int64_t i = 0; i < x.rows(); ++i) {
+      std::int64_t t = p.first + i;
+      // Eager attention scores the whole rectangle and masks afterwards; causal skips it.
+      std::int64_t lo = rect ? 0 : (w > 0 ? std::max<std::int64_t>(0, t - w + 1) : 0);
+      std::int64_t hi = rect ? end - 1 : t, n = hi - lo + 1;
+      for (std::int64_t h = 0; h < a_.q_heads; ++h) {
+        std::int64_t g = h / (a_.q_heads / a_.kv_heads);
+        Eigen::VectorXf s = K.block(lo - base, g * dh, n, dh) * q.block(i, h * dh, 1, dh).transpose() * scale;
+        for (std::int64_t j = 0; j < n; ++j)
+          if (lo + j > t) s(j) = -INFINITY;  // masked after scoring
+        s = (s.array() - s.maxCoeff()).exp();
+        out.block(i, h * dh, 1, dh) = (s.transpose() * V.block(lo - base, g * dh, n, dh)) / s.sum();
+        inter += 2 * dh * n + 2 * dh * n;  // QK, then AV
+      }
+    }
+    std::int64_t kept = w > 0 ? std::min(end, w) : end;
+    k_.resize(static_cast<std::size_t>(kept * kvw));
+    v_.resize(static_cast<std::size_t>(kept * kvw));
+    for (std::int64_t i = 0; i < x.rows(); ++i)
+      for (std::int64_t e = 0; e < kvw; ++e) {
+        std::size_t at = static_cast<std::size_t>(slot(p.context + i) * kvw + e);
+        k_.set(at, k(i, e));
+        v_.set(at, v(i, e));
+      }
+    if (a_.output_gate)
+      for (std::int64_t i = 0; i < x.rows(); ++i)
+        for (std::int64_t e = 0; e < qw; ++e) out(i, e) *= sigmoid(q(i, qw + e));
+    mat y = gemm(out, wo_, &lin);
+    c.linear += lin;
+    c.interaction += inter;
+    c.by_kind["gqa"] += lin + inter;
+    return y;
+  }
+
+  void state_bytes(std::map<std::string, std::int64_t>& out) const override {
+    out["kv"] += k_.bytes() + v_.bytes();
+  }
+
+ private:
+  attention_gqa a_;
+  mat wq_, wk_, wv_, wo_;
+  state_buffer k_, v_;
+};
+
+/// Multi-head latent attention. Compact: the latent and the positional branch are cached and
+/// the up-projections are absorbed into the query and the aggregated output; expanded: per-head
+/// K and V are restored from the latent for new tokens and cached.
+class mla_runtime final : public layer_runtime {
+ public:
+  mla_runtime(const attention_mla& a, const model_spec& s, std::mt19937_64& rng)
+      : a_(a), compact_(s.execution.mla == mla_path::compact), cache_(storage_of(s.precision.kv)) {
+    std::int64_t qh = a.qk_nope + a.qk_rope;
+    if (a.q_rank > 0) {
+      q_a_ = random_weight(rng, s.hidden, a.q_rank);
+      q_b_ = random_weight(rng, a.q_rank, a.heads * qh);
+    } else {
+      q_b_ = random_weight(rng, s.hidden, a.heads * qh);
+    }
+    kv_a_ = random_weight(rng, s.hidden, a.kv_rank + a.qk_rope);
+    kv_b_ = random_weight(rng, a.kv_rank, a.heads * (a.qk_nope + a.v_head));
+    wo_ = random_weight(rng, a.heads * a.v_head, s.hidden);
+    if (a.output_gate) g_ = random_weight(rng, s.hidden, a.heads * a.v_head);
+  }
+
+  mat forward(const mat& x, const mat&, const pass& p, run_context&, counters& c) override {
+    std::int64_t lin = 0, inter = 0;
+    const std::int64_t H = a_.heads, nope = a_.qk_nope, rope = a_.qk_rope, r = a_.kv_rank,
+                       vh = a_.v_head, qh = nope + rope, m = x.rows();
+    mat q = a_.q_rank > 0 ? gemm(gemm(x, q_a_, &lin), q_b_, &lin) : gemm(x, q_b_, &lin);
+    mat ckv = gemm(x, kv_a_, &lin);  // [m, r + rope]
+    const std::int64_t width = compact_ ? r + rope : H * (qh + vh);
+    cache_.resize(static_cast<std::size_t>(p.end() * width));
+    if (compact_) {
+      for (std::int64_t i = 0; i < m; ++i)
+        for (std::int64_t e = 0; e < r + rope; ++e)
+          cache_.set(static_cast<std::size_t>((p.context + i) * width + e), ckv(i, e));
+    } else {
+      mat kv = gemm(ckv.leftCols(r), kv_b_, &lin);  // restore per-head K_nope and V
+      for (std::int64_t i = 0; i < m; ++i)
+        for (std::int64_t h = 0; h < H; ++h) {
+          std::size_t base = static_cast<std::size_t>((p.context + i) * width + h * (qh + vh));
+          for (std::int64_t e = 0; e < nope; ++e) cache_.set(base + e, kv(i, h * (nope + vh) + e));
+          for (std::int64_t e = 0; e < rope; ++e) cache_.set(base + nope + e, ckv(i, r + e));
+          for (std::int64_t e = 0; e < vh; ++e) cache_.set(base + qh + e, kv(i, h * (nope + vh) + nope + e));
+        }
+    }
+    mat cache(p.end(), width);  // decoded once per call
+    for (std::int64_t pos = 0; pos < p.end(); ++pos)
+      for (std::int64_t e = 0; e < width; ++e) cache(pos, e) = cache_.get(static_cast<std::size_t>(pos * width + e));
+    mat out(m, H * vh);
+    const float scale = 1.0f / std::sqrt(static_cast<float>(qh));
+    for (std::int64_t h = 0; h < H; ++h) {
+      mat uk = kv_b_.block(0, h * (nope + vh), r, nope);       // W_UK of head h: [r, nope]
+      mat uv = kv_b_.block(0, h * (nope + vh) + nope, r, vh);  // W_UV of head h: [r, vh]
+      mat q_lat;
+      if (compact_) q_lat = gemm(q.block(0, h * qh, m, nope), uk.transpose(), &lin);  // absorbed
+      mat o_lat(m, compact_ ? r : vh);
+      for (std::int64_t i = 0; i < m; ++i) {
+        std::int64_t t = p.first + i;
+        const std::int64_t n = t + 1;
+        Eigen::VectorXf s;
+        if (compact_) {
+          Eigen::RowVectorXf qq(r + rope);
+          qq << q_lat.row(i), q.block(i, h * qh + nope, 1, rope);
+          s = cache.topRows(n) * qq.transpose();
+        } else {
+          s = cache.block(0, h * (qh + vh), n, qh) * q.block(i, h * qh, 1, qh).transpose();
+        }
+        s = ((s.array() * scale) - (s.array() * scale).maxCoeff()).exp();
+        inter += 2 * n * (compact_ ? r + rope : qh);
+        const mat& values = compact_ ? mat(cache.block(0, 0, n, r)) : mat(cache.block(0, h * (qh + vh) + qh, n, vh));
+        o_lat.row(i) = (s.transpose() * values) / s.sum();
+        inter += 2 * n * (compact_ ? r : vh);
+      }
+      out.block(0, h * vh, m, vh) = compact_ ? gemm(o_lat, uv, &lin) : o_lat;  // absorbed W_UV
+    }
+    if (a_.output_gate) {
+      mat gate = gemm(x, g_, &lin);
+      out = out.array() * gate.unaryExpr([](float v) { return sigmoid(v); }).array();
+    }
+    mat y = gemm(out, wo_, &lin);
+    c.linear += lin;
+    c.interaction += inter;
+    c.by_kind["mla"] += lin + inter;
+    return y;
+  }
+
+  void state_bytes(std::map<std::string, std::int64_t>& out) const override {
+    out[compact_ ? "mla_latent" : "mla_kv"] += cache_.bytes();
+  }
+
+ private:
+  attention_mla a_;
+  bool compact_;
+  mat q_a_, q_b_, kv_a_, kv_b_, wo_, g_;
+  state_buffer cache_;
+};
+
+/// The shared part of Gated DeltaNet and KDA: short convolution with cached slots, then the
+/// delta rule per value head, chunked over a prompt or recurrent for a decode step.
+class linear_runtime : public layer_runtime {
+ protected:
+  linear_runtime(const model_spec& s, std::int64_t heads, std::int64_t dk, std::int64_t dv,
+                 std::int64_t channels, std::int64_t kernel, std::string kind)
+      : heads_(heads), dk_(dk), dv_(dv), channels_(channels), kernel_(kernel),
+        kind_(std::move(kind)), state_(storage_of(s.precision.recurrent)),
+        slots_(storage_of(s.precision.conv)) {
+    state_.resize(static_cast<std::size_t>(heads * dk * dv));
+    if (kernel > 0) slots_.resize(static_cast<std::size_t>(channels * kernel));
+  }
+
+  /// Depthwise causal convolution over time, keeping `kernel` slots (MODELS A14).
+  mat convolve(const mat& x, const mat& w, const pass& p, std::int64_t* flops) {
+    if (kernel_ == 0) return x;
+    const std::int64_t P = x.rows(), K = kernel_;
+    // A fresh sequence is padded with K-1 zeros on both sides (P+K-1 outputs, the first P kept);
+    // with a cache, the K slots precede the P new columns (P+1 outputs, the last P kept).
+    bool fresh = p.context == 0;
+    std::int64_t len = fresh ? P + 2 * (K - 1) : K + P, lead = fresh ? K - 1 : K;
+    mat seq = mat::Zero(len, channels_);
+    if (!fresh)
+      for (std::int64_t s = 0; s < K; ++s)
+        for (std::int64_t ch = 0; ch < channels_; ++ch)
+          seq(s, ch) = slots_.get(static_cast<std::size_t>(ch * K + s));
+    seq.middleRows(lead, P) = x;
+    std::int64_t outputs = len - K + 1;
+    mat all(outputs, channels_);
+    for (std::int64_t o = 0; o < outputs; ++o)
+      for (std::int64_t ch = 0; ch < channels_; ++ch) {
+        float acc = 0;
+        for (std::int64_t j = 0; j < K; ++j) acc += w(ch, j) * seq(o + j, ch);
+        all(o, ch) = silu(acc);
+      }
+    *flops += 2 * channels_ * K * outputs;
+    // The slots keep the last K input columns (zeros before a short fresh prompt).
+    std::int64_t last = lead + P;
+    for (std::int64_t s = 0; s < K; ++s)
+      for (std::int64_t ch = 0; ch < channels_; ++ch)
+        slots_.set(static_cast<std::size_t>(ch * K + s), last - K + s >= 0 ? seq(last - K + s, ch) : 0.0f);
+    return fresh ? mat(all.topRows(P)) : mat(all.bottomRows(P));
+  }
+
+  /// Runs the delta rule for head h on [P, dk] q, k, [P, dv] v, [P, dk] log decays, [P] beta.
+  mat delta(std::int64_t h, const mat& q, const mat& k, const mat& v, const mat& log_decay,
+            const ref::vec& beta, const pass& p, counters& c) {
+    mat S(dk_, dv_);
+    for (std::int64_t i = 0; i < dk_; ++i)
+      for (std::int64_t j = 0; j < dv_; ++j) S(i, j) = state_.get(static_cast<std::size_t>((h * dk_ + i) * dv_ + j));
+    mat out;
+    const execution_spec& e = *p.exec;
+    if (p.decode_step() || e.linear == linear_prefill::recurrent) {
+      std::int64_t step = 0;
+      out = ref::recurrent_delta(q, k, v, log_decay, beta, S, &step);
+      (e.step_state_gemms ? c.state : c.uncounted) += step;
+      if (e.step_state_gemms) c.by_kind[kind_] += step;
+    } else {
+      std::int64_t matrix = 0, solve = 0;
+      bool dense = e.chunk_flops == chunk_rule::padded_gemms;
+      out = ref::chunked_delta(q, k, v, log_decay, beta, S, static_cast<int>(e.chunk), dense, &matrix, &solve);
+      // The chapter counts the triangular solves only in the valid-triangle stage list.
+      c.state += matrix + (dense ? 0 : solve);
+      if (dense) c.uncounted += solve;
+      c.by_kind[kind_] += matrix + (dense ? 0 : solve);
+    }
+    for (std::int64_t i = 0; i < dk_; ++i)
+      for (std::int64_t j = 0; j < dv_; ++j) state_.set(static_cast<std::size_t>((h * dk_ + i) * dv_ + j), S(i, j));
+    return out;
+  }
+
+  void count_conv(std::int64_t flops, const pass& p, counters& c) {
+    (p.exec->conv_flops ? c.state : c.uncounted) += flops;
+    if (p.exec->conv_flops) c.by_kind[kind_] += flops;
+  }
+
+ public:
+  void state_bytes(std::map<std::string, std::int64_t>& out) const override {
+    out["recurrent"] += state_.bytes();
+    if (kernel_ > 0) out["conv"] += slots_.bytes();
+  }
+
+ protected:
+  std::int64_t heads_, dk_, dv_, channels_, kernel_;
+  std::string kind_;
+  state_buffer state_, slots_;
+};
+
+class gdn_runtime final : public linear_runtime {
+ public:
+  gdn_runtime(const attention_gdn& a, const model_spec& s, std::mt19937_64& rng)
+      : linear_runtime(s, a.v_heads, a.key_dim, a.value_dim,
+                       2 * a.qk_heads * a.key_dim + a.v_heads * a.value_dim, a.conv_kernel,
+                       "gated_deltanet"),
+        a_(a) {
+    w_qkv_ = random_weight(rng, s.hidden, channels_);
+    w_z_ = random_weight(rng, s.hidden, a.v_heads * a.value_dim);
+    w_a_ = random_weight(rng, s.hidden, a.v_heads);
+    w_b_ = random_weight(rng, s.hidden, a.v_heads);
+    w_out_ = random_weight(rng, a.v_heads * a.value_dim, s.hidden);
+    conv_ = random_weight(rng, channels_, std::max<std::int64_t>(1, a.conv_kernel));
+  }
+
+  mat forward(const mat& x, const mat&, const pass& p, run_context&, counters& c) override {
+    std::int64_t lin = 0, conv = 0;
+    mat mixed = convolve(gemm(x, w_qkv_, &lin), conv_, p, &conv);
+    count_conv(conv, p, c);
+    mat z = gemm(x, w_z_, &lin), ga = gemm(x, w_a_, &lin), gb = gemm(x, w_b_, &lin);
+    const std::int64_t P = x.rows(), dk = a_.key_dim, dv = a_.value_dim, qk = a_.qk_heads * dk;
+    mat out(P, a_.v_heads * dv);
+    for (std::int64_t h = 0; h < a_.v_heads; ++h) {
+      std::int64_t src = h / (a_.v_heads / a_.qk_heads);
+      mat q = mixed.block(0, src * dk, P, dk), k = mixed.block(0, qk + src * dk, P, dk);
+      mat v = mixed.block(0, 2 * qk + h * dv, P, dv);
+      ref::l2_normalize_rows(q);
+      ref::l2_normalize_rows(k);
+      mat ld(P, dk);
+      ref::vec beta(P);
+      for (std::int64_t t = 0; t < P; ++t) {
+        ld.row(t).setConstant(-0.5f * softplus(ga(t, h)));  // one decay per head
+        beta(t) = sigmoid(gb(t, h));
+      }
+      out.block(0, h * dv, P, dv) = delta(h, q, k, v, ld, beta, p, c);
+    }
+    out = out.array() * z.unaryExpr([](float v) { return silu(v); }).array();
+    mat y = gemm(out, w_out_, &lin);
+    c.linear += lin;
+    c.by_kind["gated_deltanet"] += lin;
+    return y;
+  }
+
+ private:
+  attention_gdn a_;
+  mat w_qkv_, w_z_, w_a_, w_b_, w_out_, conv_;
+};
+
+class kda_runtime final : public linear_runtime {
+ public:
+  kda_runtime(const attention_kda& a, const model_spec& s, std::mt19937_64& rng)
+      : linear_runtime(s, a.heads, a.key_dim, a.value_dim,
+                       2 * a.heads * a.key_dim + a.heads * a.value_dim, a.conv_kernel, "kda"),
+        a_(a) {
+    std::int64_t kw = a.heads * a.key_dim, vw = a.heads * a.value_dim;
+    wq_ = random_weight(rng, s.hidden, kw);
+    wk_ = random_weight(rng, s.hidden, kw);
+    wv_ = random_weight(rng, s.hidden, vw);
+    f_a_ = random_weight(rng, s.hidden, a.decay_rank);
+    f_b_ = random_weight(rng, a.decay_rank, kw);
+    w_beta_ = random_weight(rng, s.hidden, a.heads);
+    if (a.output_gate) g_ = random_weight(rng, s.hidden, vw);
+    wo_ = random_weight(rng, vw, s.hidden);
+    conv_ = random_weight(rng, channels_, std::max<std::int64_t>(1, a.conv_kernel));
+  }
+
+  mat forward(const mat& x, const mat&, const pass& p, run_context&, counters& c) override {
+    std::int64_t lin = 0, conv = 0;
+    const std::int64_t P = x.rows(), dk = a_.key_dim, dv = a_.value_dim, kw = a_.heads * dk;
+    mat qkv(P, channels_);
+    qkv << gemm(x, wq_, &lin), gemm(x, wk_, &lin), gemm(x, wv_, &lin);
+    mat mixed = convolve(qkv, conv_, p, &conv);
+    count_conv(conv, p, c);
+    mat decay = gemm(gemm(x, f_a_, &lin), f_b_, &lin);  // per-channel decay, low rank
+    mat beta_all = gemm(x, w_beta_, &lin);
+    mat out(P, a_.heads * dv);
+    for (std::int64_t h = 0; h < a_.heads; ++h) {
+      mat q = mixed.block(0, h * dk, P, dk), k = mixed.block(0, kw + h * dk, P, dk);
+      mat v = mixed.block(0, 2 * kw + h * dv, P, dv);
+      ref::l2_normalize_rows(q);
+      ref::l2_normalize_rows(k);
+      mat ld(P, dk);
+      ref::vec beta(P);
+      for (std::int64_t t = 0; t < P; ++t) {
+        for (std::int64_t e = 0; e < dk; ++e) ld(t, e) = -0.5f * softplus(decay(t, h * dk + e));
+        beta(t) = sigmoid(beta_all(t, h));
+      }
+      out.block(0, h * dv, P, dv) = delta(h, q, k, v, ld, beta, p, c);
+    }
+    if (a_.output_gate) {
+      mat gate = gemm(x, g_, &lin);
+      out = out.array() * gate.unaryExpr([](float v) { return sigmoid(v); }).array();
+    }
+    mat y = gemm(out, wo_, &lin);
+    c.linear += lin;
+    c.by_kind["kda"] += lin;
+    return y;
+  }
+
+ private:
+  attention_kda a_;
+  mat wq_, wk_, wv_, f_a_, f_b_, w_beta_, g_, wo_, conv_;
+};
+
+}  // namespace
+
+std::unique_ptr<layer_runtime> make_dsa(const attention_dsa& a, const model_spec& s,
+                                        std::int64_t layer, std::mt19937_64& rng);
+
+std::unique_ptr<layer_runtime> make_attention(const attention_spec& a, const model_spec& s,
+                                              std::int64_t layer, std::mt19937_64& rng) {
+  if (const auto* x = std::get_if<attention_gqa>(&a)) return std::make_unique<gqa_runtime>(*x, s, rng);
+  if (const auto* x = std::get_if<attention_mla>(&a)) return std::make_unique<mla_runtime>(*x, s, rng);
+  if (const auto* x = std::get_if<attention_gdn>(&a)) return std::make_unique<gdn_runtime>(*x, s, rng);
+  if (const auto* x = std::get_if<attention_kda>(&a)) return std::make_unique<kda_runtime>(*x, s, rng);
+  return make_dsa(std::get<attention_dsa>(a), s, layer, rng);
+}
+
+}  // namespace calc::exec
