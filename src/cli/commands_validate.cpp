@@ -53,7 +53,17 @@ result run_validate(const options& o) {
                   {"verdict", e.pass ? "pass" : "FAIL"},
                   {"tolerance_from", e.why}});
   j["equivalences"] = eq;
-  if (o.device == "cuda") j["cuda"] = gpu::run_kernel_checks(o.seed);
+  if (o.device == "cuda") {
+    nlohmann::ordered_json cuda = gpu::run_kernel_checks(o.seed);
+    // Markdown shows the kernel checks and the sweep as tables of their own.
+    j["cuda_device"] = cuda["device"].dump();
+    j["cuda_ceilings"] = cuda["ceilings"].dump();
+    j["cuda_correctness"] = cuda["correctness"];
+    j["cuda_sweep"] = cuda["sweep"];
+    for (const auto& row : cuda["correctness"])
+      if (row["verdict"] != "pass") v.pass = false;
+    j["pass"] = v.pass;
+  }
   return {j, fmt::format("calc validate: {} scaled by {}, prefill {} + {} decode steps on {}",
                          m.spec->name, o.scale, o.length, o.decode_steps, o.device),
           v.pass ? 0 : 1};

@@ -2,6 +2,7 @@
 // asserting the exact one-line message and exit code 2.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -136,6 +137,20 @@ TEST_CASE("plan finds layouts for V4-Flash and Kimi K3 on H200s and says why few
     CHECK(o.out.find("\"gpus\": null") == std::string::npos);
     CHECK(o.out.find("\"why_not_fewer\"") != std::string::npos);
   }
+}
+
+TEST_CASE("validate --device cuda without a GPU says why in one line") {
+  outcome o = run({"validate", "--model", "qwen3-8b", "--device", "cuda"});
+  CHECK(o.code == 2);
+  CHECK(o.err.rfind("--device cuda: ", 0) == 0);
+  CHECK(std::count(o.err.begin(), o.err.end(), '\n') == 1);
+}
+
+TEST_CASE("validate on the CPU twins is exact for a small model") {
+  outcome o = run({"validate", "--model", "qwen3-8b", "--scale", "64", "--length", "24", "--format", "json"});
+  CHECK(o.code == 0);
+  CHECK(o.out.find("MISMATCH") == std::string::npos);
+  CHECK(o.out.find("\"pass\": true") != std::string::npos);
 }
 
 TEST_CASE("speculative decoding checks its inputs") {
