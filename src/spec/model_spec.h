@@ -25,6 +25,8 @@ struct attention_gqa {
   bool qk_norm = false;                // per-head RMSNorm on Q and K (d_h weights each)
   bool output_gate = false;            // Q projection also produces a sigmoid gate (width n_Q*d_h)
   std::optional<std::int64_t> window;  // sliding window in tokens; none = full causal attention
+
+  bool operator==(const attention_gqa&) const = default;
 };
 
 /// Multi-head latent attention (§2.3.2, Tables 2-3, 2-5): a shared latent of kv_rank plus a
@@ -38,6 +40,8 @@ struct attention_mla {
   std::int64_t v_head = 0;   // per-head value width (128)
   bool rope_branch = true;   // false: the branch carries no rotation (NoPE) but is still cached
   bool output_gate = false;  // full-rank sigmoid gate d -> heads * v_head
+
+  bool operator==(const attention_mla&) const = default;
 };
 
 /// Gated DeltaNet linear attention (Qwen3.5/3.6; seed 004): joint QKV, output gate z, per-head
@@ -49,6 +53,8 @@ struct attention_gdn {
   std::int64_t key_dim = 0;      // d_k
   std::int64_t value_dim = 0;    // d_v
   std::int64_t conv_kernel = 0;  // short-convolution width; 0 = none
+
+  bool operator==(const attention_gdn&) const = default;
 };
 
 /// Kimi Delta Attention (Kimi K3; seed 004): Q/K/V, a low-rank per-channel decay (a: d->rank,
@@ -61,6 +67,8 @@ struct attention_kda {
   std::int64_t decay_rank = 0;   // rank of the decay projection
   std::int64_t conv_kernel = 0;  // short-convolution width on each of Q, K, V; 0 = none
   bool output_gate = true;       // full-rank gate d -> heads * value_dim
+
+  bool operator==(const attention_kda&) const = default;
 };
 
 /// The global (long-range) branch of DeepSeek sparse attention: compressed entries of one shared
@@ -72,6 +80,8 @@ struct dsa_global {
   bool overlap = false;         // CSA: each entry mixes two adjacent blocks (two projection sets)
   bool gate = true;             // a compression gate projection beside the KV projection
   bool position_bias = false;   // a learned [ratio, overlap*head_dim] bias (V4's ape)
+
+  bool operator==(const dsa_global&) const = default;
 };
 
 /// The indexer that scores compressed entries before main attention selects top_k of them.
@@ -85,6 +95,8 @@ struct dsa_indexer {
     shared,      // reads the index keys of the global source (V4.1 Reindex layers)
   } keys = keys_kind::compressor;
   std::int64_t candidates = 0;  // scan at most this many entries (candidate pool); 0 = all
+
+  bool operator==(const dsa_indexer&) const = default;
 };
 
 /// DeepSeek V4 / V4.1 sparse attention: 64 query heads over one shared 512-wide record that is
@@ -100,6 +112,8 @@ struct attention_dsa {
   bool sink = true;             // a per-head attention sink (heads parameters)
   std::optional<dsa_global> global;
   std::optional<dsa_indexer> indexer;
+
+  bool operator==(const attention_dsa&) const = default;
 };
 
 /// The attention block of a layer; one alternative per layer kind.
@@ -114,11 +128,15 @@ struct engram_spec {
   std::int64_t buckets = 0;     // lookups per token (24)
   std::int64_t bucket_dim = 0;  // width of one row (256)
   std::int64_t ways = 0;        // residual streams gated (4): keys and the gate vectors
+
+  bool operator==(const engram_spec&) const = default;
 };
 
 /// Dense SwiGLU feed-forward: gate and up d->f, down f->d (§2.1.4).
 struct ffn_swiglu {
   std::int64_t intermediate = 0;  // f
+
+  bool operator==(const ffn_swiglu&) const = default;
 };
 
 /// Mixture of experts (§2.4): a router picks top_k of `experts` SwiGLU experts per token; shared
@@ -134,6 +152,8 @@ struct ffn_moe {
   bool router_bias = false;              // E-wide routing bias
   std::int64_t latent = 0;               // d_e when experts run in a latent space; 0 = d
   bool latent_norm = false;              // a d_e-wide norm on the latent input
+
+  bool operator==(const ffn_moe&) const = default;
 };
 
 /// The feed-forward block of a layer; one alternative per layer kind.

@@ -206,12 +206,13 @@ call layer_call(const model_spec& s, const call& c, std::int64_t layer) {
   return lc;
 }
 
+/// Adds `count` identical layers' work (same structure, same call) to the tally.
 void add_layer_work(const layer& l, const model_context& m, const call& lc, const char* body_stage,
-                    const model_spec& s, forward_tally& f) {
+                    const model_spec& s, forward_tally& f, checked count = 1) {
   std::vector<tensor> ts;
   layer_tensors(l, m, ts);
   for (const tensor& t : ts) {
-    checked flops = checked(2) * t.gemm_weight_rows(lc);
+    checked flops = checked(2) * t.gemm_weight_rows(lc) * count;
     if (t.module == "connection") {
       f.connection_flops += flops;
       f.by_kind["connection"] += flops;
@@ -222,24 +223,26 @@ void add_layer_work(const layer& l, const model_context& m, const call& lc, cons
                                                                     : kind_name(l.ffn);
       f.by_kind[kind] += flops;
     }
-    f.weight_read_bytes += t.read_bytes(lc);
-    if (t.gemm) add_module(f.modules, module_label(t.module), flops, t.params);
-    add_module(f.stages, stage_of(s, l.index, &t), flops, t.params);
+    f.weight_read_bytes += t.read_bytes(lc) * count;
+    if (t.gemm) add_module(f.modules, module_label(t.module), flops, t.params * count);
+    add_module(f.stages, stage_of(s, l.index, &t), flops, t.params * count);
   }
   work w = std::visit([&](const auto& a) { return flops(a, m, lc); }, l.attention);
-  f.interaction_flops += w.interaction;
-  f.state_flops += w.state;
-  f.by_kind[kind_name(l.attention)] += w.interaction + w.state;
-  add_module(f.modules, "attention interaction (QK, AV, index)", w.interaction, 0);
-  if (w.state > 0) add_module(f.modules, "linear-attention state and conv", w.state, 0);
-  add_module(f.stages, body_stage, w.interaction + w.state, 0);
+  checked interaction = w.interaction * count, state = w.state * count;
+  f.interaction_flops += interaction;
+  f.state_flops += state;
+  f.by_kind[kind_name(l.attention)] += interaction + state;
+  add_module(f.modules, "attention interaction (QK, AV, index)", interaction, 0);
+  if (state > 0) add_module(f.modules, "linear-attention state and conv", state, 0);
+  add_module(f.stages, body_stage, interaction + state, 0);
   if (const auto* d = std::get_if<attention_dsa>(&l.attention)) {
     dsa_counts n = dsa_work(*d, lc);
-    f.attention_pairs += n.window_pairs + n.global_pairs;
-    f.index_scans += n.index_scans;
+    f.attention_pairs += (n.window_pairs + n.global_pairs) * count;
+    f.index_scans += n.index_scans * count;
   }
   if (l.engram)
-    f.engram_read_bytes += lc.rows() * l.engram->buckets * m.precision->weights.bytes(l.engram->bucket_dim);
+    f.engram_read_bytes +=
+        lc.rows() * l.engram->buckets * m.precision->weights.bytes(l.engram->bucket_dim) * count;
 }
 
 void add_head_work(const model_spec& s, const model_context& m, const call& c, forward_tally& f) {
@@ -285,9 +288,26 @@ forward_tally tally_forward(const graph& g, const call& c) {
   const model_spec& s = *g.spec;
   model_context m = context_of(g);
   forward_tally f;
-  for (const layer& l : g.layers) {
-    call lc = layer_call(s, c, l.index);
-    add_layer_work(l, m, lc, stage_of(s, l.index, nullptr), s, f);
+  // Layers of one structure seeing the same call do the same work: tally each such run once.
+  // Under CED the encoder and decoder halves of a group see different calls and stages.
+  for (const layer_group& grp : g.groups) {
+    std::size_t i = 0;
+    while (i < grp.indices.size()) {
+      const layer& l = g.layers[static_cast<std::size_t>(grp.indices[i])];
+      call lc = layer_call(s, c, l.index);
+      const char* stage = stage_of(s, l.index, nullptr);
+      std::size_t j = i + 1;
+      while (j < grp.indices.size()) {
+        std::int64_t other = grp.indices[j];
+        call oc = layer_call(s, c, other);
+        if (oc.first != lc.first || oc.window_floor != lc.window_floor ||
+            std::string(stage_of(s, other, nullptr)) != stage)
+          break;
+        ++j;
+      }
+      add_layer_work(l, m, lc, stage, s, f, static_cast<std::int64_t>(j - i));
+      i = j;
+    }
   }
   add_head_work(s, m, c, f);
   f.flops = f.linear_flops + f.interaction_flops + f.state_flops + f.connection_flops +
@@ -337,9 +357,9 @@ state_tally tally_state(const graph& g, std::int64_t length, std::int64_t batch,
   state_tally st;
   st.length = length;
   st.batch = batch;
-  auto add = [&](const state_component& sc) {
-    checked bytes = checked(batch) * sc.bytes(length);
-    checked fixed_part = checked(batch) * sc.fixed;
+  auto add = [&](const state_component& sc, checked count) {
+    checked bytes = checked(batch) * sc.bytes(length) * count;
+    checked fixed_part = checked(batch) * sc.fixed * count;
     auto it = std::find_if(st.items.begin(), st.items.end(),
                            [&](const state_item& i) { return i.name == sc.name; });
     if (it == st.items.end()) {
@@ -349,7 +369,7 @@ state_tally tally_state(const graph& g, std::int64_t length, std::int64_t batch,
                           read * sc.per_entry});
       it = st.items.end() - 1;
     }
-    it->layers += 1;
+    it->layers += count.value();
     it->bytes += bytes;
     st.fixed += fixed_part;
     st.growing += bytes - fixed_part;
@@ -357,27 +377,30 @@ state_tally tally_state(const graph& g, std::int64_t length, std::int64_t batch,
     if (sc.kind == state_class::history) st.global_history += bytes;
     if (sc.kind == state_class::window) st.window += bytes;
     if (!sc.cap && sc.per_entry > 0) {
-      fraction growth(checked(batch) * sc.per_entry, sc.ratio);
+      fraction growth(checked(batch) * sc.per_entry * count, sc.ratio);
       it->per_token += growth;
       st.per_token += growth;
       if (sc.kind == state_class::history) st.history_per_token += growth;
     }
   };
-  for (const layer& l : g.layers) {
+  // Every layer of a group keeps the same state: tally one, times the group's size.
+  for (const layer_group& grp : g.groups) {
+    const layer& l = g.layers[static_cast<std::size_t>(grp.indices.front())];
+    checked count = static_cast<std::int64_t>(grp.indices.size());
     auto comps = std::visit([&](const auto& a) { return state(a, m, exec); }, l.attention);
-    for (const state_component& sc : comps) add(sc);
+    for (const state_component& sc : comps) add(sc, count);
     // The history is read once per decode step and reused across heads (§2.3.6).
-    st.decode_read += checked(batch) *
+    st.decode_read += checked(batch) * count *
                       std::visit([&](const auto& a) { return decode_read(a, m, exec, length); },
                                  l.attention);
-    st.window_write += checked(batch) * window_write(l.attention, m);
+    st.window_write += checked(batch) * count * window_write(l.attention, m);
   }
   if (s.token_history) {
     state_component ids;
     ids.name = "token_history";
     ids.per_entry = s.precision.token_history.bytes(1);
     ids.kind = state_class::token_history;
-    add(ids);
+    add(ids, 1);
   }
   st.total = st.fixed + st.growing;
   return st;

@@ -28,6 +28,6 @@ int main(int argc, char** argv) {
   std::printf("model %s: %ld configurations (state + decode forward) in %.3f s = %.0f per second"
               " (checksum %lld)\n",
               name.c_str(), n, seconds, static_cast<double>(n) / seconds,
-              static_cast<long long>(sink.value() % 1000003));
+              static_cast<long long>(sink.wide() % 1000003));
   return 0;
 }
