@@ -29,11 +29,13 @@ __global__ void gqa_scores(const unsigned short* q, const unsigned short* k, flo
   }
 }
 
-__global__ void gqa_aggregate(const unsigned short* v, float* out, float* scratch, gqa_decode_params p) {
+__global__ void gqa_aggregate(const unsigned short* v, float* out, float* scratch,
+                              gqa_decode_params p) {
   int bh = blockIdx.x, b = bh / p.q_heads, h = bh % p.q_heads, g = h / (p.q_heads / p.kv_heads);
   detail::softmax_aggregate(
       scratch + (long)bh * p.length, p.length, p.head_dim,
-      [&](int t, int e) { return bf(v[token_offset(p, b, g, t) + e]); }, out + (long)bh * p.head_dim);
+      [&](int t, int e) { return bf(v[token_offset(p, b, g, t) + e]); },
+      out + (long)bh * p.head_dim);
 }
 
 }  // namespace

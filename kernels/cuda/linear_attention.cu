@@ -8,8 +8,9 @@ namespace calc::kernels {
 
 namespace {
 
-__global__ void delta_step_kernel(const float* q, const float* k, const float* v, const float* log_decay,
-                                  const float* beta, float* state, float* out, delta_step_params p) {
+__global__ void delta_step_kernel(const float* q, const float* k, const float* v,
+                                  const float* log_decay, const float* beta, float* state,
+                                  float* out, delta_step_params p) {
   int bh = blockIdx.x, j = threadIdx.x;
   if (j >= p.dv) return;
   float* S = state + (long)bh * p.dk * p.dv;
@@ -34,9 +35,9 @@ __global__ void delta_step_kernel(const float* q, const float* k, const float* v
 }
 
 /// One head; scratch holds A [C, C], B [C, C], G [C, dk], W [C, dk], U [C, dv].
-__global__ void delta_chunk_kernel(const float* q, const float* k, const float* v, const float* log_decay,
-                                   const float* beta, float* state, float* out, float* scratch,
-                                   delta_chunk_params p) {
+__global__ void delta_chunk_kernel(const float* q, const float* k, const float* v,
+                                   const float* log_decay, const float* beta, float* state,
+                                   float* out, float* scratch, delta_chunk_params p) {
   const int h = blockIdx.x, C = p.chunk, dk = p.dk, dv = p.dv, T = p.tokens;
   float* A = scratch + (long)h * C * (2 * C + 2 * dk + dv);
   float* B = A + C * C;
@@ -81,9 +82,12 @@ __global__ void delta_chunk_kernel(const float* q, const float* k, const float* 
       for (int col = threadIdx.x; col < dk + dv; col += blockDim.x) {
         float x = col < dk ? bi * __expf(G[i * dk + col]) * kh[(long)(start + i) * dk + col]
                            : bi * vh[(long)(start + i) * dv + (col - dk)];
-        for (int j = 0; j < i; ++j) x -= bi * A[i * C + j] * (col < dk ? W[j * dk + col] : U[j * dv + (col - dk)]);
-        if (col < dk) W[i * dk + col] = x;
-        else U[i * dv + (col - dk)] = x;
+        for (int j = 0; j < i; ++j)
+          x -= bi * A[i * C + j] * (col < dk ? W[j * dk + col] : U[j * dv + (col - dk)]);
+        if (col < dk)
+          W[i * dk + col] = x;
+        else
+          U[i * dv + (col - dk)] = x;
       }
       __syncthreads();
     }
@@ -99,7 +103,8 @@ __global__ void delta_chunk_kernel(const float* q, const float* k, const float* 
     for (int idx = threadIdx.x; idx < c * dv; idx += blockDim.x) {
       int i = idx / dv, j = idx % dv;
       float o = 0;
-      for (int e = 0; e < dk; ++e) o += __expf(G[i * dk + e]) * qh[(long)(start + i) * dk + e] * S[e * dv + j];
+      for (int e = 0; e < dk; ++e)
+        o += __expf(G[i * dk + e]) * qh[(long)(start + i) * dk + e] * S[e * dv + j];
       for (int r = 0; r <= i; ++r) o += B[i * C + r] * U[r * dv + j];
       oh[(long)(start + i) * dv + j] = o;
     }
@@ -109,7 +114,8 @@ __global__ void delta_chunk_kernel(const float* q, const float* k, const float* 
       int e = idx / dv, j = idx % dv;
       float s = __expf(G[(c - 1) * dk + e]) * S[idx];
       for (int i = 0; i < c; ++i)
-        s += __expf(G[(c - 1) * dk + e] - G[i * dk + e]) * kh[(long)(start + i) * dk + e] * U[i * dv + j];
+        s += __expf(G[(c - 1) * dk + e] - G[i * dk + e]) * kh[(long)(start + i) * dk + e] *
+             U[i * dv + j];
       S[idx] = s;
     }
     __syncthreads();
@@ -123,14 +129,16 @@ cudaError_t delta_step(const float* q, const float* k, const float* v, const flo
                        cudaStream_t stream) {
   if (p.dv > config::kMaxDeltaDv) return cudaErrorInvalidValue;
   int threads = (p.dv + 31) / 32 * 32;
-  delta_step_kernel<<<p.batch * p.heads, threads, 0, stream>>>(q, k, v, log_decay, beta, state, out, p);
+  delta_step_kernel<<<p.batch * p.heads, threads, 0, stream>>>(q, k, v, log_decay, beta, state, out,
+                                                               p);
   return cudaGetLastError();
 }
 
 cudaError_t delta_chunk(const float* q, const float* k, const float* v, const float* log_decay,
                         const float* beta, float* state, float* out, float* scratch,
                         const delta_chunk_params& p, cudaStream_t stream) {
-  delta_chunk_kernel<<<p.heads, config::kThreads, 0, stream>>>(q, k, v, log_decay, beta, state, out, scratch, p);
+  delta_chunk_kernel<<<p.heads, config::kThreads, 0, stream>>>(q, k, v, log_decay, beta, state, out,
+                                                               scratch, p);
   return cudaGetLastError();
 }
 

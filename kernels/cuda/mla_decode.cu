@@ -22,11 +22,13 @@ __global__ void mla_scores(const unsigned short* q, const unsigned short* cache,
   }
 }
 
-__global__ void mla_aggregate(const unsigned short* cache, float* out, float* scratch, mla_decode_params p) {
+__global__ void mla_aggregate(const unsigned short* cache, float* out, float* scratch,
+                              mla_decode_params p) {
   int bh = blockIdx.x, b = bh / p.heads, w = p.rank + p.rope;
   detail::softmax_aggregate(
       scratch + (long)bh * p.length, p.length, p.rank,
-      [&](int t, int e) { return bf(cache[((long)b * p.length + t) * w + e]); }, out + (long)bh * p.rank);
+      [&](int t, int e) { return bf(cache[((long)b * p.length + t) * w + e]); },
+      out + (long)bh * p.rank);
 }
 
 }  // namespace

@@ -10,7 +10,8 @@ namespace {
 
 using detail::bf;
 
-__global__ void moe_gemm_kernel(const unsigned short* x, const unsigned short* w, float* y, moe_gemm_params p) {
+__global__ void moe_gemm_kernel(const unsigned short* x, const unsigned short* w, float* y,
+                                moe_gemm_params p) {
   int r = blockIdx.y, o = blockIdx.x * blockDim.x + threadIdx.x;
   if (o >= p.out) return;
   int e = 0;

@@ -9,7 +9,8 @@ namespace {
 
 __global__ void read_kernel(const float4* data, long n4, float* sum) {
   float acc = 0;
-  for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n4; i += (long)gridDim.x * blockDim.x) {
+  for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n4;
+       i += (long)gridDim.x * blockDim.x) {
     float4 v = __ldg(&data[i]);
     acc += v.x + v.y + v.z + v.w;
   }
@@ -22,7 +23,8 @@ __global__ void read_kernel(const float4* data, long n4, float* sum) {
 cudaError_t read_probe(const float* data, long n, float* sum, cudaStream_t stream) {
   int sms = 0;
   cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
-  read_kernel<<<sms * 8, config::kReduceThreads, 0, stream>>>(reinterpret_cast<const float4*>(data), n / 4, sum);
+  read_kernel<<<sms * 8, config::kReduceThreads, 0, stream>>>(reinterpret_cast<const float4*>(data),
+                                                              n / 4, sum);
   return cudaGetLastError();
 }
 

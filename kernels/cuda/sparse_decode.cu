@@ -10,15 +10,17 @@ namespace {
 
 using detail::bf;
 
-__device__ inline const unsigned short* record(const unsigned short* window, const unsigned short* entries,
-                                               const int* selected, const sparse_decode_params& p, int b, int j) {
+__device__ inline const unsigned short* record(const unsigned short* window,
+                                               const unsigned short* entries, const int* selected,
+                                               const sparse_decode_params& p, int b, int j) {
   if (j < p.window) return window + ((long)b * p.window + j) * p.width;
   int e = selected[(long)b * p.selected + (j - p.window)];
   return entries + ((long)b * p.n_entries + e) * p.width;
 }
 
-__global__ void sparse_scores(const unsigned short* q, const unsigned short* window, const unsigned short* entries,
-                              const int* selected, float* scratch, sparse_decode_params p) {
+__global__ void sparse_scores(const unsigned short* q, const unsigned short* window,
+                              const unsigned short* entries, const int* selected, float* scratch,
+                              sparse_decode_params p) {
   int bh = blockIdx.x, b = bh / p.heads, n = p.window + p.selected;
   const unsigned short* qh = q + (long)bh * p.width;
   float scale = rsqrtf((float)p.width);
@@ -30,8 +32,9 @@ __global__ void sparse_scores(const unsigned short* q, const unsigned short* win
   }
 }
 
-__global__ void sparse_aggregate(const unsigned short* window, const unsigned short* entries, const int* selected,
-                                 float* out, float* scratch, sparse_decode_params p) {
+__global__ void sparse_aggregate(const unsigned short* window, const unsigned short* entries,
+                                 const int* selected, float* out, float* scratch,
+                                 sparse_decode_params p) {
   int bh = blockIdx.x, b = bh / p.heads, n = p.window + p.selected;
   detail::softmax_aggregate(
       scratch + (long)bh * n, n, p.width,
@@ -46,7 +49,8 @@ cudaError_t sparse_decode(const bf16_bits* q, const bf16_bits* window, const bf1
                           const sparse_decode_params& p, cudaStream_t stream) {
   dim3 grid(p.batch * p.heads);
   sparse_scores<<<grid, config::kThreads, 0, stream>>>(q, window, entries, selected, scratch, p);
-  sparse_aggregate<<<grid, config::kThreads, 0, stream>>>(window, entries, selected, out, scratch, p);
+  sparse_aggregate<<<grid, config::kThreads, 0, stream>>>(window, entries, selected, out, scratch,
+                                                          p);
   return cudaGetLastError();
 }
 

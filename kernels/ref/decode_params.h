@@ -29,8 +29,8 @@ struct gqa_decode_params {
 struct mla_decode_params {
   int batch;
   int heads;
-  int rank;    // kv_rank (512)
-  int rope;    // positional branch (64)
+  int rank;  // kv_rank (512)
+  int rope;  // positional branch (64)
   int length;
 };
 
@@ -65,9 +65,9 @@ struct sparse_decode_params {
   int batch;
   int heads;
   int width;
-  int window;      // records in the window (already filled)
-  int n_entries;   // compressed entries stored
-  int selected;    // entries each query reads
+  int window;     // records in the window (already filled)
+  int n_entries;  // compressed entries stored
+  int selected;   // entries each query reads
 };
 
 /// Grouped GEMM of routed experts at decode-size rows: for expert e, rows

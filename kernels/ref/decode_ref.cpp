@@ -50,9 +50,11 @@ void gqa_decode_ref(const bf16_bits* q, const bf16_bits* k, const bf16_bits* v, 
     for (int h = 0; h < p.q_heads; ++h) {
       int g = h / group;
       auto at = [&](int t) -> long {  // element offset of token t's head g
-        if (p.page_tokens == 0) return ((static_cast<long>(b) * p.length + t) * p.kv_heads + g) * dh;
+        if (p.page_tokens == 0)
+          return ((static_cast<long>(b) * p.length + t) * p.kv_heads + g) * dh;
         int page = p.page_table[b * p.pages_per_request + t / p.page_tokens];
-        return ((static_cast<long>(page) * p.page_tokens + t % p.page_tokens) * p.kv_heads + g) * dh;
+        return ((static_cast<long>(page) * p.page_tokens + t % p.page_tokens) * p.kv_heads + g) *
+               dh;
       };
       const bf16_bits* qh = q + (static_cast<long>(b) * p.q_heads + h) * dh;
       attend(
@@ -67,7 +69,8 @@ void gqa_decode_ref(const bf16_bits* q, const bf16_bits* k, const bf16_bits* v, 
     }
 }
 
-void mla_decode_ref(const bf16_bits* q, const bf16_bits* cache, float* out, const mla_decode_params& p) {
+void mla_decode_ref(const bf16_bits* q, const bf16_bits* cache, float* out,
+                    const mla_decode_params& p) {
   const int w = p.rank + p.rope;
   const float scale = 1.0f / std::sqrt(static_cast<float>(w));
   for (int b = 0; b < p.batch; ++b)
@@ -78,7 +81,8 @@ void mla_decode_ref(const bf16_bits* q, const bf16_bits* cache, float* out, cons
           p.length, p.rank,
           [&](int t) {
             float s = 0;
-            for (int e = 0; e < w; ++e) s += bf16_to_float(qh[e]) * bf16_to_float(c[static_cast<long>(t) * w + e]);
+            for (int e = 0; e < w; ++e)
+              s += bf16_to_float(qh[e]) * bf16_to_float(c[static_cast<long>(t) * w + e]);
             return s * scale;
           },
           [&](int t, int e) { return bf16_to_float(c[static_cast<long>(t) * w + e]); },
@@ -117,8 +121,10 @@ void delta_chunk_ref(const float* q, const float* k, const float* v, const float
   for (int h = 0; h < p.heads; ++h)
     for (int t = 0; t < p.tokens; ++t) {
       delta_step_params sp{1, 1, p.dk, p.dv};
-      long qk = (static_cast<long>(h) * p.tokens + t) * p.dk, vo = (static_cast<long>(h) * p.tokens + t) * p.dv;
-      delta_step_ref(q + qk, k + qk, v + vo, log_decay + qk, beta + static_cast<long>(h) * p.tokens + t,
+      long qk = (static_cast<long>(h) * p.tokens + t) * p.dk,
+           vo = (static_cast<long>(h) * p.tokens + t) * p.dv;
+      delta_step_ref(q + qk, k + qk, v + vo, log_decay + qk,
+                     beta + static_cast<long>(h) * p.tokens + t,
                      state + static_cast<long>(h) * p.dk * p.dv, out + vo, sp);
     }
 }

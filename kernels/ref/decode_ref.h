@@ -10,7 +10,8 @@ bf16_bits float_to_bf16(float f);
 
 void gqa_decode_ref(const bf16_bits* q, const bf16_bits* k, const bf16_bits* v, float* out,
                     const gqa_decode_params& p);
-void mla_decode_ref(const bf16_bits* q, const bf16_bits* cache, float* out, const mla_decode_params& p);
+void mla_decode_ref(const bf16_bits* q, const bf16_bits* cache, float* out,
+                    const mla_decode_params& p);
 void delta_step_ref(const float* q, const float* k, const float* v, const float* log_decay,
                     const float* beta, float* state, float* out, const delta_step_params& p);
 void delta_chunk_ref(const float* q, const float* k, const float* v, const float* log_decay,

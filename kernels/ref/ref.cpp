@@ -28,9 +28,15 @@ float bf16_round(float v) {
 void state_buffer::resize(std::size_t n) {
   size_ = n;
   switch (format_) {
-    case format::bf16: b16_.resize(n, 0); break;
-    case format::fp32: f32_.resize(n, 0.0f); break;
-    case format::int64: i64_.resize(n, 0); break;
+    case format::bf16:
+      b16_.resize(n, 0);
+      break;
+    case format::fp32:
+      f32_.resize(n, 0.0f);
+      break;
+    case format::int64:
+      i64_.resize(n, 0);
+      break;
   }
 }
 
@@ -42,8 +48,10 @@ float state_buffer::get(std::size_t i) const {
       std::memcpy(&r, &bits, sizeof r);
       return r;
     }
-    case format::fp32: return f32_[i];
-    case format::int64: return static_cast<float>(i64_[i]);
+    case format::fp32:
+      return f32_[i];
+    case format::int64:
+      return static_cast<float>(i64_[i]);
   }
   return 0;
 }
@@ -57,25 +65,36 @@ void state_buffer::set(std::size_t i, float v) {
       b16_[i] = static_cast<std::uint16_t>(bits >> 16);
       break;
     }
-    case format::fp32: f32_[i] = v; break;
-    case format::int64: i64_[i] = static_cast<std::int64_t>(v); break;
+    case format::fp32:
+      f32_[i] = v;
+      break;
+    case format::int64:
+      i64_[i] = static_cast<std::int64_t>(v);
+      break;
   }
 }
 
 std::int64_t state_buffer::bytes() const {
   switch (format_) {
-    case format::bf16: return static_cast<std::int64_t>(size_) * 2;
-    case format::fp32: return static_cast<std::int64_t>(size_) * 4;
-    case format::int64: return static_cast<std::int64_t>(size_) * 8;
+    case format::bf16:
+      return static_cast<std::int64_t>(size_) * 2;
+    case format::fp32:
+      return static_cast<std::int64_t>(size_) * 4;
+    case format::int64:
+      return static_cast<std::int64_t>(size_) * 8;
   }
   return 0;
 }
 
 bool storage_format(const std::string& name, state_buffer::format& out) {
-  if (name == "bf16") out = state_buffer::format::bf16;
-  else if (name == "fp32") out = state_buffer::format::fp32;
-  else if (name == "int64") out = state_buffer::format::int64;
-  else return false;
+  if (name == "bf16")
+    out = state_buffer::format::bf16;
+  else if (name == "fp32")
+    out = state_buffer::format::fp32;
+  else if (name == "int64")
+    out = state_buffer::format::int64;
+  else
+    return false;
   return true;
 }
 
@@ -90,7 +109,9 @@ std::vector<int> top_k(const std::vector<float>& scores, int k) {
   std::vector<int> idx(scores.size());
   std::iota(idx.begin(), idx.end(), 0);
   k = std::min<int>(k, static_cast<int>(idx.size()));
-  auto better = [&](int a, int b) { return scores[a] > scores[b] || (scores[a] == scores[b] && a < b); };
+  auto better = [&](int a, int b) {
+    return scores[a] > scores[b] || (scores[a] == scores[b] && a < b);
+  };
   std::partial_sort(idx.begin(), idx.begin() + k, idx.end(), better);
   idx.resize(static_cast<std::size_t>(k));
   return idx;
@@ -101,7 +122,8 @@ std::vector<int> top_k_sorted(const std::vector<float>& scores, int k) {
   for (std::size_t i = 0; i < scores.size(); ++i) all.push_back({-scores[i], static_cast<int>(i)});
   std::sort(all.begin(), all.end());
   std::vector<int> out;
-  for (int i = 0; i < std::min<int>(k, static_cast<int>(all.size())); ++i) out.push_back(all[i].second);
+  for (int i = 0; i < std::min<int>(k, static_cast<int>(all.size())); ++i)
+    out.push_back(all[i].second);
   return out;
 }
 
@@ -123,7 +145,8 @@ mat delta_chunk(const mat& q, const mat& k, const mat& v, const mat& ld, const v
   mat kt = k.array() * G.array().exp();
   mat qt = q.array() * G.array().exp();
   mat kend(c, dk);
-  for (Eigen::Index j = 0; j < c; ++j) kend.row(j) = k.row(j).array() * (G.row(c - 1) - G.row(j)).array().exp();
+  for (Eigen::Index j = 0; j < c; ++j)
+    kend.row(j) = k.row(j).array() * (G.row(c - 1) - G.row(j)).array().exp();
   // A_ij = k_j . e^(G_i - G_j) k_i (j < i); B_ij = k_j . e^(G_i - G_j) q_i (j <= i).
   mat A = mat::Zero(c, c), B = mat::Zero(c, c);
   for (Eigen::Index i = 0; i < c; ++i)
@@ -152,8 +175,10 @@ mat delta_chunk(const mat& q, const mat& k, const mat& v, const mat& ld, const v
   // State predict, query and update: W S, Q~ S, K_end^T U (2 c dk dv each); PV over B.
   mat U = U0 - W * S;
   mat out = qt * S + B * U;
-  S = (S.array().colwise() * G.row(c - 1).transpose().array().exp()).matrix() + kend.transpose() * U;
-  if (matrix) *matrix += 3 * 2LL * rows * dk * dv + (dense ? 2LL * rows * rows * dv : 2LL * causal * dv);
+  S = (S.array().colwise() * G.row(c - 1).transpose().array().exp()).matrix() +
+      kend.transpose() * U;
+  if (matrix)
+    *matrix += 3 * 2LL * rows * dk * dv + (dense ? 2LL * rows * rows * dv : 2LL * causal * dv);
   return out;
 }
 
@@ -166,16 +191,15 @@ mat chunked_delta(const mat& q, const mat& k, const mat& v, const mat& log_decay
     Eigen::Index c = std::min<Eigen::Index>(chunk, q.rows() - start);
     // A padded tail chunk computes as a full chunk (zero rows change nothing but the count).
     Eigen::Index rows = dense ? chunk : c;
-    out.middleRows(start, c) =
-        delta_chunk(q.middleRows(start, c), k.middleRows(start, c), v.middleRows(start, c),
-                    log_decay.middleRows(start, c), beta.segment(start, c), S, rows, dense, matrix,
-                    solve);
+    out.middleRows(start, c) = delta_chunk(q.middleRows(start, c), k.middleRows(start, c),
+                                           v.middleRows(start, c), log_decay.middleRows(start, c),
+                                           beta.segment(start, c), S, rows, dense, matrix, solve);
   }
   return out;
 }
 
-mat recurrent_delta(const mat& q, const mat& k, const mat& v, const mat& log_decay,
-                    const vec& beta, mat& S, std::int64_t* step) {
+mat recurrent_delta(const mat& q, const mat& k, const mat& v, const mat& log_decay, const vec& beta,
+                    mat& S, std::int64_t* step) {
   mat out(q.rows(), v.cols());
   const Eigen::Index dk = q.cols(), dv = v.cols();
   for (Eigen::Index t = 0; t < q.rows(); ++t) {

@@ -8,7 +8,6 @@
 #pragma once
 
 #include <Eigen/Dense>
-
 #include <cstdint>
 #include <vector>
 
@@ -64,7 +63,7 @@ mat chunked_delta(const mat& q, const mat& k, const mat& v, const mat& log_decay
 
 /// The same recurrence one token at a time; the three state products (S^T k, k (x) delta, S^T q)
 /// go to *step.
-mat recurrent_delta(const mat& q, const mat& k, const mat& v, const mat& log_decay,
-                    const vec& beta, mat& S, std::int64_t* step);
+mat recurrent_delta(const mat& q, const mat& k, const mat& v, const mat& log_decay, const vec& beta,
+                    mat& S, std::int64_t* step);
 
 }  // namespace calc::ref

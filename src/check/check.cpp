@@ -147,7 +147,8 @@ class expression {
       while (i_ < s_.size() && s_[i_] != ' ' && s_[i_] != ')') ++i_;
       std::string pointer = s_.substr(start, i_ - start);
       nlohmann::ordered_json::json_pointer p(pointer);
-      if (!doc_.contains(p)) throw std::runtime_error(fmt::format("no field {} in the output", pointer));
+      if (!doc_.contains(p))
+        throw std::runtime_error(fmt::format("no field {} in the output", pointer));
       return from_json(doc_.at(p), pointer);
     }
     if (std::isdigit(static_cast<unsigned char>(s_[i_]))) {
@@ -216,7 +217,7 @@ std::vector<std::string> split_command(const std::string& line) {
 }
 
 std::pair<int128, int128> evaluate_field(const nlohmann::ordered_json& doc,
-                                             const std::string& field) {
+                                         const std::string& field) {
   return expression(doc, field).parse();
 }
 
@@ -244,7 +245,8 @@ std::pair<std::string, bool> compare_printed(int128 num, int128 den, const std::
       break;
     }
   }
-  if (digits.empty()) throw spec_error("expect", fmt::format("'{}' does not start with a number", expect));
+  if (digits.empty())
+    throw spec_error("expect", fmt::format("'{}' does not start with a number", expect));
   if (decimals < 0) decimals = 0;
   while (i < text.size() && text[i] == ' ') ++i;
   std::string unit = text.substr(i);
@@ -326,7 +328,8 @@ std::vector<claim> read_scenario_file(const std::string& path) {
 
 std::vector<claim> read_scenarios(const std::string& path) {
   namespace fs = std::filesystem;
-  if (!fs::exists(path)) throw spec_error(source_location{path, 0, 0}, "", "no such file or folder");
+  if (!fs::exists(path))
+    throw spec_error(source_location{path, 0, 0}, "", "no such file or folder");
   if (!fs::is_directory(path)) return read_scenario_file(path);
   std::vector<std::string> files;
   for (const auto& e : fs::recursive_directory_iterator(path))

@@ -7,25 +7,24 @@
 #include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
-
-#include "common/checked.h"
 #include <string>
 #include <vector>
 
+#include "common/checked.h"
 #include "common/error.h"
 
 namespace calc {
 
 struct claim {
   std::string id;
-  std::string where;    // chapter section or table
-  std::string run;      // a calc command line, without "calc" and --format
-  std::string field;    // JSON pointer, or an expression of pointers: "/a / (/a + /b)"
-  std::string expect;   // as printed: "1.125 GiB", "8,190,735,360", "<0.001 billion"
+  std::string where;       // chapter section or table
+  std::string run;         // a calc command line, without "calc" and --format
+  std::string field;       // JSON pointer, or an expression of pointers: "/a / (/a + /b)"
+  std::string expect;      // as printed: "1.125 GiB", "8,190,735,360", "<0.001 billion"
   std::string over_run;    // optional: divide by a field of another command's output ...
   std::string over_field;  // ... for ratios between two runs (models, paths)
-  bool open = false;    // cannot be reproduced from structure; listed apart, never fails
-  std::string analysis; // why, for open claims
+  bool open = false;       // cannot be reproduced from structure; listed apart, never fails
+  std::string analysis;    // why, for open claims
   std::string file;
   source_location location;
 };
@@ -38,9 +37,9 @@ std::vector<claim> read_scenarios(const std::string& path);
 
 struct claim_result {
   const claim* c = nullptr;
-  std::string got;   // the value at the printed precision, with the unit
+  std::string got;  // the value at the printed precision, with the unit
   bool pass = false;
-  std::string error; // when the command itself failed
+  std::string error;  // when the command itself failed
 };
 
 /// Runs a calc command line and returns its JSON result (the CLI supplies this).
@@ -55,7 +54,7 @@ std::pair<std::string, bool> compare_printed(int128 num, int128 den, const std::
 
 /// Evaluates a field expression over a JSON document to an exact fraction {num, den}.
 std::pair<int128, int128> evaluate_field(const nlohmann::ordered_json& doc,
-                                             const std::string& field);
+                                         const std::string& field);
 
 /// Splits a command line on spaces, keeping "quoted words" together.
 std::vector<std::string> split_command(const std::string& line);

@@ -1,21 +1,21 @@
 #include "cli/cli.h"
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <CLI/CLI.hpp>
 #include <climits>
 #include <functional>
 #include <memory>
 #include <ostream>
 
 #include "check/check.h"
+#include "cli/support.h"
 #include "common/units.h"
 #include "graph/graph.h"
 #include "plan/plan.h"
 #include "spec/gpu_spec.h"
 #include "spec/model_reader.h"
 #include "tally/tally.h"
-#include "cli/support.h"
 
 namespace calc {
 
@@ -30,7 +30,8 @@ const std::vector<command>& commands() {
       {"state", "Per-request state at a length: components, fixed part, growth, H*, decode reads",
        [](CLI::App& app, options& o) {
          add_model_options(app, o);
-         app.add_option("-n,--length", o.length, "Cached tokens per request (N), in tokens")->required();
+         app.add_option("-n,--length", o.length, "Cached tokens per request (N), in tokens")
+             ->required();
          app.add_option("-b,--batch", o.batch, "Requests (B), each with its own state");
          add_execution_options(app, o, false);
        },
@@ -38,11 +39,13 @@ const std::vector<command>& commands() {
       {"forward", "Matrix FLOPs, parameters and weight reads of one call, per module and stage",
        [](CLI::App& app, options& o) {
          add_model_options(app, o);
-         app.add_option("-p,--tokens", o.tokens, "New tokens per request this call (P)")->required();
+         app.add_option("-p,--tokens", o.tokens, "New tokens per request this call (P)")
+             ->required();
          app.add_option("-s,--context", o.context, "Tokens already cached per request (S)");
          app.add_option("-b,--batch", o.batch, "Requests in the batch (B)");
          add_execution_options(app, o, true);
-         app.add_flag("--mtp", o.mtp, "One call of the multi-token-prediction block instead of the backbone");
+         app.add_flag("--mtp", o.mtp,
+                      "One call of the multi-token-prediction block instead of the backbone");
        },
        run_forward},
       {"params", "Parameters by Table 2-B category, weight bytes, per-layer groups",
@@ -51,32 +54,38 @@ const std::vector<command>& commands() {
          add_format_options(app, o);
        },
        run_params},
-      {"request", "A whole request: prefill plus G-1 decodes, FLOPs, state written, cumulative reads",
+      {"request",
+       "A whole request: prefill plus G-1 decodes, FLOPs, state written, cumulative reads",
        [](CLI::App& app, options& o) {
          add_model_options(app, o);
          app.add_option("-p,--prompt", o.prompt, "New input tokens (P)")->required();
          app.add_option("-s,--cached", o.cached, "Prefix tokens already cached (S)");
-         app.add_option("-g,--generate", o.generate, "Tokens returned (G); G-1 decode calls follow prefill");
+         app.add_option("-g,--generate", o.generate,
+                        "Tokens returned (G); G-1 decode calls follow prefill");
          add_execution_options(app, o, true);
        },
        run_request},
       {"capacity", "Concurrent requests that fit on GPUs; with --requests, the weight budget",
        [](CLI::App& app, options& o) {
          add_model_options(app, o);
-         app.add_option("--gpu", o.gpu, "Accelerator(s): names from `calc gpus` or paths, comma-separated")
+         app.add_option("--gpu", o.gpu,
+                        "Accelerator(s): names from `calc gpus` or paths, comma-separated")
              ->required();
          app.add_option("--gpus", o.gpus, "Number of cards whose memory is pooled");
-         app.add_option("-n,--length", o.lengths, "Context length(s) per request, in tokens, comma-separated")
+         app.add_option("-n,--length", o.lengths,
+                        "Context length(s) per request, in tokens, comma-separated")
              ->required()
              ->delimiter(',');
          app.add_option("--workspace", o.workspace,
                         "Reserved bytes (activations, buffers), e.g. 2GiB (default 2GiB)");
          app.add_option("--weight-bytes", o.weight_bytes,
                         "Use this weight size instead of the model's, e.g. 39.5GB");
-         app.add_option("--requests", o.requests,
-                        "Requests to reserve state for; reports the largest parameter count that fits");
-         app.add_option("--page-tokens", o.page_tokens,
-                        "Paged cache: each request's history rounded up to whole blocks of this many tokens");
+         app.add_option(
+             "--requests", o.requests,
+             "Requests to reserve state for; reports the largest parameter count that fits");
+         app.add_option(
+             "--page-tokens", o.page_tokens,
+             "Paged cache: each request's history rounded up to whole blocks of this many tokens");
          app.add_option("--shared-prefix", o.shared_prefix,
                         "Tokens of prefix every request shares, whose history is stored once");
          app.add_option("--tp", o.tp, "Tensor-parallel degree: per-card weights and state");
@@ -86,14 +95,18 @@ const std::vector<command>& commands() {
          add_execution_options(app, o, false);
        },
        run_capacity},
-      {"plan", "Fewest cards and a TP/PP/EP layout that fit K requests of N tokens, and why fewer do not",
+      {"plan",
+       "Fewest cards and a TP/PP/EP layout that fit K requests of N tokens, and why fewer do not",
        [](CLI::App& app, options& o) {
          add_model_options(app, o);
-         app.add_option("--gpu", o.gpu, "Accelerator: a name from `calc gpus` or a path")->required();
-         app.add_option("-n,--length", o.length, "Context length per request, in tokens")->required();
+         app.add_option("--gpu", o.gpu, "Accelerator: a name from `calc gpus` or a path")
+             ->required();
+         app.add_option("-n,--length", o.length, "Context length per request, in tokens")
+             ->required();
          app.add_option("--requests", o.requests, "Concurrent requests to hold")->required();
          app.add_option("--workspace", o.workspace, "Reserved bytes per card (default 2GiB)");
-         app.add_option("--node-gpus", o.node_gpus, "Cards per server; beyond one server, whole servers (default 8)");
+         app.add_option("--node-gpus", o.node_gpus,
+                        "Cards per server; beyond one server, whole servers (default 8)");
          app.add_option("--max-gpus", o.max_gpus, "Largest card count to try (default 512)");
          add_format_options(app, o);
          add_execution_options(app, o, false);
@@ -102,9 +115,11 @@ const std::vector<command>& commands() {
       {"roofline", "Lower bounds on prefill and decode time: max(F / peak, R / bandwidth)",
        [](CLI::App& app, options& o) {
          add_model_options(app, o);
-         app.add_option("--gpu", o.gpu, "Accelerator: a name from `calc gpus` or a path")->required();
+         app.add_option("--gpu", o.gpu, "Accelerator: a name from `calc gpus` or a path")
+             ->required();
          app.add_option("--gpus", o.gpus, "Cards working together (peaks and bandwidth add)");
-         app.add_option("-p,--prompt", o.prompt, "New tokens per request in the prefill (P)")->required();
+         app.add_option("-p,--prompt", o.prompt, "New tokens per request in the prefill (P)")
+             ->required();
          app.add_option("-s,--context", o.context, "Tokens already cached per request (S)");
          app.add_option("-b,--batch", o.batch, "Requests in the batch (B)");
          app.add_flag("--fp8", o.fp8, "Use the FP8 tensor peak instead of BF16");
@@ -114,18 +129,24 @@ const std::vector<command>& commands() {
        run_roofline},
       {"speculative", "Speculative decoding: amortised time per token (T_s + T_v) / g against T_d",
        [](CLI::App& app, options& o) {
-         app.add_option("--decode-ms", o.decode_ms, "T_d: one ordinary decode step, in ms")->required();
-         app.add_option("--round-ms", o.round_ms, "T_s + T_v: draft plus verification of one round, in ms")
+         app.add_option("--decode-ms", o.decode_ms, "T_d: one ordinary decode step, in ms")
              ->required();
-         app.add_option("--accepted", o.accepted, "g: valid tokens per round on average")->required();
+         app.add_option("--round-ms", o.round_ms,
+                        "T_s + T_v: draft plus verification of one round, in ms")
+             ->required();
+         app.add_option("--accepted", o.accepted, "g: valid tokens per round on average")
+             ->required();
        },
        run_speculative},
-      {"crossover", "H* (fixed state = growing state) and the batch where context reads pass weight reads",
+      {"crossover",
+       "H* (fixed state = growing state) and the batch where context reads pass weight reads",
        [](CLI::App& app, options& o) {
          add_model_options(app, o);
-         app.add_option("-n,--length", o.length, "Cached tokens per request (H), in tokens")->required();
-         app.add_option("--budget", o.budget,
-                        "State budget per request, e.g. 256MiB: reports the longest context that fits");
+         app.add_option("-n,--length", o.length, "Cached tokens per request (H), in tokens")
+             ->required();
+         app.add_option(
+             "--budget", o.budget,
+             "State budget per request, e.g. 256MiB: reports the longest context that fits");
          add_execution_options(app, o, false);
        },
        run_crossover},
@@ -134,22 +155,27 @@ const std::vector<command>& commands() {
          add_model_options(app, o);
          app.add_option("-b,--batch", o.batch, "Token rows routed (B requests in one decode step)")
              ->required();
-         app.add_option("--routing", o.routing,
-                        "How tokens spread: uniform (evenly), concentrated (all pick the same k) or "
-                        "zipf:S (expert popularity ~ rank^-S)");
+         app.add_option(
+             "--routing", o.routing,
+             "How tokens spread: uniform (evenly), concentrated (all pick the same k) or "
+             "zipf:S (expert popularity ~ rank^-S)");
        },
        run_experts},
       {"layers", "Every layer of the expanded graph: kind, mode (Full/Reindex/Reuse), stage",
        [](CLI::App& app, options& o) { add_model_options(app, o); }, run_layers},
       {"models", "The bundled models", [](CLI::App&, options&) {}, run_models},
       {"gpus", "The accelerator catalogue with sources", [](CLI::App&, options&) {}, run_gpus},
-      {"validate", "Run a scaled copy on the reference executor and compare with the tally, exactly",
+      {"validate",
+       "Run a scaled copy on the reference executor and compare with the tally, exactly",
        [](CLI::App& app, options& o) {
          add_model_options(app, o);
-         app.add_option("--scale", o.scale, "Divide widths, heads and expert counts by this (default 16)");
+         app.add_option("--scale", o.scale,
+                        "Divide widths, heads and expert counts by this (default 16)");
          app.add_option("-n,--length", o.length, "Prefill tokens (default 64)");
-         app.add_option("--decode-steps", o.decode_steps, "Decode calls after the prefill (default 2)");
-         app.add_option("--device", o.device, "cpu (the Eigen twins) or cuda (also the CUDA kernels)")
+         app.add_option("--decode-steps", o.decode_steps,
+                        "Decode calls after the prefill (default 2)");
+         app.add_option("--device", o.device,
+                        "cpu (the Eigen twins) or cuda (also the CUDA kernels)")
              ->check(CLI::IsMember({"cpu", "cuda"}));
          app.add_option("--seed", o.seed, "Seed of the random weights and tokens");
          add_execution_options(app, o, true);
@@ -211,8 +237,9 @@ ojson evaluate(const std::vector<std::string>& args) {
 }
 
 int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  CLI::App app("calc: exact weights, FLOPs, state, reads and GPU capacity of LLMs, from YAML "
-               "model descriptions. Every number is an exact integer, rounded only when printed.");
+  CLI::App app(
+      "calc: exact weights, FLOPs, state, reads and GPU capacity of LLMs, from YAML "
+      "model descriptions. Every number is an exact integer, rounded only when printed.");
   parsed p;
   std::vector<CLI::App*> subs;
   build_app(app, p, subs);

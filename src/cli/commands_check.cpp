@@ -15,10 +15,10 @@ result run_check(const options& o) {
   ojson rows = ojson::array(), open_rows = ojson::array();
   for (const claim_result& r : results) {
     ojson row = {{"id", r.c->id},
-                {"where", r.c->where},
-                {"expected", r.c->expect},
-                {"got", r.got},
-                {"pass", r.pass}};
+                 {"where", r.c->where},
+                 {"expected", r.c->expect},
+                 {"got", r.got},
+                 {"pass", r.pass}};
     if (!r.error.empty()) row["error"] = r.error;
     if (r.c->open) {
       ++open;
@@ -35,8 +35,9 @@ result run_check(const options& o) {
   j["open"] = open;
   j["results"] = rows;
   j["open_claims"] = open_rows;
-  return {j, fmt::format("calc check: {} claims, {} passed, {} failed, {} open", results.size(),
-                         passed, failed, open),
+  return {j,
+          fmt::format("calc check: {} claims, {} passed, {} failed, {} open", results.size(),
+                      passed, failed, open),
           failed > 0 ? 1 : 0,
           fmt::format("\n{} open claims listed apart (not failures)\n{} passed, {} failed\n", open,
                       passed, failed)};

@@ -55,7 +55,8 @@ result run_state(const options& o) {
     by_name[i.name] = one;
   }
   j["by_component"] = by_name;
-  return {j, fmt::format("calc state: {}, {} cached tokens, batch {}", m.spec->name, o.length, o.batch)};
+  return {j, fmt::format("calc state: {}, {} cached tokens, batch {}", m.spec->name, o.length,
+                         o.batch)};
 }
 
 result run_forward(const options& o) {
@@ -156,7 +157,8 @@ result run_request(const options& o) {
   check_count("--cached", o.cached, 0);
   check_count("--generate", o.generate, 1);
   if (o.generate > 1'000'000)
-    throw spec_error("--generate", fmt::format("{} decode steps is beyond the supported 1,000,000", o.generate));
+    throw spec_error("--generate",
+                     fmt::format("{} decode steps is beyond the supported 1,000,000", o.generate));
   loaded_model m = load(o);
   request_plan r = plan_request(m.g, o.cached, o.prompt, o.generate);
   ojson j;
@@ -233,8 +235,8 @@ result run_experts(const options& o) {
   j["concentrated_layer_read_bytes"] = exact(p.concentrated_layer_read_bytes);
   j["all_routed_bytes"] = exact(p.all_routed_bytes);
   j["flops"] = exact(p.flops);
-  return {j, fmt::format("calc experts: {}, {} tokens, {} routing", m.spec->name, o.batch,
-                         o.routing)};
+  return {j,
+          fmt::format("calc experts: {}, {} tokens, {} routing", m.spec->name, o.batch, o.routing)};
 }
 
 /// How a layer attends, as `calc layers` reports it (§2.3.6's Full / Reindex / Reuse).
@@ -245,8 +247,8 @@ std::string mode_of(const attention_spec& a) {
   if (std::holds_alternative<attention_kda>(a)) return "kda";
   const auto& d = std::get<attention_dsa>(a);
   if (!d.global) return "window";
-  if (d.global->source < 0) return "full";      // stores its own entries
-  return d.indexer ? "reindex" : "reuse";       // reads a source's entries
+  if (d.global->source < 0) return "full";  // stores its own entries
+  return d.indexer ? "reindex" : "reuse";   // reads a source's entries
 }
 
 result run_layers(const options& o) {
@@ -269,8 +271,7 @@ result run_layers(const options& o) {
                  {"mode", mode},
                  {"attention", describe(l.attention)},
                  {"ffn", describe(l.ffn)}};
-    if (m.spec->ced)
-      row["stage"] = l.index < m.spec->ced->encoder_layers ? "encoder" : "decoder";
+    if (m.spec->ced) row["stage"] = l.index < m.spec->ced->encoder_layers ? "encoder" : "decoder";
     if (l.engram) row["extra"] = "engram";
     rows.push_back(row);
   }

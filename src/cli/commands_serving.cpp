@@ -52,15 +52,18 @@ result run_capacity(const options& o) {
   layout lay{o.tp, o.pp, o.ep};
   bool sharded = lay.cards() > 1 || o.ep > 1;
   if (sharded) {
-    if (std::string why = layout_problem(m.g, lay); !why.empty()) throw spec_error("--tp/--pp/--ep", why);
+    if (std::string why = layout_problem(m.g, lay); !why.empty())
+      throw spec_error("--tp/--pp/--ep", why);
     if (o.gpus != 1 && o.gpus != lay.cards())
-      throw spec_error("--gpus", fmt::format("--gpus {} disagrees with tp x pp = {}", o.gpus, lay.cards()));
+      throw spec_error("--gpus",
+                       fmt::format("--gpus {} disagrees with tp x pp = {}", o.gpus, lay.cards()));
   }
   std::int64_t cards = sharded ? lay.cards() : o.gpus;
   checked weights = tally_params(m.g).weight_bytes;
   bool given_weights = !o.weight_bytes.empty();
   if (given_weights) weights = parse_size_option("--weight-bytes", o.weight_bytes);
-  checked prefix_bytes = o.shared_prefix > 0 ? tally_state(m.g, o.shared_prefix).global_history : checked(0);
+  checked prefix_bytes =
+      o.shared_prefix > 0 ? tally_state(m.g, o.shared_prefix).global_history : checked(0);
 
   ojson rows = ojson::array();
   std::vector<gpu_spec> gpus;
@@ -73,7 +76,9 @@ result run_capacity(const options& o) {
       c.per_request_bytes = request_state(m.g, l, o.page_tokens, o.shared_prefix);
       c.free_bytes = c.memory - weights - workspace - prefix_bytes;
       c.weights_fit = c.free_bytes >= 0;
-      c.requests = c.weights_fit && c.per_request_bytes > 0 ? (c.free_bytes / c.per_request_bytes).value() : 0;
+      c.requests = c.weights_fit && c.per_request_bytes > 0
+                       ? (c.free_bytes / c.per_request_bytes).value()
+                       : 0;
       if (sharded) {
         // Per card: every stage's card must hold its weights, the workspace and its share of
         // each request's state; the tightest stage decides.
@@ -82,7 +87,9 @@ result run_capacity(const options& o) {
         checked tightest = 0;
         for (const card_load& cl : loads) {
           checked free = checked(gpu.memory) - cl.weight_bytes - workspace;
-          std::int64_t n = free < 0 ? 0 : cl.state_bytes > 0 ? (free / cl.state_bytes).value() : INT64_MAX;
+          std::int64_t n = free < 0             ? 0
+                           : cl.state_bytes > 0 ? (free / cl.state_bytes).value()
+                                                : INT64_MAX;
           if (fewest < 0 || n < fewest) {
             fewest = n;
             tightest = free;
@@ -127,7 +134,8 @@ result run_capacity(const options& o) {
     j["max_weight_bytes"] = exact(m.spec->precision.weights.bytes(n));
   }
   j["rows"] = rows;
-  return {j, fmt::format("calc capacity: {} on {} x {}", m.spec->name, cards, gpus.front().display)};
+  return {j,
+          fmt::format("calc capacity: {} on {} x {}", m.spec->name, cards, gpus.front().display)};
 }
 
 result run_plan(const options& o) {
@@ -138,7 +146,8 @@ result run_plan(const options& o) {
   std::int64_t workspace = parse_size_option("--workspace", o.workspace);
   loaded_model m = load(o);
   gpu_spec gpu = find_gpu(o.gpu);
-  placement_plan p = plan_placement(m.g, gpu, o.length, o.requests, workspace, o.node_gpus, o.max_gpus);
+  placement_plan p =
+      plan_placement(m.g, gpu, o.length, o.requests, workspace, o.node_gpus, o.max_gpus);
   ojson j;
   j["model"] = m.spec->name;
   j["gpu"] = gpu.name;
@@ -177,8 +186,8 @@ result run_plan(const options& o) {
         "weights + workspace + {} requests' state",
         b.l.cards(), b.l.tp, b.l.pp, (checked(0) - b.worst_free).value(), o.requests);
   }
-  return {j, fmt::format("calc plan: {} on {} cards, {} requests of {} tokens", m.spec->name, gpu.name,
-                         o.requests, o.length)};
+  return {j, fmt::format("calc plan: {} on {} cards, {} requests of {} tokens", m.spec->name,
+                         gpu.name, o.requests, o.length)};
 }
 
 result run_roofline(const options& o) {
@@ -192,9 +201,8 @@ result run_roofline(const options& o) {
     throw spec_error("--fp8", fmt::format("{} has no FP8 tensor peak", gpu.name));
   roofline_plan r = plan_roofline(m.g, gpu, o.gpus, o.batch, o.context, o.prompt, o.fp8);
   auto call_json = [](const roofline_call& c) {
-    return ojson{{"flops", exact(c.flops)},         {"bytes", exact(c.bytes)},
-                 {"compute_s", c.compute_s},        {"memory_s", c.memory_s},
-                 {"bound_s", c.bound_s},            {"regime", c.regime}};
+    return ojson{{"flops", exact(c.flops)}, {"bytes", exact(c.bytes)}, {"compute_s", c.compute_s},
+                 {"memory_s", c.memory_s},  {"bound_s", c.bound_s},    {"regime", c.regime}};
   };
   ojson j;
   j["model"] = m.spec->name;
@@ -208,17 +216,21 @@ result run_roofline(const options& o) {
   j["decode"] = call_json(r.decode);
   j["ttft_lower_bound_s"] = r.ttft_s;
   j["decode_tokens_per_s_upper_bound"] = r.decode_tokens_per_s;
-  j["calls"] = ojson::array({ojson{{"call", "prefill"}, {"bound_ms", r.prefill.bound_s * 1e3},
-                                   {"regime", r.prefill.regime}},
-                             ojson{{"call", "decode"}, {"bound_ms", r.decode.bound_s * 1e3},
-                                   {"regime", r.decode.regime}}});
+  j["calls"] = ojson::array(
+      {ojson{{"call", "prefill"},
+             {"bound_ms", r.prefill.bound_s * 1e3},
+             {"regime", r.prefill.regime}},
+       ojson{
+           {"call", "decode"}, {"bound_ms", r.decode.bound_s * 1e3}, {"regime", r.decode.regime}}});
   return {j, fmt::format("calc roofline: {} on {} x {}, B={} S={} P={}", m.spec->name, o.gpus,
                          gpu.display, o.batch, o.context, o.prompt)};
 }
 
 result run_speculative(const options& o) {
-  if (o.decode_ms <= 0) throw spec_error("--decode-ms", "give the time of one ordinary decode step (> 0)");
-  if (o.round_ms <= 0) throw spec_error("--round-ms", "give the draft + verify time of one round (> 0)");
+  if (o.decode_ms <= 0)
+    throw spec_error("--decode-ms", "give the time of one ordinary decode step (> 0)");
+  if (o.round_ms <= 0)
+    throw spec_error("--round-ms", "give the draft + verify time of one round (> 0)");
   if (o.accepted < 1) throw spec_error("--accepted", "a round yields at least one valid token");
   // §2.5.3: amortised time per output (T_s + T_v) / g, worth it when below T_d.
   double amortised = o.round_ms / o.accepted;

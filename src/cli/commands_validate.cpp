@@ -14,7 +14,9 @@ result run_validate(const options& o) {
   check_count("--length", o.length, 1);
   check_count("--decode-steps", o.decode_steps, 0);
   if (o.length > 4096)
-    throw spec_error("--length", fmt::format("{} tokens is more than the CPU twins should run (at most 4096)", o.length));
+    throw spec_error(
+        "--length",
+        fmt::format("{} tokens is more than the CPU twins should run (at most 4096)", o.length));
   if (o.device == "cuda") {
     std::string why = gpu::unavailable_reason();
     if (!why.empty()) throw spec_error("--device cuda", why);
@@ -34,7 +36,8 @@ result run_validate(const options& o) {
   graph g = build_graph(v.scaled);
   ojson groups = ojson::array();
   for (const layer_group& grp : g.groups)
-    groups.push_back({{"layers", static_cast<std::int64_t>(grp.indices.size())}, {"structure", grp.name}});
+    groups.push_back(
+        {{"layers", static_cast<std::int64_t>(grp.indices.size())}, {"structure", grp.name}});
   j["scaled_layers"] = groups;
   ojson rows = ojson::array();
   for (const validation_row& r : v.rows)
@@ -64,8 +67,9 @@ result run_validate(const options& o) {
       if (row["verdict"] != "pass") v.pass = false;
     j["pass"] = v.pass;
   }
-  return {j, fmt::format("calc validate: {} scaled by {}, prefill {} + {} decode steps on {}",
-                         m.spec->name, o.scale, o.length, o.decode_steps, o.device),
+  return {j,
+          fmt::format("calc validate: {} scaled by {}, prefill {} + {} decode steps on {}",
+                      m.spec->name, o.scale, o.length, o.decode_steps, o.device),
           v.pass ? 0 : 1};
 }
 

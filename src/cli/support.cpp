@@ -8,7 +8,6 @@
 
 namespace calc::cli {
 
-
 void add_model_options(CLI::App& app, options& o) {
   app.add_option("-m,--model", o.model,
                  "Model: a bundled name (see `calc models`) or a path to a model YAML")
@@ -63,7 +62,8 @@ void add_format_options(CLI::App& app, options& o) {
                  "Format of the weight matrices, e.g. bf16, fp8, int8:g128, int4:g128:zero "
                  "(embeddings, head and norms keep theirs unless --embeddings)");
   app.add_option("--embeddings", o.embeddings, "Format of the embedding table and the head");
-  app.add_option("--kv", o.kv, "Format of cached keys and values, e.g. bf16, fp8:g128:fp32, int4:g64");
+  app.add_option("--kv", o.kv,
+                 "Format of cached keys and values, e.g. bf16, fp8:g128:fp32, int4:g64");
 }
 
 namespace {
@@ -97,7 +97,8 @@ loaded_model load(const options& o) {
   }
   if (o.execution == "ced") {
     if (!m.spec->ced)
-      throw spec_error("--execution", fmt::format("{} has no CED split (no ced block)", m.spec->name));
+      throw spec_error("--execution",
+                       fmt::format("{} has no CED split (no ced block)", m.spec->name));
     e.ced = true;
     e.index_scan = pair_counting::causal;
   }
@@ -133,7 +134,8 @@ const char* mla_path_name(const execution_spec& e) {
 
 std::int64_t parse_size_option(const std::string& option, const std::string& text) {
   auto bytes = parse_bytes(text);
-  if (!bytes) throw spec_error(option, fmt::format("'{}' is not a size such as 2GiB or 512MiB", text));
+  if (!bytes)
+    throw spec_error(option, fmt::format("'{}' is not a size such as 2GiB or 512MiB", text));
   return *bytes;
 }
 
@@ -149,10 +151,14 @@ ojson ratio_json(const std::optional<fraction>& r) {
 
 const char* class_name(state_class k) {
   switch (k) {
-    case state_class::history: return "history";
-    case state_class::window: return "window";
-    case state_class::fixed: return "fixed";
-    case state_class::token_history: return "token history";
+    case state_class::history:
+      return "history";
+    case state_class::window:
+      return "window";
+    case state_class::fixed:
+      return "fixed";
+    case state_class::token_history:
+      return "token history";
   }
   return "history";
 }

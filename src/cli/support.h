@@ -3,7 +3,6 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
-
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -50,20 +49,20 @@ struct options {
   std::string workspace = "2GiB";
   std::string weight_bytes;
   std::int64_t requests = -1;
-  std::string weights;          // --weights: format of the weight matrices
-  std::string embeddings;       // --embeddings: format of the embedding table and head
-  std::string kv;               // --kv: format of cached keys and values
-  std::int64_t page_tokens = 0; // --page-tokens: paged cache block size (0: unpaged)
+  std::string weights;             // --weights: format of the weight matrices
+  std::string embeddings;          // --embeddings: format of the embedding table and head
+  std::string kv;                  // --kv: format of cached keys and values
+  std::int64_t page_tokens = 0;    // --page-tokens: paged cache block size (0: unpaged)
   std::int64_t shared_prefix = 0;  // --shared-prefix: tokens every request shares, stored once
   std::int64_t tp = 1, pp = 1, ep = 1;
   std::int64_t node_gpus = 8;
   std::int64_t max_gpus = 512;
   bool fp8 = false;
   double decode_ms = -1, round_ms = -1, accepted = -1;
-  std::int64_t scale = 16;         // validate: widths divided by this
-  std::int64_t decode_steps = 2;   // validate: decode calls after the prefill
-  std::string device = "cpu";      // validate: cpu or cuda
-  std::uint64_t seed = 2026;       // validate: random weights and tokens
+  std::int64_t scale = 16;        // validate: widths divided by this
+  std::int64_t decode_steps = 2;  // validate: decode calls after the prefill
+  std::string device = "cpu";     // validate: cpu or cuda
+  std::uint64_t seed = 2026;      // validate: random weights and tokens
   std::string scenarios = "scenarios";
 };
 

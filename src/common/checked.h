@@ -25,7 +25,8 @@ class overflow_error : public std::runtime_error {
 class checked {
  public:
   constexpr checked() = default;
-  constexpr checked(std::int64_t v) : v_(v) {}  // NOLINT: implicit on purpose, formulas read plainly
+  constexpr checked(std::int64_t v)
+      : v_(v) {}  // NOLINT: implicit on purpose, formulas read plainly
   static constexpr checked from_wide(int128 v) {
     checked c;
     c.v_ = v;
@@ -42,7 +43,8 @@ class checked {
 
   friend checked operator+(checked a, checked b) {
     int128 r;
-    if (__builtin_add_overflow(a.v_, b.v_, &r)) throw overflow_error("integer overflow in addition");
+    if (__builtin_add_overflow(a.v_, b.v_, &r))
+      throw overflow_error("integer overflow in addition");
     return from_wide(r);
   }
   friend checked operator-(checked a, checked b) {

@@ -7,8 +7,8 @@ namespace calc {
 
 std::optional<std::int64_t> parse_bytes(const std::string& text) {
   static const std::map<std::string, std::int64_t> scale = {
-      {"", 1},      {"B", 1},     {"KiB", KiB}, {"MiB", MiB}, {"GiB", GiB}, {"TiB", TiB},
-      {"KB", KB},   {"kB", KB},   {"MB", MB},   {"GB", GB},   {"TB", TB},
+      {"", 1},    {"B", 1},   {"KiB", KiB}, {"MiB", MiB}, {"GiB", GiB}, {"TiB", TiB},
+      {"KB", KB}, {"kB", KB}, {"MB", MB},   {"GB", GB},   {"TB", TB},
   };
   // Split into a decimal number (digits with at most one point) and a unit.
   std::size_t i = 0;

@@ -35,14 +35,17 @@ mat sinkhorn(mat r, std::int64_t iters) {
 /// A model instance: embedding, layers, connections, head, all with random weights.
 class model_runtime {
  public:
-  model_runtime(const model_spec& spec, std::uint64_t seed) : s_(spec), g_(build_graph(s_)), rng_(seed) {
-    embed_ = exec::random_weight(rng_, s_.vocab, s_.hidden) * std::sqrt(static_cast<float>(s_.hidden));
+  model_runtime(const model_spec& spec, std::uint64_t seed)
+      : s_(spec), g_(build_graph(s_)), rng_(seed) {
+    embed_ =
+        exec::random_weight(rng_, s_.vocab, s_.hidden) * std::sqrt(static_cast<float>(s_.hidden));
     for (const layer& l : g_.layers) {
       attention_.push_back(exec::make_attention(l.attention, s_, l.index, rng_));
       ffn_.push_back(exec::make_ffn(l.ffn, s_, rng_));
       engram_.push_back(l.engram ? exec::make_engram(*l.engram, s_, rng_) : nullptr);
     }
-    head_ = s_.tie_embeddings ? mat(embed_.transpose()) : exec::random_weight(rng_, s_.hidden, s_.vocab);
+    head_ = s_.tie_embeddings ? mat(embed_.transpose())
+                              : exec::random_weight(rng_, s_.hidden, s_.vocab);
     const connection_spec& c = s_.connection;
     if (c.type == connection_spec::kind::mhc) {
       std::int64_t coeffs = (c.ways + 2) * c.ways;
@@ -64,12 +67,15 @@ class model_runtime {
     ctx_.rng = &rng_;
     token_history_ = end;
     mat x(tokens, d);
-    for (std::int64_t i = 0; i < tokens; ++i) x.row(i) = embed_.row(ids_[static_cast<std::size_t>(context + i)]);
+    for (std::int64_t i = 0; i < tokens; ++i)
+      x.row(i) = embed_.row(ids_[static_cast<std::size_t>(context + i)]);
     if (s_.rope_table_frequencies > 0) {
       // The RoPE table as an outer product of positions and inverse frequencies.
       mat pos(tokens, 1), inv(1, s_.rope_table_frequencies);
       for (std::int64_t i = 0; i < tokens; ++i) pos(i, 0) = static_cast<float>(context + i);
-      for (std::int64_t f = 0; f < s_.rope_table_frequencies; ++f) inv(0, f) = std::pow(1e4f, -static_cast<float>(f) / static_cast<float>(s_.rope_table_frequencies));
+      for (std::int64_t f = 0; f < s_.rope_table_frequencies; ++f)
+        inv(0, f) =
+            std::pow(1e4f, -static_cast<float>(f) / static_cast<float>(s_.rope_table_frequencies));
       std::int64_t rope = 0;
       ref::gemm(pos, inv, &rope);
       c.rope += rope;
@@ -77,9 +83,15 @@ class model_runtime {
     }
     mat last;
     switch (s_.connection.type) {
-      case connection_spec::kind::residual: last = residual(x, context, tokens, c); break;
-      case connection_spec::kind::mhc: last = hyper(x, context, tokens, c); break;
-      case connection_spec::kind::attnres: last = attnres(x, context, tokens, c); break;
+      case connection_spec::kind::residual:
+        last = residual(x, context, tokens, c);
+        break;
+      case connection_spec::kind::mhc:
+        last = hyper(x, context, tokens, c);
+        break;
+      case connection_spec::kind::attnres:
+        last = attnres(x, context, tokens, c);
+        break;
     }
     // The vocabulary head on the last row (or every row).
     mat rows = s_.execution.vocab_all_rows ? last : mat(last.bottomRows(1));
@@ -154,7 +166,8 @@ class model_runtime {
         mat in(m, d), out;
         for (std::int64_t i = 0; i < m; ++i) {
           Eigen::RowVectorXf mix = Eigen::RowVectorXf::Zero(d);
-          for (std::int64_t w = 0; w < n; ++w) mix += (1.0f / (1.0f + std::exp(-coeffs(i, w)))) * sub.block(i, w * d, 1, d);
+          for (std::int64_t w = 0; w < n; ++w)
+            mix += (1.0f / (1.0f + std::exp(-coeffs(i, w)))) * sub.block(i, w * d, 1, d);
           in.row(i) = mix;
         }
         mat normed = rms_norm(in);
@@ -185,7 +198,8 @@ class model_runtime {
       c.by_kind["connection"] += conn;
       for (std::int64_t i = 0; i < tokens; ++i) {
         Eigen::RowVectorXf mix = Eigen::RowVectorXf::Zero(d);
-        for (std::int64_t w = 0; w < n; ++w) mix += (1.0f / (1.0f + std::exp(-coeffs(i, w)))) * streams.block(i, w * d, 1, d);
+        for (std::int64_t w = 0; w < n; ++w)
+          mix += (1.0f / (1.0f + std::exp(-coeffs(i, w)))) * streams.block(i, w * d, 1, d);
         out.row(i) = mix;
       }
     } else {
@@ -239,7 +253,8 @@ class model_runtime {
         for (const mat& s : snapshots) cand.push_back(&s);
         if (!block_start) cand.push_back(&acc);
         mat in = rms_norm(mix(cand));
-        acc += half == 0 ? attention_[l]->forward(in, in, p, ctx_, c) : ffn_[l]->forward(in, in, p, ctx_, c);
+        acc += half == 0 ? attention_[l]->forward(in, in, p, ctx_, c)
+                         : ffn_[l]->forward(in, in, p, ctx_, c);
       }
     }
     std::vector<const mat*> cand;
@@ -308,8 +323,8 @@ std::vector<equivalence> check_equivalences(const model_spec& spec, std::int64_t
     exact.precision.conv = parse_dtype("fp32");
     measured_run cached = execute(exact, length, decode_steps, seed);
     measured_run full = execute(exact, length + decode_steps, 0, seed);
-    out.push_back(compare("cached decode = full recompute", cached.last_logits, full.last_logits, 1e-6,
-                          "float32 summation order (conv slots in FP32 for this check)"));
+    out.push_back(compare("cached decode = full recompute", cached.last_logits, full.last_logits,
+                          1e-6, "float32 summation order (conv slots in FP32 for this check)"));
   }
   if (has_attention<attention_mla>(g)) {
     model_spec a = plain, b = plain;
@@ -326,7 +341,8 @@ std::vector<equivalence> check_equivalences(const model_spec& spec, std::int64_t
     a.execution.linear = linear_prefill::chunked;
     b.execution.linear = linear_prefill::recurrent;
     // The same recurrence in FP32 state, regrouped into chunks: float32 rounding only.
-    out.push_back(compare("chunked = recurrent linear attention", execute(a, length, 0, seed).last_logits,
+    out.push_back(compare("chunked = recurrent linear attention",
+                          execute(a, length, 0, seed).last_logits,
                           execute(b, length, 0, seed).last_logits, 1e-6,
                           "FP32 state in both; the chunked form reassociates sums"));
   }

@@ -26,10 +26,10 @@ measured_run execute(const model_spec& spec, std::int64_t length, std::int64_t d
 struct equivalence {
   std::string name;
   double max_abs_error = 0;
-  double nmse = 0;          // ||a - b||^2 / ||b||^2
-  double tolerance = 0;     // on nmse
+  double nmse = 0;       // ||a - b||^2 / ||b||^2
+  double tolerance = 0;  // on nmse
   bool pass = false;
-  std::string why;          // how the tolerance was chosen
+  std::string why;  // how the tolerance was chosen
 };
 
 /// Cached decode = full recompute; compact MLA = expanded MLA; chunked = recurrent linear

@@ -54,7 +54,8 @@ class gqa_runtime final : public layer_runtime {
       std::int64_t hi = rect ? end - 1 : t, n = hi - lo + 1;
       for (std::int64_t h = 0; h < a_.q_heads; ++h) {
         std::int64_t g = h / (a_.q_heads / a_.kv_heads);
-        Eigen::VectorXf s = K.block(lo - base, g * dh, n, dh) * q.block(i, h * dh, 1, dh).transpose() * scale;
+        Eigen::VectorXf s =
+            K.block(lo - base, g * dh, n, dh) * q.block(i, h * dh, 1, dh).transpose() * scale;
         for (std::int64_t j = 0; j < n; ++j)
           if (lo + j > t) s(j) = -INFINITY;  // masked after scoring
         s = (s.array() - s.maxCoeff()).exp();
@@ -130,12 +131,14 @@ class mla_runtime final : public layer_runtime {
           std::size_t base = static_cast<std::size_t>((p.context + i) * width + h * (qh + vh));
           for (std::int64_t e = 0; e < nope; ++e) cache_.set(base + e, kv(i, h * (nope + vh) + e));
           for (std::int64_t e = 0; e < rope; ++e) cache_.set(base + nope + e, ckv(i, r + e));
-          for (std::int64_t e = 0; e < vh; ++e) cache_.set(base + qh + e, kv(i, h * (nope + vh) + nope + e));
+          for (std::int64_t e = 0; e < vh; ++e)
+            cache_.set(base + qh + e, kv(i, h * (nope + vh) + nope + e));
         }
     }
     mat cache(p.end(), width);  // decoded once per call
     for (std::int64_t pos = 0; pos < p.end(); ++pos)
-      for (std::int64_t e = 0; e < width; ++e) cache(pos, e) = cache_.get(static_cast<std::size_t>(pos * width + e));
+      for (std::int64_t e = 0; e < width; ++e)
+        cache(pos, e) = cache_.get(static_cast<std::size_t>(pos * width + e));
     mat out(m, H * vh);
     const float scale = 1.0f / std::sqrt(static_cast<float>(qh));
     for (std::int64_t h = 0; h < H; ++h) {
@@ -157,7 +160,8 @@ class mla_runtime final : public layer_runtime {
         }
         s = ((s.array() * scale) - (s.array() * scale).maxCoeff()).exp();
         inter += 2 * n * (compact_ ? r + rope : qh);
-        const mat& values = compact_ ? mat(cache.block(0, 0, n, r)) : mat(cache.block(0, h * (qh + vh) + qh, n, vh));
+        const mat& values = compact_ ? mat(cache.block(0, 0, n, r))
+                                     : mat(cache.block(0, h * (qh + vh) + qh, n, vh));
         o_lat.row(i) = (s.transpose() * values) / s.sum();
         inter += 2 * n * (compact_ ? r : vh);
       }
@@ -191,8 +195,13 @@ class linear_runtime : public layer_runtime {
  protected:
   linear_runtime(const model_spec& s, std::int64_t heads, std::int64_t dk, std::int64_t dv,
                  std::int64_t channels, std::int64_t kernel, std::string kind)
-      : heads_(heads), dk_(dk), dv_(dv), channels_(channels), kernel_(kernel),
-        kind_(std::move(kind)), state_(storage_of(s.precision.recurrent)),
+      : heads_(heads),
+        dk_(dk),
+        dv_(dv),
+        channels_(channels),
+        kernel_(kernel),
+        kind_(std::move(kind)),
+        state_(storage_of(s.precision.recurrent)),
         slots_(storage_of(s.precision.conv)) {
     state_.resize(static_cast<std::size_t>(heads * dk * dv));
     if (kernel > 0) slots_.resize(static_cast<std::size_t>(channels * kernel));
@@ -225,7 +234,8 @@ class linear_runtime : public layer_runtime {
     std::int64_t last = lead + P;
     for (std::int64_t s = 0; s < K; ++s)
       for (std::int64_t ch = 0; ch < channels_; ++ch)
-        slots_.set(static_cast<std::size_t>(ch * K + s), last - K + s >= 0 ? seq(last - K + s, ch) : 0.0f);
+        slots_.set(static_cast<std::size_t>(ch * K + s),
+                   last - K + s >= 0 ? seq(last - K + s, ch) : 0.0f);
     return fresh ? mat(all.topRows(P)) : mat(all.bottomRows(P));
   }
 
@@ -234,7 +244,8 @@ class linear_runtime : public layer_runtime {
             const ref::vec& beta, const pass& p, counters& c) {
     mat S(dk_, dv_);
     for (std::int64_t i = 0; i < dk_; ++i)
-      for (std::int64_t j = 0; j < dv_; ++j) S(i, j) = state_.get(static_cast<std::size_t>((h * dk_ + i) * dv_ + j));
+      for (std::int64_t j = 0; j < dv_; ++j)
+        S(i, j) = state_.get(static_cast<std::size_t>((h * dk_ + i) * dv_ + j));
     mat out;
     const execution_spec& e = *p.exec;
     if (p.decode_step() || e.linear == linear_prefill::recurrent) {
@@ -245,14 +256,16 @@ class linear_runtime : public layer_runtime {
     } else {
       std::int64_t matrix = 0, solve = 0;
       bool dense = e.chunk_flops == chunk_rule::padded_gemms;
-      out = ref::chunked_delta(q, k, v, log_decay, beta, S, static_cast<int>(e.chunk), dense, &matrix, &solve);
+      out = ref::chunked_delta(q, k, v, log_decay, beta, S, static_cast<int>(e.chunk), dense,
+                               &matrix, &solve);
       // The chapter counts the triangular solves only in the valid-triangle stage list.
       c.state += matrix + (dense ? 0 : solve);
       if (dense) c.uncounted += solve;
       c.by_kind[kind_] += matrix + (dense ? 0 : solve);
     }
     for (std::int64_t i = 0; i < dk_; ++i)
-      for (std::int64_t j = 0; j < dv_; ++j) state_.set(static_cast<std::size_t>((h * dk_ + i) * dv_ + j), S(i, j));
+      for (std::int64_t j = 0; j < dv_; ++j)
+        state_.set(static_cast<std::size_t>((h * dk_ + i) * dv_ + j), S(i, j));
     return out;
   }
 
@@ -384,10 +397,14 @@ std::unique_ptr<layer_runtime> make_dsa(const attention_dsa& a, const model_spec
 
 std::unique_ptr<layer_runtime> make_attention(const attention_spec& a, const model_spec& s,
                                               std::int64_t layer, std::mt19937_64& rng) {
-  if (const auto* x = std::get_if<attention_gqa>(&a)) return std::make_unique<gqa_runtime>(*x, s, rng);
-  if (const auto* x = std::get_if<attention_mla>(&a)) return std::make_unique<mla_runtime>(*x, s, rng);
-  if (const auto* x = std::get_if<attention_gdn>(&a)) return std::make_unique<gdn_runtime>(*x, s, rng);
-  if (const auto* x = std::get_if<attention_kda>(&a)) return std::make_unique<kda_runtime>(*x, s, rng);
+  if (const auto* x = std::get_if<attention_gqa>(&a))
+    return std::make_unique<gqa_runtime>(*x, s, rng);
+  if (const auto* x = std::get_if<attention_mla>(&a))
+    return std::make_unique<mla_runtime>(*x, s, rng);
+  if (const auto* x = std::get_if<attention_gdn>(&a))
+    return std::make_unique<gdn_runtime>(*x, s, rng);
+  if (const auto* x = std::get_if<attention_kda>(&a))
+    return std::make_unique<kda_runtime>(*x, s, rng);
   return make_dsa(std::get<attention_dsa>(a), s, layer, rng);
 }
 

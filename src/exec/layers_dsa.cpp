@@ -13,8 +13,8 @@ using ref::state_buffer;
 /// The entries a source layer completes, shared with every layer that reads them.
 struct entry_store {
   std::int64_t ratio = 1;
-  std::int64_t width = 0;      // main record width (head_dim)
-  std::int64_t idx_dim = 0;    // index key width (0: none)
+  std::int64_t width = 0;    // main record width (head_dim)
+  std::int64_t idx_dim = 0;  // index key width (0: none)
   state_buffer main, index;
   std::int64_t entries = 0;
   // Selections per query position, made by the latest indexer layer reading this store.
@@ -33,7 +33,11 @@ class compressor {
  public:
   compressor(std::int64_t d, std::int64_t width, std::int64_t ratio, bool overlap, bool gate,
              bool bias, state_buffer::format buffer_fmt, std::mt19937_64& rng)
-      : width_(width), ratio_(ratio), f_(overlap ? 2 : 1), gate_(gate), kv_state_(buffer_fmt),
+      : width_(width),
+        ratio_(ratio),
+        f_(overlap ? 2 : 1),
+        gate_(gate),
+        kv_state_(buffer_fmt),
         score_state_(buffer_fmt) {
     wkv_ = random_weight(rng, d, f_ * width);
     if (gate) wgate_ = random_weight(rng, d, f_ * width);
@@ -75,7 +79,8 @@ class compressor {
         }
         for (std::int64_t r = 0; r < f_ * ratio_; ++r) {
           std::int64_t ch = r < (f_ - 1) * ratio_ ? width_ + e : e;
-          float w = std::exp(score_state_.get(static_cast<std::size_t>(r * f_ * width_ + ch)) - top);
+          float w =
+              std::exp(score_state_.get(static_cast<std::size_t>(r * f_ * width_ + ch)) - top);
           total += w;
           acc += w * kv_state_.get(static_cast<std::size_t>(r * f_ * width_ + ch));
         }
@@ -114,19 +119,23 @@ class dsa_runtime final : public layer_runtime {
     wq_a_ = random_weight(rng, d, a.q_rank);
     wq_b_ = random_weight(rng, a.q_rank, qw);
     wkv_ = random_weight(rng, d, a.head_dim);
-    for (std::int64_t g = 0; g < a.o_groups; ++g) wo_a_.push_back(random_weight(rng, qw / a.o_groups, a.o_rank));
+    for (std::int64_t g = 0; g < a.o_groups; ++g)
+      wo_a_.push_back(random_weight(rng, qw / a.o_groups, a.o_rank));
     wo_b_ = random_weight(rng, a.o_groups * a.o_rank, d);
     if (a.global && a.global->source < 0) {
       const dsa_global& g = *a.global;
-      store_ = std::make_shared<entry_store>(storage_of(s.precision.kv), storage_of(s.precision.index));
+      store_ =
+          std::make_shared<entry_store>(storage_of(s.precision.kv), storage_of(s.precision.index));
       store_->ratio = g.ratio;
       store_->width = a.head_dim;
-      main_ = std::make_unique<compressor>(d, a.head_dim, g.ratio, g.overlap, g.gate, g.position_bias,
-                                           storage_of(s.precision.compressor), rng);
+      main_ =
+          std::make_unique<compressor>(d, a.head_dim, g.ratio, g.overlap, g.gate, g.position_bias,
+                                       storage_of(s.precision.compressor), rng);
       if (a.indexer && a.indexer->keys == dsa_indexer::keys_kind::compressor) {
         store_->idx_dim = a.indexer->dim;
-        index_ = std::make_unique<compressor>(d, a.indexer->dim, g.ratio, g.overlap, true,
-                                              g.position_bias, storage_of(s.precision.compressor), rng);
+        index_ =
+            std::make_unique<compressor>(d, a.indexer->dim, g.ratio, g.overlap, true,
+                                         g.position_bias, storage_of(s.precision.compressor), rng);
       }
       if (a.indexer && a.indexer->keys == dsa_indexer::keys_kind::projection) {
         store_->idx_dim = a.indexer->dim;
@@ -145,7 +154,8 @@ class dsa_runtime final : public layer_runtime {
       if (x->indexer) pool_ = std::max(pool_, x->indexer->candidates);
   }
 
-  mat forward(const mat& x, const mat& x_all, const pass& p, run_context& ctx, counters& c) override {
+  mat forward(const mat& x, const mat& x_all, const pass& p, run_context& ctx,
+              counters& c) override {
     std::int64_t lin = 0, inter = 0;
     const std::int64_t m = x.rows(), w = a_.head_dim, H = a_.heads, W = a_.window;
     mat q_lat = gemm(x, wq_a_, &lin);
@@ -156,7 +166,8 @@ class dsa_runtime final : public layer_runtime {
     mat stored = kv.unaryExpr([](float v) { return ref::bf16_round(v); });
     mat ring(written_, w);
     for (std::int64_t r = 0; r < written_; ++r)
-      for (std::int64_t e = 0; e < w; ++e) ring(r, e) = window_.get(static_cast<std::size_t>(r * w + e));
+      for (std::int64_t e = 0; e < w; ++e)
+        ring(r, e) = window_.get(static_cast<std::size_t>(r * w + e));
     auto window_record = [&](std::int64_t pos) -> Eigen::RowVectorXf {
       if (pos >= p.first) return stored.row(pos - p.first);
       return ring.row(pos % W);
@@ -166,7 +177,8 @@ class dsa_runtime final : public layer_runtime {
       mat fresh = main_->feed(x_all, p.context, &lin);
       append(store_->main, fresh, w);
       if (index_) append(store_->index, index_->feed(x_all, p.context, &lin), store_->idx_dim);
-      if (wk_idx_.size() > 0 && fresh.rows() > 0) append(store_->index, gemm(fresh, wk_idx_, &lin), store_->idx_dim);
+      if (wk_idx_.size() > 0 && fresh.rows() > 0)
+        append(store_->index, gemm(fresh, wk_idx_, &lin), store_->idx_dim);
       store_->entries += fresh.rows();
       ctx.sources[layer_] = store_;
     }
@@ -178,7 +190,8 @@ class dsa_runtime final : public layer_runtime {
     if (src) {
       entries.resize(src->entries, w);
       for (std::int64_t r = 0; r < src->entries; ++r)
-        for (std::int64_t e = 0; e < w; ++e) entries(r, e) = src->main.get(static_cast<std::size_t>(r * w + e));
+        for (std::int64_t e = 0; e < w; ++e)
+          entries(r, e) = src->main.get(static_cast<std::size_t>(r * w + e));
     }
     mat q_idx, w_idx;
     if (a_.indexer) {
@@ -191,14 +204,17 @@ class dsa_runtime final : public layer_runtime {
       std::int64_t t = p.first + i;
       // Records this query reads: its window, then selected (or all visible) entries.
       std::vector<std::pair<bool, std::int64_t>> reads;  // (is entry, index or position)
-      for (std::int64_t pos = std::max(p.window_floor, t - W + 1); pos <= t; ++pos) reads.push_back({false, pos});
+      for (std::int64_t pos = std::max(p.window_floor, t - W + 1); pos <= t; ++pos)
+        reads.push_back({false, pos});
       if (src) {
         std::int64_t visible = (t + 1) / src->ratio;
-        for (int e : select(*src, i, t, visible, q_idx, w_idx, p, inter, c)) reads.push_back({true, e});
+        for (int e : select(*src, i, t, visible, q_idx, w_idx, p, inter, c))
+          reads.push_back({true, e});
       }
       c.attention_pairs += static_cast<std::int64_t>(reads.size());
       std::vector<Eigen::RowVectorXf> window_rows;
-      for (const auto& [is_entry, at] : reads) window_rows.push_back(is_entry ? Eigen::RowVectorXf() : window_record(at));
+      for (const auto& [is_entry, at] : reads)
+        window_rows.push_back(is_entry ? Eigen::RowVectorXf() : window_record(at));
       for (std::int64_t h = 0; h < H; ++h) {
         std::vector<float> scores;
         auto rec = [&](std::size_t j, std::int64_t e) {
@@ -231,7 +247,8 @@ class dsa_runtime final : public layer_runtime {
     const std::int64_t slice = H * w / a_.o_groups;
     mat grouped(m, a_.o_groups * a_.o_rank);
     for (std::int64_t g = 0; g < a_.o_groups; ++g)
-      grouped.block(0, g * a_.o_rank, m, a_.o_rank) = gemm(out.block(0, g * slice, m, slice), wo_a_[g], &lin);
+      grouped.block(0, g * a_.o_rank, m, a_.o_rank) =
+          gemm(out.block(0, g * slice, m, slice), wo_a_[g], &lin);
     mat y = gemm(grouped, wo_b_, &lin);
     c.linear += lin;
     c.interaction += inter;
@@ -242,7 +259,8 @@ class dsa_runtime final : public layer_runtime {
   void state_bytes(std::map<std::string, std::int64_t>& out) const override {
     out["window"] += window_.bytes();
     if (!store_) return;
-    std::string prefix = store_->ratio > 1 ? "compressed_r" + std::to_string(store_->ratio) : "global";
+    std::string prefix =
+        store_->ratio > 1 ? "compressed_r" + std::to_string(store_->ratio) : "global";
     out[prefix + "_main"] += store_->main.bytes();
     if (store_->idx_dim > 0) out[prefix + "_index"] += store_->index.bytes();
     std::int64_t buffers = main_->buffer_bytes() + (index_ ? index_->buffer_bytes() : 0);
@@ -254,7 +272,8 @@ class dsa_runtime final : public layer_runtime {
     std::size_t at = b.size();
     b.resize(at + static_cast<std::size_t>(rows.rows() * width));
     for (Eigen::Index r = 0; r < rows.rows(); ++r)
-      for (std::int64_t e = 0; e < width; ++e) b.set(at + static_cast<std::size_t>(r * width + e), rows(r, e));
+      for (std::int64_t e = 0; e < width; ++e)
+        b.set(at + static_cast<std::size_t>(r * width + e), rows(r, e));
   }
 
   /// The entries main attention reads for query row i at position t.
@@ -266,7 +285,8 @@ class dsa_runtime final : public layer_runtime {
       // Reuse the selection an indexer layer made for this position; with no top-k, read all.
       if (top > 0 && src.selected.count(t)) return src.selected[t];
       std::vector<int> all(static_cast<std::size_t>(visible));
-      for (std::int64_t e = 0; e < visible; ++e) all[static_cast<std::size_t>(e)] = static_cast<int>(e);
+      for (std::int64_t e = 0; e < visible; ++e)
+        all[static_cast<std::size_t>(e)] = static_cast<int>(e);
       return all;
     }
     const dsa_indexer& x = *a_.indexer;
@@ -286,7 +306,8 @@ class dsa_runtime final : public layer_runtime {
       for (std::int64_t h = 0; h < x.heads; ++h) {
         float dot = 0;
         for (std::int64_t e = 0; e < x.dim; ++e)
-          dot += q_idx(i, h * x.dim + e) * src.index.get(static_cast<std::size_t>(scan[j] * x.dim + e));
+          dot += q_idx(i, h * x.dim + e) *
+                 src.index.get(static_cast<std::size_t>(scan[j] * x.dim + e));
         s += w_idx(i, h) * std::max(0.0f, dot);
       }
       scores[j] = scan[j] < visible ? s : -INFINITY;  // the rectangle's future entries masked

@@ -1,10 +1,10 @@
 // Runtimes of the feed-forward kinds (dense SwiGLU; MoE with a router, a routing histogram and
 // grouped expert GEMMs, shared experts, latent space) and of Engram lookups.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <set>
-
-#include <fmt/format.h>
 
 #include "common/error.h"
 #include "exec/runtime.h"
@@ -22,7 +22,9 @@ struct swiglu_weights {
   mat gate, up, down;
   swiglu_weights() = default;
   swiglu_weights(std::mt19937_64& rng, std::int64_t in, std::int64_t f)
-      : gate(random_weight(rng, in, f)), up(random_weight(rng, in, f)), down(random_weight(rng, f, in)) {}
+      : gate(random_weight(rng, in, f)),
+        up(random_weight(rng, in, f)),
+        down(random_weight(rng, f, in)) {}
   mat run(const mat& x, std::int64_t* flops) const {
     mat g = gemm(x, gate, flops), u = gemm(x, up, flops);
     mat h = g.unaryExpr([](float v) { return silu(v); }).array() * u.array();
@@ -59,7 +61,8 @@ class moe_runtime final : public layer_runtime {
       latent_out_ = random_weight(rng, f.latent, s.hidden);
     }
     for (std::int64_t e = 0; e < f.experts; ++e) experts_.emplace_back(rng, width, f.intermediate);
-    for (std::int64_t e = 0; e < f.shared_experts; ++e) shared_.emplace_back(rng, s.hidden, f.shared_intermediate);
+    for (std::int64_t e = 0; e < f.shared_experts; ++e)
+      shared_.emplace_back(rng, s.hidden, f.shared_intermediate);
     if (f.shared_gate) gate_ = random_weight(rng, s.hidden, 1);
   }
 
@@ -81,9 +84,11 @@ class moe_runtime final : public layer_runtime {
       if (r.empty()) continue;
       ++touched;
       mat gathered(static_cast<Eigen::Index>(r.size()), in.cols());
-      for (std::size_t j = 0; j < r.size(); ++j) gathered.row(static_cast<Eigen::Index>(j)) = in.row(r[j]);
+      for (std::size_t j = 0; j < r.size(); ++j)
+        gathered.row(static_cast<Eigen::Index>(j)) = in.row(r[j]);
       mat y = experts_[static_cast<std::size_t>(e)].run(gathered, &lin);  // grouped GEMM
-      for (std::size_t j = 0; j < r.size(); ++j) acc.row(r[j]) += y.row(static_cast<Eigen::Index>(j)) / static_cast<float>(f_.top_k);
+      for (std::size_t j = 0; j < r.size(); ++j)
+        acc.row(r[j]) += y.row(static_cast<Eigen::Index>(j)) / static_cast<float>(f_.top_k);
     }
     last_touched_ = touched;
     mat out = f_.latent > 0 ? gemm(acc, latent_out_, &lin) : acc;
@@ -127,7 +132,8 @@ class engram_runtime final : public layer_runtime {
         // n-gram of the last (b % 3) + 1 tokens, hashed per bucket
         std::uint64_t h = 1469598103934665603ULL + static_cast<std::uint64_t>(b) * 1099511628211ULL;
         for (std::int64_t j = 0; j <= b % 3 && t - j >= 0; ++j)
-          h = (h ^ static_cast<std::uint64_t>(ids[static_cast<std::size_t>(t - j)])) * 1099511628211ULL;
+          h = (h ^ static_cast<std::uint64_t>(ids[static_cast<std::size_t>(t - j)])) *
+              1099511628211ULL;
         std::int64_t row = static_cast<std::int64_t>(h % static_cast<std::uint64_t>(e_.table_rows));
         looked.block(i, b * e_.bucket_dim, 1, e_.bucket_dim) = table_.row(row);
       }
@@ -154,8 +160,10 @@ class engram_runtime final : public layer_runtime {
 
 }  // namespace
 
-std::unique_ptr<layer_runtime> make_ffn(const ffn_spec& f, const model_spec& s, std::mt19937_64& rng) {
-  if (const auto* x = std::get_if<ffn_swiglu>(&f)) return std::make_unique<swiglu_runtime>(*x, s, rng);
+std::unique_ptr<layer_runtime> make_ffn(const ffn_spec& f, const model_spec& s,
+                                        std::mt19937_64& rng) {
+  if (const auto* x = std::get_if<ffn_swiglu>(&f))
+    return std::make_unique<swiglu_runtime>(*x, s, rng);
   return std::make_unique<moe_runtime>(std::get<ffn_moe>(f), s, rng);
 }
 
@@ -184,8 +192,10 @@ mat random_weight(std::mt19937_64& rng, std::int64_t in, std::int64_t out) {
 ref::state_buffer::format storage_of(const dtype& t) {
   ref::state_buffer::format f;
   if (!ref::storage_format(t.name, f))
-    throw spec_error("--storage", fmt::format("the reference executor stores bf16, fp32 or int64 state, "
-                                              "not {}; validate the reference storage", t.name));
+    throw spec_error("--storage",
+                     fmt::format("the reference executor stores bf16, fp32 or int64 state, "
+                                 "not {}; validate the reference storage",
+                                 t.name));
   return f;
 }
 

@@ -19,15 +19,15 @@ using ref::mat;
 /// What the twins executed, in the classes the tally's conventions sort work into.
 struct counters {
   std::map<std::string, std::int64_t> by_kind;  // counted matrix FLOPs, keyed like the tally
-  std::int64_t linear = 0;        // weight GEMMs (Y = X W)
-  std::int64_t interaction = 0;   // QK, AV, index dot products
-  std::int64_t state = 0;         // linear-attention work the execution path counts
-  std::int64_t uncounted = 0;     // work the chapter's convention leaves out of F (scalar)
-  std::int64_t connection = 0;    // mHC projections, AttnRes mixes
+  std::int64_t linear = 0;                      // weight GEMMs (Y = X W)
+  std::int64_t interaction = 0;                 // QK, AV, index dot products
+  std::int64_t state = 0;                       // linear-attention work the execution path counts
+  std::int64_t uncounted = 0;   // work the chapter's convention leaves out of F (scalar)
+  std::int64_t connection = 0;  // mHC projections, AttnRes mixes
   std::int64_t rope = 0;
   std::int64_t vocab = 0;
-  std::int64_t attention_pairs = 0;  // window + selected entries read (sparse attention)
-  std::int64_t index_scans = 0;      // index entries scored
+  std::int64_t attention_pairs = 0;       // window + selected entries read (sparse attention)
+  std::int64_t index_scans = 0;           // index entries scored
   std::int64_t selection_mismatches = 0;  // top-k selections differing from brute force
   std::int64_t selections = 0;
   std::int64_t experts_touched = 0;  // distinct experts of the first MoE layer, last call
@@ -49,7 +49,7 @@ struct entry_store;
 
 /// Selections handed from an indexer layer to the Reuse layers after it, per query row.
 struct selection_state {
-  std::vector<std::vector<int>> per_row;  // entry indices chosen for each processed row
+  std::vector<std::vector<int>> per_row;     // entry indices chosen for each processed row
   std::vector<std::vector<int>> candidates;  // the candidate pool a Full layer left per row
 };
 

@@ -29,7 +29,8 @@ validation validate_model(const model_spec& spec, std::int64_t k, std::int64_t l
   // Predicted: the tally of the same calls on the same scaled spec.
   forward_tally total;
   std::vector<call> calls = {make_call(v.scaled, 1, 0, length)};
-  for (std::int64_t j = 0; j < decode_steps; ++j) calls.push_back(make_call(v.scaled, 1, length + j, 1));
+  for (std::int64_t j = 0; j < decode_steps; ++j)
+    calls.push_back(make_call(v.scaled, 1, length + j, 1));
   for (const call& c : calls) {
     forward_tally f = tally_forward(g, c);
     total.linear_flops += f.linear_flops;
@@ -61,15 +62,16 @@ validation validate_model(const model_spec& spec, std::int64_t k, std::int64_t l
   add(v, "matrix FLOPs", "connections", total.connection_flops, w.connection);
   add(v, "matrix FLOPs", "rope table", total.rope_flops, w.rope);
   add(v, "matrix FLOPs", "vocabulary head", total.vocab_flops, w.vocab);
-  add(v, "matrix FLOPs", "total",
-      total.flops, w.linear + w.interaction + w.state + w.connection + w.rope + w.vocab);
+  add(v, "matrix FLOPs", "total", total.flops,
+      w.linear + w.interaction + w.state + w.connection + w.rope + w.vocab);
 
   for (const state_item& i : st.items) {
     auto it = run.state.find(i.name);
     add(v, "state bytes", i.name, i.bytes, it == run.state.end() ? 0 : it->second);
   }
   for (const auto& [name, bytes] : run.state) {
-    bool known = std::any_of(st.items.begin(), st.items.end(), [&](const state_item& i) { return i.name == name; });
+    bool known = std::any_of(st.items.begin(), st.items.end(),
+                             [&](const state_item& i) { return i.name == name; });
     if (!known) add(v, "state bytes", name, 0, bytes);
   }
   add(v, "state bytes", "total", st.total, [&] {
@@ -79,7 +81,8 @@ validation validate_model(const model_spec& spec, std::int64_t k, std::int64_t l
   }());
 
   if (has_attention<attention_dsa>(g)) {
-    add(v, "entries", "attention pairs (window + selected)", total.attention_pairs, w.attention_pairs);
+    add(v, "entries", "attention pairs (window + selected)", total.attention_pairs,
+        w.attention_pairs);
     add(v, "entries", "index entries scanned", total.index_scans, w.index_scans);
     add(v, "entries", "top-k selections differing from brute force", 0, w.selection_mismatches);
   }

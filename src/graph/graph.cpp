@@ -85,16 +85,17 @@ graph build_graph(const model_spec& spec) {
   for (const layer& l : g.layers) {
     auto same = [&](const layer_group& grp) {
       const layer& o = g.layers[static_cast<std::size_t>(grp.indices.front())];
-      return o.attention == l.attention && o.ffn == l.ffn && o.norms == l.norms && o.engram == l.engram;
+      return o.attention == l.attention && o.ffn == l.ffn && o.norms == l.norms &&
+             o.engram == l.engram;
     };
     auto it = std::find_if(g.groups.begin(), g.groups.end(), same);
     if (it == g.groups.end()) {
       std::string name = fmt::format("{} + {}", describe(l.attention), describe(l.ffn));
       if (l.engram) name += fmt::format(" + engram {} rows", l.engram->table_rows);
       if (l.norms != 2) name += fmt::format(" + {} norms", l.norms);
-      int twins = static_cast<int>(std::count_if(g.groups.begin(), g.groups.end(), [&](const layer_group& grp) {
-        return grp.name.rfind(name, 0) == 0;
-      }));
+      int twins = static_cast<int>(
+          std::count_if(g.groups.begin(), g.groups.end(),
+                        [&](const layer_group& grp) { return grp.name.rfind(name, 0) == 0; }));
       if (twins > 0) name += fmt::format(" (variant {})", twins + 1);  // differs in a detail
       g.groups.push_back({name, {}});
       it = g.groups.end() - 1;

@@ -65,13 +65,15 @@ std::vector<card_load> card_loads(const graph& g, const layout& l, std::int64_t 
     card_load c;
     c.stage = stage;
     c.first_layer = stage * per_stage;
-    c.layers = std::max<std::int64_t>(0, std::min(total, c.first_layer + per_stage) - c.first_layer);
+    c.layers =
+        std::max<std::int64_t>(0, std::min(total, c.first_layer + per_stage) - c.first_layer);
     for (std::int64_t i = c.first_layer; i < c.first_layer + c.layers; ++i) {
       const layer& ly = g.layers[static_cast<std::size_t>(i)];
       std::vector<tensor> ts;
       layer_tensors(ly, m, ts);
       for (const tensor& t : ts) c.weight_bytes += card_bytes(t, l);
-      auto comps = std::visit([&](const auto& a) { return state(a, m, s.execution); }, ly.attention);
+      auto comps =
+          std::visit([&](const auto& a) { return state(a, m, s.execution); }, ly.attention);
       for (const state_component& sc : comps)
         c.state_bytes += ceil_div(sc.bytes(length), std::min(l.tp, sc.shards));
     }
@@ -118,7 +120,8 @@ placement_plan plan_placement(const graph& g, const gpu_spec& gpu, std::int64_t 
     std::optional<fit> best_here;
     for (std::int64_t tp = 1; tp <= std::min(n, node_gpus); ++tp) {
       if (n % tp != 0) continue;
-      for (std::int64_t ep : moe ? std::vector<std::int64_t>{1, tp} : std::vector<std::int64_t>{1}) {
+      for (std::int64_t ep :
+           moe ? std::vector<std::int64_t>{1, tp} : std::vector<std::int64_t>{1}) {
         layout l{tp, n / tp, ep};
         if (!layout_problem(g, l).empty()) continue;
         fit f = evaluate_layout(g, gpu, l, length, requests, workspace);

@@ -25,8 +25,8 @@ struct card_load {
   std::int64_t stage = 0;
   std::int64_t first_layer = 0;
   std::int64_t layers = 0;
-  checked weight_bytes;        // its share of the weights, small tensors replicated
-  checked state_bytes;         // its share of one request's state at the length
+  checked weight_bytes;  // its share of the weights, small tensors replicated
+  checked state_bytes;   // its share of one request's state at the length
 };
 
 /// Why a layout is not valid for a model ("" when it is).

@@ -53,8 +53,8 @@ capacity_plan plan_capacity(const graph& g, const gpu_spec& gpu, std::int64_t gp
 
 checked max_params(const graph& g, const gpu_spec& gpu, std::int64_t gpus, std::int64_t length,
                    checked workspace, std::int64_t requests) {
-  checked available = checked(gpu.memory) * gpus - workspace -
-                      tally_state(g, length).total * requests;
+  checked available =
+      checked(gpu.memory) * gpus - workspace - tally_state(g, length).total * requests;
   if (available <= 0) return 0;
   // The largest n whose weights, scales included, fit: bytes(n) is monotone, so bisect.
   const dtype& w = g.spec->precision.weights;

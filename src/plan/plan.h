@@ -19,12 +19,12 @@ struct request_plan {
   checked flops;                  // prefill + every decode
   checked prefill_flops;
   checked decode_flops;
-  checked kv_written_bytes;       // state written by this request: prefill plus decodes
-  checked decode_written_bytes;   // state added during generation
-  checked final_state_bytes;      // state kept at the end: S + P + G - 1 positions
+  checked kv_written_bytes;      // state written by this request: prefill plus decodes
+  checked decode_written_bytes;  // state added during generation
+  checked final_state_bytes;     // state kept at the end: S + P + G - 1 positions
   std::int64_t final_positions = 0;
-  checked cumulative_read_bytes;  // history read by all decode steps: sum_j read(H + j)
-  checked cumulative_read_tokens; // sum_j (H + j)
+  checked cumulative_read_bytes;   // history read by all decode steps: sum_j read(H + j)
+  checked cumulative_read_tokens;  // sum_j (H + j)
 };
 
 /// One request of B=1: prefill (S cached, P new), then G-1 decodes at history S+P+j.
@@ -33,12 +33,12 @@ request_plan plan_request(const graph& g, std::int64_t cached, std::int64_t prom
 
 struct capacity_plan {
   std::int64_t length = 0;
-  checked memory;               // all cards together
+  checked memory;  // all cards together
   checked weight_bytes;
   checked workspace_bytes;
-  checked per_request_bytes;    // whole state of one request at `length`
-  checked free_bytes;           // memory - weights - workspace (negative: weights do not fit)
-  std::int64_t requests = 0;    // floor(free / per_request), never a partial request
+  checked per_request_bytes;  // whole state of one request at `length`
+  checked free_bytes;         // memory - weights - workspace (negative: weights do not fit)
+  std::int64_t requests = 0;  // floor(free / per_request), never a partial request
   bool weights_fit = true;
 };
 
@@ -53,8 +53,8 @@ checked max_params(const graph& g, const gpu_spec& gpu, std::int64_t gpus, std::
 struct crossover_plan {
   std::optional<fraction> state_crossover_tokens;  // H*: fixed state / growth per token
   std::int64_t length = 0;
-  checked weight_read_bytes;    // R_W: shared weights read once per batch
-  checked context_read_bytes;   // one request's history read per decode step at `length`
+  checked weight_read_bytes;   // R_W: shared weights read once per batch
+  checked context_read_bytes;  // one request's history read per decode step at `length`
   std::optional<std::int64_t> batch_read_crossover;  // smallest B with B*context > R_W
 };
 
@@ -75,21 +75,21 @@ routing parse_routing(const std::string& text);
 
 struct experts_plan {
   std::int64_t moe_layers = 0;
-  std::int64_t experts = 0;           // E of the first MoE layer
-  std::int64_t top_k = 0;             // k
-  checked tokens;                     // m rows this call
-  checked dispatches;                 // m*k token-to-expert assignments per layer
-  double distinct_experts = 0;        // U: experts touched per layer
-  double rows_per_expert = 0;         // t_e of a touched expert: m*k / U
-  checked expert_params;              // one routed expert: 3 * d_e * f
-  checked expert_bytes;               // at the weights' format
-  checked layer_expert_bytes;         // all E experts of one layer
-  checked all_routed_bytes;           // every routed expert of the model
-  double layer_weight_read_bytes = 0; // U * expert_bytes
-  double weight_read_bytes = 0;       // over every MoE layer
-  checked uniform_layer_read_bytes;   // the two extremes, for comparison
+  std::int64_t experts = 0;            // E of the first MoE layer
+  std::int64_t top_k = 0;              // k
+  checked tokens;                      // m rows this call
+  checked dispatches;                  // m*k token-to-expert assignments per layer
+  double distinct_experts = 0;         // U: experts touched per layer
+  double rows_per_expert = 0;          // t_e of a touched expert: m*k / U
+  checked expert_params;               // one routed expert: 3 * d_e * f
+  checked expert_bytes;                // at the weights' format
+  checked layer_expert_bytes;          // all E experts of one layer
+  checked all_routed_bytes;            // every routed expert of the model
+  double layer_weight_read_bytes = 0;  // U * expert_bytes
+  double weight_read_bytes = 0;        // over every MoE layer
+  checked uniform_layer_read_bytes;    // the two extremes, for comparison
   checked concentrated_layer_read_bytes;
-  checked flops;                      // routed-expert matrix FLOPs over every MoE layer
+  checked flops;  // routed-expert matrix FLOPs over every MoE layer
 };
 
 /// Routed-expert work and weight reads for a batch of `tokens` rows (one decode step of B

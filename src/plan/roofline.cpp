@@ -37,8 +37,8 @@ roofline_plan plan_roofline(const graph& g, const gpu_spec& gpu, std::int64_t gp
   forward_tally dc = tally_forward(g, make_call(s, batch, h, 1));
   state_tally next = tally_state(g, h + 1, batch);
   checked decode_bytes = dc.weight_read_bytes + dc.embedding_read_bytes + dc.engram_read_bytes +
-                         after.decode_read + after.decode_state_rw + (next.growing - after.growing) +
-                         after.window_write;
+                         after.decode_read + after.decode_state_rw +
+                         (next.growing - after.growing) + after.window_write;
   roofline_plan r;
   r.prefill = bound(pf.flops, prefill_bytes, peak, bandwidth);
   r.decode = bound(dc.flops, decode_bytes, peak, bandwidth);

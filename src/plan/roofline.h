@@ -12,12 +12,12 @@
 namespace calc {
 
 struct roofline_call {
-  checked flops;           // F
-  checked bytes;           // R: weights read, state read and written, embedding rows
-  double compute_s = 0;    // F / peak FLOP/s
-  double memory_s = 0;     // R / bandwidth
-  double bound_s = 0;      // max of the two: no kernel can beat it
-  std::string regime;      // "compute" or "memory"
+  checked flops;         // F
+  checked bytes;         // R: weights read, state read and written, embedding rows
+  double compute_s = 0;  // F / peak FLOP/s
+  double memory_s = 0;   // R / bandwidth
+  double bound_s = 0;    // max of the two: no kernel can beat it
+  std::string regime;    // "compute" or "memory"
 };
 
 /// Prefill of B requests (S cached, P new) and one decode step at S + P, on `gpus` cards whose

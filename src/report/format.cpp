@@ -12,7 +12,8 @@ namespace {
 std::string int128_to_string(int128 v) {
   if (v == 0) return "0";
   bool neg = v < 0;
-  __extension__ unsigned __int128 u = neg ? static_cast<unsigned __int128>(-(v + 1)) + 1 : static_cast<unsigned __int128>(v);
+  __extension__ unsigned __int128 u =
+      neg ? static_cast<unsigned __int128>(-(v + 1)) + 1 : static_cast<unsigned __int128>(v);
   std::string s;
   while (u > 0) {
     s.insert(s.begin(), static_cast<char>('0' + static_cast<int>(u % 10)));
@@ -74,8 +75,8 @@ std::string human_bytes(std::int64_t bytes) {
     std::int64_t size;
     const char* name;
   };
-  static const unit units[] = {{1LL << 40, "TiB"}, {1LL << 30, "GiB"}, {1LL << 20, "MiB"},
-                               {1LL << 10, "KiB"}};
+  static const unit units[] = {
+      {1LL << 40, "TiB"}, {1LL << 30, "GiB"}, {1LL << 20, "MiB"}, {1LL << 10, "KiB"}};
   std::int64_t mag = bytes < 0 ? -bytes : bytes;
   for (const unit& u : units)
     if (mag >= u.size) return trim(round_half_even(bytes, u.size, 3)) + " " + u.name;
@@ -87,8 +88,10 @@ std::string human_flops(std::int64_t flops) {
     std::int64_t size;
     const char* name;
   };
-  static const unit units[] = {{1'000'000'000'000'000LL, "PFLOPs"}, {1'000'000'000'000LL, "TFLOPs"},
-                               {1'000'000'000LL, "GFLOPs"}, {1'000'000LL, "MFLOPs"}};
+  static const unit units[] = {{1'000'000'000'000'000LL, "PFLOPs"},
+                               {1'000'000'000'000LL, "TFLOPs"},
+                               {1'000'000'000LL, "GFLOPs"},
+                               {1'000'000LL, "MFLOPs"}};
   std::int64_t mag = flops < 0 ? -flops : flops;
   for (const unit& u : units)
     if (mag >= u.size) return trim(round_half_even(flops, u.size, 3)) + " " + u.name;
@@ -106,16 +109,19 @@ std::string cell(const std::string& key, const ojson& v) {
   if (v.is_number_integer()) {
     std::int64_t i = v.get<std::int64_t>();
     std::string exact = with_commas(i);
-    if (ends_with(key, "bytes") && (i >= 1024 || i <= -1024)) return exact + " B (" + human_bytes(i) + ")";
+    if (ends_with(key, "bytes") && (i >= 1024 || i <= -1024))
+      return exact + " B (" + human_bytes(i) + ")";
     if (ends_with(key, "bytes")) return exact + " B";
-    if (key.find("flops") != std::string::npos && i >= 1'000'000) return exact + " (" + human_flops(i) + ")";
+    if (key.find("flops") != std::string::npos && i >= 1'000'000)
+      return exact + " (" + human_flops(i) + ")";
     if (key.find("params") != std::string::npos && i >= 1'000'000)
       return exact + " (" + trim(round_half_even(i, 1'000'000'000, 3)) + " B)";
     return exact;
   }
   if (v.is_number()) {
     double d = v.get<double>();
-    if (std::floor(d) == d && std::fabs(d) < 9e18) return cell(key, ojson(static_cast<std::int64_t>(d)));
+    if (std::floor(d) == d && std::fabs(d) < 9e18)
+      return cell(key, ojson(static_cast<std::int64_t>(d)));
     if (std::fabs(d) >= 1) return trim(fmt::format("{:.3f}", d));
     return fmt::format("{:.4g}", d);
   }
@@ -175,7 +181,8 @@ bool is_index(const ojson& v) {
   return true;
 }
 
-void flatten(const std::string& prefix, const ojson& obj, std::vector<std::pair<std::string, ojson>>& out) {
+void flatten(const std::string& prefix, const ojson& obj,
+             std::vector<std::pair<std::string, ojson>>& out) {
   for (const auto& [k, v] : obj.items()) {
     std::string key = prefix.empty() ? k : prefix + "." + k;
     if (is_index(v)) continue;

@@ -6,12 +6,11 @@
 // `params` in billions.
 #pragma once
 
+#include <cstdint>
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "common/checked.h"
-
-#include <cstdint>
-#include <string>
 
 namespace calc {
 

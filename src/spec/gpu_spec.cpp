@@ -51,8 +51,8 @@ gpu_spec read_gpu_file(const std::string& path) {
   g.fp8_tflops = read_tflops(m, "fp8_tflops");
   if (m.has("interconnect")) g.interconnect = read_size(m, "interconnect");
   g.source = m.text("source");
-  m.finish({"name", "display", "memory", "bandwidth", "bf16_tflops", "fp8_tflops",
-            "interconnect", "source"});
+  m.finish({"name", "display", "memory", "bandwidth", "bf16_tflops", "fp8_tflops", "interconnect",
+            "source"});
   return g;
 }
 
@@ -65,7 +65,8 @@ gpu_spec find_gpu(const std::string& name_or_path) {
   std::vector<std::string> known;
   for (const auto& g : gpu_catalogue()) known.push_back(g.name);
   std::string message = fmt::format("unknown GPU '{}'", name_or_path);
-  if (auto guess = closest(name_or_path, known)) message += fmt::format(" (did you mean '{}'?)", *guess);
+  if (auto guess = closest(name_or_path, known))
+    message += fmt::format(" (did you mean '{}'?)", *guess);
   message += "; `calc gpus` lists the catalogue";
   throw spec_error("--gpu", message);
 }

@@ -8,14 +8,14 @@
 namespace calc {
 
 struct gpu_spec {
-  std::string name;           // catalogue key, e.g. "rtx-4090"
-  std::string display;        // e.g. "NVIDIA GeForce RTX 4090"
-  std::int64_t memory = 0;    // bytes, decimal as sold (24 GB = 24e9 B; §2.6.2)
-  std::int64_t bandwidth = 0; // memory bandwidth, bytes per second
-  double bf16_tflops = 0;     // dense BF16 tensor peak, 1e12 FLOP/s
-  double fp8_tflops = 0;      // dense FP8 tensor peak (0 when the GPU has no FP8 units)
+  std::string name;               // catalogue key, e.g. "rtx-4090"
+  std::string display;            // e.g. "NVIDIA GeForce RTX 4090"
+  std::int64_t memory = 0;        // bytes, decimal as sold (24 GB = 24e9 B; §2.6.2)
+  std::int64_t bandwidth = 0;     // memory bandwidth, bytes per second
+  double bf16_tflops = 0;         // dense BF16 tensor peak, 1e12 FLOP/s
+  double fp8_tflops = 0;          // dense FP8 tensor peak (0 when the GPU has no FP8 units)
   std::int64_t interconnect = 0;  // GPU-to-GPU bandwidth per direction, bytes per second
-  std::string source;         // where the figures come from
+  std::string source;             // where the figures come from
   std::string file;
 };
 

@@ -35,8 +35,8 @@ attention_spec read_gqa(yaml_map& m) {
   a.output_gate = m.boolean("output_gate", false);
   a.window = m.optional_integer("window");
   if (a.q_heads % a.kv_heads != 0)
-    m.fail("kv_heads", fmt::format("{} KV heads do not divide {} query heads", a.kv_heads,
-                                   a.q_heads));
+    m.fail("kv_heads",
+           fmt::format("{} KV heads do not divide {} query heads", a.kv_heads, a.q_heads));
   m.finish({"kind", "q_heads", "kv_heads", "head_dim", "qk_norm", "output_gate", "window"});
   return a;
 }
@@ -64,8 +64,8 @@ attention_spec read_gdn(yaml_map& m) {
   a.value_dim = m.integer("value_dim");
   a.conv_kernel = m.optional_integer("conv_kernel", 0).value_or(0);
   if (a.v_heads % a.qk_heads != 0)
-    m.fail("qk_heads", fmt::format("{} query/key heads do not divide {} value heads", a.qk_heads,
-                                   a.v_heads));
+    m.fail("qk_heads",
+           fmt::format("{} query/key heads do not divide {} value heads", a.qk_heads, a.v_heads));
   m.finish({"kind", "qk_heads", "v_heads", "key_dim", "value_dim", "conv_kernel"});
   return a;
 }
@@ -92,8 +92,8 @@ attention_spec read_dsa(yaml_map& m) {
   a.window = m.integer("window");
   a.sink = m.boolean("sink", true);
   if ((a.heads * a.head_dim) % a.o_groups != 0)
-    m.fail("o_groups", fmt::format("{} output groups do not divide {} x {}", a.o_groups, a.heads,
-                                   a.head_dim));
+    m.fail("o_groups",
+           fmt::format("{} output groups do not divide {} x {}", a.o_groups, a.heads, a.head_dim));
   if (m.has("global")) {
     yaml_map g = m.map("global");
     dsa_global gl;
@@ -131,8 +131,8 @@ attention_spec read_dsa(yaml_map& m) {
   } else {
     m.optional("indexer");
   }
-  m.finish({"kind", "heads", "head_dim", "q_rank", "o_groups", "o_rank", "window", "sink",
-            "global", "indexer"});
+  m.finish({"kind", "heads", "head_dim", "q_rank", "o_groups", "o_rank", "window", "sink", "global",
+            "indexer"});
   return a;
 }
 
@@ -221,8 +221,8 @@ precision_spec read_precision(yaml_map& parent) {
   if (m.has("production")) {
     yaml_map prod = m.map("production");
     YAML::Node given = m.optional("production");
-    const std::vector<std::string> roles = {"kv", "index", "window", "compressor", "recurrent",
-                                            "conv", "token_history"};
+    const std::vector<std::string> roles = {"kv",        "index", "window",       "compressor",
+                                            "recurrent", "conv",  "token_history"};
     for (auto it = given.begin(); it != given.end(); ++it) {
       std::string role = it->first.as<std::string>();
       if (std::find(roles.begin(), roles.end(), role) == roles.end()) continue;  // finish() says
@@ -353,9 +353,11 @@ void expand_pattern_entry(const YAML::Node& node, const std::string& field, cons
 layers_spec read_layers(yaml_map m) {
   layers_spec l;
   l.count = m.integer("count");
-  if (l.count > 100'000) m.fail("count", fmt::format("{} layers is not a plausible model", l.count));
+  if (l.count > 100'000)
+    m.fail("count", fmt::format("{} layers is not a plausible model", l.count));
   l.base = read_block(m);
-  if (!l.base.attention) throw spec_error(m.where(), m.path_of("attention"), "missing required field");
+  if (!l.base.attention)
+    throw spec_error(m.where(), m.path_of("attention"), "missing required field");
   if (!l.base.ffn) throw spec_error(m.where(), m.path_of("ffn"), "missing required field");
   if (!l.base.norms) l.base.norms = 2;
 
@@ -385,15 +387,16 @@ layers_spec read_layers(yaml_map m) {
         std::vector<std::string> known = {"base"};
         for (const auto& [k, v] : l.variants) known.push_back(k);
         std::string message = fmt::format("unknown variant '{}'", name);
-        if (auto guess = closest(name, known)) message += fmt::format(" (did you mean '{}'?)", *guess);
+        if (auto guess = closest(name, known))
+          message += fmt::format(" (did you mean '{}'?)", *guess);
         throw spec_error(location_of(node[i], m.file()),
                          fmt::format("{}[{}]", m.path_of("pattern"), i), message);
       }
     }
     if (static_cast<std::int64_t>(l.pattern.size()) > l.count)
-      throw spec_error(l.pattern_where, m.path_of("pattern"),
-                       fmt::format("pattern of {} layers is longer than count {}",
-                                   l.pattern.size(), l.count));
+      throw spec_error(
+          l.pattern_where, m.path_of("pattern"),
+          fmt::format("pattern of {} layers is longer than count {}", l.pattern.size(), l.count));
   }
   if (m.has("overrides")) {
     YAML::Node node = m.required("overrides");
@@ -405,18 +408,20 @@ layers_spec read_layers(yaml_map m) {
       ov.where = o.where();
       YAML::Node at = o.required("at");
       if (!at.IsSequence())
-        throw spec_error(location_of(at, m.file()), o.path_of("at"), "expected a list of layer indices");
+        throw spec_error(location_of(at, m.file()), o.path_of("at"),
+                         "expected a list of layer indices");
       for (std::size_t j = 0; j < at.size(); ++j) {
         std::string field = fmt::format("{}[{}]", o.path_of("at"), j);
         std::int64_t index = read_integer(at[j], field, m.file(), 0);
         if (index >= l.count)
-          throw spec_error(location_of(at[j], m.file()), field,
-                           fmt::format("layer {} is out of range (the model has {} layers)", index,
-                                       l.count));
+          throw spec_error(
+              location_of(at[j], m.file()), field,
+              fmt::format("layer {} is out of range (the model has {} layers)", index, l.count));
         ov.at.push_back(index);
       }
       if (auto variant = o.optional_text("variant")) {
-        if (!l.variants.count(*variant)) o.fail("variant", fmt::format("unknown variant '{}'", *variant));
+        if (!l.variants.count(*variant))
+          o.fail("variant", fmt::format("unknown variant '{}'", *variant));
         ov.block = l.variants.at(*variant);
       }
       block_spec own = read_block(o);
@@ -438,7 +443,8 @@ void validate_sources(const model_spec& spec, yaml_map& m) {
   for (std::int64_t i = 0; i < spec.layers.count; ++i) {
     at[static_cast<std::size_t>(i)] = &*spec.layers.base.attention;
     if (!spec.layers.pattern.empty()) {
-      const std::string& v = spec.layers.pattern[static_cast<std::size_t>(i) % spec.layers.pattern.size()];
+      const std::string& v =
+          spec.layers.pattern[static_cast<std::size_t>(i) % spec.layers.pattern.size()];
       if (v != "base" && spec.layers.variants.at(v).attention)
         at[static_cast<std::size_t>(i)] = &*spec.layers.variants.at(v).attention;
     }
@@ -450,10 +456,13 @@ void validate_sources(const model_spec& spec, yaml_map& m) {
     const auto* a = std::get_if<attention_dsa>(at[static_cast<std::size_t>(i)]);
     if (!a || !a->global || a->global->source < 0) continue;
     std::int64_t src = a->global->source;
-    const attention_dsa* s = src < spec.layers.count ? std::get_if<attention_dsa>(at[static_cast<std::size_t>(src)]) : nullptr;
+    const attention_dsa* s = src < spec.layers.count
+                                 ? std::get_if<attention_dsa>(at[static_cast<std::size_t>(src)])
+                                 : nullptr;
     if (src >= i || !s || !s->global || s->global->source >= 0)
-      throw spec_error(m.where(), fmt::format("layers[{}].attention.global.source", i),
-                       fmt::format("layer {} does not store global entries before layer {}", src, i));
+      throw spec_error(
+          m.where(), fmt::format("layers[{}].attention.global.source", i),
+          fmt::format("layer {} does not store global entries before layer {}", src, i));
   }
 }
 
@@ -462,7 +471,8 @@ model_spec read_model(const YAML::Node& root, const std::string& file) {
   model_spec spec;
   spec.file = file;
   std::int64_t schema = m.optional_integer("schema").value_or(1);
-  if (schema != 1) m.fail("schema", fmt::format("schema version {} is not supported (this calc reads 1)", schema));
+  if (schema != 1)
+    m.fail("schema", fmt::format("schema version {} is not supported (this calc reads 1)", schema));
   spec.name = m.text("name");
   spec.source = m.optional_text("source").value_or("");
   spec.vocab = m.integer("vocab");
@@ -481,8 +491,9 @@ model_spec read_model(const YAML::Node& root, const std::string& file) {
     ced.encoder_layers = c.integer("encoder_layers");
     ced.replay = c.integer("replay");
     if (ced.encoder_layers >= spec.layers.count)
-      c.fail("encoder_layers", fmt::format("the encoder must leave decoder layers (the model has {})",
-                                           spec.layers.count));
+      c.fail("encoder_layers",
+             fmt::format("the encoder must leave decoder layers (the model has {})",
+                         spec.layers.count));
     c.finish({"encoder_layers", "replay"});
     spec.ced = ced;
   } else {

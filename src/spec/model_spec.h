@@ -74,21 +74,21 @@ struct attention_kda {
 /// The global (long-range) branch of DeepSeek sparse attention: compressed entries of one shared
 /// head_dim-wide record each, completed every `ratio` tokens (§2.3.3, §2.3.6).
 struct dsa_global {
-  std::int64_t ratio = 1;       // tokens per completed entry (CSA 4, HCA 128; V4.1 2 or 1)
-  std::int64_t top_k = 0;       // entries main attention reads at most; 0 = every entry (HCA)
-  std::int64_t source = -1;     // layer whose entries this layer reads; -1 = its own (it stores them)
-  bool overlap = false;         // CSA: each entry mixes two adjacent blocks (two projection sets)
-  bool gate = true;             // a compression gate projection beside the KV projection
-  bool position_bias = false;   // a learned [ratio, overlap*head_dim] bias (V4's ape)
+  std::int64_t ratio = 1;    // tokens per completed entry (CSA 4, HCA 128; V4.1 2 or 1)
+  std::int64_t top_k = 0;    // entries main attention reads at most; 0 = every entry (HCA)
+  std::int64_t source = -1;  // layer whose entries this layer reads; -1 = its own (it stores them)
+  bool overlap = false;      // CSA: each entry mixes two adjacent blocks (two projection sets)
+  bool gate = true;          // a compression gate projection beside the KV projection
+  bool position_bias = false;  // a learned [ratio, overlap*head_dim] bias (V4's ape)
 
   bool operator==(const dsa_global&) const = default;
 };
 
 /// The indexer that scores compressed entries before main attention selects top_k of them.
 struct dsa_indexer {
-  std::int64_t heads = 0;       // index heads
-  std::int64_t dim = 0;         // index key width
-  std::int64_t top_k = 0;       // entries selected for main attention
+  std::int64_t heads = 0;  // index heads
+  std::int64_t dim = 0;    // index key width
+  std::int64_t top_k = 0;  // entries selected for main attention
   enum class keys_kind {
     compressor,  // own compressor over the input (V4 CSA): wkv + wgate, bias, norm, buffers
     projection,  // projected from each newly completed main entry (V4.1 source layers)
@@ -104,12 +104,12 @@ struct dsa_indexer {
 /// and an optional indexer. Window-only, CSA, HCA and CSA2 Full/Reindex/Reuse are settings.
 struct attention_dsa {
   std::int64_t heads = 0;
-  std::int64_t head_dim = 0;    // record width (K = V)
-  std::int64_t q_rank = 0;      // query down-projection rank
-  std::int64_t o_groups = 1;    // grouped low-rank output: groups ...
-  std::int64_t o_rank = 0;      // ... each projecting heads*head_dim/o_groups -> o_rank
-  std::int64_t window = 0;      // local window in tokens
-  bool sink = true;             // a per-head attention sink (heads parameters)
+  std::int64_t head_dim = 0;  // record width (K = V)
+  std::int64_t q_rank = 0;    // query down-projection rank
+  std::int64_t o_groups = 1;  // grouped low-rank output: groups ...
+  std::int64_t o_rank = 0;    // ... each projecting heads*head_dim/o_groups -> o_rank
+  std::int64_t window = 0;    // local window in tokens
+  bool sink = true;           // a per-head attention sink (heads parameters)
   std::optional<dsa_global> global;
   std::optional<dsa_indexer> indexer;
 
@@ -175,26 +175,26 @@ struct override_spec {
 };
 
 struct layers_spec {
-  std::int64_t count = 0;                    // L
-  block_spec base;                           // complete: attention, ffn and norms all given
+  std::int64_t count = 0;                      // L
+  block_spec base;                             // complete: attention, ffn and norms all given
   std::map<std::string, block_spec> variants;  // named partial blocks, applied over the base
-  std::vector<std::string> pattern;          // repeats to fill `count`; "base" = the base block
-  std::vector<override_spec> overrides;      // applied last, in order
+  std::vector<std::string> pattern;            // repeats to fill `count`; "base" = the base block
+  std::vector<override_spec> overrides;        // applied last, in order
   source_location pattern_where;
 };
 
 /// Storage format of each tensor role (the byte rule is in common/dtype.h).
 struct precision_spec {
-  dtype weights;    // projection and FFN matrices
-  dtype embedding;  // embedding table
-  dtype head;       // vocabulary head (when untied)
-  dtype norms;      // normalisation vectors
-  dtype kv;         // cached keys and values (and MLA latents)
-  dtype recurrent;  // linear-attention recurrent state (fp32 in the chapter)
-  dtype conv;       // short-convolution slots
-  dtype index;      // index key records
-  dtype window;     // sliding-window records of sparse attention
-  dtype compressor; // incomplete-block compressor buffers
+  dtype weights;        // projection and FFN matrices
+  dtype embedding;      // embedding table
+  dtype head;           // vocabulary head (when untied)
+  dtype norms;          // normalisation vectors
+  dtype kv;             // cached keys and values (and MLA latents)
+  dtype recurrent;      // linear-attention recurrent state (fp32 in the chapter)
+  dtype conv;           // short-convolution slots
+  dtype index;          // index key records
+  dtype window;         // sliding-window records of sparse attention
+  dtype compressor;     // incomplete-block compressor buffers
   dtype token_history;  // per-request token ids kept for Engram n-grams
   /// The production storage formats (`--storage production`): roles given here replace the
   /// reference ones above; empty names leave a role as it is.
@@ -226,12 +226,13 @@ struct execution_spec {
   bool vocab_all_rows = false;  // false: the vocabulary head runs on the last token of each request
   mla_path mla = mla_path::compact;
   linear_prefill linear = linear_prefill::chunked;
-  std::int64_t chunk = 64;                       // chunk size of chunked linear attention
+  std::int64_t chunk = 64;  // chunk size of chunked linear attention
   chunk_rule chunk_flops = chunk_rule::padded_gemms;
-  bool step_state_gemms = true;   // a recurrent step's S^T k, k (x) delta, S^T q count as matrix FLOPs
-  bool conv_flops = true;         // the short convolution counts every padded output
+  bool step_state_gemms =
+      true;                // a recurrent step's S^T k, k (x) delta, S^T q count as matrix FLOPs
+  bool conv_flops = true;  // the short convolution counts every padded output
   pair_counting index_scan = pair_counting::causal;  // index scores: causal or the rectangle
-  bool ced = false;               // run the CED split (encoder over all, decoder tail replay)
+  bool ced = false;  // run the CED split (encoder over all, decoder tail replay)
 };
 
 /// How layers connect (§2.5): plain residual, Block AttnRes mixing saved block snapshots, or
@@ -260,10 +261,10 @@ struct mtp_spec {
 
 struct model_spec {
   std::string name;
-  std::string file;  // where it was read from
-  std::string source;  // free-text citation (which table it reproduces)
-  std::int64_t vocab = 0;    // V
-  std::int64_t hidden = 0;   // d
+  std::string file;         // where it was read from
+  std::string source;       // free-text citation (which table it reproduces)
+  std::int64_t vocab = 0;   // V
+  std::int64_t hidden = 0;  // d
   bool tie_embeddings = false;
   bool final_norm = true;
   precision_spec precision;
@@ -271,7 +272,7 @@ struct model_spec {
   connection_spec connection;
   std::optional<ced_spec> ced;
   std::optional<mtp_spec> mtp;
-  bool token_history = false;  // keep every token id per request (Engram n-grams)
+  bool token_history = false;               // keep every token id per request (Engram n-grams)
   std::int64_t rope_table_frequencies = 0;  // counted RoPE table outer product width; 0 = none
   layers_spec layers;
   std::vector<std::string> defaulted;  // field paths that took their default value

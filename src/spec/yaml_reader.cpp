@@ -93,8 +93,7 @@ std::optional<std::string> closest(const std::string& word, const std::vector<st
 
 std::int64_t read_integer(const YAML::Node& node, const std::string& field, const std::string& file,
                           std::int64_t min) {
-  if (!node.IsScalar())
-    throw spec_error(location_of(node, file), field, "expected an integer");
+  if (!node.IsScalar()) throw spec_error(location_of(node, file), field, "expected an integer");
   std::int64_t v = 0;
   const std::string& s = node.Scalar();
   try {

@@ -71,7 +71,8 @@ void add_tensors(const attention_dsa& a, const model_context& m, std::vector<ten
   out.push_back(wkv);
   // Grouped low-rank output: each group maps its heads' slice to o_rank, nothing across groups.
   out.push_back({"attention", "wo_a", category::attention, q_width * a.o_rank, w, true});
-  out.push_back({"attention", "wo_b", category::attention, checked(a.o_groups) * a.o_rank * d, w, true});
+  out.push_back(
+      {"attention", "wo_b", category::attention, checked(a.o_groups) * a.o_rank * d, w, true});
   if (a.sink) out.push_back({"norms", "attn_sink", category::other, a.heads, norms});
   out.push_back({"norms", "q_norm", category::other, a.q_rank, norms});
   out.push_back({"norms", "kv_norm", category::other, a.head_dim, norms});
@@ -109,14 +110,16 @@ void add_tensors(const attention_dsa& a, const model_context& m, std::vector<ten
         out.push_back({"norms", "indexer_ape", category::other, checked(g.ratio) * width, norms});
       out.push_back({"norms", "indexer_norm", category::other, x.dim, norms});
     } else if (x.keys == dsa_indexer::keys_kind::projection) {
-      tensor k{"attention", "index_key_proj", category::attention, checked(a.head_dim) * x.dim, w, true};
+      tensor k{"attention", "index_key_proj", category::attention, checked(a.head_dim) * x.dim, w,
+               true};
       k.rows = row_source::new_entries;
       k.entry_ratio = g.ratio;
       k.shards = 1;
       out.push_back(k);
       out.push_back({"norms", "indexer_norm", category::other, x.dim, norms});
     }
-    out.push_back({"attention", "indexer_wq", category::attention, checked(a.q_rank) * x.heads * x.dim, w, true});
+    out.push_back({"attention", "indexer_wq", category::attention,
+                   checked(a.q_rank) * x.heads * x.dim, w, true});
     out.push_back({"attention", "indexer_weights", category::attention, d * x.heads, w, true});
   }
 }
@@ -187,8 +190,7 @@ checked decode_read(const attention_dsa& a, const model_context& m, const execut
   checked selected = a.global->top_k > 0 ? min(entries, a.global->top_k) : entries;
   read += selected * p.kv.bytes(a.head_dim);
   if (a.indexer) {
-    checked scanned =
-        a.indexer->candidates > 0 ? min(entries, a.indexer->candidates) : entries;
+    checked scanned = a.indexer->candidates > 0 ? min(entries, a.indexer->candidates) : entries;
     read += scanned * p.index.bytes(a.indexer->dim);
   }
   return read;

@@ -89,7 +89,7 @@ void add_tensors(const attention_gdn& a, const model_context& m, std::vector<ten
   checked d = m.hidden;
   checked v_width = checked(a.v_heads) * a.value_dim;
   out.push_back({"attention", "in_proj_qkv", category::attention, d * gdn_channels(a), w, true});
-  out.push_back({"attention", "in_proj_z", category::attention, d * v_width, w, true});  // gate
+  out.push_back({"attention", "in_proj_z", category::attention, d * v_width, w, true});    // gate
   out.push_back({"attention", "in_proj_a", category::attention, d * a.v_heads, w, true});  // decay
   out.push_back({"attention", "in_proj_b", category::attention, d * a.v_heads, w, true});  // beta
   out.push_back({"attention", "out_proj", category::attention, v_width * d, w, true});
@@ -101,8 +101,8 @@ void add_tensors(const attention_gdn& a, const model_context& m, std::vector<ten
 }
 
 work flops(const attention_gdn& a, const model_context&, const call& c) {
-  return {0, linear_state_flops(a.v_heads, a.key_dim, a.value_dim, gdn_channels(a),
-                                a.conv_kernel, c)};
+  return {0,
+          linear_state_flops(a.v_heads, a.key_dim, a.value_dim, gdn_channels(a), a.conv_kernel, c)};
 }
 
 std::vector<state_component> state(const attention_gdn& a, const model_context& m,
@@ -120,7 +120,8 @@ void add_tensors(const attention_kda& a, const model_context& m, std::vector<ten
   out.push_back({"attention", "k_proj", category::attention, d * k_width, w, true});
   out.push_back({"attention", "v_proj", category::attention, d * v_width, w, true});
   out.push_back({"attention", "f_a_proj", category::attention, d * a.decay_rank, w, true});
-  out.push_back({"attention", "f_b_proj", category::attention, checked(a.decay_rank) * k_width, w, true});
+  out.push_back(
+      {"attention", "f_b_proj", category::attention, checked(a.decay_rank) * k_width, w, true});
   out.push_back({"attention", "beta_proj", category::attention, d * a.heads, w, true});
   if (a.output_gate)
     out.push_back({"attention", "g_proj", category::attention, d * v_width, w, true});
@@ -133,8 +134,8 @@ void add_tensors(const attention_kda& a, const model_context& m, std::vector<ten
 }
 
 work flops(const attention_kda& a, const model_context&, const call& c) {
-  return {0, linear_state_flops(a.heads, a.key_dim, a.value_dim, kda_channels(a), a.conv_kernel,
-                                c)};
+  return {0,
+          linear_state_flops(a.heads, a.key_dim, a.value_dim, kda_channels(a), a.conv_kernel, c)};
 }
 
 std::vector<state_component> state(const attention_kda& a, const model_context& m,

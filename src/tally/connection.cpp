@@ -33,8 +33,8 @@ void add_mhc_layer_tensors(const connection_spec& c, const model_context& m,
   checked coeffs = checked(c.ways + 2) * c.ways;
   checked width = checked(c.ways) * m.hidden;
   for (const char* sub : {"attn", "ffn"}) {
-    out.push_back({"connection", std::string("hc_") + sub + "_fn", category::other,
-                   coeffs * width, &m.precision->norms, true});
+    out.push_back({"connection", std::string("hc_") + sub + "_fn", category::other, coeffs * width,
+                   &m.precision->norms, true});
     out.push_back({"connection", std::string("hc_") + sub + "_base_scale", category::other,
                    coeffs + 3, &m.precision->norms});
   }
@@ -44,7 +44,7 @@ void add_mhc_head_tensors(const connection_spec& c, const model_context& m,
                           std::vector<tensor>& out) {
   if (!c.head_mix) return;
   checked width = checked(c.ways) * m.hidden;
-  tensor fn{"connection", "hc_head_fn", category::other, checked(c.ways) * width,
+  tensor fn{"connection",        "hc_head_fn", category::other, checked(c.ways) * width,
             &m.precision->norms, true};
   fn.rows = row_source::new_positions;  // the reference mixes the head on every row
   out.push_back(fn);
@@ -69,8 +69,7 @@ checked mhc_nonmatrix_per_row(const connection_spec& c, std::int64_t hidden,
 
 void add_tensors(const engram_spec& e, const model_context& m, std::vector<tensor>& out) {
   const dtype* w = &m.precision->weights;
-  tensor table{"engram", "engram_table", category::engram,
-               checked(e.table_rows) * e.bucket_dim, w};
+  tensor table{"engram", "engram_table", category::engram, checked(e.table_rows) * e.bucket_dim, w};
   table.lookup_only = true;  // rows are looked up: bytes, not FLOPs
   out.push_back(table);
   // The concatenated lookups project to `ways` keys plus one shared value of width d.

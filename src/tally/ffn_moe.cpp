@@ -21,8 +21,12 @@ void add_tensors(const ffn_moe& f, const model_context& m, std::vector<tensor>& 
     out.push_back({"latent", "latent_out", category::other, checked(f.latent) * d, w, true});
     if (f.latent_norm) out.push_back({"norms", "latent_norm", category::other, f.latent, norms});
   }
-  tensor experts{"experts", "routed_experts", category::routed_experts,
-                 checked(f.experts) * 3 * width * f.intermediate, w, true};
+  tensor experts{"experts",
+                 "routed_experts",
+                 category::routed_experts,
+                 checked(f.experts) * 3 * width * f.intermediate,
+                 w,
+                 true};
   experts.instances = f.experts;
   experts.per_token = f.top_k;
   out.push_back(experts);

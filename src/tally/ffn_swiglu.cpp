@@ -8,7 +8,8 @@ void add_tensors(const ffn_swiglu& f, const model_context& m, std::vector<tensor
   checked d = m.hidden;
   out.push_back({"ffn", "gate_proj", category::dense_shared_ffn, d * f.intermediate, w, true});
   out.push_back({"ffn", "up_proj", category::dense_shared_ffn, d * f.intermediate, w, true});
-  out.push_back({"ffn", "down_proj", category::dense_shared_ffn, checked(f.intermediate) * d, w, true});
+  out.push_back(
+      {"ffn", "down_proj", category::dense_shared_ffn, checked(f.intermediate) * d, w, true});
 }
 
 }  // namespace calc

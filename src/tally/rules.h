@@ -16,7 +16,14 @@
 namespace calc {
 
 /// Table 2-B's six mutually exclusive parameter categories.
-enum class category { embedding_output, attention, dense_shared_ffn, routed_experts, engram, other };
+enum class category {
+  embedding_output,
+  attention,
+  dense_shared_ffn,
+  routed_experts,
+  engram,
+  other
+};
 
 const char* category_key(category c);  // JSON key, e.g. "dense_shared_ffn"
 
@@ -29,8 +36,8 @@ enum class row_source {
 
 /// One weight tensor of one layer (or of the model).
 struct tensor {
-  std::string module;   // "attention", "ffn", "experts", "router", "norms", "conv", ...
-  std::string name;     // e.g. "q_proj"
+  std::string module;  // "attention", "ffn", "experts", "router", "norms", "conv", ...
+  std::string name;    // e.g. "q_proj"
   category cat;
   checked params;
   const dtype* format;  // storage format, owned by the spec's precision
@@ -40,8 +47,8 @@ struct tensor {
   bool lookup_only = false;    // read by rows (the embedding table), not whole per call
   row_source rows = row_source::processed;
   std::int64_t entry_ratio = 1;  // tokens per entry, for row_source::new_entries
-  std::int64_t shards = 0;  // tensor parallelism splits it over at most this many cards
-                            // (its heads); 0 = any degree; 1 = replicated on every card
+  std::int64_t shards = 0;       // tensor parallelism splits it over at most this many cards
+                                 // (its heads); 0 = any degree; 1 = replicated on every card
 
   /// Rows this tensor's GEMM runs on in the call.
   checked rows_in(const call& c) const;
@@ -68,11 +75,11 @@ enum class state_class {
 /// One kind of per-request state of one layer.
 /// bytes(N) = fixed + per_entry * floor(min(N, cap) / ratio).
 struct state_component {
-  std::string name;                   // e.g. "kv", "recurrent", "csa_main"
-  checked fixed;                      // bytes independent of length
-  checked per_entry;                  // bytes per stored entry
-  std::int64_t ratio = 1;             // tokens per entry (compression ratio)
-  std::optional<std::int64_t> cap;    // tokens kept at most (a sliding window)
+  std::string name;                 // e.g. "kv", "recurrent", "csa_main"
+  checked fixed;                    // bytes independent of length
+  checked per_entry;                // bytes per stored entry
+  std::int64_t ratio = 1;           // tokens per entry (compression ratio)
+  std::optional<std::int64_t> cap;  // tokens kept at most (a sliding window)
   state_class kind = state_class::history;
   bool read_write_each_step = false;  // recurrent matrices: read and rewritten every decode step
   std::int64_t read_cap = 0;          // entries one query reads at most (top-k); 0 = all

@@ -10,12 +10,18 @@ namespace calc {
 
 const char* category_key(category c) {
   switch (c) {
-    case category::embedding_output: return "embedding_output";
-    case category::attention: return "attention";
-    case category::dense_shared_ffn: return "dense_shared_ffn";
-    case category::routed_experts: return "routed_experts";
-    case category::engram: return "engram";
-    case category::other: return "other";
+    case category::embedding_output:
+      return "embedding_output";
+    case category::attention:
+      return "attention";
+    case category::dense_shared_ffn:
+      return "dense_shared_ffn";
+    case category::routed_experts:
+      return "routed_experts";
+    case category::engram:
+      return "engram";
+    case category::other:
+      return "other";
   }
   return "other";
 }
@@ -34,10 +40,13 @@ std::string kind_name(const ffn_spec& f) {
 
 checked tensor::rows_in(const call& c) const {
   switch (rows) {
-    case row_source::processed: return c.rows();
-    case row_source::new_positions: return c.new_rows();
+    case row_source::processed:
+      return c.rows();
+    case row_source::new_positions:
+      return c.new_rows();
     case row_source::new_entries:  // entries completed by this call: n/r - S/r per request
-      return checked(c.batch) * (checked(c.end_position()) / entry_ratio - checked(c.context) / entry_ratio);
+      return checked(c.batch) *
+             (checked(c.end_position()) / entry_ratio - checked(c.context) / entry_ratio);
   }
   return 0;
 }
@@ -101,8 +110,8 @@ void layer_tensors(const layer& l, const model_context& m, std::vector<tensor>& 
   if (m.connection && m.connection->type == connection_spec::kind::mhc)
     add_mhc_layer_tensors(*m.connection, m, out);
   // Input and post-attention RMSNorm: one d-wide vector each.
-  out.push_back({"norms", "layer_norms", category::other, checked(l.norms) * m.hidden,
-                 &m.precision->norms});
+  out.push_back(
+      {"norms", "layer_norms", category::other, checked(l.norms) * m.hidden, &m.precision->norms});
 }
 
 namespace {
@@ -120,8 +129,8 @@ void model_level_tensors(const model_spec& s, const model_context& m, std::vecto
   if (s.connection.type == connection_spec::kind::attnres) {
     // A norm and a projection vector per sublayer mix, plus the output mix.
     checked mixes = checked(2) * s.layers.count + 1;
-    out.push_back({"connection", "attnres", category::other, mixes * 2 * s.hidden,
-                   &s.precision.norms});
+    out.push_back(
+        {"connection", "attnres", category::other, mixes * 2 * s.hidden, &s.precision.norms});
   }
   if (s.connection.type == connection_spec::kind::mhc) add_mhc_head_tensors(s.connection, m, out);
 }
@@ -219,8 +228,8 @@ void add_layer_work(const layer& l, const model_context& m, const call& lc, cons
     } else {
       f.linear_flops += flops;
       std::string kind = t.module == "attention" || t.module == "conv" ? kind_name(l.attention)
-                         : t.module == "engram"                     ? std::string("engram")
-                                                                    : kind_name(l.ffn);
+                         : t.module == "engram"                        ? std::string("engram")
+                                                                       : kind_name(l.ffn);
       f.by_kind[kind] += flops;
     }
     f.weight_read_bytes += t.read_bytes(lc) * count;
@@ -313,18 +322,21 @@ forward_tally tally_forward(const graph& g, const call& c) {
   f.flops = f.linear_flops + f.interaction_flops + f.state_flops + f.connection_flops +
             f.rope_flops + f.vocab_flops;
   if (s.connection.type == connection_spec::kind::mhc)
-    f.mhc_nonmatrix = mhc_nonmatrix_per_row(s.connection, s.hidden, 2 * s.layers.count) * c.new_rows();
+    f.mhc_nonmatrix =
+        mhc_nonmatrix_per_row(s.connection, s.hidden, 2 * s.layers.count) * c.new_rows();
   return f;
 }
 
 forward_tally tally_mtp(const graph& g, const call& c) {
   const model_spec& s = *g.spec;
-  if (!s.mtp) throw spec_error("--mtp", fmt::format("{} has no multi-token prediction block", s.name));
+  if (!s.mtp)
+    throw spec_error("--mtp", fmt::format("{} has no multi-token prediction block", s.name));
   model_context m = context_of(g);
   forward_tally f;
   checked d = s.hidden;
   // e_proj on the token embedding, h_proj on each residual stream of the backbone feature.
-  checked streams = s.connection.type == connection_spec::kind::mhc ? checked(s.connection.ways) : checked(1);
+  checked streams =
+      s.connection.type == connection_spec::kind::mhc ? checked(s.connection.ways) : checked(1);
   checked proj = checked(2) * d * d * c.rows() * (streams + 1);
   f.linear_flops += proj;
   add_module(f.modules, "mtp e_proj and h_proj", proj, d * d * 2);
@@ -345,7 +357,8 @@ forward_tally tally_mtp(const graph& g, const call& c) {
   }
   f.vocab_flops = checked(2) * c.vocab_rows() * s.vocab * d;
   add_module(f.modules, "vocabulary head (shared)", f.vocab_flops, 0);
-  f.flops = f.linear_flops + f.interaction_flops + f.state_flops + f.connection_flops + f.vocab_flops;
+  f.flops =
+      f.linear_flops + f.interaction_flops + f.state_flops + f.connection_flops + f.vocab_flops;
   f.stages = {{"mtp block", f.flops - f.vocab_flops, 0}, {"vocabulary head", f.vocab_flops, 0}};
   return f;
 }
@@ -365,8 +378,8 @@ state_tally tally_state(const graph& g, std::int64_t length, std::int64_t batch,
     if (it == st.items.end()) {
       checked entries = sc.entries(length);
       checked read = sc.read_cap > 0 ? min(entries, sc.read_cap) : entries;
-      st.items.push_back({sc.name, 0, 0, {}, sc.kind, sc.read_write_each_step, entries,
-                          read * sc.per_entry});
+      st.items.push_back(
+          {sc.name, 0, 0, {}, sc.kind, sc.read_write_each_step, entries, read * sc.per_entry});
       it = st.items.end() - 1;
     }
     it->layers += count.value();
@@ -390,9 +403,9 @@ state_tally tally_state(const graph& g, std::int64_t length, std::int64_t batch,
     auto comps = std::visit([&](const auto& a) { return state(a, m, exec); }, l.attention);
     for (const state_component& sc : comps) add(sc, count);
     // The history is read once per decode step and reused across heads (§2.3.6).
-    st.decode_read += checked(batch) * count *
-                      std::visit([&](const auto& a) { return decode_read(a, m, exec, length); },
-                                 l.attention);
+    st.decode_read +=
+        checked(batch) * count *
+        std::visit([&](const auto& a) { return decode_read(a, m, exec, length); }, l.attention);
     st.window_write += checked(batch) * count * window_write(l.attention, m);
   }
   if (s.token_history) {

@@ -36,11 +36,11 @@ struct group_params {
 struct params_tally {
   checked total;
   std::map<category, checked> categories;
-  checked weight_bytes;        // at the model's precision
-  checked bf16_bytes;          // 2 bytes per parameter, as Table 2-B converts
-  checked lookup_bytes;        // the embedding table, read by rows rather than whole
-  checked shared_read_bytes;   // weights every call reads once: all but the lookup table
-  checked active;              // parameters one token uses (all but unselected routed experts)
+  checked weight_bytes;       // at the model's precision
+  checked bf16_bytes;         // 2 bytes per parameter, as Table 2-B converts
+  checked lookup_bytes;       // the embedding table, read by rows rather than whole
+  checked shared_read_bytes;  // weights every call reads once: all but the lookup table
+  checked active;             // parameters one token uses (all but unselected routed experts)
   checked selected_expert_bytes_per_token;  // Table 2-C's last column, at the weights' format
   std::vector<group_params> groups;
 };
@@ -68,7 +68,7 @@ struct forward_tally {
   /// FLOPs by layer kind ("gqa", "moe", "kda", ...; "connection", "engram", "vocab", "rope"),
   /// the keys the reference executor counts its own work under.
   std::map<std::string, checked> by_kind;
-  checked weight_read_bytes;  // weights read once per call (the embedding table excluded)
+  checked weight_read_bytes;     // weights read once per call (the embedding table excluded)
   checked embedding_read_bytes;  // embedding rows looked up: m rows of d values
   std::vector<module_flops> modules;
   std::vector<module_flops> stages;
@@ -97,13 +97,13 @@ struct state_tally {
   checked total;
   checked fixed;
   checked growing;
-  fraction per_token;        // average growth rate of the unbounded components
+  fraction per_token;          // average growth rate of the unbounded components
   fraction history_per_token;  // the same for global history alone (§2.3.6's B/token)
-  checked global_history;    // history that grows with every token (no windows, buffers, ids)
-  checked window;            // sliding-window records
-  checked decode_read;       // KV and index read by one decode query over N cached tokens
-  checked decode_state_rw;   // recurrent matrices read + written by one decode step
-  checked window_write;      // window records written by one decode step
+  checked global_history;      // history that grows with every token (no windows, buffers, ids)
+  checked window;              // sliding-window records
+  checked decode_read;         // KV and index read by one decode query over N cached tokens
+  checked decode_state_rw;     // recurrent matrices read + written by one decode step
+  checked window_write;        // window records written by one decode step
   std::vector<state_item> items;
 };
 

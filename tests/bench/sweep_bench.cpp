@@ -25,9 +25,10 @@ int main(int argc, char** argv) {
     sink += tally_forward(g, make_call(spec, batch, length, 1)).flops;
   }
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::printf("model %s: %ld configurations (state + decode forward) in %.3f s = %.0f per second"
-              " (checksum %lld)\n",
-              name.c_str(), n, seconds, static_cast<double>(n) / seconds,
-              static_cast<long long>(sink.wide() % 1000003));
+  std::printf(
+      "model %s: %ld configurations (state + decode forward) in %.3f s = %.0f per second"
+      " (checksum %lld)\n",
+      name.c_str(), n, seconds, static_cast<double>(n) / seconds,
+      static_cast<long long>(sink.wide() % 1000003));
   return 0;
 }

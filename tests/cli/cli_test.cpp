@@ -1,5 +1,7 @@
 // The command line as a user meets it: golden Markdown per command, and one test per bad input
 // asserting the exact one-line message and exit code 2.
+#include "cli/cli.h"
+
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -7,8 +9,6 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-
-#include "cli/cli.h"
 
 using namespace calc;
 
@@ -64,11 +64,12 @@ void golden(const std::string& name, const std::vector<std::string>& args) {
 TEST_CASE("golden Markdown for each command on qwen3-8b") {
   golden("state", {"state", "--model", "qwen3-8b", "--length", "8192"});
   golden("forward", {"forward", "--model", "qwen3-8b", "--tokens", "8192"});
-  golden("forward-decode", {"forward", "--model", "qwen3-8b", "--tokens", "1", "--context", "8192"});
+  golden("forward-decode",
+         {"forward", "--model", "qwen3-8b", "--tokens", "1", "--context", "8192"});
   golden("params", {"params", "--model", "qwen3-8b"});
   golden("request", {"request", "--model", "qwen3-8b", "--prompt", "8192", "--generate", "1025"});
-  golden("capacity", {"capacity", "--model", "qwen3-8b", "--gpu", "rtx-4090", "--length",
-                      "4096,8192,16384"});
+  golden("capacity",
+         {"capacity", "--model", "qwen3-8b", "--gpu", "rtx-4090", "--length", "4096,8192,16384"});
   golden("crossover", {"crossover", "--model", "qwen3-8b", "--length", "8192"});
   golden("roofline", {"roofline", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--prompt", "8192"});
   golden("plan", {"plan", "--model", "qwen3-8b", "--gpu", "rtx-4090", "--length", "8192",
@@ -83,17 +84,18 @@ TEST_CASE("golden Markdown for the hybrids") {
   golden("params-kimi-k3", {"params", "--model", "kimi-k3"});
   golden("state-qwen3.6", {"state", "--model", "qwen3.6-35b-a3b", "--length", "8192"});
   golden("forward-qwen3.6", {"forward", "--model", "qwen3.6-35b-a3b", "--tokens", "8192"});
-  golden("experts-qwen3.6", {"experts", "--model", "qwen3.6-35b-a3b", "--batch", "64",
-                             "--routing", "concentrated"});
+  golden("experts-qwen3.6",
+         {"experts", "--model", "qwen3.6-35b-a3b", "--batch", "64", "--routing", "concentrated"});
 }
 
 TEST_CASE("golden Markdown for the sparse-attention models") {
   golden("state-deepseek-v4-flash", {"state", "--model", "deepseek-v4-flash", "--length", "8192"});
-  golden("forward-deepseek-v4-flash", {"forward", "--model", "deepseek-v4-flash", "--tokens", "8192"});
-  golden("forward-v4.1-ced", {"forward", "--model", "deepseek-v4.1-flash", "--tokens", "8192",
-                              "--execution", "ced"});
-  golden("forward-v4.1-reference", {"forward", "--model", "deepseek-v4.1-flash", "--tokens",
-                                    "8192", "--execution", "reference"});
+  golden("forward-deepseek-v4-flash",
+         {"forward", "--model", "deepseek-v4-flash", "--tokens", "8192"});
+  golden("forward-v4.1-ced",
+         {"forward", "--model", "deepseek-v4.1-flash", "--tokens", "8192", "--execution", "ced"});
+  golden("forward-v4.1-reference", {"forward", "--model", "deepseek-v4.1-flash", "--tokens", "8192",
+                                    "--execution", "reference"});
   golden("state-v4.1-production", {"state", "--model", "deepseek-v4.1-flash", "--length", "8192",
                                    "--storage", "production"});
   golden("layers-v4.1", {"layers", "--model", "deepseek-v4.1-flash"});
@@ -119,8 +121,8 @@ TEST_CASE("capacity: paged blocks and a shared prefix") {
 }
 
 TEST_CASE("capacity: a TP degree that does not divide the heads is an input error") {
-  outcome o = run({"capacity", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--length", "8192",
-                   "--tp", "3"});
+  outcome o = run(
+      {"capacity", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--length", "8192", "--tp", "3"});
   CHECK(o.code == 2);
   CHECK(o.err == "--tp/--pp/--ep: tp 3 does not divide the 32 heads of layer 0\n");
   outcome w = run({"capacity", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--length", "8192",
@@ -147,7 +149,8 @@ TEST_CASE("validate --device cuda without a GPU says why in one line") {
 }
 
 TEST_CASE("validate on the CPU twins is exact for a small model") {
-  outcome o = run({"validate", "--model", "qwen3-8b", "--scale", "64", "--length", "24", "--format", "json"});
+  outcome o = run(
+      {"validate", "--model", "qwen3-8b", "--scale", "64", "--length", "24", "--format", "json"});
   CHECK(o.code == 0);
   CHECK(o.out.find("MISMATCH") == std::string::npos);
   CHECK(o.out.find("\"pass\": true") != std::string::npos);
@@ -207,7 +210,8 @@ TEST_CASE("an unknown key names the file, line, column and the closest key") {
   std::string path = temp_model("typo.yaml", text);
   outcome o = run({"state", "--model", path, "--length", "1"});
   CHECK(o.code == 2);
-  CHECK(o.err == path + ":6:38: layers.attention.kv_haeds: unknown field (did you mean 'kv_heads'?)\n");
+  CHECK(o.err ==
+        path + ":6:38: layers.attention.kv_haeds: unknown field (did you mean 'kv_heads'?)\n");
 }
 
 TEST_CASE("malformed YAML") {
@@ -250,7 +254,8 @@ TEST_CASE("heads that do not divide") {
   std::string path = temp_model("heads.yaml", text);
   outcome o = run({"params", "--model", path});
   CHECK(o.code == 2);
-  CHECK(o.err == path + ":6:48: layers.attention.kv_heads: 3 KV heads do not divide 4 query heads\n");
+  CHECK(o.err ==
+        path + ":6:48: layers.attention.kv_heads: 3 KV heads do not divide 4 query heads\n");
 }
 
 TEST_CASE("an unknown precision") {
@@ -301,8 +306,8 @@ TEST_CASE("an unknown GPU and a bad workspace") {
 }
 
 TEST_CASE("--set errors name the path") {
-  outcome o = run({"state", "--model", "qwen3-8b", "--length", "1", "--set",
-                   "layers.attention.kv_head=4"});
+  outcome o =
+      run({"state", "--model", "qwen3-8b", "--length", "1", "--set", "layers.attention.kv_head=4"});
   CHECK(o.code == 2);
   CHECK(o.err == "--set: layers.attention.kv_head: unknown field (did you mean 'kv_heads'?)\n");
   outcome bad = run({"state", "--model", "qwen3-8b", "--length", "1", "--set", "layers.nope.x=1"});

@@ -1,7 +1,7 @@
 // Printed-precision comparison and field expressions of `calc check`.
-#include <doctest/doctest.h>
-
 #include "check/check.h"
+
+#include <doctest/doctest.h>
 
 using namespace calc;
 
@@ -11,8 +11,8 @@ TEST_CASE("rounding is half to even on the exact value") {
   CHECK(got == "90.562");
   CHECK(pass);
   CHECK_FALSE(compare_printed(905625, 10000, "90.563").second);
-  CHECK(compare_printed(3, 2, "2").second);   // 1.5 -> 2
-  CHECK(compare_printed(5, 2, "2").second);   // 2.5 -> 2
+  CHECK(compare_printed(3, 2, "2").second);  // 1.5 -> 2
+  CHECK(compare_printed(5, 2, "2").second);  // 2.5 -> 2
 }
 
 TEST_CASE("units scale the exact value") {

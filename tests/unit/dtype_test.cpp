@@ -1,9 +1,10 @@
 // The one byte rule for plain and group-scaled formats (common/dtype.h).
+#include "common/dtype.h"
+
 #include <doctest/doctest.h>
 
 #include <stdexcept>
 
-#include "common/dtype.h"
 #include "common/units.h"
 
 using namespace calc;
@@ -17,9 +18,9 @@ TEST_CASE("plain formats") {
 }
 
 TEST_CASE("group-scaled formats give the production record sizes of §2.3.6") {
-  CHECK(parse_dtype("fp4:g16:fp8").bytes(512).value() == 288);  // 512/2 + 512/16
-  CHECK(parse_dtype("mxfp4").bytes(128).value() == 68);         // 128/2 + 128/32
-  CHECK(parse_dtype("fp8:g32:e8m0").bytes(512).value() == 528); // 512 + 512/32
+  CHECK(parse_dtype("fp4:g16:fp8").bytes(512).value() == 288);   // 512/2 + 512/16
+  CHECK(parse_dtype("mxfp4").bytes(128).value() == 68);          // 128/2 + 128/32
+  CHECK(parse_dtype("fp8:g32:e8m0").bytes(512).value() == 528);  // 512 + 512/32
   CHECK(parse_dtype("nvfp4").bytes(16).value() == 9);
   // int4 with a bf16 scale and zero point per 128: 64 + 2 + 2 bytes per group
   CHECK(parse_dtype("int4:g128:zero").bytes(128).value() == 68);

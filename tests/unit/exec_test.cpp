@@ -6,9 +6,9 @@
 
 #include "exec/scale.h"
 #include "exec/validate.h"
+#include "graph/graph.h"
 #include "ref.h"
 #include "spec/model_reader.h"
-#include "graph/graph.h"
 #include "tally/rules.h"
 #include "tally/tally.h"
 
@@ -90,7 +90,7 @@ TEST_CASE("scaling divides widths and keeps structure") {
   CHECK(s.layers.count == 93);
   CHECK(s.execution.chunk == 64);  // chunk sizes kept
   const auto& moe = std::get<ffn_moe>(*s.layers.base.ffn);
-  CHECK(moe.experts == 16);        // 896 / 64, never below top-k
+  CHECK(moe.experts == 16);  // 896 / 64, never below top-k
   CHECK(moe.top_k == 16);
   model_spec q = scale_spec(read_model_file(resolve_model_path("qwen3-8b")), 16);
   const auto& a = std::get<attention_gqa>(*q.layers.base.attention);

@@ -6,27 +6,18 @@
 #include "plan/plan.h"
 #include "spec/model_reader.h"
 #include "tally/tally.h"
+#include "test_model.h"
 
 using namespace calc;
 
-namespace {
-
-struct model {
-  model_spec spec;
-  graph g;
-  explicit model(const std::string& name, std::vector<std::string> sets = {})
-      : spec(read_model_file(resolve_model_path(name), sets)), g(build_graph(spec)) {}
-  model(const model&) = delete;
-};
-
-}  // namespace
+using testing::model;
 
 TEST_CASE("chunked linear attention: padded GEMMs vs valid triangles (MODELS A6, A8)") {
   execution_spec e;
   e.chunk = 64;
   e.chunk_flops = chunk_rule::padded_gemms;
-  CHECK(chunk_work(e, 64, 128, 128).value() == 9'437'184);       // one chunk, per head
-  CHECK(chunk_work(e, 65, 128, 128).value() == 2 * 9'437'184);   // tail padded to a chunk
+  CHECK(chunk_work(e, 64, 128, 128).value() == 9'437'184);      // one chunk, per head
+  CHECK(chunk_work(e, 65, 128, 128).value() == 2 * 9'437'184);  // tail padded to a chunk
   CHECK(chunk_work(e, 1, 128, 128).value() == 9'437'184);
   e.chunk_flops = chunk_rule::valid_triangles;
   CHECK(chunk_work(e, 64, 128, 128).value() == 8'904'704);
@@ -100,7 +91,8 @@ TEST_CASE("MoE rows: no dropped tokens, m*k rows through the experts") {
   // One decode token reads the shared weights plus at most k experts per layer.
   forward_tally f = tally_forward(m.g, make_call(m.spec, 1, 8192, 1));
   checked routed_read = checked(40) * 8 * 3'145'728 * 2;
-  CHECK(f.weight_read_bytes == p.shared_read_bytes - checked(40) * 256 * 3'145'728 * 2 + routed_read);
+  CHECK(f.weight_read_bytes ==
+        p.shared_read_bytes - checked(40) * 256 * 3'145'728 * 2 + routed_read);
 }
 
 TEST_CASE("Example 2-4: concentrated routing touches 8 experts, 48 MiB per layer") {
@@ -121,8 +113,8 @@ TEST_CASE("Example 2-4: concentrated routing touches 8 experts, 48 MiB per layer
 
 TEST_CASE("§2.5.1 granularity: same parameters and F, different shapes") {
   model fine("qwen3-235b-a22b");
-  model coarse("qwen3-235b-a22b", {"layers.ffn.experts=64", "layers.ffn.intermediate=3072",
-                                   "layers.ffn.top_k=4"});
+  model coarse("qwen3-235b-a22b",
+               {"layers.ffn.experts=64", "layers.ffn.intermediate=3072", "layers.ffn.top_k=4"});
   experts_plan a = plan_experts(fine.g, 16, routing{});
   experts_plan b = plan_experts(coarse.g, 16, routing{});
   CHECK(a.flops.value() == 454'192'791'552);

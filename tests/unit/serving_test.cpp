@@ -9,24 +9,15 @@
 #include "spec/gpu_spec.h"
 #include "spec/model_reader.h"
 #include "tally/tally.h"
+#include "test_model.h"
 
 using namespace calc;
 
-namespace {
-
-struct model {
-  model_spec spec;
-  graph g;
-  explicit model(const std::string& name, std::vector<std::string> sets = {})
-      : spec(read_model_file(resolve_model_path(name), sets)), g(build_graph(spec)) {}
-  model(const model&) = delete;
-};
-
-}  // namespace
+using testing::model;
 
 TEST_CASE("grouped weight formats keep embeddings, head and norms in BF16 (§2.6.2)") {
-  model m("deepseek-r1-distill-llama-70b", {"precision.weights=int4:g128", "precision.embedding=bf16",
-                                           "precision.head=bf16"});
+  model m("deepseek-r1-distill-llama-70b",
+          {"precision.weights=int4:g128", "precision.embedding=bf16", "precision.head=bf16"});
   params_tally p = tally_params(m.g);
   checked tables = checked(2) * 128256 * 8192 * 2;
   checked norms = (checked(80) * 2 * 8192 + 8192) * 2;
@@ -77,7 +68,8 @@ TEST_CASE("roofline: a small decode batch is memory-bound, an 8K prefill compute
   roofline_plan r = plan_roofline(m.g, find_gpu("h100-sxm"), 1, 1, 0, 8192, false);
   CHECK(r.prefill.regime == "compute");
   CHECK(r.decode.regime == "memory");
-  CHECK(r.decode.memory_s == doctest::Approx(static_cast<double>(r.decode.bytes.value()) / 3.35e12));
+  CHECK(r.decode.memory_s ==
+        doctest::Approx(static_cast<double>(r.decode.bytes.value()) / 3.35e12));
   // The decode reads every shared weight once plus the 8K history.
   CHECK(r.decode.bytes > tally_params(m.g).shared_read_bytes + tally_state(m.g, 8192).decode_read);
   roofline_plan big = plan_roofline(m.g, find_gpu("h100-sxm"), 1, 512, 0, 1, false);

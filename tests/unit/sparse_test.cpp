@@ -6,18 +6,13 @@
 #include "graph/graph.h"
 #include "spec/model_reader.h"
 #include "tally/tally.h"
+#include "test_model.h"
 
 using namespace calc;
 
-namespace {
+using testing::model;
 
-struct model {
-  model_spec spec;
-  graph g;
-  explicit model(const std::string& name, std::vector<std::string> sets = {})
-      : spec(read_model_file(resolve_model_path(name), sets)), g(build_graph(spec)) {}
-  model(const model&) = delete;
-};
+namespace {
 
 checked component(const state_tally& s, const std::string& name) {
   for (const state_item& i : s.items)
@@ -61,8 +56,8 @@ TEST_CASE("production records fall out of the byte rule") {
   CHECK(parse_dtype("fp8:g64:e8m0*448+bf16*64@8").bytes(512).value() == 584);
   CHECK(parse_dtype("fp8:g64:e8m0*448+bf16*64@8").bytes(1024).value() == 2 * 584);
   model v4("deepseek-v4-flash");
-  model prod("deepseek-v4-flash", {"precision.kv=fp8:g64:e8m0*448+bf16*64@8",
-                                   "precision.index=mxfp4"});
+  model prod("deepseek-v4-flash",
+             {"precision.kv=fp8:g64:e8m0*448+bf16*64@8", "precision.index=mxfp4"});
   state_tally p = tally_state(prod.g, 8192);
   CHECK(p.history_per_token.num.value() == 14057);  // 3,514.25 B/token = 14057 / 4
   CHECK(p.history_per_token.den.value() == 4);

@@ -1,11 +1,14 @@
 // Exact-integer tests of every tally rule (Table 2-1, §2.1.3, §2.2.1) on small and chapter shapes.
+#include "tally/tally.h"
+
 #include <doctest/doctest.h>
 
 #include "graph/graph.h"
 #include "spec/model_reader.h"
-#include "tally/tally.h"
+#include "test_model.h"
 
 using namespace calc;
+using testing::model;
 
 namespace {
 
@@ -18,14 +21,6 @@ layers:
   attention: {kind: gqa, q_heads: 32, kv_heads: 8, head_dim: 128, qk_norm: true}
   ffn: {kind: swiglu, intermediate: 12288}
 )";
-
-struct model {
-  model_spec spec;
-  graph g;
-  explicit model(const std::string& yaml, std::vector<std::string> sets = {})
-      : spec(read_model_text(yaml, "test.yaml", sets)), g(build_graph(spec)) {}
-  model(const model&) = delete;
-};
 
 }  // namespace
 
@@ -60,7 +55,7 @@ TEST_CASE("a sliding window caps the keys each query sees") {
 }
 
 TEST_CASE("Qwen3-8B parameters by tensor and category (Table 2-B, WE 2-1)") {
-  model m(kQwen3_8b);
+  model m = model::from_text(kQwen3_8b);
   params_tally p = tally_params(m.g);
   CHECK(p.total.value() == 8'190'735'360);
   CHECK(p.categories[category::embedding_output].value() == 1'244'659'712);
@@ -76,7 +71,7 @@ TEST_CASE("Qwen3-8B parameters by tensor and category (Table 2-B, WE 2-1)") {
 }
 
 TEST_CASE("Qwen3-8B forward FLOPs (§2.1.4)") {
-  model m(kQwen3_8b);
+  model m = model::from_text(kQwen3_8b);
   forward_tally prefill = tally_forward(m.g, make_call(m.spec, 1, 0, 8192));
   CHECK(prefill.flops.value() == 133'594'323'353'600);
   CHECK(prefill.vocab_flops.value() == 2LL * 4096 * 151936);  // last token only
@@ -90,7 +85,7 @@ TEST_CASE("Qwen3-8B forward FLOPs (§2.1.4)") {
 }
 
 TEST_CASE("rectangular pair counting is the eager masked rectangle") {
-  model m(kQwen3_8b);
+  model m = model::from_text(kQwen3_8b);
   call c = make_call(m.spec, 1, 0, 8192);
   c.exec.pairs = pair_counting::rectangular;
   forward_tally f = tally_forward(m.g, c);
@@ -98,7 +93,7 @@ TEST_CASE("rectangular pair counting is the eager masked rectangle") {
 }
 
 TEST_CASE("GQA KV state: 2 * L * n_kv * d_h * b per token (§2.2.1)") {
-  model m(kQwen3_8b);
+  model m = model::from_text(kQwen3_8b);
   state_tally s = tally_state(m.g, 8192);
   CHECK(s.per_token.num.value() == 147'456);
   CHECK(s.total.value() == 1'207'959'552);
@@ -106,29 +101,30 @@ TEST_CASE("GQA KV state: 2 * L * n_kv * d_h * b per token (§2.2.1)") {
   CHECK(s.decode_read.value() == 1'207'959'552);
   CHECK(tally_state(m.g, 8192, 4).total.value() == 4 * 1'207'959'552LL);
   // A window keeps min(N, W) tokens; per-token growth then excludes it.
-  model w(kQwen3_8b, {"layers.attention.window=128"});
+  model w = model::from_text(kQwen3_8b, {"layers.attention.window=128"});
   CHECK(tally_state(w.g, 8192).total.value() == 147'456LL * 128);
   CHECK(tally_state(w.g, 100).total.value() == 147'456LL * 100);
   CHECK(tally_state(w.g, 8192).per_token.num.value() == 0);
 }
 
 TEST_CASE("--set what-ifs change the structure, not the code") {
-  model m(kQwen3_8b, {"layers.attention.kv_heads=4"});
+  model m = model::from_text(kQwen3_8b, {"layers.attention.kv_heads=4"});
   CHECK(tally_state(m.g, 1).per_token.num.value() == 2LL * 36 * 4 * 128 * 2);
-  model fp8(kQwen3_8b, {"precision={kv: fp8}"});
+  model fp8 = model::from_text(kQwen3_8b, {"precision={kv: fp8}"});
   CHECK(tally_state(fp8.g, 1).per_token.num.value() == 2LL * 36 * 8 * 128);
 }
 
 TEST_CASE("a per-index override replaces one layer's block") {
-  model m(std::string(kQwen3_8b) +
-          "  overrides:\n    - {at: [0], ffn: {kind: swiglu, intermediate: 100}}\n");
+  model m =
+      model::from_text(std::string(kQwen3_8b) +
+                       "  overrides:\n    - {at: [0], ffn: {kind: swiglu, intermediate: 100}}\n");
   params_tally p = tally_params(m.g);
   CHECK(p.categories[category::dense_shared_ffn].value() == 35LL * 150'994'944 + 3LL * 4096 * 100);
   CHECK(p.groups.size() == 2);
 }
 
 TEST_CASE("a pattern cycles variants over the layers") {
-  model m(R"(
+  model m = model::from_text(R"(
 name: hybrid
 vocab: 100
 hidden: 64
@@ -151,7 +147,7 @@ layers:
 
 TEST_CASE("a 1M-token context and a trillion-parameter model stay exact") {
   // ~1.02T parameters: 264 layers of d = 16384, f = 65536, 128 query heads of 128.
-  model m(R"(
+  model m = model::from_text(R"(
 name: dense-1t
 vocab: 262144
 hidden: 16384
@@ -164,7 +160,8 @@ layers:
   CHECK(p.total.value() > 1'000'000'000'000);
   forward_tally prefill = tally_forward(m.g, make_call(m.spec, 1, 0, 1'048'576));
   // The interaction term alone passes 2^63: 4 * 16384 * 264 * N_pair(1M).
-  checked expected_interaction = checked(4) * 128 * 128 * 264 * (checked(1'048'576) * 1'048'577 / 2);
+  checked expected_interaction =
+      checked(4) * 128 * 128 * 264 * (checked(1'048'576) * 1'048'577 / 2);
   CHECK(prefill.interaction_flops == expected_interaction);
   CHECK_FALSE(prefill.flops.fits_int64());
   CHECK_THROWS_AS(prefill.flops.value(), overflow_error);

@@ -1,0 +1,28 @@
+// A bundled (or inline) model read and expanded for tests, kept alive together with its graph.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "graph/graph.h"
+#include "spec/model_reader.h"
+
+namespace calc::testing {
+
+struct model {
+  model_spec spec;
+  graph g;
+  /// A bundled model by name, with optional --set assignments.
+  explicit model(const std::string& name, std::vector<std::string> sets = {})
+      : spec(read_model_file(resolve_model_path(name), sets)), g(build_graph(spec)) {}
+  /// A model from YAML text.
+  static model from_text(const std::string& yaml, std::vector<std::string> sets = {}) {
+    return model(read_model_text(yaml, "test.yaml", sets));
+  }
+  model(const model& other) : spec(other.spec), g(build_graph(spec)) {}
+
+ private:
+  explicit model(model_spec s) : spec(std::move(s)), g(build_graph(spec)) {}
+};
+
+}  // namespace calc::testing
