@@ -105,6 +105,17 @@ result run_forward(const options& o) {
     return a;
   };
   j["stages"] = rows(f.stages);
+  if (has_attention<attention_dsa>(m.g) && !o.mtp) {
+    // Table 2-4's A (entries main attention reads) and I (index entries scanned), per layer.
+    ojson layers = ojson::array();
+    for (const layer_entries& e : tally_entries(m.g, c))
+      layers.push_back({{"layer", e.layer},
+                        {"rows", exact(e.rows)},
+                        {"window_records_read", exact(e.window_pairs)},
+                        {"selected_entries_read", exact(e.selected)},
+                        {"index_entries_scanned", exact(e.index_scans)}});
+    j["sparse_layers"] = layers;
+  }
   ojson by_stage = ojson::object();  // stable pointers: /stage_flops/decoder_body
   for (const auto& st : f.stages) {
     std::string key = st.name;

@@ -327,6 +327,18 @@ forward_tally tally_forward(const graph& g, const call& c) {
   return f;
 }
 
+std::vector<layer_entries> tally_entries(const graph& g, const call& c) {
+  std::vector<layer_entries> out;
+  for (const layer& l : g.layers) {
+    const auto* d = std::get_if<attention_dsa>(&l.attention);
+    if (!d) continue;
+    call lc = layer_call(*g.spec, c, l.index);
+    dsa_counts n = dsa_work(*d, lc);
+    out.push_back({l.index, lc.rows(), n.window_pairs, n.global_pairs, n.index_scans});
+  }
+  return out;
+}
+
 forward_tally tally_mtp(const graph& g, const call& c) {
   const model_spec& s = *g.spec;
   if (!s.mtp)

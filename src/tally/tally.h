@@ -76,6 +76,18 @@ struct forward_tally {
 
 forward_tally tally_forward(const graph& g, const call& c);
 
+/// Sparse-attention work of one layer in a call: what main attention reads and the indexer scans.
+struct layer_entries {
+  std::int64_t layer = 0;
+  checked rows;            // query rows the layer processes
+  checked window_pairs;    // window records read
+  checked selected;        // compressed entries main attention reads
+  checked index_scans;     // index entries scored
+};
+
+/// Per-layer entries of every sparse-attention layer for a call (§2.3.3, Table 2-4's A and I).
+std::vector<layer_entries> tally_entries(const graph& g, const call& c);
+
 /// One call of the multi-token-prediction block (§2.5.3), which the model's `mtp` describes.
 /// Throws spec_error when the model has none.
 forward_tally tally_mtp(const graph& g, const call& c);
