@@ -235,69 +235,45 @@ precision_spec read_precision(yaml_map& parent) {
   return p;
 }
 
+/// Reads an optional key that names one of a few choices; keeps `value` when absent.
+template <typename T>
+void read_choice(yaml_map& m, const std::string& key,
+                 const std::vector<std::pair<std::string, T>>& choices, T& value) {
+  auto text = m.optional_text(key);
+  if (!text) return;
+  std::string names;
+  for (const auto& [name, v] : choices) {
+    if (*text == name) {
+      value = v;
+      return;
+    }
+    names += (names.empty() ? "" : " or ") + name;
+  }
+  m.fail(key, fmt::format("expected {}, got '{}'", names, *text));
+}
+
 execution_spec read_execution(yaml_map& parent) {
   execution_spec e;
   YAML::Node node = parent.optional("execution");
   if (!node.IsDefined()) node = YAML::Node(YAML::NodeType::Map);
   yaml_map m(node, parent.path_of("execution"), parent.file());
-  if (auto pairs = m.optional_text("attention_pairs")) {
-    if (*pairs == "causal") {
-      e.pairs = pair_counting::causal;
-    } else if (*pairs == "rectangular") {
-      e.pairs = pair_counting::rectangular;
-    } else {
-      m.fail("attention_pairs", fmt::format("expected causal or rectangular, got '{}'", *pairs));
-    }
-  }
-  if (auto rows = m.optional_text("vocab_rows")) {
-    if (*rows == "last") {
-      e.vocab_all_rows = false;
-    } else if (*rows == "all") {
-      e.vocab_all_rows = true;
-    } else {
-      m.fail("vocab_rows", fmt::format("expected last or all, got '{}'", *rows));
-    }
-  }
-  if (auto path = m.optional_text("mla_path")) {
-    if (*path == "compact") {
-      e.mla = mla_path::compact;
-    } else if (*path == "expanded") {
-      e.mla = mla_path::expanded;
-    } else {
-      m.fail("mla_path", fmt::format("expected compact or expanded, got '{}'", *path));
-    }
-  }
-  if (auto linear = m.optional_text("linear_prefill")) {
-    if (*linear == "chunked") {
-      e.linear = linear_prefill::chunked;
-    } else if (*linear == "recurrent") {
-      e.linear = linear_prefill::recurrent;
-    } else {
-      m.fail("linear_prefill", fmt::format("expected chunked or recurrent, got '{}'", *linear));
-    }
-  }
+  const std::vector<std::pair<std::string, pair_counting>> pairs = {
+      {"causal", pair_counting::causal}, {"rectangular", pair_counting::rectangular}};
+  read_choice(m, "attention_pairs", pairs, e.pairs);
+  read_choice<bool>(m, "vocab_rows", {{"last", false}, {"all", true}}, e.vocab_all_rows);
+  read_choice<mla_path>(m, "mla_path",
+                        {{"compact", mla_path::compact}, {"expanded", mla_path::expanded}}, e.mla);
+  read_choice<linear_prefill>(
+      m, "linear_prefill",
+      {{"chunked", linear_prefill::chunked}, {"recurrent", linear_prefill::recurrent}}, e.linear);
   e.chunk = m.optional_integer("linear_chunk").value_or(e.chunk);
-  if (auto rule = m.optional_text("linear_chunk_flops")) {
-    if (*rule == "padded_gemms") {
-      e.chunk_flops = chunk_rule::padded_gemms;
-    } else if (*rule == "valid_triangles") {
-      e.chunk_flops = chunk_rule::valid_triangles;
-    } else {
-      m.fail("linear_chunk_flops",
-             fmt::format("expected padded_gemms or valid_triangles, got '{}'", *rule));
-    }
-  }
+  read_choice<chunk_rule>(m, "linear_chunk_flops",
+                          {{"padded_gemms", chunk_rule::padded_gemms},
+                           {"valid_triangles", chunk_rule::valid_triangles}},
+                          e.chunk_flops);
   e.step_state_gemms = m.boolean("linear_step_flops", e.step_state_gemms);
   e.conv_flops = m.boolean("conv_flops", e.conv_flops);
-  if (auto scan = m.optional_text("index_scan")) {
-    if (*scan == "causal") {
-      e.index_scan = pair_counting::causal;
-    } else if (*scan == "rectangular") {
-      e.index_scan = pair_counting::rectangular;
-    } else {
-      m.fail("index_scan", fmt::format("expected causal or rectangular, got '{}'", *scan));
-    }
-  }
+  read_choice(m, "index_scan", pairs, e.index_scan);
   e.ced = m.boolean("ced", false);
   m.finish({"attention_pairs", "vocab_rows", "mla_path", "linear_prefill", "linear_chunk",
             "linear_chunk_flops", "linear_step_flops", "conv_flops", "index_scan", "ced"});

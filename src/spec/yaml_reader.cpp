@@ -26,6 +26,27 @@ YAML::Node load_yaml_file(const std::string& path) {
   }
 }
 
+namespace {
+
+/// A copy without source marks, so errors in what --set wrote are located at "--set".
+YAML::Node unmarked(const YAML::Node& n) {
+  if (n.IsScalar()) return YAML::Node(n.Scalar());
+  if (n.IsSequence()) {
+    YAML::Node out(YAML::NodeType::Sequence);
+    for (const auto& item : n) out.push_back(unmarked(item));
+    return out;
+  }
+  if (n.IsMap()) {
+    YAML::Node out(YAML::NodeType::Map);
+    for (auto it = n.begin(); it != n.end(); ++it)
+      out[it->first.as<std::string>()] = unmarked(it->second);
+    return out;
+  }
+  return YAML::Node();
+}
+
+}  // namespace
+
 void apply_set(YAML::Node& root, const std::string& assignment) {
   auto eq = assignment.find('=');
   if (eq == std::string::npos || eq == 0)
@@ -33,7 +54,7 @@ void apply_set(YAML::Node& root, const std::string& assignment) {
   std::string path = assignment.substr(0, eq);
   YAML::Node value;
   try {
-    value = YAML::Load(assignment.substr(eq + 1));
+    value = unmarked(YAML::Load(assignment.substr(eq + 1)));
   } catch (const YAML::ParserException& e) {
     throw spec_error("--set " + path, fmt::format("malformed value: {}", e.msg));
   }

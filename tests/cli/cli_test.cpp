@@ -313,6 +313,10 @@ TEST_CASE("--set errors name the path") {
   outcome bad = run({"state", "--model", "qwen3-8b", "--length", "1", "--set", "layers.nope.x=1"});
   CHECK(bad.code == 2);
   CHECK(bad.err == "--set: layers.nope: unknown field\n");
+  outcome value = run({"state", "--model", "qwen3-8b", "--length", "1", "--set",
+                       "layers.attention.kv_heads=abc"});
+  CHECK(value.code == 2);
+  CHECK(value.err == "--set: layers.attention.kv_heads: expected an integer, got 'abc'\n");
   outcome scalar = run({"state", "--model", "qwen3-8b", "--length", "1", "--set", "vocab.x=1"});
   CHECK(scalar.code == 2);
   CHECK(scalar.err == "--set vocab.x: 'vocab' is not a mapping in the model\n");
