@@ -160,11 +160,12 @@ params_tally tally_params(const graph& g) {
     } else {
       p.shared_read_bytes += bytes;
     }
+    // Active: what one token multiplies with; the looked-up table and unselected experts are not.
     if (t.per_token > 0) {
       checked one = t.params / t.instances;
       p.active += one * t.per_token;
       p.selected_expert_bytes_per_token += t.format->bytes(one) * t.per_token;
-    } else {
+    } else if (!t.lookup_only) {
       p.active += t.params;
     }
   }
