@@ -161,6 +161,32 @@ const std::vector<command>& commands() {
              "zipf:S (expert popularity ~ rank^-S)");
        },
        run_experts},
+      {"compare",
+       "Several models side by side: parameters, prefill and decode FLOPs, state (Tables "
+       "2-A/2-C/2-E)",
+       [](CLI::App& app, options& o) {
+         app.add_option("--models", o.models,
+                        "Models, comma-separated (default: every bundled model)")
+             ->delimiter(',');
+         app.add_option("-n,--length", o.length,
+                        "Prefill tokens, and cached tokens for decode and state (default 8192)");
+         add_execution_options(app, o, false);
+       },
+       [](const options& o) {
+         options v = o;
+         if (v.length < 0) v.length = 8192;
+         return run_compare(v);
+       }},
+      {"sweep",
+       "A model's state, decode reads and decode FLOPs over a range of lengths (CSV for plots)",
+       [](CLI::App& app, options& o) {
+         add_model_options(app, o);
+         app.add_option("--lengths", o.range,
+                        "FROM:TO:xFACTOR (e.g. 1024:1048576:x2) or FROM:TO:+STEP")
+             ->required();
+         add_execution_options(app, o, false);
+       },
+       run_sweep},
       {"layers", "Every layer of the expanded graph: kind, mode (Full/Reindex/Reuse), stage",
        [](CLI::App& app, options& o) { add_model_options(app, o); }, run_layers},
       {"models", "The bundled models", [](CLI::App&, options&) {}, run_models},

@@ -63,6 +63,8 @@ struct options {
   std::int64_t decode_steps = 2;  // validate: decode calls after the prefill
   std::string device = "cpu";     // validate: cpu or cuda
   std::uint64_t seed = 2026;      // validate: random weights and tokens
+  std::vector<std::string> models;  // compare: models side by side (default: every bundled one)
+  std::string range;  // sweep: lengths as FROM:TO:xFACTOR or FROM:TO:+STEP
   std::string scenarios = "scenarios";
 };
 
@@ -117,5 +119,7 @@ result run_models(const options& o);
 result run_gpus(const options& o);
 result run_check(const options& o);
 result run_validate(const options& o);
+result run_compare(const options& o);
+result run_sweep(const options& o);
 
 }  // namespace calc::cli

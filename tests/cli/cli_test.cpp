@@ -75,6 +75,10 @@ TEST_CASE("golden Markdown for each command on qwen3-8b") {
   golden("plan", {"plan", "--model", "qwen3-8b", "--gpu", "rtx-4090", "--length", "8192",
                   "--requests", "16"});
   golden("layers", {"layers", "--model", "qwen3-8b"});
+  golden("compare", {"compare", "--models",
+                     "qwen3-8b,qwen3.6-35b-a3b,deepseek-v4-flash,kimi-k3,deepseek-v4.1-flash"});
+  golden("sweep", {"sweep", "--model", "qwen3.6-35b-a3b", "--lengths", "1024:1048576:x4",
+                   "--format", "csv"});
   golden("experts", {"experts", "--model", "qwen3-235b-a22b", "--batch", "16"});
 }
 
@@ -154,6 +158,12 @@ TEST_CASE("validate on the CPU twins is exact for a small model") {
   CHECK(o.code == 0);
   CHECK(o.out.find("MISMATCH") == std::string::npos);
   CHECK(o.out.find("\"pass\": true") != std::string::npos);
+}
+
+TEST_CASE("sweep rejects a malformed range") {
+  outcome o = run({"sweep", "--model", "qwen3-8b", "--lengths", "1024:512:x2"});
+  CHECK(o.code == 2);
+  CHECK(o.err == "--lengths: '1024:512:x2' is not FROM:TO:xFACTOR or FROM:TO:+STEP\n");
 }
 
 TEST_CASE("speculative decoding checks its inputs") {
@@ -313,8 +323,8 @@ TEST_CASE("--set errors name the path") {
   outcome bad = run({"state", "--model", "qwen3-8b", "--length", "1", "--set", "layers.nope.x=1"});
   CHECK(bad.code == 2);
   CHECK(bad.err == "--set: layers.nope: unknown field\n");
-  outcome value = run({"state", "--model", "qwen3-8b", "--length", "1", "--set",
-                       "layers.attention.kv_heads=abc"});
+  outcome value = run(
+      {"state", "--model", "qwen3-8b", "--length", "1", "--set", "layers.attention.kv_heads=abc"});
   CHECK(value.code == 2);
   CHECK(value.err == "--set: layers.attention.kv_heads: expected an integer, got 'abc'\n");
   outcome scalar = run({"state", "--model", "qwen3-8b", "--length", "1", "--set", "vocab.x=1"});
