@@ -224,7 +224,7 @@ precision_spec read_precision(yaml_map& parent) {
     const std::vector<std::string> roles = {"kv",        "index", "window",       "compressor",
                                             "recurrent", "conv",  "token_history"};
     for (auto it = given.begin(); it != given.end(); ++it) {
-      std::string role = it->first.as<std::string>();
+      std::string role = key_text(it->first, prod.path_of("?"), parent.file());
       if (std::find(roles.begin(), roles.end(), role) == roles.end()) continue;  // finish() says
       p.production[role] = read_dtype(prod, role, "bf16");
     }
@@ -341,7 +341,7 @@ layers_spec read_layers(yaml_map m) {
     yaml_map vars = m.map("variants");
     YAML::Node node = m.optional("variants");
     for (auto it = node.begin(); it != node.end(); ++it) {
-      std::string name = it->first.as<std::string>();
+      std::string name = key_text(it->first, vars.path_of("?"), m.file());
       yaml_map v(it->second, vars.path_of(name), m.file());
       l.variants[name] = read_block(v);
       v.finish({"attention", "ffn", "norms", "engram"});

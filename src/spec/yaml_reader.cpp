@@ -15,6 +15,13 @@ source_location location_of(const YAML::Node& node, const std::string& file) {
   return {file, mark.line + 1, mark.column + 1};
 }
 
+std::string key_text(const YAML::Node& key, const std::string& path, const std::string& file) {
+  if (!key.IsScalar())
+    throw spec_error(location_of(key, file), path.empty() ? "(document)" : path,
+                     "a field name must be a plain word");
+  return key.Scalar();
+}
+
 YAML::Node load_yaml_file(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw spec_error(source_location{path, 0, 0}, "", "cannot open file");
@@ -39,7 +46,7 @@ YAML::Node unmarked(const YAML::Node& n) {
   if (n.IsMap()) {
     YAML::Node out(YAML::NodeType::Map);
     for (auto it = n.begin(); it != n.end(); ++it)
-      out[it->first.as<std::string>()] = unmarked(it->second);
+      out[key_text(it->first, "--set", "--set")] = unmarked(it->second);
     return out;
   }
   return YAML::Node();
@@ -151,7 +158,7 @@ YAML::Node yaml_map::required(const std::string& key) {
   if (!n.IsDefined()) {
     // A misspelt key is the likely cause: report the typo where it is, not the absence.
     for (auto it = node_.begin(); it != node_.end(); ++it) {
-      std::string other = it->first.as<std::string>();
+      std::string other = key_text(it->first, path_, file_);
       if (other != key && !used_.count(other) && closest(other, {key}))
         throw spec_error(location_of(it->first, file_), path_of(other),
                          fmt::format("unknown field (did you mean '{}'?)", key));
@@ -213,7 +220,7 @@ void yaml_map::fail(const std::string& key, const std::string& message) const {
 
 void yaml_map::finish(const std::vector<std::string>& known) const {
   for (auto it = node_.begin(); it != node_.end(); ++it) {
-    std::string key = it->first.as<std::string>();
+    std::string key = key_text(it->first, path_, file_);
     if (used_.count(key)) continue;
     std::string message = "unknown field";
     if (auto guess = closest(key, known)) message += fmt::format(" (did you mean '{}'?)", *guess);

@@ -20,6 +20,9 @@ namespace calc {
 /// The location of a node in its file (1-based); "--set" for a node that a --set wrote.
 source_location location_of(const YAML::Node& node, const std::string& file);
 
+/// The text of a mapping key; a key that is not a plain scalar is a located spec_error.
+std::string key_text(const YAML::Node& key, const std::string& path, const std::string& file);
+
 /// Loads a YAML file; a missing file or a syntax error becomes a located spec_error.
 YAML::Node load_yaml_file(const std::string& path);
 
