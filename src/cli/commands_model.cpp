@@ -93,6 +93,7 @@ result run_forward(const options& o) {
   if (m.spec->ced) j["execution"] = c.exec.ced ? "ced" : "reference";
   if (f.mhc_nonmatrix > 0) j["mhc_nonmatrix_flops"] = exact(f.mhc_nonmatrix);
   if (f.engram_read_bytes > 0) j["engram_read_bytes"] = exact(f.engram_read_bytes);
+  if (f.workspace_bytes > 0) j["workspace_bytes"] = exact(f.workspace_bytes);
   j["connection_flops"] = exact(f.connection_flops);
   j["rope_flops"] = exact(f.rope_flops);
   j["vocab_flops"] = exact(f.vocab_flops);

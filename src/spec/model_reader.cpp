@@ -218,6 +218,7 @@ precision_spec read_precision(yaml_map& parent) {
   p.window = read_dtype(m, "window", p.kv.name);
   p.compressor = read_dtype(m, "compressor", "fp32");
   p.token_history = read_dtype(m, "token_history", "int64");
+  p.activations = read_dtype(m, "activations", "bf16");
   if (m.has("production")) {
     yaml_map prod = m.map("production");
     YAML::Node given = m.optional("production");
@@ -231,7 +232,7 @@ precision_spec read_precision(yaml_map& parent) {
     prod.finish(roles);
   }
   m.finish({"weights", "embedding", "head", "norms", "kv", "recurrent", "conv", "index", "window",
-            "compressor", "token_history", "production"});
+            "compressor", "token_history", "activations", "production"});
   return p;
 }
 

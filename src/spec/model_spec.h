@@ -196,6 +196,7 @@ struct precision_spec {
   dtype window;         // sliding-window records of sparse attention
   dtype compressor;     // incomplete-block compressor buffers
   dtype token_history;  // per-request token ids kept for Engram n-grams
+  dtype activations;    // temporary tensors of a forward pass (AttnRes block store)
   /// The production storage formats (`--storage production`): roles given here replace the
   /// reference ones above; empty names leave a role as it is.
   std::map<std::string, dtype> production;

@@ -277,6 +277,9 @@ void add_head_work(const model_spec& s, const model_context& m, const call& c, f
     f.connection_flops += flops;
     f.by_kind["connection"] += flops;
     add_module(f.modules, "connections (AttnRes mixes)", flops, 0);
+    // Every block snapshot of every row stays until the output mix (§2.5.2).
+    f.workspace_bytes = ceil_div(s.layers.count, s.connection.block_layers) * rows *
+                        s.precision.activations.bytes(s.hidden);
     add_module(f.stages, body, flops, 0);
   }
   if (s.rope_table_frequencies > 0) {

@@ -65,6 +65,8 @@ struct forward_tally {
   checked index_scans;        // I: index entries scored, over every layer
   checked mhc_nonmatrix;      // mHC element-wise work, reported apart from `flops`
   checked engram_read_bytes;  // Engram table rows looked up
+  checked workspace_bytes;    // temporary store of one forward pass: AttnRes block snapshots
+                              // (workspace, not per-request state: released after the pass)
   /// FLOPs by layer kind ("gqa", "moe", "kda", ...; "connection", "engram", "vocab", "rope"),
   /// the keys the reference executor counts its own work under.
   std::map<std::string, checked> by_kind;

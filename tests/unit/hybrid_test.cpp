@@ -69,6 +69,9 @@ TEST_CASE("Kimi K3 decode: the recurrent KDA step and convolutions are not matri
   forward_tally d = tally_forward(m.g, make_call(m.spec, 1, 8192, 1));
   CHECK(d.state_flops.value() == 0);
   CHECK(d.connection_flops.value() == 2LL * 7168 * 1002);
+  // The AttnRes block store is workspace of the pass (8 snapshots of the row), not state.
+  CHECK(d.workspace_bytes.value() == 8LL * 7168 * 2);
+  CHECK(tally_state(m.g, 8192).total.value() == 454'459'392 + 27'648LL * 8192);
   CHECK(d.flops.value() == 249'438'187'520);
 }
 
