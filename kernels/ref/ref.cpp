@@ -74,6 +74,18 @@ void state_buffer::set(std::size_t i, float v) {
   }
 }
 
+float state_buffer::stored(float v) const {
+  switch (format_) {
+    case format::bf16:
+      return bf16_round(v);
+    case format::fp32:
+      return v;
+    case format::int64:
+      return static_cast<float>(static_cast<std::int64_t>(v));
+  }
+  return v;
+}
+
 std::int64_t state_buffer::bytes() const {
   switch (format_) {
     case format::bf16:

@@ -31,6 +31,8 @@ class state_buffer {
   std::size_t size() const { return size_; }
   float get(std::size_t i) const;
   void set(std::size_t i, float v);
+  /// The value as this buffer would store it (rounded to its format).
+  float stored(float v) const;
   std::int64_t bytes() const;
 
  private:

@@ -59,12 +59,12 @@ struct options {
   std::int64_t max_gpus = 512;
   bool fp8 = false;
   double decode_ms = -1, round_ms = -1, accepted = -1;
-  std::int64_t scale = 16;        // validate: widths divided by this
-  std::int64_t decode_steps = 2;  // validate: decode calls after the prefill
-  std::string device = "cpu";     // validate: cpu or cuda
-  std::uint64_t seed = 2026;      // validate: random weights and tokens
+  std::int64_t scale = 16;          // validate: widths divided by this
+  std::int64_t decode_steps = 2;    // validate: decode calls after the prefill
+  std::string device = "cpu";       // validate: cpu or cuda
+  std::uint64_t seed = 2026;        // validate: random weights and tokens
   std::vector<std::string> models;  // compare: models side by side (default: every bundled one)
-  std::string range;  // sweep: lengths as FROM:TO:xFACTOR or FROM:TO:+STEP
+  std::string range;                // sweep: lengths as FROM:TO:xFACTOR or FROM:TO:+STEP
   std::string scenarios = "scenarios";
 };
 

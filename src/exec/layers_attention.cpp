@@ -42,8 +42,8 @@ class gqa_runtime final : public layer_runtime {
       for (std::int64_t e = 0; e < kvw; ++e) {
         bool fresh = pos >= p.context;
         std::size_t at = static_cast<std::size_t>(slot(pos) * kvw + e);
-        K(pos - base, e) = fresh ? ref::bf16_round(k(pos - p.context, e)) : k_.get(at);
-        V(pos - base, e) = fresh ? ref::bf16_round(v(pos - p.context, e)) : v_.get(at);
+        K(pos - base, e) = fresh ? k_.stored(k(pos - p.context, e)) : k_.get(at);
+        V(pos - base, e) = fresh ? v_.stored(v(pos - p.context, e)) : v_.get(at);
       }
     mat out(x.rows(), qw);
     const float scale = 1.0f / std::sqrt(static_cast<float>(dh));

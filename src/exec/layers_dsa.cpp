@@ -163,7 +163,7 @@ class dsa_runtime final : public layer_runtime {
     // Window records: the ring holds positions before this call; this call's rows are read
     // from its own (BF16-rounded) records, and written to the ring once every query is done.
     mat kv = gemm(x, wkv_, &lin);
-    mat stored = kv.unaryExpr([](float v) { return ref::bf16_round(v); });
+    mat stored = kv.unaryExpr([this](float v) { return window_.stored(v); });
     mat ring(written_, w);
     for (std::int64_t r = 0; r < written_; ++r)
       for (std::int64_t e = 0; e < w; ++e)

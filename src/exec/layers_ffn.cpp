@@ -49,6 +49,28 @@ class swiglu_runtime final : public layer_runtime {
   swiglu_weights w_;
 };
 
+/// GPT-2's MLP: up, GELU, down (biases are element-wise).
+class mlp_runtime final : public layer_runtime {
+ public:
+  mlp_runtime(const ffn_mlp& f, const model_spec& s, std::mt19937_64& rng)
+      : up_(random_weight(rng, s.hidden, f.intermediate)),
+        down_(random_weight(rng, f.intermediate, s.hidden)) {}
+  mat forward(const mat& x, const mat&, const pass&, run_context&, counters& c) override {
+    std::int64_t lin = 0;
+    mat h = gemm(x, up_, &lin).unaryExpr([](float v) {
+      return 0.5f * v * (1.0f + std::tanh(0.7978845608f * (v + 0.044715f * v * v * v)));
+    });
+    mat y = gemm(h, down_, &lin);
+    c.linear += lin;
+    c.by_kind["mlp"] += lin;
+    return y;
+  }
+  void state_bytes(std::map<std::string, std::int64_t>&) const override {}
+
+ private:
+  mat up_, down_;
+};
+
 /// MoE: every row picks top_k experts; the executor routes uniformly (row t takes experts
 /// t*k, t*k+1, ... mod E) so experts touched are predictable, while still computing the router.
 class moe_runtime final : public layer_runtime {
@@ -164,6 +186,7 @@ std::unique_ptr<layer_runtime> make_ffn(const ffn_spec& f, const model_spec& s,
                                         std::mt19937_64& rng) {
   if (const auto* x = std::get_if<ffn_swiglu>(&f))
     return std::make_unique<swiglu_runtime>(*x, s, rng);
+  if (const auto* x = std::get_if<ffn_mlp>(&f)) return std::make_unique<mlp_runtime>(*x, s, rng);
   return std::make_unique<moe_runtime>(std::get<ffn_moe>(f), s, rng);
 }
 

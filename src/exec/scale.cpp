@@ -49,6 +49,7 @@ struct scaler {
     }
   }
   void operator()(ffn_swiglu& f) const { f.intermediate = down(f.intermediate, k); }
+  void operator()(ffn_mlp& f) const { f.intermediate = down(f.intermediate, k); }
   void operator()(ffn_moe& f) const {
     f.experts = std::max(f.top_k, down(f.experts, k));
     f.intermediate = down(f.intermediate, k);
@@ -74,6 +75,8 @@ model_spec scale_spec(const model_spec& spec, std::int64_t k) {
   s.name = spec.name + "/" + std::to_string(k);
   s.hidden = down(spec.hidden, k);
   s.vocab = down(spec.vocab, k);
+  if (s.position_embeddings > 0)
+    s.position_embeddings = std::max<std::int64_t>(1, spec.position_embeddings / k);
   sc.block(s.layers.base);
   for (auto& [name, v] : s.layers.variants) sc.block(v);
   for (override_spec& o : s.layers.overrides) sc.block(o.block);

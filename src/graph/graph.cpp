@@ -38,6 +38,7 @@ struct describe_visitor {
   std::string operator()(const ffn_swiglu& f) const {
     return fmt::format("swiglu {}", f.intermediate);
   }
+  std::string operator()(const ffn_mlp& f) const { return fmt::format("mlp {}", f.intermediate); }
   std::string operator()(const ffn_moe& f) const {
     std::string s = fmt::format("moe {}e top-{} x{}", f.experts, f.top_k, f.intermediate);
     if (f.shared_experts > 0) s += fmt::format(" + {} shared", f.shared_experts);

@@ -10,7 +10,7 @@ namespace calc {
 namespace {
 
 model_context context_of(const graph& g) {
-  return {g.spec->hidden, &g.spec->precision, &g.spec->connection};
+  return {g.spec->hidden, &g.spec->precision, &g.spec->connection, g.spec->layer_norm};
 }
 
 /// Heads that tensor parallelism splits in a layer's attention (tp must divide them).

@@ -14,7 +14,7 @@ namespace calc {
 namespace {
 
 const std::vector<std::string> kAttentionKinds = {"gqa", "mla", "gated_deltanet", "kda", "dsa"};
-const std::vector<std::string> kFfnKinds = {"swiglu", "moe"};
+const std::vector<std::string> kFfnKinds = {"swiglu", "moe", "mlp"};
 
 std::string kind_of(yaml_map& m, const std::vector<std::string>& known) {
   std::string kind = m.text("kind");
@@ -33,11 +33,14 @@ attention_spec read_gqa(yaml_map& m) {
   a.head_dim = m.integer("head_dim");
   a.qk_norm = m.boolean("qk_norm", false);
   a.output_gate = m.boolean("output_gate", false);
+  a.qkv_bias = m.boolean("qkv_bias", false);
+  a.o_bias = m.boolean("o_bias", false);
   a.window = m.optional_integer("window");
   if (a.q_heads % a.kv_heads != 0)
     m.fail("kv_heads",
            fmt::format("{} KV heads do not divide {} query heads", a.kv_heads, a.q_heads));
-  m.finish({"kind", "q_heads", "kv_heads", "head_dim", "qk_norm", "output_gate", "window"});
+  m.finish({"kind", "q_heads", "kv_heads", "head_dim", "qk_norm", "output_gate", "qkv_bias",
+            "o_bias", "window"});
   return a;
 }
 
@@ -167,6 +170,13 @@ ffn_spec read_moe(yaml_map& m) {
 ffn_spec read_ffn(yaml_map m) {
   std::string kind = kind_of(m, kFfnKinds);
   if (kind == "moe") return read_moe(m);
+  if (kind == "mlp") {
+    ffn_mlp f;
+    f.intermediate = m.integer("intermediate");
+    f.bias = m.boolean("bias", false);
+    m.finish({"kind", "intermediate", "bias"});
+    return f;
+  }
   ffn_swiglu f;
   f.intermediate = m.integer("intermediate");
   m.finish({"kind", "intermediate"});
@@ -456,6 +466,8 @@ model_spec read_model(const YAML::Node& root, const std::string& file) {
   spec.hidden = m.integer("hidden");
   spec.tie_embeddings = m.boolean("tie_embeddings", false);
   spec.final_norm = m.boolean("final_norm", true);
+  read_choice<bool>(m, "norm", {{"rmsnorm", false}, {"layernorm", true}}, spec.layer_norm);
+  spec.position_embeddings = m.optional_integer("position_embeddings", 0).value_or(0);
   spec.precision = read_precision(m);
   spec.execution = read_execution(m);
   spec.connection = read_connection(m);
@@ -491,9 +503,9 @@ model_spec read_model(const YAML::Node& root, const std::string& file) {
     m.optional("mtp");
   }
   validate_sources(spec, m);
-  m.finish({"schema", "name", "source", "vocab", "hidden", "tie_embeddings", "final_norm",
-            "precision", "execution", "connection", "rope_table_frequencies", "token_history",
-            "ced", "mtp", "layers"});
+  m.finish({"schema", "name", "source", "vocab", "hidden", "tie_embeddings", "final_norm", "norm",
+            "position_embeddings", "precision", "execution", "connection", "rope_table_frequencies",
+            "token_history", "ced", "mtp", "layers"});
   spec.defaulted = m.defaulted();
   return spec;
 }

@@ -24,6 +24,8 @@ struct attention_gqa {
   std::int64_t head_dim = 0;           // d_h
   bool qk_norm = false;                // per-head RMSNorm on Q and K (d_h weights each)
   bool output_gate = false;            // Q projection also produces a sigmoid gate (width n_Q*d_h)
+  bool qkv_bias = false;               // biases on the Q, K and V projections (Qwen2, GPT-2)
+  bool o_bias = false;                 // a bias on the output projection (GPT-2)
   std::optional<std::int64_t> window;  // sliding window in tokens; none = full causal attention
 
   bool operator==(const attention_gqa&) const = default;
@@ -139,6 +141,14 @@ struct ffn_swiglu {
   bool operator==(const ffn_swiglu&) const = default;
 };
 
+/// A two-matrix MLP (GPT-2 style): up d->f, an activation, down f->d; 4*m*d*f FLOPs.
+struct ffn_mlp {
+  std::int64_t intermediate = 0;  // f
+  bool bias = false;              // biases on both projections
+
+  bool operator==(const ffn_mlp&) const = default;
+};
+
 /// Mixture of experts (§2.4): a router picks top_k of `experts` SwiGLU experts per token; shared
 /// experts run on every token; experts may work in a narrower latent space (Kimi K3).
 struct ffn_moe {
@@ -157,7 +167,7 @@ struct ffn_moe {
 };
 
 /// The feed-forward block of a layer; one alternative per layer kind.
-using ffn_spec = std::variant<ffn_swiglu, ffn_moe>;
+using ffn_spec = std::variant<ffn_swiglu, ffn_moe, ffn_mlp>;
 
 /// A partial layer description: what a variant or an override replaces.
 struct block_spec {
@@ -268,6 +278,8 @@ struct model_spec {
   std::int64_t hidden = 0;  // d
   bool tie_embeddings = false;
   bool final_norm = true;
+  bool layer_norm = false;  // LayerNorm (weight and bias per norm) instead of RMSNorm (weight)
+  std::int64_t position_embeddings = 0;  // a learned position table of this many rows; 0 = none
   precision_spec precision;
   execution_spec execution;
   connection_spec connection;

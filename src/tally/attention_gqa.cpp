@@ -17,9 +17,16 @@ void add_tensors(const attention_gqa& a, const model_context& m, std::vector<ten
   out.push_back(k);
   out.push_back(v);
   out.push_back({"attention", "o_proj", category::attention, q_width * d, w, true});
+  if (a.qkv_bias) {
+    out.push_back({"norms", "q_bias", category::other, q_width, &m.precision->norms});
+    out.push_back({"norms", "k_bias", category::other, kv_width, &m.precision->norms});
+    out.push_back({"norms", "v_bias", category::other, kv_width, &m.precision->norms});
+  }
+  if (a.o_bias) out.push_back({"norms", "o_bias", category::other, d, &m.precision->norms});
   if (a.qk_norm) {
-    out.push_back({"norms", "q_norm", category::other, a.head_dim, &m.precision->norms});
-    out.push_back({"norms", "k_norm", category::other, a.head_dim, &m.precision->norms});
+    checked width = checked(a.head_dim) * m.norm_vectors();
+    out.push_back({"norms", "q_norm", category::other, width, &m.precision->norms});
+    out.push_back({"norms", "k_norm", category::other, width, &m.precision->norms});
   }
 }
 

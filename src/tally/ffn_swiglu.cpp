@@ -1,4 +1,5 @@
-// Dense SwiGLU feed-forward (§2.1.4): 3*d*f parameters, 6*m*d*f FLOPs.
+// Dense feed-forward: SwiGLU (§2.1.4: 3*d*f parameters, 6*m*d*f FLOPs) and the two-matrix MLP
+// of GPT-2 (2*d*f parameters, 4*m*d*f FLOPs).
 #include "tally/rules.h"
 
 namespace calc {
@@ -10,6 +11,18 @@ void add_tensors(const ffn_swiglu& f, const model_context& m, std::vector<tensor
   out.push_back({"ffn", "up_proj", category::dense_shared_ffn, d * f.intermediate, w, true});
   out.push_back(
       {"ffn", "down_proj", category::dense_shared_ffn, checked(f.intermediate) * d, w, true});
+}
+
+void add_tensors(const ffn_mlp& f, const model_context& m, std::vector<tensor>& out) {
+  const dtype* w = &m.precision->weights;
+  checked d = m.hidden;
+  out.push_back({"ffn", "up_proj", category::dense_shared_ffn, d * f.intermediate, w, true});
+  out.push_back(
+      {"ffn", "down_proj", category::dense_shared_ffn, checked(f.intermediate) * d, w, true});
+  if (f.bias) {
+    out.push_back({"norms", "up_bias", category::other, f.intermediate, &m.precision->norms});
+    out.push_back({"norms", "down_bias", category::other, d, &m.precision->norms});
+  }
 }
 
 }  // namespace calc

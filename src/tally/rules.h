@@ -98,6 +98,9 @@ struct model_context {
   std::int64_t hidden;  // d
   const precision_spec* precision;
   const connection_spec* connection = nullptr;
+  bool layer_norm = false;  // norms carry a bias too (LayerNorm): 2 vectors per norm
+
+  std::int64_t norm_vectors() const { return layer_norm ? 2 : 1; }
 };
 
 /// Bytes one decode query reads from a layer's history of `length` tokens: attention KV,
@@ -159,6 +162,7 @@ void add_tensors(const engram_spec& e, const model_context& m, std::vector<tenso
 // Feed-forward kinds: ffn_swiglu.cpp, ffn_moe.cpp. Their work is all weight GEMMs.
 void add_tensors(const ffn_swiglu& f, const model_context& m, std::vector<tensor>& out);
 void add_tensors(const ffn_moe& f, const model_context& m, std::vector<tensor>& out);
+void add_tensors(const ffn_mlp& f, const model_context& m, std::vector<tensor>& out);
 
 /// Chunked linear-attention FLOPs of one head over P new tokens (attention_linear.cpp).
 checked chunk_work(const execution_spec& e, checked tokens, checked key_dim, checked value_dim);

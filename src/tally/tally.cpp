@@ -35,7 +35,9 @@ std::string kind_name(const attention_spec& a) {
 }
 
 std::string kind_name(const ffn_spec& f) {
-  return std::holds_alternative<ffn_swiglu>(f) ? "swiglu" : "moe";
+  if (std::holds_alternative<ffn_swiglu>(f)) return "swiglu";
+  if (std::holds_alternative<ffn_mlp>(f)) return "mlp";
+  return "moe";
 }
 
 checked tensor::rows_in(const call& c) const {
@@ -68,7 +70,7 @@ checked tensor::read_bytes(const call& c) const {
 namespace {
 
 model_context context_of(const graph& g) {
-  return {g.spec->hidden, &g.spec->precision, &g.spec->connection};
+  return {g.spec->hidden, &g.spec->precision, &g.spec->connection, g.spec->layer_norm};
 }
 
 /// Display names of the modules a call's FLOPs are itemised by.
@@ -109,9 +111,9 @@ void layer_tensors(const layer& l, const model_context& m, std::vector<tensor>& 
   if (l.engram) add_tensors(*l.engram, m, out);
   if (m.connection && m.connection->type == connection_spec::kind::mhc)
     add_mhc_layer_tensors(*m.connection, m, out);
-  // Input and post-attention RMSNorm: one d-wide vector each.
-  out.push_back(
-      {"norms", "layer_norms", category::other, checked(l.norms) * m.hidden, &m.precision->norms});
+  // Input and post-attention norms: one d-wide vector each (two with LayerNorm's bias).
+  out.push_back({"norms", "layer_norms", category::other,
+                 checked(l.norms) * m.hidden * m.norm_vectors(), &m.precision->norms});
 }
 
 namespace {
@@ -124,8 +126,13 @@ void model_level_tensors(const model_spec& s, const model_context& m, std::vecto
                  &s.precision.embedding, false, 1, 0, !s.tie_embeddings});
   if (!s.tie_embeddings)
     out.push_back({"head", "lm_head", category::embedding_output, vd, &s.precision.head});
+  if (s.position_embeddings > 0)  // learned positions: looked up by rows like the token table
+    out.push_back({"embedding", "position_embeddings", category::embedding_output,
+                   checked(s.position_embeddings) * s.hidden, &s.precision.embedding, false, 1, 0,
+                   true});
   if (s.final_norm)
-    out.push_back({"norms", "final_norm", category::other, s.hidden, &s.precision.norms});
+    out.push_back({"norms", "final_norm", category::other, checked(s.hidden) * m.norm_vectors(),
+                   &s.precision.norms});
   if (s.connection.type == connection_spec::kind::attnres) {
     // A norm and a projection vector per sublayer mix, plus the output mix.
     checked mixes = checked(2) * s.layers.count + 1;

@@ -81,10 +81,10 @@ forward_tally tally_forward(const graph& g, const call& c);
 /// Sparse-attention work of one layer in a call: what main attention reads and the indexer scans.
 struct layer_entries {
   std::int64_t layer = 0;
-  checked rows;            // query rows the layer processes
-  checked window_pairs;    // window records read
-  checked selected;        // compressed entries main attention reads
-  checked index_scans;     // index entries scored
+  checked rows;          // query rows the layer processes
+  checked window_pairs;  // window records read
+  checked selected;      // compressed entries main attention reads
+  checked index_scans;   // index entries scored
 };
 
 /// Per-layer entries of every sparse-attention layer for a call (§2.3.3, Table 2-4's A and I).
