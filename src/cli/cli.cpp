@@ -232,7 +232,7 @@ void build_app(CLI::App& app, parsed& p, std::vector<CLI::App*>& subs) {
   for (const command& c : commands()) {
     CLI::App* sub = app.add_subcommand(c.name, c.help);
     c.setup(*sub, p.opts);
-    sub->add_option("-f,--format", p.opts.format, "Output: md (default), ojson or csv")
+    sub->add_option("-f,--format", p.opts.format, "Output: md (default), json or csv")
         ->check(CLI::IsMember({"md", "json", "csv"}));
     subs.push_back(sub);
   }
@@ -265,7 +265,8 @@ ojson evaluate(const std::vector<std::string>& args) {
 int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   CLI::App app(
       "calc: exact weights, FLOPs, state, reads and GPU capacity of LLMs, from YAML "
-      "model descriptions. Every number is an exact integer, rounded only when printed.");
+      "model descriptions. Every number is an exact integer, rounded only when printed.",
+      "calc");
   parsed p;
   std::vector<CLI::App*> subs;
   build_app(app, p, subs);
