@@ -109,13 +109,7 @@ loaded_model load(const options& o) {
     if (p.production.empty())
       throw spec_error("--storage", fmt::format("{} declares no production formats", m.spec->name));
     for (const auto& [role, format] : p.production) {
-      if (role == "kv") p.kv = format;
-      if (role == "index") p.index = format;
-      if (role == "window") p.window = format;
-      if (role == "compressor") p.compressor = format;
-      if (role == "recurrent") p.recurrent = format;
-      if (role == "conv") p.conv = format;
-      if (role == "token_history") p.token_history = format;
+      *p.state_role(role) = format;  // the reader accepted only known roles
     }
   }
   if (!o.weights.empty()) m.spec->precision.weights = format_option("--weights", o.weights);

@@ -28,8 +28,9 @@ request_plan plan_request(const graph& g, std::int64_t cached, std::int64_t prom
   r.final_positions = (h + r.decode_calls).value();
   checked before = tally_state(g, cached).growing;
   checked after_prefill = tally_state(g, h.value()).growing;
-  r.final_state_bytes = tally_state(g, r.final_positions).total;
-  checked final_growing = tally_state(g, r.final_positions).growing;
+  state_tally final_state = tally_state(g, r.final_positions);
+  r.final_state_bytes = final_state.total;
+  checked final_growing = final_state.growing;
   r.kv_written_bytes = final_growing - before;
   r.decode_written_bytes = final_growing - after_prefill;
   return r;

@@ -236,7 +236,7 @@ precision_spec read_precision(yaml_map& parent) {
                                             "recurrent", "conv",  "token_history"};
     for (auto it = given.begin(); it != given.end(); ++it) {
       std::string role = key_text(it->first, prod.path_of("?"), parent.file());
-      if (std::find(roles.begin(), roles.end(), role) == roles.end()) continue;  // finish() says
+      if (!p.state_role(role)) continue;  // finish() names the unknown role
       p.production[role] = read_dtype(prod, role, "bf16");
     }
     prod.finish(roles);

@@ -210,6 +210,19 @@ struct precision_spec {
   /// The production storage formats (`--storage production`): roles given here replace the
   /// reference ones above; empty names leave a role as it is.
   std::map<std::string, dtype> production;
+
+  /// The state role of that name ("kv", "index", "window", ...), or null: the one list of roles
+  /// a production format may replace.
+  dtype* state_role(const std::string& role) {
+    if (role == "kv") return &kv;
+    if (role == "index") return &index;
+    if (role == "window") return &window;
+    if (role == "compressor") return &compressor;
+    if (role == "recurrent") return &recurrent;
+    if (role == "conv") return &conv;
+    if (role == "token_history") return &token_history;
+    return nullptr;
+  }
 };
 
 /// How attention query-key pairs are executed (§2.1.3).
