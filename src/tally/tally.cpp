@@ -116,9 +116,6 @@ void layer_tensors(const layer& l, const model_context& m, std::vector<tensor>& 
                  checked(l.norms) * m.hidden * m.norm_vectors(), &m.precision->norms});
 }
 
-namespace {
-
-/// The tensors outside the layers: embedding, head, final norm, connection vectors.
 void model_level_tensors(const model_spec& s, const model_context& m, std::vector<tensor>& out) {
   checked vd = checked(s.vocab) * s.hidden;
   // An untied table is only looked up by rows; a tied one is also the vocabulary head.
@@ -141,8 +138,6 @@ void model_level_tensors(const model_spec& s, const model_context& m, std::vecto
   }
   if (s.connection.type == connection_spec::kind::mhc) add_mhc_head_tensors(s.connection, m, out);
 }
-
-}  // namespace
 
 std::vector<tensor> model_tensors(const graph& g) {
   model_context m = context_of(g);
