@@ -73,6 +73,7 @@ struct result {
   std::string title;
   int exit_code = 0;
   std::string footer;  // a closing line for Markdown output
+  std::string text;    // printed as it is instead of a Markdown table (calc import's YAML)
 };
 
 /// One row of the command table: name, one-line help, its options, its handler.
@@ -121,5 +122,6 @@ result run_check(const options& o);
 result run_validate(const options& o);
 result run_compare(const options& o);
 result run_sweep(const options& o);
+result run_import(const options& o);
 
 }  // namespace calc::cli
