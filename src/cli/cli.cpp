@@ -285,7 +285,7 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   }
   try {
     result r = dispatch(p, subs);
-    out << render(r.body, p.format, r.title);
+    out << (r.text.empty() ? render(r.body, p.format, r.title) : r.text);
     if (p.format == output_format::md) out << r.footer;
     return r.exit_code;
   } catch (const spec_error& e) {
