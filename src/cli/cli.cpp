@@ -267,10 +267,14 @@ result dispatch(parsed& p, const std::vector<CLI::App*>& subs) {
 }  // namespace
 
 ojson evaluate(const std::vector<std::string>& args) {
-  CLI::App app("calc");
-  parsed p;
-  std::vector<CLI::App*> subs;
-  build_app(app, p, subs);
+  // calc check evaluates hundreds of command lines: the parser of the command table is built
+  // once and cleared before each (building it cost as much as running most commands).
+  static CLI::App app("calc");
+  static parsed p;
+  static std::vector<CLI::App*> subs;
+  if (subs.empty()) build_app(app, p, subs);
+  app.clear();
+  p = parsed{};
   std::vector<std::string> reversed(args.rbegin(), args.rend());
   try {
     app.parse(reversed);
@@ -303,12 +307,8 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   }
   try {
     result r = dispatch(p, subs);
-    if (p.format == output_format::md && !r.text.empty()) {
-      out << r.text;
-    } else {
-      out << render(r.body, p.format, r.title);
-      if (p.format == output_format::md) out << r.footer;
-    }
+    out << (r.text.empty() ? render(r.body, p.format, r.title) : r.text);
+    if (p.format == output_format::md) out << r.footer;
     return r.exit_code;
   } catch (const spec_error& e) {
     err << e.what() << "\n";
