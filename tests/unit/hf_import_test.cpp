@@ -4,10 +4,13 @@
 // located errors of bad input.
 #include <doctest/doctest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
 
+#include "cli/cli.h"
+#include "spec/hf/families.h"
 #include "spec/hf/import.h"
 #include "tally/call.h"
 #include "tally/tally.h"
@@ -204,4 +207,27 @@ TEST_CASE("a wrongly typed field is located at its value") {
   CHECK(e == "config.json:2:16: vocab_size: expected a non-negative integer, got \"many\"");
   CHECK(import_error("{\"model_type\": \"llama\",\n \"vocab_size\": }")
             .starts_with("config.json:2:16: malformed JSON: syntax error"));
+}
+
+TEST_CASE("command line: calc import prints the YAML; a bad config exits 2 with one line") {
+  std::ostringstream out, err;
+  int code = run_cli({"import", fixture("qwen3-8b.json")}, out, err);
+  CHECK(code == 0);
+  CHECK(out.str().starts_with("# Imported by `calc import` from "));
+  CHECK(out.str().find("  kv_heads: 8                     # num_key_value_heads\n") !=
+        std::string::npos);
+
+  auto dir = std::filesystem::temp_directory_path() / "calc-hf-tests";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "config.json") << "{\n  \"model_type\": \"bloom\"\n}\n";
+  std::ostringstream out2, err2;
+  code = run_cli({"state", "--model", dir.string(), "--length", "8192"}, out2, err2);
+  CHECK(code == 2);
+  CHECK(err2.str() == (dir / "config.json").string() +
+                          ":2:17: model_type: unknown model_type 'bloom' (supported families: " +
+                          hf::family_names() + ")\n");
+  std::ostringstream out3, err3;
+  code = run_cli({"params", "--model", (dir / "missing.json").string()}, out3, err3);
+  CHECK(code == 2);
+  CHECK(err3.str() == (dir / "missing.json").string() + ": cannot open file\n");
 }
