@@ -137,6 +137,10 @@ class family_reader {
   /// An optional value: none when the config gives null and the default is null too.
   std::optional<std::int64_t> optional_integer(const std::string& role, std::string& origin) const {
     std::string fld = field(role);
+    if (!fld.empty() && cfg_.is_null(fld)) {
+      origin = fld;
+      return std::nullopt;
+    }
     if (!fld.empty() && cfg_.has(fld)) {
       origin = fld;
       return cfg_.integer(fld);
@@ -257,14 +261,14 @@ std::vector<attn_kind> attention_kinds(const family_reader& r, std::int64_t coun
       break;
     case layer_rule::sliding_pattern: {
       std::int64_t p = r.positive("sliding_pattern", o);
-      origin = fmt::format("every {}th layer full: {}", p, o);
+      origin = fmt::format("full every {} layers: {}", p, o);
       for (std::int64_t i = 0; i < count; ++i)
         if ((i + 1) % p != 0) kinds[static_cast<std::size_t>(i)] = attn_kind::sliding;
       break;
     }
     case layer_rule::linear_interval: {
       std::int64_t p = r.positive("full_interval", o);
-      origin = fmt::format("every {}th layer full: {}", p, o);
+      origin = fmt::format("full every {} layers: {}", p, o);
       for (std::int64_t i = 0; i < count; ++i)
         if ((i + 1) % p != 0) kinds[static_cast<std::size_t>(i)] = attn_kind::linear;
       break;
@@ -317,8 +321,8 @@ std::string dtype_of(const std::string& torch_dtype, const hf_object& where,
 struct quant_formats {
   std::string weights;  // format of the quantised matrices
   std::string origin;
-  std::string kv;         // cache format, when the checkpoint names one
-  std::string kv_origin;  // the field that names it
+  std::string kv;                         // cache format, when the checkpoint names one
+  std::string kv_origin;                  // the field that names it
   std::vector<std::string> kept_dtype;    // modules left in the model dtype (said in the YAML)
   std::int64_t excluded_from_layer = -1;  // "model.layers.N*": layers from N on stay unconverted
   source_location excluded_where;
@@ -582,8 +586,9 @@ imported translate(const hf_json& doc, const std::string& name, const hf_json* m
   combo base = layer[0];
   for (const auto& [c, n] : freq)
     if (n > freq[base]) base = c;
-  // The repeating pattern: the period p with the fewest p + exceptions; each position takes the
-  // most frequent kind among its layers, exceptions become overrides.
+  // The repeating pattern: the period p with the least p + 2 x exceptions (an exception is an
+  // override, longer to read than a pattern entry); each position takes the most frequent kind
+  // among its layers, exceptions become overrides.
   std::size_t best_p = 1;
   std::vector<combo> best_pattern;
   std::int64_t best_cost = -1;
@@ -599,7 +604,7 @@ imported translate(const hf_json& doc, const std::string& name, const hf_json* m
       pattern[j] = c;
       for (std::size_t i = j; i < layer.size(); i += p) misses += layer[i] == c ? 0 : 1;
     }
-    std::int64_t cost = static_cast<std::int64_t>(p) + misses;
+    std::int64_t cost = static_cast<std::int64_t>(p) + 2 * misses;
     if (best_cost < 0 || cost < best_cost) {
       best_cost = cost;
       best_p = p;
