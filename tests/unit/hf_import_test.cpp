@@ -4,10 +4,13 @@
 // located errors of bad input.
 #include <doctest/doctest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
 
+#include "cli/cli.h"
+#include "spec/hf/families.h"
 #include "spec/hf/import.h"
 #include "tally/call.h"
 #include "tally/tally.h"
@@ -204,4 +207,97 @@ TEST_CASE("a wrongly typed field is located at its value") {
   CHECK(e == "config.json:2:16: vocab_size: expected a non-negative integer, got \"many\"");
   CHECK(import_error("{\"model_type\": \"llama\",\n \"vocab_size\": }")
             .starts_with("config.json:2:16: malformed JSON: syntax error"));
+}
+
+TEST_CASE("command line: calc import prints the YAML; a bad config exits 2 with one line") {
+  std::ostringstream out, err;
+  int code = run_cli({"import", fixture("qwen3-8b.json")}, out, err);
+  CHECK(code == 0);
+  CHECK(out.str().starts_with("# Imported by `calc import` from "));
+  CHECK(out.str().find("  kv_heads: 8                     # num_key_value_heads\n") !=
+        std::string::npos);
+
+  auto dir = std::filesystem::temp_directory_path() / "calc-hf-tests";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "config.json") << "{\n  \"model_type\": \"bloom\"\n}\n";
+  std::ostringstream out2, err2;
+  code = run_cli({"state", "--model", dir.string(), "--length", "8192"}, out2, err2);
+  CHECK(code == 2);
+  CHECK(err2.str() == (dir / "config.json").string() +
+                          ":2:17: model_type: unknown model_type 'bloom' (supported families: " +
+                          hf::family_names() + ")\n");
+  std::ostringstream out3, err3;
+  code = run_cli({"params", "--model", (dir / "missing.json").string()}, out3, err3);
+  CHECK(code == 2);
+  CHECK(err3.str() == (dir / "missing.json").string() + ": cannot open file\n");
+}
+
+// The family tables without a bundled real config: small configs written here (not published
+// ones) that exercise each table's defaults and layer rule.
+TEST_CASE("family tables: defaults and layer rules") {
+  auto spec_of = [](const std::string& json) {
+    return testing::model::from_text(hf::import_text(json, "config.json", "t").yaml).spec;
+  };
+  const std::string dims = R"("vocab_size": 100, "hidden_size": 64, "num_attention_heads": 4,
+    "num_key_value_heads": 2, "intermediate_size": 128, "num_hidden_layers": 6)";
+  SUBCASE("gemma2: even layers slide (window 4096 by default), four norms, tied, head_dim 256") {
+    model_spec s = spec_of("{\"model_type\": \"gemma2\", " + dims + "}");
+    CHECK(s.tie_embeddings);
+    CHECK(*s.layers.base.norms == 4);
+    CHECK(s.layers.pattern == std::vector<std::string>{"base", "full"});
+    const auto& a = std::get<attention_gqa>(*s.layers.base.attention);
+    CHECK(a.head_dim == 256);
+    CHECK(a.window == 4096);
+  }
+  SUBCASE("gemma3_text: sliding_window_pattern 3 -> two sliding layers, then one full") {
+    model_spec s = spec_of("{\"model_type\": \"gemma3_text\", \"sliding_window\": 512, " +
+                           std::string("\"sliding_window_pattern\": 3, ") + dims + "}");
+    CHECK(s.layers.pattern == std::vector<std::string>{"base", "base", "full"});
+    CHECK(std::get<attention_gqa>(*s.layers.base.attention).qk_norm);
+    CHECK(std::get<attention_gqa>(*s.layers.base.attention).window == 512);
+  }
+  SUBCASE("qwen2: Q/K/V biases always, no output bias; sliding only when use_sliding_window") {
+    model_spec s = spec_of("{\"model_type\": \"qwen2\", \"sliding_window\": 32, " + dims + "}");
+    const auto& a = std::get<attention_gqa>(*s.layers.base.attention);
+    CHECK(a.qkv_bias);
+    CHECK(!a.o_bias);
+    CHECK(!a.window);
+    model_spec w = spec_of(
+        "{\"model_type\": \"qwen2\", \"sliding_window\": 32, \"use_sliding_window\": true, "
+        "\"max_window_layers\": 4, " +
+        dims + "}");
+    REQUIRE(w.layers.overrides.size() == 1);
+    CHECK(w.layers.overrides[0].at == std::vector<std::int64_t>{4, 5});
+  }
+  SUBCASE("deepseek_v2: q_lora_rank null is no query compression; dense first layer") {
+    model_spec s = spec_of(R"({"model_type": "deepseek_v2", "vocab_size": 100, "hidden_size": 64,
+      "num_attention_heads": 4, "num_hidden_layers": 3, "intermediate_size": 128,
+      "q_lora_rank": null, "kv_lora_rank": 32, "qk_nope_head_dim": 16, "qk_rope_head_dim": 8,
+      "v_head_dim": 16, "n_routed_experts": 8, "num_experts_per_tok": 2, "n_shared_experts": 2,
+      "moe_intermediate_size": 32, "first_k_dense_replace": 1})");
+    CHECK(std::get<attention_mla>(*s.layers.base.attention).q_rank == 0);
+    const auto& moe = std::get<ffn_moe>(*s.layers.base.ffn);
+    CHECK(moe.shared_experts == 2);
+    CHECK(!moe.router_bias);
+    REQUIRE(s.layers.overrides.size() == 1);
+    CHECK(s.layers.overrides[0].at == std::vector<std::int64_t>{0});
+  }
+  SUBCASE("glm4_moe: attention_bias is Q/K/V only; use_qk_norm; routing bias") {
+    model_spec s = spec_of(
+        "{\"model_type\": \"glm4_moe\", \"attention_bias\": true, \"use_qk_norm\": true, "
+        "\"head_dim\": 16, \"n_routed_experts\": 8, \"num_experts_per_tok\": 2, "
+        "\"moe_intermediate_size\": 32, " +
+        dims + "}");
+    const auto& a = std::get<attention_gqa>(*s.layers.base.attention);
+    CHECK((a.qkv_bias && !a.o_bias && a.qk_norm));
+    CHECK(std::get<ffn_moe>(*s.layers.base.ffn).router_bias);
+    CHECK(std::get<ffn_moe>(*s.layers.base.ffn).shared_experts == 1);
+  }
+  SUBCASE("mistral: sliding_window defaults to 4096 on every layer; phi3 takes the config's") {
+    model_spec s = spec_of("{\"model_type\": \"mistral\", " + dims + "}");
+    CHECK(std::get<attention_gqa>(*s.layers.base.attention).window == 4096);
+    model_spec p = spec_of("{\"model_type\": \"phi3\", \"sliding_window\": 2047, " + dims + "}");
+    CHECK(std::get<attention_gqa>(*p.layers.base.attention).window == 2047);
+    CHECK(p.layers.pattern.empty());
+  }
 }

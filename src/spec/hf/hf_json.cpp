@@ -182,6 +182,11 @@ bool hf_object::has(const std::string& key) const {
   return it != node_->end() && !it->is_null();
 }
 
+bool hf_object::is_null(const std::string& key) const {
+  auto it = node_->find(key);
+  return it != node_->end() && it->is_null();
+}
+
 const nlohmann::json& hf_object::value(const std::string& key) const {
   if (!has(key)) fail(key, "missing required field");
   return node_->at(key);

@@ -44,6 +44,8 @@ class hf_object {
 
   /// True when the field is present and not null.
   bool has(const std::string& key) const;
+  /// True when the field is present with the value null (q_lora_rank: null = no compression).
+  bool is_null(const std::string& key) const;
   const nlohmann::json& value(const std::string& key) const;
   /// The dotted field path of a key, e.g. "linear_attn_config.kda_layers".
   std::string path_of(const std::string& key) const;

@@ -137,6 +137,10 @@ class family_reader {
   /// An optional value: none when the config gives null and the default is null too.
   std::optional<std::int64_t> optional_integer(const std::string& role, std::string& origin) const {
     std::string fld = field(role);
+    if (!fld.empty() && cfg_.is_null(fld)) {
+      origin = fld;
+      return std::nullopt;
+    }
     if (!fld.empty() && cfg_.has(fld)) {
       origin = fld;
       return cfg_.integer(fld);
@@ -257,14 +261,14 @@ std::vector<attn_kind> attention_kinds(const family_reader& r, std::int64_t coun
       break;
     case layer_rule::sliding_pattern: {
       std::int64_t p = r.positive("sliding_pattern", o);
-      origin = fmt::format("every {}th layer full: {}", p, o);
+      origin = fmt::format("full every {} layers: {}", p, o);
       for (std::int64_t i = 0; i < count; ++i)
         if ((i + 1) % p != 0) kinds[static_cast<std::size_t>(i)] = attn_kind::sliding;
       break;
     }
     case layer_rule::linear_interval: {
       std::int64_t p = r.positive("full_interval", o);
-      origin = fmt::format("every {}th layer full: {}", p, o);
+      origin = fmt::format("full every {} layers: {}", p, o);
       for (std::int64_t i = 0; i < count; ++i)
         if ((i + 1) % p != 0) kinds[static_cast<std::size_t>(i)] = attn_kind::linear;
       break;
@@ -318,6 +322,7 @@ struct quant_formats {
   std::string weights;  // format of the quantised matrices
   std::string origin;
   std::string kv;                         // cache format, when the checkpoint names one
+  std::string kv_origin;                  // the field that names it
   std::vector<std::string> kept_dtype;    // modules left in the model dtype (said in the YAML)
   std::int64_t excluded_from_layer = -1;  // "model.layers.N*": layers from N on stay unconverted
   source_location excluded_where;
@@ -329,21 +334,21 @@ struct quant_formats {
 /// would need a per-module format and is an error rather than a silently wrong byte count.
 std::optional<quant_formats> read_quant(const hf_object& root, const hf_json* modelopt) {
   std::optional<hf_object> q;
-  std::string method, list_key;
   if (modelopt) {
-    hf_object top(*modelopt, "");
-    q = top.object("quantization");
-    method = q->text("quant_algo");
-    list_key = "exclude_modules";
+    q = hf_object(*modelopt, "").object("quantization");
   } else if (root.has("quantization_config")) {
     q = root.object("quantization_config");
-    method = q->text("quant_method");
-    list_key = "modules_to_not_convert";
   } else {
     return std::nullopt;
   }
+  // Hugging Face names the method quant_method and the unconverted modules
+  // modules_to_not_convert; ModelOpt writes quant_algo and exclude_modules (or ignore).
+  const std::string key = q->has("quant_method") ? "quant_method" : "quant_algo";
+  std::string method = q->text(key);
+  std::string list_key = "modules_to_not_convert";
+  for (const char* k : {"exclude_modules", "ignore"})
+    if (q->has(k)) list_key = k;
   quant_formats f;
-  const std::string key = modelopt ? "quant_algo" : "quant_method";
   f.origin = q->path_of(key);
   if (modelopt) f.origin = q->doc().file() + ": " + f.origin;
   if (method == "fp8" && q->has("weight_block_size")) {
@@ -370,10 +375,12 @@ std::optional<quant_formats> read_quant(const hf_object& root, const hf_json* mo
                              "mxfp4)",
                              method));
   }
-  if (q->has("kv_cache_quant_algo")) {
-    std::string kv = q->text("kv_cache_quant_algo");
-    if (kv != "FP8") q->fail("kv_cache_quant_algo", fmt::format("'{}' is not mapped (FP8)", kv));
+  for (const char* k : {"kv_cache_quant_algo", "kv_cache_scheme"}) {
+    if (!q->has(k) || !q->value(k).is_string()) continue;
+    std::string kv = q->text(k);
+    if (kv != "FP8") q->fail(k, fmt::format("'{}' is not mapped (calc reads FP8)", kv));
     f.kv = "fp8";
+    f.kv_origin = q->path_of(k);
   }
   if (q->has(list_key)) {
     const json& list = q->value(list_key);
@@ -545,7 +552,7 @@ imported translate(const hf_json& doc, const std::string& name, const hf_json* m
                                         ? dtype_origin + " (lm_head excluded)"
                                         : dtype_origin + " (lm_head not converted)"));
     if (!quant->kv.empty())
-      precision.kids.push_back(scalar("kv", quant->kv, "kv_cache_quant_algo"));
+      precision.kids.push_back(scalar("kv", quant->kv, quant->kv_origin));
     else
       precision.kids.push_back(
           scalar("kv", dtype, dtype_origin + " (the cache keeps the model dtype)"));
@@ -579,8 +586,9 @@ imported translate(const hf_json& doc, const std::string& name, const hf_json* m
   combo base = layer[0];
   for (const auto& [c, n] : freq)
     if (n > freq[base]) base = c;
-  // The repeating pattern: the period p with the fewest p + exceptions; each position takes the
-  // most frequent kind among its layers, exceptions become overrides.
+  // The repeating pattern: the period p with the least p + 2 x exceptions (an exception is an
+  // override, longer to read than a pattern entry); each position takes the most frequent kind
+  // among its layers, exceptions become overrides.
   std::size_t best_p = 1;
   std::vector<combo> best_pattern;
   std::int64_t best_cost = -1;
@@ -596,7 +604,7 @@ imported translate(const hf_json& doc, const std::string& name, const hf_json* m
       pattern[j] = c;
       for (std::size_t i = j; i < layer.size(); i += p) misses += layer[i] == c ? 0 : 1;
     }
-    std::int64_t cost = static_cast<std::int64_t>(p) + misses;
+    std::int64_t cost = static_cast<std::int64_t>(p) + 2 * misses;
     if (best_cost < 0 || cost < best_cost) {
       best_cost = cost;
       best_p = p;
