@@ -166,6 +166,7 @@ ojson capacity_json(const loaded_model& m, const engine_inputs& in,
   }
   j["fits"] = e.fits;
   if (!e.fits) j["reason"] = e.reason;
+  if (e.estimated_max_model_len > 0) j["estimated_max_model_len"] = e.estimated_max_model_len;
   ojson groups = ojson::array();
   for (const engine::cache_group& g : e.groups)
     groups.push_back({{"kind", g.kind},

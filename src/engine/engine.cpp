@@ -405,6 +405,31 @@ std::vector<layer_cache> layer_caches(const graph& g, const engine_config& c) {
   return out;
 }
 
+/// vLLM's estimate when one request does not fit (_estimate_max_model_len_from_groups): the
+/// longest max_model_len, by bisection, whose per-request KV fits the available memory.
+static std::int64_t estimate_max_model_len(const graph& g, const rule_set& r,
+                                           const engine_config& c) {
+  auto fits = [&](std::int64_t len) {
+    engine_config t = c;
+    t.max_model_len = len;
+    std::vector<layer_cache> caches = layer_caches(g, t);
+    std::int64_t bs = c.block_size > 0 ? c.block_size : r.default_block_size;
+    engine_capacity e = plan_hybrid(caches, t, static_cast<std::int64_t>(g.layers.size()), bs);
+    return e.max_model_len_kv_bytes <= c.available_kv_bytes;
+  };
+  if (!fits(1)) return 0;
+  std::int64_t lo = 1, hi = c.max_model_len;  // fits(lo); the answer is below max_model_len
+  while (hi - lo > 1) {
+    std::int64_t mid = lo + (hi - lo) / 2;
+    if (fits(mid)) {
+      lo = mid;
+    } else {
+      hi = mid;
+    }
+  }
+  return lo;
+}
+
 engine_capacity plan_engine(const graph& g, const rule_set& r, const engine_config& c) {
   if (c.max_model_len < 1) throw spec_error("--max-model-len", "give the context length (>= 1)");
   std::vector<layer_cache> caches = layer_caches(g, c);
@@ -451,11 +476,18 @@ engine_capacity plan_engine(const graph& g, const rule_set& r, const engine_conf
           static_cast<double>(e.kv_cache_tokens) / static_cast<double>(c.max_model_len);
     if (r.layout != rule_set::pool::block_all_layers) {
       e.fits = c.available_kv_bytes >= e.max_model_len_kv_bytes;
-      if (!e.fits)
+      if (!e.fits) {
         e.reason = fmt::format(
             "To serve at least one request with the model's max seq len ({}), ({} GiB KV cache "
             "is needed, which is larger than the available KV cache memory ({} GiB)",
             c.max_model_len, gib(e.max_model_len_kv_bytes), gib(c.available_kv_bytes));
+        if (r.layout == rule_set::pool::block_hybrid) {
+          e.estimated_max_model_len = estimate_max_model_len(g, r, c);
+          e.reason += fmt::format(
+              ". Based on the available memory, the estimated maximum model length is {}",
+              e.estimated_max_model_len);
+        }
+      }
     }
   }
   // The lines the engine prints.

@@ -110,6 +110,7 @@ struct engine_capacity {
   std::vector<cache_group> groups;
   bool fits = true;
   std::string reason;  // why not, when one request cannot fit
+  std::int64_t estimated_max_model_len = 0;  // when it does not fit: the longest that would
   std::vector<std::string> log;  // the lines the engine prints, as it prints them
 };
 

@@ -231,6 +231,11 @@ TEST_CASE("engine: every startup log in tests/fixtures/engine-logs is reproduced
       ok = ok && two(static_cast<double>(mid["max_model_len_kv_bytes"].get<std::int64_t>()) /
                      (1LL << 30)) == need;
     }
+    if (logged["estimated_max_model_len"]) {
+      auto len = logged["estimated_max_model_len"].as<std::int64_t>();
+      ok = ok && lo["estimated_max_model_len"].get<std::int64_t>() <= len &&
+           len <= hi["estimated_max_model_len"].get<std::int64_t>();
+    }
     if (logged["fits"]) ok = ok && mid["fits"].get<bool>() == logged["fits"].as<bool>();
     if (f["reproduced"].as<bool>()) {
       CHECK(ok);
