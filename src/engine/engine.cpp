@@ -85,8 +85,7 @@ checked request_blocks(const layer_cache& l, std::int64_t block_size, std::int64
 }
 
 std::vector<std::int64_t> layers_of_stage(const std::vector<layer_cache>& caches,
-                                          std::int64_t total, std::int64_t pp,
-                                          std::int64_t stage) {
+                                          std::int64_t total, std::int64_t pp, std::int64_t stage) {
   auto [first, count] = stage_layers(total, pp, stage);
   std::vector<std::int64_t> out;
   for (const layer_cache& l : caches)
@@ -205,7 +204,8 @@ engine_capacity plan_hybrid(const std::vector<layer_cache>& caches, const engine
       cache_group g;
       g.kind = group_name(*sample[key]);
       g.block_size = block_of[key];
-      for (std::int64_t j = i; j < n; j += groups) g.layers.push_back(ls[static_cast<std::size_t>(j)]);
+      for (std::int64_t j = i; j < n; j += groups)
+        g.layers.push_back(ls[static_cast<std::size_t>(j)]);
       g.padding = group_size - static_cast<std::int64_t>(g.layers.size());
       g.request_bytes = request_blocks(*sample[key], g.block_size, c.max_model_len, batched) * page;
       e.groups.push_back(g);
@@ -241,8 +241,8 @@ engine_capacity plan_hybrid(const std::vector<layer_cache>& caches, const engine
   e.block_size = min_block;
   e.blocks_per_request = per_request.value();
   e.max_model_len_kv_bytes = checked(worst_group) * page * per_request;
-  e.max_concurrency =
-      static_cast<double>(e.blocks) / static_cast<double>(std::max<std::int64_t>(1, per_request.value()));
+  e.max_concurrency = static_cast<double>(e.blocks) /
+                      static_cast<double>(std::max<std::int64_t>(1, per_request.value()));
   return e;
 }
 
@@ -491,9 +491,8 @@ engine_capacity plan_engine(const graph& g, const rule_set& r, const engine_conf
     }
   }
   // The lines the engine prints.
-  std::string len = r.layout == rule_set::pool::block_all_layers
-                        ? std::to_string(c.max_model_len)
-                        : with_commas(c.max_model_len);
+  std::string len = r.layout == rule_set::pool::block_all_layers ? std::to_string(c.max_model_len)
+                                                                 : with_commas(c.max_model_len);
   switch (r.layout) {
     case rule_set::pool::block_all_layers:
       e.log.push_back(fmt::format("# GPU blocks: {}", e.blocks));
@@ -513,8 +512,9 @@ engine_capacity plan_engine(const graph& g, const rule_set& r, const engine_conf
         e.log.push_back(fmt::format("KV Cache is allocated. #tokens: {}, KV size: {} GB",
                                     e.kv_cache_tokens, gib(e.k_pool_bytes)));
       } else {
-        e.log.push_back(fmt::format("KV Cache is allocated. #tokens: {}, K size: {} GB, V size: {} GB",
-                                    e.kv_cache_tokens, gib(e.k_pool_bytes), gib(e.v_pool_bytes)));
+        e.log.push_back(
+            fmt::format("KV Cache is allocated. #tokens: {}, K size: {} GB, V size: {} GB",
+                        e.kv_cache_tokens, gib(e.k_pool_bytes), gib(e.v_pool_bytes)));
       }
       break;
     }

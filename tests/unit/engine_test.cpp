@@ -69,8 +69,8 @@ TEST_CASE("engine: KV heads fewer than the TP degree are replicated, one per ran
   // memory per rank holds the same tokens.
   auto at = [](const char* tp) {
     return engine_run({"capacity", "--engine", "vllm", "--model", "qwen3-235b-a22b",
-                       "--max-model-len", "32768", "--kv-memory", "10GiB",
-                       "--tensor-parallel-size", tp, "-f", "json"});
+                       "--max-model-len", "32768", "--kv-memory", "10GiB", "--tensor-parallel-size",
+                       tp, "-f", "json"});
   };
   CHECK(at("4")["kv_cache_tokens"] == at("8")["kv_cache_tokens"]);
   // TP 2 keeps two heads per rank: pages twice as large, half the blocks (floors aside).
@@ -79,9 +79,8 @@ TEST_CASE("engine: KV heads fewer than the TP degree are replicated, one per ran
 
 TEST_CASE("engine: an MLA latent is not split over TP ranks") {
   auto at = [](const char* tp) {
-    return engine_run({"capacity", "--engine", "vllm", "--model", "deepseek-v3",
-                       "--max-model-len", "8192", "--kv-memory", "20GiB",
-                       "--tensor-parallel-size", tp, "-f", "json"});
+    return engine_run({"capacity", "--engine", "vllm", "--model", "deepseek-v3", "--max-model-len",
+                       "8192", "--kv-memory", "20GiB", "--tensor-parallel-size", tp, "-f", "json"});
   };
   ojson one = at("1"), eight = at("8");
   CHECK(one["kv_cache_tokens"] == eight["kv_cache_tokens"]);
@@ -143,9 +142,9 @@ TEST_CASE("engine: recurrent-state layers raise the attention block to hold a st
   // Qwen3.6-35B-A3B: a Gated DeltaNet state is 3 conv slots x 8192 channels x 2 B + 32 x 128 x
   // 128 x 2 B = 1,097,728 B; a full-attention token is 2 x 2 x 256 x 1 B (fp8) = 1,024 B, so
   // blocks grow to 16 x ceil(1,097,728 / (16 x 1,024)) = 1,072 tokens.
-  ojson j = engine_run({"capacity", "--engine", "vllm", "--model", "qwen3.6-35b-a3b",
-                        "--max-model-len", "131072", "--kv-cache-dtype", "fp8", "--kv-memory",
-                        "6GiB", "-f", "json"});
+  ojson j =
+      engine_run({"capacity", "--engine", "vllm", "--model", "qwen3.6-35b-a3b", "--max-model-len",
+                  "131072", "--kv-cache-dtype", "fp8", "--kv-memory", "6GiB", "-f", "json"});
   CHECK(j["block_size"] == 1072);
   CHECK(j["page_bytes"] == 1097728);
   CHECK(j["groups"].size() == 4);  // 3 state groups + 1 full group of 10 layers each
@@ -156,12 +155,12 @@ TEST_CASE("engine: bad engine input is one line naming the option") {
   CHECK_THROWS_WITH(engine_run({"capacity", "--engine", "vllm", "--model", "qwen3-8b",
                                 "--max-model-len", "4096", "-f", "json"}),
                     "--kv-memory: give --kv-memory (the engine's logged KV memory) or --gpu");
-  CHECK_THROWS_WITH(engine_run({"capacity", "--engine", "vllm", "--engine-version", "0.2",
-                                "--model", "qwen3-8b", "--max-model-len", "4096", "--kv-memory",
-                                "1GiB"}),
-                    "--engine-version: calc has no vllm rules for 0.2 (known: 0.4-0.7 (V0 "
-                    "engine), 0.8-0.9 (V1, before the hybrid allocator), 0.10-0.23 (V1 hybrid "
-                    "allocator), >=0.24 (GPU KV cache size = concurrency x max_model_len))");
+  CHECK_THROWS_WITH(
+      engine_run({"capacity", "--engine", "vllm", "--engine-version", "0.2", "--model", "qwen3-8b",
+                  "--max-model-len", "4096", "--kv-memory", "1GiB"}),
+      "--engine-version: calc has no vllm rules for 0.2 (known: 0.4-0.7 (V0 "
+      "engine), 0.8-0.9 (V1, before the hybrid allocator), 0.10-0.23 (V1 hybrid "
+      "allocator), >=0.24 (GPU KV cache size = concurrency x max_model_len))");
   CHECK_THROWS_WITH(engine_run({"capacity", "--engine", "vllm", "--model", "qwen3-8b",
                                 "--max-model-len", "4096", "--kv-memory", "lots"}),
                     "--kv-memory: 'lots' is not a size such as 18.69GiB or 40GB");
@@ -188,14 +187,19 @@ TEST_CASE("engine: every startup log in tests/fixtures/engine-logs is reproduced
     REQUIRE(f["source"].as<std::string>().rfind("https://", 0) == 0);
     std::string model = f["model"].as<std::string>();
     if (model.find('/') != std::string::npos) model = source(model);
-    std::vector<std::string> base = {"capacity", "--engine", f["engine"].as<std::string>(),
-                                     "--engine-version", f["version"].as<std::string>(),
-                                     "--model", model, "-f", "json"};
+    std::vector<std::string> base = {"capacity",
+                                     "--engine",
+                                     f["engine"].as<std::string>(),
+                                     "--engine-version",
+                                     f["version"].as<std::string>(),
+                                     "--model",
+                                     model,
+                                     "-f",
+                                     "json"};
     for (const auto& a : f["args"]) base.push_back(a.as<std::string>());
-    logged_memory m = memory_interval(f["kv_memory"].as<std::string>(),
-                                      f["kv_memory_plus_minus"]
-                                          ? f["kv_memory_plus_minus"].as<std::string>()
-                                          : "");
+    logged_memory m = memory_interval(
+        f["kv_memory"].as<std::string>(),
+        f["kv_memory_plus_minus"] ? f["kv_memory_plus_minus"].as<std::string>() : "");
     auto at = [&](std::int64_t bytes) {
       std::vector<std::string> args = base;
       args.push_back("--kv-memory");
