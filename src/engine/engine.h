@@ -38,6 +38,9 @@ struct rule_set {
   } tokens = token_print::blocks_per_group;
   bool concurrency_in_blocks = true;  // false: tokens / max_model_len (vLLM V0 and 0.8)
   std::int64_t default_block_size = 16;
+  /// State pages a recurrent layer holds per request with prefix caching on (vLLM's Mamba
+  /// "align" mode keeps the running state and the last block-aligned one); 1 without it.
+  std::int64_t state_pages_prefix_caching = 1;
 };
 
 /// The rules table, oldest first per engine.

@@ -140,15 +140,39 @@ TEST_CASE("engine: 52 sliding + 10 full layers make 7 groups of 10, 8 of them pa
 
 TEST_CASE("engine: recurrent-state layers raise the attention block to hold a state page") {
   // Qwen3.6-35B-A3B: a Gated DeltaNet state is 3 conv slots x 8192 channels x 2 B + 32 x 128 x
-  // 128 x 2 B = 1,097,728 B; a full-attention token is 2 x 2 x 256 x 1 B (fp8) = 1,024 B, so
-  // blocks grow to 16 x ceil(1,097,728 / (16 x 1,024)) = 1,072 tokens.
-  ojson j =
-      engine_run({"capacity", "--engine", "vllm", "--model", "qwen3.6-35b-a3b", "--max-model-len",
-                  "131072", "--kv-cache-dtype", "fp8", "--kv-memory", "6GiB", "-f", "json"});
-  CHECK(j["block_size"] == 1072);
-  CHECK(j["page_bytes"] == 1097728);
+  // 128 values of the recurrent format; a full-attention token is 2 x 2 x 256 x 1 B (fp8) =
+  // 1,024 B, so blocks grow to 16 x ceil(state / (16 x 1,024)) tokens.
+  auto run = [](std::vector<std::string> extra) {
+    std::vector<std::string> args = {"capacity",
+                                     "--engine",
+                                     "vllm",
+                                     "--model",
+                                     "qwen3.6-35b-a3b",
+                                     "--max-model-len",
+                                     "131072",
+                                     "--kv-cache-dtype",
+                                     "fp8",
+                                     "--kv-memory",
+                                     "6GiB",
+                                     "-f",
+                                     "json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return engine_run(args);
+  };
+  ojson j = run({});  // the model's fp32 recurrent format: 49,152 + 2,097,152 B
+  CHECK(j["block_size"] == 2096);
+  CHECK(j["page_bytes"] == 2146304);
   CHECK(j["groups"].size() == 4);  // 3 state groups + 1 full group of 10 layers each
-  CHECK(j["blocks_per_request"] == 123 + 3);
+  CHECK(j["blocks_per_request"] == 63 + 3);
+  ojson bf16 = run({"--mamba-ssm-cache-dtype", "bfloat16"});  // 49,152 + 1,048,576 B
+  CHECK(bf16["block_size"] == 1072);
+  CHECK(bf16["page_bytes"] == 1097728);
+  CHECK(bf16["blocks_per_request"] == 123 + 3);
+  // Prefix caching (vLLM >= 0.24, Mamba "align" mode): two state pages per request and group.
+  ojson aligned = run({"--enable-prefix-caching"});
+  CHECK(aligned["blocks_per_request"] == 63 + 3 * 2);
+  ojson older = run({"--enable-prefix-caching", "--engine-version", "0.11"});
+  CHECK(older["blocks_per_request"] == 63 + 3);
 }
 
 TEST_CASE("engine: bad engine input is one line naming the option") {
@@ -250,5 +274,5 @@ TEST_CASE("engine: every startup log in tests/fixtures/engine-logs is reproduced
       CHECK_FALSE(ok);
     }
   }
-  CHECK(reproduced >= 6);
+  CHECK(reproduced >= 13);
 }
