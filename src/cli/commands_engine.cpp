@@ -19,9 +19,16 @@ namespace {
 /// "18.69GiB" -> bytes, rounded down: the engines print GiB with two decimals, which are not a
 /// whole number of bytes. Units: B, KiB, MiB, GiB, TiB, KB, MB, GB, TB.
 checked parse_memory(const std::string& option, const std::string& text) {
-  static const std::vector<std::pair<std::string, std::int64_t>> units = {
-      {"TiB", 1LL << 40}, {"GiB", 1LL << 30}, {"MiB", 1LL << 20}, {"KiB", 1LL << 10},
-      {"TB", 1000000000000}, {"GB", 1000000000}, {"MB", 1000000}, {"KB", 1000}, {"B", 1}, {"", 1}};
+  static const std::vector<std::pair<std::string, std::int64_t>> units = {{"TiB", 1LL << 40},
+                                                                          {"GiB", 1LL << 30},
+                                                                          {"MiB", 1LL << 20},
+                                                                          {"KiB", 1LL << 10},
+                                                                          {"TB", 1000000000000},
+                                                                          {"GB", 1000000000},
+                                                                          {"MB", 1000000},
+                                                                          {"KB", 1000},
+                                                                          {"B", 1},
+                                                                          {"", 1}};
   std::size_t i = 0;
   checked whole = 0, frac = 0, den = 1;
   bool digits = false, point = false;
@@ -126,9 +133,8 @@ engine_inputs engine_setup(const options& o, const loaded_model& m, std::int64_t
                               ? activation_estimate(m.g, batched, tp)
                               : parse_memory("--activation-memory", o.activation_memory);
     c.available_kv_bytes = budget - in.weight_bytes_per_rank - in.activation_bytes;
-    in.memory_source =
-        fmt::format("estimate: {} x {} - weights per rank - activation and graph estimate",
-                    gpu.name, fraction);
+    in.memory_source = fmt::format(
+        "estimate: {} x {} - weights per rank - activation and graph estimate", gpu.name, fraction);
   }
   return in;
 }
@@ -166,6 +172,7 @@ ojson capacity_json(const loaded_model& m, const engine_inputs& in,
   }
   j["fits"] = e.fits;
   if (!e.fits) j["reason"] = e.reason;
+  if (e.estimated_max_model_len > 0) j["estimated_max_model_len"] = e.estimated_max_model_len;
   ojson groups = ojson::array();
   for (const engine::cache_group& g : e.groups)
     groups.push_back({{"kind", g.kind},
@@ -230,8 +237,7 @@ void add_engine_options(CLI::App& app, options& o, bool plan) {
 result run_engine_capacity(const options& o) {
   loaded_model m = load(o);
   std::string gpu = o.gpu;
-  if (gpu.find(',') != std::string::npos)
-    throw spec_error("--gpu", "name one GPU with --engine");
+  if (gpu.find(',') != std::string::npos) throw spec_error("--gpu", "name one GPU with --engine");
   engine_inputs in = engine_setup(o, m, tp_of(o), pp_of(o), gpu);
   engine::engine_capacity e = engine::plan_engine(m.g, *in.rules, in.config);
   ojson j = capacity_json(m, in, e, o);

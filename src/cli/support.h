@@ -67,17 +67,17 @@ struct options {
   std::string range;                // sweep: lengths as FROM:TO:xFACTOR or FROM:TO:+STEP
   std::string scenarios = "scenarios";
   // Serving-engine knobs (commands_engine.cpp), spelled as vLLM / SGLang spell them.
-  std::string engine;                 // --engine: vllm or sglang
-  std::string engine_version;         // --engine-version: whose rules (default: the newest)
-  std::string kv_memory;              // --kv-memory: the engine's logged KV memory per rank
-  std::string activation_memory;      // --activation-memory: overrides the estimate
-  std::string kv_cache_dtype;         // --kv-cache-dtype: auto, fp8, bfloat16, ...
-  std::string mamba_ssm_cache_dtype;  // --mamba-ssm-cache-dtype
-  double gpu_memory_utilization = 0.9;   // vLLM
-  double mem_fraction_static = 0.88;     // SGLang
-  std::int64_t block_size = 0;           // --block-size / --page-size
-  std::int64_t max_model_len = 0;        // --max-model-len / --context-length
-  std::int64_t max_num_seqs = 0;         // --max-num-seqs / --max-running-requests
+  std::string engine;                       // --engine: vllm or sglang
+  std::string engine_version;               // --engine-version: whose rules (default: the newest)
+  std::string kv_memory;                    // --kv-memory: the engine's logged KV memory per rank
+  std::string activation_memory;            // --activation-memory: overrides the estimate
+  std::string kv_cache_dtype;               // --kv-cache-dtype: auto, fp8, bfloat16, ...
+  std::string mamba_ssm_cache_dtype;        // --mamba-ssm-cache-dtype
+  double gpu_memory_utilization = 0.9;      // vLLM
+  double mem_fraction_static = 0.88;        // SGLang
+  std::int64_t block_size = 0;              // --block-size / --page-size
+  std::int64_t max_model_len = 0;           // --max-model-len / --context-length
+  std::int64_t max_num_seqs = 0;            // --max-num-seqs / --max-running-requests
   std::int64_t max_num_batched_tokens = 0;  // --max-num-batched-tokens / --chunked-prefill-size
   std::int64_t tensor_parallel_size = 0;    // --tensor-parallel-size (or --tp)
   std::int64_t pipeline_parallel_size = 0;  // --pipeline-parallel-size (or --pp)

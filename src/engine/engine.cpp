@@ -69,7 +69,7 @@ std::string group_name(const layer_cache& l) {
 /// max_memory_usage_bytes, in tokens; sliding layers keep the window plus one batch of
 /// scheduled tokens, and one extra block because the window straddles block edges).
 checked request_blocks(const layer_cache& l, std::int64_t block_size, std::int64_t max_model_len,
-                       std::int64_t batched) {
+                       std::int64_t batched, std::int64_t state_pages) {
   switch (l.type) {
     case layer_cache::kind::full:
     case layer_cache::kind::mla:
@@ -79,14 +79,13 @@ checked request_blocks(const layer_cache& l, std::int64_t block_size, std::int64
       return ceil_div(tokens, block_size) + 1;
     }
     case layer_cache::kind::state:
-      return 1;  // one state page per request (prefix caching off)
+      return state_pages;  // whole state pages per request, however long
   }
   return 0;
 }
 
 std::vector<std::int64_t> layers_of_stage(const std::vector<layer_cache>& caches,
-                                          std::int64_t total, std::int64_t pp,
-                                          std::int64_t stage) {
+                                          std::int64_t total, std::int64_t pp, std::int64_t stage) {
   auto [first, count] = stage_layers(total, pp, stage);
   std::vector<std::int64_t> out;
   for (const layer_cache& l : caches)
@@ -146,9 +145,10 @@ engine_capacity plan_single_group(const std::vector<layer_cache>& caches, const 
 
 /// vLLM V1's hybrid allocator (kv_cache_utils.py): one page size, groups of equal layer
 /// count padded where a kind has fewer layers, one block pool shared by all groups.
-engine_capacity plan_hybrid(const std::vector<layer_cache>& caches, const engine_config& c,
-                            std::int64_t layers_total, std::int64_t bs) {
+engine_capacity plan_hybrid(const std::vector<layer_cache>& caches, const rule_set& r,
+                            const engine_config& c, std::int64_t layers_total, std::int64_t bs) {
   engine_capacity e;
+  std::int64_t state_pages = c.prefix_caching ? r.state_pages_prefix_caching : 1;
   std::int64_t batched = c.max_num_batched_tokens > 0 ? c.max_num_batched_tokens : 8192;
   // Page-size unification. Recurrent-state layers first raise the attention block size until
   // one attention page holds a whole state (rounded to 16 tokens, the kernels' alignment);
@@ -205,9 +205,11 @@ engine_capacity plan_hybrid(const std::vector<layer_cache>& caches, const engine
       cache_group g;
       g.kind = group_name(*sample[key]);
       g.block_size = block_of[key];
-      for (std::int64_t j = i; j < n; j += groups) g.layers.push_back(ls[static_cast<std::size_t>(j)]);
+      for (std::int64_t j = i; j < n; j += groups)
+        g.layers.push_back(ls[static_cast<std::size_t>(j)]);
       g.padding = group_size - static_cast<std::int64_t>(g.layers.size());
-      g.request_bytes = request_blocks(*sample[key], g.block_size, c.max_model_len, batched) * page;
+      g.request_bytes =
+          request_blocks(*sample[key], g.block_size, c.max_model_len, batched, state_pages) * page;
       e.groups.push_back(g);
     }
   }
@@ -241,8 +243,8 @@ engine_capacity plan_hybrid(const std::vector<layer_cache>& caches, const engine
   e.block_size = min_block;
   e.blocks_per_request = per_request.value();
   e.max_model_len_kv_bytes = checked(worst_group) * page * per_request;
-  e.max_concurrency =
-      static_cast<double>(e.blocks) / static_cast<double>(std::max<std::int64_t>(1, per_request.value()));
+  e.max_concurrency = static_cast<double>(e.blocks) /
+                      static_cast<double>(std::max<std::int64_t>(1, per_request.value()));
   return e;
 }
 
@@ -314,7 +316,7 @@ const std::vector<rule_set>& rule_sets() {
        pool::block_hybrid, print::blocks_per_group, true, 16},
       {"vllm-v1-derived", "vllm", ">=0.24 (GPU KV cache size = concurrency x max_model_len)", 24,
        99999, "vllm/v1/core/kv_cache_utils.py (_report_kv_cache_config)", pool::block_hybrid,
-       print::concurrency_x_len, true, 16},
+       print::concurrency_x_len, true, 16, 2},
       {"sglang", "sglang", "0.4-0.5", 4, 5,
        "python/sglang/srt/model_executor/model_runner.py (profile_max_num_token), "
        "python/sglang/srt/mem_cache/memory_pool.py (MHATokenToKVPool, MLATokenToKVPool)",
@@ -360,10 +362,9 @@ std::vector<layer_cache> layer_caches(const graph& g, const engine_config& c) {
   const precision_spec& p = g.spec->precision;
   const dtype& kv = c.kv_cache_dtype ? *c.kv_cache_dtype : p.kv;
   const dtype& conv = p.conv;
-  // vLLM's mamba_ssm_cache_dtype "auto" is the model's activation dtype (bf16 here); calc's
-  // reference recurrent format (fp32 in the chapter) is not what an engine keeps by default.
-  static const dtype bf16 = parse_dtype("bf16");
-  const dtype& ssm = c.state_dtype ? *c.state_dtype : bf16;
+  // vLLM's mamba_ssm_cache_dtype "auto" takes the model's own recurrent-state dtype
+  // (mamba_ssm_dtype in its config; the model's `recurrent` format here).
+  const dtype& ssm = c.state_dtype ? *c.state_dtype : p.recurrent;
   std::int64_t tp = c.tensor_parallel;
   std::vector<layer_cache> out;
   for (const layer& ly : g.layers) {
@@ -405,6 +406,31 @@ std::vector<layer_cache> layer_caches(const graph& g, const engine_config& c) {
   return out;
 }
 
+/// vLLM's estimate when one request does not fit (_estimate_max_model_len_from_groups): the
+/// longest max_model_len, by bisection, whose per-request KV fits the available memory.
+static std::int64_t estimate_max_model_len(const graph& g, const rule_set& r,
+                                           const engine_config& c) {
+  auto fits = [&](std::int64_t len) {
+    engine_config t = c;
+    t.max_model_len = len;
+    std::vector<layer_cache> caches = layer_caches(g, t);
+    std::int64_t bs = c.block_size > 0 ? c.block_size : r.default_block_size;
+    engine_capacity e = plan_hybrid(caches, r, t, static_cast<std::int64_t>(g.layers.size()), bs);
+    return e.max_model_len_kv_bytes <= c.available_kv_bytes;
+  };
+  if (!fits(1)) return 0;
+  std::int64_t lo = 1, hi = c.max_model_len;  // fits(lo); the answer is below max_model_len
+  while (hi - lo > 1) {
+    std::int64_t mid = lo + (hi - lo) / 2;
+    if (fits(mid)) {
+      lo = mid;
+    } else {
+      hi = mid;
+    }
+  }
+  return lo;
+}
+
 engine_capacity plan_engine(const graph& g, const rule_set& r, const engine_config& c) {
   if (c.max_model_len < 1) throw spec_error("--max-model-len", "give the context length (>= 1)");
   std::vector<layer_cache> caches = layer_caches(g, c);
@@ -420,7 +446,7 @@ engine_capacity plan_engine(const graph& g, const rule_set& r, const engine_conf
       e = plan_single_group(caches, r, c, layers, bs);
       break;
     case rule_set::pool::block_hybrid:
-      e = plan_hybrid(caches, c, layers, bs);
+      e = plan_hybrid(caches, r, c, layers, bs);
       break;
     case rule_set::pool::token_pool:
       e = plan_token_pool(caches, c, layers, bs);
@@ -451,17 +477,23 @@ engine_capacity plan_engine(const graph& g, const rule_set& r, const engine_conf
           static_cast<double>(e.kv_cache_tokens) / static_cast<double>(c.max_model_len);
     if (r.layout != rule_set::pool::block_all_layers) {
       e.fits = c.available_kv_bytes >= e.max_model_len_kv_bytes;
-      if (!e.fits)
+      if (!e.fits) {
         e.reason = fmt::format(
             "To serve at least one request with the model's max seq len ({}), ({} GiB KV cache "
             "is needed, which is larger than the available KV cache memory ({} GiB)",
             c.max_model_len, gib(e.max_model_len_kv_bytes), gib(c.available_kv_bytes));
+        if (r.layout == rule_set::pool::block_hybrid) {
+          e.estimated_max_model_len = estimate_max_model_len(g, r, c);
+          e.reason += fmt::format(
+              ". Based on the available memory, the estimated maximum model length is {}",
+              e.estimated_max_model_len);
+        }
+      }
     }
   }
   // The lines the engine prints.
-  std::string len = r.layout == rule_set::pool::block_all_layers
-                        ? std::to_string(c.max_model_len)
-                        : with_commas(c.max_model_len);
+  std::string len = r.layout == rule_set::pool::block_all_layers ? std::to_string(c.max_model_len)
+                                                                 : with_commas(c.max_model_len);
   switch (r.layout) {
     case rule_set::pool::block_all_layers:
       e.log.push_back(fmt::format("# GPU blocks: {}", e.blocks));
@@ -481,8 +513,9 @@ engine_capacity plan_engine(const graph& g, const rule_set& r, const engine_conf
         e.log.push_back(fmt::format("KV Cache is allocated. #tokens: {}, KV size: {} GB",
                                     e.kv_cache_tokens, gib(e.k_pool_bytes)));
       } else {
-        e.log.push_back(fmt::format("KV Cache is allocated. #tokens: {}, K size: {} GB, V size: {} GB",
-                                    e.kv_cache_tokens, gib(e.k_pool_bytes), gib(e.v_pool_bytes)));
+        e.log.push_back(
+            fmt::format("KV Cache is allocated. #tokens: {}, K size: {} GB, V size: {} GB",
+                        e.kv_cache_tokens, gib(e.k_pool_bytes), gib(e.v_pool_bytes)));
       }
       break;
     }

@@ -38,6 +38,9 @@ struct rule_set {
   } tokens = token_print::blocks_per_group;
   bool concurrency_in_blocks = true;  // false: tokens / max_model_len (vLLM V0 and 0.8)
   std::int64_t default_block_size = 16;
+  /// State pages a recurrent layer holds per request with prefix caching on (vLLM's Mamba
+  /// "align" mode keeps the running state and the last block-aligned one); 1 without it.
+  std::int64_t state_pages_prefix_caching = 1;
 };
 
 /// The rules table, oldest first per engine.
@@ -98,19 +101,20 @@ struct cache_group {
 struct engine_capacity {
   const rule_set* rules = nullptr;
   checked available_kv_bytes;
-  checked page_bytes;       // bytes of one block of one layer (vLLM) or one token (SGLang)
+  checked page_bytes;  // bytes of one block of one layer (vLLM) or one token (SGLang)
   std::int64_t block_size = 0;
-  std::int64_t blocks = 0;  // num_gpu_blocks (vLLM) or pages (SGLang)
-  std::int64_t kv_cache_tokens = 0;       // the number the engine prints
-  std::int64_t blocks_per_request = 0;    // blocks one max_model_len request takes
-  double max_concurrency = 0;             // requests of max_model_len at once
-  checked max_model_len_kv_bytes;         // "X GiB KV cache is needed" for one request
-  checked k_pool_bytes, v_pool_bytes;     // SGLang: the K and V buffers as allocated
-  std::int64_t group_size = 0;            // layers per group (vLLM hybrid)
+  std::int64_t blocks = 0;              // num_gpu_blocks (vLLM) or pages (SGLang)
+  std::int64_t kv_cache_tokens = 0;     // the number the engine prints
+  std::int64_t blocks_per_request = 0;  // blocks one max_model_len request takes
+  double max_concurrency = 0;           // requests of max_model_len at once
+  checked max_model_len_kv_bytes;       // "X GiB KV cache is needed" for one request
+  checked k_pool_bytes, v_pool_bytes;   // SGLang: the K and V buffers as allocated
+  std::int64_t group_size = 0;          // layers per group (vLLM hybrid)
   std::vector<cache_group> groups;
   bool fits = true;
-  std::string reason;  // why not, when one request cannot fit
-  std::vector<std::string> log;  // the lines the engine prints, as it prints them
+  std::string reason;                        // why not, when one request cannot fit
+  std::int64_t estimated_max_model_len = 0;  // when it does not fit: the longest that would
+  std::vector<std::string> log;              // the lines the engine prints, as it prints them
 };
 
 /// vLLM or SGLang capacity under the rule set and knobs.

@@ -69,8 +69,8 @@ TEST_CASE("engine: KV heads fewer than the TP degree are replicated, one per ran
   // memory per rank holds the same tokens.
   auto at = [](const char* tp) {
     return engine_run({"capacity", "--engine", "vllm", "--model", "qwen3-235b-a22b",
-                       "--max-model-len", "32768", "--kv-memory", "10GiB",
-                       "--tensor-parallel-size", tp, "-f", "json"});
+                       "--max-model-len", "32768", "--kv-memory", "10GiB", "--tensor-parallel-size",
+                       tp, "-f", "json"});
   };
   CHECK(at("4")["kv_cache_tokens"] == at("8")["kv_cache_tokens"]);
   // TP 2 keeps two heads per rank: pages twice as large, half the blocks (floors aside).
@@ -79,9 +79,8 @@ TEST_CASE("engine: KV heads fewer than the TP degree are replicated, one per ran
 
 TEST_CASE("engine: an MLA latent is not split over TP ranks") {
   auto at = [](const char* tp) {
-    return engine_run({"capacity", "--engine", "vllm", "--model", "deepseek-v3",
-                       "--max-model-len", "8192", "--kv-memory", "20GiB",
-                       "--tensor-parallel-size", tp, "-f", "json"});
+    return engine_run({"capacity", "--engine", "vllm", "--model", "deepseek-v3", "--max-model-len",
+                       "8192", "--kv-memory", "20GiB", "--tensor-parallel-size", tp, "-f", "json"});
   };
   ojson one = at("1"), eight = at("8");
   CHECK(one["kv_cache_tokens"] == eight["kv_cache_tokens"]);
@@ -141,27 +140,51 @@ TEST_CASE("engine: 52 sliding + 10 full layers make 7 groups of 10, 8 of them pa
 
 TEST_CASE("engine: recurrent-state layers raise the attention block to hold a state page") {
   // Qwen3.6-35B-A3B: a Gated DeltaNet state is 3 conv slots x 8192 channels x 2 B + 32 x 128 x
-  // 128 x 2 B = 1,097,728 B; a full-attention token is 2 x 2 x 256 x 1 B (fp8) = 1,024 B, so
-  // blocks grow to 16 x ceil(1,097,728 / (16 x 1,024)) = 1,072 tokens.
-  ojson j = engine_run({"capacity", "--engine", "vllm", "--model", "qwen3.6-35b-a3b",
-                        "--max-model-len", "131072", "--kv-cache-dtype", "fp8", "--kv-memory",
-                        "6GiB", "-f", "json"});
-  CHECK(j["block_size"] == 1072);
-  CHECK(j["page_bytes"] == 1097728);
+  // 128 values of the recurrent format; a full-attention token is 2 x 2 x 256 x 1 B (fp8) =
+  // 1,024 B, so blocks grow to 16 x ceil(state / (16 x 1,024)) tokens.
+  auto run = [](std::vector<std::string> extra) {
+    std::vector<std::string> args = {"capacity",
+                                     "--engine",
+                                     "vllm",
+                                     "--model",
+                                     "qwen3.6-35b-a3b",
+                                     "--max-model-len",
+                                     "131072",
+                                     "--kv-cache-dtype",
+                                     "fp8",
+                                     "--kv-memory",
+                                     "6GiB",
+                                     "-f",
+                                     "json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return engine_run(args);
+  };
+  ojson j = run({});  // the model's fp32 recurrent format: 49,152 + 2,097,152 B
+  CHECK(j["block_size"] == 2096);
+  CHECK(j["page_bytes"] == 2146304);
   CHECK(j["groups"].size() == 4);  // 3 state groups + 1 full group of 10 layers each
-  CHECK(j["blocks_per_request"] == 123 + 3);
+  CHECK(j["blocks_per_request"] == 63 + 3);
+  ojson bf16 = run({"--mamba-ssm-cache-dtype", "bfloat16"});  // 49,152 + 1,048,576 B
+  CHECK(bf16["block_size"] == 1072);
+  CHECK(bf16["page_bytes"] == 1097728);
+  CHECK(bf16["blocks_per_request"] == 123 + 3);
+  // Prefix caching (vLLM >= 0.24, Mamba "align" mode): two state pages per request and group.
+  ojson aligned = run({"--enable-prefix-caching"});
+  CHECK(aligned["blocks_per_request"] == 63 + 3 * 2);
+  ojson older = run({"--enable-prefix-caching", "--engine-version", "0.11"});
+  CHECK(older["blocks_per_request"] == 63 + 3);
 }
 
 TEST_CASE("engine: bad engine input is one line naming the option") {
   CHECK_THROWS_WITH(engine_run({"capacity", "--engine", "vllm", "--model", "qwen3-8b",
                                 "--max-model-len", "4096", "-f", "json"}),
                     "--kv-memory: give --kv-memory (the engine's logged KV memory) or --gpu");
-  CHECK_THROWS_WITH(engine_run({"capacity", "--engine", "vllm", "--engine-version", "0.2",
-                                "--model", "qwen3-8b", "--max-model-len", "4096", "--kv-memory",
-                                "1GiB"}),
-                    "--engine-version: calc has no vllm rules for 0.2 (known: 0.4-0.7 (V0 "
-                    "engine), 0.8-0.9 (V1, before the hybrid allocator), 0.10-0.23 (V1 hybrid "
-                    "allocator), >=0.24 (GPU KV cache size = concurrency x max_model_len))");
+  CHECK_THROWS_WITH(
+      engine_run({"capacity", "--engine", "vllm", "--engine-version", "0.2", "--model", "qwen3-8b",
+                  "--max-model-len", "4096", "--kv-memory", "1GiB"}),
+      "--engine-version: calc has no vllm rules for 0.2 (known: 0.4-0.7 (V0 "
+      "engine), 0.8-0.9 (V1, before the hybrid allocator), 0.10-0.23 (V1 hybrid "
+      "allocator), >=0.24 (GPU KV cache size = concurrency x max_model_len))");
   CHECK_THROWS_WITH(engine_run({"capacity", "--engine", "vllm", "--model", "qwen3-8b",
                                 "--max-model-len", "4096", "--kv-memory", "lots"}),
                     "--kv-memory: 'lots' is not a size such as 18.69GiB or 40GB");
@@ -188,14 +211,19 @@ TEST_CASE("engine: every startup log in tests/fixtures/engine-logs is reproduced
     REQUIRE(f["source"].as<std::string>().rfind("https://", 0) == 0);
     std::string model = f["model"].as<std::string>();
     if (model.find('/') != std::string::npos) model = source(model);
-    std::vector<std::string> base = {"capacity", "--engine", f["engine"].as<std::string>(),
-                                     "--engine-version", f["version"].as<std::string>(),
-                                     "--model", model, "-f", "json"};
+    std::vector<std::string> base = {"capacity",
+                                     "--engine",
+                                     f["engine"].as<std::string>(),
+                                     "--engine-version",
+                                     f["version"].as<std::string>(),
+                                     "--model",
+                                     model,
+                                     "-f",
+                                     "json"};
     for (const auto& a : f["args"]) base.push_back(a.as<std::string>());
-    logged_memory m = memory_interval(f["kv_memory"].as<std::string>(),
-                                      f["kv_memory_plus_minus"]
-                                          ? f["kv_memory_plus_minus"].as<std::string>()
-                                          : "");
+    logged_memory m = memory_interval(
+        f["kv_memory"].as<std::string>(),
+        f["kv_memory_plus_minus"] ? f["kv_memory_plus_minus"].as<std::string>() : "");
     auto at = [&](std::int64_t bytes) {
       std::vector<std::string> args = base;
       args.push_back("--kv-memory");
@@ -231,6 +259,11 @@ TEST_CASE("engine: every startup log in tests/fixtures/engine-logs is reproduced
       ok = ok && two(static_cast<double>(mid["max_model_len_kv_bytes"].get<std::int64_t>()) /
                      (1LL << 30)) == need;
     }
+    if (logged["estimated_max_model_len"]) {
+      auto len = logged["estimated_max_model_len"].as<std::int64_t>();
+      ok = ok && lo["estimated_max_model_len"].get<std::int64_t>() <= len &&
+           len <= hi["estimated_max_model_len"].get<std::int64_t>();
+    }
     if (logged["fits"]) ok = ok && mid["fits"].get<bool>() == logged["fits"].as<bool>();
     if (f["reproduced"].as<bool>()) {
       CHECK(ok);
@@ -241,5 +274,5 @@ TEST_CASE("engine: every startup log in tests/fixtures/engine-logs is reproduced
       CHECK_FALSE(ok);
     }
   }
-  CHECK(reproduced >= 6);
+  CHECK(reproduced >= 13);
 }
