@@ -215,6 +215,16 @@ const std::vector<command>& commands() {
                         "cpu (the Eigen twins) or cuda (also the CUDA kernels)")
              ->check(CLI::IsMember({"cpu", "cuda"}));
          app.add_option("--seed", o.seed, "Seed of the random weights and tokens");
+         app.add_flag("--dry-run", o.dry_run,
+                      "With --device cuda: run the CPU side of every kernel case (twins, byte "
+                      "predictions) and mark the GPU rows skipped; needs no GPU");
+         app.add_flag("--correctness-only", o.correctness_only,
+                      "With --device cuda: the kernel checks only (short, for compute-sanitizer)");
+         app.add_option("--jsonl", o.jsonl,
+                        "With --device cuda: append each row to this file as it is measured");
+         app.add_option("--gpu", o.gpu,
+                        "With --device cuda: catalogue GPU whose BF16 peak bounds tensor-core "
+                        "kernels (default h200)");
          add_execution_options(app, o, true);
        },
        [](const options& o) {

@@ -63,6 +63,9 @@ struct options {
   std::int64_t decode_steps = 2;    // validate: decode calls after the prefill
   std::string device = "cpu";       // validate: cpu or cuda
   std::uint64_t seed = 2026;        // validate: random weights and tokens
+  bool dry_run = false;             // validate --device cuda: CPU side only, GPU rows skipped
+  bool correctness_only = false;    // validate --device cuda: checks only (compute-sanitizer)
+  std::string jsonl;                // validate --device cuda: append each row here as measured
   std::vector<std::string> models;  // compare: models side by side (default: every bundled one)
   std::string range;                // sweep: lengths as FROM:TO:xFACTOR or FROM:TO:+STEP
   std::string scenarios = "scenarios";
