@@ -33,7 +33,7 @@ cudaError_t mla_decode(const bf16_bits* q, const bf16_bits* cache, float* out, f
                        const mla_decode_params& p, cublasHandle_t blas, cudaStream_t stream) {
   const int w = p.rank + p.rope, L = p.length, H = p.heads;
   float* scores = scratch;
-  auto* probs = reinterpret_cast<__nv_bfloat16*>(scratch + (long)p.batch * H * L);
+  auto* probs = reinterpret_cast<__nv_bfloat16*>(scratch + mla_probs_offset(p));
   if (cublasSetStream(blas, stream) != CUBLAS_STATUS_SUCCESS) return cudaErrorUnknown;
   const float scale = 1.0f / sqrtf((float)w), one = 1, zero = 0;
   // Column-major view: records C_b are [w, L] (ld w), queries Q_b [w, H]; scores S_b [L, H] =
