@@ -30,9 +30,8 @@ outcome run(const std::vector<std::string>& args) {
 TEST_CASE("validate --device cuda --dry-run writes every row as JSON lines, GPU rows skipped") {
   auto path = std::filesystem::temp_directory_path() / "calc-tests-dry.jsonl";
   std::filesystem::remove(path);
-  outcome o = run({"validate", "--model", "qwen3-8b", "--scale", "64", "--length", "24",
-                   "--device", "cuda", "--dry-run", "--correctness-only", "--jsonl",
-                   path.string()});
+  outcome o = run({"validate", "--model", "qwen3-8b", "--scale", "64", "--length", "24", "--device",
+                   "cuda", "--dry-run", "--correctness-only", "--jsonl", path.string()});
   CHECK(o.err == "");
   CHECK(o.code == 0);
   CHECK(o.out.find("### cuda checks") != std::string::npos);
@@ -46,8 +45,8 @@ TEST_CASE("validate --device cuda --dry-run writes every row as JSON lines, GPU 
     skipped += row.value("gpu", "") == "skipped";
     CHECK(row.value("verdict", "") != "FAIL");
   }
-  CHECK(twins == 15);       // one per check case
-  CHECK(skipped == 1 + 15);  // the device row and each case's GPU row
+  CHECK(twins == 15);          // one per check case
+  CHECK(skipped == 1 + 15);    // the device row and each case's GPU row
   CHECK(lines == 1 + 2 * 15);  // --correctness-only: no timed cases
 }
 

@@ -35,39 +35,68 @@ void blocked_matches(const case_shape& s) {
 
 TEST_CASE("split-sequence GQA decode (online softmax + combine) equals the plain twin") {
   // Two splits, many splits, head_dim 64/128/256, groups 4 and 8, and a paged cache.
-  blocked_matches({.kernel = "gqa_decode", .batch = 2, .q_heads = 8, .kv_heads = 2, .head_dim = 64,
-                   .length = 300, .split_blocks = 8});
-  blocked_matches({.kernel = "gqa_decode", .batch = 2, .q_heads = 32, .kv_heads = 8,
-                   .head_dim = 128, .length = 1000});
-  blocked_matches({.kernel = "gqa_decode", .batch = 1, .q_heads = 16, .kv_heads = 2,
-                   .head_dim = 256, .length = 777});
-  blocked_matches({.kernel = "gqa_decode_paged", .batch = 2, .q_heads = 8, .kv_heads = 2,
-                   .head_dim = 64, .length = 300, .page_tokens = 16, .split_blocks = 8});
+  blocked_matches({.kernel = "gqa_decode",
+                   .batch = 2,
+                   .q_heads = 8,
+                   .kv_heads = 2,
+                   .head_dim = 64,
+                   .length = 300,
+                   .split_blocks = 8});
+  blocked_matches({.kernel = "gqa_decode",
+                   .batch = 2,
+                   .q_heads = 32,
+                   .kv_heads = 8,
+                   .head_dim = 128,
+                   .length = 1000});
+  blocked_matches({.kernel = "gqa_decode",
+                   .batch = 1,
+                   .q_heads = 16,
+                   .kv_heads = 2,
+                   .head_dim = 256,
+                   .length = 777});
+  blocked_matches({.kernel = "gqa_decode_paged",
+                   .batch = 2,
+                   .q_heads = 8,
+                   .kv_heads = 2,
+                   .head_dim = 64,
+                   .length = 300,
+                   .page_tokens = 16,
+                   .split_blocks = 8});
 }
 
 TEST_CASE("the GQA split length spreads a long single request and covers every token") {
   int t = split_tokens_for(1, 8, 65536, 264);  // Qwen3-8B, one request: 8 blocks without splits
   gqa_decode_params p{1, 32, 8, 128, 65536, 0, 0, nullptr, t};
   CHECK(t % blocking::kGqaSplitAlign == 0);
-  CHECK(gqa_splits(p) * 8 >= 264);              // at least the blocks asked for
-  CHECK((gqa_splits(p) - 1) * t < p.length);    // no empty split
+  CHECK(gqa_splits(p) * 8 >= 264);                    // at least the blocks asked for
+  CHECK((gqa_splits(p) - 1) * t < p.length);          // no empty split
   CHECK(split_tokens_for(64, 8, 8192, 264) == 8192);  // 512 blocks already: one split
 }
 
 TEST_CASE("absorbed MLA, one-pass delta step and MoE grouped GEMM equal their plain twins") {
-  blocked_matches({.kernel = "mla_decode", .batch = 2, .length = 200, .heads = 4, .rank = 64,
-                   .rope = 16});
-  blocked_matches({.kernel = "mla_decode", .batch = 1, .length = 100, .heads = 4, .rank = 512,
-                   .rope = 64});
+  blocked_matches(
+      {.kernel = "mla_decode", .batch = 2, .length = 200, .heads = 4, .rank = 64, .rope = 16});
+  blocked_matches(
+      {.kernel = "mla_decode", .batch = 1, .length = 100, .heads = 4, .rank = 512, .rope = 64});
   blocked_matches({.kernel = "delta_step", .batch = 3, .heads = 4, .dk = 32, .dv = 24});
   blocked_matches({.kernel = "delta_step", .batch = 1, .heads = 2, .dk = 128, .dv = 128});
   blocked_matches({.kernel = "delta_step", .batch = 1, .heads = 1, .dk = 100, .dv = 8});
-  blocked_matches({.kernel = "delta_chunk_then_step", .batch = 1, .heads = 2, .dk = 32, .dv = 24,
-                   .tokens = 70, .chunk = 32});
-  blocked_matches({.kernel = "moe_gemm", .batch = 20, .experts = 3, .top_k = 2, .in = 100,
-                   .out = 264});
-  blocked_matches({.kernel = "sparse_decode", .batch = 2, .heads = 2, .width = 64, .window = 16,
-                   .n_entries = 100, .selected = 32});
+  blocked_matches({.kernel = "delta_chunk_then_step",
+                   .batch = 1,
+                   .heads = 2,
+                   .dk = 32,
+                   .dv = 24,
+                   .tokens = 70,
+                   .chunk = 32});
+  blocked_matches(
+      {.kernel = "moe_gemm", .batch = 20, .experts = 3, .top_k = 2, .in = 100, .out = 264});
+  blocked_matches({.kernel = "sparse_decode",
+                   .batch = 2,
+                   .heads = 2,
+                   .width = 64,
+                   .window = 16,
+                   .n_entries = 100,
+                   .selected = 32});
 }
 
 TEST_CASE("a check fails on an unwritten (NaN-poisoned) or wrong output") {
@@ -93,9 +122,8 @@ TEST_CASE("MoE routing touches min(tokens x top-k, experts) experts; unused expe
   for (std::size_t e = 0; e + 1 < off.size(); ++e) touched += off[e + 1] > off[e];
   CHECK(touched == 256);
   // Weights of experts no row uses are NaN: a kernel reading them fails its check.
-  case_data c = make_case({.kernel = "moe_gemm", .batch = 1, .experts = 4, .top_k = 1, .in = 8,
-                           .out = 8},
-                          1);
+  case_data c =
+      make_case({.kernel = "moe_gemm", .batch = 1, .experts = 4, .top_k = 1, .in = 8, .out = 8}, 1);
   CHECK(std::isnan(bf16_to_float(c.bf16.at("w")[8 * 8])));  // expert 1
   CHECK_FALSE(std::isnan(bf16_to_float(c.bf16.at("w")[0])));
 }
