@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <set>
 
 #include "decode_blocked.h"
 #include "decode_ref.h"
@@ -152,4 +153,29 @@ TEST_CASE("every timed case's kernel bytes equal the tally's prediction where on
   CHECK(none == 2);  // the sparse kernel reads BF16 records; V4 stores FP8 ones
   CHECK(exact == timed - none);
   CHECK(checks >= 10);
+}
+
+TEST_CASE("the plan checks every kernel at production width and times the bundled models") {
+  gpu::plan_options o;
+  o.correctness_only = true;
+  nlohmann::ordered_json plan = gpu::make_plan(o);
+  CHECK(plan.at("repeats") == 20);
+  CHECK(plan.at("catalogue").at("bf16_flops") == doctest::Approx(989.4e12));
+  std::set<std::string> widths;
+  for (const auto& c : plan.at("cases")) {
+    const auto& s = c.at("shape");
+    const std::string k = s.at("kernel");
+    if (k == "gqa_decode") widths.insert("head_dim " + std::to_string(int(s.at("head_dim"))));
+    if (k == "mla_decode" && s.at("rank") == 512 && s.at("rope") == 64) widths.insert("mla 512+64");
+    if (k == "sparse_decode" && s.at("width") == 512)
+      widths.insert("top-k " + std::to_string(int(s.at("selected"))));
+    if (k == "moe_gemm" && s.at("experts") == 256 && s.at("top_k") == 8) widths.insert("moe 256/8");
+    if (k == "delta_step" && s.at("dk") == 128 && s.at("dv") == 128) widths.insert("delta 128");
+    if (k == "delta_chunk_then_step") widths.insert("chunk then step");
+  }
+  for (const char* w : {"head_dim 128", "head_dim 256", "mla 512+64", "top-k 512", "top-k 2048",
+                        "moe 256/8", "delta 128", "chunk then step"}) {
+    CAPTURE(w);
+    CHECK(widths.count(w) == 1);
+  }
 }
