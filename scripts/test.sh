@@ -9,3 +9,7 @@ cmake --build build
 build/calc_tests
 build/calc check scenarios
 (cd build && ctest --output-on-failure)
+# The GPU device script's dry run (tests/gpu/run.sh): reuses build/, runs the CPU side of every
+# CUDA kernel case and writes the rows a device run would (GPU rows marked skipped), so its
+# failures show here before device time is spent.
+bash tests/gpu/run.sh --dry-run build/gpu-dry-run

@@ -6,8 +6,8 @@
 
 namespace calc::kernels::config {
 
-constexpr int kThreads = 256;        // threads per block of the sparse decode and softmax kernels
-constexpr int kGqaWarps = 4;         // warps of one split-sequence GQA block
+constexpr int kThreads = 256;  // threads per block of the sparse decode and softmax kernels
+constexpr int kGqaWarps = 4;   // warps of one split-sequence GQA block
 constexpr int kGqaCombineThreads = 128;
 constexpr int kDeltaThreads = 32 * blocking::kDeltaWarps;
 constexpr int kMoeThreads = 32 * blocking::kMoeSlices;

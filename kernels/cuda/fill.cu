@@ -22,12 +22,14 @@ __device__ inline float uniform(unsigned long long seed, long i, float lo, float
 
 __global__ void fill_bf16_kernel(unsigned short* p, long n, unsigned long long seed, float lo,
                                  float hi) {
-  for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n; i += (long)gridDim.x * blockDim.x)
+  for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n;
+       i += (long)gridDim.x * blockDim.x)
     p[i] = __bfloat16_as_ushort(__float2bfloat16(uniform(seed, i, lo, hi)));
 }
 
 __global__ void fill_f32_kernel(float* p, long n, unsigned long long seed, float lo, float hi) {
-  for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n; i += (long)gridDim.x * blockDim.x)
+  for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n;
+       i += (long)gridDim.x * blockDim.x)
     p[i] = lo == hi ? lo : uniform(seed, i, lo, hi);
 }
 

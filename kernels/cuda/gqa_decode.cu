@@ -28,7 +28,8 @@ __device__ inline void load8(const unsigned short* __restrict__ src, float* dst)
 }
 
 /// Merges running softmax (m, l, acc) with another's; an empty side has m = -inf.
-__device__ inline void merge(float& m, float& l, float* acc, float m2, float l2, const float* acc2) {
+__device__ inline void merge(float& m, float& l, float* acc, float m2, float l2,
+                             const float* acc2) {
   float top = fmaxf(m, m2);
   if (top == -INFINITY) return;
   float c1 = __expf(m - top), c2 = __expf(m2 - top);
@@ -138,10 +139,12 @@ __global__ void gqa_combine_kernel(const float* __restrict__ scratch, float* __r
   float top = -INFINITY;
   for (int s = 0; s < splits; ++s) top = fmaxf(top, part[s * (d + 2) + d]);
   float total = 0;
-  for (int s = 0; s < splits; ++s) total += part[s * (d + 2) + d + 1] * __expf(part[s * (d + 2) + d] - top);
+  for (int s = 0; s < splits; ++s)
+    total += part[s * (d + 2) + d + 1] * __expf(part[s * (d + 2) + d] - top);
   for (int e = threadIdx.x; e < d; e += blockDim.x) {
     float acc = 0;
-    for (int s = 0; s < splits; ++s) acc += part[s * (d + 2) + e] * __expf(part[s * (d + 2) + d] - top);
+    for (int s = 0; s < splits; ++s)
+      acc += part[s * (d + 2) + e] * __expf(part[s * (d + 2) + d] - top);
     out[bh * d + e] = acc / total;
   }
 }
@@ -156,10 +159,17 @@ cudaError_t gqa_decode(const bf16_bits* q, const bf16_bits* k, const bf16_bits* 
   dim3 grid(gqa_splits(p), p.kv_heads, p.batch);
   const int threads = config::kGqaWarps * 32;
   switch (p.head_dim) {
-    case 64: gqa_split_kernel<64><<<grid, threads, 0, stream>>>(q, k, v, scratch, p); break;
-    case 128: gqa_split_kernel<128><<<grid, threads, 0, stream>>>(q, k, v, scratch, p); break;
-    case 256: gqa_split_kernel<256><<<grid, threads, 0, stream>>>(q, k, v, scratch, p); break;
-    default: return cudaErrorInvalidValue;
+    case 64:
+      gqa_split_kernel<64><<<grid, threads, 0, stream>>>(q, k, v, scratch, p);
+      break;
+    case 128:
+      gqa_split_kernel<128><<<grid, threads, 0, stream>>>(q, k, v, scratch, p);
+      break;
+    case 256:
+      gqa_split_kernel<256><<<grid, threads, 0, stream>>>(q, k, v, scratch, p);
+      break;
+    default:
+      return cudaErrorInvalidValue;
   }
   gqa_combine_kernel<<<p.batch * p.q_heads, config::kGqaCombineThreads, 0, stream>>>(
       scratch, out, gqa_splits(p), p.head_dim);

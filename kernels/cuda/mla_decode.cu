@@ -24,7 +24,8 @@ __global__ void mla_softmax(const float* __restrict__ scores, __nv_bfloat16* __r
   float total = 0;
   for (int j = threadIdx.x; j < n; j += blockDim.x) total += __expf(s[j] - m);
   total = detail::block_sum(total, shared);
-  for (int j = threadIdx.x; j < n; j += blockDim.x) pr[j] = __float2bfloat16(__expf(s[j] - m) / total);
+  for (int j = threadIdx.x; j < n; j += blockDim.x)
+    pr[j] = __float2bfloat16(__expf(s[j] - m) / total);
 }
 
 }  // namespace
@@ -33,7 +34,7 @@ cudaError_t mla_decode(const bf16_bits* q, const bf16_bits* cache, float* out, f
                        const mla_decode_params& p, cublasHandle_t blas, cudaStream_t stream) {
   const int w = p.rank + p.rope, L = p.length, H = p.heads;
   float* scores = scratch;
-  auto* probs = reinterpret_cast<__nv_bfloat16*>(scratch + (long)p.batch * H * L);
+  auto* probs = reinterpret_cast<__nv_bfloat16*>(scratch + mla_probs_offset(p));
   if (cublasSetStream(blas, stream) != CUBLAS_STATUS_SUCCESS) return cudaErrorUnknown;
   const float scale = 1.0f / sqrtf((float)w), one = 1, zero = 0;
   // Column-major view: records C_b are [w, L] (ld w), queries Q_b [w, H]; scores S_b [L, H] =
@@ -46,11 +47,10 @@ cudaError_t mla_decode(const bf16_bits* q, const bf16_bits* cache, float* out, f
   mla_softmax<<<p.batch * H, config::kThreads, 0, stream>>>(scores, probs, L);
   if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
   // O_b [rank, H] (row-major [H, rank]) = C_b[:rank, :] P_b, P_b [L, H] (ld L).
-  st = cublasGemmStridedBatchedEx(blas, CUBLAS_OP_N, CUBLAS_OP_N, p.rank, H, L, &one, cache,
-                                  CUDA_R_16BF, w, (long long)L * w, probs, CUDA_R_16BF, L,
-                                  (long long)H * L, &zero, out, CUDA_R_32F, p.rank,
-                                  (long long)H * p.rank, p.batch, CUBLAS_COMPUTE_32F,
-                                  CUBLAS_GEMM_DEFAULT);
+  st = cublasGemmStridedBatchedEx(
+      blas, CUBLAS_OP_N, CUBLAS_OP_N, p.rank, H, L, &one, cache, CUDA_R_16BF, w, (long long)L * w,
+      probs, CUDA_R_16BF, L, (long long)H * L, &zero, out, CUDA_R_32F, p.rank,
+      (long long)H * p.rank, p.batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
   if (st != CUBLAS_STATUS_SUCCESS) return cudaErrorUnknown;
   return cudaGetLastError();
 }

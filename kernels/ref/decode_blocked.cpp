@@ -161,7 +161,7 @@ void moe_gemm_blocked(const bf16_bits* x, const bf16_bits* w, float* y, const mo
 kernel_bytes gqa_decode_bytes(const gqa_decode_params& p) {
   kernel_bytes b;
   double tokens = double(p.batch) * p.length;
-  b.state_read = 2.0 * tokens * p.kv_heads * p.head_dim * 2;  // K and V rows, BF16, read once
+  b.state_read = 2.0 * tokens * p.kv_heads * p.head_dim * 2;     // K and V rows, BF16, read once
   b.other = double(p.batch) * p.q_heads * p.head_dim * (2 + 4);  // q in, out (float)
   if (p.page_tokens > 0) b.other += 4.0 * p.batch * p.pages_per_request;  // page table
   return b;
@@ -177,8 +177,8 @@ kernel_bytes mla_decode_bytes(const mla_decode_params& p) {
 kernel_bytes delta_step_bytes(const delta_step_params& p) {
   kernel_bytes b;
   double n = double(p.batch) * p.heads;
-  b.state_read = n * p.dk * p.dv * 4;   // FP32 state read once ...
-  b.state_write = n * p.dk * p.dv * 4;  // ... and written once
+  b.state_read = n * p.dk * p.dv * 4;               // FP32 state read once ...
+  b.state_write = n * p.dk * p.dv * 4;              // ... and written once
   b.other = n * (3.0 * p.dk + 2.0 * p.dv + 1) * 4;  // q, k, decay, v, out, beta
   return b;
 }

@@ -35,10 +35,10 @@ inline int moe_slice(int in) { return (in + blocking::kMoeSlices - 1) / blocking
 /// Bytes each kernel reads and writes at its parameters, counted from its own loads and stores
 /// (to compare with the tally's prediction of the same call).
 struct kernel_bytes {
-  double state_read = 0;  // cached KV, latents, records or recurrent state read
-  double state_write = 0; // recurrent state written back
-  double weights = 0;     // expert weights read
-  double other = 0;       // queries, outputs, indices, small operands
+  double state_read = 0;   // cached KV, latents, records or recurrent state read
+  double state_write = 0;  // recurrent state written back
+  double weights = 0;      // expert weights read
+  double other = 0;        // queries, outputs, indices, small operands
 };
 kernel_bytes gqa_decode_bytes(const gqa_decode_params& p);
 kernel_bytes mla_decode_bytes(const mla_decode_params& p);

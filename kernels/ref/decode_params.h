@@ -100,11 +100,12 @@ inline int gqa_splits(const gqa_decode_params& p) {
 }
 
 /// Split length giving at least `blocks` blocks over batch x kv_heads (e.g. 2 x the SMs), so a
-/// single long request still spreads over the GPU; at least one split, aligned.
+/// single long request still spreads over the GPU; at least one split, aligned (short sequences
+/// get one aligned split per kGqaSplitAlign tokens at most).
 inline int split_tokens_for(int batch, int kv_heads, int length, int blocks) {
   int per = batch * kv_heads, splits = per >= blocks ? 1 : (blocks + per - 1) / per;
-  int t = (length + splits - 1) / splits;
-  t = (t + blocking::kGqaSplitAlign - 1) / blocking::kGqaSplitAlign * blocking::kGqaSplitAlign;
+  // Rounded down to the alignment, so the splits are at least as many as asked for.
+  int t = (length + splits - 1) / splits / blocking::kGqaSplitAlign * blocking::kGqaSplitAlign;
   return t > 0 ? t : blocking::kGqaSplitAlign;
 }
 
@@ -114,11 +115,17 @@ inline long gqa_scratch_floats(const gqa_decode_params& p) {
   return static_cast<long>(p.batch) * p.q_heads * gqa_splits(p) * (p.head_dim + 2);
 }
 
-/// Scratch of an MLA decode: scores [batch, heads, length] (float), then the softmax weights as
-/// BF16 (half a float each), for the two batched GEMMs.
+/// Where the BF16 softmax weights start in an MLA decode's scratch, in floats: after the scores
+/// [batch, heads, length] (float), rounded up to 256 bytes so the GEMM reads aligned rows.
+inline long mla_probs_offset(const mla_decode_params& p) {
+  long n = static_cast<long>(p.batch) * p.heads * p.length;
+  return (n + 63) / 64 * 64;
+}
+
+/// Scratch of an MLA decode: the scores, then the softmax weights as BF16 (half a float each).
 inline long mla_scratch_floats(const mla_decode_params& p) {
   long n = static_cast<long>(p.batch) * p.heads * p.length;
-  return n + (n + 1) / 2;
+  return mla_probs_offset(p) + (n + 1) / 2;
 }
 
 }  // namespace calc::kernels

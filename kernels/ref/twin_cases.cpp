@@ -47,8 +47,10 @@ case_data make_case(const case_shape& s, std::uint64_t seed) {
     c.bf16["q"] = random_bf16(rng, B * s.q_heads * s.head_dim);
     c.bf16["k"] = random_bf16(rng, kv);
     c.bf16["v"] = random_bf16(rng, kv);
-    c.gqa = {s.batch, s.q_heads, s.kv_heads, s.head_dim, s.length, 0, 0, nullptr,
-             split_tokens_for(s.batch, s.kv_heads, s.length, s.split_blocks)};
+    c.gqa = {
+        s.batch,    s.q_heads, s.kv_heads,
+        s.head_dim, s.length,  0,
+        0,          nullptr,   split_tokens_for(s.batch, s.kv_heads, s.length, s.split_blocks)};
     std::vector<float> ref(sz(B * s.q_heads * s.head_dim));
     gqa_decode_ref(c.bf16["q"].data(), c.bf16["k"].data(), c.bf16["v"].data(), ref.data(), c.gqa);
     if (s.kernel == "gqa_decode_paged") {
@@ -102,8 +104,8 @@ case_data make_case(const case_shape& s, std::uint64_t seed) {
       c.f32["state"] = state;  // the prefill starts from zeros
       std::vector<float> cout(sz(s.heads * T * s.dv));
       delta_chunk_ref(c.f32["cq"].data(), c.f32["ck"].data(), c.f32["cv"].data(),
-                      c.f32["clog_decay"].data(), c.f32["cbeta"].data(), state.data(),
-                      cout.data(), c.chunk);
+                      c.f32["clog_decay"].data(), c.f32["cbeta"].data(), state.data(), cout.data(),
+                      c.chunk);
       // Chunked vs recurrent reassociates sums through e^(G_i - G_j): a looser absolute bound.
       c.reference.push_back({"prefill_out", cout, 1e-4, 1e-6,
                              "chunked vs recurrent: FP32 sums regrouped through e^(G_i - G_j)"});

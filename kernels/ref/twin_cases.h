@@ -14,14 +14,14 @@ namespace calc::kernels {
 
 /// The shape of one kernel call; the fields a kernel does not use stay 0.
 struct case_shape {
-  std::string kernel;  // gqa_decode, gqa_decode_paged, mla_decode, delta_step, delta_chunk_then_step,
-                       // sparse_decode, moe_gemm
+  std::string kernel;  // gqa_decode, gqa_decode_paged, mla_decode, delta_step,
+                       // delta_chunk_then_step, sparse_decode, moe_gemm
   int batch = 1;
   int q_heads = 0, kv_heads = 0, head_dim = 0, length = 0, page_tokens = 0;  // GQA
-  int heads = 0, rank = 0, rope = 0;                                          // MLA, sparse, delta
-  int dk = 0, dv = 0, tokens = 0, chunk = 0;                                  // delta rule
-  int width = 0, window = 0, n_entries = 0, selected = 0;                     // sparse
-  int experts = 0, top_k = 0, in = 0, out = 0;                                // MoE
+  int heads = 0, rank = 0, rope = 0;                                         // MLA, sparse, delta
+  int dk = 0, dv = 0, tokens = 0, chunk = 0;                                 // delta rule
+  int width = 0, window = 0, n_entries = 0, selected = 0;                    // sparse
+  int experts = 0, top_k = 0, in = 0, out = 0;                               // MoE
   int split_blocks = 264;  // GQA: blocks wanted over the GPU (2 x 132 SMs on an H200)
 };
 

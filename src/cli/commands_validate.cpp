@@ -20,11 +20,10 @@ namespace {
 std::string outputs_summary(const ojson& row) {
   std::string s;
   for (const ojson& o : row.value("outputs", ojson::array()))
-    s += fmt::format("{}{}: {} (max {:.3g}, nmse {:.3g}{})", s.empty() ? "" : "; ",
-                     o.value("output", ""), o.value("verdict", ""), o.value("max_abs_error", 0.0),
-                     o.value("nmse", 0.0),
-                     o.value("non_finite", 0) ? fmt::format(", {} non-finite", o.value("non_finite", 0))
-                                              : "");
+    s += fmt::format(
+        "{}{}: {} (max {:.3g}, nmse {:.3g}{})", s.empty() ? "" : "; ", o.value("output", ""),
+        o.value("verdict", ""), o.value("max_abs_error", 0.0), o.value("nmse", 0.0),
+        o.value("non_finite", 0) ? fmt::format(", {} non-finite", o.value("non_finite", 0)) : "");
   return s;
 }
 
@@ -37,9 +36,9 @@ void tables_from_rows(const std::vector<ojson>& rows, ojson& j) {
     const std::string kind = r.value("row", "");
     if (kind == "twin") twin[r.at("id")] = r.value("verdict", "") + ": " + outputs_summary(r);
     if (kind == "bytes")
-      bytes[r.at("id")] = fmt::format("{} ({} predicted, {} by the kernel)", r.value("verdict", ""),
-                                      r.value("predicted_bytes", ojson()).dump(),
-                                      r.value("kernel_bytes", 0.0));
+      bytes[r.at("id")] =
+          fmt::format("{} ({} predicted, {} by the kernel)", r.value("verdict", ""),
+                      r.value("predicted_bytes", ojson()).dump(), r.value("kernel_bytes", 0.0));
   }
   for (const ojson& r : rows) {
     const std::string kind = r.value("row", "");
@@ -50,17 +49,18 @@ void tables_from_rows(const std::vector<ojson>& rows, ojson& j) {
                         {"fields", r.value("fields", "")}});
     if (kind == "ceiling") {
       const ojson& t = r.at("timing");
-      ceilings.push_back({{"ceiling", r.value("name", "")},
-                          {"rate", r.contains("gb_s") ? fmt::format("{:.0f} GB/s", r.value("gb_s", 0.0))
-                                                      : fmt::format("{:.1f} TFLOP/s", r.value("tflop_s", 0.0))},
-                          {"median_us", t.value("median_us", 0.0)},
-                          {"p10_p90_us", fmt::format("{:.1f}-{:.1f}", t.value("p10_us", 0.0),
-                                                     t.value("p90_us", 0.0))},
-                          {"repeats", t.value("repeats", 0)}});
+      ceilings.push_back(
+          {{"ceiling", r.value("name", "")},
+           {"rate", r.contains("gb_s") ? fmt::format("{:.0f} GB/s", r.value("gb_s", 0.0))
+                                       : fmt::format("{:.1f} TFLOP/s", r.value("tflop_s", 0.0))},
+           {"median_us", t.value("median_us", 0.0)},
+           {"p10_p90_us",
+            fmt::format("{:.1f}-{:.1f}", t.value("p10_us", 0.0), t.value("p90_us", 0.0))},
+           {"repeats", t.value("repeats", 0)}});
     }
     if (kind == "check") {
-      ojson row = {{"case", r.at("id")}, {"kernel", r.value("kernel", "")},
-                   {"gpu", r.value("gpu", "")}};
+      ojson row = {
+          {"case", r.at("id")}, {"kernel", r.value("kernel", "")}, {"gpu", r.value("gpu", "")}};
       if (twin.count(r.at("id"))) row["blocked_twin_vs_plain_twin"] = twin[r.at("id")];
       if (r.contains("outputs")) row["gpu_vs_plain_twin"] = outputs_summary(r);
       row["verdict"] = r.value("verdict", "");
@@ -74,7 +74,8 @@ void tables_from_rows(const std::vector<ojson>& rows, ojson& j) {
         row["predicted_bytes"] = r.value("predicted_bytes", ojson());
         row["bytes_match"] = r.value("bytes_match", false);
         row["median_us"] = t.value("median_us", 0.0);
-        row["p10_p90_us"] = fmt::format("{:.1f}-{:.1f}", t.value("p10_us", 0.0), t.value("p90_us", 0.0));
+        row["p10_p90_us"] =
+            fmt::format("{:.1f}-{:.1f}", t.value("p10_us", 0.0), t.value("p90_us", 0.0));
         row["achieved_gb_s"] = r.value("achieved_gb_s", 0.0);
         row["of_read_ceiling"] = r.value("fraction_of_read_ceiling", 0.0);
         row["achieved_tflop_s"] = r.value("achieved_tflop_s", 0.0);
@@ -86,7 +87,8 @@ void tables_from_rows(const std::vector<ojson>& rows, ojson& j) {
       timed.push_back(row);
     }
     if (kind == "error")
-      errors.push_back({{"case", r.value("id", "")}, {"error", r.value("error", "")},
+      errors.push_back({{"case", r.value("id", "")},
+                        {"error", r.value("error", "")},
                         {"stopped_the_run", r.value("sticky", false)}});
   }
   if (!ceilings.empty()) j["cuda_ceilings"] = ceilings;
@@ -167,7 +169,8 @@ result run_validate(const options& o) {
       if (verdict == "FAIL" || verdict == "MISMATCH") failed = true;
       got.push_back(row);
     };
-    bool completed = o.dry_run ? (gpu::run_cpu_side(plan, on_row), true) : module->run(plan, on_row);
+    bool completed =
+        o.dry_run ? (gpu::run_cpu_side(plan, on_row), true) : module->run(plan, on_row);
     j["cuda_run"] = o.dry_run ? "dry run: CPU side only, GPU rows skipped"
                               : (completed ? "complete" : "stopped early by a CUDA error");
     if (o.format == "json")

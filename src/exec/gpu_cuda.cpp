@@ -75,12 +75,9 @@ struct timing {
     return seconds[static_cast<std::size_t>(f * double(seconds.size() - 1) + 0.5)];
   }
   ordered_json json() const {
-    return {{"repeats", seconds.size()},
-            {"median_us", median() * 1e6},
-            {"min_us", seconds.front() * 1e6},
-            {"p10_us", quantile(0.1) * 1e6},
-            {"p90_us", quantile(0.9) * 1e6},
-            {"max_us", seconds.back() * 1e6}};
+    return {{"repeats", seconds.size()},       {"median_us", median() * 1e6},
+            {"min_us", seconds.front() * 1e6}, {"p10_us", quantile(0.1) * 1e6},
+            {"p90_us", quantile(0.9) * 1e6},   {"max_us", seconds.back() * 1e6}};
   }
 };
 
@@ -118,12 +115,12 @@ struct blas_handle {
   ~blas_handle() { cublasDestroy(h); }
 };
 
-/// Clocks, temperature, power and throttle reasons from nvidia-smi (no link dependency).
+/// Clocks, temperature and power from nvidia-smi (no link dependency on NVML).
 ordered_json clocks_row(const std::string& when) {
   ordered_json row = {{"row", "clocks"}, {"when", when}};
   FILE* f = popen(
-      "nvidia-smi --query-gpu=clocks.sm,clocks.mem,clocks.max.sm,temperature.gpu,power.draw,"
-      "clocks_throttle_reasons.active --format=csv,noheader,nounits 2>&1",
+      "nvidia-smi --query-gpu=clocks.sm,clocks.mem,clocks.max.sm,temperature.gpu,power.draw "
+      "--format=csv,noheader,nounits 2>&1",
       "r");
   if (!f) return row.update({{"error", "nvidia-smi could not be started"}}), row;
   char buf[512] = {};
@@ -132,7 +129,7 @@ ordered_json clocks_row(const std::string& when) {
   int status = pclose(f);
   if (status != 0 || text.empty()) return row.update({{"error", "nvidia-smi: " + text}}), row;
   row["nvidia_smi"] = text.substr(0, text.find('\n'));
-  row["fields"] = "sm_mhz, mem_mhz, max_sm_mhz, temperature_c, power_w, throttle_reasons";
+  row["fields"] = "sm_mhz, mem_mhz, max_sm_mhz, temperature_c, power_w";
   return row;
 }
 
@@ -169,7 +166,10 @@ class runner {
       cudaError_t last = cudaDeviceSynchronize();
       bool sticky = last != cudaSuccess && cudaGetLastError() != cudaSuccess &&
                     cudaDeviceSynchronize() != cudaSuccess;
-      emit({{"row", "error"}, {"id", id}, {"error", e.what()}, {"verdict", "FAIL"},
+      emit({{"row", "error"},
+            {"id", id},
+            {"error", e.what()},
+            {"verdict", "FAIL"},
             {"sticky", sticky}});
       if (sticky) stopped_ = true;
     }
@@ -208,8 +208,11 @@ class runner {
         },
         repeats);
     copy_bw_ = 2 * a.bytes() / copy.median();  // read + write
-    emit({{"row", "ceiling"}, {"name", "device-to-device copy"}, {"bytes", 2 * a.bytes()},
-          {"gb_s", copy_bw_ / 1e9}, {"timing", copy.json()}});
+    emit({{"row", "ceiling"},
+          {"name", "device-to-device copy"},
+          {"bytes", 2 * a.bytes()},
+          {"gb_s", copy_bw_ / 1e9},
+          {"timing", copy.json()}});
     timing read = time_launches(
         [&](int i) {
           const float* src = (i % 2 ? b : a).ptr;  // alternate buffers: nothing stays in L2
@@ -217,8 +220,11 @@ class runner {
         },
         repeats);
     read_bw_ = a.bytes() / read.median();
-    emit({{"row", "ceiling"}, {"name", "read-only reduction (16-byte loads, x4 unrolled)"},
-          {"bytes", a.bytes()}, {"gb_s", read_bw_ / 1e9}, {"timing", read.json()}});
+    emit({{"row", "ceiling"},
+          {"name", "read-only reduction (16-byte loads, x4 unrolled)"},
+          {"bytes", a.bytes()},
+          {"gb_s", read_bw_ / 1e9},
+          {"timing", read.json()}});
     // A large BF16 GEMM through cuBLAS on random inputs (zeros run faster), status checked.
     const int m = 8192;
     device_buffer<bf16_bits> x(std::size_t(m) * m), y(std::size_t(m) * m), z(std::size_t(m) * m);
@@ -235,8 +241,10 @@ class runner {
         },
         repeats);
     gemm_flops_ = 2.0 * m * double(m) * m / gemm.median();
-    emit({{"row", "ceiling"}, {"name", "cuBLAS BF16 GEMM 8192^3 (random inputs)"},
-          {"flops", 2.0 * m * double(m) * m}, {"tflop_s", gemm_flops_ / 1e12},
+    emit({{"row", "ceiling"},
+          {"name", "cuBLAS BF16 GEMM 8192^3 (random inputs)"},
+          {"flops", 2.0 * m * double(m) * m},
+          {"tflop_s", gemm_flops_ / 1e12},
           {"timing", gemm.json()}});
   }
 
@@ -273,8 +281,8 @@ class runner {
       auto out = poisoned(out_size("out"));
       auto scratch = poisoned(std::size_t(mla_scratch_floats(c.mla)));
       blas_handle h;
-      CUDA_CHECK(mla_decode(d.bf16.at("q").ptr, d.bf16.at("cache").ptr, out.ptr, scratch.ptr,
-                            c.mla, h.h, nullptr));
+      CUDA_CHECK(mla_decode(d.bf16.at("q").ptr, d.bf16.at("cache").ptr, out.ptr, scratch.ptr, c.mla,
+                            h.h, nullptr));
       return {out.download()};
     }
     if (s.kernel == "delta_step" || s.kernel == "delta_chunk_then_step") {
@@ -337,10 +345,14 @@ class runner {
     for (std::size_t i = 0; i < c.reference.size() && i < got.size(); ++i) {
       comparison r = compare_outputs(got[i], c.reference[i]);
       pass = pass && r.pass;
-      outs.push_back({{"output", c.reference[i].name}, {"max_abs_error", r.max_abs_error},
-                      {"nmse", r.nmse}, {"out_of_tolerance", r.out_of_tolerance},
-                      {"non_finite", r.non_finite}, {"atol", c.reference[i].atol},
-                      {"nmse_max", c.reference[i].nmse_max}, {"tolerance_from", c.reference[i].why},
+      outs.push_back({{"output", c.reference[i].name},
+                      {"max_abs_error", r.max_abs_error},
+                      {"nmse", r.nmse},
+                      {"out_of_tolerance", r.out_of_tolerance},
+                      {"non_finite", r.non_finite},
+                      {"atol", c.reference[i].atol},
+                      {"nmse_max", c.reference[i].nmse_max},
+                      {"tolerance_from", c.reference[i].why},
                       {"verdict", r.pass ? "pass" : "FAIL"}});
     }
     return {{"outputs", outs}, {"verdict", pass ? "pass" : "FAIL"}};
@@ -349,7 +361,9 @@ class runner {
   void check(const ordered_json& j) {
     case_data c = make_case(shape_of(j.at("shape")), seed_ ^ std::hash<std::string>{}(j.at("id")));
     device_case d(c);
-    ordered_json row = {{"row", "check"}, {"id", j.at("id")}, {"kernel", j.at("shape").at("kernel")},
+    ordered_json row = {{"row", "check"},
+                        {"id", j.at("id")},
+                        {"kernel", j.at("shape").at("kernel")},
                         {"gpu", "ran"}};
     row.update(compare_all(c, launch_case(c, d)));
     emit(row);
@@ -367,19 +381,24 @@ class runner {
     const double moved = kb.state_read + kb.state_write + kb.weights;  // what the tally counts
     const double touched = moved + kb.other;
     const std::string unit = pred.value("unit", "cuda_core_fp32");
-    const double peak = unit == "tensor_core_bf16"
-                            ? plan_.value("catalogue", ordered_json::object()).value("bf16_flops", 0.0)
-                            : fp32_peak_;
+    const double peak =
+        unit == "tensor_core_bf16"
+            ? plan_.value("catalogue", ordered_json::object()).value("bf16_flops", 0.0)
+            : fp32_peak_;
     const double pbytes = pred.value("bytes", 0.0), pflops = pred.value("flops", 0.0);
-    const double roof = std::max(read_bw_ > 0 ? pbytes / read_bw_ : 0.0, peak > 0 ? pflops / peak : 0.0);
+    const double roof =
+        std::max(read_bw_ > 0 ? pbytes / read_bw_ : 0.0, peak > 0 ? pflops / peak : 0.0);
     emit({{"row", "timed"},
           {"id", j.at("id")},
           {"kernel", j.at("shape").at("kernel")},
           {"source", j.value("source", "")},
           {"copies", copies},
           {"timing", t.json()},
-          {"kernel_bytes", {{"state_read", kb.state_read}, {"state_write", kb.state_write},
-                            {"weights", kb.weights}, {"other", kb.other}}},
+          {"kernel_bytes",
+           {{"state_read", kb.state_read},
+            {"state_write", kb.state_write},
+            {"weights", kb.weights},
+            {"other", kb.other}}},
           {"predicted_bytes", pred.value("bytes", ordered_json())},
           {"bytes_match", pred.contains("bytes") && pbytes == moved},
           {"predicted_flops", pred.value("flops", ordered_json())},
@@ -427,21 +446,26 @@ void runner::timed(const ordered_json& j) {
   };
   auto f32 = [&](long n, int copies, float lo, float hi_) {
     hf.emplace_back(std::size_t(n) * copies);
-    CUDA_CHECK(fill_uniform_f32(hf.back().ptr, n * copies, seed + 100 + hf.size(), lo, hi_,
-                                nullptr));
+    CUDA_CHECK(
+        fill_uniform_f32(hf.back().ptr, n * copies, seed + 100 + hf.size(), lo, hi_, nullptr));
     return hf.size() - 1;
   };
   auto check_request0 = [&](case_data& c, const std::vector<std::vector<float>>& got) {
     ordered_json r = compare_all(c, got);
-    check_row = {{"row", "check"}, {"id", std::string(j.at("id")) + " (request 0 of the timed shape)"},
-                 {"kernel", s.kernel}, {"gpu", "ran"}};
+    check_row = {{"row", "check"},
+                 {"id", std::string(j.at("id")) + " (request 0 of the timed shape)"},
+                 {"kernel", s.kernel},
+                 {"gpu", "ran"}};
     check_row.update(r);
   };
   if (s.kernel == "gqa_decode") {
-    gqa_decode_params p{s.batch, s.q_heads, s.kv_heads, s.head_dim, s.length, 0, 0, nullptr,
-                        split_tokens_for(s.batch, s.kv_heads, s.length, s.split_blocks)};
+    gqa_decode_params p{
+        s.batch,    s.q_heads, s.kv_heads,
+        s.head_dim, s.length,  0,
+        0,          nullptr,   split_tokens_for(s.batch, s.kv_heads, s.length, s.split_blocks)};
     kb = gqa_decode_bytes(p);
-    const long qn = long(s.batch) * s.q_heads * s.head_dim, kvn = long(s.batch) * s.length * s.kv_heads * s.head_dim;
+    const long qn = long(s.batch) * s.q_heads * s.head_dim,
+               kvn = long(s.batch) * s.length * s.kv_heads * s.head_dim;
     const int copies = copies_for(2.0 * kvn * 2, l2_bytes_);
     auto q = bf(qn, copies, -1, 1), k = bf(kvn, copies, -1, 1), v = bf(kvn, copies, -1, 1);
     auto out = poisoned(std::size_t(qn));
@@ -536,8 +560,12 @@ void runner::timed(const ordered_json& j) {
     // Only the selected entries are read: the rotation is sized by what each launch touches.
     const int copies = copies_for(kb.state_read, l2_bytes_);
     auto q = bf(qn, copies, -1, 1), win = bf(wn, copies, -1, 1), ent = bf(en, copies, -1, 1);
-    case_data sel = make_case({.kernel = "sparse_decode", .batch = s.batch, .heads = 1,
-                               .width = 8, .window = 1, .n_entries = s.n_entries,
+    case_data sel = make_case({.kernel = "sparse_decode",
+                               .batch = s.batch,
+                               .heads = 1,
+                               .width = 8,
+                               .window = 1,
+                               .n_entries = s.n_entries,
                                .selected = s.selected},
                               seed);
     auto dsel = to_device(sel.i32.at("selected"));
@@ -630,8 +658,11 @@ __attribute__((visibility("default"))) int calc_cuda_run(const char* plan_json,
     calc::gpu::runner r(plan, emit, context);
     return r.run() ? 0 : 1;
   } catch (const std::exception& e) {
-    nlohmann::ordered_json row = {{"row", "error"}, {"id", "run"}, {"error", e.what()},
-                                  {"verdict", "FAIL"}, {"sticky", true}};
+    nlohmann::ordered_json row = {{"row", "error"},
+                                  {"id", "run"},
+                                  {"error", e.what()},
+                                  {"verdict", "FAIL"},
+                                  {"sticky", true}};
     emit(context, row.dump().c_str());
     return 1;
   }

@@ -1,11 +1,11 @@
 // Finding and loading the CUDA module (gpu.h). The search order lives in module_candidates()
 // alone, so a change of install layout changes one function.
 #include <dlfcn.h>
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
-#include <fmt/format.h>
 
 #include "common/error.h"
 #include "exec/gpu.h"

@@ -9,7 +9,6 @@
 #include <variant>
 
 #include "common/error.h"
-
 #include "decode_blocked.h"
 #include "graph/graph.h"
 #include "spec/gpu_spec.h"
@@ -78,13 +77,17 @@ model_layer find_attention(const std::string& model) {
       m.l = &l;
       break;
     }
-  if (!m.l) throw spec_error("--device cuda", model + " has no layer of the kind a timed case needs");
+  if (!m.l)
+    throw spec_error("--device cuda", model + " has no layer of the kind a timed case needs");
   return m;
 }
 
 ordered_json timed_case(const std::string& id, const std::string& source, const case_shape& s,
                         ordered_json predicted) {
-  return {{"id", id}, {"role", "timed"}, {"source", source}, {"shape", shape_json(s)},
+  return {{"id", id},
+          {"role", "timed"},
+          {"source", source},
+          {"shape", shape_json(s)},
           {"predicted", std::move(predicted)}};
 }
 
@@ -105,15 +108,19 @@ void add_timed(ordered_json& cases) {
       model_layer m = find_attention<attention_gqa>(model);
       const auto& a = std::get<attention_gqa>(m.l->attention);
       for (auto [B, L] : shapes) {
-        case_shape s{.kernel = "gqa_decode", .batch = B, .q_heads = int(a.q_heads),
-                     .kv_heads = int(a.kv_heads), .head_dim = int(a.head_dim), .length = L};
+        case_shape s{.kernel = "gqa_decode",
+                     .batch = B,
+                     .q_heads = int(a.q_heads),
+                     .kv_heads = int(a.kv_heads),
+                     .head_dim = int(a.head_dim),
+                     .length = L};
         checked bytes = checked(B) * decode_read(a, m.ctx(), m.spec.execution, L);
-        cases.push_back(timed_case(
-            fmt::format("gqa_decode {} B={} L={}", model, B, L),
-            fmt::format("{} layer {}: decode_read x B (tally)", model, m.l->index), s,
-            {{"bytes", bytes.value()},
-             {"flops", decode_interaction(m, B, L).value()},
-             {"unit", "cuda_core_fp32"}}));
+        cases.push_back(
+            timed_case(fmt::format("gqa_decode {} B={} L={}", model, B, L),
+                       fmt::format("{} layer {}: decode_read x B (tally)", model, m.l->index), s,
+                       {{"bytes", bytes.value()},
+                        {"flops", decode_interaction(m, B, L).value()},
+                        {"unit", "cuda_core_fp32"}}));
       }
     }
   }
@@ -123,13 +130,16 @@ void add_timed(ordered_json& cases) {
     m.spec.execution.mla = mla_path::compact;  // the kernel reads the compact (absorbed) cache
     const execution_spec& e = m.spec.execution;
     for (auto [B, L] : std::vector<std::pair<int, int>>{{8, 32768}, {32, 8192}}) {
-      case_shape s{.kernel = "mla_decode", .batch = B, .length = L, .heads = int(a.heads),
-                   .rank = int(a.kv_rank), .rope = int(a.qk_rope)};
+      case_shape s{.kernel = "mla_decode",
+                   .batch = B,
+                   .length = L,
+                   .heads = int(a.heads),
+                   .rank = int(a.kv_rank),
+                   .rope = int(a.qk_rope)};
       checked bytes = checked(B) * decode_read(a, m.ctx(), e, L);
       cases.push_back(timed_case(
           fmt::format("mla_decode kimi-k3 B={} L={}", B, L),
-          fmt::format("kimi-k3 layer {}: decode_read x B (tally, {} path)", m.l->index,
-                      "compact"),
+          fmt::format("kimi-k3 layer {}: decode_read x B (tally, {} path)", m.l->index, "compact"),
           s,
           {{"bytes", bytes.value()},
            {"flops", decode_interaction(m, B, L).value()},
@@ -145,14 +155,15 @@ void add_timed(ordered_json& cases) {
     case_shape s{.kernel = "delta_step", .batch = B, .heads = heads, .dk = dk, .dv = dv};
     cases.push_back(timed_case(
         fmt::format("delta_step {} B={}", model, B),
-        fmt::format("{} layer {}: recurrent state read + write x B (tally)", model, m.l->index),
-        s, {{"bytes", rw.value()}, {"unit", "cuda_core_fp32"}}));
+        fmt::format("{} layer {}: recurrent state read + write x B (tally)", model, m.l->index), s,
+        {{"bytes", rw.value()}, {"unit", "cuda_core_fp32"}}));
   };
   {
     model_layer m = find_attention<attention_kda>("kimi-k3");
     const auto& a = std::get<attention_kda>(m.l->attention);
     auto comps = state(a, m.ctx(), m.spec.execution);
-    for (int B : {64, 256}) delta("kimi-k3", int(a.heads), int(a.key_dim), int(a.value_dim), m, comps, B);
+    for (int B : {64, 256})
+      delta("kimi-k3", int(a.heads), int(a.key_dim), int(a.value_dim), m, comps, B);
   }
   {
     model_layer m = find_attention<attention_gdn>("qwen3.6-35b-a3b");
@@ -165,8 +176,13 @@ void add_timed(ordered_json& cases) {
   // of the same format: the row reports the kernel's own bytes.
   for (auto [B, entries, top_k] :
        std::vector<std::tuple<int, int, int>>{{64, 16384, 512}, {32, 16384, 2048}}) {
-    case_shape s{.kernel = "sparse_decode", .batch = B, .heads = 64, .width = 512, .window = 128,
-                 .n_entries = entries, .selected = top_k};
+    case_shape s{.kernel = "sparse_decode",
+                 .batch = B,
+                 .heads = 64,
+                 .width = 512,
+                 .window = 128,
+                 .n_entries = entries,
+                 .selected = top_k};
     cases.push_back(timed_case(fmt::format("sparse_decode V4 widths B={} top-k {}", B, top_k),
                                "V4 widths, BF16 records (no tally prediction: formats differ)", s,
                                {{"unit", "cuda_core_fp32"}}));
@@ -183,10 +199,15 @@ void add_timed(ordered_json& cases) {
       call c = make_call(m.spec, B, 4095, 1);
       checked bytes = 0, fl = 0;
       for (const tensor& t : ts)
-        if (t.name == "routed_experts") bytes = t.read_bytes(c), fl = checked(2) * t.gemm_weight_rows(c);
+        if (t.name == "routed_experts")
+          bytes = t.read_bytes(c), fl = checked(2) * t.gemm_weight_rows(c);
       const int d = int(f.latent ? f.latent : m.spec.hidden);
-      case_shape s{.kernel = "moe_gemm", .batch = B, .experts = int(f.experts),
-                   .top_k = int(f.top_k), .in = d, .out = 3 * int(f.intermediate)};
+      case_shape s{.kernel = "moe_gemm",
+                   .batch = B,
+                   .experts = int(f.experts),
+                   .top_k = int(f.top_k),
+                   .in = d,
+                   .out = 3 * int(f.intermediate)};
       cases.push_back(timed_case(
           fmt::format("moe_gemm qwen3.6-35b-a3b B={}", B),
           fmt::format("qwen3.6-35b-a3b layer 0: routed_experts read bytes (tally)"), s,
@@ -209,48 +230,87 @@ nlohmann::ordered_json make_plan(const plan_options& o) {
                        {"source", g.source}};
   ordered_json cases = ordered_json::array();
   // Small cases (odd sizes, several splits and passes) and one production width per kernel.
-  cases.push_back(check_case("gqa_decode small (d 64, 2 splits)",
-                             {.kernel = "gqa_decode", .batch = 2, .q_heads = 8, .kv_heads = 2,
-                              .head_dim = 64, .length = 300, .split_blocks = 8}));
-  cases.push_back(check_case("gqa_decode d 128 group 4",
-                             {.kernel = "gqa_decode", .batch = 2, .q_heads = 32, .kv_heads = 8,
-                              .head_dim = 128, .length = 1000}));
-  cases.push_back(check_case("gqa_decode d 256 group 8",
-                             {.kernel = "gqa_decode", .batch = 1, .q_heads = 16, .kv_heads = 2,
-                              .head_dim = 256, .length = 777}));
-  cases.push_back(check_case("gqa_decode paged (16-token pages, shuffled)",
-                             {.kernel = "gqa_decode_paged", .batch = 2, .q_heads = 32,
-                              .kv_heads = 8, .head_dim = 128, .length = 1000, .page_tokens = 16}));
-  cases.push_back(check_case("mla_decode small", {.kernel = "mla_decode", .batch = 2, .length = 200,
-                                                  .heads = 4, .rank = 64, .rope = 16}));
-  cases.push_back(check_case("mla_decode latent 512 + rope 64",
-                             {.kernel = "mla_decode", .batch = 2, .length = 300, .heads = 16,
-                              .rank = 512, .rope = 64}));
-  cases.push_back(check_case("delta_step small", {.kernel = "delta_step", .batch = 3, .heads = 4,
-                                                  .dk = 32, .dv = 24}));
-  cases.push_back(check_case("delta_step 128 x 128", {.kernel = "delta_step", .batch = 2,
-                                                      .heads = 4, .dk = 128, .dv = 128}));
+  cases.push_back(check_case("gqa_decode small (d 64, 2 splits)", {.kernel = "gqa_decode",
+                                                                   .batch = 2,
+                                                                   .q_heads = 8,
+                                                                   .kv_heads = 2,
+                                                                   .head_dim = 64,
+                                                                   .length = 300,
+                                                                   .split_blocks = 8}));
+  cases.push_back(check_case("gqa_decode d 128 group 4", {.kernel = "gqa_decode",
+                                                          .batch = 2,
+                                                          .q_heads = 32,
+                                                          .kv_heads = 8,
+                                                          .head_dim = 128,
+                                                          .length = 1000}));
+  cases.push_back(check_case("gqa_decode d 256 group 8", {.kernel = "gqa_decode",
+                                                          .batch = 1,
+                                                          .q_heads = 16,
+                                                          .kv_heads = 2,
+                                                          .head_dim = 256,
+                                                          .length = 777}));
+  cases.push_back(
+      check_case("gqa_decode paged (16-token pages, shuffled)", {.kernel = "gqa_decode_paged",
+                                                                 .batch = 2,
+                                                                 .q_heads = 32,
+                                                                 .kv_heads = 8,
+                                                                 .head_dim = 128,
+                                                                 .length = 1000,
+                                                                 .page_tokens = 16}));
+  cases.push_back(check_case(
+      "mla_decode small",
+      {.kernel = "mla_decode", .batch = 2, .length = 200, .heads = 4, .rank = 64, .rope = 16}));
+  cases.push_back(check_case(
+      "mla_decode latent 512 + rope 64",
+      {.kernel = "mla_decode", .batch = 2, .length = 300, .heads = 16, .rank = 512, .rope = 64}));
+  cases.push_back(check_case("delta_step small",
+                             {.kernel = "delta_step", .batch = 3, .heads = 4, .dk = 32, .dv = 24}));
+  cases.push_back(
+      check_case("delta_step 128 x 128",
+                 {.kernel = "delta_step", .batch = 2, .heads = 4, .dk = 128, .dv = 128}));
   cases.push_back(check_case("delta_chunk prefill then step (final state consumed)",
-                             {.kernel = "delta_chunk_then_step", .batch = 1, .heads = 4, .dk = 32,
-                              .dv = 24, .tokens = 150, .chunk = 64}));
-  cases.push_back(check_case("delta_chunk prefill then step 128 x 128",
-                             {.kernel = "delta_chunk_then_step", .batch = 1, .heads = 2,
-                              .dk = 128, .dv = 128, .tokens = 200, .chunk = 64}));
-  cases.push_back(check_case("sparse_decode small",
-                             {.kernel = "sparse_decode", .batch = 2, .heads = 4, .width = 64,
-                              .window = 128, .n_entries = 300, .selected = 32}));
-  cases.push_back(check_case("sparse_decode width 512 top-k 512",
-                             {.kernel = "sparse_decode", .batch = 1, .heads = 8, .width = 512,
-                              .window = 128, .n_entries = 4096, .selected = 512}));
-  cases.push_back(check_case("sparse_decode width 512 top-k 2048",
-                             {.kernel = "sparse_decode", .batch = 1, .heads = 8, .width = 512,
-                              .window = 128, .n_entries = 8192, .selected = 2048}));
-  cases.push_back(check_case("moe_gemm small (13+ rows per expert, column tail)",
-                             {.kernel = "moe_gemm", .batch = 20, .experts = 3, .top_k = 2,
-                              .in = 100, .out = 264}));
-  cases.push_back(check_case("moe_gemm 256 experts top-8",
-                             {.kernel = "moe_gemm", .batch = 4, .experts = 256, .top_k = 8,
-                              .in = 512, .out = 384}));
+                             {.kernel = "delta_chunk_then_step",
+                              .batch = 1,
+                              .heads = 4,
+                              .dk = 32,
+                              .dv = 24,
+                              .tokens = 150,
+                              .chunk = 64}));
+  cases.push_back(
+      check_case("delta_chunk prefill then step 128 x 128", {.kernel = "delta_chunk_then_step",
+                                                             .batch = 1,
+                                                             .heads = 2,
+                                                             .dk = 128,
+                                                             .dv = 128,
+                                                             .tokens = 200,
+                                                             .chunk = 64}));
+  cases.push_back(check_case("sparse_decode small", {.kernel = "sparse_decode",
+                                                     .batch = 2,
+                                                     .heads = 4,
+                                                     .width = 64,
+                                                     .window = 128,
+                                                     .n_entries = 300,
+                                                     .selected = 32}));
+  cases.push_back(check_case("sparse_decode width 512 top-k 512", {.kernel = "sparse_decode",
+                                                                   .batch = 1,
+                                                                   .heads = 8,
+                                                                   .width = 512,
+                                                                   .window = 128,
+                                                                   .n_entries = 4096,
+                                                                   .selected = 512}));
+  cases.push_back(check_case("sparse_decode width 512 top-k 2048", {.kernel = "sparse_decode",
+                                                                    .batch = 1,
+                                                                    .heads = 8,
+                                                                    .width = 512,
+                                                                    .window = 128,
+                                                                    .n_entries = 8192,
+                                                                    .selected = 2048}));
+  cases.push_back(check_case(
+      "moe_gemm small (13+ rows per expert, column tail)",
+      {.kernel = "moe_gemm", .batch = 20, .experts = 3, .top_k = 2, .in = 100, .out = 264}));
+  cases.push_back(check_case(
+      "moe_gemm 256 experts top-8",
+      {.kernel = "moe_gemm", .batch = 4, .experts = 256, .top_k = 8, .in = 512, .out = 384}));
   add_timed(cases);
   plan["cases"] = cases;
   return plan;
@@ -274,14 +334,23 @@ void run_cpu_side(const nlohmann::ordered_json& plan,
       for (std::size_t i = 0; i < d.reference.size() && i < got.size(); ++i) {
         comparison r = compare_outputs(got[i], d.reference[i]);
         pass = pass && r.pass;
-        outs.push_back({{"output", d.reference[i].name}, {"max_abs_error", r.max_abs_error},
-                        {"nmse", r.nmse}, {"out_of_tolerance", r.out_of_tolerance},
-                        {"non_finite", r.non_finite}, {"verdict", r.pass ? "pass" : "FAIL"}});
+        outs.push_back({{"output", d.reference[i].name},
+                        {"max_abs_error", r.max_abs_error},
+                        {"nmse", r.nmse},
+                        {"out_of_tolerance", r.out_of_tolerance},
+                        {"non_finite", r.non_finite},
+                        {"verdict", r.pass ? "pass" : "FAIL"}});
       }
-      on_row({{"row", "twin"}, {"id", id}, {"kernel", s.kernel},
-              {"compared", "blocked twin vs plain twin"}, {"outputs", outs},
+      on_row({{"row", "twin"},
+              {"id", id},
+              {"kernel", s.kernel},
+              {"compared", "blocked twin vs plain twin"},
+              {"outputs", outs},
               {"verdict", pass ? "pass" : "FAIL"}});
-      on_row({{"row", "check"}, {"id", id}, {"kernel", s.kernel}, {"gpu", "skipped"},
+      on_row({{"row", "check"},
+              {"id", id},
+              {"kernel", s.kernel},
+              {"gpu", "skipped"},
               {"verdict", "skipped"}});
       continue;
     }
@@ -302,15 +371,19 @@ void run_cpu_side(const nlohmann::ordered_json& plan,
     }
     const double moved = kb.state_read + kb.state_write + kb.weights;
     const ordered_json& pred = c.at("predicted");
-    ordered_json row = {{"row", "bytes"}, {"id", id}, {"kernel", s.kernel},
-                        {"source", c.value("source", "")}, {"kernel_bytes", moved},
-                        {"predicted_bytes", pred.value("bytes", ordered_json())}};
+    ordered_json row = {
+        {"row", "bytes"},        {"id", id},
+        {"kernel", s.kernel},    {"source", c.value("source", "")},
+        {"kernel_bytes", moved}, {"predicted_bytes", pred.value("bytes", ordered_json())}};
     if (pred.contains("bytes"))
       row["verdict"] = double(pred.at("bytes").get<std::int64_t>()) == moved ? "exact" : "MISMATCH";
     else
       row["verdict"] = "no prediction";
     on_row(row);
-    on_row({{"row", "timed"}, {"id", id}, {"kernel", s.kernel}, {"gpu", "skipped"},
+    on_row({{"row", "timed"},
+            {"id", id},
+            {"kernel", s.kernel},
+            {"gpu", "skipped"},
             {"verdict", "skipped"}});
   }
 }

@@ -26,19 +26,34 @@ want="--device cuda: no CUDA module (looked for /nonexistent/libcalc_cuda.so); b
 [ "$code" = 2 ] || fail "missing module: exit $code, want 2"
 [ "$err" = "$want" ] || fail "missing module: got '$err', want '$want'"
 
+# 3. A file that is not a shared library: exit 2 and the loader's reason, in one line.
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+echo garbage > "$tmp/libcalc_cuda.so"
+err=$(CALC_CUDA_MODULE="$tmp/libcalc_cuda.so" "$calc" validate --model qwen3-8b --device cuda \
+      2>&1 >/dev/null); code=$?
+want="--device cuda: cannot load $tmp/libcalc_cuda.so: $tmp/libcalc_cuda.so: file too short"
+[ "$code" = 2 ] || fail "bad module: exit $code, want 2"
+[ "$err" = "$want" ] || fail "bad module: got '$err', want '$want'"
+
 if [ "$built" = 1 ]; then
-  # 3. The module is beside the executable and carries the CUDA libraries itself.
+  # 4. The module is beside the executable and carries the CUDA libraries itself.
   [ -f "$dir/libcalc_cuda.so" ] || fail "no $dir/libcalc_cuda.so"
   [[ $(ldd "$dir/libcalc_cuda.so") == *libcublas* ]] || fail "the module does not link libcublas"
-  # 4. Here (no GPU, no driver) the module loads and says why it cannot run, in one line.
+  # 5. Here (no GPU, no driver) the module loads and says why it cannot run, in one line, from
+  #    a build folder and from an installed tree (<prefix>/bin/calc, <prefix>/lib/calc/).
+  mkdir -p "$tmp/bin" "$tmp/lib/calc"
+  cp "$calc" "$tmp/bin/calc" && cp "$dir/libcalc_cuda.so" "$tmp/lib/calc/"
   if ! command -v nvidia-smi > /dev/null || ! nvidia-smi > /dev/null 2>&1; then
-    err=$("$calc" validate --model qwen3-8b --device cuda 2>&1 >/dev/null); code=$?
-    [ "$code" = 2 ] || fail "no GPU: exit $code, want 2"
-    [ "$(printf '%s\n' "$err" | wc -l)" = 1 ] || fail "no GPU: more than one line: $err"
-    case "$err" in
-      "--device cuda: no usable CUDA device: "* | "--device cuda: no CUDA device on this machine") ;;
-      *) fail "no GPU: got '$err'" ;;
-    esac
+    for exe in "$calc" "$tmp/bin/calc"; do
+      err=$("$exe" validate --model qwen3-8b --device cuda 2>&1 >/dev/null); code=$?
+      [ "$code" = 2 ] || fail "no GPU ($exe): exit $code, want 2"
+      [ "$(printf '%s\n' "$err" | wc -l)" = 1 ] || fail "no GPU: more than one line: $err"
+      case "$err" in
+        "--device cuda: no usable CUDA device: "* | "--device cuda: no CUDA device on this machine") ;;
+        *) fail "no GPU ($exe): got '$err'" ;;
+      esac
+    done
   fi
 else
   err=$("$calc" validate --model qwen3-8b --device cuda 2>&1 >/dev/null); code=$?
