@@ -30,8 +30,8 @@ std::optional<quant_formats> read_quant(const hf_object& root, const hf_json* mo
   if (modelopt) f.origin = q->doc().file() + ": " + f.origin;
   if (method == "fp8" && q->has("weight_block_size")) {
     std::vector<std::int64_t> block = q->integers("weight_block_size");
-    if (block.size() != 2 || block[0] == 0 || block[1] == 0)
-      q->fail("weight_block_size", "expected two block sides, e.g. [128, 128]");
+    if (block.size() != 2 || block[0] == 0 || block[1] == 0 || block[0] > 4096 || block[1] > 4096)
+      q->fail("weight_block_size", "expected two block sides of 1 to 4096, e.g. [128, 128]");
     // One FP32 scale per block of rows x columns; every matrix side of the models read here is a
     // multiple of the block, so a block is a group of rows*columns values.
     f.weights = fmt::format("fp8:g{}:fp32", block[0] * block[1]);
