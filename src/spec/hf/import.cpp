@@ -590,9 +590,6 @@ imported translate(const hf_json& doc, const std::string& name, const hf_json* m
   if (!fam->not_counted.empty()) out += fmt::format("# Not counted: {}.\n", fam->not_counted);
   for (const ynode& n : top) emit(out, n, 0);
   std::int64_t mtp = r.integer("mtp_layers", o);
-  for (const ynode& n : layers.kids) {
-    (void)n;
-  }
   emit(out, ynode{"layers", "", "", {}}, 0);
   for (const ynode& n : layers.kids) emit(out, n, 2);
   if (!overrides.empty()) emit_list(out, "overrides", overrides, 2);
