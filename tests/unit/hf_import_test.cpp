@@ -11,6 +11,7 @@
 
 #include "cli/cli.h"
 #include "spec/hf/families.h"
+#include "spec/hf/hf_json.h"
 #include "spec/hf/import.h"
 #include "tally/call.h"
 #include "tally/tally.h"
@@ -300,4 +301,37 @@ TEST_CASE("family tables: defaults and layer rules") {
     CHECK(std::get<attention_gqa>(*p.layers.base.attention).window == 2047);
     CHECK(p.layers.pattern.empty());
   }
+}
+
+TEST_CASE("config positions: every value located, through strings, escapes and nesting") {
+  hf::hf_json doc = hf::hf_json::parse(
+      "{\"a\": \"x\\\"}\", \"b\": [1, {\"c\": [2, 3]}],\n  \"d\": -Infinity, \"e\": NaN}",
+      "c.json");
+  CHECK(doc.where("/a").line == 1);
+  CHECK(doc.where("/a").column == 7);
+  CHECK(doc.where("/b/1/c/1").column == 34);
+  CHECK(doc.where("/d").line == 2);
+  CHECK(doc.where("/d").column == 8);
+  CHECK(doc.root()["d"].is_null());  // Python's -Infinity and NaN read as null
+  CHECK(doc.root()["e"].is_null());
+  CHECK(doc.where("/nothing").line == 1);
+}
+
+TEST_CASE("gemma3 (multimodal): the language model is read from text_config") {
+  std::string yaml = hf::import_text(R"({"model_type": "gemma3", "torch_dtype": "bfloat16",
+    "text_config": {"hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2,
+      "head_dim": 16, "intermediate_size": 128, "num_hidden_layers": 12, "sliding_window": 32},
+    "vision_config": {"hidden_size": 1152}})",
+                                     "config.json", "g")
+                         .yaml;
+  CHECK(yaml.find("# Not counted: the vision tower and projector (vision_config).") !=
+        std::string::npos);
+  CHECK(yaml.find("vocab: 262208                       # default of gemma3 (vocab_size absent)") !=
+        std::string::npos);
+  model_spec s = testing::model::from_text(yaml).spec;
+  CHECK(s.layers.count == 12);
+  // Five sliding layers, then one full (sliding_window_pattern default 6): layers 5 and 11.
+  REQUIRE(s.layers.overrides.size() == 1);
+  CHECK(s.layers.overrides[0].at == std::vector<std::int64_t>{5, 11});
+  CHECK(s.precision.weights.name == "bf16");
 }

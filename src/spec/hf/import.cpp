@@ -12,6 +12,7 @@
 
 #include "spec/hf/families.h"
 #include "spec/hf/hf_json.h"
+#include "spec/hf/quant.h"
 
 namespace calc::hf {
 
@@ -316,103 +317,6 @@ std::string dtype_of(const std::string& torch_dtype, const hf_object& where,
       key, fmt::format("unknown dtype '{}' (calc reads bfloat16, float16, float32)", torch_dtype));
 }
 
-/// The weight and cache formats a checkpoint's quantisation describes: quantization_config in
-/// config.json (Hugging Face) or hf_quant_config.json beside it (NVIDIA ModelOpt).
-struct quant_formats {
-  std::string weights;  // format of the quantised matrices
-  std::string origin;
-  std::string kv;                         // cache format, when the checkpoint names one
-  std::string kv_origin;                  // the field that names it
-  std::vector<std::string> kept_dtype;    // modules left in the model dtype (said in the YAML)
-  std::int64_t excluded_from_layer = -1;  // "model.layers.N*": layers from N on stay unconverted
-  source_location excluded_where;
-  std::string excluded_field;
-};
-
-/// Reads a quantisation description. Modules left unconverted may be the head, the embedding,
-/// norms or the MTP layers (whose formats are separate roles or not counted); anything else
-/// would need a per-module format and is an error rather than a silently wrong byte count.
-std::optional<quant_formats> read_quant(const hf_object& root, const hf_json* modelopt) {
-  std::optional<hf_object> q;
-  if (modelopt) {
-    q = hf_object(*modelopt, "").object("quantization");
-  } else if (root.has("quantization_config")) {
-    q = root.object("quantization_config");
-  } else {
-    return std::nullopt;
-  }
-  // Hugging Face names the method quant_method and the unconverted modules
-  // modules_to_not_convert; ModelOpt writes quant_algo and exclude_modules (or ignore).
-  const std::string key = q->has("quant_method") ? "quant_method" : "quant_algo";
-  std::string method = q->text(key);
-  std::string list_key = "modules_to_not_convert";
-  for (const char* k : {"exclude_modules", "ignore"})
-    if (q->has(k)) list_key = k;
-  quant_formats f;
-  f.origin = q->path_of(key);
-  if (modelopt) f.origin = q->doc().file() + ": " + f.origin;
-  if (method == "fp8" && q->has("weight_block_size")) {
-    std::vector<std::int64_t> block = q->integers("weight_block_size");
-    if (block.size() != 2 || block[0] == 0 || block[1] == 0)
-      q->fail("weight_block_size", "expected two block sides, e.g. [128, 128]");
-    // One FP32 scale per block of rows x columns; every matrix side of the models read here is a
-    // multiple of the block, so a block is a group of rows*columns values.
-    f.weights = fmt::format("fp8:g{}:fp32", block[0] * block[1]);
-    f.origin += fmt::format(" = fp8, weight_block_size {}x{}", block[0], block[1]);
-  } else if (method == "FP8" || method == "fp8") {
-    f.weights = "fp8";
-    f.origin += " = FP8 with one scale per tensor (a few bytes a matrix, not counted)";
-  } else if (method == "NVFP4" || method == "nvfp4") {
-    if (q->has("group_size") && q->integer("group_size") != 16)
-      q->fail("group_size", "NVFP4 keeps one FP8 scale per 16 values");
-    f.weights = "nvfp4";
-    f.origin += " = NVFP4: FP4 values, an FP8 scale per 16 (per-tensor scales not counted)";
-  } else if (method == "mxfp4") {
-    f.weights = "mxfp4";
-    f.origin += " = MXFP4: FP4 values, an E8M0 scale per 32";
-  } else {
-    q->fail(key, fmt::format("quantisation '{}' is not mapped (calc reads fp8, FP8, NVFP4, "
-                             "mxfp4)",
-                             method));
-  }
-  for (const char* k : {"kv_cache_quant_algo", "kv_cache_scheme"}) {
-    if (!q->has(k) || !q->value(k).is_string()) continue;
-    std::string kv = q->text(k);
-    if (kv != "FP8") q->fail(k, fmt::format("'{}' is not mapped (calc reads FP8)", kv));
-    f.kv = "fp8";
-    f.kv_origin = q->path_of(k);
-  }
-  if (q->has(list_key)) {
-    const json& list = q->value(list_key);
-    if (!list.is_array()) q->fail(list_key, "expected a list of module names");
-    for (std::size_t i = 0; i < list.size(); ++i) {
-      std::string m = list[i].is_string() ? list[i].get<std::string>() : list[i].dump();
-      bool norm = m.ends_with("layernorm") || m.ends_with("_norm") || m.ends_with(".norm");
-      if (m == "lm_head") {
-        f.kept_dtype.push_back("head");
-      } else if (m == "model.embed_tokens") {
-        f.kept_dtype.push_back("embedding");
-      } else if (norm) {
-        continue;  // norms have their own format already
-      } else if (m.ends_with("*") && m.starts_with("model.layers.")) {
-        // A layer past num_hidden_layers is the MTP block, not counted in totals; checked
-        // against the layer count by the caller.
-        f.excluded_from_layer = std::atoll(m.substr(13).c_str());
-        f.excluded_where = q->doc().where(fmt::format("{}/{}/{}", q->pointer(), list_key, i));
-        f.excluded_field = fmt::format("{}[{}]", q->path_of(list_key), i);
-      } else {
-        throw spec_error(
-            q->doc().where(fmt::format("{}/{}/{}", q->pointer(), list_key, i)),
-            fmt::format("{}[{}]", q->path_of(list_key), i),
-            fmt::format("'{}' stays unquantised, but calc keeps one format for all weight "
-                        "matrices (per-module formats are not in the schema yet)",
-                        m));
-      }
-    }
-  }
-  return f;
-}
-
 ynode attention_node(const family_reader& r, attn_kind kind, std::int64_t hidden,
                      std::optional<std::int64_t> window, const std::string& window_origin) {
   ynode a{"attention", "", "", {}};
@@ -686,9 +590,6 @@ imported translate(const hf_json& doc, const std::string& name, const hf_json* m
   if (!fam->not_counted.empty()) out += fmt::format("# Not counted: {}.\n", fam->not_counted);
   for (const ynode& n : top) emit(out, n, 0);
   std::int64_t mtp = r.integer("mtp_layers", o);
-  for (const ynode& n : layers.kids) {
-    (void)n;
-  }
   emit(out, ynode{"layers", "", "", {}}, 0);
   for (const ynode& n : layers.kids) emit(out, n, 2);
   if (!overrides.empty()) emit_list(out, "overrides", overrides, 2);

@@ -1,0 +1,93 @@
+#include "spec/hf/quant.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdlib>
+
+namespace calc::hf {
+
+using nlohmann::json;
+
+std::optional<quant_formats> read_quant(const hf_object& root, const hf_json* modelopt) {
+  std::optional<hf_object> q;
+  if (modelopt) {
+    q = hf_object(*modelopt, "").object("quantization");
+  } else if (root.has("quantization_config")) {
+    q = root.object("quantization_config");
+  } else {
+    return std::nullopt;
+  }
+  // Hugging Face names the method quant_method and the unconverted modules
+  // modules_to_not_convert; ModelOpt writes quant_algo and exclude_modules (or ignore).
+  const std::string key = q->has("quant_method") ? "quant_method" : "quant_algo";
+  std::string method = q->text(key);
+  std::string list_key = "modules_to_not_convert";
+  for (const char* k : {"exclude_modules", "ignore"})
+    if (q->has(k)) list_key = k;
+  quant_formats f;
+  f.origin = q->path_of(key);
+  if (modelopt) f.origin = q->doc().file() + ": " + f.origin;
+  if (method == "fp8" && q->has("weight_block_size")) {
+    std::vector<std::int64_t> block = q->integers("weight_block_size");
+    if (block.size() != 2 || block[0] == 0 || block[1] == 0 || block[0] > 4096 || block[1] > 4096)
+      q->fail("weight_block_size", "expected two block sides of 1 to 4096, e.g. [128, 128]");
+    // One FP32 scale per block of rows x columns; every matrix side of the models read here is a
+    // multiple of the block, so a block is a group of rows*columns values.
+    f.weights = fmt::format("fp8:g{}:fp32", block[0] * block[1]);
+    f.origin += fmt::format(" = fp8, weight_block_size {}x{}", block[0], block[1]);
+  } else if (method == "FP8" || method == "fp8") {
+    f.weights = "fp8";
+    f.origin += " = FP8 with one scale per tensor (a few bytes a matrix, not counted)";
+  } else if (method == "NVFP4" || method == "nvfp4") {
+    if (q->has("group_size") && q->integer("group_size") != 16)
+      q->fail("group_size", "NVFP4 keeps one FP8 scale per 16 values");
+    f.weights = "nvfp4";
+    f.origin += " = NVFP4: FP4 values, an FP8 scale per 16 (per-tensor scales not counted)";
+  } else if (method == "mxfp4") {
+    f.weights = "mxfp4";
+    f.origin += " = MXFP4: FP4 values, an E8M0 scale per 32";
+  } else {
+    q->fail(key, fmt::format("quantisation '{}' is not mapped (calc reads fp8, FP8, NVFP4, "
+                             "mxfp4)",
+                             method));
+  }
+  for (const char* k : {"kv_cache_quant_algo", "kv_cache_scheme"}) {
+    if (!q->has(k) || !q->value(k).is_string()) continue;
+    std::string kv = q->text(k);
+    if (kv != "FP8") q->fail(k, fmt::format("'{}' is not mapped (calc reads FP8)", kv));
+    f.kv = "fp8";
+    f.kv_origin = q->path_of(k);
+  }
+  if (q->has(list_key)) {
+    const json& list = q->value(list_key);
+    if (!list.is_array()) q->fail(list_key, "expected a list of module names");
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      std::string m = list[i].is_string() ? list[i].get<std::string>() : list[i].dump();
+      bool norm = m.ends_with("layernorm") || m.ends_with("_norm") || m.ends_with(".norm");
+      if (m == "lm_head") {
+        f.kept_dtype.push_back("head");
+      } else if (m == "model.embed_tokens") {
+        f.kept_dtype.push_back("embedding");
+      } else if (norm) {
+        continue;  // norms have their own format already
+      } else if (m.ends_with("*") && m.starts_with("model.layers.")) {
+        // A layer past num_hidden_layers is the MTP block, not counted in totals; checked
+        // against the layer count by the caller.
+        f.excluded_from_layer = std::atoll(m.substr(13).c_str());
+        f.excluded_where = q->doc().where(fmt::format("{}/{}/{}", q->pointer(), list_key, i));
+        f.excluded_field = fmt::format("{}[{}]", q->path_of(list_key), i);
+      } else {
+        throw spec_error(
+            q->doc().where(fmt::format("{}/{}/{}", q->pointer(), list_key, i)),
+            fmt::format("{}[{}]", q->path_of(list_key), i),
+            fmt::format("'{}' stays unquantised, but calc keeps one format for all weight "
+                        "matrices (per-module formats are not in the schema yet)",
+                        m));
+      }
+    }
+  }
+  return f;
+}
+
+}  // namespace calc::hf

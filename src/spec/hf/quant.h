@@ -1,0 +1,39 @@
+// Quantised checkpoints: the weight and cache formats that a config's quantization_config, or
+// NVIDIA ModelOpt's hf_quant_config.json beside it, describes, per calc precision role.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "spec/hf/hf_json.h"
+
+namespace calc::hf {
+
+/// The weight and cache formats a checkpoint's quantisation describes: quantization_config in
+/// config.json (Hugging Face) or hf_quant_config.json beside it (NVIDIA ModelOpt).
+struct quant_formats {
+  std::string weights;  // format of the quantised matrices
+  std::string origin;
+  std::string kv;                         // cache format, when the checkpoint names one
+  std::string kv_origin;                  // the field that names it
+  std::vector<std::string> kept_dtype;    // modules left in the model dtype (said in the YAML)
+  std::int64_t excluded_from_layer = -1;  // "model.layers.N*": layers from N on stay unconverted
+  source_location excluded_where;
+  std::string excluded_field;
+};
+
+/// Reads a quantisation description. Modules left unconverted may be the head, the embedding,
+/// norms or the MTP layers (whose formats are separate roles or not counted); anything else
+/// would need a per-module format and is an error rather than a silently wrong byte count.
+/// Reads a checkpoint's quantisation (`modelopt`: the hf_quant_config.json, or null to read
+/// root's quantization_config); none when the checkpoint is not quantised. Modules left
+/// unconverted may be the head, the embedding, norms or the MTP layers (whose formats are
+/// separate roles or not counted); anything else would need a per-module format and is an error
+/// rather than a silently wrong byte count.
+std::optional<quant_formats> read_quant(const hf_object& root, const hf_json* modelopt);
+
+}  // namespace calc::hf
