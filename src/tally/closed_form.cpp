@@ -62,7 +62,8 @@ void closed_form::compile_layers() {
       if (t.per_token == 0) {
         run.fixed_read_bytes += t.format->bytes(t.params);
       } else {
-        run.experts.push_back(t);  // reads depend on the rows: min(E, rows * k) instances
+        // Reads depend on the rows: at most m * k distinct experts can be touched.
+        run.experts.push_back({t, t.format->bytes(t.params / t.instances)});
       }
     }
     if (encoder > 0) {
@@ -166,7 +167,8 @@ forward_totals closed_form::forward(const call& c) const {
     f.flops += r.count * (checked(2) * weights + w.interaction + w.state);
     f.interaction_flops += r.count * w.interaction;
     checked read = r.fixed_read_bytes;
-    for (const tensor& t : r.experts) read += t.read_bytes(lc);
+    for (const auto& e : r.experts)
+      read += min(e.experts.instances, e.experts.rows_in(lc) * e.experts.per_token) * e.bytes_each;
     f.weight_read_bytes += r.count * read;
   }
   f.flops += checked(2) * c.vocab_rows() * vocab_weights_ + head_row_flops_ * c.new_rows();

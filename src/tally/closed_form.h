@@ -48,8 +48,12 @@ struct layer_run {
     checked weights;  // per entry the call completes (index key projection)
   };
   std::vector<entry_weights> entry;
-  checked fixed_read_bytes;     // weights every call reads whole
-  std::vector<tensor> experts;  // routed experts: a call reads min(E, rows * k) instances
+  checked fixed_read_bytes;  // weights every call reads whole
+  struct expert_read {
+    tensor experts;      // routed experts: a call reads min(E, rows * k) instances
+    checked bytes_each;  // one instance at its format
+  };
+  std::vector<expert_read> experts;
 };
 
 /// State of `batch` requests at one length, as tally_state sums it.
