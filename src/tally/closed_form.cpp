@@ -106,6 +106,7 @@ void closed_form::compile_layers() {
     }
     step.add(f.step_work);
     step_flops_.add(step, n);
+    step_interaction_.add(f.step_interaction, n);
   }
   if (s.token_history) {  // one id per token per request
     length_series ids;
@@ -179,6 +180,11 @@ forward_totals closed_form::forward(const call& c) const {
 checked closed_form::decode_flops(checked context) const {
   require_complete();
   return step_flops_.at(context);
+}
+
+checked closed_form::decode_interaction(checked context) const {
+  require_complete();
+  return step_interaction_.at(context);
 }
 
 checked closed_form::decode_flops_sum(checked lo, checked hi) const {

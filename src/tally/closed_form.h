@@ -90,6 +90,8 @@ class closed_form {
 
   /// FLOPs of one decode step of one request over `context` cached tokens (context >= 1).
   checked decode_flops(checked context) const;
+  /// Interaction FLOPs (QK, AV, index scores) of that decode step.
+  checked decode_interaction(checked context) const;
   /// Decode FLOPs summed over contexts [lo, hi] (lo >= 1): O(terms), whatever hi - lo.
   checked decode_flops_sum(checked lo, checked hi) const;
   /// Bytes one decode query reads, summed over lengths [lo, hi].
@@ -112,6 +114,7 @@ class closed_form {
   length_series state_rw_;  // components read and rewritten each step (already doubled)
   // One decode step of one request at context h (B = P = 1).
   length_series step_flops_;
+  length_series step_interaction_;
   // Model-level work: the vocabulary head per vocabulary row, head mixes, AttnRes and the RoPE
   // table per new row, and the head and final norm read whole.
   checked vocab_weights_;
