@@ -121,7 +121,7 @@ std::string sweep_csv(const std::string& model, const std::vector<std::int64_t>&
   std::string out = "key,value\nmodel," + csv_escape(model) + "\n\npoints";
   for (const char* c : kSweepColumns) out += fmt::format(",{}", c);
   out += '\n';
-  out.reserve(out.size() + lengths.size() * 80);
+  out.reserve(out.size() + lengths.size() * 120);  // a row: 6 numbers of up to 20 digits
   for (std::int64_t n : lengths) {
     sweep_point p = at(n);
     out += "points";
