@@ -69,12 +69,12 @@ const std::vector<command>& commands() {
        [](CLI::App& app, options& o) {
          add_model_options(app, o);
          app.add_option("--gpu", o.gpu,
-                        "Accelerator(s): names from `calc gpus` or paths, comma-separated")
-             ->required();
+                        "Accelerator(s): names from `calc gpus` or paths, comma-separated "
+                        "(required, except with --engine and --kv-memory)");
          app.add_option("--gpus", o.gpus, "Number of cards whose memory is pooled");
          app.add_option("-n,--length", o.lengths,
-                        "Context length(s) per request, in tokens, comma-separated")
-             ->required()
+                        "Context length(s) per request, in tokens, comma-separated (required "
+                        "without --engine)")
              ->delimiter(',');
          app.add_option("--workspace", o.workspace,
                         "Reserved bytes (activations, buffers), e.g. 2GiB (default 2GiB)");
@@ -93,16 +93,22 @@ const std::vector<command>& commands() {
          app.add_option("--ep", o.ep, "Expert-parallel degree within the tensor-parallel group");
          add_format_options(app, o);
          add_execution_options(app, o, false);
+         add_engine_options(app, o, false);
        },
-       run_capacity},
+       [](const options& o) {
+         if (!o.engine.empty()) return run_engine_capacity(o);
+         if (o.gpu.empty()) throw spec_error("--gpu", "is required (name at least one GPU)");
+         if (o.lengths.empty()) throw spec_error("--length", "give at least one context length");
+         return run_capacity(o);
+       }},
       {"plan",
        "Fewest cards and a TP/PP/EP layout that fit K requests of N tokens, and why fewer do not",
        [](CLI::App& app, options& o) {
          add_model_options(app, o);
          app.add_option("--gpu", o.gpu, "Accelerator: a name from `calc gpus` or a path")
              ->required();
-         app.add_option("-n,--length", o.length, "Context length per request, in tokens")
-             ->required();
+         app.add_option("-n,--length", o.length,
+                        "Context length per request, in tokens (required without --engine)");
          app.add_option("--requests", o.requests, "Concurrent requests to hold")->required();
          app.add_option("--workspace", o.workspace, "Reserved bytes per card (default 2GiB)");
          app.add_option("--node-gpus", o.node_gpus,
@@ -110,8 +116,13 @@ const std::vector<command>& commands() {
          app.add_option("--max-gpus", o.max_gpus, "Largest card count to try (default 512)");
          add_format_options(app, o);
          add_execution_options(app, o, false);
+         add_engine_options(app, o, true);
        },
-       run_plan},
+       [](const options& o) {
+         if (!o.engine.empty()) return run_engine_plan(o);
+         if (o.length < 0) throw spec_error("--length", "is required (tokens per request)");
+         return run_plan(o);
+       }},
       {"roofline", "Lower bounds on prefill and decode time: max(F / peak, R / bandwidth)",
        [](CLI::App& app, options& o) {
          add_model_options(app, o);
@@ -204,6 +215,16 @@ const std::vector<command>& commands() {
                         "cpu (the Eigen twins) or cuda (also the CUDA kernels)")
              ->check(CLI::IsMember({"cpu", "cuda"}));
          app.add_option("--seed", o.seed, "Seed of the random weights and tokens");
+         app.add_flag("--dry-run", o.dry_run,
+                      "With --device cuda: run the CPU side of every kernel case (twins, byte "
+                      "predictions) and mark the GPU rows skipped; needs no GPU");
+         app.add_flag("--correctness-only", o.correctness_only,
+                      "With --device cuda: the kernel checks only (short, for compute-sanitizer)");
+         app.add_option("--jsonl", o.jsonl,
+                        "With --device cuda: append each row to this file as it is measured");
+         app.add_option("--gpu", o.gpu,
+                        "With --device cuda: catalogue GPU whose BF16 peak bounds tensor-core "
+                        "kernels (default h200)");
          add_execution_options(app, o, true);
        },
        [](const options& o) {
@@ -211,6 +232,13 @@ const std::vector<command>& commands() {
          if (v.length < 0) v.length = 64;
          return run_validate(v);
        }},
+      {"import",
+       "A Hugging Face config.json (or a model folder) as calc model YAML, each value commented "
+       "with its config field",
+       [](CLI::App& app, options& o) {
+         app.add_option("path", o.model, "config.json, or a folder holding one")->required();
+       },
+       run_import},
       {"check", "Every chapter claim in scenarios/, re-derived and compared at printed precision",
        [](CLI::App& app, options& o) {
          app.add_option("path", o.scenarios, "Scenario file or folder (default: scenarios)");

@@ -63,9 +63,28 @@ struct options {
   std::int64_t decode_steps = 2;    // validate: decode calls after the prefill
   std::string device = "cpu";       // validate: cpu or cuda
   std::uint64_t seed = 2026;        // validate: random weights and tokens
+  bool dry_run = false;             // validate --device cuda: CPU side only, GPU rows skipped
+  bool correctness_only = false;    // validate --device cuda: checks only (compute-sanitizer)
+  std::string jsonl;                // validate --device cuda: append each row here as measured
   std::vector<std::string> models;  // compare: models side by side (default: every bundled one)
   std::string range;                // sweep: lengths as FROM:TO:xFACTOR or FROM:TO:+STEP
   std::string scenarios = "scenarios";
+  // Serving-engine knobs (commands_engine.cpp), spelled as vLLM / SGLang spell them.
+  std::string engine;                       // --engine: vllm or sglang
+  std::string engine_version;               // --engine-version: whose rules (default: the newest)
+  std::string kv_memory;                    // --kv-memory: the engine's logged KV memory per rank
+  std::string activation_memory;            // --activation-memory: overrides the estimate
+  std::string kv_cache_dtype;               // --kv-cache-dtype: auto, fp8, bfloat16, ...
+  std::string mamba_ssm_cache_dtype;        // --mamba-ssm-cache-dtype
+  double gpu_memory_utilization = 0.9;      // vLLM
+  double mem_fraction_static = 0.88;        // SGLang
+  std::int64_t block_size = 0;              // --block-size / --page-size
+  std::int64_t max_model_len = 0;           // --max-model-len / --context-length
+  std::int64_t max_num_seqs = 0;            // --max-num-seqs / --max-running-requests
+  std::int64_t max_num_batched_tokens = 0;  // --max-num-batched-tokens / --chunked-prefill-size
+  std::int64_t tensor_parallel_size = 0;    // --tensor-parallel-size (or --tp)
+  std::int64_t pipeline_parallel_size = 0;  // --pipeline-parallel-size (or --pp)
+  bool enable_prefix_caching = false;
 };
 
 struct result {
@@ -136,5 +155,10 @@ result run_check(const options& o);
 result run_validate(const options& o);
 result run_compare(const options& o);
 result run_sweep(const options& o);
+result run_import(const options& o);
+/// The serving-engine knobs of `capacity --engine` and `plan --engine` (commands_engine.cpp).
+void add_engine_options(CLI::App& app, options& o, bool plan);
+result run_engine_capacity(const options& o);
+result run_engine_plan(const options& o);
 
 }  // namespace calc::cli

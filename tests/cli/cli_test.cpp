@@ -348,3 +348,59 @@ TEST_CASE("check exits 1 on a failing claim") {
   CHECK(o.code == 1);
   CHECK(o.out.find("0 passed, 1 failed") != std::string::npos);
 }
+
+TEST_CASE("capacity --engine: golden Markdown, the engine's log lines, input errors") {
+  golden("capacity-engine-vllm", {"capacity", "--engine", "vllm", "--model", "qwen3-8b",
+                                  "--max-model-len", "32768", "--kv-memory", "18.69GiB"});
+  golden("capacity-engine-sglang", {"capacity", "--engine", "sglang", "--model", "qwen3-8b",
+                                    "--context-length", "32768", "--kv-memory", "18.69GiB",
+                                    "--page-size", "16"});
+  outcome o = run({"capacity", "--engine", "vllm", "--model", "qwen3-8b", "--max-model-len",
+                   "32768", "--kv-memory", "18.69GiB"});
+  CHECK(o.out.find("| GPU KV cache size: 136,096 tokens |") != std::string::npos);
+  // Plain capacity keeps needing --gpu and --length.
+  outcome g = run({"capacity", "--model", "qwen3-8b", "--length", "8192"});
+  CHECK(g.code == 2);
+  CHECK(g.err == "--gpu: is required (name at least one GPU)\n");
+  outcome l = run({"capacity", "--model", "qwen3-8b", "--gpu", "rtx-4090"});
+  CHECK(l.code == 2);
+  CHECK(l.err == "--length: give at least one context length\n");
+  outcome m = run({"capacity", "--engine", "vllm", "--model", "qwen3-8b", "--kv-memory", "1GiB"});
+  CHECK(m.code == 2);
+  CHECK(m.err == "--max-model-len: must be at least 1, got 0\n");
+  outcome e = run({"capacity", "--engine", "trtllm", "--model", "qwen3-8b"});
+  CHECK(e.code == 2);
+  CHECK(e.err.find("--engine") != std::string::npos);
+  outcome d = run({"capacity", "--engine", "vllm", "--model", "qwen3-8b", "--max-model-len", "8",
+                   "--kv-memory", "1GiB", "--kv-cache-dtype", "int3"});
+  CHECK(d.code == 2);
+  CHECK(d.err ==
+        "--kv-cache-dtype: 'int3' is not auto, fp8, fp8_e4m3, fp8_e5m2, bfloat16, float16 or "
+        "float32\n");
+  outcome u = run({"capacity", "--engine", "vllm", "--model", "qwen3-8b", "--max-model-len", "8",
+                   "--gpu", "h100-sxm", "--gpu-memory-utilization", "1.5"});
+  CHECK(u.code == 2);
+  CHECK(u.err == "--gpu-memory-utilization: must be in (0, 1], got 1.5\n");
+  outcome t = run({"capacity", "--engine", "vllm", "--model", "qwen3-8b", "--max-model-len", "8",
+                   "--kv-memory", "1GiB", "--tensor-parallel-size", "3"});
+  CHECK(t.code == 2);
+  CHECK(t.err == "--tensor-parallel-size: tp 3 does not divide the 32 heads of layer 0\n");
+}
+
+TEST_CASE("plan --engine: the fewest cards whose engine concurrency holds the requests") {
+  ojson one = evaluate({"plan", "--engine", "vllm", "--model", "qwen3-8b", "--gpu", "h100-sxm",
+                        "--max-model-len", "32768", "--requests", "4", "-f", "json"});
+  CHECK(one["gpus"] == 1);
+  CHECK(one["max_concurrency"].get<double>() >= 4);
+  // Many more requests need more cards; the answer's concurrency holds them, one card fewer
+  // would not be tried first (cards are searched from 1 up).
+  ojson more = evaluate({"plan", "--engine", "vllm", "--model", "qwen3-8b", "--gpu", "h100-sxm",
+                         "--max-model-len", "32768", "--requests", "40", "-f", "json"});
+  REQUIRE(more["gpus"].is_number());
+  CHECK(more["gpus"].get<std::int64_t>() > 1);
+  CHECK(more["max_concurrency"].get<double>() >= 40);
+  ojson none = evaluate({"plan", "--engine", "vllm", "--model", "qwen3-8b", "--gpu", "rtx-4090",
+                         "--max-model-len", "32768", "--requests", "100000", "--max-gpus", "8",
+                         "-f", "json"});
+  CHECK(none["gpus"].is_null());
+}

@@ -1,0 +1,529 @@
+#include "engine/engine.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+
+#include "common/error.h"
+#include "report/format.h"
+#include "tally/tally.h"
+
+namespace calc::engine {
+
+namespace {
+
+constexpr std::int64_t kGiB = 1LL << 30;
+
+/// major.minor as one number: "0.10" -> 10, "0.9.2" -> 9, "1.2" -> 1002.
+std::optional<int> version_number(const std::string& text) {
+  int major = 0, minor = 0;
+  std::size_t i = 0;
+  auto digits = [&](int& out) {
+    std::size_t start = i;
+    while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])) && i - start < 4)
+      out = out * 10 + (text[i++] - '0');
+    return i > start;
+  };
+  if (!digits(major) || i >= text.size() || text[i] != '.') return std::nullopt;
+  ++i;
+  if (!digits(minor)) return std::nullopt;
+  // A patch level or a suffix (".2", "rc1", ".dev73+g...") does not change the rules.
+  return major * 1000 + minor;
+}
+
+std::string gib(const checked& bytes) {
+  return fmt::format("{:.2f}", static_cast<double>(bytes.value()) / static_cast<double>(kGiB));
+}
+
+/// What decides a layer's group in vLLM's hybrid allocator: its kind and its bytes.
+std::string group_key(const layer_cache& l) {
+  switch (l.type) {
+    case layer_cache::kind::full:
+      return fmt::format("full {}", l.token_bytes.value());
+    case layer_cache::kind::sliding:
+      return fmt::format("sliding {} {}", l.window, l.token_bytes.value());
+    case layer_cache::kind::mla:
+      return fmt::format("mla {}", l.token_bytes.value());
+    case layer_cache::kind::state:
+      return fmt::format("state {}", l.state_bytes.value());
+  }
+  return "";
+}
+
+std::string group_name(const layer_cache& l) {
+  switch (l.type) {
+    case layer_cache::kind::full:
+      return "full attention";
+    case layer_cache::kind::sliding:
+      return fmt::format("sliding window {}", l.window);
+    case layer_cache::kind::mla:
+      return "mla latent";
+    case layer_cache::kind::state:
+      return "recurrent state";
+  }
+  return "";
+}
+
+/// Tokens one request of max_model_len keeps in a layer of this kind (vLLM's
+/// max_memory_usage_bytes, in tokens; sliding layers keep the window plus one batch of
+/// scheduled tokens, and one extra block because the window straddles block edges).
+checked request_blocks(const layer_cache& l, std::int64_t block_size, std::int64_t max_model_len,
+                       std::int64_t batched, std::int64_t state_pages) {
+  switch (l.type) {
+    case layer_cache::kind::full:
+    case layer_cache::kind::mla:
+      return ceil_div(max_model_len, block_size);
+    case layer_cache::kind::sliding: {
+      std::int64_t tokens = std::min(l.window - 1 + batched, max_model_len);
+      return ceil_div(tokens, block_size) + 1;
+    }
+    case layer_cache::kind::state:
+      return state_pages;  // whole state pages per request, however long
+  }
+  return 0;
+}
+
+std::vector<std::int64_t> layers_of_stage(const std::vector<layer_cache>& caches,
+                                          std::int64_t total, std::int64_t pp, std::int64_t stage) {
+  auto [first, count] = stage_layers(total, pp, stage);
+  std::vector<std::int64_t> out;
+  for (const layer_cache& l : caches)
+    if (l.layer >= first && l.layer < first + count) out.push_back(l.layer);
+  return out;
+}
+
+void fail_if_state(const std::vector<layer_cache>& caches, const rule_set& r) {
+  for (const layer_cache& l : caches)
+    if (l.type == layer_cache::kind::state)
+      throw spec_error("--engine-version",
+                       fmt::format("{} ({}) has no allocator for recurrent-state layers (layer "
+                                   "{}); use a newer version",
+                                   r.engine, r.versions, l.layer));
+}
+
+/// vLLM V0 and V1 before the hybrid allocator: every layer in one block table; a sliding
+/// layer is charged as a full one.
+engine_capacity plan_single_group(const std::vector<layer_cache>& caches, const rule_set& r,
+                                  const engine_config& c, std::int64_t layers_total,
+                                  std::int64_t bs) {
+  fail_if_state(caches, r);
+  engine_capacity e;
+  e.block_size = bs;
+  checked token_all;  // bytes per token over the layers of the fullest stage
+  std::int64_t fewest = -1;
+  for (std::int64_t stage = 0; stage < c.pipeline_parallel; ++stage) {
+    checked stage_token;
+    for (std::int64_t i : layers_of_stage(caches, layers_total, c.pipeline_parallel, stage))
+      stage_token += caches[static_cast<std::size_t>(i)].token_bytes;
+    if (stage_token == 0) continue;
+    checked avail = max(c.available_kv_bytes, checked(0));
+    std::int64_t blocks = (avail / (stage_token * bs)).value();
+    if (fewest < 0 || blocks < fewest) fewest = blocks;
+    token_all = max(token_all, stage_token);
+  }
+  e.blocks = std::max<std::int64_t>(fewest, 0);
+  e.page_bytes = caches.empty() ? checked(0) : caches.front().token_bytes * bs;
+  e.kv_cache_tokens = (checked(e.blocks) * bs).value();
+  e.blocks_per_request = ceil_div(c.max_model_len, bs).value();
+  e.max_model_len_kv_bytes = token_all * bs * e.blocks_per_request;
+  e.max_concurrency = static_cast<double>(e.kv_cache_tokens) / static_cast<double>(c.max_model_len);
+  cache_group g{"all layers", bs, {}, 0, checked(bs) * e.blocks_per_request};
+  for (const layer_cache& l : caches) g.layers.push_back(l.layer);
+  e.groups.push_back(g);
+  e.group_size = static_cast<std::int64_t>(caches.size());
+  if (r.layout == rule_set::pool::block_all_layers) {
+    e.fits = e.kv_cache_tokens >= c.max_model_len;
+    if (!e.fits)
+      e.reason = fmt::format(
+          "The model's max seq len ({}) is larger than the maximum number of tokens that can be "
+          "stored in KV cache ({})",
+          c.max_model_len, e.kv_cache_tokens);
+  }
+  return e;
+}
+
+/// vLLM V1's hybrid allocator (kv_cache_utils.py): one page size, groups of equal layer
+/// count padded where a kind has fewer layers, one block pool shared by all groups.
+engine_capacity plan_hybrid(const std::vector<layer_cache>& caches, const rule_set& r,
+                            const engine_config& c, std::int64_t layers_total, std::int64_t bs) {
+  engine_capacity e;
+  std::int64_t state_pages = c.prefix_caching ? r.state_pages_prefix_caching : 1;
+  std::int64_t batched = c.max_num_batched_tokens > 0 ? c.max_num_batched_tokens : 8192;
+  // Page-size unification. Recurrent-state layers first raise the attention block size until
+  // one attention page holds a whole state (rounded to 16 tokens, the kernels' alignment);
+  // the state page is padded up to it. Smaller attention pages then get proportionally larger
+  // blocks so every page has the same bytes.
+  checked max_token, max_state;
+  for (const layer_cache& l : caches) {
+    if (l.type == layer_cache::kind::state) {
+      max_state = max(max_state, l.state_bytes);
+    } else {
+      max_token = max(max_token, l.token_bytes);
+    }
+  }
+  std::int64_t attn_bs = bs;
+  if (max_state > 0 && max_token > 0)
+    attn_bs = std::max(bs, (checked(16) * ceil_div(max_state, checked(16) * max_token)).value());
+  checked page = max_token > 0 ? max_token * attn_bs : max_state;
+  std::map<std::string, std::int64_t> block_of;  // group key -> tokens per block
+  std::vector<std::string> order;                // group keys in order of first appearance
+  std::map<std::string, std::vector<std::int64_t>> members;
+  std::map<std::string, const layer_cache*> sample;
+  for (const layer_cache& l : caches) {
+    std::string key = group_key(l);
+    if (!members.count(key)) {
+      order.push_back(key);
+      sample[key] = &l;
+      if (l.type == layer_cache::kind::state) {
+        block_of[key] = attn_bs;
+      } else {
+        if (page.value() % l.token_bytes.value() != 0)
+          throw spec_error("--engine",
+                           fmt::format("layer {}: its page of {} B per token does not divide the "
+                                       "{} B page; vLLM cannot unify the page sizes",
+                                       l.layer, l.token_bytes.value(), page.value()));
+        block_of[key] = (page / l.token_bytes).value();
+      }
+    }
+    members[key].push_back(l.layer);
+  }
+  // Group size: the fewest layers of any kind; the most when no kind has 1.5x the fewest.
+  std::int64_t fewest = INT64_MAX, most = 0;
+  for (const auto& key : order) {
+    auto n = static_cast<std::int64_t>(members[key].size());
+    fewest = std::min(fewest, n);
+    most = std::max(most, n);
+  }
+  std::int64_t group_size = (most * 2 < fewest * 3) ? most : fewest;
+  for (const auto& key : order) {
+    const std::vector<std::int64_t>& ls = members[key];
+    auto n = static_cast<std::int64_t>(ls.size());
+    std::int64_t groups = ceil_div(n, group_size).value();
+    // Layers i, i + groups, i + 2*groups, ... form group i (so pipeline stages stay balanced).
+    for (std::int64_t i = 0; i < groups; ++i) {
+      cache_group g;
+      g.kind = group_name(*sample[key]);
+      g.block_size = block_of[key];
+      for (std::int64_t j = i; j < n; j += groups)
+        g.layers.push_back(ls[static_cast<std::size_t>(j)]);
+      g.padding = group_size - static_cast<std::int64_t>(g.layers.size());
+      g.request_bytes =
+          request_blocks(*sample[key], g.block_size, c.max_model_len, batched, state_pages) * page;
+      e.groups.push_back(g);
+    }
+  }
+  // Blocks: per pipeline stage, available // page // (layers of its fullest group); the
+  // engine keeps the smallest count of all ranks.
+  std::int64_t blocks = -1, worst_group = 0;
+  for (std::int64_t stage = 0; stage < c.pipeline_parallel; ++stage) {
+    auto [first, count] = stage_layers(layers_total, c.pipeline_parallel, stage);
+    std::int64_t stage_group = 0;
+    for (const cache_group& g : e.groups) {
+      auto n = std::count_if(g.layers.begin(), g.layers.end(),
+                             [&](std::int64_t l) { return l >= first && l < first + count; });
+      stage_group = std::max<std::int64_t>(stage_group, n);
+    }
+    if (stage_group == 0) continue;
+    checked avail = max(c.available_kv_bytes, checked(0));
+    std::int64_t b = (avail / page / stage_group).value();
+    if (blocks < 0 || b < blocks) blocks = b;
+    worst_group = std::max(worst_group, stage_group);
+  }
+  e.blocks = std::max<std::int64_t>(blocks, 0);
+  e.page_bytes = page;
+  e.group_size = group_size;
+  checked per_request;
+  std::int64_t min_block = INT64_MAX;
+  for (const cache_group& g : e.groups) {
+    per_request += g.request_bytes / page;
+    if (g.kind != "recurrent state") min_block = std::min(min_block, g.block_size);
+  }
+  if (min_block == INT64_MAX) min_block = attn_bs;
+  e.block_size = min_block;
+  e.blocks_per_request = per_request.value();
+  e.max_model_len_kv_bytes = checked(worst_group) * page * per_request;
+  e.max_concurrency = static_cast<double>(e.blocks) /
+                      static_cast<double>(std::max<std::int64_t>(1, per_request.value()));
+  return e;
+}
+
+/// SGLang's token pool (mem_cache/memory_pool.py, model_runner.py): one slot per token holds
+/// that token's K and V (or MLA latent) in every layer of the rank; the pool is page-aligned.
+engine_capacity plan_token_pool(const std::vector<layer_cache>& caches, const engine_config& c,
+                                std::int64_t layers_total, std::int64_t page) {
+  engine_capacity e;
+  for (const layer_cache& l : caches)
+    if (l.type == layer_cache::kind::sliding || l.type == layer_cache::kind::state)
+      throw spec_error("--engine",
+                       fmt::format("layer {} keeps {}: SGLang's SWA and Mamba pools are not "
+                                   "modelled by calc (only full-attention and MLA token pools)",
+                                   l.layer, group_name(l)));
+  std::int64_t tokens = -1;
+  checked cell_worst, k_cell, v_cell;
+  for (std::int64_t stage = 0; stage < c.pipeline_parallel; ++stage) {
+    checked cell, k;
+    for (std::int64_t i : layers_of_stage(caches, layers_total, c.pipeline_parallel, stage)) {
+      cell += caches[static_cast<std::size_t>(i)].token_bytes;
+      k += caches[static_cast<std::size_t>(i)].k_token_bytes;
+    }
+    if (cell == 0) continue;
+    checked avail = max(c.available_kv_bytes, checked(0));
+    std::int64_t t = (avail / cell / page * page).value();
+    if (tokens < 0 || t < tokens) {
+      tokens = t;
+      k_cell = k;
+      v_cell = cell - k;
+    }
+    cell_worst = max(cell_worst, cell);
+  }
+  e.kv_cache_tokens = std::max<std::int64_t>(tokens, 0);
+  e.block_size = page;
+  e.blocks = e.kv_cache_tokens / page;
+  e.page_bytes = cell_worst;
+  // Buffers hold size + page_size slots: slot 0 (a whole page) is the padding slot.
+  e.k_pool_bytes = (checked(e.kv_cache_tokens) + page) * k_cell;
+  e.v_pool_bytes = (checked(e.kv_cache_tokens) + page) * v_cell;
+  e.max_model_len_kv_bytes = cell_worst * c.max_model_len;
+  e.blocks_per_request = ceil_div(c.max_model_len, page).value();
+  e.max_concurrency = static_cast<double>(e.kv_cache_tokens) / static_cast<double>(c.max_model_len);
+  e.fits = e.kv_cache_tokens >= c.max_model_len;
+  if (!e.fits)
+    e.reason = fmt::format("the pool's {} tokens hold less than one request of {} tokens",
+                           e.kv_cache_tokens, c.max_model_len);
+  cache_group g{"token pool", page, {}, 0, cell_worst * c.max_model_len};
+  for (const layer_cache& l : caches) g.layers.push_back(l.layer);
+  e.groups.push_back(g);
+  return e;
+}
+
+}  // namespace
+
+const std::vector<rule_set>& rule_sets() {
+  using pool = rule_set::pool;
+  using print = rule_set::token_print;
+  static const std::vector<rule_set> table = {
+      {"vllm-v0", "vllm", "0.4-0.7 (V0 engine)", 4, 7,
+       "vllm/worker/cache_engine.py (get_cache_block_size), vllm/executor/executor_base.py",
+       pool::block_all_layers, print::blocks_x_block_size, false, 16},
+      {"vllm-v1-uniform", "vllm", "0.8-0.9 (V1, before the hybrid allocator)", 8, 9,
+       "vllm/v1/core/kv_cache_utils.py (get_num_blocks, _report_kv_cache_config)",
+       pool::block_uniform, print::blocks_x_block_size, false, 16},
+      {"vllm-v1-hybrid", "vllm", "0.10-0.23 (V1 hybrid allocator)", 10, 23,
+       "vllm/v1/core/kv_cache_utils.py (_get_kv_cache_groups_uniform_page_size, "
+       "get_kv_cache_config_from_groups, get_max_concurrency_for_kv_cache_config), "
+       "vllm/v1/kv_cache_interface.py (page_size_bytes, max_memory_usage_bytes)",
+       pool::block_hybrid, print::blocks_per_group, true, 16},
+      {"vllm-v1-derived", "vllm", ">=0.24 (GPU KV cache size = concurrency x max_model_len)", 24,
+       99999, "vllm/v1/core/kv_cache_utils.py (_report_kv_cache_config)", pool::block_hybrid,
+       print::concurrency_x_len, true, 16, 2},
+      {"sglang", "sglang", "0.4-0.5", 4, 5,
+       "python/sglang/srt/model_executor/model_runner.py (profile_max_num_token), "
+       "python/sglang/srt/mem_cache/memory_pool.py (MHATokenToKVPool, MLATokenToKVPool)",
+       pool::token_pool, print::pool_tokens, false, 1},
+  };
+  return table;
+}
+
+const rule_set& find_rules(const std::string& engine, const std::string& version) {
+  const rule_set* newest = nullptr;
+  for (const rule_set& r : rule_sets())
+    if (engine == r.engine) newest = &r;
+  if (!newest) throw spec_error("--engine", fmt::format("'{}' is not vllm or sglang", engine));
+  if (version.empty()) return *newest;
+  std::optional<int> v = version_number(version);
+  if (!v)
+    throw spec_error("--engine-version",
+                     fmt::format("'{}' is not a version such as 0.10 or 0.9.2", version));
+  for (const rule_set& r : rule_sets())
+    if (engine == r.engine && *v >= r.min_version && *v <= r.max_version) return r;
+  std::string known;
+  for (const rule_set& r : rule_sets())
+    if (engine == r.engine) known += fmt::format("{}{}", known.empty() ? "" : ", ", r.versions);
+  throw spec_error("--engine-version",
+                   fmt::format("calc has no {} rules for {} (known: {})", engine, version, known));
+}
+
+std::int64_t kv_heads_per_rank(std::int64_t kv_heads, std::int64_t tp) {
+  return std::max<std::int64_t>(1, kv_heads / tp);
+}
+
+std::pair<std::int64_t, std::int64_t> stage_layers(std::int64_t layers, std::int64_t pp,
+                                                   std::int64_t stage) {
+  std::vector<std::int64_t> parts(static_cast<std::size_t>(pp), layers / pp);
+  // The remainder goes one layer each to the stages before the last, from the back.
+  for (std::int64_t i = 2; i < layers % pp + 2; ++i) parts[static_cast<std::size_t>(pp - i)] += 1;
+  std::int64_t first = 0;
+  for (std::int64_t s = 0; s < stage; ++s) first += parts[static_cast<std::size_t>(s)];
+  return {first, parts[static_cast<std::size_t>(stage)]};
+}
+
+std::vector<layer_cache> layer_caches(const graph& g, const engine_config& c) {
+  const precision_spec& p = g.spec->precision;
+  const dtype& kv = c.kv_cache_dtype ? *c.kv_cache_dtype : p.kv;
+  const dtype& conv = p.conv;
+  // vLLM's mamba_ssm_cache_dtype "auto" takes the model's own recurrent-state dtype
+  // (mamba_ssm_dtype in its config; the model's `recurrent` format here).
+  const dtype& ssm = c.state_dtype ? *c.state_dtype : p.recurrent;
+  std::int64_t tp = c.tensor_parallel;
+  std::vector<layer_cache> out;
+  for (const layer& ly : g.layers) {
+    layer_cache l;
+    l.layer = ly.index;
+    if (const auto* a = std::get_if<attention_gqa>(&ly.attention)) {
+      checked width = checked(kv_heads_per_rank(a->kv_heads, tp)) * a->head_dim;
+      l.k_token_bytes = kv.bytes(width);
+      l.token_bytes = l.k_token_bytes * 2;  // K and V
+      if (a->window) {
+        l.type = layer_cache::kind::sliding;
+        l.window = *a->window;
+      }
+    } else if (const auto* mla = std::get_if<attention_mla>(&ly.attention)) {
+      // The compact latent plus the RoPE branch, one copy per rank: it is not split over TP.
+      l.type = layer_cache::kind::mla;
+      l.token_bytes = kv.bytes(checked(mla->kv_rank) + mla->qk_rope);
+      l.k_token_bytes = l.token_bytes;
+    } else if (const auto* gdn = std::get_if<attention_gdn>(&ly.attention)) {
+      // Engines keep kernel - 1 convolution slots (the newest input arrives with the step).
+      checked channels =
+          (checked(2) * gdn->qk_heads * gdn->key_dim + checked(gdn->v_heads) * gdn->value_dim) / tp;
+      l.type = layer_cache::kind::state;
+      l.state_bytes = conv.bytes(channels * std::max<std::int64_t>(0, gdn->conv_kernel - 1)) +
+                      ssm.bytes(checked(gdn->v_heads / tp) * gdn->key_dim * gdn->value_dim);
+    } else if (const auto* kda = std::get_if<attention_kda>(&ly.attention)) {
+      checked channels =
+          (checked(2) * kda->heads * kda->key_dim + checked(kda->heads) * kda->value_dim) / tp;
+      l.type = layer_cache::kind::state;
+      l.state_bytes = conv.bytes(channels * std::max<std::int64_t>(0, kda->conv_kernel - 1)) +
+                      ssm.bytes(checked(kda->heads / tp) * kda->key_dim * kda->value_dim);
+    } else {
+      throw spec_error("--engine", fmt::format("layer {} is DeepSeek sparse attention, whose "
+                                               "engine cache layout calc does not model",
+                                               ly.index));
+    }
+    out.push_back(l);
+  }
+  return out;
+}
+
+/// vLLM's estimate when one request does not fit (_estimate_max_model_len_from_groups): the
+/// longest max_model_len, by bisection, whose per-request KV fits the available memory.
+static std::int64_t estimate_max_model_len(const graph& g, const rule_set& r,
+                                           const engine_config& c) {
+  auto fits = [&](std::int64_t len) {
+    engine_config t = c;
+    t.max_model_len = len;
+    std::vector<layer_cache> caches = layer_caches(g, t);
+    std::int64_t bs = c.block_size > 0 ? c.block_size : r.default_block_size;
+    engine_capacity e = plan_hybrid(caches, r, t, static_cast<std::int64_t>(g.layers.size()), bs);
+    return e.max_model_len_kv_bytes <= c.available_kv_bytes;
+  };
+  if (!fits(1)) return 0;
+  std::int64_t lo = 1, hi = c.max_model_len;  // fits(lo); the answer is below max_model_len
+  while (hi - lo > 1) {
+    std::int64_t mid = lo + (hi - lo) / 2;
+    if (fits(mid)) {
+      lo = mid;
+    } else {
+      hi = mid;
+    }
+  }
+  return lo;
+}
+
+engine_capacity plan_engine(const graph& g, const rule_set& r, const engine_config& c) {
+  if (c.max_model_len < 1) throw spec_error("--max-model-len", "give the context length (>= 1)");
+  std::vector<layer_cache> caches = layer_caches(g, c);
+  auto layers = static_cast<std::int64_t>(g.layers.size());
+  if (c.pipeline_parallel > layers)
+    throw spec_error("--pipeline-parallel-size",
+                     fmt::format("{} stages exceed the {} layers", c.pipeline_parallel, layers));
+  std::int64_t bs = c.block_size > 0 ? c.block_size : r.default_block_size;
+  engine_capacity e;
+  switch (r.layout) {
+    case rule_set::pool::block_all_layers:
+    case rule_set::pool::block_uniform:
+      e = plan_single_group(caches, r, c, layers, bs);
+      break;
+    case rule_set::pool::block_hybrid:
+      e = plan_hybrid(caches, r, c, layers, bs);
+      break;
+    case rule_set::pool::token_pool:
+      e = plan_token_pool(caches, c, layers, bs);
+      break;
+  }
+  e.rules = &r;
+  e.available_kv_bytes = c.available_kv_bytes;
+  if (r.layout != rule_set::pool::token_pool) {
+    auto groups = static_cast<std::int64_t>(e.groups.size());
+    switch (r.tokens) {
+      case rule_set::token_print::blocks_x_block_size:
+        e.kv_cache_tokens = (checked(e.blocks) * e.block_size).value();
+        break;
+      case rule_set::token_print::blocks_per_group:
+        e.kv_cache_tokens = (checked(e.blocks / groups) * e.block_size).value();
+        break;
+      case rule_set::token_print::concurrency_x_len:
+        // int(max_concurrency * max_model_len), exact: blocks * len // blocks per request.
+        e.kv_cache_tokens =
+            (checked(e.blocks) * c.max_model_len / std::max<std::int64_t>(1, e.blocks_per_request))
+                .value();
+        break;
+      case rule_set::token_print::pool_tokens:
+        break;
+    }
+    if (!r.concurrency_in_blocks)
+      e.max_concurrency =
+          static_cast<double>(e.kv_cache_tokens) / static_cast<double>(c.max_model_len);
+    if (r.layout != rule_set::pool::block_all_layers) {
+      e.fits = c.available_kv_bytes >= e.max_model_len_kv_bytes;
+      if (!e.fits) {
+        e.reason = fmt::format(
+            "To serve at least one request with the model's max seq len ({}), ({} GiB KV cache "
+            "is needed, which is larger than the available KV cache memory ({} GiB)",
+            c.max_model_len, gib(e.max_model_len_kv_bytes), gib(c.available_kv_bytes));
+        if (r.layout == rule_set::pool::block_hybrid) {
+          e.estimated_max_model_len = estimate_max_model_len(g, r, c);
+          e.reason += fmt::format(
+              ". Based on the available memory, the estimated maximum model length is {}",
+              e.estimated_max_model_len);
+        }
+      }
+    }
+  }
+  // The lines the engine prints.
+  std::string len = r.layout == rule_set::pool::block_all_layers ? std::to_string(c.max_model_len)
+                                                                 : with_commas(c.max_model_len);
+  switch (r.layout) {
+    case rule_set::pool::block_all_layers:
+      e.log.push_back(fmt::format("# GPU blocks: {}", e.blocks));
+      e.log.push_back(fmt::format("Maximum concurrency for {} tokens per request: {}x", len,
+                                  two_decimals(e.max_concurrency)));
+      break;
+    case rule_set::pool::block_uniform:
+    case rule_set::pool::block_hybrid:
+      e.log.push_back(fmt::format("Available KV cache memory: {} GiB", gib(c.available_kv_bytes)));
+      e.log.push_back(fmt::format("GPU KV cache size: {} tokens", with_commas(e.kv_cache_tokens)));
+      e.log.push_back(fmt::format("Maximum concurrency for {} tokens per request: {}x", len,
+                                  two_decimals(e.max_concurrency)));
+      break;
+    case rule_set::pool::token_pool: {
+      bool mla = !caches.empty() && caches.front().type == layer_cache::kind::mla;
+      if (mla) {
+        e.log.push_back(fmt::format("KV Cache is allocated. #tokens: {}, KV size: {} GB",
+                                    e.kv_cache_tokens, gib(e.k_pool_bytes)));
+      } else {
+        e.log.push_back(
+            fmt::format("KV Cache is allocated. #tokens: {}, K size: {} GB, V size: {} GB",
+                        e.kv_cache_tokens, gib(e.k_pool_bytes), gib(e.v_pool_bytes)));
+      }
+      break;
+    }
+  }
+  if (!e.fits) e.log.push_back(e.reason);
+  return e;
+}
+
+std::string two_decimals(double v) { return fmt::format("{:.2f}", v); }
+
+}  // namespace calc::engine

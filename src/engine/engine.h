@@ -1,0 +1,126 @@
+// What a serving engine allocates for the KV cache: vLLM's block pool and SGLang's token pool,
+// built on the model's graph and tallies. Each engine version range is one row of data (a
+// rule_set); small rule functions below read the row. Nothing here knows a model by name: a
+// layer's cache follows from its attention kind (GQA full or sliding, MLA, Gated DeltaNet/KDA).
+// docs/engines.md explains every rule with the engine source file it comes from.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/checked.h"
+#include "common/dtype.h"
+#include "graph/graph.h"
+
+namespace calc::engine {
+
+/// One row of the rules table: what a range of engine versions does.
+struct rule_set {
+  const char* id;        // "vllm-v1-hybrid", "sglang", ...
+  const char* engine;    // "vllm" or "sglang"
+  const char* versions;  // the version range, as printed
+  int min_version = 0;   // major * 1000 + minor, inclusive
+  int max_version = 0;   // inclusive
+  const char* source;    // the engine files the rules come from
+  enum class pool {
+    block_all_layers,  // vLLM V0: one block holds block_size tokens of every layer
+    block_uniform,     // vLLM V1 before the hybrid allocator: sliding layers charged as full
+    block_hybrid,      // vLLM V1 hybrid allocator: groups of equal layer count, one page size
+    token_pool,        // SGLang: a pool of token slots, K and V buffers per layer
+  } layout = pool::block_hybrid;
+  enum class token_print {
+    blocks_x_block_size,  // "GPU KV cache size" = num_blocks * block_size (or # GPU blocks)
+    blocks_per_group,     // num_blocks // groups * min block size
+    concurrency_x_len,    // int(max_concurrency * max_model_len)
+    pool_tokens,          // SGLang's #tokens
+  } tokens = token_print::blocks_per_group;
+  bool concurrency_in_blocks = true;  // false: tokens / max_model_len (vLLM V0 and 0.8)
+  std::int64_t default_block_size = 16;
+  /// State pages a recurrent layer holds per request with prefix caching on (vLLM's Mamba
+  /// "align" mode keeps the running state and the last block-aligned one); 1 without it.
+  std::int64_t state_pages_prefix_caching = 1;
+};
+
+/// The rules table, oldest first per engine.
+const std::vector<rule_set>& rule_sets();
+
+/// The rule set for `engine` at `version` ("" = the newest); throws spec_error naming
+/// --engine or --engine-version.
+const rule_set& find_rules(const std::string& engine, const std::string& version);
+
+/// The engine's knobs, spelled as the engine spells them (the CLI fills this).
+struct engine_config {
+  std::int64_t tensor_parallel = 1;         // --tensor-parallel-size / --tp
+  std::int64_t pipeline_parallel = 1;       // --pipeline-parallel-size
+  std::int64_t block_size = 0;              // --block-size / --page-size; 0 = the default
+  std::int64_t max_model_len = 0;           // --max-model-len / --context-length
+  std::int64_t max_num_batched_tokens = 0;  // --max-num-batched-tokens; 0 = 8192
+  std::int64_t max_num_seqs = 0;            // --max-num-seqs (reported; no KV effect)
+  std::optional<dtype> kv_cache_dtype;      // --kv-cache-dtype; none = the model's kv format
+  std::optional<dtype> state_dtype;         // --mamba-ssm-cache-dtype; none = the model's
+  bool prefix_caching = false;              // --enable-prefix-caching
+  checked available_kv_bytes;               // per rank: the log's line, or an estimate
+};
+
+/// What the engine keeps for one layer on one rank.
+struct layer_cache {
+  enum class kind { full, sliding, mla, state } type = kind::full;
+  std::int64_t layer = 0;
+  checked token_bytes;      // per token on one rank: K + V (GQA) or the latent (MLA)
+  checked k_token_bytes;    // the K part alone (SGLang's K buffer); the latent for MLA
+  std::int64_t window = 0;  // sliding: tokens attended
+  checked state_bytes;      // state layers: conv + recurrent state of one request, one rank
+  bool operator==(const layer_cache&) const = default;
+};
+
+/// Per-rank KV heads (vLLM and SGLang): kv_heads / tp, at least one -- heads fewer than the
+/// TP degree are replicated, one per rank.
+std::int64_t kv_heads_per_rank(std::int64_t kv_heads, std::int64_t tp);
+
+/// Every layer's cache on one rank, at the engine's formats. Throws spec_error for attention
+/// kinds the engine rules do not cover (DeepSeek sparse attention).
+std::vector<layer_cache> layer_caches(const graph& g, const engine_config& c);
+
+/// The layers pipeline stage `stage` of `pp` holds, as vLLM splits them (get_pp_indices:
+/// L / pp each, the remainder to the stages before the last).
+std::pair<std::int64_t, std::int64_t> stage_layers(std::int64_t layers, std::int64_t pp,
+                                                   std::int64_t stage);
+
+/// One KV cache group of vLLM's hybrid allocator.
+struct cache_group {
+  std::string kind;  // "full", "sliding 4096", "mla", "state"
+  std::int64_t block_size = 0;
+  std::vector<std::int64_t> layers;  // model layer indices
+  std::int64_t padding = 0;          // empty slots of the group (padding layers)
+  checked request_bytes;             // what one max_model_len request needs in one layer
+};
+
+/// The answer in the engine's own terms.
+struct engine_capacity {
+  const rule_set* rules = nullptr;
+  checked available_kv_bytes;
+  checked page_bytes;  // bytes of one block of one layer (vLLM) or one token (SGLang)
+  std::int64_t block_size = 0;
+  std::int64_t blocks = 0;              // num_gpu_blocks (vLLM) or pages (SGLang)
+  std::int64_t kv_cache_tokens = 0;     // the number the engine prints
+  std::int64_t blocks_per_request = 0;  // blocks one max_model_len request takes
+  double max_concurrency = 0;           // requests of max_model_len at once
+  checked max_model_len_kv_bytes;       // "X GiB KV cache is needed" for one request
+  checked k_pool_bytes, v_pool_bytes;   // SGLang: the K and V buffers as allocated
+  std::int64_t group_size = 0;          // layers per group (vLLM hybrid)
+  std::vector<cache_group> groups;
+  bool fits = true;
+  std::string reason;                        // why not, when one request cannot fit
+  std::int64_t estimated_max_model_len = 0;  // when it does not fit: the longest that would
+  std::vector<std::string> log;              // the lines the engine prints, as it prints them
+};
+
+/// vLLM or SGLang capacity under the rule set and knobs.
+engine_capacity plan_engine(const graph& g, const rule_set& rules, const engine_config& c);
+
+/// "1,234" as the engine prints counts; "4.15" for two decimals, Python's rounding.
+std::string two_decimals(double v);
+
+}  // namespace calc::engine

@@ -1,0 +1,278 @@
+// The serving-engine rules (src/engine/): per-rank heads, pipeline stages, vLLM's hybrid
+// groups and sliding-window charging, and every real startup log in tests/fixtures/engine-logs/
+// reproduced from its logged KV memory within the log's print rounding.
+#include "engine/engine.h"
+
+#include <doctest/doctest.h>
+#include <yaml-cpp/yaml.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "cli/cli.h"
+#include "common/error.h"
+
+namespace {
+
+using calc::ojson;
+
+std::string source(const std::string& rel) { return std::string(CALC_SOURCE_DIR) + "/" + rel; }
+
+ojson engine_run(std::vector<std::string> args) { return calc::evaluate(args); }
+
+/// "6.51GiB" -> exact bytes as a fraction of 100ths: the log value and the half-unit around it.
+struct logged_memory {
+  std::int64_t lo = 0, hi = 0;  // bytes, the interval the printed value stands for
+};
+
+logged_memory memory_interval(const std::string& text, const std::string& plus_minus) {
+  // Both are "<digits>.<digits>GiB"; work in units of 2^30 / 10^k bytes.
+  auto parse = [](const std::string& t, int& decimals) {
+    std::size_t point = t.find('.');
+    std::size_t unit = t.find("GiB");
+    REQUIRE(unit != std::string::npos);
+    std::string digits = t.substr(0, unit);
+    decimals = point == std::string::npos ? 0 : static_cast<int>(unit - point - 1);
+    digits.erase(std::remove(digits.begin(), digits.end(), '.'), digits.end());
+    return std::stoll(digits);
+  };
+  int decimals = 0, pm_decimals = 0;
+  std::int64_t value = parse(text, decimals);
+  std::int64_t scale = 1;
+  for (int i = 0; i < decimals; ++i) scale *= 10;
+  // Half a unit of the last printed digit, unless the fixture says otherwise.
+  std::int64_t pm_num = 1, pm_den = 2 * scale;
+  if (!plus_minus.empty()) {
+    pm_num = parse(plus_minus, pm_decimals);
+    pm_den = 1;
+    for (int i = 0; i < pm_decimals; ++i) pm_den *= 10;
+  }
+  const std::int64_t gib = 1LL << 30;
+  // value / scale GiB -/+ pm_num / pm_den GiB, in bytes (the products stay far below 2^63).
+  std::int64_t centre_num = value * gib;
+  logged_memory m;
+  m.lo = (centre_num * pm_den - pm_num * gib * scale) / (scale * pm_den) + 1;
+  m.hi = (centre_num * pm_den + pm_num * gib * scale) / (scale * pm_den);
+  return m;
+}
+
+double two(double v) { return std::stod(calc::engine::two_decimals(v)); }
+
+}  // namespace
+
+TEST_CASE("engine: KV heads fewer than the TP degree are replicated, one per rank") {
+  CHECK(calc::engine::kv_heads_per_rank(8, 2) == 4);
+  CHECK(calc::engine::kv_heads_per_rank(4, 4) == 1);
+  CHECK(calc::engine::kv_heads_per_rank(4, 8) == 1);  // each of 4 heads stored on 2 ranks
+  // Qwen3-235B-A22B (4 KV heads): TP 8 keeps the same per-rank cache as TP 4, so the same
+  // memory per rank holds the same tokens.
+  auto at = [](const char* tp) {
+    return engine_run({"capacity", "--engine", "vllm", "--model", "qwen3-235b-a22b",
+                       "--max-model-len", "32768", "--kv-memory", "10GiB", "--tensor-parallel-size",
+                       tp, "-f", "json"});
+  };
+  CHECK(at("4")["kv_cache_tokens"] == at("8")["kv_cache_tokens"]);
+  // TP 2 keeps two heads per rank: pages twice as large, half the blocks (floors aside).
+  CHECK(at("4")["blocks"].get<std::int64_t>() / 2 == at("2")["blocks"].get<std::int64_t>());
+}
+
+TEST_CASE("engine: an MLA latent is not split over TP ranks") {
+  auto at = [](const char* tp) {
+    return engine_run({"capacity", "--engine", "vllm", "--model", "deepseek-v3", "--max-model-len",
+                       "8192", "--kv-memory", "20GiB", "--tensor-parallel-size", tp, "-f", "json"});
+  };
+  ojson one = at("1"), eight = at("8");
+  CHECK(one["kv_cache_tokens"] == eight["kv_cache_tokens"]);
+  // 61 layers x (512 + 64) x 2 B per token; 16-token blocks: page 18,432 B per layer.
+  CHECK(one["page_bytes"] == 18432);
+  CHECK(one["blocks"] == (20LL << 30) / 18432 / 61);
+}
+
+TEST_CASE("engine: pipeline stages split layers as vLLM does, the remainder to early stages") {
+  CHECK(calc::engine::stage_layers(27, 2, 0) == std::pair<std::int64_t, std::int64_t>{0, 14});
+  CHECK(calc::engine::stage_layers(27, 2, 1) == std::pair<std::int64_t, std::int64_t>{14, 13});
+  CHECK(calc::engine::stage_layers(10, 4, 0) == std::pair<std::int64_t, std::int64_t>{0, 2});
+  CHECK(calc::engine::stage_layers(10, 4, 1) == std::pair<std::int64_t, std::int64_t>{2, 3});
+  CHECK(calc::engine::stage_layers(10, 4, 2) == std::pair<std::int64_t, std::int64_t>{5, 3});
+  CHECK(calc::engine::stage_layers(10, 4, 3) == std::pair<std::int64_t, std::int64_t>{8, 2});
+}
+
+TEST_CASE("engine: 52 sliding + 10 full layers make 7 groups of 10, 8 of them padding") {
+  ojson j = engine_run({"capacity", "--engine", "vllm", "--engine-version", "0.11", "--model",
+                        source("tests/fixtures/engine-logs/models/gemma-3-27b.yaml"),
+                        "--max-model-len", "32768", "--kv-memory", "20GiB",
+                        "--max-num-batched-tokens", "8192", "-f", "json"});
+  REQUIRE(j["groups"].size() == 7);
+  std::int64_t padding = 0, sliding = 0, layers = 0;
+  for (const auto& g : j["groups"]) {
+    // Layers i, i+6, i+12, ... of the 52 sliding ones form sliding group i: 9, 9, 9, 9, 8, 8.
+    CHECK(g["layers"].get<std::int64_t>() + g["padding"].get<std::int64_t>() == 10);
+    layers += g["layers"].get<std::int64_t>();
+    padding += g["padding"].get<std::int64_t>();
+    if (g["kind"] == "sliding window 1024") ++sliding;
+  }
+  CHECK(layers == 62);
+  CHECK(padding == 8);
+  CHECK(sliding == 6);
+  // Page: 16 tokens x 16 heads x 128 x 2 (K, V) x 2 B = 131,072 B; blocks = 20 GiB / page / 10.
+  CHECK(j["page_bytes"] == 131072);
+  CHECK(j["blocks"] == 16384);
+  // A full layer needs 32768 / 16 = 2048 blocks; a sliding one min(1023 + 8192, 32768) tokens
+  // -> ceil(9215 / 16) + 1 = 577 blocks; per request 2048 + 6 x 577 = 5510.
+  CHECK(j["blocks_per_request"] == 5510);
+  // Printed tokens (0.10-0.23): blocks // 7 groups x 16.
+  CHECK(j["kv_cache_tokens"] == 16384 / 7 * 16);
+  CHECK(j["log"][1]["line"] == "GPU KV cache size: 37,440 tokens");
+  CHECK(j["log"][2]["line"] == "Maximum concurrency for 32,768 tokens per request: 2.97x");
+  // From 0.24 the printed size is int(concurrency x max_model_len) = 16384 x 32768 // 5510.
+  ojson now = engine_run({"capacity", "--engine", "vllm", "--model",
+                          source("tests/fixtures/engine-logs/models/gemma-3-27b.yaml"),
+                          "--max-model-len", "32768", "--kv-memory", "20GiB",
+                          "--max-num-batched-tokens", "8192", "-f", "json"});
+  CHECK(now["kv_cache_tokens"] == 16384LL * 32768 / 5510);
+  // Before the hybrid allocator every layer is charged as full: 62 layers per block.
+  ojson old = engine_run({"capacity", "--engine", "vllm", "--engine-version", "0.9", "--model",
+                          source("tests/fixtures/engine-logs/models/gemma-3-27b.yaml"),
+                          "--max-model-len", "32768", "--kv-memory", "20GiB", "-f", "json"});
+  CHECK(old["blocks"] == (20LL << 30) / 131072 / 62);
+}
+
+TEST_CASE("engine: recurrent-state layers raise the attention block to hold a state page") {
+  // Qwen3.6-35B-A3B: a Gated DeltaNet state is 3 conv slots x 8192 channels x 2 B + 32 x 128 x
+  // 128 values of the recurrent format; a full-attention token is 2 x 2 x 256 x 1 B (fp8) =
+  // 1,024 B, so blocks grow to 16 x ceil(state / (16 x 1,024)) tokens.
+  auto run = [](std::vector<std::string> extra) {
+    std::vector<std::string> args = {"capacity",
+                                     "--engine",
+                                     "vllm",
+                                     "--model",
+                                     "qwen3.6-35b-a3b",
+                                     "--max-model-len",
+                                     "131072",
+                                     "--kv-cache-dtype",
+                                     "fp8",
+                                     "--kv-memory",
+                                     "6GiB",
+                                     "-f",
+                                     "json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return engine_run(args);
+  };
+  ojson j = run({});  // the model's fp32 recurrent format: 49,152 + 2,097,152 B
+  CHECK(j["block_size"] == 2096);
+  CHECK(j["page_bytes"] == 2146304);
+  CHECK(j["groups"].size() == 4);  // 3 state groups + 1 full group of 10 layers each
+  CHECK(j["blocks_per_request"] == 63 + 3);
+  ojson bf16 = run({"--mamba-ssm-cache-dtype", "bfloat16"});  // 49,152 + 1,048,576 B
+  CHECK(bf16["block_size"] == 1072);
+  CHECK(bf16["page_bytes"] == 1097728);
+  CHECK(bf16["blocks_per_request"] == 123 + 3);
+  // Prefix caching (vLLM >= 0.24, Mamba "align" mode): two state pages per request and group.
+  ojson aligned = run({"--enable-prefix-caching"});
+  CHECK(aligned["blocks_per_request"] == 63 + 3 * 2);
+  ojson older = run({"--enable-prefix-caching", "--engine-version", "0.11"});
+  CHECK(older["blocks_per_request"] == 63 + 3);
+}
+
+TEST_CASE("engine: bad engine input is one line naming the option") {
+  CHECK_THROWS_WITH(engine_run({"capacity", "--engine", "vllm", "--model", "qwen3-8b",
+                                "--max-model-len", "4096", "-f", "json"}),
+                    "--kv-memory: give --kv-memory (the engine's logged KV memory) or --gpu");
+  CHECK_THROWS_WITH(
+      engine_run({"capacity", "--engine", "vllm", "--engine-version", "0.2", "--model", "qwen3-8b",
+                  "--max-model-len", "4096", "--kv-memory", "1GiB"}),
+      "--engine-version: calc has no vllm rules for 0.2 (known: 0.4-0.7 (V0 "
+      "engine), 0.8-0.9 (V1, before the hybrid allocator), 0.10-0.23 (V1 hybrid "
+      "allocator), >=0.24 (GPU KV cache size = concurrency x max_model_len))");
+  CHECK_THROWS_WITH(engine_run({"capacity", "--engine", "vllm", "--model", "qwen3-8b",
+                                "--max-model-len", "4096", "--kv-memory", "lots"}),
+                    "--kv-memory: 'lots' is not a size such as 18.69GiB or 40GB");
+  CHECK_THROWS_WITH(engine_run({"capacity", "--engine", "sglang", "--model", "qwen3.6-35b-a3b",
+                                "--max-model-len", "4096", "--kv-memory", "1GiB"}),
+                    "--engine: layer 0 keeps recurrent state: SGLang's SWA and Mamba pools are "
+                    "not modelled by calc (only full-attention and MLA token pools)");
+  CHECK_THROWS_WITH(engine_run({"capacity", "--engine", "vllm", "--model", "deepseek-v4-flash",
+                                "--max-model-len", "4096", "--kv-memory", "1GiB"}),
+                    "--engine: layer 0 is DeepSeek sparse attention, whose engine cache layout "
+                    "calc does not model");
+}
+
+TEST_CASE("engine: every startup log in tests/fixtures/engine-logs is reproduced or explained") {
+  std::vector<std::filesystem::path> files;
+  for (const auto& e : std::filesystem::directory_iterator(source("tests/fixtures/engine-logs")))
+    if (e.path().extension() == ".yaml") files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  REQUIRE(files.size() >= 10);
+  int reproduced = 0;
+  for (const auto& file : files) {
+    CAPTURE(file.filename().string());
+    YAML::Node f = YAML::LoadFile(file.string());
+    REQUIRE(f["source"].as<std::string>().rfind("https://", 0) == 0);
+    std::string model = f["model"].as<std::string>();
+    if (model.find('/') != std::string::npos) model = source(model);
+    std::vector<std::string> base = {"capacity",
+                                     "--engine",
+                                     f["engine"].as<std::string>(),
+                                     "--engine-version",
+                                     f["version"].as<std::string>(),
+                                     "--model",
+                                     model,
+                                     "-f",
+                                     "json"};
+    for (const auto& a : f["args"]) base.push_back(a.as<std::string>());
+    logged_memory m = memory_interval(
+        f["kv_memory"].as<std::string>(),
+        f["kv_memory_plus_minus"] ? f["kv_memory_plus_minus"].as<std::string>() : "");
+    auto at = [&](std::int64_t bytes) {
+      std::vector<std::string> args = base;
+      args.push_back("--kv-memory");
+      args.push_back(std::to_string(bytes) + "B");
+      return engine_run(args);
+    };
+    ojson lo = at(m.lo), hi = at(m.hi), mid = at((m.lo + m.hi) / 2);
+    YAML::Node logged = f["logged"];
+    bool ok = true;
+    if (logged["kv_cache_tokens"]) {
+      auto t = logged["kv_cache_tokens"].as<std::int64_t>();
+      ok = ok && lo["kv_cache_tokens"].get<std::int64_t>() <= t &&
+           t <= hi["kv_cache_tokens"].get<std::int64_t>();
+    }
+    if (logged["blocks"]) {
+      auto b = logged["blocks"].as<std::int64_t>();
+      ok = ok && lo["blocks"].get<std::int64_t>() <= b && b <= hi["blocks"].get<std::int64_t>();
+    }
+    if (logged["max_concurrency"]) {
+      double c = std::stod(logged["max_concurrency"].as<std::string>());
+      ok = ok && two(lo["max_concurrency"].get<double>()) <= c &&
+           c <= two(hi["max_concurrency"].get<double>());
+    }
+    if (logged["k_size_gb"]) {
+      double k = std::stod(logged["k_size_gb"].as<std::string>());
+      auto gib = [](const ojson& j) {
+        return two(static_cast<double>(j["k_pool_bytes"].get<std::int64_t>()) / (1LL << 30));
+      };
+      ok = ok && gib(lo) <= k && k <= gib(hi);
+    }
+    if (logged["max_model_len_kv_gib"]) {
+      double need = std::stod(logged["max_model_len_kv_gib"].as<std::string>());
+      ok = ok && two(static_cast<double>(mid["max_model_len_kv_bytes"].get<std::int64_t>()) /
+                     (1LL << 30)) == need;
+    }
+    if (logged["estimated_max_model_len"]) {
+      auto len = logged["estimated_max_model_len"].as<std::int64_t>();
+      ok = ok && lo["estimated_max_model_len"].get<std::int64_t>() <= len &&
+           len <= hi["estimated_max_model_len"].get<std::int64_t>();
+    }
+    if (logged["fits"]) ok = ok && mid["fits"].get<bool>() == logged["fits"].as<bool>();
+    if (f["reproduced"].as<bool>()) {
+      CHECK(ok);
+      ++reproduced;
+    } else {
+      // An explained mismatch stays a mismatch: if the rules come to match, update the fixture.
+      CHECK(f["why_not"].as<std::string>().size() > 40);
+      CHECK_FALSE(ok);
+    }
+  }
+  CHECK(reproduced >= 13);
+}
