@@ -317,7 +317,11 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   }
   try {
     result r = dispatch(p, subs);
-    out << (r.text.empty() ? render(r.body, p.format, r.title) : r.text);
+    if (r.text.empty()) {
+      out << render(r.body, p.format, r.title);
+    } else {
+      out << r.text;  // already rendered (not through a conditional: that would copy it)
+    }
     if (p.format == output_format::md) out << r.footer;
     return r.exit_code;
   } catch (const spec_error& e) {

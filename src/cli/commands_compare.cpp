@@ -2,8 +2,6 @@
 // once) and `calc sweep` (a model's state and decode cost over a range of lengths, for plots).
 #include <fmt/format.h>
 
-#include <iterator>
-
 #include "cli/support.h"
 #include "spec/model_reader.h"
 #include "tally/closed_form.h"
@@ -80,24 +78,23 @@ struct sweep_point {
   checked state, decode_read, decode_state_rw, decode_flops, decode_interaction;
 };
 
-sweep_point sweep_at(const closed_form& cf, const loaded_model& m, std::int64_t n) {
-  forward_totals d = cf.forward(make_call(*m.spec, 1, n, 1));
+/// Through the compiled series: a few multiplications per point (lengths are >= 1, so the step
+/// is a decode step over n cached tokens).
+sweep_point sweep_at(const closed_form& cf, std::int64_t n) {
   state_totals st = cf.state(n);
-  return {n, st.total, st.decode_read, st.decode_state_rw, d.flops, d.interaction_flops};
+  return {n,
+          st.total,
+          st.decode_read,
+          st.decode_state_rw,
+          cf.decode_flops(n),
+          cf.decode_interaction(n)};
 }
 
+/// Through the itemised tallies, for a layer kind the closed form has no evaluator for yet.
 sweep_point sweep_itemised(const loaded_model& m, std::int64_t n) {
   state_tally st = tally_state(m.g, n);
   forward_tally d = tally_forward(m.g, make_call(*m.spec, 1, n, 1));
   return {n, st.total, st.decode_read, st.decode_state_rw, d.flops, d.interaction_flops};
-}
-
-void append_exact(fmt::memory_buffer& out, const checked& v) {
-  if (v.fits_int64()) {
-    fmt::format_to(std::back_inserter(out), ",{}", v.value());
-  } else {
-    fmt::format_to(std::back_inserter(out), ",{}", exact(v).get<std::string>());
-  }
 }
 
 constexpr const char* kSweepColumns[] = {"length",
@@ -107,20 +104,34 @@ constexpr const char* kSweepColumns[] = {"length",
                                          "decode_flops",
                                          "decode_interaction_flops"};
 
-/// The CSV render() would print for the sweep's JSON, written row by row without the tree.
-std::string sweep_csv(const std::string& model, const std::vector<sweep_point>& points) {
-  fmt::memory_buffer out;
-  fmt::format_to(std::back_inserter(out), "key,value\nmodel,{}\n\npoints", csv_escape(model));
-  for (const char* c : kSweepColumns) fmt::format_to(std::back_inserter(out), ",{}", c);
-  out.push_back('\n');
-  for (const sweep_point& p : points) {
-    fmt::format_to(std::back_inserter(out), "points,{}", p.length);
+void append_exact(std::string& out, const checked& v) {
+  out += ',';
+  if (v.fits_int64()) {
+    fmt::format_int digits(v.value());
+    out.append(digits.data(), digits.size());
+  } else {
+    out += exact(v).get<std::string>();
+  }
+}
+
+/// The CSV render() would print for the sweep's JSON, written point by point without the tree.
+template <typename point_at>
+std::string sweep_csv(const std::string& model, const std::vector<std::int64_t>& lengths,
+                      const point_at& at) {
+  std::string out = "key,value\nmodel," + csv_escape(model) + "\n\npoints";
+  for (const char* c : kSweepColumns) out += fmt::format(",{}", c);
+  out += '\n';
+  out.reserve(out.size() + lengths.size() * 120);  // a row: 6 numbers of up to 20 digits
+  for (std::int64_t n : lengths) {
+    sweep_point p = at(n);
+    out += "points";
+    append_exact(out, p.length);
     for (const checked& v :
          {p.state, p.decode_read, p.decode_state_rw, p.decode_flops, p.decode_interaction})
       append_exact(out, v);
-    out.push_back('\n');
+    out += '\n';
   }
-  return fmt::to_string(out);
+  return out;
 }
 
 }  // namespace
@@ -128,28 +139,25 @@ std::string sweep_csv(const std::string& model, const std::vector<sweep_point>& 
 result run_sweep(const options& o) {
   std::vector<std::int64_t> lengths = parse_range(o.range);
   loaded_model m = load(o);
-  // The closed form evaluates a point in a few multiplications; the itemised tallies stay for a
-  // layer kind it has no evaluator for yet.
   closed_form cf(m.g);
-  std::vector<sweep_point> points;
-  points.reserve(lengths.size());
-  for (std::int64_t n : lengths)
-    points.push_back(cf.complete() ? sweep_at(cf, m, n) : sweep_itemised(m, n));
+  auto at = [&](std::int64_t n) { return cf.complete() ? sweep_at(cf, n) : sweep_itemised(m, n); };
   std::string title = fmt::format("calc sweep: {} over {} lengths", m.spec->name, lengths.size());
   if (o.format == "csv") {
     result r;
     r.title = title;
-    r.text = sweep_csv(m.spec->name, points);
+    r.text = sweep_csv(m.spec->name, lengths, at);
     return r;
   }
   ojson rows = ojson::array();
-  for (const sweep_point& p : points)
+  for (std::int64_t n : lengths) {
+    sweep_point p = at(n);
     rows.push_back({{kSweepColumns[0], p.length},
                     {kSweepColumns[1], exact(p.state)},
                     {kSweepColumns[2], exact(p.decode_read)},
                     {kSweepColumns[3], exact(p.decode_state_rw)},
                     {kSweepColumns[4], exact(p.decode_flops)},
                     {kSweepColumns[5], exact(p.decode_interaction)}});
+  }
   ojson j;
   j["model"] = m.spec->name;
   j["points"] = rows;

@@ -13,6 +13,10 @@ namespace calc {
 
 checked sum_floor_div(checked lo, checked hi, std::int64_t r, std::int64_t cap) {
   if (hi < lo) return 0;
+  if (hi == lo && lo >= 0) {  // one query (a decode step): its own term
+    checked k = lo / r;
+    return cap < 0 ? k : min(k, cap);
+  }
   // G(n) = sum_{k=0}^{n} min(floor(k/r), cap)
   auto floor_sum = [r](checked n) {  // sum_{k=0}^{n} floor(k/r), n >= -1
     if (n < 0) return checked(0);

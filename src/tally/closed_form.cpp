@@ -62,7 +62,8 @@ void closed_form::compile_layers() {
       if (t.per_token == 0) {
         run.fixed_read_bytes += t.format->bytes(t.params);
       } else {
-        run.experts.push_back(t);  // reads depend on the rows: min(E, rows * k) instances
+        // Reads depend on the rows: at most m * k distinct experts can be touched.
+        run.experts.push_back({t, t.format->bytes(t.params / t.instances)});
       }
     }
     if (encoder > 0) {
@@ -105,6 +106,7 @@ void closed_form::compile_layers() {
     }
     step.add(f.step_work);
     step_flops_.add(step, n);
+    step_interaction_.add(f.step_interaction, n);
   }
   if (s.token_history) {  // one id per token per request
     length_series ids;
@@ -166,7 +168,8 @@ forward_totals closed_form::forward(const call& c) const {
     f.flops += r.count * (checked(2) * weights + w.interaction + w.state);
     f.interaction_flops += r.count * w.interaction;
     checked read = r.fixed_read_bytes;
-    for (const tensor& t : r.experts) read += t.read_bytes(lc);
+    for (const auto& e : r.experts)
+      read += min(e.experts.instances, e.experts.rows_in(lc) * e.experts.per_token) * e.bytes_each;
     f.weight_read_bytes += r.count * read;
   }
   f.flops += checked(2) * c.vocab_rows() * vocab_weights_ + head_row_flops_ * c.new_rows();
@@ -177,6 +180,11 @@ forward_totals closed_form::forward(const call& c) const {
 checked closed_form::decode_flops(checked context) const {
   require_complete();
   return step_flops_.at(context);
+}
+
+checked closed_form::decode_interaction(checked context) const {
+  require_complete();
+  return step_interaction_.at(context);
 }
 
 checked closed_form::decode_flops_sum(checked lo, checked hi) const {

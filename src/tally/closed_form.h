@@ -48,8 +48,12 @@ struct layer_run {
     checked weights;  // per entry the call completes (index key projection)
   };
   std::vector<entry_weights> entry;
-  checked fixed_read_bytes;     // weights every call reads whole
-  std::vector<tensor> experts;  // routed experts: a call reads min(E, rows * k) instances
+  checked fixed_read_bytes;  // weights every call reads whole
+  struct expert_read {
+    tensor experts;      // routed experts: a call reads min(E, rows * k) instances
+    checked bytes_each;  // one instance at its format
+  };
+  std::vector<expert_read> experts;
 };
 
 /// State of `batch` requests at one length, as tally_state sums it.
@@ -86,6 +90,8 @@ class closed_form {
 
   /// FLOPs of one decode step of one request over `context` cached tokens (context >= 1).
   checked decode_flops(checked context) const;
+  /// Interaction FLOPs (QK, AV, index scores) of that decode step.
+  checked decode_interaction(checked context) const;
   /// Decode FLOPs summed over contexts [lo, hi] (lo >= 1): O(terms), whatever hi - lo.
   checked decode_flops_sum(checked lo, checked hi) const;
   /// Bytes one decode query reads, summed over lengths [lo, hi].
@@ -108,6 +114,7 @@ class closed_form {
   length_series state_rw_;  // components read and rewritten each step (already doubled)
   // One decode step of one request at context h (B = P = 1).
   length_series step_flops_;
+  length_series step_interaction_;
   // Model-level work: the vocabulary head per vocabulary row, head mixes, AttnRes and the RoPE
   // table per new row, and the head and final norm read whole.
   checked vocab_weights_;

@@ -122,7 +122,9 @@ void compare(const graph& g, const execution_spec& exec, point_source& p, int po
     call step = make_call(*g.spec, 1, h, 1);
     step.exec = exec;
     INFO("decode step at context ", h);
-    REQUIRE(cf.decode_flops(h) == tally_forward(g, step).flops);
+    forward_tally st = tally_forward(g, step);
+    REQUIRE(cf.decode_flops(h) == st.flops);
+    REQUIRE(cf.decode_interaction(h) == st.interaction_flops);
   }
 }
 
