@@ -222,6 +222,13 @@ const std::vector<command>& commands() {
          if (v.length < 0) v.length = 64;
          return run_validate(v);
        }},
+      {"import",
+       "A Hugging Face config.json (or a model folder) as calc model YAML, each value commented "
+       "with its config field",
+       [](CLI::App& app, options& o) {
+         app.add_option("path", o.model, "config.json, or a folder holding one")->required();
+       },
+       run_import},
       {"check", "Every chapter claim in scenarios/, re-derived and compared at printed precision",
        [](CLI::App& app, options& o) {
          app.add_option("path", o.scenarios, "Scenario file or folder (default: scenarios)");
@@ -296,8 +303,12 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   }
   try {
     result r = dispatch(p, subs);
-    out << render(r.body, p.format, r.title);
-    if (p.format == output_format::md) out << r.footer;
+    if (p.format == output_format::md && !r.text.empty()) {
+      out << r.text;
+    } else {
+      out << render(r.body, p.format, r.title);
+      if (p.format == output_format::md) out << r.footer;
+    }
     return r.exit_code;
   } catch (const spec_error& e) {
     err << e.what() << "\n";

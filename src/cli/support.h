@@ -89,6 +89,7 @@ struct result {
   std::string title;
   int exit_code = 0;
   std::string footer;  // a closing line for Markdown output
+  std::string text;    // printed as it is instead of a Markdown table (calc import's YAML)
 };
 
 /// One row of the command table: name, one-line help, its options, its handler.
@@ -137,6 +138,7 @@ result run_check(const options& o);
 result run_validate(const options& o);
 result run_compare(const options& o);
 result run_sweep(const options& o);
+result run_import(const options& o);
 /// The serving-engine knobs of `capacity --engine` and `plan --engine` (commands_engine.cpp).
 void add_engine_options(CLI::App& app, options& o, bool plan);
 result run_engine_capacity(const options& o);

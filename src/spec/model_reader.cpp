@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "spec/hf/import.h"
 #include "spec/yaml_reader.h"
 
 namespace calc {
@@ -526,6 +527,10 @@ model_spec read_model_text(const std::string& yaml, const std::string& file,
 }
 
 model_spec read_model_file(const std::string& path, const std::vector<std::string>& sets) {
+  // A Hugging Face config reads through the YAML it translates to: the same reader, the same
+  // model_spec. Errors the translation did not catch are located in that YAML (`calc import`).
+  if (hf::is_hf_config(path))
+    return read_model_text(hf::import_config(path).yaml, path + " (as imported)", sets);
   YAML::Node root = load_yaml_file(path);
   for (const auto& s : sets) apply_set(root, s);
   return read_model(root, path);
@@ -538,14 +543,18 @@ std::string models_dir() {
 
 std::string resolve_model_path(const std::string& name_or_path) {
   namespace fs = std::filesystem;
-  if (name_or_path.ends_with(".yaml") || fs::exists(name_or_path)) return name_or_path;
+  if (name_or_path.ends_with(".yaml") || name_or_path.ends_with(".json") ||
+      fs::exists(name_or_path))
+    return name_or_path;
   // A bundled name, possibly in a subfolder ("examples/seed000-gqa").
   fs::path bundled = fs::path(models_dir()) / (name_or_path + ".yaml");
   if (fs::exists(bundled)) return bundled.string();
   std::string message = fmt::format("unknown model '{}'", name_or_path);
   if (auto guess = closest(name_or_path, bundled_models()))
     message += fmt::format(" (did you mean '{}'?)", *guess);
-  message += "; `calc models` lists the bundled ones, or give a path to a YAML file";
+  message +=
+      "; `calc models` lists the bundled ones, or give a path to a YAML file or a Hugging Face "
+      "config.json";
   throw spec_error("--model", message);
 }
 

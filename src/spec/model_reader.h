@@ -16,7 +16,8 @@ model_spec read_model_file(const std::string& path, const std::vector<std::strin
 model_spec read_model_text(const std::string& yaml, const std::string& file,
                            const std::vector<std::string>& sets = {});
 
-/// Resolves `--model`: a path (contains '/' or ends in .yaml) or a bundled name looked up in
+/// Resolves `--model`: a path (an existing file or folder, or a name ending in .yaml or .json) or a
+/// bundled name looked up in
 /// $CALC_MODELS, then the models/ folder of the source tree.
 std::string resolve_model_path(const std::string& name_or_path);
 

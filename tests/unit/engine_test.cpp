@@ -276,3 +276,19 @@ TEST_CASE("engine: every startup log in tests/fixtures/engine-logs is reproduced
   }
   CHECK(reproduced >= 13);
 }
+
+TEST_CASE("engine: a Hugging Face config.json goes through the same engine rules") {
+  // Qwen3-Next-80B-A3B (tests/fixtures/hf): 36 Gated DeltaNet + 12 full-attention layers. A state
+  // is 3 x (2 x 16 x 128 + 32 x 128) x 2 B + 32 x 128 x 128 x 4 B = 2,146,304 B; a full-attention
+  // token 2 heads x 256 x 2 (K, V) x 2 B = 2,048 B, so blocks of 16 x ceil(2,146,304 / 32,768) =
+  // 1,056 tokens and pages of 2,162,688 B; 4 groups of 12 layers.
+  ojson j = engine_run({"capacity", "--engine", "vllm", "--model",
+                        source("tests/fixtures/hf/qwen3-next-80b-a3b.json"), "--max-model-len",
+                        "131072", "--kv-memory", "10GiB", "-f", "json"});
+  CHECK(j["block_size"] == 1056);
+  CHECK(j["page_bytes"] == 2162688);
+  REQUIRE(j["groups"].size() == 4);
+  CHECK(j["groups"][3]["layers"] == 12);
+  CHECK(j["blocks"] == (10LL << 30) / 2162688 / 12);
+  CHECK(j["blocks_per_request"] == 125 + 3);  // ceil(131072 / 1056) + one page per state group
+}

@@ -1,0 +1,295 @@
+// The family tables. Defaults are those of each family's transformers configuration class
+// (configuration_<model_type>.py), written here so a config that leaves a field out still reads
+// the way the reference implementation reads it.
+#include "spec/hf/families.h"
+
+namespace calc::hf {
+
+using nlohmann::json;
+
+const std::map<std::string, std::string>& common_names() {
+  static const std::map<std::string, std::string> names = {
+      {"vocab", "vocab_size"},
+      {"hidden", "hidden_size"},
+      {"layers", "num_hidden_layers"},
+      {"heads", "num_attention_heads"},
+      {"kv_heads", "num_key_value_heads"},
+      {"head_dim", "head_dim"},
+      {"intermediate", "intermediate_size"},
+      {"tie", "tie_word_embeddings"},
+      {"qkv_bias", "attention_bias"},
+      {"o_bias", "attention_bias"},
+      {"mlp_bias", "mlp_bias"},
+      {"qk_norm", ""},
+      {"output_gate", ""},
+      {"norms", ""},
+      {"window", "sliding_window"},
+      {"window_switch", "use_sliding_window"},
+      {"window_from", "max_window_layers"},
+      {"sliding_pattern", "sliding_window_pattern"},
+      {"full_interval", "full_attention_interval"},
+      {"experts", "num_experts"},
+      {"top_k", "num_experts_per_tok"},
+      {"moe_intermediate", "moe_intermediate_size"},
+      {"shared_experts", "n_shared_experts"},
+      {"shared_intermediate", "shared_expert_intermediate_size"},
+      {"shared_gate", ""},
+      {"router_bias", ""},
+      {"first_dense", "first_k_dense_replace"},
+      {"moe_freq", "moe_layer_freq"},
+      {"sparse_step", "decoder_sparse_step"},
+      {"mlp_only", "mlp_only_layers"},
+      {"mtp_layers", "num_nextn_predict_layers"},
+      {"q_rank", "q_lora_rank"},
+      {"kv_rank", "kv_lora_rank"},
+      {"qk_nope", "qk_nope_head_dim"},
+      {"qk_rope", "qk_rope_head_dim"},
+      {"v_head", "v_head_dim"},
+      {"linear_qk_heads", "linear_num_key_heads"},
+      {"linear_v_heads", "linear_num_value_heads"},
+      {"linear_key_dim", "linear_key_head_dim"},
+      {"linear_value_dim", "linear_value_head_dim"},
+      {"linear_conv", "linear_conv_kernel_dim"},
+  };
+  return names;
+}
+
+namespace {
+
+// Defaults every dense GQA family shares unless its table says otherwise.
+json gqa_defaults(json extra) {
+  json d = {{"kv_heads", "=heads"},
+            {"head_dim", "=hidden/heads"},
+            {"tie", false},
+            {"qkv_bias", false},
+            {"o_bias", false},
+            {"mlp_bias", false},
+            {"qk_norm", false},
+            {"output_gate", false},
+            {"norms", 2},
+            {"window", nullptr},
+            {"window_switch", true},
+            {"window_from", 0},
+            {"first_dense", 0},
+            {"moe_freq", 1},
+            {"sparse_step", 1},
+            {"mlp_only", json::array()},
+            {"shared_experts", 0},
+            {"shared_gate", false},
+            {"router_bias", false},
+            {"mtp_layers", 0}};
+  for (auto& [k, v] : extra.items()) d[k] = v;
+  return d;
+}
+
+}  // namespace
+
+const std::vector<family>& families() {
+  static const std::vector<family> table = {
+      {.model_type = "llama", .architectures = {"LlamaForCausalLM"}, .defaults = gqa_defaults({})},
+      // MistralConfig: num_key_value_heads=8, sliding_window=4096 (v0.1 slides on every layer).
+      {.model_type = "mistral",
+       .architectures = {"MistralForCausalLM"},
+       .names = {{"qkv_bias", ""}, {"o_bias", ""}, {"mlp_bias", ""}},
+       .defaults = gqa_defaults({{"kv_heads", 8}, {"window", 4096}})},
+      // MixtralConfig: 8 local experts, top-2, each expert of intermediate_size; no window.
+      {.model_type = "mixtral",
+       .architectures = {"MixtralForCausalLM"},
+       .ffn = ffn_family::moe,
+       .names = {{"qkv_bias", ""},
+                 {"o_bias", ""},
+                 {"mlp_bias", ""},
+                 {"experts", "num_local_experts"},
+                 {"moe_intermediate", "intermediate_size"},
+                 {"shared_experts", ""}},
+       .defaults = gqa_defaults({{"kv_heads", 8}, {"experts", 8}, {"top_k", 2}})},
+      // Qwen2Config: Q/K/V always carry biases, the output projection none; sliding only when
+      // use_sliding_window, from max_window_layers on.
+      {.model_type = "qwen2",
+       .architectures = {"Qwen2ForCausalLM"},
+       .layers = layer_rule::window_from,
+       .names = {{"qkv_bias", ""}, {"o_bias", ""}, {"mlp_bias", ""}},
+       .defaults = gqa_defaults({{"kv_heads", 32},
+                                 {"qkv_bias", true},
+                                 {"window", 4096},
+                                 {"window_switch", false},
+                                 {"window_from", 28}})},
+      // Qwen2MoeConfig: 60 experts, top-4, one gated shared expert of 5632.
+      {.model_type = "qwen2_moe",
+       .architectures = {"Qwen2MoeForCausalLM"},
+       .ffn = ffn_family::moe,
+       .layers = layer_rule::window_from,
+       .names = {{"qkv_bias", ""}, {"o_bias", ""}, {"mlp_bias", ""}, {"shared_experts", ""}},
+       .defaults = gqa_defaults({{"kv_heads", 16},
+                                 {"qkv_bias", true},
+                                 {"window", 4096},
+                                 {"window_switch", false},
+                                 {"window_from", 28},
+                                 {"experts", 60},
+                                 {"top_k", 4},
+                                 {"moe_intermediate", 1408},
+                                 {"shared_experts", 1},
+                                 {"shared_intermediate", 5632},
+                                 {"shared_gate", true}})},
+      // Qwen3Config: per-head Q/K RMSNorm, head_dim 128, attention_bias on Q/K/V and O.
+      {.model_type = "qwen3",
+       .architectures = {"Qwen3ForCausalLM"},
+       .layers = layer_rule::window_from,
+       .names = {{"mlp_bias", ""}},
+       .defaults = gqa_defaults({{"kv_heads", 32},
+                                 {"head_dim", 128},
+                                 {"qk_norm", true},
+                                 {"window", 4096},
+                                 {"window_switch", false},
+                                 {"window_from", 28}})},
+      // Qwen3MoeConfig: 128 experts, top-8, experts of 768, no shared expert.
+      {.model_type = "qwen3_moe",
+       .architectures = {"Qwen3MoeForCausalLM"},
+       .ffn = ffn_family::moe,
+       .layers = layer_rule::window_from,
+       .names = {{"mlp_bias", ""}, {"shared_experts", ""}},
+       .defaults = gqa_defaults({{"kv_heads", 4},
+                                 {"head_dim", 128},
+                                 {"qk_norm", true},
+                                 {"window", 4096},
+                                 {"window_switch", false},
+                                 {"window_from", 28},
+                                 {"experts", 128},
+                                 {"top_k", 8},
+                                 {"moe_intermediate", 768}})},
+      // Qwen3NextConfig: every 4th layer gated full attention, the others Gated DeltaNet; 512
+      // experts, top-10, one gated shared expert.
+      {.model_type = "qwen3_next",
+       .architectures = {"Qwen3NextForCausalLM"},
+       .ffn = ffn_family::moe,
+       .layers = layer_rule::linear_interval,
+       .names = {{"mlp_bias", ""}, {"shared_experts", ""}, {"window", ""}},
+       .defaults = gqa_defaults({{"kv_heads", 2},
+                                 {"head_dim", 256},
+                                 {"qk_norm", true},
+                                 {"output_gate", true},
+                                 {"full_interval", 4},
+                                 {"linear_qk_heads", 16},
+                                 {"linear_v_heads", 32},
+                                 {"linear_key_dim", 128},
+                                 {"linear_value_dim", 128},
+                                 {"linear_conv", 4},
+                                 {"experts", 512},
+                                 {"top_k", 10},
+                                 {"moe_intermediate", 512},
+                                 {"shared_experts", 1},
+                                 {"shared_intermediate", 512},
+                                 {"shared_gate", true}})},
+      // Gemma2Config: head_dim 256, tied head, four norms per layer (pre/post attention and
+      // feed-forward), sliding window 4096 on even layers.
+      {.model_type = "gemma2",
+       .architectures = {"Gemma2ForCausalLM"},
+       .layers = layer_rule::alternate_sliding,
+       .names = {{"mlp_bias", ""}},
+       .defaults = gqa_defaults(
+           {{"kv_heads", 16}, {"head_dim", 256}, {"tie", true}, {"norms", 4}, {"window", 4096}})},
+      // Gemma3TextConfig: as Gemma 2 with per-head Q/K norms; five sliding layers then one full.
+      {.model_type = "gemma3_text",
+       .architectures = {"Gemma3ForCausalLM"},
+       .layers = layer_rule::sliding_pattern,
+       .names = {{"mlp_bias", ""}},
+       .defaults = gqa_defaults({{"vocab", 262208},
+                                 {"kv_heads", 4},
+                                 {"head_dim", 256},
+                                 {"tie", true},
+                                 {"qk_norm", true},
+                                 {"norms", 4},
+                                 {"window", 4096},
+                                 {"sliding_pattern", 6}})},
+      // Gemma3Config (multimodal): the language model lives in text_config.
+      {.model_type = "gemma3",
+       .architectures = {"Gemma3ForConditionalGeneration"},
+       .scope = "text_config",
+       .layers = layer_rule::sliding_pattern,
+       .names = {{"mlp_bias", ""}},
+       .defaults = gqa_defaults({{"vocab", 262208},
+                                 {"kv_heads", 4},
+                                 {"head_dim", 256},
+                                 {"tie", true},
+                                 {"qk_norm", true},
+                                 {"norms", 4},
+                                 {"window", 4096},
+                                 {"sliding_pattern", 6}}),
+       .not_counted = "the vision tower and projector (vision_config)"},
+      // DeepseekV2Config: MLA (q_lora_rank null = no query compression), shared experts,
+      // first_k_dense_replace dense layers, then MoE every moe_layer_freq layers.
+      {.model_type = "deepseek_v2",
+       .architectures = {"DeepseekV2ForCausalLM"},
+       .attention = attention_family::mla,
+       .ffn = ffn_family::moe,
+       .names = {{"experts", "n_routed_experts"}, {"qkv_bias", ""}, {"o_bias", ""}},
+       .defaults = gqa_defaults({{"q_rank", 1536},
+                                 {"kv_rank", 512},
+                                 {"qk_nope", 128},
+                                 {"qk_rope", 64},
+                                 {"v_head", 128},
+                                 {"moe_intermediate", 1407},
+                                 {"shared_intermediate", "=moe_intermediate"}})},
+      // DeepseekV3Config: as V2 with a routing bias (e_score_correction_bias) and MTP layers.
+      {.model_type = "deepseek_v3",
+       .architectures = {"DeepseekV3ForCausalLM"},
+       .attention = attention_family::mla,
+       .ffn = ffn_family::moe,
+       .names = {{"experts", "n_routed_experts"}, {"qkv_bias", ""}, {"o_bias", ""}},
+       .defaults = gqa_defaults({{"q_rank", 1536},
+                                 {"kv_rank", 512},
+                                 {"qk_nope", 128},
+                                 {"qk_rope", 64},
+                                 {"v_head", 128},
+                                 {"experts", 256},
+                                 {"top_k", 8},
+                                 {"moe_intermediate", 2048},
+                                 {"shared_experts", 1},
+                                 {"shared_intermediate", "=moe_intermediate"},
+                                 {"first_dense", 3},
+                                 {"router_bias", true}})},
+      // Glm4MoeConfig: Q/K/V biases only (attention_bias), optional per-head Q/K norm, routing
+      // bias, first_k_dense_replace dense layers, MTP layers.
+      {.model_type = "glm4_moe",
+       .architectures = {"Glm4MoeForCausalLM"},
+       .ffn = ffn_family::moe,
+       .names = {{"experts", "n_routed_experts"},
+                 {"o_bias", ""},
+                 {"qk_norm", "use_qk_norm"},
+                 {"mlp_bias", ""}},
+       .defaults = gqa_defaults({{"kv_heads", 8},
+                                 {"head_dim", 128},
+                                 {"experts", 128},
+                                 {"top_k", 8},
+                                 {"moe_intermediate", 1408},
+                                 {"shared_experts", 1},
+                                 {"shared_intermediate", "=moe_intermediate"},
+                                 {"first_dense", 1},
+                                 {"router_bias", true}})},
+      // Phi3Config: fused QKV and gate/up projections (the same counts), no biases.
+      {.model_type = "phi3",
+       .architectures = {"Phi3ForCausalLM"},
+       .names = {{"qkv_bias", ""}, {"o_bias", ""}, {"mlp_bias", ""}},
+       .defaults = gqa_defaults({})},
+  };
+  return table;
+}
+
+const family* find_family(const std::string& model_type, const std::vector<std::string>& archs) {
+  for (const family& f : families())
+    if (f.model_type == model_type) return &f;
+  if (!model_type.empty()) return nullptr;
+  for (const std::string& a : archs)
+    for (const family& f : families())
+      for (const std::string& fa : f.architectures)
+        if (fa == a) return &f;
+  return nullptr;
+}
+
+std::string family_names() {
+  std::string s;
+  for (const family& f : families()) s += (s.empty() ? "" : ", ") + f.model_type;
+  return s;
+}
+
+}  // namespace calc::hf

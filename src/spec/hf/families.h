@@ -1,0 +1,58 @@
+// The Hugging Face architecture families calc reads, one table each (families.cpp).
+//
+// A family is chosen by `model_type` (or, failing that, by `architectures`). Its table says which
+// kind of attention and feed-forward the layers have, how the config marks which layer is which,
+// which config field holds each quantity where the name differs from the common one, and the
+// family's documented defaults (those of its transformers configuration class) for fields a
+// config may leave out. The translator (import.cpp) is the same for every family.
+#pragma once
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace calc::hf {
+
+enum class attention_family { gqa, mla };
+enum class ffn_family { dense, moe };
+
+/// How a config marks each layer's attention when it has no `layer_types` list.
+enum class layer_rule {
+  uniform,            // every layer alike; sliding everywhere when a window is set (Mistral v0.1)
+  window_from,        // Qwen2/3: sliding from max_window_layers on, only when use_sliding_window
+  alternate_sliding,  // Gemma 2: even layers sliding, odd layers full
+  sliding_pattern,    // Gemma 3: every sliding_window_pattern-th layer full, the others sliding
+  linear_interval,    // Qwen3-Next: every full_attention_interval-th layer full, the others GDN
+};
+
+/// One architecture family: the table the translator reads.
+struct family {
+  std::string model_type;
+  std::vector<std::string> architectures;
+  std::string scope;  // object holding the text model ("text_config"); "" = the document itself
+  attention_family attention = attention_family::gqa;
+  ffn_family ffn = ffn_family::dense;
+  layer_rule layers = layer_rule::uniform;
+  /// Role -> config field where it differs from common_names(); "" = no field (always the
+  /// family default).
+  std::map<std::string, std::string> names;
+  /// Role -> documented default. A string "=a/b" or "=a" is derived from other roles
+  /// (head_dim = hidden / heads). A role with no default and no field value is an error.
+  nlohmann::json defaults;
+  std::string not_counted;  // parts of the checkpoint the import leaves out, said in the YAML
+};
+
+/// The config field of each role, shared by most families (e.g. heads -> num_attention_heads).
+const std::map<std::string, std::string>& common_names();
+
+/// Every family, in the order `calc import` lists them.
+const std::vector<family>& families();
+
+/// The family of a config: by model_type, else by its first architecture; null when none fits.
+const family* find_family(const std::string& model_type, const std::vector<std::string>& archs);
+
+/// "llama, mistral, ..." for error messages.
+std::string family_names();
+
+}  // namespace calc::hf

@@ -1,0 +1,739 @@
+#include "spec/hf/import.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <sstream>
+
+#include "spec/hf/families.h"
+#include "spec/hf/hf_json.h"
+
+namespace calc::hf {
+
+namespace {
+
+using nlohmann::json;
+
+// ---- model YAML with a comment per value -----------------------------------------------------
+
+/// One line of the YAML being written: a scalar, or a mapping of further nodes.
+struct ynode {
+  std::string key;
+  std::string value;  // scalar text; empty for a mapping
+  std::string comment;
+  std::vector<ynode> kids;
+};
+
+ynode scalar(std::string key, std::string value, std::string comment) {
+  return {std::move(key), std::move(value), std::move(comment), {}};
+}
+
+void emit(std::string& out, const ynode& n, int indent) {
+  std::string line = std::string(static_cast<std::size_t>(indent), ' ') + n.key + ":";
+  if (!n.value.empty()) line += " " + n.value;
+  if (!n.comment.empty()) {
+    line.resize(std::max<std::size_t>(line.size() + 2, 36), ' ');
+    line += "# " + n.comment;
+  }
+  out += line + "\n";
+  for (const ynode& k : n.kids) emit(out, k, indent + 2);
+}
+
+/// Emits a list of flow mappings ("- {at: [0, 1], variant: dense}  # why").
+void emit_list(std::string& out, const std::string& key, const std::vector<ynode>& items,
+               int indent) {
+  out += std::string(static_cast<std::size_t>(indent), ' ') + key + ":\n";
+  for (const ynode& item : items) {
+    std::string line = std::string(static_cast<std::size_t>(indent + 2), ' ') + "- " + item.value;
+    if (!item.comment.empty()) line += "  # " + item.comment;
+    out += line + "\n";
+  }
+}
+
+/// A scalar node of an integer read before its origin is taken (argument order is unspecified).
+ynode numbered(std::string key, std::int64_t value, const std::string& origin) {
+  return {std::move(key), std::to_string(value), origin, {}};
+}
+
+std::string bool_text(bool b) { return b ? "true" : "false"; }
+
+std::string int_list(const std::vector<std::int64_t>& v) {
+  std::string s;
+  for (std::int64_t x : v) s += (s.empty() ? "" : ", ") + std::to_string(x);
+  return "[" + s + "]";
+}
+
+// ---- reading a family's roles ----------------------------------------------------------------
+
+/// A value read for a role, and where it came from (a config field or the family default).
+struct valued {
+  json value;
+  std::string origin;
+};
+
+class family_reader {
+ public:
+  family_reader(const family& f, hf_object cfg) : f_(f), cfg_(std::move(cfg)) {}
+
+  const hf_object& cfg() const { return cfg_; }
+  const family& fam() const { return f_; }
+
+  /// The config field of a role in this family; "" when the family has none.
+  std::string field(const std::string& role) const {
+    if (auto it = f_.names.find(role); it != f_.names.end()) return it->second;
+    return common_names().at(role);
+  }
+
+  /// The role's value: the config field when given, else the family's documented default.
+  valued get(const std::string& role) const {
+    std::string fld = field(role);
+    if (!fld.empty() && cfg_.has(fld)) return {cfg_.value(fld), fld};
+    if (!f_.defaults.contains(role))
+      cfg_.fail(fld.empty() ? role : fld,
+                fmt::format("missing required field ({} has no default for it)", f_.model_type));
+    const json& d = f_.defaults.at(role);
+    if (d.is_string() && d.get<std::string>().starts_with("=")) return derived(role, d);
+    std::string origin = fld.empty() ? fmt::format("fixed in {}", f_.model_type)
+                                     : fmt::format("default of {} ({} absent)", f_.model_type, fld);
+    return {d, origin};
+  }
+
+  std::int64_t integer(const std::string& role, std::string& origin) const {
+    valued v = get(role);
+    origin = v.origin;
+    std::string fld = field(role);
+    if (!fld.empty() && cfg_.has(fld)) return cfg_.integer(fld);  // located type check
+    return v.value.get<std::int64_t>();
+  }
+
+  /// A width that must be positive (heads, dimensions, counts).
+  std::int64_t positive(const std::string& role, std::string& origin) const {
+    std::int64_t v = integer(role, origin);
+    if (v == 0) cfg_.fail(field(role).empty() ? role : field(role), "must be positive, got 0");
+    return v;
+  }
+
+  bool flag(const std::string& role, std::string& origin) const {
+    valued v = get(role);
+    origin = v.origin;
+    std::string fld = field(role);
+    if (!fld.empty() && cfg_.has(fld)) return cfg_.boolean(fld);
+    return v.value.get<bool>();
+  }
+
+  std::vector<std::int64_t> integers(const std::string& role, std::string& origin) const {
+    valued v = get(role);
+    origin = v.origin;
+    std::string fld = field(role);
+    if (!fld.empty() && cfg_.has(fld)) return cfg_.integers(fld);
+    return v.value.get<std::vector<std::int64_t>>();
+  }
+
+  /// An optional value: none when the config gives null and the default is null too.
+  std::optional<std::int64_t> optional_integer(const std::string& role, std::string& origin) const {
+    std::string fld = field(role);
+    if (!fld.empty() && cfg_.is_null(fld)) {
+      origin = fld;
+      return std::nullopt;
+    }
+    if (!fld.empty() && cfg_.has(fld)) {
+      origin = fld;
+      return cfg_.integer(fld);
+    }
+    valued v = get(role);
+    origin = v.origin;
+    if (v.value.is_null()) return std::nullopt;
+    return v.value.get<std::int64_t>();
+  }
+
+ private:
+  /// "=a/b" or "=a": a default computed from other roles (head_dim = hidden / heads).
+  valued derived(const std::string& role, const json& d) const {
+    std::string expr = d.get<std::string>().substr(1);
+    auto slash = expr.find('/');
+    std::string a = expr.substr(0, slash);
+    std::string b = slash == std::string::npos ? "" : expr.substr(slash + 1);
+    std::string fld = field(role);
+    std::string rule = b.empty() ? field(a) : fmt::format("{} / {}", field(a), field(b));
+    auto need = [&](const std::string& r) -> std::int64_t {
+      std::string o;
+      std::string rf = field(r);
+      if (!rf.empty() && cfg_.has(rf)) return cfg_.integer(rf);
+      if (f_.defaults.contains(r) && f_.defaults.at(r).is_number_integer())
+        return f_.defaults.at(r).get<std::int64_t>();
+      cfg_.fail(fld, fmt::format("missing, and the {} default {} needs {}", f_.model_type, rule,
+                                 rf.empty() ? r : rf));
+    };
+    std::int64_t va = need(a);
+    std::int64_t value = va;
+    if (!b.empty()) {
+      std::int64_t vb = need(b);
+      if (vb == 0 || va % vb != 0)
+        cfg_.fail(fld, fmt::format("missing, and the {} default {} is not a whole number ({} / {})",
+                                   f_.model_type, rule, va, vb));
+      value = va / vb;
+    }
+    return {value, fmt::format("{} (default of {}, {} absent)", rule, f_.model_type, fld)};
+  }
+
+  const family& f_;
+  hf_object cfg_;
+};
+
+// ---- layers ----------------------------------------------------------------------------------
+
+enum class attn_kind { full, sliding, linear };
+enum class ffn_kind { dense, moe };
+
+const char* attn_name(attn_kind k) {
+  switch (k) {
+    case attn_kind::full:
+      return "full";
+    case attn_kind::sliding:
+      return "sliding";
+    case attn_kind::linear:
+      return "linear";
+  }
+  return "full";
+}
+
+/// Each layer's attention kind, from layer_types where given, else from the family's rule.
+std::vector<attn_kind> attention_kinds(const family_reader& r, std::int64_t count, bool has_window,
+                                       std::string& origin) {
+  const hf_object& cfg = r.cfg();
+  std::vector<attn_kind> kinds(static_cast<std::size_t>(count), attn_kind::full);
+  if (cfg.has("layer_types")) {
+    origin = "layer_types";
+    const json& v = cfg.value("layer_types");
+    if (!v.is_array() || static_cast<std::int64_t>(v.size()) != count)
+      cfg.fail("layer_types",
+               fmt::format("expected a list of {} layer types (num_hidden_layers)", count));
+    const bool linear_ok = r.fam().layers == layer_rule::linear_interval;
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      std::string t = v[i].is_string() ? v[i].get<std::string>() : v[i].dump();
+      std::string where = fmt::format("{}/layer_types/{}", cfg.pointer(), i);
+      std::string path = fmt::format("{}[{}]", cfg.path_of("layer_types"), i);
+      if (t == "full_attention") {
+        kinds[i] = attn_kind::full;
+      } else if (t == "sliding_attention") {
+        if (!has_window)
+          throw spec_error(cfg.doc().where(where), path,
+                           "a sliding layer needs sliding_window, which is not set");
+        kinds[i] = attn_kind::sliding;
+      } else if (t == "linear_attention" && linear_ok) {
+        kinds[i] = attn_kind::linear;
+      } else {
+        throw spec_error(
+            cfg.doc().where(where), path,
+            fmt::format("unknown layer type '{}' for {} (calc reads {})", t, r.fam().model_type,
+                        linear_ok ? "full_attention, sliding_attention, linear_attention"
+                                  : "full_attention, sliding_attention"));
+      }
+    }
+    return kinds;
+  }
+  std::string o;
+  switch (r.fam().layers) {
+    case layer_rule::uniform:
+      origin = has_window ? r.field("window") : "";
+      if (has_window) std::fill(kinds.begin(), kinds.end(), attn_kind::sliding);
+      break;
+    case layer_rule::window_from: {
+      bool on = r.flag("window_switch", o);
+      origin = o;
+      std::int64_t from = r.integer("window_from", o);
+      if (on && has_window) {
+        origin += ", " + o;
+        for (std::int64_t i = from; i < count; ++i)
+          kinds[static_cast<std::size_t>(i)] = attn_kind::sliding;
+      }
+      break;
+    }
+    case layer_rule::alternate_sliding:
+      origin = fmt::format("even layers slide (rule of {})", r.fam().model_type);
+      for (std::int64_t i = 0; i < count; i += 2)
+        kinds[static_cast<std::size_t>(i)] = attn_kind::sliding;
+      break;
+    case layer_rule::sliding_pattern: {
+      std::int64_t p = r.positive("sliding_pattern", o);
+      origin = fmt::format("full every {} layers: {}", p, o);
+      for (std::int64_t i = 0; i < count; ++i)
+        if ((i + 1) % p != 0) kinds[static_cast<std::size_t>(i)] = attn_kind::sliding;
+      break;
+    }
+    case layer_rule::linear_interval: {
+      std::int64_t p = r.positive("full_interval", o);
+      origin = fmt::format("full every {} layers: {}", p, o);
+      for (std::int64_t i = 0; i < count; ++i)
+        if ((i + 1) % p != 0) kinds[static_cast<std::size_t>(i)] = attn_kind::linear;
+      break;
+    }
+  }
+  return kinds;
+}
+
+/// Each layer's feed-forward: MoE from first_k_dense_replace on, every moe_layer_freq-th and
+/// every decoder_sparse_step-th layer, except mlp_only_layers (the rules of DeepSeek and Qwen).
+std::vector<ffn_kind> ffn_kinds(const family_reader& r, std::int64_t count, std::string& origin) {
+  std::vector<ffn_kind> kinds(static_cast<std::size_t>(count), ffn_kind::dense);
+  if (r.fam().ffn == ffn_family::dense) return kinds;
+  std::string o1, o2, o3, o4;
+  std::int64_t first = r.integer("first_dense", o1);
+  std::int64_t freq = r.positive("moe_freq", o2);
+  std::int64_t step = r.positive("sparse_step", o3);
+  std::vector<std::int64_t> only = r.integers("mlp_only", o4);
+  for (const std::string& o : {o1, o2, o3, o4})
+    if (!o.starts_with("fixed") && !o.starts_with("default"))
+      origin += (origin.empty() ? "" : ", ") + o;
+  for (std::int64_t i = 0; i < count; ++i) {
+    bool moe = i >= first && i % freq == 0 && (i + 1) % step == 0 &&
+               std::find(only.begin(), only.end(), i) == only.end();
+    kinds[static_cast<std::size_t>(i)] = moe ? ffn_kind::moe : ffn_kind::dense;
+  }
+  return kinds;
+}
+
+struct combo {
+  attn_kind attn;
+  ffn_kind ffn;
+  bool operator==(const combo&) const = default;
+  bool operator<(const combo& o) const { return std::pair(attn, ffn) < std::pair(o.attn, o.ffn); }
+};
+
+// ---- the translation -------------------------------------------------------------------------
+
+std::string dtype_of(const std::string& torch_dtype, const hf_object& where,
+                     const std::string& key) {
+  if (torch_dtype == "bfloat16") return "bf16";
+  if (torch_dtype == "float16") return "fp16";
+  if (torch_dtype == "float32") return "fp32";
+  where.fail(
+      key, fmt::format("unknown dtype '{}' (calc reads bfloat16, float16, float32)", torch_dtype));
+}
+
+/// The weight and cache formats a checkpoint's quantisation describes: quantization_config in
+/// config.json (Hugging Face) or hf_quant_config.json beside it (NVIDIA ModelOpt).
+struct quant_formats {
+  std::string weights;  // format of the quantised matrices
+  std::string origin;
+  std::string kv;                         // cache format, when the checkpoint names one
+  std::string kv_origin;                  // the field that names it
+  std::vector<std::string> kept_dtype;    // modules left in the model dtype (said in the YAML)
+  std::int64_t excluded_from_layer = -1;  // "model.layers.N*": layers from N on stay unconverted
+  source_location excluded_where;
+  std::string excluded_field;
+};
+
+/// Reads a quantisation description. Modules left unconverted may be the head, the embedding,
+/// norms or the MTP layers (whose formats are separate roles or not counted); anything else
+/// would need a per-module format and is an error rather than a silently wrong byte count.
+std::optional<quant_formats> read_quant(const hf_object& root, const hf_json* modelopt) {
+  std::optional<hf_object> q;
+  if (modelopt) {
+    q = hf_object(*modelopt, "").object("quantization");
+  } else if (root.has("quantization_config")) {
+    q = root.object("quantization_config");
+  } else {
+    return std::nullopt;
+  }
+  // Hugging Face names the method quant_method and the unconverted modules
+  // modules_to_not_convert; ModelOpt writes quant_algo and exclude_modules (or ignore).
+  const std::string key = q->has("quant_method") ? "quant_method" : "quant_algo";
+  std::string method = q->text(key);
+  std::string list_key = "modules_to_not_convert";
+  for (const char* k : {"exclude_modules", "ignore"})
+    if (q->has(k)) list_key = k;
+  quant_formats f;
+  f.origin = q->path_of(key);
+  if (modelopt) f.origin = q->doc().file() + ": " + f.origin;
+  if (method == "fp8" && q->has("weight_block_size")) {
+    std::vector<std::int64_t> block = q->integers("weight_block_size");
+    if (block.size() != 2 || block[0] == 0 || block[1] == 0)
+      q->fail("weight_block_size", "expected two block sides, e.g. [128, 128]");
+    // One FP32 scale per block of rows x columns; every matrix side of the models read here is a
+    // multiple of the block, so a block is a group of rows*columns values.
+    f.weights = fmt::format("fp8:g{}:fp32", block[0] * block[1]);
+    f.origin += fmt::format(" = fp8, weight_block_size {}x{}", block[0], block[1]);
+  } else if (method == "FP8" || method == "fp8") {
+    f.weights = "fp8";
+    f.origin += " = FP8 with one scale per tensor (a few bytes a matrix, not counted)";
+  } else if (method == "NVFP4" || method == "nvfp4") {
+    if (q->has("group_size") && q->integer("group_size") != 16)
+      q->fail("group_size", "NVFP4 keeps one FP8 scale per 16 values");
+    f.weights = "nvfp4";
+    f.origin += " = NVFP4: FP4 values, an FP8 scale per 16 (per-tensor scales not counted)";
+  } else if (method == "mxfp4") {
+    f.weights = "mxfp4";
+    f.origin += " = MXFP4: FP4 values, an E8M0 scale per 32";
+  } else {
+    q->fail(key, fmt::format("quantisation '{}' is not mapped (calc reads fp8, FP8, NVFP4, "
+                             "mxfp4)",
+                             method));
+  }
+  for (const char* k : {"kv_cache_quant_algo", "kv_cache_scheme"}) {
+    if (!q->has(k) || !q->value(k).is_string()) continue;
+    std::string kv = q->text(k);
+    if (kv != "FP8") q->fail(k, fmt::format("'{}' is not mapped (calc reads FP8)", kv));
+    f.kv = "fp8";
+    f.kv_origin = q->path_of(k);
+  }
+  if (q->has(list_key)) {
+    const json& list = q->value(list_key);
+    if (!list.is_array()) q->fail(list_key, "expected a list of module names");
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      std::string m = list[i].is_string() ? list[i].get<std::string>() : list[i].dump();
+      bool norm = m.ends_with("layernorm") || m.ends_with("_norm") || m.ends_with(".norm");
+      if (m == "lm_head") {
+        f.kept_dtype.push_back("head");
+      } else if (m == "model.embed_tokens") {
+        f.kept_dtype.push_back("embedding");
+      } else if (norm) {
+        continue;  // norms have their own format already
+      } else if (m.ends_with("*") && m.starts_with("model.layers.")) {
+        // A layer past num_hidden_layers is the MTP block, not counted in totals; checked
+        // against the layer count by the caller.
+        f.excluded_from_layer = std::atoll(m.substr(13).c_str());
+        f.excluded_where = q->doc().where(fmt::format("{}/{}/{}", q->pointer(), list_key, i));
+        f.excluded_field = fmt::format("{}[{}]", q->path_of(list_key), i);
+      } else {
+        throw spec_error(
+            q->doc().where(fmt::format("{}/{}/{}", q->pointer(), list_key, i)),
+            fmt::format("{}[{}]", q->path_of(list_key), i),
+            fmt::format("'{}' stays unquantised, but calc keeps one format for all weight "
+                        "matrices (per-module formats are not in the schema yet)",
+                        m));
+      }
+    }
+  }
+  return f;
+}
+
+ynode attention_node(const family_reader& r, attn_kind kind, std::int64_t hidden,
+                     std::optional<std::int64_t> window, const std::string& window_origin) {
+  ynode a{"attention", "", "", {}};
+  std::string o;
+  if (kind == attn_kind::linear) {
+    a.kids.push_back(scalar("kind", "gated_deltanet", "linear_attention layers"));
+    a.kids.push_back(numbered("qk_heads", r.positive("linear_qk_heads", o), o));
+    a.kids.push_back(numbered("v_heads", r.positive("linear_v_heads", o), o));
+    a.kids.push_back(numbered("key_dim", r.positive("linear_key_dim", o), o));
+    a.kids.push_back(numbered("value_dim", r.positive("linear_value_dim", o), o));
+    a.kids.push_back(numbered("conv_kernel", r.integer("linear_conv", o), o));
+    return a;
+  }
+  if (r.fam().attention == attention_family::mla) {
+    a.kids.push_back(scalar("kind", "mla", fmt::format("{} attention", r.fam().model_type)));
+    a.kids.push_back(numbered("heads", r.positive("heads", o), o));
+    auto q = r.optional_integer("q_rank", o);
+    a.kids.push_back(scalar("q_rank", std::to_string(q.value_or(0)),
+                            q ? o : o + " = null: no query compression"));
+    a.kids.push_back(numbered("kv_rank", r.positive("kv_rank", o), o));
+    a.kids.push_back(numbered("qk_nope", r.positive("qk_nope", o), o));
+    a.kids.push_back(numbered("qk_rope", r.integer("qk_rope", o), o));
+    a.kids.push_back(numbered("v_head", r.positive("v_head", o), o));
+    return a;
+  }
+  a.kids.push_back(scalar("kind", "gqa", fmt::format("{} attention", r.fam().model_type)));
+  std::int64_t heads = r.positive("heads", o);
+  a.kids.push_back(scalar("q_heads", std::to_string(heads), o));
+  std::int64_t kv = r.positive("kv_heads", o);
+  if (heads % kv != 0)
+    r.cfg().fail(r.field("kv_heads"),
+                 fmt::format("{} KV heads do not divide {} query heads", kv, heads));
+  a.kids.push_back(scalar("kv_heads", std::to_string(kv), o));
+  a.kids.push_back(numbered("head_dim", r.positive("head_dim", o), o));
+  (void)hidden;
+  if (r.flag("qk_norm", o)) a.kids.push_back(scalar("qk_norm", "true", o));
+  if (r.flag("output_gate", o)) a.kids.push_back(scalar("output_gate", "true", o));
+  if (r.flag("qkv_bias", o)) a.kids.push_back(scalar("qkv_bias", "true", o));
+  if (r.flag("o_bias", o)) a.kids.push_back(scalar("o_bias", "true", o));
+  if (kind == attn_kind::sliding)
+    a.kids.push_back(scalar("window", std::to_string(*window), window_origin));
+  return a;
+}
+
+ynode ffn_node(const family_reader& r, ffn_kind kind) {
+  ynode f{"ffn", "", "", {}};
+  std::string o;
+  if (kind == ffn_kind::dense) {
+    f.kids.push_back(scalar("kind", "swiglu", "gated MLP (gate, up, down)"));
+    f.kids.push_back(numbered("intermediate", r.positive("intermediate", o), o));
+    return f;
+  }
+  f.kids.push_back(scalar("kind", "moe", fmt::format("{} experts", r.fam().model_type)));
+  std::int64_t experts = r.positive("experts", o);
+  f.kids.push_back(scalar("experts", std::to_string(experts), o));
+  std::int64_t top_k = r.positive("top_k", o);
+  if (top_k > experts)
+    r.cfg().fail(r.field("top_k"), fmt::format("top_k {} exceeds the {} experts", top_k, experts));
+  f.kids.push_back(scalar("top_k", std::to_string(top_k), o));
+  f.kids.push_back(numbered("intermediate", r.positive("moe_intermediate", o), o));
+  std::int64_t shared = r.integer("shared_experts", o);
+  if (shared > 0) {
+    f.kids.push_back(scalar("shared_experts", std::to_string(shared), o));
+    f.kids.push_back(numbered("shared_intermediate", r.positive("shared_intermediate", o), o));
+    if (r.flag("shared_gate", o)) f.kids.push_back(scalar("shared_gate", "true", o));
+  }
+  if (r.flag("router_bias", o)) f.kids.push_back(scalar("router_bias", "true", o));
+  return f;
+}
+
+std::string quoted(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+imported translate(const hf_json& doc, const std::string& name, const hf_json* modelopt) {
+  hf_object root(doc, "");
+  std::string model_type = root.has("model_type") ? root.text("model_type") : "";
+  std::vector<std::string> archs;
+  if (root.has("architectures") && root.value("architectures").is_array())
+    for (const json& a : root.value("architectures"))
+      if (a.is_string()) archs.push_back(a.get<std::string>());
+  const family* fam = find_family(model_type, archs);
+  if (!fam) {
+    if (model_type.empty())
+      throw spec_error(doc.where(""), "model_type",
+                       fmt::format("missing, and no known architecture in architectures "
+                                   "(supported families: {})",
+                                   family_names()));
+    root.fail("model_type", fmt::format("unknown model_type '{}' (supported families: {})",
+                                        model_type, family_names()));
+  }
+  hf_object cfg = fam->scope.empty() ? root : root.object(fam->scope);
+  family_reader r(*fam, cfg);
+  std::string o;
+
+  std::vector<ynode> top;
+  top.push_back(scalar("schema", "1", ""));
+  top.push_back(scalar("name", quoted(name), ""));
+  top.push_back(scalar("source", quoted(fmt::format("calc import of {}", doc.file())), ""));
+  top.push_back(numbered("vocab", r.positive("vocab", o), o));
+  std::int64_t hidden = r.positive("hidden", o);
+  top.push_back(scalar("hidden", std::to_string(hidden), o));
+  bool tie = r.flag("tie", o);
+  top.push_back(scalar("tie_embeddings", bool_text(tie), o));
+  if (r.flag("mlp_bias", o))
+    cfg.fail(r.field("mlp_bias"), "biases on the gated MLP are not in calc's schema");
+
+  // Precision: the checkpoint dtype for weights and (as engines do by default) the KV cache.
+  ynode precision{"precision", "", "", {}};
+  std::string dtype = "bf16", dtype_origin = "default: bf16 (no torch_dtype)";
+  for (const char* key : {"torch_dtype", "dtype"}) {
+    for (const hf_object* obj : {&cfg, &root}) {
+      if (obj->has(key) && dtype_origin.starts_with("default")) {
+        dtype = dtype_of(obj->text(key), *obj, key);
+        dtype_origin = obj->path_of(key);
+      }
+    }
+  }
+  std::optional<quant_formats> quant = read_quant(root, modelopt);
+  if (!quant) {
+    precision.kids.push_back(scalar("weights", dtype, dtype_origin));
+    precision.kids.push_back(
+        scalar("kv", dtype, dtype_origin + " (the cache keeps the model dtype)"));
+  } else {
+    precision.kids.push_back(scalar("weights", quant->weights, quant->origin));
+    // The embedding table and the head stay in the model dtype unless the checkpoint converts
+    // them; the exclusion lists name the head explicitly, the embedding is never converted.
+    precision.kids.push_back(scalar("embedding", dtype, dtype_origin + " (not quantised)"));
+    precision.kids.push_back(scalar("head", dtype,
+                                    std::find(quant->kept_dtype.begin(), quant->kept_dtype.end(),
+                                              "head") != quant->kept_dtype.end()
+                                        ? dtype_origin + " (lm_head excluded)"
+                                        : dtype_origin + " (lm_head not converted)"));
+    if (!quant->kv.empty())
+      precision.kids.push_back(scalar("kv", quant->kv, quant->kv_origin));
+    else
+      precision.kids.push_back(
+          scalar("kv", dtype, dtype_origin + " (the cache keeps the model dtype)"));
+  }
+  top.push_back(precision);
+
+  // Layers.
+  std::int64_t count = r.positive("layers", o);
+  ynode layers{"layers", "", "", {}};
+  layers.kids.push_back(scalar("count", std::to_string(count), o));
+  if (quant && quant->excluded_from_layer >= 0 && quant->excluded_from_layer < count)
+    throw spec_error(quant->excluded_where, quant->excluded_field,
+                     fmt::format("layers from {} on stay unquantised, but calc keeps one format "
+                                 "for all weight matrices",
+                                 quant->excluded_from_layer));
+  std::string window_origin;
+  std::optional<std::int64_t> window;
+  if (!r.field("window").empty() || fam->defaults.contains("window"))
+    window = r.optional_integer("window", window_origin);
+  if (window && *window == 0) window.reset();
+  std::string attn_origin, ffn_origin;
+  std::vector<attn_kind> attn = attention_kinds(r, count, window.has_value(), attn_origin);
+  std::vector<ffn_kind> ffn = ffn_kinds(r, count, ffn_origin);
+
+  std::vector<combo> layer(static_cast<std::size_t>(count));
+  std::map<combo, std::int64_t> freq;
+  for (std::size_t i = 0; i < layer.size(); ++i) {
+    layer[i] = {attn[i], ffn[i]};
+    ++freq[layer[i]];
+  }
+  combo base = layer[0];
+  for (const auto& [c, n] : freq)
+    if (n > freq[base]) base = c;
+  // The repeating pattern: the period p with the least p + 2 x exceptions (an exception is an
+  // override, longer to read than a pattern entry); each position takes the most frequent kind
+  // among its layers, exceptions become overrides.
+  std::size_t best_p = 1;
+  std::vector<combo> best_pattern;
+  std::int64_t best_cost = -1;
+  for (std::size_t p = 1; p <= std::min<std::size_t>(layer.size(), 32); ++p) {
+    std::vector<combo> pattern(p);
+    std::int64_t misses = 0;
+    for (std::size_t j = 0; j < p; ++j) {
+      std::map<combo, std::int64_t> f;
+      for (std::size_t i = j; i < layer.size(); i += p) ++f[layer[i]];
+      combo c = layer[j];
+      for (const auto& [k, n] : f)
+        if (n > f[c]) c = k;
+      pattern[j] = c;
+      for (std::size_t i = j; i < layer.size(); i += p) misses += layer[i] == c ? 0 : 1;
+    }
+    std::int64_t cost = static_cast<std::int64_t>(p) + 2 * misses;
+    if (best_cost < 0 || cost < best_cost) {
+      best_cost = cost;
+      best_p = p;
+      best_pattern = pattern;
+    }
+  }
+  auto variant_name = [&](const combo& c) {
+    std::string n;
+    if (c.attn != base.attn) n = attn_name(c.attn);
+    if (c.ffn != base.ffn)
+      n += std::string(n.empty() ? "" : "_") + (c.ffn == ffn_kind::dense ? "dense" : "moe");
+    return c == base ? std::string("base") : n;
+  };
+  // Overrides, grouped by kind; a variant also sets a part equal to the base when an override
+  // puts it on a layer whose pattern entry has another.
+  std::map<combo, std::vector<std::int64_t>> exceptions;
+  std::map<combo, std::pair<bool, bool>> sets;  // combo -> (sets attention, sets ffn)
+  for (std::size_t i = 0; i < layer.size(); ++i) {
+    const combo& want = layer[i];
+    const combo& pat = best_pattern[i % best_p];
+    if (want == pat) continue;
+    exceptions[want].push_back(static_cast<std::int64_t>(i));
+    if (want.attn != pat.attn) sets[want].first = true;
+    if (want.ffn != pat.ffn) sets[want].second = true;
+  }
+  auto block_of = [&](attn_kind a) { return attention_node(r, a, hidden, window, window_origin); };
+
+  ynode base_attention = block_of(base.attn);
+  if (base.attn == attn_kind::sliding && !attn_origin.empty()) base_attention.comment = attn_origin;
+  layers.kids.push_back(base_attention);
+  layers.kids.push_back(ffn_node(r, base.ffn));
+  std::int64_t norms = r.positive("norms", o);
+  layers.kids.push_back(scalar("norms", std::to_string(norms), o));
+
+  std::map<combo, bool> used;
+  for (const combo& c : best_pattern)
+    if (!(c == base)) used[c] = true;
+  for (const auto& [c, at] : exceptions)
+    if (!(c == base)) used[c] = true;
+  if (!used.empty()) {
+    ynode variants{"variants", "", "", {}};
+    for (const auto& [c, u] : used) {
+      ynode v{variant_name(c), "", "", {}};
+      if (c.attn != base.attn || sets[c].first) {
+        ynode a = block_of(c.attn);
+        a.comment = c.attn == attn_kind::full ? std::string("full-attention layers") : attn_origin;
+        v.kids.push_back(a);
+      }
+      if (c.ffn != base.ffn || sets[c].second) {
+        ynode f = ffn_node(r, c.ffn);
+        f.comment = ffn_origin;
+        v.kids.push_back(f);
+      }
+      variants.kids.push_back(v);
+    }
+    layers.kids.push_back(variants);
+  }
+  if (best_p > 1 || !(best_pattern[0] == base)) {
+    std::string p;
+    for (const combo& c : best_pattern) p += (p.empty() ? "" : ", ") + variant_name(c);
+    std::string why = attn_origin;
+    if (!ffn_origin.empty()) why += (why.empty() ? "" : "; ") + ffn_origin;
+    layers.kids.push_back(scalar("pattern", "[" + p + "]", why));
+  }
+  std::vector<ynode> overrides;
+  for (auto& [c, at] : exceptions) {
+    std::string why = c.ffn != best_pattern[static_cast<std::size_t>(at[0]) % best_p].ffn
+                          ? ffn_origin
+                          : attn_origin;
+    overrides.push_back(
+        {"", fmt::format("{{at: {}, variant: {}}}", int_list(at), variant_name(c)), why, {}});
+  }
+
+  std::string out = fmt::format(
+      "# Imported by `calc import` from {} (model_type {}: the {} table in "
+      "src/spec/hf/families.cpp).\n"
+      "# Each value names the config field it came from, or the family default it took.\n",
+      doc.file(), fam->model_type, fam->model_type);
+  if (!fam->not_counted.empty()) out += fmt::format("# Not counted: {}.\n", fam->not_counted);
+  for (const ynode& n : top) emit(out, n, 0);
+  std::int64_t mtp = r.integer("mtp_layers", o);
+  for (const ynode& n : layers.kids) {
+    (void)n;
+  }
+  emit(out, ynode{"layers", "", "", {}}, 0);
+  for (const ynode& n : layers.kids) emit(out, n, 2);
+  if (!overrides.empty()) emit_list(out, "overrides", overrides, 2);
+  if (mtp > 0)
+    out += fmt::format("mtp: {{layers: {}, variant: base}}{}# {} (excluded from totals)\n", mtp,
+                       "  ", o);
+  return {out, fam->model_type, doc.file()};
+}
+
+std::string model_name(const std::filesystem::path& file) {
+  std::string stem = file.stem().string();
+  if (stem == "config" && file.has_parent_path()) {
+    std::string parent = std::filesystem::absolute(file).parent_path().filename().string();
+    if (!parent.empty()) return parent;
+  }
+  return stem;
+}
+
+}  // namespace
+
+bool is_hf_config(const std::string& path) {
+  namespace fs = std::filesystem;
+  if (path.ends_with(".json")) return true;
+  std::error_code ec;
+  return fs::is_directory(path, ec) && fs::exists(fs::path(path) / "config.json", ec);
+}
+
+imported import_config(const std::string& path) {
+  namespace fs = std::filesystem;
+  fs::path file = path;
+  std::error_code ec;
+  if (fs::is_directory(file, ec)) file /= "config.json";
+  hf_json doc = hf_json::load(file.string());
+  fs::path quant = file.parent_path() / "hf_quant_config.json";
+  if (fs::exists(quant, ec)) {
+    hf_json q = hf_json::load(quant.string());
+    return translate(doc, model_name(file), &q);
+  }
+  return translate(doc, model_name(file), nullptr);
+}
+
+imported import_text(const std::string& json_text, const std::string& file,
+                     const std::string& name) {
+  hf_json doc = hf_json::parse(json_text, file);
+  return translate(doc, name, nullptr);
+}
+
+}  // namespace calc::hf

@@ -1,0 +1,303 @@
+// Hugging Face config.json import (src/spec/hf/): real public configs (tests/fixtures/hf/, see
+// SOURCES.md) read into the same model_spec as the YAML reader builds, checked against published
+// parameter totals, hand-computed state bytes, the bundled YAML of the same model, and the
+// located errors of bad input.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "cli/cli.h"
+#include "spec/hf/families.h"
+#include "spec/hf/import.h"
+#include "tally/call.h"
+#include "tally/tally.h"
+#include "test_model.h"
+
+using namespace calc;
+
+namespace {
+
+std::string fixture(const std::string& name) {
+  return std::string(CALC_SOURCE_DIR) + "/tests/fixtures/hf/" + name;
+}
+
+/// A model read from a config the way `--model path/config.json` reads it.
+testing::model imported(const std::string& name, std::vector<std::string> sets = {}) {
+  return testing::model(fixture(name), std::move(sets));
+}
+
+std::int64_t params(const testing::model& m) { return tally_params(m.g).total.value(); }
+std::int64_t state(const testing::model& m, std::int64_t n) {
+  return tally_state(m.g, n).total.value();
+}
+
+/// The error message of importing config text.
+std::string import_error(const std::string& json) {
+  try {
+    hf::import_text(json, "config.json", "test");
+  } catch (const spec_error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+}  // namespace
+
+TEST_CASE("Qwen3-8B config: 8,190,735,360 parameters; KV 144 KiB per token") {
+  testing::model m = imported("qwen3-8b.json");
+  CHECK(params(m) == 8'190'735'360);  // the published total
+  // K and V of 8 heads x 128 in BF16 on 36 layers: 2 * 8 * 128 * 2 B * 36 = 147,456 B/token.
+  CHECK(state(m, 8192) == 147'456LL * 8192);      // 1,207,959,552 B = 1.125 GiB
+  CHECK(state(m, 131072) == 147'456LL * 131072);  // 19,327,352,832 B = 18 GiB
+}
+
+TEST_CASE("Llama-3.1-70B config: 70,553,706,496 parameters; KV 320 KiB per token") {
+  testing::model m = imported("llama-3.1-70b.json");
+  CHECK(params(m) == 70'553'706'496);  // the published total
+  // head_dim absent: hidden / heads = 8192 / 64 = 128. 2 * 8 * 128 * 2 B * 80 = 327,680 B/token.
+  CHECK(state(m, 8192) == 327'680LL * 8192);      // 2,684,354,560 B = 2.5 GiB
+  CHECK(state(m, 131072) == 327'680LL * 131072);  // 42,949,672,960 B = 40 GiB
+}
+
+TEST_CASE("Mixtral-8x22B config: 140,620,634,112 parameters (the published 141B)") {
+  testing::model m = imported("mixtral-8x22b.json");
+  // Per layer: attention 2*6144^2 + 2*6144*1024 = 88,080,384; experts 8 * 3*6144*16384 =
+  // 2,415,919,104; router 6144*8 = 49,152; norms 2*6144. x56 = 140,227,411,968, plus embedding
+  // and head 2*32000*6144 = 393,216,000 and the final norm 6144.
+  CHECK(params(m) == 140'620'634'112);
+  // 2 * 8 * 128 * 2 B * 56 = 229,376 B/token (no sliding window: sliding_window is null).
+  CHECK(state(m, 8192) == 229'376LL * 8192);
+  CHECK(state(m, 131072) == 229'376LL * 131072);
+}
+
+TEST_CASE("Qwen3-Next-80B-A3B config: every 4th layer attention, the rest Gated DeltaNet") {
+  testing::model m = imported("qwen3-next-80b-a3b.json");
+  // 12 attention layers: 2 * 2 * 256 * 2 B * 12 = 24,576 B/token. 36 GDN layers keep a fixed
+  // 32 x 128 x 128 FP32 state (2 MiB each) and conv slots of 4 (the kernel width, §2.3.5's rule)
+  // x (2*16*128 + 32*128) channels = 32,768 BF16 values (65,536 B):
+  // 36 * (2,097,152 + 65,536) = 77,856,768 B.
+  CHECK(state(m, 8192) == 24'576LL * 8192 + 77'856'768);      // 279,183,360 B
+  CHECK(state(m, 131072) == 24'576LL * 131072 + 77'856'768);  // 3,299,082,240 B
+}
+
+namespace {
+
+/// A model from a config's text alone (no quantisation file beside it).
+testing::model from_config_text(const std::string& name, std::vector<std::string> sets = {}) {
+  std::ifstream in(fixture(name));
+  std::stringstream text;
+  text << in.rdbuf();
+  return testing::model::from_text(hf::import_text(text.str(), name, "test").yaml, sets);
+}
+
+}  // namespace
+
+TEST_CASE("DeepSeek-V3 architecture: 671,026,419,200 parameters without MTP; compact MLA cache") {
+  // DeepSeek-V3.1 keeps V3's architecture (61 layers, 3 dense, 256 experts, MLA 512 + 64).
+  testing::model m = from_config_text("deepseek-v3.1-nvfp4/config.json");
+  CHECK(params(m) == 671'026'419'200);  // the published total of the main model
+  REQUIRE(m.spec.mtp.has_value());      // num_nextn_predict_layers: 1, excluded from totals
+  CHECK(m.spec.mtp->layers == 1);
+  CHECK(m.spec.execution.mla == mla_path::compact);  // what serving engines cache
+  // Compact cache: latent 512 + rope 64 in BF16 on 61 layers = 576 * 2 B * 61 = 70,272 B/token.
+  CHECK(state(m, 8192) == 70'272LL * 8192);      // 575,668,224 B
+  CHECK(state(m, 131072) == 70'272LL * 131072);  // 9,210,691,584 B
+}
+
+TEST_CASE("FP8 checkpoint (ModelOpt hf_quant_config.json): FP8 matrices and cache") {
+  testing::model m = imported("llama-3.1-70b-instruct-fp8");
+  params_tally p = tally_params(m.g);
+  CHECK(p.total.value() == 70'553'706'496);
+  // Embedding and head 2 * 128256 * 8192 in BF16 (lm_head excluded) = 4,202,692,608 B; norms
+  // (80 * 2 + 1) * 8192 in BF16 = 2,637,824 B; the other 68,451,041,280 parameters in FP8.
+  CHECK(p.weight_bytes.value() == 4'202'692'608 + 2'637'824 + 68'451'041'280);
+  // kv_cache_quant_algo FP8: 2 * 8 * 128 * 1 B * 80 = 163,840 B/token.
+  CHECK(state(m, 8192) == 163'840LL * 8192);
+}
+
+TEST_CASE("round trip: a config imports to the same tallies as the bundled YAML") {
+  struct pair {
+    const char* config;
+    const char* bundled;
+  };
+  for (pair p :
+       {pair{"qwen3-8b.json", "qwen3-8b"}, pair{"llama-3.1-405b.json", "llama-3.1-405b"}}) {
+    CAPTURE(p.config);
+    testing::model a = imported(p.config);
+    testing::model b(p.bundled);
+    CHECK(params(a) == params(b));
+    CHECK(state(a, 8192) == state(b, 8192));
+    CHECK(state(a, 131072) == state(b, 131072));
+    call prefill = make_call(a.spec, 1, 0, 8192);
+    CHECK(tally_forward(a.g, prefill).flops.value() ==
+          tally_forward(b.g, make_call(b.spec, 1, 0, 8192)).flops.value());
+    CHECK(tally_forward(a.g, make_call(a.spec, 1, 8192, 1)).flops.value() ==
+          tally_forward(b.g, make_call(b.spec, 1, 8192, 1)).flops.value());
+  }
+  // DeepSeek-V3: the bundled row follows the chapter's expanded MLA path; the import defaults to
+  // the compact cache, so the comparison sets the same path.
+  testing::model a =
+      from_config_text("deepseek-v3.1-nvfp4/config.json", {"execution.mla_path=expanded"});
+  testing::model b("deepseek-v3");
+  CHECK(params(a) == params(b));
+  CHECK(tally_params(a.g).active.value() == tally_params(b.g).active.value());
+  CHECK(state(a, 8192) == state(b, 8192));
+  CHECK(tally_forward(a.g, make_call(a.spec, 1, 0, 8192)).flops.value() ==
+        tally_forward(b.g, make_call(b.spec, 1, 0, 8192)).flops.value());
+  CHECK(tally_forward(a.g, make_call(a.spec, 4, 8192, 1)).flops.value() ==
+        tally_forward(b.g, make_call(b.spec, 4, 8192, 1)).flops.value());
+}
+
+TEST_CASE("the printed YAML reads back to the same model") {
+  for (const char* name :
+       {"qwen3-8b.json", "mixtral-8x22b.json", "qwen3-next-80b-a3b.json", "llama-3.1-70b.json"}) {
+    CAPTURE(name);
+    hf::imported y = hf::import_config(fixture(name));
+    testing::model direct = imported(name);
+    testing::model text = testing::model::from_text(y.yaml);
+    CHECK(params(direct) == params(text));
+    CHECK(state(direct, 32768) == state(text, 32768));
+    CHECK(direct.spec.layers.count == text.spec.layers.count);
+    CHECK(direct.spec.layers.pattern == text.spec.layers.pattern);
+  }
+}
+
+TEST_CASE("every value of the imported YAML names where it came from") {
+  hf::imported y = hf::import_config(fixture("llama-3.1-70b.json"));
+  CHECK(y.model_type == "llama");
+  CHECK(y.yaml.find("kv_heads: 8") != std::string::npos);
+  CHECK(y.yaml.find("# num_key_value_heads") != std::string::npos);
+  CHECK(y.yaml.find("head_dim: 128") != std::string::npos);
+  CHECK(y.yaml.find("# hidden_size / num_attention_heads (default of llama, head_dim absent)") !=
+        std::string::npos);
+}
+
+TEST_CASE("unknown model_type: one line naming the field and the supported families") {
+  std::string e = import_error("{\n  \"model_type\": \"bloom\",\n  \"hidden_size\": 64\n}");
+  CHECK(
+      e.starts_with("config.json:2:17: model_type: unknown model_type 'bloom' (supported "
+                    "families: llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, "));
+}
+
+TEST_CASE("an unknown layer_types entry is an error, located at the entry") {
+  std::string e = import_error(R"({"model_type": "qwen3", "vocab_size": 10, "hidden_size": 64,
+  "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+  "intermediate_size": 128, "sliding_window": 16,
+  "layer_types": ["full_attention", "chunked_attention"]})");
+  CHECK(e ==
+        "config.json:4:37: layer_types[1]: unknown layer type 'chunked_attention' for qwen3 "
+        "(calc reads full_attention, sliding_attention)");
+}
+
+TEST_CASE("a missing field names the family default that was not enough") {
+  std::string e = import_error(R"({"model_type": "llama", "vocab_size": 10, "hidden_size": 64,
+  "num_hidden_layers": 2, "num_attention_heads": 6, "intermediate_size": 128})");
+  CHECK(e ==
+        "config.json:1:1: head_dim: missing, and the llama default hidden_size / "
+        "num_attention_heads is not a whole number (64 / 6)");
+  std::string v = import_error(R"({"model_type": "llama", "hidden_size": 64})");
+  CHECK(v == "config.json:1:1: vocab_size: missing required field (llama has no default for it)");
+}
+
+TEST_CASE("a wrongly typed field is located at its value") {
+  std::string e = import_error("{\"model_type\": \"llama\",\n \"vocab_size\": \"many\"}");
+  CHECK(e == "config.json:2:16: vocab_size: expected a non-negative integer, got \"many\"");
+  CHECK(import_error("{\"model_type\": \"llama\",\n \"vocab_size\": }")
+            .starts_with("config.json:2:16: malformed JSON: syntax error"));
+}
+
+TEST_CASE("command line: calc import prints the YAML; a bad config exits 2 with one line") {
+  std::ostringstream out, err;
+  int code = run_cli({"import", fixture("qwen3-8b.json")}, out, err);
+  CHECK(code == 0);
+  CHECK(out.str().starts_with("# Imported by `calc import` from "));
+  CHECK(out.str().find("  kv_heads: 8                     # num_key_value_heads\n") !=
+        std::string::npos);
+
+  auto dir = std::filesystem::temp_directory_path() / "calc-hf-tests";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "config.json") << "{\n  \"model_type\": \"bloom\"\n}\n";
+  std::ostringstream out2, err2;
+  code = run_cli({"state", "--model", dir.string(), "--length", "8192"}, out2, err2);
+  CHECK(code == 2);
+  CHECK(err2.str() == (dir / "config.json").string() +
+                          ":2:17: model_type: unknown model_type 'bloom' (supported families: " +
+                          hf::family_names() + ")\n");
+  std::ostringstream out3, err3;
+  code = run_cli({"params", "--model", (dir / "missing.json").string()}, out3, err3);
+  CHECK(code == 2);
+  CHECK(err3.str() == (dir / "missing.json").string() + ": cannot open file\n");
+}
+
+// The family tables without a bundled real config: small configs written here (not published
+// ones) that exercise each table's defaults and layer rule.
+TEST_CASE("family tables: defaults and layer rules") {
+  auto spec_of = [](const std::string& json) {
+    return testing::model::from_text(hf::import_text(json, "config.json", "t").yaml).spec;
+  };
+  const std::string dims = R"("vocab_size": 100, "hidden_size": 64, "num_attention_heads": 4,
+    "num_key_value_heads": 2, "intermediate_size": 128, "num_hidden_layers": 6)";
+  SUBCASE("gemma2: even layers slide (window 4096 by default), four norms, tied, head_dim 256") {
+    model_spec s = spec_of("{\"model_type\": \"gemma2\", " + dims + "}");
+    CHECK(s.tie_embeddings);
+    CHECK(*s.layers.base.norms == 4);
+    CHECK(s.layers.pattern == std::vector<std::string>{"base", "full"});
+    const auto& a = std::get<attention_gqa>(*s.layers.base.attention);
+    CHECK(a.head_dim == 256);
+    CHECK(a.window == 4096);
+  }
+  SUBCASE("gemma3_text: sliding_window_pattern 3 -> two sliding layers, then one full") {
+    model_spec s = spec_of("{\"model_type\": \"gemma3_text\", \"sliding_window\": 512, " +
+                           std::string("\"sliding_window_pattern\": 3, ") + dims + "}");
+    CHECK(s.layers.pattern == std::vector<std::string>{"base", "base", "full"});
+    CHECK(std::get<attention_gqa>(*s.layers.base.attention).qk_norm);
+    CHECK(std::get<attention_gqa>(*s.layers.base.attention).window == 512);
+  }
+  SUBCASE("qwen2: Q/K/V biases always, no output bias; sliding only when use_sliding_window") {
+    model_spec s = spec_of("{\"model_type\": \"qwen2\", \"sliding_window\": 32, " + dims + "}");
+    const auto& a = std::get<attention_gqa>(*s.layers.base.attention);
+    CHECK(a.qkv_bias);
+    CHECK(!a.o_bias);
+    CHECK(!a.window);
+    model_spec w = spec_of(
+        "{\"model_type\": \"qwen2\", \"sliding_window\": 32, \"use_sliding_window\": true, "
+        "\"max_window_layers\": 4, " +
+        dims + "}");
+    REQUIRE(w.layers.overrides.size() == 1);
+    CHECK(w.layers.overrides[0].at == std::vector<std::int64_t>{4, 5});
+  }
+  SUBCASE("deepseek_v2: q_lora_rank null is no query compression; dense first layer") {
+    model_spec s = spec_of(R"({"model_type": "deepseek_v2", "vocab_size": 100, "hidden_size": 64,
+      "num_attention_heads": 4, "num_hidden_layers": 3, "intermediate_size": 128,
+      "q_lora_rank": null, "kv_lora_rank": 32, "qk_nope_head_dim": 16, "qk_rope_head_dim": 8,
+      "v_head_dim": 16, "n_routed_experts": 8, "num_experts_per_tok": 2, "n_shared_experts": 2,
+      "moe_intermediate_size": 32, "first_k_dense_replace": 1})");
+    CHECK(std::get<attention_mla>(*s.layers.base.attention).q_rank == 0);
+    const auto& moe = std::get<ffn_moe>(*s.layers.base.ffn);
+    CHECK(moe.shared_experts == 2);
+    CHECK(!moe.router_bias);
+    REQUIRE(s.layers.overrides.size() == 1);
+    CHECK(s.layers.overrides[0].at == std::vector<std::int64_t>{0});
+  }
+  SUBCASE("glm4_moe: attention_bias is Q/K/V only; use_qk_norm; routing bias") {
+    model_spec s = spec_of(
+        "{\"model_type\": \"glm4_moe\", \"attention_bias\": true, \"use_qk_norm\": true, "
+        "\"head_dim\": 16, \"n_routed_experts\": 8, \"num_experts_per_tok\": 2, "
+        "\"moe_intermediate_size\": 32, " +
+        dims + "}");
+    const auto& a = std::get<attention_gqa>(*s.layers.base.attention);
+    CHECK((a.qkv_bias && !a.o_bias && a.qk_norm));
+    CHECK(std::get<ffn_moe>(*s.layers.base.ffn).router_bias);
+    CHECK(std::get<ffn_moe>(*s.layers.base.ffn).shared_experts == 1);
+  }
+  SUBCASE("mistral: sliding_window defaults to 4096 on every layer; phi3 takes the config's") {
+    model_spec s = spec_of("{\"model_type\": \"mistral\", " + dims + "}");
+    CHECK(std::get<attention_gqa>(*s.layers.base.attention).window == 4096);
+    model_spec p = spec_of("{\"model_type\": \"phi3\", \"sliding_window\": 2047, " + dims + "}");
+    CHECK(std::get<attention_gqa>(*p.layers.base.attention).window == 2047);
+    CHECK(p.layers.pattern.empty());
+  }
+}
