@@ -396,10 +396,14 @@ std::vector<layer_cache> layer_caches(const graph& g, const engine_config& c) {
       l.type = layer_cache::kind::state;
       l.state_bytes = conv.bytes(channels * std::max<std::int64_t>(0, kda->conv_kernel - 1)) +
                       ssm.bytes(checked(kda->heads / tp) * kda->key_dim * kda->value_dim);
-    } else {
+    } else if (std::holds_alternative<attention_dsa>(ly.attention)) {
       throw spec_error("--engine", fmt::format("layer {} is DeepSeek sparse attention, whose "
                                                "engine cache layout calc does not model",
                                                ly.index));
+    } else {
+      throw spec_error("--engine", fmt::format("layer {}: calc has no engine rules for attention "
+                                               "kind '{}'",
+                                               ly.index, kind_name(ly.attention)));
     }
     out.push_back(l);
   }
