@@ -1,10 +1,19 @@
-// Launch constants of the CUDA kernels, in one place (FlashMLA's config.h pattern).
+// Launch constants of the CUDA kernels, in one place (FlashMLA's config.h pattern). The
+// blocking the CPU twins mirror lives in kernels/ref/decode_params.h (`blocking`).
 #pragma once
+
+#include "decode_params.h"
 
 namespace calc::kernels::config {
 
-constexpr int kThreads = 256;         // threads per block for the decode kernels
-constexpr int kMaxDeltaDv = 1024;     // value width the recurrent step handles per block
-constexpr int kReduceThreads = 1024;  // read-only bandwidth probe
+constexpr int kThreads = 256;        // threads per block of the sparse decode and softmax kernels
+constexpr int kGqaWarps = 4;         // warps of one split-sequence GQA block
+constexpr int kGqaCombineThreads = 128;
+constexpr int kDeltaThreads = 32 * blocking::kDeltaWarps;
+constexpr int kMoeThreads = 32 * blocking::kMoeSlices;
+constexpr int kReduceThreads = 512;  // read-only bandwidth probe
+constexpr int kReduceUnroll = 4;     // 16-byte loads in flight per thread per iteration
+constexpr int kReduceBlocksPerSm = 4;
+constexpr int kReduceMaxBlocks = 4096;  // partial sums the probe writes at most
 
 }  // namespace calc::kernels::config

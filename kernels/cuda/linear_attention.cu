@@ -1,38 +1,12 @@
-// KDA / Gated DeltaNet: the recurrent decode step (one block per request and head, a thread per
-// value column) and the chunked prefill over valid triangles (one block per head, chunks in
-// order). Twins: delta_step_ref and delta_chunk_ref (the plain recurrence).
+// KDA / Gated DeltaNet chunked prefill over valid triangles (one block per head, chunks in
+// order); its final state is what the decode step (delta_step.cu) continues from. Twin:
+// delta_chunk_ref (the plain recurrence).
 #include "config.h"
 #include "launchers.h"
 
 namespace calc::kernels {
 
 namespace {
-
-__global__ void delta_step_kernel(const float* q, const float* k, const float* v,
-                                  const float* log_decay, const float* beta, float* state,
-                                  float* out, delta_step_params p) {
-  int bh = blockIdx.x, j = threadIdx.x;
-  if (j >= p.dv) return;
-  float* S = state + (long)bh * p.dk * p.dv;
-  const float* kk = k + (long)bh * p.dk;
-  const float* qq = q + (long)bh * p.dk;
-  const float* ld = log_decay + (long)bh * p.dk;
-  // S' = diag(e^g) S; delta = beta (v - S'^T k); S = S' + k delta^T; o = S^T q
-  float pred = 0;
-  for (int i = 0; i < p.dk; ++i) {
-    float s = S[i * p.dv + j] * __expf(ld[i]);
-    S[i * p.dv + j] = s;
-    pred += s * kk[i];
-  }
-  float delta = beta[bh] * (v[(long)bh * p.dv + j] - pred);
-  float o = 0;
-  for (int i = 0; i < p.dk; ++i) {
-    float s = S[i * p.dv + j] + kk[i] * delta;
-    S[i * p.dv + j] = s;
-    o += s * qq[i];
-  }
-  out[(long)bh * p.dv + j] = o;
-}
 
 /// One head; scratch holds A [C, C], B [C, C], G [C, dk], W [C, dk], U [C, dv].
 __global__ void delta_chunk_kernel(const float* q, const float* k, const float* v,
@@ -123,16 +97,6 @@ __global__ void delta_chunk_kernel(const float* q, const float* k, const float* 
 }
 
 }  // namespace
-
-cudaError_t delta_step(const float* q, const float* k, const float* v, const float* log_decay,
-                       const float* beta, float* state, float* out, const delta_step_params& p,
-                       cudaStream_t stream) {
-  if (p.dv > config::kMaxDeltaDv) return cudaErrorInvalidValue;
-  int threads = (p.dv + 31) / 32 * 32;
-  delta_step_kernel<<<p.batch * p.heads, threads, 0, stream>>>(q, k, v, log_decay, beta, state, out,
-                                                               p);
-  return cudaGetLastError();
-}
 
 cudaError_t delta_chunk(const float* q, const float* k, const float* v, const float* log_decay,
                         const float* beta, float* state, float* out, float* scratch,

@@ -21,6 +21,7 @@ struct gqa_decode_params {
   int page_tokens;        // 0: contiguous cache; else tokens per page
   int pages_per_request;  // = ceil(length / page_tokens) when paged
   const int* page_table;  // page index of each request's i-th page (device or host memory)
+  int split_tokens;       // tokens per split of the sequence (> 0; split_tokens_for())
 };
 
 /// Compact MLA decode: scores over [latent, rope] (score width), aggregates the latent.
@@ -78,5 +79,46 @@ struct moe_gemm_params {
   int out;
   const int* offsets;  // [experts + 1], host and device copies
 };
+
+/// How the kernels are blocked, shared by each CUDA kernel and its blocked CPU twin
+/// (decode_blocked.h) so the twin performs the same partial sums in the same groups.
+namespace blocking {
+constexpr int kGqaMaxGroup = 8;      // query heads one GQA block serves (its KV head's group)
+constexpr int kGqaMaxHeadDim = 256;  // 16-byte loads: head_dim / 8 lanes per token row (<= 32)
+constexpr int kGqaSplitAlign = 64;   // split lengths are multiples of this many tokens
+constexpr int kDeltaWarps = 8;       // the state's key rows are split over 8 warps ...
+constexpr int kDeltaMaxRows = 16;    // ... of at most 16 rows each: d_k <= 128
+constexpr int kDeltaCols = 128;      // value columns per block: 32 lanes x float4
+constexpr int kMoeSlices = 8;        // the input width is split over 8 warps
+constexpr int kMoeCols = 256;        // output columns per block: 32 lanes x 8 BF16 (16 bytes)
+constexpr int kMoeMaxRows = 8;       // rows of one expert multiplied per pass over its weights
+}  // namespace blocking
+
+/// Splits of a GQA decode's sequence.
+inline int gqa_splits(const gqa_decode_params& p) {
+  return (p.length + p.split_tokens - 1) / p.split_tokens;
+}
+
+/// Split length giving at least `blocks` blocks over batch x kv_heads (e.g. 2 x the SMs), so a
+/// single long request still spreads over the GPU; at least one split, aligned.
+inline int split_tokens_for(int batch, int kv_heads, int length, int blocks) {
+  int per = batch * kv_heads, splits = per >= blocks ? 1 : (blocks + per - 1) / per;
+  int t = (length + splits - 1) / splits;
+  t = (t + blocking::kGqaSplitAlign - 1) / blocking::kGqaSplitAlign * blocking::kGqaSplitAlign;
+  return t > 0 ? t : blocking::kGqaSplitAlign;
+}
+
+/// Scratch of a GQA decode: per (request, query head, split) the running max, sum and the
+/// unnormalised output (head_dim + 2 floats).
+inline long gqa_scratch_floats(const gqa_decode_params& p) {
+  return static_cast<long>(p.batch) * p.q_heads * gqa_splits(p) * (p.head_dim + 2);
+}
+
+/// Scratch of an MLA decode: scores [batch, heads, length] (float), then the softmax weights as
+/// BF16 (half a float each), for the two batched GEMMs.
+inline long mla_scratch_floats(const mla_decode_params& p) {
+  long n = static_cast<long>(p.batch) * p.heads * p.length;
+  return n + (n + 1) / 2;
+}
 
 }  // namespace calc::kernels

@@ -215,6 +215,16 @@ const std::vector<command>& commands() {
                         "cpu (the Eigen twins) or cuda (also the CUDA kernels)")
              ->check(CLI::IsMember({"cpu", "cuda"}));
          app.add_option("--seed", o.seed, "Seed of the random weights and tokens");
+         app.add_flag("--dry-run", o.dry_run,
+                      "With --device cuda: run the CPU side of every kernel case (twins, byte "
+                      "predictions) and mark the GPU rows skipped; needs no GPU");
+         app.add_flag("--correctness-only", o.correctness_only,
+                      "With --device cuda: the kernel checks only (short, for compute-sanitizer)");
+         app.add_option("--jsonl", o.jsonl,
+                        "With --device cuda: append each row to this file as it is measured");
+         app.add_option("--gpu", o.gpu,
+                        "With --device cuda: catalogue GPU whose BF16 peak bounds tensor-core "
+                        "kernels (default h200)");
          add_execution_options(app, o, true);
        },
        [](const options& o) {
@@ -267,10 +277,14 @@ result dispatch(parsed& p, const std::vector<CLI::App*>& subs) {
 }  // namespace
 
 ojson evaluate(const std::vector<std::string>& args) {
-  CLI::App app("calc");
-  parsed p;
-  std::vector<CLI::App*> subs;
-  build_app(app, p, subs);
+  // calc check evaluates hundreds of command lines: the parser of the command table is built
+  // once and cleared before each (building it cost as much as running most commands).
+  static CLI::App app("calc");
+  static parsed p;
+  static std::vector<CLI::App*> subs;
+  if (subs.empty()) build_app(app, p, subs);
+  app.clear();
+  p = parsed{};
   std::vector<std::string> reversed(args.rbegin(), args.rend());
   try {
     app.parse(reversed);
@@ -303,12 +317,8 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   }
   try {
     result r = dispatch(p, subs);
-    if (p.format == output_format::md && !r.text.empty()) {
-      out << r.text;
-    } else {
-      out << render(r.body, p.format, r.title);
-      if (p.format == output_format::md) out << r.footer;
-    }
+    out << (r.text.empty() ? render(r.body, p.format, r.title) : r.text);
+    if (p.format == output_format::md) out << r.footer;
     return r.exit_code;
   } catch (const spec_error& e) {
     err << e.what() << "\n";

@@ -9,6 +9,7 @@ namespace calc::cli {
 
 result run_check(const options& o) {
   std::vector<claim> claims = read_scenarios(o.scenarios);
+  model_cache_scope cache;  // each model file is read once, whatever the claims
   std::vector<claim_result> results = run_claims(claims, evaluate);
   ojson j;
   std::int64_t passed = 0, failed = 0, open = 0;

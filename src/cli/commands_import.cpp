@@ -11,7 +11,7 @@ result run_import(const options& o) {
   hf::imported m = hf::import_config(o.model);
   read_model_text(m.yaml, o.model + " (as imported)");
   result r;
-  r.text = m.yaml;
+  if (o.format == "md") r.text = m.yaml;  // other formats render `body`
   r.body = {{"model_type", m.model_type}, {"file", m.file}, {"yaml", m.yaml}};
   r.title = "calc import";
   return r;

@@ -1,6 +1,7 @@
 // Commands about one model: state, forward, params, request, crossover, experts, layers.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <climits>
 
 #include "cli/support.h"
@@ -146,11 +147,29 @@ result run_params(const options& o) {
   j["selected_expert_bytes_per_token"] = exact(p.selected_expert_bytes_per_token);
   j["embedding_table_bytes"] = exact(p.lookup_bytes);
   j["shared_read_bytes"] = exact(p.shared_read_bytes);
-  ojson tensors = ojson::object();  // parameters by tensor name, summed over layers
-  for (const tensor& t : model_tensors(m.g)) {
-    std::int64_t prior = tensors.contains(t.name) ? tensors[t.name].get<std::int64_t>() : 0;
-    tensors[t.name] = (checked(prior) + t.params).value();
+  // Parameters by tensor name, summed over layers (one layer per group, times its size), in
+  // order of first appearance.
+  std::vector<std::pair<std::string, checked>> by_name;
+  auto add = [&](const tensor& t, checked count) {
+    auto it = std::find_if(by_name.begin(), by_name.end(),
+                           [&](const auto& e) { return e.first == t.name; });
+    if (it == by_name.end()) {
+      by_name.emplace_back(t.name, t.params * count);
+    } else {
+      it->second += t.params * count;
+    }
+  };
+  model_context mc{m.spec->hidden, &m.spec->precision, &m.spec->connection, m.spec->layer_norm};
+  for (const layer_group& grp : m.g.groups) {
+    std::vector<tensor> ts;
+    layer_tensors(m.g.layers[static_cast<std::size_t>(grp.indices.front())], mc, ts);
+    for (const tensor& t : ts) add(t, static_cast<std::int64_t>(grp.indices.size()));
   }
+  std::vector<tensor> head;
+  model_level_tensors(*m.spec, mc, head);
+  for (const tensor& t : head) add(t, 1);
+  ojson tensors = ojson::object();
+  for (const auto& [name, params] : by_name) tensors[name] = params.value();
   j["tensors"] = tensors;
   j["groups"] = ojson::array();
   for (const group_params& g : p.groups)

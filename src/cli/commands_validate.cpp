@@ -1,13 +1,102 @@
-// `calc validate`: the reference executor against the tally of the same scaled spec.
+// `calc validate`: the reference executor against the tally of the same scaled spec; with
+// `--device cuda`, also the CUDA module's run of the kernel plan (exec/gpu_plan.h), each row
+// written to --jsonl as soon as it is measured and the report rendered from those rows.
 #include <fmt/format.h>
+
+#include <fstream>
 
 #include "cli/support.h"
 #include "exec/gpu.h"
+#include "exec/gpu_plan.h"
 #include "exec/validate.h"
 #include "graph/graph.h"
 #include "spec/model_reader.h"
 
 namespace calc::cli {
+
+namespace {
+
+/// "out: pass (max 1.2e-07, nmse 3.4e-14)" for each compared output of a row.
+std::string outputs_summary(const ojson& row) {
+  std::string s;
+  for (const ojson& o : row.value("outputs", ojson::array()))
+    s += fmt::format("{}{}: {} (max {:.3g}, nmse {:.3g}{})", s.empty() ? "" : "; ",
+                     o.value("output", ""), o.value("verdict", ""), o.value("max_abs_error", 0.0),
+                     o.value("nmse", 0.0),
+                     o.value("non_finite", 0) ? fmt::format(", {} non-finite", o.value("non_finite", 0))
+                                              : "");
+  return s;
+}
+
+/// The Markdown tables of a CUDA run, from its rows.
+void tables_from_rows(const std::vector<ojson>& rows, ojson& j) {
+  ojson checks = ojson::array(), timed = ojson::array(), ceilings = ojson::array(),
+        clocks = ojson::array(), errors = ojson::array();
+  std::map<std::string, std::string> twin, bytes;  // dry-run rows, by case id
+  for (const ojson& r : rows) {
+    const std::string kind = r.value("row", "");
+    if (kind == "twin") twin[r.at("id")] = r.value("verdict", "") + ": " + outputs_summary(r);
+    if (kind == "bytes")
+      bytes[r.at("id")] = fmt::format("{} ({} predicted, {} by the kernel)", r.value("verdict", ""),
+                                      r.value("predicted_bytes", ojson()).dump(),
+                                      r.value("kernel_bytes", 0.0));
+  }
+  for (const ojson& r : rows) {
+    const std::string kind = r.value("row", "");
+    if (kind == "device") j["cuda_device"] = r.dump();
+    if (kind == "clocks")
+      clocks.push_back({{"when", r.value("when", "")},
+                        {"nvidia_smi", r.value("nvidia_smi", r.value("error", ""))},
+                        {"fields", r.value("fields", "")}});
+    if (kind == "ceiling") {
+      const ojson& t = r.at("timing");
+      ceilings.push_back({{"ceiling", r.value("name", "")},
+                          {"rate", r.contains("gb_s") ? fmt::format("{:.0f} GB/s", r.value("gb_s", 0.0))
+                                                      : fmt::format("{:.1f} TFLOP/s", r.value("tflop_s", 0.0))},
+                          {"median_us", t.value("median_us", 0.0)},
+                          {"p10_p90_us", fmt::format("{:.1f}-{:.1f}", t.value("p10_us", 0.0),
+                                                     t.value("p90_us", 0.0))},
+                          {"repeats", t.value("repeats", 0)}});
+    }
+    if (kind == "check") {
+      ojson row = {{"case", r.at("id")}, {"kernel", r.value("kernel", "")},
+                   {"gpu", r.value("gpu", "")}};
+      if (twin.count(r.at("id"))) row["blocked_twin_vs_plain_twin"] = twin[r.at("id")];
+      if (r.contains("outputs")) row["gpu_vs_plain_twin"] = outputs_summary(r);
+      row["verdict"] = r.value("verdict", "");
+      checks.push_back(row);
+    }
+    if (kind == "timed") {
+      ojson row = {{"case", r.at("id")}, {"gpu", r.value("gpu", "ran")}};
+      if (bytes.count(r.at("id"))) row["bytes_vs_tally"] = bytes[r.at("id")];
+      if (r.contains("timing")) {
+        const ojson& t = r.at("timing");
+        row["predicted_bytes"] = r.value("predicted_bytes", ojson());
+        row["bytes_match"] = r.value("bytes_match", false);
+        row["median_us"] = t.value("median_us", 0.0);
+        row["p10_p90_us"] = fmt::format("{:.1f}-{:.1f}", t.value("p10_us", 0.0), t.value("p90_us", 0.0));
+        row["achieved_gb_s"] = r.value("achieved_gb_s", 0.0);
+        row["of_read_ceiling"] = r.value("fraction_of_read_ceiling", 0.0);
+        row["achieved_tflop_s"] = r.value("achieved_tflop_s", 0.0);
+        row["unit"] = r.value("unit", "");
+        row["roofline_us"] = r.value("roofline_us", 0.0);
+        row["time_over_roofline"] = r.value("time_over_roofline", 0.0);
+      }
+      row["verdict"] = r.value("verdict", "");
+      timed.push_back(row);
+    }
+    if (kind == "error")
+      errors.push_back({{"case", r.value("id", "")}, {"error", r.value("error", "")},
+                        {"stopped_the_run", r.value("sticky", false)}});
+  }
+  if (!ceilings.empty()) j["cuda_ceilings"] = ceilings;
+  if (!clocks.empty()) j["cuda_clocks"] = clocks;
+  j["cuda_checks"] = checks;
+  if (!timed.empty()) j["cuda_timed"] = timed;
+  if (!errors.empty()) j["cuda_errors"] = errors;
+}
+
+}  // namespace
 
 result run_validate(const options& o) {
   check_count("--scale", o.scale, 1);
@@ -17,10 +106,13 @@ result run_validate(const options& o) {
     throw spec_error(
         "--length",
         fmt::format("{} tokens is more than the CPU twins should run (at most 4096)", o.length));
-  if (o.device == "cuda") {
-    std::string why = gpu::unavailable_reason();
-    if (!why.empty()) throw spec_error("--device cuda", why);
-  }
+  const bool cuda = o.device == "cuda";
+  if (o.dry_run && !cuda) throw spec_error("--dry-run", "applies to --device cuda only");
+  if (o.correctness_only && !cuda)
+    throw spec_error("--correctness-only", "applies to --device cuda only");
+  // Open the module first, so a machine without one fails before any work, in one line.
+  std::optional<gpu::cuda_module> module;
+  if (cuda && !o.dry_run) module = gpu::cuda_module::open();
   loaded_model m = load(o);
   validation v = validate_model(*m.spec, o.scale, o.length, o.decode_steps, o.seed);
   ojson j;
@@ -56,20 +148,39 @@ result run_validate(const options& o) {
                   {"verdict", e.pass ? "pass" : "FAIL"},
                   {"tolerance_from", e.why}});
   j["equivalences"] = eq;
-  if (o.device == "cuda") {
-    nlohmann::ordered_json cuda = gpu::run_kernel_checks(o.seed);
-    // Markdown shows the kernel checks and the sweep as tables of their own.
-    j["cuda_device"] = cuda["device"].dump();
-    j["cuda_ceilings"] = cuda["ceilings"].dump();
-    j["cuda_correctness"] = cuda["correctness"];
-    j["cuda_sweep"] = cuda["sweep"];
-    for (const auto& row : cuda["correctness"])
-      if (row["verdict"] != "pass") v.pass = false;
+  if (cuda) {
+    gpu::plan_options po;
+    po.seed = o.seed;
+    po.correctness_only = o.correctness_only;
+    if (!o.gpu.empty()) po.gpu = o.gpu;
+    ojson plan = gpu::make_plan(po);
+    std::ofstream jsonl;
+    if (!o.jsonl.empty()) {
+      jsonl.open(o.jsonl, std::ios::app);
+      if (!jsonl) throw spec_error("--jsonl", fmt::format("cannot write '{}'", o.jsonl));
+    }
+    std::vector<ojson> got;
+    bool failed = false;
+    auto on_row = [&](const ojson& row) {
+      if (jsonl.is_open()) jsonl << row.dump() << std::endl;  // flushed: survives an interrupt
+      const std::string verdict = row.value("verdict", "");
+      if (verdict == "FAIL" || verdict == "MISMATCH") failed = true;
+      got.push_back(row);
+    };
+    bool completed = o.dry_run ? (gpu::run_cpu_side(plan, on_row), true) : module->run(plan, on_row);
+    j["cuda_run"] = o.dry_run ? "dry run: CPU side only, GPU rows skipped"
+                              : (completed ? "complete" : "stopped early by a CUDA error");
+    if (o.format == "json")
+      j["cuda_rows"] = got;
+    else
+      tables_from_rows(got, j);
+    if (failed || !completed) v.pass = false;
     j["pass"] = v.pass;
   }
   return {j,
-          fmt::format("calc validate: {} scaled by {}, prefill {} + {} decode steps on {}",
-                      m.spec->name, o.scale, o.length, o.decode_steps, o.device),
+          fmt::format("calc validate: {} scaled by {}, prefill {} + {} decode steps on {}{}",
+                      m.spec->name, o.scale, o.length, o.decode_steps, o.device,
+                      o.dry_run ? " (dry run)" : ""),
           v.pass ? 0 : 1};
 }
 

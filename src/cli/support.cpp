@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <map>
+
 #include "common/dtype.h"
 #include "common/units.h"
 #include "spec/model_reader.h"
@@ -78,10 +80,36 @@ dtype format_option(const std::string& option, const std::string& text) {
 
 }  // namespace
 
+namespace {
+
+using model_key = std::pair<std::string, std::vector<std::string>>;  // path, --set list
+std::map<model_key, model_spec>* model_cache = nullptr;  // set while a model_cache_scope lives
+
+model_spec read_model(const options& o) {
+  std::string path = resolve_model_path(o.model);
+  if (!model_cache) return read_model_file(path, o.sets);
+  model_key key{path, o.sets};
+  auto it = model_cache->find(key);
+  if (it == model_cache->end()) it = model_cache->emplace(key, read_model_file(path, o.sets)).first;
+  return it->second;
+}
+
+}  // namespace
+
+model_cache_scope::model_cache_scope() : owner_(model_cache == nullptr) {
+  if (owner_) model_cache = new std::map<model_key, model_spec>();
+}
+
+model_cache_scope::~model_cache_scope() {
+  if (!owner_) return;
+  delete model_cache;
+  model_cache = nullptr;
+}
+
 /// Reads the model, applies --set, then the execution-path options over the model's defaults.
 loaded_model load(const options& o) {
   loaded_model m;
-  m.spec = std::make_unique<model_spec>(read_model_file(resolve_model_path(o.model), o.sets));
+  m.spec = std::make_unique<model_spec>(read_model(o));
   execution_spec& e = m.spec->execution;
   if (o.pairs == "causal") e.pairs = pair_counting::causal;
   if (o.pairs == "rectangular") e.pairs = pair_counting::rectangular;

@@ -63,6 +63,9 @@ struct options {
   std::int64_t decode_steps = 2;    // validate: decode calls after the prefill
   std::string device = "cpu";       // validate: cpu or cuda
   std::uint64_t seed = 2026;        // validate: random weights and tokens
+  bool dry_run = false;             // validate --device cuda: CPU side only, GPU rows skipped
+  bool correctness_only = false;    // validate --device cuda: checks only (compute-sanitizer)
+  std::string jsonl;                // validate --device cuda: append each row here as measured
   std::vector<std::string> models;  // compare: models side by side (default: every bundled one)
   std::string range;                // sweep: lengths as FROM:TO:xFACTOR or FROM:TO:+STEP
   std::string scenarios = "scenarios";
@@ -89,7 +92,8 @@ struct result {
   std::string title;
   int exit_code = 0;
   std::string footer;  // a closing line for Markdown output
-  std::string text;    // printed as it is instead of a Markdown table (calc import's YAML)
+  std::string text;    // output already rendered in the requested format (a million-row CSV
+                       // sweep skips the JSON tree); empty: render `body`
 };
 
 /// One row of the command table: name, one-line help, its options, its handler.
@@ -114,6 +118,19 @@ void add_format_options(CLI::App& app, options& o);
 void check_count(const std::string& option, std::int64_t v, std::int64_t min);
 std::int64_t parse_size_option(const std::string& option, const std::string& text);
 loaded_model load(const options& o);
+
+/// While one is alive, load() parses each model file (with its --set list) once and hands out
+/// copies afterwards: `calc check` runs hundreds of commands over a dozen models.
+class model_cache_scope {
+ public:
+  model_cache_scope();
+  ~model_cache_scope();
+  model_cache_scope(const model_cache_scope&) = delete;
+  model_cache_scope& operator=(const model_cache_scope&) = delete;
+
+ private:
+  bool owner_ = false;  // the outermost scope owns the cache
+};
 
 const char* mla_path_name(const execution_spec& e);
 ojson fraction_json(const fraction& f);

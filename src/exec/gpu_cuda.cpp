@@ -1,412 +1,639 @@
-// The CUDA side of `calc validate --device cuda`: device facts, measured ceilings, each kernel
-// of kernels/cuda/ against its CPU twin, and a timed sweep whose achieved bandwidth and FLOP/s
-// come from the analytical bytes and FLOPs of each call. Built only where nvcc exists.
-#ifdef CALC_WITH_CUDA
-
+// The CUDA module (libcalc_cuda.so) behind `calc validate --device cuda`: device facts, clocks
+// and temperature before and after, measured ceilings, each case of the plan against its plain
+// CPU twin (NaN-poisoned outputs, every consumed state compared), and timed cases (rotating
+// inputs over at least 3x the L2, warm-up, median and spread of CUDA-event times). Every row is
+// emitted as soon as it is measured; a failing case is recorded and the run goes on. Built only
+// where nvcc exists, and loaded only by that command (gpu_module.cpp).
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <functional>
-#include <random>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "cuda_check.h"
+#include "decode_blocked.h"
 #include "decode_ref.h"
-#include "exec/gpu.h"
+#include "exec/gpu_abi.h"
 #include "launchers.h"
+#include "twin_cases.h"
 
 namespace calc::gpu {
 
+namespace {
+
 using nlohmann::ordered_json;
 using namespace calc::kernels;
-
-std::string unavailable_reason() {
-  int n = 0;
-  cudaError_t e = cudaGetDeviceCount(&n);
-  if (e != cudaSuccess) return std::string("no usable CUDA device: ") + cudaGetErrorString(e);
-  if (n == 0) return "no CUDA device on this machine";
-  return "";
-}
-
-namespace {
 
 /// A device buffer freed on scope exit.
 template <typename T>
 struct device_buffer {
   T* ptr = nullptr;
   std::size_t count = 0;
-  explicit device_buffer(std::size_t n) : count(n) { CUDA_CHECK(cudaMalloc(&ptr, n * sizeof(T))); }
+  explicit device_buffer(std::size_t n) : count(n) {
+    CUDA_CHECK(cudaMalloc(&ptr, std::max<std::size_t>(n, 1) * sizeof(T)));
+  }
   ~device_buffer() { cudaFree(ptr); }
   device_buffer(const device_buffer&) = delete;
+  device_buffer& operator=(const device_buffer&) = delete;
+  device_buffer(device_buffer&& o) noexcept : ptr(o.ptr), count(o.count) { o.ptr = nullptr; }
   void upload(const std::vector<T>& h) {
+    if (h.size() != count) throw std::runtime_error("upload: size mismatch");
     CUDA_CHECK(cudaMemcpy(ptr, h.data(), h.size() * sizeof(T), cudaMemcpyHostToDevice));
   }
-  std::vector<T> download() const {
-    std::vector<T> h(count);
-    CUDA_CHECK(cudaMemcpy(h.data(), ptr, count * sizeof(T), cudaMemcpyDeviceToHost));
+  std::vector<T> download(std::size_t n = 0, std::size_t from = 0) const {
+    std::vector<T> h(n ? n : count - from);
+    CUDA_CHECK(cudaMemcpy(h.data(), ptr + from, h.size() * sizeof(T), cudaMemcpyDeviceToHost));
     return h;
   }
+  double bytes() const { return double(count) * sizeof(T); }
 };
 
-std::vector<bf16_bits> random_bf16(std::mt19937_64& rng, std::size_t n, float scale = 1.0f) {
-  std::uniform_real_distribution<float> u(-scale, scale);
-  std::vector<bf16_bits> v(n);
-  for (auto& x : v) x = float_to_bf16(u(rng));
-  return v;
+template <typename T>
+device_buffer<T> to_device(const std::vector<T>& h) {
+  device_buffer<T> d(h.size());
+  d.upload(h);
+  return d;
 }
 
-std::vector<float> random_f32(std::mt19937_64& rng, std::size_t n, float lo, float hi) {
-  std::uniform_real_distribution<float> u(lo, hi);
-  std::vector<float> v(n);
-  for (auto& x : v) x = u(rng);
-  return v;
+device_buffer<float> poisoned(std::size_t n) {
+  device_buffer<float> d(n);
+  CUDA_CHECK(fill_nan_f32(d.ptr, static_cast<long>(d.count), nullptr));
+  return d;
 }
 
-/// Per element |got - ref| <= atol + |ref| * eps(bf16); NMSE for the whole tensor; non-finite
-/// values counted apart. The inputs are BF16 and both sides accumulate in FP32, so differences
-/// are FP32 reassociation only: eps(bf16) = 2^-8 leaves ample margin and still catches an index
-/// or softmax error, which moves outputs by O(1).
-ordered_json compare(const std::string& name, const std::vector<float>& got,
-                     const std::vector<float>& ref, double atol) {
-  const double eps = 1.0 / 256;
-  double num = 0, den = 0, worst = 0;
-  long bad = 0, nonfinite = 0;
-  for (std::size_t i = 0; i < ref.size(); ++i) {
-    if (!std::isfinite(got[i]) || !std::isfinite(ref[i])) {
-      ++nonfinite;
-      continue;
-    }
-    double d = std::fabs(double(got[i]) - ref[i]);
-    worst = std::max(worst, d);
-    if (d > atol + std::fabs(ref[i]) * eps) ++bad;
-    num += d * d;
-    den += double(ref[i]) * ref[i];
+/// Times of `repeats` launches (after `warmup`), each between its own pair of CUDA events.
+struct timing {
+  std::vector<double> seconds;  // sorted
+  double median() const { return seconds[seconds.size() / 2]; }
+  double quantile(double f) const {
+    return seconds[static_cast<std::size_t>(f * double(seconds.size() - 1) + 0.5)];
   }
-  double nmse = den > 0 ? num / den : num;
-  bool pass = bad == 0 && nonfinite == 0 && nmse < 1e-6;
-  return {{"kernel", name},
-          {"max_abs_error", worst},
-          {"nmse", nmse},
-          {"elements_out_of_tolerance", bad},
-          {"non_finite", nonfinite},
-          {"verdict", pass ? "pass" : "FAIL"}};
-}
+  ordered_json json() const {
+    return {{"repeats", seconds.size()},
+            {"median_us", median() * 1e6},
+            {"min_us", seconds.front() * 1e6},
+            {"p10_us", quantile(0.1) * 1e6},
+            {"p90_us", quantile(0.9) * 1e6},
+            {"max_us", seconds.back() * 1e6}};
+  }
+};
 
-/// Median time of `launch` in seconds: warm-up, then CUDA events around each repeat.
-double time_median(const std::function<void(int)>& launch, int repeats = 20) {
-  for (int i = 0; i < 3; ++i) launch(i);
+timing time_launches(const std::function<void(int)>& launch, int repeats, int warmup = 3) {
+  for (int i = 0; i < warmup; ++i) launch(i);
   CUDA_CHECK(cudaDeviceSynchronize());
-  cudaEvent_t a, b;
-  CUDA_CHECK(cudaEventCreate(&a));
-  CUDA_CHECK(cudaEventCreate(&b));
-  std::vector<double> t;
+  std::vector<cudaEvent_t> ev(2 * static_cast<std::size_t>(repeats));
+  for (auto& e : ev) CUDA_CHECK(cudaEventCreate(&e));
   for (int i = 0; i < repeats; ++i) {
-    CUDA_CHECK(cudaEventRecord(a));
-    launch(i);
-    CUDA_CHECK(cudaEventRecord(b));
-    CUDA_CHECK(cudaEventSynchronize(b));
-    float ms = 0;
-    CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
-    t.push_back(ms * 1e-3);
+    CUDA_CHECK(cudaEventRecord(ev[2 * i]));
+    launch(warmup + i);
+    CUDA_CHECK(cudaEventRecord(ev[2 * i + 1]));
   }
-  cudaEventDestroy(a);
-  cudaEventDestroy(b);
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
+  CUDA_CHECK(cudaEventSynchronize(ev.back()));
+  timing t;
+  for (int i = 0; i < repeats; ++i) {
+    float ms = 0;
+    CUDA_CHECK(cudaEventElapsedTime(&ms, ev[2 * i], ev[2 * i + 1]));
+    t.seconds.push_back(ms * 1e-3);
+  }
+  for (auto& e : ev) cudaEventDestroy(e);
+  std::sort(t.seconds.begin(), t.seconds.end());
+  return t;
 }
 
-struct ceilings {
-  double copy_bw = 0, read_bw = 0, gemm_flops = 0;
+/// The cuBLAS status as an exception, so a failing GEMM is a failing row.
+void blas_check(cublasStatus_t s, const char* what) {
+  if (s != CUBLAS_STATUS_SUCCESS)
+    throw std::runtime_error(std::string(what) + ": cuBLAS status " + std::to_string(int(s)));
+}
+
+struct blas_handle {
+  cublasHandle_t h = nullptr;
+  blas_handle() { blas_check(cublasCreate(&h), "cublasCreate"); }
+  ~blas_handle() { cublasDestroy(h); }
 };
 
-ceilings measure_ceilings(ordered_json& out) {
-  ceilings c;
-  const std::size_t n = std::size_t(1) << 30;  // 4 GiB of floats, far past any L2
-  device_buffer<float> a(n / 4), b(n / 4);
-  CUDA_CHECK(cudaMemset(a.ptr, 0, a.count * sizeof(float)));
-  double t = time_median([&](int) {
-    CUDA_CHECK(cudaMemcpyAsync(b.ptr, a.ptr, a.count * sizeof(float), cudaMemcpyDeviceToDevice));
-  });
-  c.copy_bw = 2.0 * a.count * sizeof(float) / t;  // read + write
-  device_buffer<float> sum(1);
-  t = time_median(
-      [&](int) { CUDA_CHECK(read_probe(a.ptr, static_cast<long>(a.count), sum.ptr, nullptr)); });
-  c.read_bw = double(a.count) * sizeof(float) / t;
-  // A large BF16 GEMM through cuBLAS (FP32 accumulation).
-  const int m = 8192;
-  device_buffer<bf16_bits> x(std::size_t(m) * m), y(std::size_t(m) * m), z(std::size_t(m) * m);
-  cublasHandle_t h;
-  if (cublasCreate(&h) == CUBLAS_STATUS_SUCCESS) {
+/// Clocks, temperature, power and throttle reasons from nvidia-smi (no link dependency).
+ordered_json clocks_row(const std::string& when) {
+  ordered_json row = {{"row", "clocks"}, {"when", when}};
+  FILE* f = popen(
+      "nvidia-smi --query-gpu=clocks.sm,clocks.mem,clocks.max.sm,temperature.gpu,power.draw,"
+      "clocks_throttle_reasons.active --format=csv,noheader,nounits 2>&1",
+      "r");
+  if (!f) return row.update({{"error", "nvidia-smi could not be started"}}), row;
+  char buf[512] = {};
+  std::string text;
+  while (fgets(buf, sizeof buf, f)) text += buf;
+  int status = pclose(f);
+  if (status != 0 || text.empty()) return row.update({{"error", "nvidia-smi: " + text}}), row;
+  row["nvidia_smi"] = text.substr(0, text.find('\n'));
+  row["fields"] = "sm_mhz, mem_mhz, max_sm_mhz, temperature_c, power_w, throttle_reasons";
+  return row;
+}
+
+class runner {
+ public:
+  runner(const ordered_json& plan, calc_cuda_emit_fn emit_fn, void* ctx)
+      : plan_(plan), emit_(emit_fn), ctx_(ctx), seed_(plan.value("seed", std::uint64_t(2026))) {}
+
+  /// false when a sticky CUDA error stopped the run.
+  bool run() {
+    device_facts();
+    emit(clocks_row("before"));
+    const bool correctness_only = plan_.value("correctness_only", false);
+    if (!correctness_only) guarded("ceilings", [&] { ceilings(); });
+    for (const ordered_json& c : plan_.at("cases")) {
+      if (stopped_) break;
+      const std::string role = c.at("role");
+      if (role == "timed" && correctness_only) continue;
+      guarded(c.at("id"), [&] { role == "timed" ? timed(c) : check(c); });
+    }
+    if (!stopped_) emit(clocks_row("after"));
+    return !stopped_;
+  }
+
+ private:
+  void emit(const ordered_json& row) { emit_(ctx_, row.dump().c_str()); }
+
+  /// Runs one row's work; an exception becomes the row's error. A sticky CUDA error (the
+  /// context is lost) stops the run after recording it.
+  void guarded(const std::string& id, const std::function<void()>& body) {
+    try {
+      body();
+    } catch (const std::exception& e) {
+      cudaError_t last = cudaDeviceSynchronize();
+      bool sticky = last != cudaSuccess && cudaGetLastError() != cudaSuccess &&
+                    cudaDeviceSynchronize() != cudaSuccess;
+      emit({{"row", "error"}, {"id", id}, {"error", e.what()}, {"verdict", "FAIL"},
+            {"sticky", sticky}});
+      if (sticky) stopped_ = true;
+    }
+  }
+
+  void device_facts() {
+    cudaDeviceProp prop{};
+    CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
+    int clock_khz = 0;
+    cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, 0);
+    l2_bytes_ = prop.l2CacheSize;
+    // CUDA-core FP32 peak: 128 FP32 lanes per SM on sm_90, an FMA (2 FLOPs) per lane per clock
+    // at the maximum SM clock. Kernels that multiply on CUDA cores are held to this ceiling, not
+    // the tensor-core rate (which is 15x higher on an H200).
+    fp32_peak_ = double(prop.multiProcessorCount) * 128 * 2 * clock_khz * 1e3;
+    emit({{"row", "device"},
+          {"name", prop.name},
+          {"sms", prop.multiProcessorCount},
+          {"l2_bytes", prop.l2CacheSize},
+          {"memory_bytes", prop.totalGlobalMem},
+          {"compute_capability", std::to_string(prop.major) + "." + std::to_string(prop.minor)},
+          {"max_sm_clock_mhz", clock_khz / 1000},
+          {"fp32_cuda_core_tflop_s", fp32_peak_ / 1e12},
+          {"catalogue", plan_.value("catalogue", ordered_json::object())}});
+  }
+
+  void ceilings() {
+    const int repeats = plan_.value("repeats", 20);
+    // 4 GiB each way: 70x the H200's L2, so every repeat reads from HBM.
+    const std::size_t n = std::size_t(1) << 30;
+    device_buffer<float> a(n), b(n), partials{std::size_t(read_probe_blocks())};
+    CUDA_CHECK(fill_uniform_f32(a.ptr, long(n), seed_, -1, 1, nullptr));
+    timing copy = time_launches(
+        [&](int) {
+          CUDA_CHECK(cudaMemcpyAsync(b.ptr, a.ptr, a.bytes(), cudaMemcpyDeviceToDevice));
+        },
+        repeats);
+    copy_bw_ = 2 * a.bytes() / copy.median();  // read + write
+    emit({{"row", "ceiling"}, {"name", "device-to-device copy"}, {"bytes", 2 * a.bytes()},
+          {"gb_s", copy_bw_ / 1e9}, {"timing", copy.json()}});
+    timing read = time_launches(
+        [&](int i) {
+          const float* src = (i % 2 ? b : a).ptr;  // alternate buffers: nothing stays in L2
+          CUDA_CHECK(read_probe(src, long(n), partials.ptr, nullptr));
+        },
+        repeats);
+    read_bw_ = a.bytes() / read.median();
+    emit({{"row", "ceiling"}, {"name", "read-only reduction (16-byte loads, x4 unrolled)"},
+          {"bytes", a.bytes()}, {"gb_s", read_bw_ / 1e9}, {"timing", read.json()}});
+    // A large BF16 GEMM through cuBLAS on random inputs (zeros run faster), status checked.
+    const int m = 8192;
+    device_buffer<bf16_bits> x(std::size_t(m) * m), y(std::size_t(m) * m), z(std::size_t(m) * m);
+    CUDA_CHECK(fill_uniform_bf16(x.ptr, long(x.count), seed_ + 1, -1, 1, nullptr));
+    CUDA_CHECK(fill_uniform_bf16(y.ptr, long(y.count), seed_ + 2, -1, 1, nullptr));
+    blas_handle h;
     float one = 1, zero = 0;
-    t = time_median([&](int) {
-      cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, m, m, m, &one, x.ptr, CUDA_R_16BF, m, y.ptr,
-                   CUDA_R_16BF, m, &zero, z.ptr, CUDA_R_16BF, m, CUBLAS_COMPUTE_32F,
-                   CUBLAS_GEMM_DEFAULT);
-    });
-    c.gemm_flops = 2.0 * m * double(m) * m / t;
-    cublasDestroy(h);
+    timing gemm = time_launches(
+        [&](int) {
+          blas_check(cublasGemmEx(h.h, CUBLAS_OP_N, CUBLAS_OP_N, m, m, m, &one, x.ptr, CUDA_R_16BF,
+                                  m, y.ptr, CUDA_R_16BF, m, &zero, z.ptr, CUDA_R_16BF, m,
+                                  CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+                     "GEMM 8192^3");
+        },
+        repeats);
+    gemm_flops_ = 2.0 * m * double(m) * m / gemm.median();
+    emit({{"row", "ceiling"}, {"name", "cuBLAS BF16 GEMM 8192^3 (random inputs)"},
+          {"flops", 2.0 * m * double(m) * m}, {"tflop_s", gemm_flops_ / 1e12},
+          {"timing", gemm.json()}});
   }
-  out = {{"device_copy_gb_s", c.copy_bw / 1e9},
-         {"read_only_gb_s", c.read_bw / 1e9},
-         {"bf16_gemm_8192_tflop_s", c.gemm_flops / 1e12}};
-  return c;
+
+  /// Case inputs on the device, by name.
+  struct device_case {
+    std::map<std::string, device_buffer<bf16_bits>> bf16;
+    std::map<std::string, device_buffer<float>> f32;
+    std::map<std::string, device_buffer<int>> i32;
+    explicit device_case(const case_data& c) {
+      for (const auto& [k, v] : c.bf16) bf16.emplace(k, to_device(v));
+      for (const auto& [k, v] : c.f32) f32.emplace(k, to_device(v));
+      for (const auto& [k, v] : c.i32) i32.emplace(k, to_device(v));
+    }
+  };
+
+  /// Launches a case's kernel(s) on uploaded inputs; returns the outputs in `reference` order.
+  std::vector<std::vector<float>> launch_case(const case_data& c, device_case& d) {
+    const case_shape& s = c.shape;
+    auto out_size = [&](const std::string& n) {
+      for (const checked_output& r : c.reference)
+        if (r.name == n) return r.values.size();
+      throw std::runtime_error("no output " + n);
+    };
+    if (s.kernel == "gqa_decode" || s.kernel == "gqa_decode_paged") {
+      gqa_decode_params p = c.gqa;
+      if (p.page_tokens) p.page_table = d.i32.at("page_table").ptr;
+      auto out = poisoned(out_size("out"));
+      auto scratch = poisoned(std::size_t(gqa_scratch_floats(p)));
+      CUDA_CHECK(gqa_decode(d.bf16.at("q").ptr, d.bf16.at("k").ptr, d.bf16.at("v").ptr, out.ptr,
+                            scratch.ptr, p, nullptr));
+      return {out.download()};
+    }
+    if (s.kernel == "mla_decode") {
+      auto out = poisoned(out_size("out"));
+      auto scratch = poisoned(std::size_t(mla_scratch_floats(c.mla)));
+      blas_handle h;
+      CUDA_CHECK(mla_decode(d.bf16.at("q").ptr, d.bf16.at("cache").ptr, out.ptr, scratch.ptr,
+                            c.mla, h.h, nullptr));
+      return {out.download()};
+    }
+    if (s.kernel == "delta_step" || s.kernel == "delta_chunk_then_step") {
+      std::vector<std::vector<float>> outs;
+      float* state = d.f32.at("state").ptr;
+      if (s.kernel == "delta_chunk_then_step") {
+        auto cout = poisoned(out_size("prefill_out"));
+        const long C = c.chunk.chunk;
+        device_buffer<float> scratch(std::size_t(c.chunk.heads * C * (2 * C + 2 * s.dk + s.dv)));
+        CUDA_CHECK(delta_chunk(d.f32.at("cq").ptr, d.f32.at("ck").ptr, d.f32.at("cv").ptr,
+                               d.f32.at("clog_decay").ptr, d.f32.at("cbeta").ptr, state, cout.ptr,
+                               scratch.ptr, c.chunk, nullptr));
+        outs.push_back(cout.download());
+        outs.push_back(d.f32.at("state").download());  // the state the step consumes
+      }
+      auto out = poisoned(out_size("out"));
+      CUDA_CHECK(delta_step(d.f32.at("q").ptr, d.f32.at("k").ptr, d.f32.at("v").ptr,
+                            d.f32.at("log_decay").ptr, d.f32.at("beta").ptr, state, out.ptr,
+                            c.delta, nullptr));
+      outs.push_back(out.download());
+      outs.push_back(d.f32.at("state").download());
+      return outs;
+    }
+    if (s.kernel == "sparse_decode") {
+      auto out = poisoned(out_size("out"));
+      auto scratch = poisoned(std::size_t(s.batch) * s.heads * (s.window + s.selected));
+      CUDA_CHECK(sparse_decode(d.bf16.at("q").ptr, d.bf16.at("window").ptr,
+                               d.bf16.at("entries").ptr, d.i32.at("selected").ptr, out.ptr,
+                               scratch.ptr, c.sparse, nullptr));
+      return {out.download()};
+    }
+    if (s.kernel == "moe_gemm") {
+      auto y = poisoned(out_size("y"));
+      moe_gemm_params p = c.moe;
+      p.offsets = d.i32.at("offsets").ptr;
+      CUDA_CHECK(moe_gemm(d.bf16.at("x").ptr, d.bf16.at("w").ptr, y.ptr, c.moe_rows, p, nullptr));
+      return {y.download()};
+    }
+    throw std::runtime_error("unknown kernel " + s.kernel);
+  }
+
+  static case_shape shape_of(const ordered_json& j) {
+    case_shape s;
+    s.kernel = j.at("kernel");
+    auto get = [&](const char* k, int& v) { v = j.value(k, v); };
+    get("batch", s.batch), get("q_heads", s.q_heads), get("kv_heads", s.kv_heads);
+    get("head_dim", s.head_dim), get("length", s.length), get("page_tokens", s.page_tokens);
+    get("heads", s.heads), get("rank", s.rank), get("rope", s.rope), get("dk", s.dk);
+    get("dv", s.dv), get("tokens", s.tokens), get("chunk", s.chunk), get("width", s.width);
+    get("window", s.window), get("n_entries", s.n_entries), get("selected", s.selected);
+    get("experts", s.experts), get("top_k", s.top_k), get("in", s.in), get("out", s.out);
+    get("split_blocks", s.split_blocks);
+    return s;
+  }
+
+  /// Compares each output with the plain twin's; the row passes when all do.
+  ordered_json compare_all(const case_data& c, const std::vector<std::vector<float>>& got) {
+    ordered_json outs = ordered_json::array();
+    bool pass = got.size() == c.reference.size();
+    for (std::size_t i = 0; i < c.reference.size() && i < got.size(); ++i) {
+      comparison r = compare_outputs(got[i], c.reference[i]);
+      pass = pass && r.pass;
+      outs.push_back({{"output", c.reference[i].name}, {"max_abs_error", r.max_abs_error},
+                      {"nmse", r.nmse}, {"out_of_tolerance", r.out_of_tolerance},
+                      {"non_finite", r.non_finite}, {"atol", c.reference[i].atol},
+                      {"nmse_max", c.reference[i].nmse_max}, {"tolerance_from", c.reference[i].why},
+                      {"verdict", r.pass ? "pass" : "FAIL"}});
+    }
+    return {{"outputs", outs}, {"verdict", pass ? "pass" : "FAIL"}};
+  }
+
+  void check(const ordered_json& j) {
+    case_data c = make_case(shape_of(j.at("shape")), seed_ ^ std::hash<std::string>{}(j.at("id")));
+    device_case d(c);
+    ordered_json row = {{"row", "check"}, {"id", j.at("id")}, {"kernel", j.at("shape").at("kernel")},
+                        {"gpu", "ran"}};
+    row.update(compare_all(c, launch_case(c, d)));
+    emit(row);
+  }
+
+  /// A timed case: its inputs filled on the device over enough copies that they span at least
+  /// 3x the L2; one launch checked (request 0 against the plain twin); then the timed repeats.
+  void timed(const ordered_json& j);
+
+  /// A timed row: the kernel's own byte count beside the tally's prediction, the median time
+  /// and its spread, and the roofline of the unit the kernel multiplies on.
+  void emit_timed(const ordered_json& j, const kernel_bytes& kb, const timing& t, int copies) {
+    const ordered_json& pred = j.at("predicted");
+    const double secs = t.median();
+    const double moved = kb.state_read + kb.state_write + kb.weights;  // what the tally counts
+    const double touched = moved + kb.other;
+    const std::string unit = pred.value("unit", "cuda_core_fp32");
+    const double peak = unit == "tensor_core_bf16"
+                            ? plan_.value("catalogue", ordered_json::object()).value("bf16_flops", 0.0)
+                            : fp32_peak_;
+    const double pbytes = pred.value("bytes", 0.0), pflops = pred.value("flops", 0.0);
+    const double roof = std::max(read_bw_ > 0 ? pbytes / read_bw_ : 0.0, peak > 0 ? pflops / peak : 0.0);
+    emit({{"row", "timed"},
+          {"id", j.at("id")},
+          {"kernel", j.at("shape").at("kernel")},
+          {"source", j.value("source", "")},
+          {"copies", copies},
+          {"timing", t.json()},
+          {"kernel_bytes", {{"state_read", kb.state_read}, {"state_write", kb.state_write},
+                            {"weights", kb.weights}, {"other", kb.other}}},
+          {"predicted_bytes", pred.value("bytes", ordered_json())},
+          {"bytes_match", pred.contains("bytes") && pbytes == moved},
+          {"predicted_flops", pred.value("flops", ordered_json())},
+          {"unit", unit},
+          {"unit_peak_tflop_s", peak / 1e12},
+          {"achieved_gb_s", touched / secs / 1e9},
+          {"fraction_of_read_ceiling", read_bw_ > 0 ? touched / secs / read_bw_ : 0.0},
+          {"achieved_tflop_s", pflops / secs / 1e12},
+          {"roofline_us", roof * 1e6},
+          {"time_over_roofline", roof > 0 ? secs / roof : 0.0},
+          {"verdict", "measured"}});
+  }
+
+  const ordered_json& plan_;
+  calc_cuda_emit_fn emit_;
+  void* ctx_;
+  std::uint64_t seed_;
+  bool stopped_ = false;
+  long l2_bytes_ = 0;
+  double fp32_peak_ = 0, read_bw_ = 0, copy_bw_ = 0, gemm_flops_ = 0;
+};
+
+/// Copies of a footprint so the rotation spans >= 3x the L2 (at most 64 copies).
+int copies_for(double footprint, long l2) {
+  double want = 3.0 * double(l2);
+  int n = footprint >= want ? 1 : static_cast<int>(std::ceil(want / footprint));
+  return std::min(n, 64);
 }
 
-ordered_json correctness(std::mt19937_64& rng) {
-  ordered_json rows = ordered_json::array();
-  {  // GQA decode, contiguous and paged
-    gqa_decode_params p{2, 8, 2, 64, 300, 0, 0, nullptr};
-    auto q = random_bf16(rng, 2 * 8 * 64), k = random_bf16(rng, 2L * 300 * 2 * 64),
-         v = random_bf16(rng, 2L * 300 * 2 * 64);
-    std::vector<float> ref(2 * 8 * 64);
-    gqa_decode_ref(q.data(), k.data(), v.data(), ref.data(), p);
-    device_buffer<bf16_bits> dq(q.size()), dk(k.size()), dv(v.size());
-    device_buffer<float> out(ref.size()), scratch(2 * 8 * 300);
-    dq.upload(q);
-    dk.upload(k);
-    dv.upload(v);
-    CUDA_CHECK(gqa_decode(dq.ptr, dk.ptr, dv.ptr, out.ptr, scratch.ptr, p, nullptr));
-    rows.push_back(compare("gqa_decode contiguous", out.download(), ref, 1e-5));
-    // Paged: the same tokens scattered over pages of 16 in a shuffled order.
-    int pages = (300 + 15) / 16;
-    std::vector<int> table(2 * pages);
-    for (int i = 0; i < 2 * pages; ++i) table[i] = (i * 7) % (2 * pages);
-    std::vector<bf16_bits> pk(std::size_t(2 * pages) * 16 * 2 * 64, 0), pv(pk.size(), 0);
-    for (int b = 0; b < 2; ++b)
-      for (int t = 0; t < 300; ++t)
-        for (int e = 0; e < 2 * 64; ++e) {
-          std::size_t from = (std::size_t(b) * 300 + t) * 128 + e;
-          std::size_t to = (std::size_t(table[b * pages + t / 16]) * 16 + t % 16) * 128 + e;
-          pk[to] = k[from];
-          pv[to] = v[from];
-        }
-    device_buffer<bf16_bits> dpk(pk.size()), dpv(pv.size());
-    device_buffer<int> dtable(table.size());
-    dpk.upload(pk);
-    dpv.upload(pv);
-    dtable.upload(table);
-    gqa_decode_params pp{2, 8, 2, 64, 300, 16, pages, dtable.ptr};
-    CUDA_CHECK(gqa_decode(dq.ptr, dpk.ptr, dpv.ptr, out.ptr, scratch.ptr, pp, nullptr));
-    rows.push_back(compare("gqa_decode paged", out.download(), ref, 1e-5));
+void runner::timed(const ordered_json& j) {
+  const case_shape s = shape_of(j.at("shape"));
+  const int repeats = std::max(20, plan_.value("repeats", 20));
+  std::uint64_t seed = seed_ ^ std::hash<std::string>{}(j.at("id"));
+  kernel_bytes kb;
+  std::function<void(int)> launch;
+  ordered_json check_row;
+  // Per kernel: device inputs (copies), a launch on copy i, and request 0 of copy 0 checked.
+  std::vector<device_buffer<bf16_bits>> hb;  // BF16 tensors, copies in a row
+  std::vector<device_buffer<float>> hf;
+  std::vector<device_buffer<int>> hi;
+  auto bf = [&](long n, int copies, float lo, float hi_) {
+    hb.emplace_back(std::size_t(n) * copies);
+    CUDA_CHECK(fill_uniform_bf16(hb.back().ptr, n * copies, seed + hb.size(), lo, hi_, nullptr));
+    return hb.size() - 1;
+  };
+  auto f32 = [&](long n, int copies, float lo, float hi_) {
+    hf.emplace_back(std::size_t(n) * copies);
+    CUDA_CHECK(fill_uniform_f32(hf.back().ptr, n * copies, seed + 100 + hf.size(), lo, hi_,
+                                nullptr));
+    return hf.size() - 1;
+  };
+  auto check_request0 = [&](case_data& c, const std::vector<std::vector<float>>& got) {
+    ordered_json r = compare_all(c, got);
+    check_row = {{"row", "check"}, {"id", std::string(j.at("id")) + " (request 0 of the timed shape)"},
+                 {"kernel", s.kernel}, {"gpu", "ran"}};
+    check_row.update(r);
+  };
+  if (s.kernel == "gqa_decode") {
+    gqa_decode_params p{s.batch, s.q_heads, s.kv_heads, s.head_dim, s.length, 0, 0, nullptr,
+                        split_tokens_for(s.batch, s.kv_heads, s.length, s.split_blocks)};
+    kb = gqa_decode_bytes(p);
+    const long qn = long(s.batch) * s.q_heads * s.head_dim, kvn = long(s.batch) * s.length * s.kv_heads * s.head_dim;
+    const int copies = copies_for(2.0 * kvn * 2, l2_bytes_);
+    auto q = bf(qn, copies, -1, 1), k = bf(kvn, copies, -1, 1), v = bf(kvn, copies, -1, 1);
+    auto out = poisoned(std::size_t(qn));
+    device_buffer<float> scratch(std::size_t(gqa_scratch_floats(p)));
+    launch = [&, p, q, k, v, qn, kvn, copies](int i) {
+      long c = i % copies;
+      CUDA_CHECK(gqa_decode(hb[q].ptr + c * qn, hb[k].ptr + c * kvn, hb[v].ptr + c * kvn, out.ptr,
+                            scratch.ptr, p, nullptr));
+    };
+    launch(0);
+    case_data c;
+    c.shape = s;
+    c.gqa = p;
+    c.gqa.batch = 1;
+    const long q0 = long(s.q_heads) * s.head_dim, kv0 = long(s.length) * s.kv_heads * s.head_dim;
+    auto hq = hb[q].download(q0), hk = hb[k].download(kv0), hv = hb[v].download(kv0);
+    std::vector<float> ref(static_cast<std::size_t>(q0));
+    gqa_decode_ref(hq.data(), hk.data(), hv.data(), ref.data(), c.gqa);
+    c.reference.push_back({"out", ref, 1e-5, 1e-6, "FP32 reassociation only"});
+    check_request0(c, {out.download(q0)});
+    emit(check_row);
+    timing t = time_launches(launch, repeats);
+    emit_timed(j, kb, t, copies);
+  } else if (s.kernel == "mla_decode") {
+    mla_decode_params p{s.batch, s.heads, s.rank, s.rope, s.length};
+    kb = mla_decode_bytes(p);
+    const int w = s.rank + s.rope;
+    const long qn = long(s.batch) * s.heads * w, cn = long(s.batch) * s.length * w;
+    const int copies = copies_for(2.0 * cn, l2_bytes_);
+    auto q = bf(qn, copies, -1, 1), cc = bf(cn, copies, -1, 1);
+    auto out = poisoned(std::size_t(s.batch) * s.heads * s.rank);
+    device_buffer<float> scratch(std::size_t(mla_scratch_floats(p)));
+    blas_handle h;
+    launch = [&, p, q, cc, qn, cn, copies](int i) {
+      long c = i % copies;
+      CUDA_CHECK(mla_decode(hb[q].ptr + c * qn, hb[cc].ptr + c * cn, out.ptr, scratch.ptr, p, h.h,
+                            nullptr));
+    };
+    launch(0);
+    case_data c;
+    c.shape = s;
+    c.mla = p;
+    c.mla.batch = 1;
+    auto hq = hb[q].download(std::size_t(s.heads) * w),
+         hc = hb[cc].download(std::size_t(s.length) * w);
+    std::vector<float> ref(std::size_t(s.heads) * s.rank);
+    mla_decode_ref(hq.data(), hc.data(), ref.data(), c.mla);
+    c.reference.push_back({"out", ref, 1.0 / 512, 1e-5, "softmax weights in BF16: |err| <= 2^-9"});
+    check_request0(c, {out.download(std::size_t(s.heads) * s.rank)});
+    emit(check_row);
+    timing t = time_launches(launch, repeats);
+    emit_timed(j, kb, t, copies);
+  } else if (s.kernel == "delta_step") {
+    delta_step_params p{s.batch, s.heads, s.dk, s.dv};
+    kb = delta_step_bytes(p);
+    const long n = long(s.batch) * s.heads, sn = n * s.dk * s.dv;
+    const int copies = copies_for(2.0 * sn * 4, l2_bytes_);
+    auto q = f32(n * s.dk, copies, -0.3f, 0.3f), k = f32(n * s.dk, copies, -0.3f, 0.3f),
+         v = f32(n * s.dv, copies, -1, 1), ld = f32(n * s.dk, copies, -0.1f, 0),
+         beta = f32(n, copies, 0, 1), st = f32(sn, copies, -0.5f, 0.5f);
+    auto out = poisoned(std::size_t(n) * s.dv);
+    launch = [&, p, q, k, v, ld, beta, st, n, sn, copies](int i) {
+      long c = i % copies;
+      CUDA_CHECK(delta_step(hf[q].ptr + c * n * s.dk, hf[k].ptr + c * n * s.dk,
+                            hf[v].ptr + c * n * s.dv, hf[ld].ptr + c * n * s.dk,
+                            hf[beta].ptr + c * n, hf[st].ptr + c * sn, out.ptr, p, nullptr));
+    };
+    // Request 0's inputs and state before the checked launch.
+    const std::size_t hk = std::size_t(s.heads) * s.dk, hv = std::size_t(s.heads) * s.dv;
+    auto q0 = hf[q].download(hk), k0 = hf[k].download(hk), v0 = hf[v].download(hv),
+         l0 = hf[ld].download(hk), b0 = hf[beta].download(std::size_t(s.heads)),
+         s0 = hf[st].download(hk * s.dv);
+    launch(0);
+    case_data c;
+    c.shape = s;
+    c.delta = p;
+    c.delta.batch = 1;
+    std::vector<float> ref(hv);
+    delta_step_ref(q0.data(), k0.data(), v0.data(), l0.data(), b0.data(), s0.data(), ref.data(),
+                   c.delta);
+    c.reference.push_back({"out", ref, 1e-5, 1e-6, "FP32 reassociation only"});
+    c.reference.push_back({"state", s0, 1e-5, 1e-6, "FP32 reassociation only"});
+    check_request0(c, {out.download(hv), hf[st].download(hk * s.dv)});
+    emit(check_row);
+    timing t = time_launches(launch, repeats);
+    emit_timed(j, kb, t, copies);
+  } else if (s.kernel == "sparse_decode") {
+    sparse_decode_params p{s.batch, s.heads, s.width, s.window, s.n_entries, s.selected};
+    kb = sparse_decode_bytes(p);
+    const long qn = long(s.batch) * s.heads * s.width, wn = long(s.batch) * s.window * s.width,
+               en = long(s.batch) * s.n_entries * s.width;
+    // Only the selected entries are read: the rotation is sized by what each launch touches.
+    const int copies = copies_for(kb.state_read, l2_bytes_);
+    auto q = bf(qn, copies, -1, 1), win = bf(wn, copies, -1, 1), ent = bf(en, copies, -1, 1);
+    case_data sel = make_case({.kernel = "sparse_decode", .batch = s.batch, .heads = 1,
+                               .width = 8, .window = 1, .n_entries = s.n_entries,
+                               .selected = s.selected},
+                              seed);
+    auto dsel = to_device(sel.i32.at("selected"));
+    auto out = poisoned(std::size_t(qn));
+    device_buffer<float> scratch(std::size_t(s.batch) * s.heads * (s.window + s.selected));
+    launch = [&, p, q, win, ent, qn, wn, en, copies](int i) {
+      long c = i % copies;
+      CUDA_CHECK(sparse_decode(hb[q].ptr + c * qn, hb[win].ptr + c * wn, hb[ent].ptr + c * en,
+                               dsel.ptr, out.ptr, scratch.ptr, p, nullptr));
+    };
+    launch(0);
+    case_data c;
+    c.shape = s;
+    c.sparse = p;
+    c.sparse.batch = 1;
+    auto hq = hb[q].download(std::size_t(s.heads) * s.width),
+         hw = hb[win].download(std::size_t(s.window) * s.width),
+         he = hb[ent].download(std::size_t(s.n_entries) * s.width);
+    std::vector<float> ref(std::size_t(s.heads) * s.width);
+    sparse_decode_ref(hq.data(), hw.data(), he.data(), sel.i32.at("selected").data(), ref.data(),
+                      c.sparse);
+    c.reference.push_back({"out", ref, 1e-5, 1e-6, "FP32 reassociation only"});
+    check_request0(c, {out.download(std::size_t(s.heads) * s.width)});
+    emit(check_row);
+    timing t = time_launches(launch, repeats);
+    emit_timed(j, kb, t, copies);
+  } else if (s.kernel == "moe_gemm") {
+    std::vector<int> offsets = disjoint_routing(s.batch, s.top_k, s.experts);
+    const int rows = offsets.back();
+    moe_gemm_params hp{s.experts, s.in, s.out, offsets.data()};
+    kb = moe_gemm_bytes(hp, rows);
+    const long wn = long(s.experts) * s.in * s.out;
+    const int copies = copies_for(kb.weights, l2_bytes_);
+    auto x = bf(long(rows) * s.in, 1, -1, 1), w = bf(wn, copies, -1, 1);
+    auto doff = to_device(offsets);
+    auto y = poisoned(std::size_t(rows) * s.out);
+    moe_gemm_params p{s.experts, s.in, s.out, doff.ptr};
+    launch = [&, p, x, w, wn, rows, copies](int i) {
+      CUDA_CHECK(moe_gemm(hb[x].ptr, hb[w].ptr + long(i % copies) * wn, y.ptr, rows, p, nullptr));
+    };
+    launch(0);
+    // The first expert's rows (copy 0) against the plain twin.
+    int e0 = 0;
+    while (offsets[std::size_t(e0) + 1] == offsets[std::size_t(e0)]) ++e0;
+    const int r0 = offsets[std::size_t(e0)], n0 = offsets[std::size_t(e0) + 1] - r0;
+    auto hx = hb[x].download(std::size_t(n0) * s.in, std::size_t(r0) * s.in);
+    auto hw = hb[w].download(std::size_t(s.in) * s.out, std::size_t(e0) * s.in * s.out);
+    std::vector<int> off1 = {0, n0};
+    std::vector<float> ref(std::size_t(n0) * s.out);
+    moe_gemm_ref(hx.data(), hw.data(), ref.data(), moe_gemm_params{1, s.in, s.out, off1.data()});
+    case_data c;
+    c.shape = s;
+    c.reference.push_back({"y", ref, 1e-5, 1e-6, "FP32 reassociation only"});
+    check_request0(c, {y.download(std::size_t(n0) * s.out, std::size_t(r0) * s.out)});
+    emit(check_row);
+    timing t = time_launches(launch, repeats);
+    emit_timed(j, kb, t, copies);
+  } else {
+    throw std::runtime_error("no timed form for kernel " + s.kernel);
   }
-  {  // MLA compact decode
-    mla_decode_params p{2, 4, 64, 16, 200};
-    auto q = random_bf16(rng, 2 * 4 * 80), c = random_bf16(rng, 2L * 200 * 80);
-    std::vector<float> ref(2 * 4 * 64);
-    mla_decode_ref(q.data(), c.data(), ref.data(), p);
-    device_buffer<bf16_bits> dq(q.size()), dc(c.size());
-    device_buffer<float> out(ref.size()), scratch(2 * 4 * 200);
-    dq.upload(q);
-    dc.upload(c);
-    CUDA_CHECK(mla_decode(dq.ptr, dc.ptr, out.ptr, scratch.ptr, p, nullptr));
-    rows.push_back(compare("mla_decode compact", out.download(), ref, 1e-5));
-  }
-  {  // KDA/GDN recurrent step and chunked prefill
-    const int B = 3, H = 4, dk = 32, dv = 24, T = 150;
-    delta_step_params p{B, H, dk, dv};
-    auto q = random_f32(rng, B * H * dk, -0.3f, 0.3f), k = random_f32(rng, B * H * dk, -0.3f, 0.3f);
-    auto v = random_f32(rng, B * H * dv, -1, 1), ld = random_f32(rng, B * H * dk, -0.1f, 0);
-    auto beta = random_f32(rng, B * H, 0, 1),
-         S = random_f32(rng, std::size_t(B) * H * dk * dv, -0.5f, 0.5f);
-    std::vector<float> ref(B * H * dv), Sref = S;
-    delta_step_ref(q.data(), k.data(), v.data(), ld.data(), beta.data(), Sref.data(), ref.data(),
-                   p);
-    device_buffer<float> dq(q.size()), dkk(k.size()), dvv(v.size()), dld(ld.size()),
-        db(beta.size()), dS(S.size()), out(ref.size());
-    dq.upload(q);
-    dkk.upload(k);
-    dvv.upload(v);
-    dld.upload(ld);
-    db.upload(beta);
-    dS.upload(S);
-    CUDA_CHECK(delta_step(dq.ptr, dkk.ptr, dvv.ptr, dld.ptr, db.ptr, dS.ptr, out.ptr, p, nullptr));
-    rows.push_back(compare("delta_step (KDA/GDN decode)", out.download(), ref, 1e-5));
-    rows.push_back(compare("delta_step state", dS.download(), Sref, 1e-5));
-    delta_chunk_params cp{H, T, dk, dv, 64};
-    auto cq = random_f32(rng, std::size_t(H) * T * dk, -0.2f, 0.2f),
-         ck = random_f32(rng, std::size_t(H) * T * dk, -0.2f, 0.2f);
-    auto cv = random_f32(rng, std::size_t(H) * T * dv, -1, 1),
-         cl = random_f32(rng, std::size_t(H) * T * dk, -0.05f, 0);
-    auto cb = random_f32(rng, std::size_t(H) * T, 0, 1);
-    std::vector<float> cS(std::size_t(H) * dk * dv, 0.0f), cref(std::size_t(H) * T * dv),
-        cSref = cS;
-    delta_chunk_ref(cq.data(), ck.data(), cv.data(), cl.data(), cb.data(), cSref.data(),
-                    cref.data(), cp);
-    device_buffer<float> a(cq.size()), b(ck.size()), c(cv.size()), d(cl.size()), e(cb.size()),
-        s(cS.size()), o(cref.size()), scratch(std::size_t(H) * 64 * (2 * 64 + 2 * dk + dv));
-    a.upload(cq);
-    b.upload(ck);
-    c.upload(cv);
-    d.upload(cl);
-    e.upload(cb);
-    s.upload(cS);
-    CUDA_CHECK(
-        delta_chunk(a.ptr, b.ptr, c.ptr, d.ptr, e.ptr, s.ptr, o.ptr, scratch.ptr, cp, nullptr));
-    // Chunked vs recurrent reassociates FP32 sums through exp(G_i - G_j): looser absolute bound.
-    rows.push_back(
-        compare("delta_chunk (chunked prefill) vs recurrence", o.download(), cref, 1e-4));
-  }
-  {  // SWA + CSA sparse gather decode
-    sparse_decode_params p{2, 4, 64, 128, 300, 32};
-    auto q = random_bf16(rng, 2 * 4 * 64), w = random_bf16(rng, 2L * 128 * 64),
-         en = random_bf16(rng, 2L * 300 * 64);
-    std::vector<int> sel(2 * 32);
-    for (int i = 0; i < 64; ++i) sel[i] = (i * 37) % 300;
-    std::vector<float> ref(2 * 4 * 64);
-    sparse_decode_ref(q.data(), w.data(), en.data(), sel.data(), ref.data(), p);
-    device_buffer<bf16_bits> dq(q.size()), dw(w.size()), de(en.size());
-    device_buffer<int> ds(sel.size());
-    device_buffer<float> out(ref.size()), scratch(2 * 4 * 160);
-    dq.upload(q);
-    dw.upload(w);
-    de.upload(en);
-    ds.upload(sel);
-    CUDA_CHECK(sparse_decode(dq.ptr, dw.ptr, de.ptr, ds.ptr, out.ptr, scratch.ptr, p, nullptr));
-    rows.push_back(compare("sparse_decode (SWA + CSA)", out.download(), ref, 1e-5));
-  }
-  {  // MoE grouped GEMM
-    const int E = 6, in = 128, outw = 96;
-    std::vector<int> offsets = {0, 3, 3, 7, 8, 12, 16};
-    auto x = random_bf16(rng, 16 * in), w = random_bf16(rng, std::size_t(E) * in * outw);
-    std::vector<float> ref(16 * outw);
-    moe_gemm_params hp{E, in, outw, offsets.data()};
-    moe_gemm_ref(x.data(), w.data(), ref.data(), hp);
-    device_buffer<bf16_bits> dx(x.size()), dw(w.size());
-    device_buffer<int> doff(offsets.size());
-    device_buffer<float> y(ref.size());
-    dx.upload(x);
-    dw.upload(w);
-    doff.upload(offsets);
-    moe_gemm_params dp{E, in, outw, doff.ptr};
-    CUDA_CHECK(moe_gemm(dx.ptr, dw.ptr, y.ptr, 16, dp, nullptr));
-    rows.push_back(compare("moe_gemm (grouped, decode rows)", y.download(), ref, 1e-5));
-  }
-  return rows;
-}
-
-/// One timed call: analytical bytes and FLOPs, measured time, and what they imply.
-ordered_json timed(const std::string& kernel, const std::string& shape, double bytes, double flops,
-                   double seconds, const ceilings& c) {
-  double bw = bytes / seconds;
-  return {{"kernel", kernel},
-          {"shape", shape},
-          {"bytes", bytes},
-          {"flops", flops},
-          {"time_us", seconds * 1e6},
-          {"achieved_gb_s", bw / 1e9},
-          {"fraction_of_read_ceiling", bw / c.read_bw},
-          {"achieved_tflop_s", flops / seconds / 1e12},
-          {"roofline_us",
-           std::max(bytes / c.read_bw, c.gemm_flops > 0 ? flops / c.gemm_flops : 0.0) * 1e6}};
-}
-
-ordered_json sweep(std::mt19937_64& rng, const ceilings& c) {
-  ordered_json rows = ordered_json::array();
-  // GQA decode over >= 256 MB of KV (Qwen3-8B heads: 32 query, 8 KV of 128).
-  for (auto [B, L] :
-       std::vector<std::pair<int, int>>{{1, 65536}, {8, 16384}, {32, 8192}, {64, 4096}}) {
-    gqa_decode_params p{B, 32, 8, 128, L, 0, 0, nullptr};
-    std::size_t kv = std::size_t(B) * L * 8 * 128;
-    device_buffer<bf16_bits> q(std::size_t(B) * 32 * 128), k(kv), v(kv);
-    device_buffer<float> out(std::size_t(B) * 32 * 128), scratch(std::size_t(B) * 32 * L);
-    CUDA_CHECK(cudaMemset(k.ptr, 0, kv * 2));
-    CUDA_CHECK(cudaMemset(v.ptr, 0, kv * 2));
-    double t = time_median([&](int) {
-      CUDA_CHECK(gqa_decode(q.ptr, k.ptr, v.ptr, out.ptr, scratch.ptr, p, nullptr));
-    });
-    double bytes = 2.0 * kv * 2;  // K and V read once: the tally's decode_read
-    double flops = 4.0 * 32 * 128 * double(L) * B;
-    rows.push_back(timed("gqa_decode", "B=" + std::to_string(B) + " L=" + std::to_string(L), bytes,
-                         flops, t, c));
-  }
-  // MLA compact decode (V3-like: 128 heads over a 512 + 64 latent).
-  for (auto [B, L] : std::vector<std::pair<int, int>>{{8, 32768}, {32, 8192}}) {
-    mla_decode_params p{B, 128, 512, 64, L};
-    std::size_t cache = std::size_t(B) * L * 576;
-    device_buffer<bf16_bits> q(std::size_t(B) * 128 * 576), cc(cache);
-    device_buffer<float> out(std::size_t(B) * 128 * 512), scratch(std::size_t(B) * 128 * L);
-    CUDA_CHECK(cudaMemset(cc.ptr, 0, cache * 2));
-    double t = time_median(
-        [&](int) { CUDA_CHECK(mla_decode(q.ptr, cc.ptr, out.ptr, scratch.ptr, p, nullptr)); });
-    rows.push_back(timed("mla_decode", "B=" + std::to_string(B) + " L=" + std::to_string(L),
-                         2.0 * cache, 2.0 * 128 * (576 + 512) * double(L) * B, t, c));
-  }
-  // KDA/GDN recurrent step: the FP32 state is read and written.
-  for (int B : {64, 256}) {
-    delta_step_params p{B, 32, 128, 128};
-    std::size_t state = std::size_t(B) * 32 * 128 * 128;
-    device_buffer<float> q(B * 32 * 128), k(B * 32 * 128), v(B * 32 * 128), ld(B * 32 * 128),
-        beta(B * 32), S(state), out(B * 32 * 128);
-    CUDA_CHECK(cudaMemset(S.ptr, 0, state * 4));
-    CUDA_CHECK(cudaMemset(ld.ptr, 0, ld.count * 4));
-    double t = time_median([&](int) {
-      CUDA_CHECK(delta_step(q.ptr, k.ptr, v.ptr, ld.ptr, beta.ptr, S.ptr, out.ptr, p, nullptr));
-    });
-    rows.push_back(timed("delta_step", "B=" + std::to_string(B) + " H=32 128x128", 2.0 * state * 4,
-                         6.0 * 128 * 128 * 32 * B, t, c));
-  }
-  // Sparse decode (V4-like: 64 heads of 512, window 128 + 512 selected).
-  for (int B : {64, 256}) {
-    sparse_decode_params p{B, 64, 512, 128, 2048, 512};
-    device_buffer<bf16_bits> q(std::size_t(B) * 64 * 512), w(std::size_t(B) * 128 * 512),
-        en(std::size_t(B) * 2048 * 512);
-    std::vector<int> sel(std::size_t(B) * 512);
-    for (std::size_t i = 0; i < sel.size(); ++i) sel[i] = int((i * 4) % 2048);
-    device_buffer<int> ds(sel.size());
-    ds.upload(sel);
-    device_buffer<float> out(std::size_t(B) * 64 * 512), scratch(std::size_t(B) * 64 * 640);
-    double t = time_median([&](int) {
-      CUDA_CHECK(sparse_decode(q.ptr, w.ptr, en.ptr, ds.ptr, out.ptr, scratch.ptr, p, nullptr));
-    });
-    rows.push_back(timed("sparse_decode", "B=" + std::to_string(B), double(B) * 640 * 512 * 2,
-                         4.0 * 64 * 512 * 640 * B, t, c));
-  }
-  // MoE grouped GEMM at decode rows: 8 experts touched, 2048 x 4096 each (bytes = weights).
-  for (int rows_n : {8, 64}) {
-    const int E = 8, in = 2048, outw = 4096;
-    std::vector<int> offsets(E + 1);
-    for (int e = 0; e <= E; ++e) offsets[e] = e * rows_n / E;
-    // Rotate over copies of the weights so the L2 does not serve them.
-    int copies = 8;
-    device_buffer<bf16_bits> x(std::size_t(rows_n) * in), w(std::size_t(copies) * E * in * outw);
-    device_buffer<int> doff(offsets.size());
-    doff.upload(offsets);
-    device_buffer<float> y(std::size_t(rows_n) * outw);
-    moe_gemm_params p{E, in, outw, doff.ptr};
-    double t = time_median([&](int i) {
-      CUDA_CHECK(moe_gemm(x.ptr, w.ptr + std::size_t(i % copies) * E * in * outw, y.ptr, rows_n, p,
-                          nullptr));
-    });
-    rows.push_back(timed("moe_gemm", "rows=" + std::to_string(rows_n), double(E) * in * outw * 2,
-                         2.0 * rows_n * in * outw, t, c));
-  }
-  (void)rng;
-  return rows;
 }
 
 }  // namespace
 
-nlohmann::ordered_json run_kernel_checks(std::uint64_t seed) {
-  ordered_json j;
-  cudaDeviceProp prop{};
-  CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
-  j["device"] = {
-      {"name", prop.name},
-      {"sms", prop.multiProcessorCount},
-      {"l2_bytes", prop.l2CacheSize},
-      {"memory_bytes", prop.totalGlobalMem},
-      {"compute_capability", std::to_string(prop.major) + "." + std::to_string(prop.minor)}};
-  std::mt19937_64 rng(seed);
-  ordered_json ceil_json;
-  ceilings c = measure_ceilings(ceil_json);
-  j["ceilings"] = ceil_json;
-  j["correctness"] = correctness(rng);
-  j["sweep"] = sweep(rng, c);
-  return j;
-}
-
 }  // namespace calc::gpu
 
-#endif  // CALC_WITH_CUDA
+extern "C" {
+
+__attribute__((visibility("default"))) int calc_cuda_abi_version(void) {
+  return CALC_CUDA_ABI_VERSION;
+}
+
+__attribute__((visibility("default"))) int calc_cuda_probe(char* why, std::size_t size) {
+  int n = 0;
+  cudaError_t e = cudaGetDeviceCount(&n);
+  std::string reason;
+  if (e != cudaSuccess)
+    reason = std::string("no usable CUDA device: ") + cudaGetErrorString(e);
+  else if (n == 0)
+    reason = "no CUDA device on this machine";
+  if (reason.empty()) return 0;
+  std::snprintf(why, size, "%s", reason.c_str());
+  return 1;
+}
+
+__attribute__((visibility("default"))) int calc_cuda_run(const char* plan_json,
+                                                         calc_cuda_emit_fn emit, void* context) {
+  try {
+    nlohmann::ordered_json plan = nlohmann::ordered_json::parse(plan_json);
+    calc::gpu::runner r(plan, emit, context);
+    return r.run() ? 0 : 1;
+  } catch (const std::exception& e) {
+    nlohmann::ordered_json row = {{"row", "error"}, {"id", "run"}, {"error", e.what()},
+                                  {"verdict", "FAIL"}, {"sticky", true}};
+    emit(context, row.dump().c_str());
+    return 1;
+  }
+}
+}

@@ -60,6 +60,19 @@ std::vector<card_load> card_loads(const graph& g, const layout& l, std::int64_t 
   const model_spec& s = *g.spec;
   std::int64_t total = static_cast<std::int64_t>(g.layers.size());
   std::int64_t per_stage = (total + l.pp - 1) / l.pp;
+  // Every layer of a group stores the same tensors and state: size one layer per group.
+  std::vector<checked> group_weights(g.groups.size()), group_state(g.groups.size());
+  std::vector<std::size_t> group_of(g.layers.size());
+  for (std::size_t gi = 0; gi < g.groups.size(); ++gi) {
+    for (std::int64_t i : g.groups[gi].indices) group_of[static_cast<std::size_t>(i)] = gi;
+    const layer& ly = g.layers[static_cast<std::size_t>(g.groups[gi].indices.front())];
+    std::vector<tensor> ts;
+    layer_tensors(ly, m, ts);
+    for (const tensor& t : ts) group_weights[gi] += card_bytes(t, l);
+    auto comps = std::visit([&](const auto& a) { return state(a, m, s.execution); }, ly.attention);
+    for (const state_component& sc : comps)
+      group_state[gi] += ceil_div(sc.bytes(length), std::min(l.tp, sc.shards));
+  }
   std::vector<card_load> out;
   for (std::int64_t stage = 0; stage < l.pp; ++stage) {
     card_load c;
@@ -68,24 +81,28 @@ std::vector<card_load> card_loads(const graph& g, const layout& l, std::int64_t 
     c.layers =
         std::max<std::int64_t>(0, std::min(total, c.first_layer + per_stage) - c.first_layer);
     for (std::int64_t i = c.first_layer; i < c.first_layer + c.layers; ++i) {
-      const layer& ly = g.layers[static_cast<std::size_t>(i)];
-      std::vector<tensor> ts;
-      layer_tensors(ly, m, ts);
-      for (const tensor& t : ts) c.weight_bytes += card_bytes(t, l);
-      auto comps =
-          std::visit([&](const auto& a) { return state(a, m, s.execution); }, ly.attention);
-      for (const state_component& sc : comps)
-        c.state_bytes += ceil_div(sc.bytes(length), std::min(l.tp, sc.shards));
+      c.weight_bytes += group_weights[group_of[static_cast<std::size_t>(i)]];
+      c.state_bytes += group_state[group_of[static_cast<std::size_t>(i)]];
     }
     out.push_back(c);
   }
   // The embedding table sits with the first stage, the head and final norm with the last; both
   // are split over the vocabulary by tp.
-  std::vector<tensor> ts = model_tensors(g);
+  std::vector<tensor> ts;
+  model_level_tensors(s, m, ts);
   for (const tensor& t : ts) {
     if (t.module == "embedding") out.front().weight_bytes += card_bytes(t, l);
     if (t.module == "head" || t.name == "final_norm" || t.module == "connection")
       out.back().weight_bytes += card_bytes(t, l);
+  }
+  // Layer connection tensors (mHC mixes) are added to the last stage as well, as when this
+  // walked model_tensors(g); one layer per group, times its size.
+  for (const layer_group& grp : g.groups) {
+    std::vector<tensor> lts;
+    layer_tensors(g.layers[static_cast<std::size_t>(grp.indices.front())], m, lts);
+    for (const tensor& t : lts)
+      if (t.module == "connection")
+        out.back().weight_bytes += card_bytes(t, l) * static_cast<std::int64_t>(grp.indices.size());
   }
   if (s.token_history)  // token ids stay with the first stage (Engram lookups)
     out.front().state_bytes += s.precision.token_history.bytes(length);

@@ -6,35 +6,9 @@
 #include <cmath>
 
 #include "common/error.h"
+#include "tally/closed_form.h"
 
 namespace calc {
-
-request_plan plan_request(const graph& g, std::int64_t cached, std::int64_t prompt,
-                          std::int64_t generate) {
-  const model_spec& s = *g.spec;
-  request_plan r;
-  r.prefill_calls = 1;
-  r.decode_calls = generate - 1;
-  checked h = checked(cached) + prompt;  // H = S + P
-  r.prefill_flops = tally_forward(g, make_call(s, 1, cached, prompt)).flops;
-  // §2.2.3: decode j (0-based) sees H + j cached positions and adds one token.
-  for (std::int64_t j = 0; j < r.decode_calls; ++j) {
-    checked history = h + j;
-    r.decode_flops += tally_forward(g, make_call(s, 1, history.value(), 1)).flops;
-    r.cumulative_read_bytes += tally_state(g, history.value()).decode_read;
-    r.cumulative_read_tokens += history;
-  }
-  r.flops = r.prefill_flops + r.decode_flops;
-  r.final_positions = (h + r.decode_calls).value();
-  checked before = tally_state(g, cached).growing;
-  checked after_prefill = tally_state(g, h.value()).growing;
-  state_tally final_state = tally_state(g, r.final_positions);
-  r.final_state_bytes = final_state.total;
-  checked final_growing = final_state.growing;
-  r.kv_written_bytes = final_growing - before;
-  r.decode_written_bytes = final_growing - after_prefill;
-  return r;
-}
 
 capacity_plan plan_capacity(const graph& g, const gpu_spec& gpu, std::int64_t gpus,
                             std::int64_t length, checked workspace, checked weight_bytes) {
@@ -90,16 +64,21 @@ std::optional<std::int64_t> max_tokens_within(const graph& g, checked budget) {
   state_tally zero = tally_state(g, 0);
   if (zero.fixed > budget) return std::nullopt;
   if (tally_state(g, 1).total == zero.total) return INT64_MAX;
+  // The bisection evaluates the state some 80 times: compile it once when every kind allows.
+  closed_form cf(g);
+  auto total_at = [&](std::int64_t n) {
+    return cf.complete() ? cf.state(n).total : tally_state(g, n).total;
+  };
   // State is monotone in length: bisect for the last length that fits (windows cap growth).
   std::int64_t lo = 0, hi = 1;
-  while (hi < (1LL << 40) && tally_state(g, hi).total <= budget) {
+  while (hi < (1LL << 40) && total_at(hi) <= budget) {
     lo = hi;
     hi *= 2;
   }
   if (hi >= (1LL << 40)) return INT64_MAX;
   while (hi - lo > 1) {
     std::int64_t mid = lo + (hi - lo) / 2;
-    if (tally_state(g, mid).total <= budget) {
+    if (total_at(mid) <= budget) {
       lo = mid;
     } else {
       hi = mid;

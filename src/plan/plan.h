@@ -27,9 +27,15 @@ struct request_plan {
   checked cumulative_read_tokens;  // sum_j (H + j)
 };
 
-/// One request of B=1: prefill (S cached, P new), then G-1 decodes at history S+P+j.
+/// One request of B=1: prefill (S cached, P new), then G-1 decodes at history S+P+j. The decode
+/// steps are summed in closed form (tally/closed_form.h): the cost does not grow with G.
 request_plan plan_request(const graph& g, std::int64_t cached, std::int64_t prompt,
                           std::int64_t generate);
+
+/// The same, step by step through the itemised tallies: the oracle the closed form is tested
+/// against, and the path for a layer kind the closed form has no evaluator for yet.
+request_plan plan_request_stepwise(const graph& g, std::int64_t cached, std::int64_t prompt,
+                                   std::int64_t generate);
 
 struct capacity_plan {
   std::int64_t length = 0;

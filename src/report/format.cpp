@@ -159,12 +159,16 @@ std::string md_table(const std::string& name, const ojson& rows) {
   return out;
 }
 
+}  // namespace
+
 std::string csv_escape(const std::string& s) {
   if (s.find_first_of(",\"\n") == std::string::npos) return s;
   std::string out = "\"";
   for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
   return out + "\"";
 }
+
+namespace {
 
 std::string csv_value(const ojson& v) {
   if (v.is_null()) return "";

@@ -25,6 +25,9 @@ std::string render(const ojson& result, output_format format, const std::string&
 /// string (JSON readers lose exactness past 2^63; calc check reads either form).
 ojson exact(const checked& v);
 
+/// A CSV field as written: quoted when it holds a comma, a quote or a newline.
+std::string csv_escape(const std::string& s);
+
 /// 1234567 -> "1,234,567".
 std::string with_commas(std::int64_t v);
 

@@ -116,9 +116,6 @@ void layer_tensors(const layer& l, const model_context& m, std::vector<tensor>& 
                  checked(l.norms) * m.hidden * m.norm_vectors(), &m.precision->norms});
 }
 
-namespace {
-
-/// The tensors outside the layers: embedding, head, final norm, connection vectors.
 void model_level_tensors(const model_spec& s, const model_context& m, std::vector<tensor>& out) {
   checked vd = checked(s.vocab) * s.hidden;
   // An untied table is only looked up by rows; a tied one is also the vocabulary head.
@@ -142,8 +139,6 @@ void model_level_tensors(const model_spec& s, const model_context& m, std::vecto
   if (s.connection.type == connection_spec::kind::mhc) add_mhc_head_tensors(s.connection, m, out);
 }
 
-}  // namespace
-
 std::vector<tensor> model_tensors(const graph& g) {
   model_context m = context_of(g);
   std::vector<tensor> out;
@@ -157,10 +152,11 @@ params_tally tally_params(const graph& g) {
   for (category c : {category::embedding_output, category::attention, category::dense_shared_ffn,
                      category::routed_experts, category::engram, category::other})
     p.categories[c] = 0;
-  for (const tensor& t : model_tensors(g)) {
-    checked bytes = t.format->bytes(t.params);
-    p.total += t.params;
-    p.categories[t.cat] += t.params;
+  auto add = [&](const tensor& t, checked count) {
+    checked params = t.params * count;
+    checked bytes = t.format->bytes(t.params) * count;
+    p.total += params;
+    p.categories[t.cat] += params;
     p.weight_bytes += bytes;
     if (t.lookup_only) {
       p.lookup_bytes += bytes;
@@ -170,12 +166,22 @@ params_tally tally_params(const graph& g) {
     // Active: what one token multiplies with; the looked-up table and unselected experts are not.
     if (t.per_token > 0) {
       checked one = t.params / t.instances;
-      p.active += one * t.per_token;
-      p.selected_expert_bytes_per_token += t.format->bytes(one) * t.per_token;
+      p.active += one * t.per_token * count;
+      p.selected_expert_bytes_per_token += t.format->bytes(one) * t.per_token * count;
     } else if (!t.lookup_only) {
-      p.active += t.params;
+      p.active += params;
     }
+  };
+  // Every layer of a group stores the same tensors: tally one, times the group's size.
+  model_context mc = context_of(g);
+  for (const layer_group& grp : g.groups) {
+    std::vector<tensor> ts;
+    layer_tensors(g.layers[static_cast<std::size_t>(grp.indices.front())], mc, ts);
+    for (const tensor& t : ts) add(t, static_cast<std::int64_t>(grp.indices.size()));
   }
+  std::vector<tensor> head;
+  model_level_tensors(*g.spec, mc, head);
+  for (const tensor& t : head) add(t, 1);
   p.bf16_bytes = p.total * 2;
 
   model_context m = context_of(g);

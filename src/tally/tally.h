@@ -23,6 +23,9 @@ std::string kind_name(const ffn_spec& f);
 /// The tensors of one layer (attention, feed-forward, norms).
 void layer_tensors(const layer& l, const model_context& m, std::vector<tensor>& out);
 
+/// The tensors outside the layers: embedding, head, final norm, connection vectors.
+void model_level_tensors(const model_spec& s, const model_context& m, std::vector<tensor>& out);
+
 struct group_params {
   std::string name;
   std::int64_t layers = 0;

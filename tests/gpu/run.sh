@@ -1,57 +1,136 @@
 #!/usr/bin/env bash
-# The GPU check, run ON the GPU machine (within 7 minutes on an H200):
-#   bash tests/gpu/run.sh OUTPUT_DIR
-# Unpacks the carried Debian packages (tests/gpu/prepare.sh), builds calc with CUDA for sm_90a,
-# runs every CUDA kernel against its CPU twin, measures the ceilings and times the kernel sweep
-# (calc validate --device cuda), validates every bundled model on the CPU twins, and writes
-# OUTPUT_DIR/report.md, OUTPUT_DIR/validate-cuda.json and OUTPUT_DIR/log.
+# The device check, in one command that fits 10 minutes on the GPU machine (16 cores, H200),
+# build included:
+#   bash tests/gpu/run.sh OUT             on the GPU machine (carry: [".gpu-deps"], see prepare.sh)
+#   bash tests/gpu/run.sh --dry-run OUT   here, and in CI: everything that needs no GPU
+# Steps, each under its own time limit, each writing JSON lines as it goes so an interrupted run
+# still leaves its rows:
+#   1. build calc and the CUDA module (build-gpu/, Release; the dry run reuses build/);
+#   2. the module checks (tests/gpu/check_module.sh);
+#   3. `validate --device cuda --correctness-only` under compute-sanitizer memcheck and racecheck
+#      -> OUT/sanitizer.jsonl (dry run: the same checks on the CPU, sanitizer rows skipped);
+#   4. one `validate --device cuda` run: device facts, clocks before/after, ceilings, every check,
+#      the timed cases -> OUT/cuda.jsonl, and OUT/report.md rendered from the same rows;
+#   5. every bundled model on the CPU twins -> OUT/cpu.jsonl;
+#   6. OUT/summary.md (a short table, printed last), also written if the run is interrupted.
 set -uo pipefail
-out=${1:?usage: run.sh OUTPUT_DIR}
-mkdir -p "$out"
+dry=0
+if [ "${1:-}" = "--dry-run" ]; then dry=1; shift; fi
+out=${1:?usage: run.sh [--dry-run] OUT}
+mkdir -p "$out" && out=$(cd "$out" && pwd)  # absolute before any cd
 cd "$(dirname "$0")/../.."
-exec > >(tee "$out/log") 2>&1
+root=$PWD
 start=$(date +%s)
+: > "$out/log"
+exec > >(tee -a "$out/log") 2>&1
+elapsed() { echo $(( $(date +%s) - start )); }
+status=0
+summary() {
+  {
+    echo "# GPU check $( [ $dry = 1 ] && echo '(dry run) ')$(date -u +%FT%TZ)"
+    echo
+    echo "| step | result |"
+    echo "|---|---|"
+    printf '%s' "${steps:-}"
+    for f in sanitizer cuda cpu; do
+      [ -f "$out/$f.jsonl" ] || continue
+      rows=$(wc -l < "$out/$f.jsonl")
+      bad=$(grep -cE '"verdict":"(FAIL|MISMATCH)"' "$out/$f.jsonl")
+      skipped=$(grep -c '"skipped"' "$out/$f.jsonl")
+      echo "| $f.jsonl | $rows rows, $bad failing, $skipped GPU rows skipped |"
+    done
+    echo "| total | $(elapsed) s, exit $status |"
+  } > "$out/summary.md"
+  cat "$out/summary.md"
+}
+trap 'status=${status:-1}; summary' EXIT
+trap 'echo "interrupted after $(elapsed) s"; status=130; exit 130' INT TERM
+steps=""
+step() {  # step NAME LIMIT_S COMMAND...: runs under a time limit, records the outcome
+  local name=$1 limit=$2; shift 2
+  local t0; t0=$(date +%s)
+  echo "== $name (limit ${limit}s, at $(elapsed) s)"
+  timeout --kill-after=10 "$limit" "$@"
+  local rc=$?
+  [ $rc = 124 ] && echo "== $name: timed out after ${limit}s"
+  steps+="| $name | exit $rc, $(( $(date +%s) - t0 )) s |"$'\n'
+  [ $rc = 0 ] || status=1
+  return $rc
+}
 
-deps=$PWD/.gpu-deps/root
-if [ -d .gpu-deps/debs ]; then
-  mkdir -p "$deps"
-  for f in .gpu-deps/debs/*.deb; do dpkg-deb -x "$f" "$deps"; done
+if [ $dry = 1 ]; then
+  build=${CALC_BUILD:-build}
+  jobs=${CALC_JOBS:-2}
+  type=RelWithDebInfo
+else
+  build=${CALC_BUILD:-build-gpu}
+  jobs=$(nproc)
+  type=Release
+  nvidia-smi --query-gpu=name,memory.total,clocks.max.sm,clocks.sm,temperature.gpu --format=csv || true
+  deps=$root/.gpu-deps/root
+  if [ -d .gpu-deps/debs ]; then
+    mkdir -p "$deps"
+    for f in .gpu-deps/debs/*.deb; do dpkg-deb -x "$f" "$deps"; done
+  fi
+  export CMAKE_PREFIX_PATH="$deps/usr:$deps/usr/lib/x86_64-linux-gnu/cmake:$deps/usr/share/cmake:${CMAKE_PREFIX_PATH:-}"
+  export LD_LIBRARY_PATH="$deps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}"
+  export CPATH="$deps/usr/include:$deps/usr/include/eigen3:${CPATH:-}"
+  depflags=(-Dyaml-cpp_DIR="$deps/usr/lib/x86_64-linux-gnu/cmake/yaml-cpp"
+            -Dfmt_DIR="$deps/usr/lib/x86_64-linux-gnu/cmake/fmt"
+            -DCLI11_DIR="$deps/usr/share/cmake/CLI11"
+            -Dnlohmann_json_DIR="$deps/usr/share/cmake/nlohmann_json"
+            -DEigen3_DIR="$deps/usr/share/eigen3/cmake"
+            -Ddoctest_DIR="$deps/usr/lib/cmake/doctest")
 fi
-export CMAKE_PREFIX_PATH="$deps/usr:$deps/usr/lib/x86_64-linux-gnu/cmake:$deps/usr/share/cmake:${CMAKE_PREFIX_PATH:-}"
-export LD_LIBRARY_PATH="$deps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}"
-export CPATH="$deps/usr/include:$deps/usr/include/eigen3:${CPATH:-}"
 
-nvidia-smi --query-gpu=name,memory.total,clocks.max.sm --format=csv || true
-cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release \
-  -Dyaml-cpp_DIR="$deps/usr/lib/x86_64-linux-gnu/cmake/yaml-cpp" \
-  -Dfmt_DIR="$deps/usr/lib/x86_64-linux-gnu/cmake/fmt" \
-  -DCLI11_DIR="$deps/usr/share/cmake/CLI11" \
-  -Dnlohmann_json_DIR="$deps/usr/share/cmake/nlohmann_json" \
-  -DEigen3_DIR="$deps/usr/share/eigen3/cmake" \
-  -Ddoctest_DIR="$deps/usr/lib/cmake/doctest" || exit 1
-cmake --build build-gpu -j "$(nproc)" --target calc || exit 1
-echo "build: $(( $(date +%s) - start )) s"
+# 1. Build: calc and the module only (the unit tests run in CI).
+configure=(cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=$type ${depflags[@]+"${depflags[@]}"})
+[ -f "$build/build.ninja" ] || step configure 120 "${configure[@]}" || exit 1
+step build 300 cmake --build "$build" -j "$jobs" --target calc || exit 1
+calc=$root/$build/calc
+module_built=0
+[ -f "$build/libcalc_cuda.so" ] && module_built=1
+if [ $dry = 0 ] && [ $module_built = 0 ]; then echo "no CUDA module was built"; status=1; exit 1; fi
 
-# Kernels vs CPU twins, ceilings and the timed sweep.
-build-gpu/calc validate --model qwen3-8b --scale 16 --length 160 --decode-steps 2 --device cuda \
-  --format json > "$out/validate-cuda.json"
-status=$?
-echo "validate --device cuda: exit $status, $(( $(date +%s) - start )) s"
+# 2. Plain commands load no GPU library; the module's one-line failures.
+if [ $dry = 1 ]; then step module-checks 120 bash tests/gpu/check_module.sh "$calc" $module_built; fi
 
-# Every bundled model on the CPU twins (the same list CI runs).
-{
-  echo "# GPU check: $(date -u +%F) on $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)"
-  echo
-  build-gpu/calc validate --model qwen3-8b --scale 16 --length 160 --decode-steps 2 --device cuda
-  echo
-  echo "## CPU validation of every bundled model"
-  echo
-  echo "| model | scale | exit |"
-  echo "|---|---|---|"
-  grep -E '^[a-z]' tests/validate-models.txt | while read -r model scale; do
-    build-gpu/calc validate --model "$model" --scale "$scale" --length 160 --decode-steps 2 > /dev/null
-    echo "| $model | $scale | $? |"
+# 3. Correctness only, under compute-sanitizer (memcheck, racecheck).
+validate=("$calc" validate --model qwen3-8b --scale 16 --length 160 --decode-steps 2 --device cuda)
+if [ $dry = 1 ]; then
+  step correctness-dry 300 "${validate[@]}" --correctness-only --dry-run \
+    --jsonl "$out/sanitizer.jsonl" > /dev/null
+  echo '{"row":"sanitizer","tool":"memcheck, racecheck","gpu":"skipped","verdict":"skipped"}' \
+    >> "$out/sanitizer.jsonl"
+elif command -v compute-sanitizer > /dev/null; then
+  for tool in memcheck racecheck; do
+    step "sanitizer-$tool" 100 compute-sanitizer --tool "$tool" --error-exitcode 3 \
+      "${validate[@]}" --correctness-only --jsonl "$out/sanitizer.jsonl" > /dev/null
+    rc=$?
+    echo "{\"row\":\"sanitizer\",\"tool\":\"$tool\",\"exit\":$rc,\"verdict\":\"$([ $rc = 0 ] && echo pass || echo FAIL)\"}" \
+      >> "$out/sanitizer.jsonl"
   done
-} > "$out/report.md"
-echo "total: $(( $(date +%s) - start )) s"
+else
+  echo '{"row":"sanitizer","error":"compute-sanitizer not found","verdict":"FAIL"}' >> "$out/sanitizer.jsonl"
+fi
+
+# 4. The one measuring run; the report is rendered from the same rows.
+if [ $dry = 1 ]; then
+  step cuda-dry 300 "${validate[@]}" --dry-run --jsonl "$out/cuda.jsonl" > "$out/report.md"
+else
+  step cuda 300 "${validate[@]}" --jsonl "$out/cuda.jsonl" > "$out/report.md"
+fi
+
+# 5. Every bundled model on the CPU twins (the list CI runs).
+cpu_models() {
+  grep -E '^[a-z]' tests/validate-models.txt | while read -r model scale; do
+    t0=$(date +%s)
+    "$calc" validate --model "$model" --scale "$scale" --length 160 --decode-steps 2 > /dev/null
+    rc=$?
+    echo "{\"row\":\"cpu_validate\",\"model\":\"$model\",\"scale\":$scale,\"exit\":$rc,\"seconds\":$(( $(date +%s) - t0 )),\"verdict\":\"$([ $rc = 0 ] && echo pass || echo FAIL)\"}" \
+      >> "$out/cpu.jsonl"
+  done
+}
+: > "$out/cpu.jsonl"
+step cpu-models 240 bash -c "$(declare -f cpu_models); calc='$calc' out='$out'; cpu_models"
 exit $status

@@ -1,0 +1,192 @@
+#include "tally/closed_form.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "tally/tally.h"
+
+namespace calc {
+
+namespace {
+
+/// GEMM weights one row of the tensor's row source multiplies: the whole tensor, or the top-k
+/// share of routed experts (no token drops: sum_e t_e = m * k).
+checked weights_per_row(const tensor& t) {
+  return t.per_token == 0 ? t.params : checked(t.per_token) * (t.params / t.instances);
+}
+
+}  // namespace
+
+closed_form::closed_form(const graph& g) : closed_form(g, g.spec->execution) {}
+
+closed_form::closed_form(const graph& g, const execution_spec& exec)
+    : g_(&g),
+      exec_(exec),
+      m_{g.spec->hidden, &g.spec->precision, &g.spec->connection, g.spec->layer_norm} {
+  compile_layers();
+  compile_head();
+}
+
+void closed_form::compile_layers() {
+  const model_spec& s = *g_->spec;
+  for (const layer_group& grp : g_->groups) {
+    const layer& first = g_->layers[static_cast<std::size_t>(grp.indices.front())];
+    // Under CED the decoder layers of a group replay a fresh prompt's tail; the encoder's do not.
+    std::int64_t decoder = 0;
+    for (std::int64_t i : grp.indices)
+      if (s.ced && i >= s.ced->encoder_layers) ++decoder;
+    std::int64_t encoder = static_cast<std::int64_t>(grp.indices.size()) - decoder;
+
+    layer_run run;
+    run.attention = &first.attention;
+    std::vector<tensor> ts;
+    layer_tensors(first, m_, ts);
+    for (const tensor& t : ts) {
+      if (t.gemm) {
+        checked w = weights_per_row(t);
+        if (t.rows == row_source::processed) run.processed_weights += w;
+        if (t.rows == row_source::new_positions) run.new_row_weights += w;
+        if (t.rows == row_source::new_entries) {
+          auto it = std::find_if(run.entry.begin(), run.entry.end(),
+                                 [&](const auto& e) { return e.ratio == t.entry_ratio; });
+          if (it == run.entry.end()) {
+            run.entry.push_back({t.entry_ratio, w});
+          } else {
+            it->weights += w;
+          }
+        }
+      }
+      if (t.lookup_only) continue;
+      if (t.per_token == 0) {
+        run.fixed_read_bytes += t.format->bytes(t.params);
+      } else {
+        run.experts.push_back(t);  // reads depend on the rows: min(E, rows * k) instances
+      }
+    }
+    if (encoder > 0) {
+      runs_.push_back(run);
+      runs_.back().count = encoder;
+    }
+    if (decoder > 0) {
+      runs_.push_back(run);
+      runs_.back().count = decoder;
+      runs_.back().ced_replay = s.ced->replay;
+    }
+
+    // State: every component of the kind, fixed + per_entry * min(floor(N / r), cap / r).
+    checked n = static_cast<std::int64_t>(grp.indices.size());
+    auto comps =
+        std::visit([&](const auto& a) { return calc::state(a, m_, exec_); }, first.attention);
+    for (const state_component& sc : comps) {
+      length_series bytes;
+      bytes.add(sc.fixed);
+      bytes.add(floor_term{sc.per_entry, 0, sc.ratio, sc.cap ? *sc.cap / sc.ratio : -1});
+      state_.add(bytes, n);
+      state_fixed_ += sc.fixed * n;
+      if (sc.read_write_each_step) state_rw_.add(bytes, n * 2);
+    }
+
+    // One decode step at context h (B = P = 1): one processed row and one new position; an
+    // entry projection runs when the step completes a block, floor((h+1)/r) - floor(h/r).
+    attention_form f = compile_attention(first.attention, m_, exec_);
+    if (!f.known) {
+      std::string kind = kind_name(first.attention);
+      if (std::find(missing_.begin(), missing_.end(), kind) == missing_.end())
+        missing_.push_back(kind);
+    }
+    decode_read_.add(f.decode_read, n);
+    length_series step;
+    step.add(checked(2) * (run.processed_weights + run.new_row_weights));
+    for (const auto& e : run.entry) {
+      step.add(floor_term{checked(2) * e.weights, 1, e.ratio, -1});
+      step.add(floor_term{checked(0) - checked(2) * e.weights, 0, e.ratio, -1});
+    }
+    step.add(f.step_work);
+    step_flops_.add(step, n);
+  }
+  if (s.token_history) {  // one id per token per request
+    length_series ids;
+    ids.add(floor_term{s.precision.token_history.bytes(1), 0, 1, -1});
+    state_.add(ids);
+  }
+}
+
+void closed_form::compile_head() {
+  const model_spec& s = *g_->spec;
+  vocab_weights_ = checked(s.vocab) * s.hidden;  // §2.1.4: 2 * m_out * d * V
+  std::vector<tensor> ts;
+  model_level_tensors(s, m_, ts);
+  for (const tensor& t : ts) {
+    if (!t.lookup_only) head_read_bytes_ += t.format->bytes(t.params);
+    if (t.module == "connection" && t.gemm) head_row_flops_ += checked(2) * weights_per_row(t);
+  }
+  if (s.connection.type == connection_spec::kind::attnres)
+    head_row_flops_ +=
+        checked(2) * s.hidden * attnres_candidates(s.layers.count, s.connection.block_layers);
+  head_row_flops_ += checked(2) * s.rope_table_frequencies;  // positions x frequencies
+  // A decode step's head: one vocabulary row, one new row.
+  step_flops_.add(checked(2) * vocab_weights_ + head_row_flops_);
+}
+
+void closed_form::require_complete() const {
+  if (!complete())
+    throw std::logic_error(
+        fmt::format("closed form: no evaluator for attention kind {}", fmt::join(missing_, ", ")));
+}
+
+state_totals closed_form::state(std::int64_t length, std::int64_t batch) const {
+  require_complete();
+  state_totals t;
+  checked b = batch, n = length;
+  t.total = b * state_.at(n);
+  t.fixed = b * state_fixed_;
+  t.growing = t.total - t.fixed;
+  t.decode_read = b * decode_read_.at(n);
+  t.decode_state_rw = b * state_rw_.at(n);
+  return t;
+}
+
+forward_totals closed_form::forward(const call& c) const {
+  forward_totals f;
+  checked b = c.batch;
+  for (const layer_run& r : runs_) {
+    call lc = c;
+    if (r.ced_replay >= 0 && c.exec.ced && c.context == 0) {
+      // §2.3.6: a decoder layer of a fresh prompt replays only the last `replay` positions.
+      lc.first = std::max<std::int64_t>(0, c.end_position() - r.ced_replay);
+      lc.window_floor = lc.first;
+    }
+    checked weights = r.processed_weights * lc.rows() + r.new_row_weights * lc.new_rows();
+    for (const auto& e : r.entry)  // entries completed by this call: n/r - S/r per request
+      weights +=
+          e.weights * b * (checked(c.end_position()) / e.ratio - checked(c.context) / e.ratio);
+    work w = std::visit([&](const auto& a) { return flops(a, m_, lc); }, *r.attention);
+    f.flops += r.count * (checked(2) * weights + w.interaction + w.state);
+    f.interaction_flops += r.count * w.interaction;
+    checked read = r.fixed_read_bytes;
+    for (const tensor& t : r.experts) read += t.read_bytes(lc);
+    f.weight_read_bytes += r.count * read;
+  }
+  f.flops += checked(2) * c.vocab_rows() * vocab_weights_ + head_row_flops_ * c.new_rows();
+  f.weight_read_bytes += head_read_bytes_;
+  return f;
+}
+
+checked closed_form::decode_flops(checked context) const {
+  require_complete();
+  return step_flops_.at(context);
+}
+
+checked closed_form::decode_flops_sum(checked lo, checked hi) const {
+  require_complete();
+  return step_flops_.sum(lo, hi);
+}
+
+checked closed_form::decode_read_sum(checked lo, checked hi) const {
+  require_complete();
+  return decode_read_.sum(lo, hi);
+}
+
+}  // namespace calc

@@ -1,0 +1,195 @@
+// The closed form (tally/closed_form.h) against the itemised tallies (tally/tally.h): exact
+// equality on random points of every bundled model, drawn to hit the block, chunk, window,
+// top-k and candidate-pool boundaries and 10M-token contexts; and closed-form requests against
+// the step-by-step sum.
+#include "tally/closed_form.h"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <random>
+#include <set>
+
+#include "plan/plan.h"
+#include "tally/tally.h"
+#include "test_model.h"
+
+namespace calc {
+
+namespace {
+
+/// Every bundled model file: models/*.yaml and models/examples/*.yaml.
+std::vector<std::string> bundled_model_files() {
+  namespace fs = std::filesystem;
+  std::vector<std::string> out;
+  for (const std::string& dir : {models_dir(), models_dir() + "/examples"})
+    for (const auto& e : fs::directory_iterator(dir))
+      if (e.is_regular_file() && e.path().extension() == ".yaml") out.push_back(e.path().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+/// Lengths where some floor or min changes slope: compression ratios, top-k and candidate
+/// edges (k * r), windows, chunk sizes, CED replay, and their products with small multiples.
+std::vector<std::int64_t> breakpoints(const model_spec& s, const graph& g) {
+  std::set<std::int64_t> edges = {1, 2, 3, s.execution.chunk};
+  if (s.ced) edges.insert(s.ced->replay);
+  for (const layer& l : g.layers) {
+    if (const auto* a = std::get_if<attention_gqa>(&l.attention); a && a->window)
+      edges.insert(*a->window);
+    if (const auto* a = std::get_if<attention_dsa>(&l.attention)) {
+      edges.insert(a->window);
+      if (a->global) {
+        edges.insert(a->global->ratio);
+        edges.insert(a->global->ratio * std::max<std::int64_t>(1, a->global->top_k));
+        if (a->indexer && a->indexer->candidates > 0)
+          edges.insert(a->global->ratio * a->indexer->candidates);
+      }
+    }
+  }
+  return {edges.begin(), edges.end()};
+}
+
+struct point_source {
+  std::mt19937_64 rng{20261129};
+  std::vector<std::int64_t> edges;
+
+  std::int64_t uniform(std::int64_t lo, std::int64_t hi) {
+    return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng);
+  }
+  /// A length: near a boundary (k * edge + {-1, 0, 1}), small, large, or exactly 10M.
+  std::int64_t length() {
+    switch (uniform(0, 5)) {
+      case 0:
+      case 1: {
+        std::int64_t e = edges[static_cast<std::size_t>(uniform(0, std::ssize(edges) - 1))];
+        return std::max<std::int64_t>(0, e * uniform(1, 3) + uniform(-1, 1));
+      }
+      case 2:
+        return uniform(0, 300);
+      case 3:
+        return uniform(0, 200'000);
+      case 4:
+        return uniform(0, 10'000'000);
+      default:
+        return 10'000'000 - uniform(0, 2);
+    }
+  }
+  std::int64_t batch() { return uniform(0, 3) == 0 ? uniform(1, 256) : 1; }
+  std::int64_t tokens() { return uniform(0, 1) == 0 ? 1 : std::max<std::int64_t>(1, length()); }
+};
+
+/// An execution path that differs from the model's in every switch the tallies read.
+execution_spec flipped(const execution_spec& e, bool has_ced) {
+  execution_spec f = e;
+  f.pairs = e.pairs == pair_counting::causal ? pair_counting::rectangular : pair_counting::causal;
+  f.mla = e.mla == mla_path::compact ? mla_path::expanded : mla_path::compact;
+  f.linear =
+      e.linear == linear_prefill::chunked ? linear_prefill::recurrent : linear_prefill::chunked;
+  f.index_scan =
+      e.index_scan == pair_counting::causal ? pair_counting::rectangular : pair_counting::causal;
+  f.vocab_all_rows = !e.vocab_all_rows;
+  f.ced = has_ced && !e.ced;
+  return f;
+}
+
+/// Compares closed and itemised tallies on `points` random points under `exec`.
+void compare(const graph& g, const execution_spec& exec, point_source& p, int points) {
+  closed_form cf(g, exec);
+  REQUIRE_MESSAGE(cf.complete(), "no closed-form evaluator for: " << cf.missing().front());
+  for (int i = 0; i < points; ++i) {
+    std::int64_t n = p.length(), b = p.batch();
+    state_totals fast = cf.state(n, b);
+    state_tally slow = tally_state(g, n, b, exec);
+    INFO("state at length ", n, ", batch ", b);
+    REQUIRE(fast.total == slow.total);
+    REQUIRE(fast.fixed == slow.fixed);
+    REQUIRE(fast.growing == slow.growing);
+    REQUIRE(fast.decode_read == slow.decode_read);
+    REQUIRE(fast.decode_state_rw == slow.decode_state_rw);
+
+    call c = make_call(*g.spec, b, p.uniform(0, 4) == 0 ? 0 : p.length(), p.tokens());
+    c.exec = exec;
+    forward_totals ff = cf.forward(c);
+    forward_tally sf = tally_forward(g, c);
+    INFO("call B=", c.batch, " S=", c.context, " P=", c.tokens);
+    REQUIRE(ff.flops == sf.flops);
+    REQUIRE(ff.interaction_flops == sf.interaction_flops);
+    REQUIRE(ff.weight_read_bytes == sf.weight_read_bytes);
+
+    std::int64_t h = std::max<std::int64_t>(1, p.length());
+    call step = make_call(*g.spec, 1, h, 1);
+    step.exec = exec;
+    INFO("decode step at context ", h);
+    REQUIRE(cf.decode_flops(h) == tally_forward(g, step).flops);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("closed form equals the itemised tallies on 10,000 random points per bundled model") {
+  std::vector<std::string> files = bundled_model_files();
+  REQUIRE(files.size() >= 10);
+  for (const std::string& file : files) {
+    CAPTURE(file);
+    model_spec spec = read_model_file(file);
+    graph g = build_graph(spec);
+    point_source p;
+    p.edges = breakpoints(spec, g);
+    compare(g, spec.execution, p, 10'000);
+    compare(g, flipped(spec.execution, spec.ced.has_value()), p, 1'000);
+  }
+}
+
+TEST_CASE("series: a sum over a range equals the sum of its points") {
+  length_series s;
+  s.add(7);
+  s.add(floor_term{3, 1, 1, -1});     // 3 (x + 1)
+  s.add(floor_term{5, 0, 4, 512});    // 5 min(x / 4, 512)
+  s.add(floor_term{-2, 1, 128, 16});  // -2 min((x + 1) / 128, 16)
+  for (auto [lo, hi] : std::vector<std::pair<std::int64_t, std::int64_t>>{
+           {0, 0}, {0, 3000}, {2047, 2049}, {127, 4096}, {5, 4}}) {
+    checked slow = 0;
+    for (std::int64_t x = lo; x <= hi; ++x) slow += s.at(x);
+    CHECK(s.sum(lo, hi) == slow);
+  }
+  CHECK(s.at(2048) == 7 + 3 * 2049 + 5 * 512 - 2 * 16);
+}
+
+TEST_CASE("closed-form requests equal the step-by-step sum") {
+  std::mt19937_64 rng(7);
+  auto uniform = [&](std::int64_t lo, std::int64_t hi) {
+    return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng);
+  };
+  for (const std::string& file : bundled_model_files()) {
+    CAPTURE(file);
+    model_spec spec = read_model_file(file);
+    graph g = build_graph(spec);
+    std::vector<std::int64_t> edges = breakpoints(spec, g);
+    for (int i = 0; i < 12; ++i) {
+      // Prompts end just before a boundary so the decodes cross it; some start from nothing.
+      std::int64_t e = edges[static_cast<std::size_t>(uniform(0, std::ssize(edges) - 1))];
+      std::int64_t cached = uniform(0, 2) == 0 ? 0 : uniform(0, 3000);
+      std::int64_t prompt = std::max<std::int64_t>(1, e * uniform(1, 2) - uniform(0, 40));
+      std::int64_t generate = uniform(1, 300);
+      CAPTURE(cached);
+      CAPTURE(prompt);
+      CAPTURE(generate);
+      request_plan fast = plan_request(g, cached, prompt, generate);
+      request_plan slow = plan_request_stepwise(g, cached, prompt, generate);
+      CHECK(fast.decode_calls == slow.decode_calls);
+      CHECK(fast.flops == slow.flops);
+      CHECK(fast.prefill_flops == slow.prefill_flops);
+      CHECK(fast.decode_flops == slow.decode_flops);
+      CHECK(fast.kv_written_bytes == slow.kv_written_bytes);
+      CHECK(fast.decode_written_bytes == slow.decode_written_bytes);
+      CHECK(fast.final_state_bytes == slow.final_state_bytes);
+      CHECK(fast.final_positions == slow.final_positions);
+      CHECK(fast.cumulative_read_bytes == slow.cumulative_read_bytes);
+      CHECK(fast.cumulative_read_tokens == slow.cumulative_read_tokens);
+    }
+  }
+}
+
+}  // namespace calc
