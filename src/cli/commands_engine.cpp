@@ -171,7 +171,18 @@ ojson capacity_json(const loaded_model& m, const engine_inputs& in,
     j["v_pool_bytes"] = exact(e.v_pool_bytes);
   }
   j["fits"] = e.fits;
-  if (!e.fits) j["reason"] = e.reason;
+  if (e.available_kv_bytes <= 0) {
+    // The estimate left nothing for the cache: say which part ate the card.
+    j["reason"] = fmt::format(
+        "no memory is left for the KV cache: weights per rank {} B{} exceed the engine's share of "
+        "the card",
+        in.weight_bytes_per_rank.value(),
+        in.activation_bytes > 0
+            ? fmt::format(" plus the activation estimate {} B", in.activation_bytes.value())
+            : std::string());
+  } else if (!e.fits) {
+    j["reason"] = e.reason;
+  }
   if (e.estimated_max_model_len > 0) j["estimated_max_model_len"] = e.estimated_max_model_len;
   ojson groups = ojson::array();
   for (const engine::cache_group& g : e.groups)

@@ -84,12 +84,14 @@ checked request_blocks(const layer_cache& l, std::int64_t block_size, std::int64
   return 0;
 }
 
-std::vector<std::int64_t> layers_of_stage(const std::vector<layer_cache>& caches,
-                                          std::int64_t total, std::int64_t pp, std::int64_t stage) {
+/// Positions in `caches` of the layers pipeline stage `stage` holds (a layer without a cache of
+/// its own has no entry in `caches`).
+std::vector<std::size_t> layers_of_stage(const std::vector<layer_cache>& caches, std::int64_t total,
+                                         std::int64_t pp, std::int64_t stage) {
   auto [first, count] = stage_layers(total, pp, stage);
-  std::vector<std::int64_t> out;
-  for (const layer_cache& l : caches)
-    if (l.layer >= first && l.layer < first + count) out.push_back(l.layer);
+  std::vector<std::size_t> out;
+  for (std::size_t i = 0; i < caches.size(); ++i)
+    if (caches[i].layer >= first && caches[i].layer < first + count) out.push_back(i);
   return out;
 }
 
@@ -114,8 +116,8 @@ engine_capacity plan_single_group(const std::vector<layer_cache>& caches, const 
   std::int64_t fewest = -1;
   for (std::int64_t stage = 0; stage < c.pipeline_parallel; ++stage) {
     checked stage_token;
-    for (std::int64_t i : layers_of_stage(caches, layers_total, c.pipeline_parallel, stage))
-      stage_token += caches[static_cast<std::size_t>(i)].token_bytes;
+    for (std::size_t i : layers_of_stage(caches, layers_total, c.pipeline_parallel, stage))
+      stage_token += caches[i].token_bytes;
     if (stage_token == 0) continue;
     checked avail = max(c.available_kv_bytes, checked(0));
     std::int64_t blocks = (avail / (stage_token * bs)).value();
@@ -263,9 +265,9 @@ engine_capacity plan_token_pool(const std::vector<layer_cache>& caches, const en
   checked cell_worst, k_cell, v_cell;
   for (std::int64_t stage = 0; stage < c.pipeline_parallel; ++stage) {
     checked cell, k;
-    for (std::int64_t i : layers_of_stage(caches, layers_total, c.pipeline_parallel, stage)) {
-      cell += caches[static_cast<std::size_t>(i)].token_bytes;
-      k += caches[static_cast<std::size_t>(i)].k_token_bytes;
+    for (std::size_t i : layers_of_stage(caches, layers_total, c.pipeline_parallel, stage)) {
+      cell += caches[i].token_bytes;
+      k += caches[i].k_token_bytes;
     }
     if (cell == 0) continue;
     checked avail = max(c.available_kv_bytes, checked(0));
@@ -396,10 +398,14 @@ std::vector<layer_cache> layer_caches(const graph& g, const engine_config& c) {
       l.type = layer_cache::kind::state;
       l.state_bytes = conv.bytes(channels * std::max<std::int64_t>(0, kda->conv_kernel - 1)) +
                       ssm.bytes(checked(kda->heads / tp) * kda->key_dim * kda->value_dim);
-    } else {
+    } else if (std::holds_alternative<attention_dsa>(ly.attention)) {
       throw spec_error("--engine", fmt::format("layer {} is DeepSeek sparse attention, whose "
                                                "engine cache layout calc does not model",
                                                ly.index));
+    } else {
+      throw spec_error("--engine", fmt::format("layer {}: calc has no engine rules for attention "
+                                               "kind '{}'",
+                                               ly.index, kind_name(ly.attention)));
     }
     out.push_back(l);
   }
@@ -434,6 +440,9 @@ static std::int64_t estimate_max_model_len(const graph& g, const rule_set& r,
 engine_capacity plan_engine(const graph& g, const rule_set& r, const engine_config& c) {
   if (c.max_model_len < 1) throw spec_error("--max-model-len", "give the context length (>= 1)");
   std::vector<layer_cache> caches = layer_caches(g, c);
+  if (caches.empty())
+    throw spec_error("--model",
+                     fmt::format("{} keeps no KV cache or state in any layer", g.spec->name));
   auto layers = static_cast<std::int64_t>(g.layers.size());
   if (c.pipeline_parallel > layers)
     throw spec_error("--pipeline-parallel-size",

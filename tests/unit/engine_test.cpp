@@ -276,3 +276,40 @@ TEST_CASE("engine: every startup log in tests/fixtures/engine-logs is reproduced
   }
   CHECK(reproduced >= 13);
 }
+
+TEST_CASE("engine: a Hugging Face config.json goes through the same engine rules") {
+  // Qwen3-Next-80B-A3B (tests/fixtures/hf): 36 Gated DeltaNet + 12 full-attention layers. A state
+  // is 3 x (2 x 16 x 128 + 32 x 128) x 2 B + 32 x 128 x 128 x 4 B = 2,146,304 B; a full-attention
+  // token 2 heads x 256 x 2 (K, V) x 2 B = 2,048 B, so blocks of 16 x ceil(2,146,304 / 32,768) =
+  // 1,056 tokens and pages of 2,162,688 B; 4 groups of 12 layers.
+  ojson j = engine_run({"capacity", "--engine", "vllm", "--model",
+                        source("tests/fixtures/hf/qwen3-next-80b-a3b.json"), "--max-model-len",
+                        "131072", "--kv-memory", "10GiB", "-f", "json"});
+  CHECK(j["block_size"] == 1056);
+  CHECK(j["page_bytes"] == 2162688);
+  REQUIRE(j["groups"].size() == 4);
+  CHECK(j["groups"][3]["layers"] == 12);
+  CHECK(j["blocks"] == (10LL << 30) / 2162688 / 12);
+  CHECK(j["blocks_per_request"] == 125 + 3);  // ceil(131072 / 1056) + one page per state group
+}
+
+TEST_CASE("engine: without --kv-memory the memory is estimated, and weights can leave none") {
+  // qwen3-8b on one H100 (80 GB as sold) at 0.9: 72e9 B - 16,381,470,720 B of weights - the
+  // activation estimate 8192 x (4 x 4096 + 2 x 12288) x 2 B + 1 GiB.
+  ojson j = engine_run({"capacity", "--engine", "vllm", "--model", "qwen3-8b", "--gpu", "h100-sxm",
+                        "--max-model-len", "32768", "-f", "json"});
+  std::int64_t activation = 8192LL * (4 * 4096 + 2 * 12288) * 2 + (1LL << 30);
+  CHECK(j["activation_estimate_bytes"] == activation);
+  CHECK(j["available_kv_bytes"] == 72000000000LL - 16381470720LL - activation);
+  // SGLang: the fraction covers weights and pool; no activation term.
+  ojson s =
+      engine_run({"capacity", "--engine", "sglang", "--model", "qwen3-8b", "--gpu", "h100-sxm",
+                  "--max-model-len", "32768", "--mem-fraction-static", "0.8", "-f", "json"});
+  CHECK(s["available_kv_bytes"] == 64000000000LL - 16381470720LL);
+  // DeepSeek-V3 in bf16 does not fit 8 x H200 at all.
+  ojson none = engine_run({"capacity", "--engine", "vllm", "--model", "deepseek-v3", "--gpu",
+                           "h200", "--tp", "8", "--max-model-len", "32768", "-f", "json"});
+  CHECK(none["fits"] == false);
+  CHECK(none["blocks"] == 0);
+  CHECK(none["reason"].get<std::string>().rfind("no memory is left for the KV cache", 0) == 0);
+}
