@@ -266,7 +266,7 @@ mat recurrent_ssd(const mat& x, const mat& B, const mat& C, const vec& log_decay
   mat y(x.rows(), x.cols());
   for (Eigen::Index t = 0; t < x.rows(); ++t) {
     S = std::exp(log_decay(t)) * S + gemm(B.row(t).transpose(), x.row(t), step);  // B^T x
-    y.row(t) = gemm(C.row(t), S, step);                                            // C S
+    y.row(t) = gemm(C.row(t), S, step);                                           // C S
   }
   return y;
 }

@@ -18,8 +18,7 @@ float softplus(float x) { return x > 20 ? x : std::log1p(std::exp(x)); }
 /// Grouped-query attention with a BF16 (or given-format) KV cache, optionally windowed.
 class gqa_runtime final : public layer_runtime {
  public:
-  gqa_runtime(const attention_gqa& a, const model_spec& s, std::int64_t layer,
-              std::mt19937_64& rng)
+  gqa_runtime(const attention_gqa& a, const model_spec& s, std::int64_t layer, std::mt19937_64& rng)
       : a_(a), layer_(layer), k_(storage_of(s.precision.kv)), v_(storage_of(s.precision.kv)) {
     std::int64_t qw = a.q_heads * a.head_dim, kvw = a.kv_heads * a.head_dim;
     wq_ = random_weight(rng, s.hidden, a.output_gate ? 2 * qw : qw);
@@ -425,8 +424,7 @@ class mamba2_runtime final : public linear_runtime {
  public:
   mamba2_runtime(const attention_mamba2& a, const model_spec& s, std::mt19937_64& rng)
       : linear_runtime(s, a.heads, a.head_dim, a.state_dim,
-                       a.heads * a.head_dim + 2 * a.groups * a.state_dim, a.conv_kernel,
-                       "mamba2"),
+                       a.heads * a.head_dim + 2 * a.groups * a.state_dim, a.conv_kernel, "mamba2"),
         a_(a) {
     const std::int64_t inner = a.heads * a.head_dim;
     w_in_ = random_weight(rng, s.hidden, inner + channels_ + a.heads);
@@ -440,8 +438,8 @@ class mamba2_runtime final : public linear_runtime {
 
   mat forward(const mat& x, const mat&, const pass& p, run_context&, counters& c) override {
     std::int64_t lin = 0, conv = 0;
-    const std::int64_t m = x.rows(), H = a_.heads, P = a_.head_dim, N = a_.state_dim,
-                       inner = H * P, gn = a_.groups * N;
+    const std::int64_t m = x.rows(), H = a_.heads, P = a_.head_dim, N = a_.state_dim, inner = H * P,
+                       gn = a_.groups * N;
     mat zxbcdt = gemm(x, w_in_, &lin);
     mat mixed = convolve(zxbcdt.middleCols(inner, channels_), conv_, p, &conv);
     count_conv(conv, p, c);

@@ -13,8 +13,8 @@ namespace calc {
 
 namespace {
 
-const std::vector<std::string> kAttentionKinds = {"gqa", "mla", "gated_deltanet", "kda", "dsa",
-                                                  "mamba2"};
+const std::vector<std::string> kAttentionKinds = {"gqa", "mla", "gated_deltanet",
+                                                  "kda", "dsa", "mamba2"};
 const std::vector<std::string> kFfnKinds = {"swiglu", "moe", "mlp"};
 
 std::string kind_of(yaml_map& m, const std::vector<std::string>& known) {
@@ -231,8 +231,7 @@ block_spec read_block(yaml_map& m) {
   if (m.has("attention"))
     b.attention = is_none(m, "attention") ? attention_spec(attention_none{})
                                           : read_attention(m.map("attention"));
-  if (m.has("ffn"))
-    b.ffn = is_none(m, "ffn") ? ffn_spec(ffn_none{}) : read_ffn(m.map("ffn"));
+  if (m.has("ffn")) b.ffn = is_none(m, "ffn") ? ffn_spec(ffn_none{}) : read_ffn(m.map("ffn"));
   b.norms = m.optional_integer("norms", 0);
   if (m.has("engram")) b.engram = read_engram(m.map("engram"));
   return b;

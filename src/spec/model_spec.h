@@ -193,8 +193,8 @@ struct ffn_moe {
                                          // the bias of gpt-oss's Linear router: E values)
   bool expert_bias = false;  // biases on each routed expert's projections (gpt-oss): gate/up
                              // 2f and down d_e per expert
-  std::int64_t latent = 0;               // d_e when experts run in a latent space; 0 = d
-  bool latent_norm = false;              // a d_e-wide norm on the latent input
+  std::int64_t latent = 0;   // d_e when experts run in a latent space; 0 = d
+  bool latent_norm = false;  // a d_e-wide norm on the latent input
 
   bool operator==(const ffn_moe&) const = default;
 };
@@ -240,17 +240,17 @@ struct precision_spec {
   std::optional<dtype> experts;         // routed expert matrices (gpt-oss: mxfp4)
   std::optional<dtype> shared_experts;  // shared expert matrices
   std::optional<dtype> dense_ffn;       // dense feed-forward matrices
-  dtype embedding;      // embedding table
-  dtype head;           // vocabulary head (when untied)
-  dtype norms;          // normalisation vectors
-  dtype kv;             // cached keys and values (and MLA latents)
-  dtype recurrent;      // linear-attention recurrent state (fp32 in the chapter)
-  dtype conv;           // short-convolution slots
-  dtype index;          // index key records
-  dtype window;         // sliding-window records of sparse attention
-  dtype compressor;     // incomplete-block compressor buffers
-  dtype token_history;  // per-request token ids kept for Engram n-grams
-  dtype activations;    // temporary tensors of a forward pass (AttnRes block store)
+  dtype embedding;                      // embedding table
+  dtype head;                           // vocabulary head (when untied)
+  dtype norms;                          // normalisation vectors
+  dtype kv;                             // cached keys and values (and MLA latents)
+  dtype recurrent;                      // linear-attention recurrent state (fp32 in the chapter)
+  dtype conv;                           // short-convolution slots
+  dtype index;                          // index key records
+  dtype window;                         // sliding-window records of sparse attention
+  dtype compressor;                     // incomplete-block compressor buffers
+  dtype token_history;                  // per-request token ids kept for Engram n-grams
+  dtype activations;                    // temporary tensors of a forward pass (AttnRes block store)
   /// The production storage formats (`--storage production`): roles given here replace the
   /// reference ones above; empty names leave a role as it is.
   std::map<std::string, dtype> production;

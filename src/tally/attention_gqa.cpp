@@ -55,7 +55,8 @@ std::vector<state_component> state(const attention_gqa& a, const model_context& 
   // §2.2.1: each token keeps one K and one V vector per KV head (one when the keys are values).
   state_component kv;
   kv.name = "kv";
-  kv.per_entry = checked(a.k_is_v ? 1 : 2) * m.precision->kv.bytes(checked(a.kv_heads) * a.head_dim);
+  kv.per_entry =
+      checked(a.k_is_v ? 1 : 2) * m.precision->kv.bytes(checked(a.kv_heads) * a.head_dim);
   kv.cap = a.window;
   kv.kind = a.window ? state_class::window : state_class::history;
   kv.shards = a.kv_heads;

@@ -57,7 +57,8 @@ void add_tensors(const attention_mamba2& a, const model_context& m, std::vector<
     out.push_back({"norms", "out_proj_bias", category::other, d, norms});
   }
   out.push_back({"conv", "conv1d", category::other, conv_channels(a) * a.conv_kernel, conv_w});
-  if (a.conv_bias) out.push_back({"norms", "conv1d_bias", category::other, conv_channels(a), norms});
+  if (a.conv_bias)
+    out.push_back({"norms", "conv1d_bias", category::other, conv_channels(a), norms});
   out.push_back({"norms", "dt_bias", category::other, a.heads, norms});
   out.push_back({"norms", "A_log", category::other, a.heads, norms});
   out.push_back({"norms", "D", category::other, a.heads, norms});
@@ -80,8 +81,7 @@ std::vector<state_component> state(const attention_mamba2& a, const model_contex
   return linear_state(a.heads, a.head_dim, a.state_dim, conv_channels(a), a.conv_kernel, m);
 }
 
-checked decode_read(const attention_mamba2&, const model_context&, const execution_spec&,
-                    checked) {
+checked decode_read(const attention_mamba2&, const model_context&, const execution_spec&, checked) {
   return 0;  // no history: the SSM state is read and rewritten (decode_state_rw)
 }
 

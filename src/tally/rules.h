@@ -49,7 +49,7 @@ struct tensor {
   std::int64_t entry_ratio = 1;  // tokens per entry, for row_source::new_entries
   std::int64_t shards = 0;       // tensor parallelism splits it over at most this many cards
                                  // (its heads); 0 = any degree; 1 = replicated on every card
-  bool idle = false;  // stored in the checkpoint but never used by a call (the own K/V
+  bool idle = false;             // stored in the checkpoint but never used by a call (the own K/V
                       // projections of a layer that reads another layer's cache): counted in
                       // parameters and weight bytes, never multiplied or read
 

@@ -163,7 +163,8 @@ TEST_CASE("mamba2: decode step, chunked and recurrent prefill FLOPs") {
 TEST_CASE("mamba2: groups must divide heads") {
   std::string yaml = kMamba;
   yaml.replace(yaml.find("groups: 2"), 9, "groups: 3");
-  CHECK(error_of(yaml) == "test.yaml:9:75: layers.attention.groups: 3 groups do not divide 4 heads");
+  CHECK(error_of(yaml) ==
+        "test.yaml:9:75: layers.attention.groups: 3 groups do not divide 4 heads");
 }
 
 namespace {
@@ -221,17 +222,17 @@ TEST_CASE("kv_source: the source must be an earlier GQA layer of the same cache 
   std::string later = yaml;
   later.replace(later.find("kv_source: 0"), 12, "kv_source: 3");
   CHECK(error_of(later) ==
-        "test.yaml:15:94: layers.overrides[0].attention.kv_source: layer 2: the source layer 3 "
+        "test.yaml:14:105: layers.overrides[0].attention.kv_source: layer 2: the source layer 3 "
         "must come before it");
   std::string shape = yaml;
   shape.replace(shape.find("kv_source: 1"), 12, "kv_source: 0");
   CHECK(error_of(shape) ==
-        "test.yaml:16:104: layers.overrides[1].attention.kv_source: layer 3: layer 0 caches 2 KV "
+        "test.yaml:15:116: layers.overrides[1].attention.kv_source: layer 3: layer 0 caches 2 KV "
         "heads x 16, not the 2 KV heads x 16, window 8 this layer reads");
   std::string chain = yaml;
   chain.replace(chain.find("kv_source: 1"), 12, "kv_source: 2");
   CHECK(error_of(chain) ==
-        "test.yaml:16:104: layers.overrides[1].attention.kv_source: layer 3: layer 2 stores no "
+        "test.yaml:15:116: layers.overrides[1].attention.kv_source: layer 3: layer 2 stores no "
         "GQA cache of its own");
 }
 
@@ -284,7 +285,8 @@ TEST_CASE("expert_bias: 2f + d per routed expert, read only for touched experts"
 }
 
 TEST_CASE("per-module weight formats: experts, attention, dense FFN; --weights sets them all") {
-  model m = model::from_text(kPartial, {"precision.attention=fp8", "precision.dense_ffn=int4:g128"});
+  model m =
+      model::from_text(kPartial, {"precision.attention=fp8", "precision.dense_ffn=int4:g128"});
   params_tally p = tally_params(m.g);
   // Attention 2 * 12,288 fp8 = 24,576 B; SwiGLU 3 * 24,576 int4 with a bf16 scale per 128:
   // 73,728 / 2 + 576 * 2 = 38,016 B; the rest (norms 320, table and head 128,000) bf16.
@@ -297,6 +299,6 @@ TEST_CASE("per-module weight formats: experts, attention, dense FFN; --weights s
   f.spec.precision.set_weights(parse_dtype("fp8"));
   graph gg = build_graph(f.spec);
   CHECK(tally_params(gg).weight_bytes.value() == 24'576 + 256 + 2 * (512 + 4 + 192 + 64'000));
-  CHECK(error_of(std::string(kMoe) + "precision: {experts: fp5}\n").rfind(
-            "test.yaml:10:25: precision.experts: unknown precision 'fp5'", 0) == 0);
+  CHECK(error_of(std::string(kMoe) + "precision: {experts: fp5}\n")
+            .rfind("test.yaml:10:22: precision.experts: unknown precision 'fp5' (known: ", 0) == 0);
 }
