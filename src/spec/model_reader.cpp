@@ -464,6 +464,23 @@ layers_spec read_layers(yaml_map m) {
   return l;
 }
 
+/// A key of a mapping node, or an undefined node (never throws, never inserts).
+YAML::Node child(const YAML::Node& node, const std::string& key) {
+  if (!node.IsDefined() || !node.IsMap()) return YAML::Node(YAML::NodeType::Undefined);
+  const YAML::Node map = node;
+  for (auto it = map.begin(); it != map.end(); ++it)
+    if (it->first.IsScalar() && it->first.Scalar() == key) return it->second;
+  return YAML::Node(YAML::NodeType::Undefined);
+}
+
+/// An element of a sequence node, or an undefined node.
+YAML::Node element(const YAML::Node& node, std::size_t i) {
+  if (!node.IsDefined() || !node.IsSequence() || i >= node.size())
+    return YAML::Node(YAML::NodeType::Undefined);
+  const YAML::Node seq = node;
+  return seq[i];
+}
+
 /// Where a layer's attention block was written: its field path and its YAML node.
 struct attention_origin {
   std::string path;
@@ -478,8 +495,10 @@ void validate_kv_sources(const model_spec& spec, const std::vector<const attenti
     const auto* a = std::get_if<attention_gqa>(at[static_cast<std::size_t>(i)]);
     if (!a || !a->kv_source) continue;
     const attention_origin& o = origin[static_cast<std::size_t>(i)];
-    const YAML::Node node = o.node["kv_source"];
-    source_location where = node.IsDefined() ? location_of(node, file) : location_of(o.node, file);
+    const YAML::Node node = child(o.node, "kv_source");
+    source_location where = node.IsDefined()     ? location_of(node, file)
+                            : o.node.IsDefined() ? location_of(o.node, file)
+                                                 : source_location{file, 0, 0};
     auto fail = [&](const std::string& why) {
       throw spec_error(where, o.path + ".kv_source", fmt::format("layer {}: {}", i, why));
     };
@@ -505,27 +524,31 @@ void validate_kv_sources(const model_spec& spec, const std::vector<const attenti
 void validate_sources(const model_spec& spec, yaml_map& m, const YAML::Node& root) {
   std::vector<const attention_spec*> at(static_cast<std::size_t>(spec.layers.count));
   std::vector<attention_origin> origin(static_cast<std::size_t>(spec.layers.count));
-  const YAML::Node layers = root["layers"];  // const: looking up must not insert keys
+  const YAML::Node layers = child(root, "layers");
   for (std::int64_t i = 0; i < spec.layers.count; ++i) {
     at[static_cast<std::size_t>(i)] = &*spec.layers.base.attention;
-    origin[static_cast<std::size_t>(i)] = {"layers.attention", layers["attention"]};
+    origin[static_cast<std::size_t>(i)] = {"layers.attention", child(layers, "attention")};
     if (!spec.layers.pattern.empty()) {
       const std::string& v =
           spec.layers.pattern[static_cast<std::size_t>(i) % spec.layers.pattern.size()];
       if (v != "base" && spec.layers.variants.at(v).attention) {
         at[static_cast<std::size_t>(i)] = &*spec.layers.variants.at(v).attention;
-        origin[static_cast<std::size_t>(i)] = {fmt::format("layers.variants.{}.attention", v),
-                                               layers["variants"][v]["attention"]};
+        origin[static_cast<std::size_t>(i)] = {
+            fmt::format("layers.variants.{}.attention", v),
+            child(child(child(layers, "variants"), v), "attention")};
       }
     }
   }
   for (std::size_t j = 0; j < spec.layers.overrides.size(); ++j) {
     const override_spec& ov = spec.layers.overrides[j];
-    const YAML::Node node = layers["overrides"][j];
-    attention_origin o = {fmt::format("layers.overrides[{}].attention", j), node["attention"]};
-    if (!node["attention"].IsDefined() && node["variant"].IsDefined()) {
-      std::string v = node["variant"].Scalar();
-      o = {fmt::format("layers.variants.{}.attention", v), layers["variants"][v]["attention"]};
+    const YAML::Node node = element(child(layers, "overrides"), j);
+    attention_origin o = {fmt::format("layers.overrides[{}].attention", j),
+                          child(node, "attention")};
+    YAML::Node variant = child(node, "variant");
+    if (!o.node.IsDefined() && variant.IsDefined() && variant.IsScalar()) {
+      std::string v = variant.Scalar();
+      o = {fmt::format("layers.variants.{}.attention", v),
+           child(child(child(layers, "variants"), v), "attention")};
     }
     for (std::int64_t i : ov.at)
       if (ov.block.attention) {
