@@ -226,4 +226,49 @@ mat recurrent_delta(const mat& q, const mat& k, const mat& v, const mat& log_dec
   return out;
 }
 
+mat chunked_ssd(const mat& x, const mat& B, const mat& C, const vec& log_decay, mat& S, int chunk,
+                std::int64_t* matrix) {
+  const Eigen::Index T = x.rows(), P = x.cols(), N = B.cols(), L = chunk;
+  mat y(T, P);
+  for (Eigen::Index c0 = 0; c0 < T; c0 += L) {
+    const Eigen::Index n = std::min(L, T - c0);
+    // The chunk padded to L rows: zero x, B, C and zero log-decay (a factor of 1) add nothing.
+    mat xc = mat::Zero(L, P), bc = mat::Zero(L, N), cc = mat::Zero(L, N);
+    vec cum = vec::Zero(L);  // inclusive prefix sums of the log-decays
+    xc.topRows(n) = x.middleRows(c0, n);
+    bc.topRows(n) = B.middleRows(c0, n);
+    cc.topRows(n) = C.middleRows(c0, n);
+    float run = 0;
+    for (Eigen::Index i = 0; i < L; ++i) {
+      if (i < n) run += log_decay(c0 + i);
+      cum(i) = run;
+    }
+    // Within the chunk: y_i = sum_{j<=i} e^{cum_i - cum_j} (C_i . B_j) x_j.
+    mat scores = gemm(cc, bc.transpose(), matrix);
+    for (Eigen::Index i = 0; i < L; ++i)
+      for (Eigen::Index j = 0; j < L; ++j)
+        scores(i, j) = j <= i ? scores(i, j) * std::exp(cum(i) - cum(j)) : 0.0f;
+    mat yc = gemm(scores, xc, matrix);
+    // From the carried state: y_i += e^{cum_i} C_i S.
+    mat carried = gemm(cc, S, matrix);
+    for (Eigen::Index i = 0; i < L; ++i) yc.row(i) += std::exp(cum(i)) * carried.row(i);
+    // The state at the chunk's end: e^{cum_L} S + sum_j e^{cum_L - cum_j} B_j^T x_j.
+    mat bs = bc;
+    for (Eigen::Index j = 0; j < L; ++j) bs.row(j) *= std::exp(cum(L - 1) - cum(j));
+    S = std::exp(cum(L - 1)) * S + gemm(bs.transpose(), xc, matrix);
+    y.middleRows(c0, n) = yc.topRows(n);
+  }
+  return y;
+}
+
+mat recurrent_ssd(const mat& x, const mat& B, const mat& C, const vec& log_decay, mat& S,
+                  std::int64_t* step) {
+  mat y(x.rows(), x.cols());
+  for (Eigen::Index t = 0; t < x.rows(); ++t) {
+    S = std::exp(log_decay(t)) * S + gemm(B.row(t).transpose(), x.row(t), step);  // B^T x
+    y.row(t) = gemm(C.row(t), S, step);                                           // C S
+  }
+  return y;
+}
+
 }  // namespace calc::ref

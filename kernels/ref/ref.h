@@ -68,4 +68,17 @@ mat chunked_delta(const mat& q, const mat& k, const mat& v, const mat& log_decay
 mat recurrent_delta(const mat& q, const mat& k, const mat& v, const mat& log_decay, const vec& beta,
                     mat& S, std::int64_t* step);
 
+/// Mamba2's SSD over one head, chunked, from state S [N, P]: x [T, P] (already scaled by dt),
+/// B, C [T, N], log_decay [T] (dt * A per step). Chunks of `chunk` rows, the tail padded with
+/// zeros as HF's torch_forward pads it; the four products per chunk (C B^T, masked scores times
+/// x, B^T x for the chunk's state, C S for the carried state) go to *matrix. Returns y [T, P]
+/// (the D skip excluded); S is updated in place.
+mat chunked_ssd(const mat& x, const mat& B, const mat& C, const vec& log_decay, mat& S, int chunk,
+                std::int64_t* matrix);
+
+/// The same recurrence one token at a time: S = e^a S + B^T x, y = C S; both products (2 N P
+/// each) go to *step.
+mat recurrent_ssd(const mat& x, const mat& B, const mat& C, const vec& log_decay, mat& S,
+                  std::int64_t* step);
+
 }  // namespace calc::ref

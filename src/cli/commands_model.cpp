@@ -276,6 +276,8 @@ std::string mode_of(const attention_spec& a) {
   if (std::holds_alternative<attention_mla>(a)) return "mla";
   if (std::holds_alternative<attention_gdn>(a)) return "gated_deltanet";
   if (std::holds_alternative<attention_kda>(a)) return "kda";
+  if (std::holds_alternative<attention_mamba2>(a)) return "mamba2";
+  if (std::holds_alternative<attention_none>(a)) return "none";
   const auto& d = std::get<attention_dsa>(a);
   if (!d.global) return "window";
   if (d.global->source < 0) return "full";  // stores its own entries

@@ -140,7 +140,7 @@ loaded_model load(const options& o) {
       *p.state_role(role) = format;  // the reader accepted only known roles
     }
   }
-  if (!o.weights.empty()) m.spec->precision.weights = format_option("--weights", o.weights);
+  if (!o.weights.empty()) m.spec->precision.set_weights(format_option("--weights", o.weights));
   if (!o.embeddings.empty()) {
     m.spec->precision.embedding = format_option("--embeddings", o.embeddings);
     m.spec->precision.head = m.spec->precision.embedding;

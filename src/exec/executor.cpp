@@ -336,7 +336,8 @@ std::vector<equivalence> check_equivalences(const model_spec& spec, std::int64_t
                           execute(b, length, 0, seed).last_logits, 1e-4,
                           "different tensors rounded to BF16 in the cache (2^-9 each)"));
   }
-  if (has_attention<attention_gdn>(g) || has_attention<attention_kda>(g)) {
+  if (has_attention<attention_gdn>(g) || has_attention<attention_kda>(g) ||
+      has_attention<attention_mamba2>(g)) {
     model_spec a = plain, b = plain;
     a.execution.linear = linear_prefill::chunked;
     b.execution.linear = linear_prefill::recurrent;

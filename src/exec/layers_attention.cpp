@@ -18,33 +18,52 @@ float softplus(float x) { return x > 20 ? x : std::log1p(std::exp(x)); }
 /// Grouped-query attention with a BF16 (or given-format) KV cache, optionally windowed.
 class gqa_runtime final : public layer_runtime {
  public:
-  gqa_runtime(const attention_gqa& a, const model_spec& s, std::mt19937_64& rng)
-      : a_(a), k_(storage_of(s.precision.kv)), v_(storage_of(s.precision.kv)) {
+  gqa_runtime(const attention_gqa& a, const model_spec& s, std::int64_t layer, std::mt19937_64& rng)
+      : a_(a), layer_(layer), k_(storage_of(s.precision.kv)), v_(storage_of(s.precision.kv)) {
     std::int64_t qw = a.q_heads * a.head_dim, kvw = a.kv_heads * a.head_dim;
     wq_ = random_weight(rng, s.hidden, a.output_gate ? 2 * qw : qw);
-    wk_ = random_weight(rng, s.hidden, kvw);
-    wv_ = random_weight(rng, s.hidden, kvw);
+    if (!a.kv_source) {  // a sharing layer's own K/V weights are never used
+      wk_ = random_weight(rng, s.hidden, kvw);
+      if (!a.k_is_v) wv_ = random_weight(rng, s.hidden, kvw);
+    }
     wo_ = random_weight(rng, qw, s.hidden);
+    if (a.sinks) sinks_ = random_weight(rng, 1, a.q_heads).row(0).transpose();
   }
 
-  mat forward(const mat& x, const mat&, const pass& p, run_context&, counters& c) override {
+  mat forward(const mat& x, const mat&, const pass& p, run_context& ctx, counters& c) override {
     std::int64_t lin = 0, inter = 0;
     const std::int64_t dh = a_.head_dim, qw = a_.q_heads * dh, kvw = a_.kv_heads * dh;
-    mat q = gemm(x, wq_, &lin), k = gemm(x, wk_, &lin), v = gemm(x, wv_, &lin);
+    mat q = gemm(x, wq_, &lin);
     // Keys and values as stored (BF16-rounded): earlier positions from the cache, this call's
     // from its own rows. A window keeps a ring of its last W slots.
     const std::int64_t w = a_.window.value_or(0), end = p.end();
     auto slot = [&](std::int64_t pos) { return w > 0 ? pos % w : pos; };
     const bool rect = p.exec->pairs == pair_counting::rectangular;
     const std::int64_t base = rect || w == 0 ? 0 : std::max<std::int64_t>(0, p.first - w + 1);
-    mat K(end - base, kvw), V(end - base, kvw);
-    for (std::int64_t pos = base; pos < end; ++pos)
-      for (std::int64_t e = 0; e < kvw; ++e) {
-        bool fresh = pos >= p.context;
-        std::size_t at = static_cast<std::size_t>(slot(pos) * kvw + e);
-        K(pos - base, e) = fresh ? k_.stored(k(pos - p.context, e)) : k_.get(at);
-        V(pos - base, e) = fresh ? v_.stored(v(pos - p.context, e)) : v_.get(at);
-      }
+    mat k, v;
+    if (a_.kv_source) {
+      // The source layer (earlier, same shape) published what it attended over this call.
+      const kv_share& src = ctx.kv_shared.at(*a_.kv_source);
+      K_ = src.keys.bottomRows(end - base);
+      V_ = src.values.bottomRows(end - base);
+    } else {
+      k = gemm(x, wk_, &lin);
+      v = a_.k_is_v ? k : gemm(x, wv_, &lin);
+      K_.resize(end - base, kvw);
+      V_.resize(end - base, kvw);
+      for (std::int64_t pos = base; pos < end; ++pos)
+        for (std::int64_t e = 0; e < kvw; ++e) {
+          bool fresh = pos >= p.context;
+          std::size_t at = static_cast<std::size_t>(slot(pos) * kvw + e);
+          K_(pos - base, e) = fresh ? k_.stored(k(pos - p.context, e)) : k_.get(at);
+          V_(pos - base, e) = a_.k_is_v ? K_(pos - base, e)
+                              : fresh   ? v_.stored(v(pos - p.context, e))
+                                        : v_.get(at);
+        }
+      ctx.kv_shared[layer_] = {K_, V_, base};
+    }
+    const mat& K = K_;
+    const mat& V = V_;
     mat out(x.rows(), qw);
     const float scale = 1.0f / std::sqrt(static_cast<float>(dh));
     for (std::int64_t i = 0; i < x.rows(); ++i) {
@@ -58,20 +77,25 @@ class gqa_runtime final : public layer_runtime {
             K.block(lo - base, g * dh, n, dh) * q.block(i, h * dh, 1, dh).transpose() * scale;
         for (std::int64_t j = 0; j < n; ++j)
           if (lo + j > t) s(j) = -INFINITY;  // masked after scoring
-        s = (s.array() - s.maxCoeff()).exp();
-        out.block(i, h * dh, 1, dh) = (s.transpose() * V.block(lo - base, g * dh, n, dh)) / s.sum();
+        // A sink logit joins the softmax's denominator and attends to nothing (gpt-oss).
+        float top = a_.sinks ? std::max(s.maxCoeff(), sinks_(h)) : s.maxCoeff();
+        s = (s.array() - top).exp();
+        float total = s.sum() + (a_.sinks ? std::exp(sinks_(h) - top) : 0.0f);
+        out.block(i, h * dh, 1, dh) = (s.transpose() * V.block(lo - base, g * dh, n, dh)) / total;
         inter += 2 * dh * n + 2 * dh * n;  // QK, then AV
       }
     }
-    std::int64_t kept = w > 0 ? std::min(end, w) : end;
-    k_.resize(static_cast<std::size_t>(kept * kvw));
-    v_.resize(static_cast<std::size_t>(kept * kvw));
-    for (std::int64_t i = 0; i < x.rows(); ++i)
-      for (std::int64_t e = 0; e < kvw; ++e) {
-        std::size_t at = static_cast<std::size_t>(slot(p.context + i) * kvw + e);
-        k_.set(at, k(i, e));
-        v_.set(at, v(i, e));
-      }
+    if (!a_.kv_source) {  // a sharing layer stores nothing; keys that are values once
+      std::int64_t kept = w > 0 ? std::min(end, w) : end;
+      k_.resize(static_cast<std::size_t>(kept * kvw));
+      if (!a_.k_is_v) v_.resize(static_cast<std::size_t>(kept * kvw));
+      for (std::int64_t i = 0; i < x.rows(); ++i)
+        for (std::int64_t e = 0; e < kvw; ++e) {
+          std::size_t at = static_cast<std::size_t>(slot(p.context + i) * kvw + e);
+          k_.set(at, k(i, e));
+          if (!a_.k_is_v) v_.set(at, v(i, e));
+        }
+    }
     if (a_.output_gate)
       for (std::int64_t i = 0; i < x.rows(); ++i)
         for (std::int64_t e = 0; e < qw; ++e) out(i, e) *= sigmoid(q(i, qw + e));
@@ -88,8 +112,11 @@ class gqa_runtime final : public layer_runtime {
 
  private:
   attention_gqa a_;
+  std::int64_t layer_;
   mat wq_, wk_, wv_, wo_;
+  ref::vec sinks_;
   state_buffer k_, v_;
+  mat K_, V_;  // the keys and values of the current call, as stored
 };
 
 /// Multi-head latent attention. Compact: the latent and the positional branch are cached and
@@ -390,6 +417,90 @@ class kda_runtime final : public linear_runtime {
   mat wq_, wk_, wv_, f_a_, f_b_, w_beta_, g_, wo_, conv_;
 };
 
+/// Mamba2 (SSD): in_proj to z, x, B, C, dt; the depthwise convolution over x, B, C with its
+/// slots; per head the SSD scan (chunked over a prompt, recurrent for a decode step) plus the D
+/// skip; the gate silu(z) and a per-group RMSNorm; out_proj.
+class mamba2_runtime final : public linear_runtime {
+ public:
+  mamba2_runtime(const attention_mamba2& a, const model_spec& s, std::mt19937_64& rng)
+      : linear_runtime(s, a.heads, a.head_dim, a.state_dim,
+                       a.heads * a.head_dim + 2 * a.groups * a.state_dim, a.conv_kernel, "mamba2"),
+        a_(a) {
+    const std::int64_t inner = a.heads * a.head_dim;
+    w_in_ = random_weight(rng, s.hidden, inner + channels_ + a.heads);
+    w_out_ = random_weight(rng, inner, s.hidden);
+    conv_ = random_weight(rng, channels_, std::max<std::int64_t>(1, a.conv_kernel));
+    mat per_head = random_weight(rng, 3, a.heads);  // dt_bias, A_log, D
+    dt_bias_ = per_head.row(0).transpose();
+    a_log_ = per_head.row(1).transpose();
+    d_skip_ = per_head.row(2).transpose();
+  }
+
+  mat forward(const mat& x, const mat&, const pass& p, run_context&, counters& c) override {
+    std::int64_t lin = 0, conv = 0;
+    const std::int64_t m = x.rows(), H = a_.heads, P = a_.head_dim, N = a_.state_dim, inner = H * P,
+                       gn = a_.groups * N;
+    mat zxbcdt = gemm(x, w_in_, &lin);
+    mat mixed = convolve(zxbcdt.middleCols(inner, channels_), conv_, p, &conv);
+    count_conv(conv, p, c);
+    mat out(m, inner);
+    const execution_spec& e = *p.exec;
+    const bool recurrent = p.decode_step() || e.linear == linear_prefill::recurrent;
+    for (std::int64_t h = 0; h < H; ++h) {
+      const std::int64_t g = h / (H / a_.groups);
+      mat xh = mixed.block(0, h * P, m, P), b = mixed.block(0, inner + g * N, m, N),
+          cc = mixed.block(0, inner + gn + g * N, m, N);
+      const float A = -std::exp(a_log_(h));
+      ref::vec ld(m);
+      mat xdt = xh;
+      for (std::int64_t t = 0; t < m; ++t) {
+        float dt = softplus(zxbcdt(t, inner + channels_ + h) + dt_bias_(h));
+        ld(t) = dt * A;
+        xdt.row(t) *= dt;
+      }
+      mat S(N, P);
+      for (std::int64_t n = 0; n < N; ++n)
+        for (std::int64_t q = 0; q < P; ++q)
+          S(n, q) = state_.get(static_cast<std::size_t>((h * P + q) * N + n));
+      mat y;
+      if (recurrent) {
+        std::int64_t step = 0;
+        y = ref::recurrent_ssd(xdt, b, cc, ld, S, &step);
+        (e.step_state_gemms ? c.state : c.uncounted) += step;
+        if (e.step_state_gemms) c.by_kind["mamba2"] += step;
+      } else {
+        std::int64_t matrix = 0;
+        y = ref::chunked_ssd(xdt, b, cc, ld, S, static_cast<int>(e.chunk), &matrix);
+        c.state += matrix;
+        c.by_kind["mamba2"] += matrix;
+      }
+      for (std::int64_t n = 0; n < N; ++n)
+        for (std::int64_t q = 0; q < P; ++q)
+          state_.set(static_cast<std::size_t>((h * P + q) * N + n), S(n, q));
+      out.block(0, h * P, m, P) = y + d_skip_(h) * xh;  // the D skip (element-wise)
+    }
+    // Gate by silu(z), then RMSNorm per group of inner / groups channels (element-wise).
+    out = out.array() * zxbcdt.leftCols(inner).unaryExpr([](float v) { return silu(v); }).array();
+    if (a_.gated_norm) {
+      const std::int64_t width = inner / a_.groups;
+      for (std::int64_t i = 0; i < m; ++i)
+        for (std::int64_t g = 0; g < a_.groups; ++g) {
+          auto slice = out.block(i, g * width, 1, width);
+          slice /= std::sqrt(slice.squaredNorm() / static_cast<float>(width) + 1e-5f);
+        }
+    }
+    mat y = gemm(out, w_out_, &lin);
+    c.linear += lin;
+    c.by_kind["mamba2"] += lin;
+    return y;
+  }
+
+ private:
+  attention_mamba2 a_;
+  mat w_in_, w_out_, conv_;
+  ref::vec dt_bias_, a_log_, d_skip_;
+};
+
 }  // namespace
 
 std::unique_ptr<layer_runtime> make_dsa(const attention_dsa& a, const model_spec& s,
@@ -398,13 +509,16 @@ std::unique_ptr<layer_runtime> make_dsa(const attention_dsa& a, const model_spec
 std::unique_ptr<layer_runtime> make_attention(const attention_spec& a, const model_spec& s,
                                               std::int64_t layer, std::mt19937_64& rng) {
   if (const auto* x = std::get_if<attention_gqa>(&a))
-    return std::make_unique<gqa_runtime>(*x, s, rng);
+    return std::make_unique<gqa_runtime>(*x, s, layer, rng);
   if (const auto* x = std::get_if<attention_mla>(&a))
     return std::make_unique<mla_runtime>(*x, s, rng);
   if (const auto* x = std::get_if<attention_gdn>(&a))
     return std::make_unique<gdn_runtime>(*x, s, rng);
   if (const auto* x = std::get_if<attention_kda>(&a))
     return std::make_unique<kda_runtime>(*x, s, rng);
+  if (const auto* x = std::get_if<attention_mamba2>(&a))
+    return std::make_unique<mamba2_runtime>(*x, s, rng);
+  if (std::holds_alternative<attention_none>(a)) return make_absent();
   return make_dsa(std::get<attention_dsa>(a), s, layer, rng);
 }
 

@@ -180,13 +180,25 @@ class engram_runtime final : public layer_runtime {
   mat table_, wkv_;
 };
 
+/// A missing block: its contribution to the residual is zero.
+class absent_runtime final : public layer_runtime {
+ public:
+  mat forward(const mat& x, const mat&, const pass&, run_context&, counters&) override {
+    return mat::Zero(x.rows(), x.cols());
+  }
+  void state_bytes(std::map<std::string, std::int64_t>&) const override {}
+};
+
 }  // namespace
+
+std::unique_ptr<layer_runtime> make_absent() { return std::make_unique<absent_runtime>(); }
 
 std::unique_ptr<layer_runtime> make_ffn(const ffn_spec& f, const model_spec& s,
                                         std::mt19937_64& rng) {
   if (const auto* x = std::get_if<ffn_swiglu>(&f))
     return std::make_unique<swiglu_runtime>(*x, s, rng);
   if (const auto* x = std::get_if<ffn_mlp>(&f)) return std::make_unique<mlp_runtime>(*x, s, rng);
+  if (std::holds_alternative<ffn_none>(f)) return make_absent();
   return std::make_unique<moe_runtime>(std::get<ffn_moe>(f), s, rng);
 }
 

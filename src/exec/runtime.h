@@ -53,9 +53,17 @@ struct selection_state {
   std::vector<std::vector<int>> candidates;  // the candidate pool a Full layer left per row
 };
 
+/// The keys and values a GQA layer attended over in this call (positions base.., as stored),
+/// published for the later layers that share its cache (kv_source).
+struct kv_share {
+  mat keys, values;
+  std::int64_t base = 0;
+};
+
 /// Shared context of one model run.
 struct run_context {
   std::map<std::int64_t, std::shared_ptr<entry_store>> sources;  // layer index -> its entries
+  std::map<std::int64_t, kv_share> kv_shared;                    // GQA layer index -> its K/V
   selection_state selection;
   const std::vector<std::int64_t>* token_ids = nullptr;  // every token id so far (Engram)
   std::mt19937_64* rng = nullptr;
@@ -81,6 +89,10 @@ std::unique_ptr<layer_runtime> make_ffn(const ffn_spec& f, const model_spec& s,
                                         std::mt19937_64& rng);
 std::unique_ptr<layer_runtime> make_engram(const engram_spec& e, const model_spec& s,
                                            std::mt19937_64& rng);
+
+/// The missing half of a layer (`attention: none`, `ffn: none`): adds zero to the residual,
+/// does no work and keeps no state.
+std::unique_ptr<layer_runtime> make_absent();
 
 /// The storage format of a state role, or an error naming the unsupported format.
 ref::state_buffer::format storage_of(const dtype& t);

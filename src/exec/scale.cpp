@@ -48,6 +48,14 @@ struct scaler {
       a.indexer->dim = down(a.indexer->dim, k);
     }
   }
+  void operator()(attention_mamba2& a) const {
+    a.heads = down(a.heads, k);
+    a.head_dim = down(a.head_dim, k);
+    a.state_dim = down(a.state_dim, k);
+    a.groups = std::gcd(a.groups, a.heads);  // keeps groups | heads
+  }
+  void operator()(attention_none&) const {}
+  void operator()(ffn_none&) const {}
   void operator()(ffn_swiglu& f) const { f.intermediate = down(f.intermediate, k); }
   void operator()(ffn_mlp& f) const { f.intermediate = down(f.intermediate, k); }
   void operator()(ffn_moe& f) const {

@@ -13,6 +13,9 @@ struct describe_visitor {
     std::string s = fmt::format("gqa {}q/{}kv x{}", a.q_heads, a.kv_heads, a.head_dim);
     if (a.output_gate) s += " gated";
     if (a.window) s += fmt::format(" window {}", *a.window);
+    if (a.sinks) s += " sinks";
+    if (a.k_is_v) s += " k=v";
+    if (a.kv_source) s += fmt::format(" kv from layer {}", *a.kv_source);
     return s;
   }
   std::string operator()(const attention_mla& a) const {
@@ -35,6 +38,13 @@ struct describe_visitor {
     if (a.indexer) s += " indexed";
     return s;
   }
+  std::string operator()(const attention_mamba2& a) const {
+    std::string s = fmt::format("mamba2 {}h x{} state {}", a.heads, a.head_dim, a.state_dim);
+    if (a.groups > 1) s += fmt::format(" {} groups", a.groups);
+    return s;
+  }
+  std::string operator()(const attention_none&) const { return "no mixer"; }
+  std::string operator()(const ffn_none&) const { return "no ffn"; }
   std::string operator()(const ffn_swiglu& f) const {
     return fmt::format("swiglu {}", f.intermediate);
   }
@@ -91,7 +101,11 @@ graph build_graph(const model_spec& spec) {
     };
     auto it = std::find_if(g.groups.begin(), g.groups.end(), same);
     if (it == g.groups.end()) {
-      std::string name = fmt::format("{} + {}", describe(l.attention), describe(l.ffn));
+      // A layer without one of its halves is named by the half it has (Nemotron-H's M, -, E).
+      std::string name = std::holds_alternative<attention_none>(l.attention) ? describe(l.ffn)
+                         : std::holds_alternative<ffn_none>(l.ffn)
+                             ? describe(l.attention)
+                             : fmt::format("{} + {}", describe(l.attention), describe(l.ffn));
       if (l.engram) name += fmt::format(" + engram {} rows", l.engram->table_rows);
       if (l.norms != 2) name += fmt::format(" + {} norms", l.norms);
       int twins = static_cast<int>(

@@ -13,12 +13,15 @@ model_context context_of(const graph& g) {
   return {g.spec->hidden, &g.spec->precision, &g.spec->connection, g.spec->layer_norm};
 }
 
-/// Heads that tensor parallelism splits in a layer's attention (tp must divide them).
+/// Heads that tensor parallelism splits in a layer's attention (tp must divide them); 0 for a
+/// layer without a mixer (nothing to split).
 std::int64_t attention_heads(const attention_spec& a) {
+  if (std::holds_alternative<attention_none>(a)) return 0;
   if (const auto* x = std::get_if<attention_gqa>(&a)) return x->q_heads;
   if (const auto* x = std::get_if<attention_mla>(&a)) return x->heads;
   if (const auto* x = std::get_if<attention_gdn>(&a)) return x->v_heads;
   if (const auto* x = std::get_if<attention_kda>(&a)) return x->heads;
+  if (const auto* x = std::get_if<attention_mamba2>(&a)) return x->heads;
   return std::get<attention_dsa>(a).heads;
 }
 
@@ -31,7 +34,7 @@ checked card_bytes(const tensor& t, const layout& l) {
     if (l.ep > 1) return ceil_div(t.instances, l.ep) * one;
     return ceil_div(whole, l.tp);
   }
-  if (!t.gemm && !t.lookup_only && t.module != "head") return whole;  // small: every card
+  if (!t.gemm && !t.idle && !t.lookup_only && t.module != "head") return whole;  // small: all
   std::int64_t split = t.shards == 0 ? l.tp : std::min(l.tp, t.shards);
   return ceil_div(whole, split);
 }

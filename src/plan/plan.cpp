@@ -119,7 +119,7 @@ experts_plan plan_experts(const graph& g, std::int64_t tokens, const routing& r)
     std::vector<tensor> ts;
     add_tensors(*moe, m, ts);
     for (const tensor& t : ts) {
-      if (t.per_token == 0) continue;
+      if (t.per_token == 0 || !t.gemm) continue;  // expert biases are added, not routed GEMMs
       ++p.moe_layers;
       checked one = t.params / t.instances;
       checked bytes = t.format->bytes(one);

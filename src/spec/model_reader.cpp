@@ -14,7 +14,8 @@ namespace calc {
 
 namespace {
 
-const std::vector<std::string> kAttentionKinds = {"gqa", "mla", "gated_deltanet", "kda", "dsa"};
+const std::vector<std::string> kAttentionKinds = {"gqa", "mla", "gated_deltanet",
+                                                  "kda", "dsa", "mamba2"};
 const std::vector<std::string> kFfnKinds = {"swiglu", "moe", "mlp"};
 
 std::string kind_of(yaml_map& m, const std::vector<std::string>& known) {
@@ -37,11 +38,14 @@ attention_spec read_gqa(yaml_map& m) {
   a.qkv_bias = m.boolean("qkv_bias", false);
   a.o_bias = m.boolean("o_bias", false);
   a.window = m.optional_integer("window");
+  a.sinks = m.boolean("sinks", false);
+  a.k_is_v = m.boolean("k_is_v", false);
+  a.kv_source = m.optional_integer("kv_source", 0);
   if (a.q_heads % a.kv_heads != 0)
     m.fail("kv_heads",
            fmt::format("{} KV heads do not divide {} query heads", a.kv_heads, a.q_heads));
   m.finish({"kind", "q_heads", "kv_heads", "head_dim", "qk_norm", "output_gate", "qkv_bias",
-            "o_bias", "window"});
+            "o_bias", "window", "sinks", "k_is_v", "kv_source"});
   return a;
 }
 
@@ -83,6 +87,23 @@ attention_spec read_kda(yaml_map& m) {
   a.conv_kernel = m.optional_integer("conv_kernel", 0).value_or(0);
   a.output_gate = m.boolean("output_gate", true);
   m.finish({"kind", "heads", "key_dim", "value_dim", "decay_rank", "conv_kernel", "output_gate"});
+  return a;
+}
+
+attention_spec read_mamba2(yaml_map& m) {
+  attention_mamba2 a;
+  a.heads = m.integer("heads");
+  a.head_dim = m.integer("head_dim");
+  a.state_dim = m.integer("state_dim");
+  a.groups = m.optional_integer("groups").value_or(1);
+  a.conv_kernel = m.optional_integer("conv_kernel").value_or(4);
+  a.conv_bias = m.boolean("conv_bias", true);
+  a.proj_bias = m.boolean("proj_bias", false);
+  a.gated_norm = m.boolean("gated_norm", true);
+  if (a.heads % a.groups != 0)
+    m.fail("groups", fmt::format("{} groups do not divide {} heads", a.groups, a.heads));
+  m.finish({"kind", "heads", "head_dim", "state_dim", "groups", "conv_kernel", "conv_bias",
+            "proj_bias", "gated_norm"});
   return a;
 }
 
@@ -146,6 +167,7 @@ attention_spec read_attention(yaml_map m) {
   if (kind == "mla") return read_mla(m);
   if (kind == "gated_deltanet") return read_gdn(m);
   if (kind == "kda") return read_kda(m);
+  if (kind == "mamba2") return read_mamba2(m);
   return read_gqa(m);
 }
 
@@ -159,12 +181,13 @@ ffn_spec read_moe(yaml_map& m) {
   f.shared_gate = m.boolean("shared_gate", false);
   f.router = m.boolean("router", true);
   f.router_bias = m.boolean("router_bias", false);
+  f.expert_bias = m.boolean("expert_bias", false);
   f.latent = m.optional_integer("latent", 0).value_or(0);
   f.latent_norm = m.boolean("latent_norm", false);
   if (f.top_k > f.experts)
     m.fail("top_k", fmt::format("top_k {} exceeds the {} experts", f.top_k, f.experts));
   m.finish({"kind", "experts", "top_k", "intermediate", "shared_experts", "shared_intermediate",
-            "shared_gate", "router", "router_bias", "latent", "latent_norm"});
+            "shared_gate", "router", "router_bias", "expert_bias", "latent", "latent_norm"});
   return f;
 }
 
@@ -194,11 +217,22 @@ engram_spec read_engram(yaml_map m) {
   return e;
 }
 
+/// Whether `key` holds the scalar `none` (a layer without that block); any other scalar is an
+/// error naming the choices.
+bool is_none(yaml_map& m, const std::string& key) {
+  YAML::Node node = m.optional(key);
+  if (!node.IsScalar()) return false;
+  if (node.Scalar() == "none") return true;
+  m.fail(key, fmt::format("expected a mapping with a kind, or none, got '{}'", node.Scalar()));
+}
+
 /// Reads attention/ffn/norms/engram from a map that may hold other keys (the caller finishes it).
 block_spec read_block(yaml_map& m) {
   block_spec b;
-  if (m.has("attention")) b.attention = read_attention(m.map("attention"));
-  if (m.has("ffn")) b.ffn = read_ffn(m.map("ffn"));
+  if (m.has("attention"))
+    b.attention = is_none(m, "attention") ? attention_spec(attention_none{})
+                                          : read_attention(m.map("attention"));
+  if (m.has("ffn")) b.ffn = is_none(m, "ffn") ? ffn_spec(ffn_none{}) : read_ffn(m.map("ffn"));
   b.norms = m.optional_integer("norms", 0);
   if (m.has("engram")) b.engram = read_engram(m.map("engram"));
   return b;
@@ -219,6 +253,11 @@ precision_spec read_precision(yaml_map& parent) {
   yaml_map m(node, parent.path_of("precision"), parent.file());
   precision_spec p;
   p.weights = read_dtype(m, "weights", "bf16");
+  // Module roles stay absent unless given, so `--weights` (set_weights) still sets them all.
+  if (m.has("attention")) p.attention = read_dtype(m, "attention", "");
+  if (m.has("experts")) p.experts = read_dtype(m, "experts", "");
+  if (m.has("shared_experts")) p.shared_experts = read_dtype(m, "shared_experts", "");
+  if (m.has("dense_ffn")) p.dense_ffn = read_dtype(m, "dense_ffn", "");
   p.embedding = read_dtype(m, "embedding", p.weights.name);
   p.head = read_dtype(m, "head", p.weights.name);
   p.norms = read_dtype(m, "norms", "bf16");
@@ -242,8 +281,9 @@ precision_spec read_precision(yaml_map& parent) {
     }
     prod.finish(roles);
   }
-  m.finish({"weights", "embedding", "head", "norms", "kv", "recurrent", "conv", "index", "window",
-            "compressor", "token_history", "activations", "production"});
+  m.finish({"weights", "attention", "experts", "shared_experts", "dense_ffn", "embedding", "head",
+            "norms", "kv", "recurrent", "conv", "index", "window", "compressor", "token_history",
+            "activations", "production"});
   return p;
 }
 
@@ -425,21 +465,99 @@ layers_spec read_layers(yaml_map m) {
   return l;
 }
 
+/// A key of a mapping node, or an undefined node (never throws, never inserts).
+YAML::Node child(const YAML::Node& node, const std::string& key) {
+  if (!node.IsDefined() || !node.IsMap()) return YAML::Node(YAML::NodeType::Undefined);
+  const YAML::Node map = node;
+  for (auto it = map.begin(); it != map.end(); ++it)
+    if (it->first.IsScalar() && it->first.Scalar() == key) return it->second;
+  return YAML::Node(YAML::NodeType::Undefined);
+}
+
+/// An element of a sequence node, or an undefined node.
+YAML::Node element(const YAML::Node& node, std::size_t i) {
+  if (!node.IsDefined() || !node.IsSequence() || i >= node.size())
+    return YAML::Node(YAML::NodeType::Undefined);
+  const YAML::Node seq = node;
+  return seq[i];
+}
+
+/// Where a layer's attention block was written: its field path and its YAML node.
+struct attention_origin {
+  std::string path;
+  YAML::Node node;
+};
+
+/// A GQA layer that reads another layer's KV cache (kv_source) must name an earlier GQA layer
+/// that stores one of the same shape: KV heads, head_dim, window and k_is_v.
+void validate_kv_sources(const model_spec& spec, const std::vector<const attention_spec*>& at,
+                         const std::vector<attention_origin>& origin, const std::string& file) {
+  for (std::int64_t i = 0; i < spec.layers.count; ++i) {
+    const auto* a = std::get_if<attention_gqa>(at[static_cast<std::size_t>(i)]);
+    if (!a || !a->kv_source) continue;
+    const attention_origin& o = origin[static_cast<std::size_t>(i)];
+    const YAML::Node node = child(o.node, "kv_source");
+    source_location where = node.IsDefined()     ? location_of(node, file)
+                            : o.node.IsDefined() ? location_of(o.node, file)
+                                                 : source_location{file, 0, 0};
+    auto fail = [&](const std::string& why) {
+      throw spec_error(where, o.path + ".kv_source", fmt::format("layer {}: {}", i, why));
+    };
+    std::int64_t src = *a->kv_source;
+    if (src >= i) fail(fmt::format("the source layer {} must come before it", src));
+    const auto* s = std::get_if<attention_gqa>(at[static_cast<std::size_t>(src)]);
+    if (!s || s->kv_source) fail(fmt::format("layer {} stores no GQA cache of its own", src));
+    if (s->kv_heads != a->kv_heads || s->head_dim != a->head_dim || s->window != a->window ||
+        s->k_is_v != a->k_is_v) {
+      auto shape = [](const attention_gqa& g) {
+        std::string t = fmt::format("{} KV heads x {}", g.kv_heads, g.head_dim);
+        if (g.window) t += fmt::format(", window {}", *g.window);
+        if (g.k_is_v) t += ", k_is_v";
+        return t;
+      };
+      fail(fmt::format("layer {} caches {}, not the {} this layer reads", src, shape(*s),
+                       shape(*a)));
+    }
+  }
+}
+
 /// A layer that reads another layer's global entries must name one that stores them.
-void validate_sources(const model_spec& spec, yaml_map& m) {
+void validate_sources(const model_spec& spec, yaml_map& m, const YAML::Node& root) {
   std::vector<const attention_spec*> at(static_cast<std::size_t>(spec.layers.count));
+  std::vector<attention_origin> origin(static_cast<std::size_t>(spec.layers.count));
+  const YAML::Node layers = child(root, "layers");
   for (std::int64_t i = 0; i < spec.layers.count; ++i) {
     at[static_cast<std::size_t>(i)] = &*spec.layers.base.attention;
+    origin[static_cast<std::size_t>(i)] = {"layers.attention", child(layers, "attention")};
     if (!spec.layers.pattern.empty()) {
       const std::string& v =
           spec.layers.pattern[static_cast<std::size_t>(i) % spec.layers.pattern.size()];
-      if (v != "base" && spec.layers.variants.at(v).attention)
+      if (v != "base" && spec.layers.variants.at(v).attention) {
         at[static_cast<std::size_t>(i)] = &*spec.layers.variants.at(v).attention;
+        origin[static_cast<std::size_t>(i)] = {
+            fmt::format("layers.variants.{}.attention", v),
+            child(child(child(layers, "variants"), v), "attention")};
+      }
     }
   }
-  for (const override_spec& ov : spec.layers.overrides)
+  for (std::size_t j = 0; j < spec.layers.overrides.size(); ++j) {
+    const override_spec& ov = spec.layers.overrides[j];
+    const YAML::Node node = element(child(layers, "overrides"), j);
+    attention_origin o = {fmt::format("layers.overrides[{}].attention", j),
+                          child(node, "attention")};
+    YAML::Node variant = child(node, "variant");
+    if (!o.node.IsDefined() && variant.IsDefined() && variant.IsScalar()) {
+      std::string v = variant.Scalar();
+      o = {fmt::format("layers.variants.{}.attention", v),
+           child(child(child(layers, "variants"), v), "attention")};
+    }
     for (std::int64_t i : ov.at)
-      if (ov.block.attention) at[static_cast<std::size_t>(i)] = &*ov.block.attention;
+      if (ov.block.attention) {
+        at[static_cast<std::size_t>(i)] = &*ov.block.attention;
+        origin[static_cast<std::size_t>(i)] = o;
+      }
+  }
+  validate_kv_sources(spec, at, origin, m.file());
   for (std::int64_t i = 0; i < spec.layers.count; ++i) {
     const auto* a = std::get_if<attention_dsa>(at[static_cast<std::size_t>(i)]);
     if (!a || !a->global || a->global->source < 0) continue;
@@ -503,7 +621,7 @@ model_spec read_model(const YAML::Node& root, const std::string& file) {
   } else {
     m.optional("mtp");
   }
-  validate_sources(spec, m);
+  validate_sources(spec, m, root);
   m.finish({"schema", "name", "source", "vocab", "hidden", "tie_embeddings", "final_norm", "norm",
             "position_embeddings", "precision", "execution", "connection", "rope_table_frequencies",
             "token_history", "ced", "mtp", "layers"});

@@ -27,6 +27,12 @@ struct attention_gqa {
   bool qkv_bias = false;               // biases on the Q, K and V projections (Qwen2, GPT-2)
   bool o_bias = false;                 // a bias on the output projection (GPT-2)
   std::optional<std::int64_t> window;  // sliding window in tokens; none = full causal attention
+  bool sinks = false;   // a learned sink logit per query head in the softmax (gpt-oss): n_Q
+                        // parameters, nothing cached
+  bool k_is_v = false;  // values are the keys (Gemma 4's attention_k_eq_v): no v_proj, one
+                        // cached tensor of n_KV*d_h per token
+  std::optional<std::int64_t> kv_source;  // reads this earlier layer's cache and stores none
+                                          // (Gemma 3n / 4 num_kv_shared_layers); 0-based
 
   bool operator==(const attention_gqa&) const = default;
 };
@@ -118,9 +124,33 @@ struct attention_dsa {
   bool operator==(const attention_dsa&) const = default;
 };
 
+/// Mamba2 / SSD mixer (Mamba2, Nemotron-H, Falcon-H1): in_proj d -> z, x, B, C, dt
+/// (2*inner + 2*groups*state_dim + heads), a depthwise convolution over x, B, C
+/// (inner + 2*groups*state_dim channels), per-head dt_bias, A_log and D, a gated RMSNorm over
+/// inner and out_proj inner -> d, with inner = heads * head_dim. Each head keeps a fixed
+/// head_dim x state_dim recurrent state; the convolution keeps conv_kernel slots per channel.
+struct attention_mamba2 {
+  std::int64_t heads = 0;        // SSM heads (mamba_num_heads)
+  std::int64_t head_dim = 0;     // P: channels per head (mamba_head_dim)
+  std::int64_t state_dim = 0;    // N: d_state (ssm_state_size)
+  std::int64_t groups = 1;       // B/C groups (n_groups); divides heads
+  std::int64_t conv_kernel = 4;  // depthwise convolution width (conv_kernel)
+  bool conv_bias = true;         // a bias per convolution channel (use_conv_bias)
+  bool proj_bias = false;        // biases on in_proj and out_proj (use_bias)
+  bool gated_norm = true;        // gated RMSNorm over inner before out_proj (inner weights)
+
+  bool operator==(const attention_mamba2&) const = default;
+};
+
+/// No mixer (`attention: none`): the layer has only its feed-forward block, e.g. Nemotron-H's
+/// `-` (MLP) and `E` (MoE) layers. It stores, computes and keeps nothing.
+struct attention_none {
+  bool operator==(const attention_none&) const = default;
+};
+
 /// The attention block of a layer; one alternative per layer kind.
-using attention_spec =
-    std::variant<attention_gqa, attention_mla, attention_gdn, attention_kda, attention_dsa>;
+using attention_spec = std::variant<attention_gqa, attention_mla, attention_gdn, attention_kda,
+                                    attention_dsa, attention_mamba2, attention_none>;
 
 /// Engram (V4.1, §2.5.3): n-gram lookups of `buckets` rows of bucket_dim from a table, projected
 /// to `ways` keys plus one shared value and gated into the residual streams. Lookups are bytes,
@@ -159,15 +189,24 @@ struct ffn_moe {
   std::int64_t shared_intermediate = 0;  // f of one shared expert (in the full width d)
   bool shared_gate = false;              // sigmoid gate d -> 1 on the shared expert output
   bool router = true;                    // learned router d -> E (false: hash-routed)
-  bool router_bias = false;              // E-wide routing bias
-  std::int64_t latent = 0;               // d_e when experts run in a latent space; 0 = d
-  bool latent_norm = false;              // a d_e-wide norm on the latent input
+  bool router_bias = false;              // E-wide routing bias (DeepSeek's correction bias, or
+                                         // the bias of gpt-oss's Linear router: E values)
+  bool expert_bias = false;  // biases on each routed expert's projections (gpt-oss): gate/up
+                             // 2f and down d_e per expert
+  std::int64_t latent = 0;   // d_e when experts run in a latent space; 0 = d
+  bool latent_norm = false;  // a d_e-wide norm on the latent input
 
   bool operator==(const ffn_moe&) const = default;
 };
 
+/// No feed-forward block (`ffn: none`): the layer has only its mixer, e.g. Nemotron-H's `M`
+/// (Mamba2) and `*` (attention) layers. No tensors, no FLOPs.
+struct ffn_none {
+  bool operator==(const ffn_none&) const = default;
+};
+
 /// The feed-forward block of a layer; one alternative per layer kind.
-using ffn_spec = std::variant<ffn_swiglu, ffn_moe, ffn_mlp>;
+using ffn_spec = std::variant<ffn_swiglu, ffn_moe, ffn_mlp, ffn_none>;
 
 /// A partial layer description: what a variant or an override replaces.
 struct block_spec {
@@ -195,21 +234,43 @@ struct layers_spec {
 
 /// Storage format of each tensor role (the byte rule is in common/dtype.h).
 struct precision_spec {
-  dtype weights;        // projection and FFN matrices
-  dtype embedding;      // embedding table
-  dtype head;           // vocabulary head (when untied)
-  dtype norms;          // normalisation vectors
-  dtype kv;             // cached keys and values (and MLA latents)
-  dtype recurrent;      // linear-attention recurrent state (fp32 in the chapter)
-  dtype conv;           // short-convolution slots
-  dtype index;          // index key records
-  dtype window;         // sliding-window records of sparse attention
-  dtype compressor;     // incomplete-block compressor buffers
-  dtype token_history;  // per-request token ids kept for Engram n-grams
-  dtype activations;    // temporary tensors of a forward pass (AttnRes block store)
+  dtype weights;  // projection and FFN matrices, unless a module role below is given
+  // Per-module weight formats of quantised checkpoints; absent = `weights`.
+  std::optional<dtype> attention;       // attention and mixer projections
+  std::optional<dtype> experts;         // routed expert matrices (gpt-oss: mxfp4)
+  std::optional<dtype> shared_experts;  // shared expert matrices
+  std::optional<dtype> dense_ffn;       // dense feed-forward matrices
+  dtype embedding;                      // embedding table
+  dtype head;                           // vocabulary head (when untied)
+  dtype norms;                          // normalisation vectors
+  dtype kv;                             // cached keys and values (and MLA latents)
+  dtype recurrent;                      // linear-attention recurrent state (fp32 in the chapter)
+  dtype conv;                           // short-convolution slots
+  dtype index;                          // index key records
+  dtype window;                         // sliding-window records of sparse attention
+  dtype compressor;                     // incomplete-block compressor buffers
+  dtype token_history;                  // per-request token ids kept for Engram n-grams
+  dtype activations;                    // temporary tensors of a forward pass (AttnRes block store)
   /// The production storage formats (`--storage production`): roles given here replace the
   /// reference ones above; empty names leave a role as it is.
   std::map<std::string, dtype> production;
+
+  /// One format for every weight matrix (`--weights`): the module roles fall back to it.
+  void set_weights(const dtype& format) {
+    weights = format;
+    attention.reset();
+    experts.reset();
+    shared_experts.reset();
+    dense_ffn.reset();
+  }
+
+  /// The format of a module's matrices: its own role when given, else `weights`.
+  const dtype* attention_weights() const { return attention ? &*attention : &weights; }
+  const dtype* expert_weights() const { return experts ? &*experts : &weights; }
+  const dtype* shared_expert_weights() const {
+    return shared_experts ? &*shared_experts : &weights;
+  }
+  const dtype* dense_ffn_weights() const { return dense_ffn ? &*dense_ffn : &weights; }
 
   /// The state role of that name ("kv", "index", "window", ...), or null: the one list of roles
   /// a production format may replace.

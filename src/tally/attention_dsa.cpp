@@ -62,7 +62,7 @@ dsa_counts dsa_work(const attention_dsa& a, const call& c) {
 }
 
 void add_tensors(const attention_dsa& a, const model_context& m, std::vector<tensor>& out) {
-  const dtype* w = &m.precision->weights;
+  const dtype* w = m.precision->attention_weights();
   const dtype* norms = &m.precision->norms;
   checked d = m.hidden;
   checked q_width = checked(a.heads) * a.head_dim;
@@ -202,8 +202,9 @@ checked decode_read(const attention_dsa& a, const model_context& m, const execut
 
 checked window_write(const attention_spec& a, const model_context& m) {
   if (const auto* d = std::get_if<attention_dsa>(&a)) return m.precision->window.bytes(d->head_dim);
-  if (const auto* g = std::get_if<attention_gqa>(&a))
-    if (g->window) return checked(2) * m.precision->kv.bytes(checked(g->kv_heads) * g->head_dim);
+  if (const auto* g = std::get_if<attention_gqa>(&a))  // a sharing layer writes nothing
+    if (g->window && !g->kv_source)
+      return checked(g->k_is_v ? 1 : 2) * m.precision->kv.bytes(checked(g->kv_heads) * g->head_dim);
   return 0;
 }
 

@@ -1,32 +1,46 @@
 // Grouped-query attention (Table 2-1; §2.1.3, §2.3.1). MHA and MQA are the two extremes.
+//
+// Extras real checkpoints carry: per-head sink logits (gpt-oss), keys that are also the values
+// (Gemma 4's attention_k_eq_v: no v_proj, one cached tensor), and cross-layer KV sharing
+// (Gemma 3n / 4: a layer reads an earlier layer's cache and keeps none; its own K/V projections
+// stay in the checkpoint -- Gemma 4's HF module drops them on load as unexpected keys -- so they
+// count as parameters but are never multiplied or read).
 #include "tally/rules.h"
 
 namespace calc {
 
 void add_tensors(const attention_gqa& a, const model_context& m, std::vector<tensor>& out) {
-  const dtype* w = &m.precision->weights;
+  const dtype* w = m.precision->attention_weights();
   checked d = m.hidden;
   checked q_width = checked(a.q_heads) * a.head_dim;
   checked kv_width = checked(a.kv_heads) * a.head_dim;
   checked q_out = a.output_gate ? q_width * 2 : q_width;  // query plus its sigmoid gate
   out.push_back({"attention", "q_proj", category::attention, d * q_out, w, true});
-  tensor k{"attention", "k_proj", category::attention, d * kv_width, w, true};
+  const bool shared = a.kv_source.has_value();  // computes no K/V of its own
+  tensor k{"attention", "k_proj", category::attention, d * kv_width, w, !shared};
   k.shards = a.kv_heads;
+  k.idle = shared;
   tensor v = k;
   v.name = "v_proj";
   out.push_back(k);
-  out.push_back(v);
+  if (!a.k_is_v) out.push_back(v);
   out.push_back({"attention", "o_proj", category::attention, q_width * d, w, true});
   if (a.qkv_bias) {
     out.push_back({"norms", "q_bias", category::other, q_width, &m.precision->norms});
-    out.push_back({"norms", "k_bias", category::other, kv_width, &m.precision->norms});
-    out.push_back({"norms", "v_bias", category::other, kv_width, &m.precision->norms});
+    tensor kb{"norms", "k_bias", category::other, kv_width, &m.precision->norms};
+    kb.idle = shared;
+    out.push_back(kb);
+    kb.name = "v_bias";
+    if (!a.k_is_v) out.push_back(kb);
   }
+  if (a.sinks) out.push_back({"norms", "sinks", category::other, a.q_heads, &m.precision->norms});
   if (a.o_bias) out.push_back({"norms", "o_bias", category::other, d, &m.precision->norms});
   if (a.qk_norm) {
     checked width = checked(a.head_dim) * m.norm_vectors();
     out.push_back({"norms", "q_norm", category::other, width, &m.precision->norms});
-    out.push_back({"norms", "k_norm", category::other, width, &m.precision->norms});
+    tensor kn{"norms", "k_norm", category::other, width, &m.precision->norms};
+    kn.idle = shared;
+    out.push_back(kn);
   }
 }
 
@@ -37,10 +51,12 @@ work flops(const attention_gqa& a, const model_context&, const call& c) {
 
 std::vector<state_component> state(const attention_gqa& a, const model_context& m,
                                    const execution_spec&) {
-  // §2.2.1: each token keeps one K and one V vector per KV head.
+  if (a.kv_source) return {};  // reads its source layer's cache
+  // §2.2.1: each token keeps one K and one V vector per KV head (one when the keys are values).
   state_component kv;
   kv.name = "kv";
-  kv.per_entry = checked(2) * m.precision->kv.bytes(checked(a.kv_heads) * a.head_dim);
+  kv.per_entry =
+      checked(a.k_is_v ? 1 : 2) * m.precision->kv.bytes(checked(a.kv_heads) * a.head_dim);
   kv.cap = a.window;
   kv.kind = a.window ? state_class::window : state_class::history;
   kv.shards = a.kv_heads;
@@ -49,7 +65,11 @@ std::vector<state_component> state(const attention_gqa& a, const model_context& 
 
 checked decode_read(const attention_gqa& a, const model_context& m, const execution_spec& e,
                     checked length) {
-  return state(a, m, e).front().bytes(length);  // the history is read once, reused across heads
+  // The history is read once, reused across heads; a sharing layer reads its source's cache,
+  // of the same shape (validated), once more.
+  attention_gqa own = a;
+  own.kv_source.reset();
+  return state(own, m, e).front().bytes(length);
 }
 
 }  // namespace calc

@@ -30,6 +30,14 @@ checked chunk_work(const execution_spec& e, checked tokens, checked key_dim, che
   return full * chunk(c) + (rest > 0 ? chunk(rest) : checked(0));
 }
 
+checked conv_work(checked channels, std::int64_t kernel, const call& c) {
+  if (!c.exec.conv_flops || kernel == 0) return 0;
+  // A fresh sequence pads kernel-1 zeros and yields P+kernel-1 outputs before the crop; with a
+  // cache, the kernel slots and P new columns yield P+1.
+  checked outputs = c.context == 0 ? checked(c.tokens) + kernel - 1 : checked(c.tokens) + 1;
+  return checked(2) * channels * kernel * outputs * c.batch;
+}
+
 namespace {
 
 /// State GEMMs and convolution of one linear-attention layer for one call.
@@ -42,14 +50,10 @@ checked linear_state_flops(checked heads, checked key_dim, checked value_dim, ch
   } else {
     s += checked(c.batch) * heads * chunk_work(c.exec, c.tokens, key_dim, value_dim);
   }
-  if (c.exec.conv_flops && kernel > 0) {
-    // A fresh sequence pads kernel-1 zeros and yields P+kernel-1 outputs before the crop; with a
-    // cache, the kernel slots and P new columns yield P+1.
-    checked outputs = c.context == 0 ? checked(c.tokens) + kernel - 1 : checked(c.tokens) + 1;
-    s += checked(2) * channels * kernel * outputs * c.batch;
-  }
-  return s;
+  return s + conv_work(channels, kernel, c);
 }
+
+}  // namespace
 
 std::vector<state_component> linear_state(checked heads, checked key_dim, checked value_dim,
                                           checked channels, std::int64_t kernel,
@@ -73,6 +77,8 @@ std::vector<state_component> linear_state(checked heads, checked key_dim, checke
   return out;
 }
 
+namespace {
+
 checked gdn_channels(const attention_gdn& a) {
   return checked(2) * a.qk_heads * a.key_dim + checked(a.v_heads) * a.value_dim;  // Q, K, V
 }
@@ -84,7 +90,8 @@ checked kda_channels(const attention_kda& a) {
 }  // namespace
 
 void add_tensors(const attention_gdn& a, const model_context& m, std::vector<tensor>& out) {
-  const dtype* w = &m.precision->weights;
+  const dtype* w = m.precision->attention_weights();
+  const dtype* conv_w = &m.precision->weights;  // convolution taps: not a projection
   const dtype* norms = &m.precision->norms;
   checked d = m.hidden;
   checked v_width = checked(a.v_heads) * a.value_dim;
@@ -94,7 +101,7 @@ void add_tensors(const attention_gdn& a, const model_context& m, std::vector<ten
   out.push_back({"attention", "in_proj_b", category::attention, d * a.v_heads, w, true});  // beta
   out.push_back({"attention", "out_proj", category::attention, v_width * d, w, true});
   if (a.conv_kernel > 0)
-    out.push_back({"conv", "conv1d", category::other, gdn_channels(a) * a.conv_kernel, w});
+    out.push_back({"conv", "conv1d", category::other, gdn_channels(a) * a.conv_kernel, conv_w});
   out.push_back({"norms", "A_log", category::other, a.v_heads, norms});
   out.push_back({"norms", "dt_bias", category::other, a.v_heads, norms});
   out.push_back({"norms", "gated_norm", category::other, a.value_dim, norms});  // shared by heads
@@ -111,7 +118,8 @@ std::vector<state_component> state(const attention_gdn& a, const model_context& 
 }
 
 void add_tensors(const attention_kda& a, const model_context& m, std::vector<tensor>& out) {
-  const dtype* w = &m.precision->weights;
+  const dtype* w = m.precision->attention_weights();
+  const dtype* conv_w = &m.precision->weights;  // convolution taps: not a projection
   const dtype* norms = &m.precision->norms;
   checked d = m.hidden;
   checked k_width = checked(a.heads) * a.key_dim;
@@ -127,7 +135,8 @@ void add_tensors(const attention_kda& a, const model_context& m, std::vector<ten
     out.push_back({"attention", "g_proj", category::attention, d * v_width, w, true});
   out.push_back({"attention", "o_proj", category::attention, v_width * d, w, true});
   if (a.conv_kernel > 0)
-    out.push_back({"conv", "q_k_v_conv1d", category::other, kda_channels(a) * a.conv_kernel, w});
+    out.push_back(
+        {"conv", "q_k_v_conv1d", category::other, kda_channels(a) * a.conv_kernel, conv_w});
   out.push_back({"norms", "A_log", category::other, a.heads, norms});
   out.push_back({"norms", "dt_bias", category::other, k_width, norms});  // per channel
   out.push_back({"norms", "o_norm", category::other, a.value_dim, norms});

@@ -10,7 +10,7 @@
 namespace calc {
 
 void add_tensors(const attention_mla& a, const model_context& m, std::vector<tensor>& out) {
-  const dtype* w = &m.precision->weights;
+  const dtype* w = m.precision->attention_weights();
   const dtype* norms = &m.precision->norms;
   checked d = m.hidden;
   checked q_head = checked(a.qk_nope) + a.qk_rope;

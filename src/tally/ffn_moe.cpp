@@ -5,7 +5,7 @@
 namespace calc {
 
 void add_tensors(const ffn_moe& f, const model_context& m, std::vector<tensor>& out) {
-  const dtype* w = &m.precision->weights;
+  const dtype* w = &m.precision->weights;  // router and latent projections
   const dtype* norms = &m.precision->norms;
   checked d = m.hidden;
   checked width = f.latent > 0 ? checked(f.latent) : d;  // d_e: where the experts compute
@@ -25,14 +25,24 @@ void add_tensors(const ffn_moe& f, const model_context& m, std::vector<tensor>& 
                  "routed_experts",
                  category::routed_experts,
                  checked(f.experts) * 3 * width * f.intermediate,
-                 w,
+                 m.precision->expert_weights(),
                  true};
   experts.instances = f.experts;
   experts.per_token = f.top_k;
   out.push_back(experts);
+  if (f.expert_bias) {
+    // gpt-oss: gate_up_proj_bias [E, 2f] and down_proj_bias [E, d]; added, not multiplied, and
+    // read only for the experts a call touches.
+    tensor bias{"experts", "expert_biases", category::routed_experts,
+                checked(f.experts) * (checked(2) * f.intermediate + width), norms};
+    bias.instances = f.experts;
+    bias.per_token = f.top_k;
+    out.push_back(bias);
+  }
   if (f.shared_experts > 0)
     out.push_back({"shared_experts", "shared_experts", category::dense_shared_ffn,
-                   checked(f.shared_experts) * 3 * d * f.shared_intermediate, w, true});
+                   checked(f.shared_experts) * 3 * d * f.shared_intermediate,
+                   m.precision->shared_expert_weights(), true});
   if (f.shared_gate)
     out.push_back({"shared_experts", "shared_expert_gate", category::other, d, w, true});
 }

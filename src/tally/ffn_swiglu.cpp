@@ -5,7 +5,7 @@
 namespace calc {
 
 void add_tensors(const ffn_swiglu& f, const model_context& m, std::vector<tensor>& out) {
-  const dtype* w = &m.precision->weights;
+  const dtype* w = m.precision->dense_ffn_weights();
   checked d = m.hidden;
   out.push_back({"ffn", "gate_proj", category::dense_shared_ffn, d * f.intermediate, w, true});
   out.push_back({"ffn", "up_proj", category::dense_shared_ffn, d * f.intermediate, w, true});
@@ -14,7 +14,7 @@ void add_tensors(const ffn_swiglu& f, const model_context& m, std::vector<tensor
 }
 
 void add_tensors(const ffn_mlp& f, const model_context& m, std::vector<tensor>& out) {
-  const dtype* w = &m.precision->weights;
+  const dtype* w = m.precision->dense_ffn_weights();
   checked d = m.hidden;
   out.push_back({"ffn", "up_proj", category::dense_shared_ffn, d * f.intermediate, w, true});
   out.push_back(

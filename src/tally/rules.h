@@ -49,6 +49,9 @@ struct tensor {
   std::int64_t entry_ratio = 1;  // tokens per entry, for row_source::new_entries
   std::int64_t shards = 0;       // tensor parallelism splits it over at most this many cards
                                  // (its heads); 0 = any degree; 1 = replicated on every card
+  bool idle = false;             // stored in the checkpoint but never used by a call (the own K/V
+                      // projections of a layer that reads another layer's cache): counted in
+                      // parameters and weight bytes, never multiplied or read
 
   /// Rows this tensor's GEMM runs on in the call.
   checked rows_in(const call& c) const;
@@ -116,6 +119,11 @@ checked decode_read(const attention_kda& a, const model_context& m, const execut
 checked decode_read(const attention_dsa& a, const model_context& m, const execution_spec& e,
                     checked length);
 
+checked decode_read(const attention_mamba2& a, const model_context& m, const execution_spec& e,
+                    checked length);
+checked decode_read(const attention_none& a, const model_context& m, const execution_spec& e,
+                    checked length);
+
 /// Bytes a decode step writes into a layer's sliding window (one record per layer per token).
 checked window_write(const attention_spec& a, const model_context& m);
 
@@ -145,6 +153,18 @@ work flops(const attention_dsa& a, const model_context& m, const call& c);
 std::vector<state_component> state(const attention_dsa& a, const model_context& m,
                                    const execution_spec& e);
 
+void add_tensors(const attention_mamba2& a, const model_context& m, std::vector<tensor>& out);
+work flops(const attention_mamba2& a, const model_context& m, const call& c);
+std::vector<state_component> state(const attention_mamba2& a, const model_context& m,
+                                   const execution_spec& e);
+
+// No mixer, no feed-forward (layer_none.cpp): nothing stored, computed or kept.
+void add_tensors(const attention_none& a, const model_context& m, std::vector<tensor>& out);
+work flops(const attention_none& a, const model_context& m, const call& c);
+std::vector<state_component> state(const attention_none& a, const model_context& m,
+                                   const execution_spec& e);
+void add_tensors(const ffn_none& f, const model_context& m, std::vector<tensor>& out);
+
 /// Query-key pairs and index scans of one sparse-attention layer for one call (attention_dsa.cpp).
 struct dsa_counts {
   checked window_pairs;  // window positions read, summed over processed queries
@@ -166,6 +186,20 @@ void add_tensors(const ffn_mlp& f, const model_context& m, std::vector<tensor>& 
 
 /// Chunked linear-attention FLOPs of one head over P new tokens (attention_linear.cpp).
 checked chunk_work(const execution_spec& e, checked tokens, checked key_dim, checked value_dim);
+
+/// Chunked SSD (Mamba2) FLOPs of one head over P new tokens (attention_mamba2.cpp).
+checked ssd_chunk_work(const execution_spec& e, checked tokens, checked head_dim,
+                       checked state_dim);
+
+/// Depthwise short-convolution FLOPs of a call over `channels` with `kernel` taps
+/// (attention_linear.cpp; shared by Gated DeltaNet, KDA and Mamba2).
+checked conv_work(checked channels, std::int64_t kernel, const call& c);
+
+/// The recurrent state and the convolution slots of a linear-attention or SSM layer:
+/// heads x key_dim x value_dim at precision.recurrent, channels x kernel at precision.conv.
+std::vector<state_component> linear_state(checked heads, checked key_dim, checked value_dim,
+                                          checked channels, std::int64_t kernel,
+                                          const model_context& m);
 
 /// Block AttnRes: candidates summed over every mix of one token's forward pass (connection.cpp).
 checked attnres_candidates(std::int64_t layers, std::int64_t block_layers);

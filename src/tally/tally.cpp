@@ -31,12 +31,15 @@ std::string kind_name(const attention_spec& a) {
   if (std::holds_alternative<attention_mla>(a)) return "mla";
   if (std::holds_alternative<attention_gdn>(a)) return "gated_deltanet";
   if (std::holds_alternative<attention_kda>(a)) return "kda";
+  if (std::holds_alternative<attention_mamba2>(a)) return "mamba2";
+  if (std::holds_alternative<attention_none>(a)) return "none";
   return "dsa";
 }
 
 std::string kind_name(const ffn_spec& f) {
   if (std::holds_alternative<ffn_swiglu>(f)) return "swiglu";
   if (std::holds_alternative<ffn_mlp>(f)) return "mlp";
+  if (std::holds_alternative<ffn_none>(f)) return "none";
   return "moe";
 }
 
@@ -60,7 +63,7 @@ checked tensor::gemm_weight_rows(const call& c) const {
 }
 
 checked tensor::read_bytes(const call& c) const {
-  if (lookup_only) return 0;
+  if (lookup_only || idle) return 0;
   if (per_token == 0) return format->bytes(params);
   // At most m*k distinct experts can be touched (every token choosing different ones).
   checked touched = min(instances, rows_in(c) * per_token);
@@ -160,7 +163,7 @@ params_tally tally_params(const graph& g) {
     p.weight_bytes += bytes;
     if (t.lookup_only) {
       p.lookup_bytes += bytes;
-    } else {
+    } else if (!t.idle) {
       p.shared_read_bytes += bytes;
     }
     // Active: what one token multiplies with; the looked-up table and unselected experts are not.
@@ -168,7 +171,7 @@ params_tally tally_params(const graph& g) {
       checked one = t.params / t.instances;
       p.active += one * t.per_token * count;
       p.selected_expert_bytes_per_token += t.format->bytes(one) * t.per_token * count;
-    } else if (!t.lookup_only) {
+    } else if (!t.lookup_only && !t.idle) {
       p.active += params;
     }
   };
@@ -244,7 +247,7 @@ void add_layer_work(const layer& l, const model_context& m, const call& lc, cons
       std::string kind = t.module == "attention" || t.module == "conv" ? kind_name(l.attention)
                          : t.module == "engram"                        ? std::string("engram")
                                                                        : kind_name(l.ffn);
-      f.by_kind[kind] += flops;
+      if (kind != "none") f.by_kind[kind] += flops;  // norms of a layer without an FFN
     }
     f.weight_read_bytes += t.read_bytes(lc) * count;
     if (t.gemm) add_module(f.modules, module_label(t.module), flops, t.params * count);
@@ -254,7 +257,8 @@ void add_layer_work(const layer& l, const model_context& m, const call& lc, cons
   checked interaction = w.interaction * count, state = w.state * count;
   f.interaction_flops += interaction;
   f.state_flops += state;
-  f.by_kind[kind_name(l.attention)] += interaction + state;
+  if (!std::holds_alternative<attention_none>(l.attention))  // an absent mixer has no kind
+    f.by_kind[kind_name(l.attention)] += interaction + state;
   add_module(f.modules, "attention interaction (QK, AV, index)", interaction, 0);
   if (state > 0) add_module(f.modules, "linear-attention state and conv", state, 0);
   add_module(f.stages, body_stage, interaction + state, 0);
