@@ -50,6 +50,16 @@ const std::map<std::string, std::string>& common_names() {
       {"linear_key_dim", "linear_key_head_dim"},
       {"linear_value_dim", "linear_value_head_dim"},
       {"linear_conv", "linear_conv_kernel_dim"},
+      {"sinks", ""},
+      {"expert_bias", ""},
+      {"hybrid", "hybrid_override_pattern"},
+      {"mamba_heads", "mamba_num_heads"},
+      {"mamba_head_dim", "mamba_head_dim"},
+      {"state_dim", "ssm_state_size"},
+      {"groups", "n_groups"},
+      {"conv_kernel", "conv_kernel"},
+      {"conv_bias", "use_conv_bias"},
+      {"proj_bias", "use_bias"},
   };
   return names;
 }
@@ -77,7 +87,9 @@ json gqa_defaults(json extra) {
             {"shared_experts", 0},
             {"shared_gate", false},
             {"router_bias", false},
-            {"mtp_layers", 0}};
+            {"mtp_layers", 0},
+            {"sinks", false},
+            {"expert_bias", false}};
   for (auto& [k, v] : extra.items()) d[k] = v;
   return d;
 }
@@ -271,6 +283,57 @@ const std::vector<family>& families() {
        .architectures = {"Phi3ForCausalLM"},
        .names = {{"qkv_bias", ""}, {"o_bias", ""}, {"mlp_bias", ""}},
        .defaults = gqa_defaults({})},
+      // GptOssConfig: attention with per-head sinks and biases on Q/K/V and O, sliding and full
+      // layers by layer_types (window 128); 32 experts, top-4, with biases and a biased router.
+      {.model_type = "gpt_oss",
+       .architectures = {"GptOssForCausalLM"},
+       .ffn = ffn_family::moe,
+       .names = {{"experts", "num_local_experts"},
+                 {"moe_intermediate", "intermediate_size"},
+                 {"shared_experts", ""},
+                 {"mlp_bias", ""}},
+       .defaults = gqa_defaults({{"kv_heads", 8},
+                                 {"head_dim", 64},
+                                 {"qkv_bias", true},
+                                 {"o_bias", true},
+                                 {"window", 128},
+                                 {"experts", 32},
+                                 {"top_k", 4},
+                                 {"sinks", true},
+                                 {"router_bias", true},
+                                 {"expert_bias", true}})},
+      // NemotronHConfig: one block per layer from hybrid_override_pattern (Mamba2 mixer,
+      // attention, relu2 MLP or MoE), one norm per layer.
+      {.model_type = "nemotron_h",
+       .architectures = {"NemotronHForCausalLM"},
+       .layers = layer_rule::hybrid_pattern,
+       .dense_mlp = true,
+       .names = {{"head_dim", "attention_head_dim"}, {"o_bias", "attention_bias"}},
+       .defaults = gqa_defaults({{"norms", 1},
+                                 {"head_dim", 128},
+                                 {"mamba_heads", 128},
+                                 {"mamba_head_dim", 64},
+                                 {"state_dim", 128},
+                                 {"groups", 8},
+                                 {"conv_kernel", 4},
+                                 {"conv_bias", true},
+                                 {"proj_bias", false}})},
+      // Mamba2Config: every layer a Mamba2 mixer with one norm; tied head by default.
+      {.model_type = "mamba2",
+       .architectures = {"Mamba2ForCausalLM"},
+       .layers = layer_rule::mixer_only,
+       .names = {{"mamba_heads", "num_heads"},
+                 {"mamba_head_dim", "head_dim"},
+                 {"state_dim", "state_size"},
+                 {"intermediate", ""}},
+       .defaults = gqa_defaults({{"norms", 1},
+                                 {"tie", true},
+                                 {"mamba_head_dim", 64},
+                                 {"state_dim", 128},
+                                 {"groups", 1},
+                                 {"conv_kernel", 4},
+                                 {"conv_bias", true},
+                                 {"proj_bias", false}})},
   };
   return table;
 }

@@ -24,6 +24,8 @@ enum class layer_rule {
   alternate_sliding,  // Gemma 2: even layers sliding, odd layers full
   sliding_pattern,    // Gemma 3: every sliding_window_pattern-th layer full, the others sliding
   linear_interval,    // Qwen3-Next: every full_attention_interval-th layer full, the others GDN
+  hybrid_pattern,     // Nemotron-H: hybrid_override_pattern, one character per layer
+  mixer_only,         // Mamba2: every layer a Mamba2 mixer and nothing else
 };
 
 /// One architecture family: the table the translator reads.
@@ -34,6 +36,7 @@ struct family {
   attention_family attention = attention_family::gqa;
   ffn_family ffn = ffn_family::dense;
   layer_rule layers = layer_rule::uniform;
+  bool dense_mlp = false;  // dense feed-forward is up/down without a gate (Nemotron-H's relu2)
   /// Role -> config field where it differs from common_names(); "" = no field (always the
   /// family default).
   std::map<std::string, std::string> names;

@@ -3,11 +3,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <optional>
+#include <set>
 #include <sstream>
 
 #include "spec/hf/families.h"
@@ -188,9 +190,10 @@ class family_reader {
 
 // ---- layers ----------------------------------------------------------------------------------
 
-enum class attn_kind { full, sliding, linear };
-enum class ffn_kind { dense, moe };
+enum class attn_kind { full, sliding, linear, mamba, none };
+enum class ffn_kind { dense, moe, none };
 
+/// Names of the kinds in variant names ("sliding", "mamba_dense", ...).
 const char* attn_name(attn_kind k) {
   switch (k) {
     case attn_kind::full:
@@ -199,8 +202,66 @@ const char* attn_name(attn_kind k) {
       return "sliding";
     case attn_kind::linear:
       return "linear";
+    case attn_kind::mamba:
+      return "mamba";
+    case attn_kind::none:
+      return "no_mixer";
   }
   return "full";
+}
+
+const char* ffn_name(ffn_kind k) {
+  switch (k) {
+    case ffn_kind::dense:
+      return "dense";
+    case ffn_kind::moe:
+      return "moe";
+    case ffn_kind::none:
+      return "no_ffn";
+  }
+  return "dense";
+}
+
+/// Layers whose kinds one string spells, a character per layer (Nemotron-H's
+/// hybrid_override_pattern: M Mamba2 mixer, * attention, - MLP, E MoE; each layer has only one).
+bool hybrid_kinds(const family_reader& r, std::int64_t count, std::vector<attn_kind>& attn,
+                  std::vector<ffn_kind>& ffn, std::string& origin) {
+  const hf_object& cfg = r.cfg();
+  if (r.fam().layers == layer_rule::mixer_only) {
+    origin = fmt::format("every {} layer is a Mamba2 mixer", r.fam().model_type);
+    attn.assign(static_cast<std::size_t>(count), attn_kind::mamba);
+    ffn.assign(static_cast<std::size_t>(count), ffn_kind::none);
+    return true;
+  }
+  if (r.fam().layers != layer_rule::hybrid_pattern) return false;
+  std::string o;
+  std::string pattern = r.get("hybrid").value.get<std::string>();
+  origin = r.field("hybrid");
+  if (static_cast<std::int64_t>(pattern.size()) != count)
+    cfg.fail(origin,
+             fmt::format("{} characters for {} layers (num_hidden_layers)", pattern.size(), count));
+  attn.resize(pattern.size());
+  ffn.resize(pattern.size());
+  for (std::size_t i = 0; i < pattern.size(); ++i) {
+    switch (pattern[i]) {
+      case 'M':
+        attn[i] = attn_kind::mamba, ffn[i] = ffn_kind::none;
+        break;
+      case '*':
+        attn[i] = attn_kind::full, ffn[i] = ffn_kind::none;
+        break;
+      case '-':
+        attn[i] = attn_kind::none, ffn[i] = ffn_kind::dense;
+        break;
+      case 'E':
+        attn[i] = attn_kind::none, ffn[i] = ffn_kind::moe;
+        break;
+      default:
+        cfg.fail(origin, fmt::format("layer {}: unknown block '{}' (calc reads M, *, - and E)", i,
+                                     pattern[i]));
+    }
+  }
+  return true;
 }
 
 /// Each layer's attention kind, from layer_types where given, else from the family's rule.
@@ -274,6 +335,9 @@ std::vector<attn_kind> attention_kinds(const family_reader& r, std::int64_t coun
         if ((i + 1) % p != 0) kinds[static_cast<std::size_t>(i)] = attn_kind::linear;
       break;
     }
+    case layer_rule::hybrid_pattern:
+    case layer_rule::mixer_only:
+      break;  // hybrid_kinds() reads these
   }
   return kinds;
 }
@@ -321,6 +385,27 @@ ynode attention_node(const family_reader& r, attn_kind kind, std::int64_t hidden
                      std::optional<std::int64_t> window, const std::string& window_origin) {
   ynode a{"attention", "", "", {}};
   std::string o;
+  if (kind == attn_kind::none) return scalar("attention", "none", "a feed-forward-only layer");
+  if (kind == attn_kind::mamba) {
+    a.kids.push_back(scalar("kind", "mamba2", "Mamba2 (SSD) mixer layers"));
+    std::int64_t heads = r.positive("mamba_heads", o);
+    a.kids.push_back(numbered("heads", heads, o));
+    std::int64_t head_dim = r.positive("mamba_head_dim", o);
+    a.kids.push_back(numbered("head_dim", head_dim, o));
+    // expand, where given, says the inner width expand x hidden; it must be heads x head_dim.
+    if (r.cfg().has("expand") && r.cfg().integer("expand") * hidden != heads * head_dim)
+      r.cfg().fail("expand", fmt::format("expand x hidden_size = {} x {}, but the heads give "
+                                         "{} x {} inner channels",
+                                         r.cfg().integer("expand"), hidden, heads, head_dim));
+    a.kids.push_back(numbered("state_dim", r.positive("state_dim", o), o));
+    a.kids.push_back(numbered("groups", r.positive("groups", o), o));
+    a.kids.push_back(numbered("conv_kernel", r.positive("conv_kernel", o), o));
+    bool conv_bias = r.flag("conv_bias", o);
+    a.kids.push_back(scalar("conv_bias", bool_text(conv_bias), o));
+    bool proj_bias = r.flag("proj_bias", o);
+    a.kids.push_back(scalar("proj_bias", bool_text(proj_bias), o));
+    return a;
+  }
   if (kind == attn_kind::linear) {
     a.kids.push_back(scalar("kind", "gated_deltanet", "linear_attention layers"));
     a.kids.push_back(numbered("qk_heads", r.positive("linear_qk_heads", o), o));
@@ -356,6 +441,7 @@ ynode attention_node(const family_reader& r, attn_kind kind, std::int64_t hidden
   if (r.flag("output_gate", o)) a.kids.push_back(scalar("output_gate", "true", o));
   if (r.flag("qkv_bias", o)) a.kids.push_back(scalar("qkv_bias", "true", o));
   if (r.flag("o_bias", o)) a.kids.push_back(scalar("o_bias", "true", o));
+  if (r.flag("sinks", o)) a.kids.push_back(scalar("sinks", "true", o));
   if (kind == attn_kind::sliding)
     a.kids.push_back(scalar("window", std::to_string(*window), window_origin));
   return a;
@@ -364,11 +450,23 @@ ynode attention_node(const family_reader& r, attn_kind kind, std::int64_t hidden
 ynode ffn_node(const family_reader& r, ffn_kind kind) {
   ynode f{"ffn", "", "", {}};
   std::string o;
+  if (kind == ffn_kind::none) return scalar("ffn", "none", "a mixer-only layer");
+  if (kind == ffn_kind::dense && r.fam().dense_mlp) {
+    f.kids.push_back(
+        scalar("kind", "mlp", fmt::format("up and down, no gate ({})", r.fam().model_type)));
+    f.kids.push_back(numbered("intermediate", r.positive("intermediate", o), o));
+    bool bias = r.flag("mlp_bias", o);
+    if (bias) f.kids.push_back(scalar("bias", "true", o));
+    return f;
+  }
   if (kind == ffn_kind::dense) {
     f.kids.push_back(scalar("kind", "swiglu", "gated MLP (gate, up, down)"));
     f.kids.push_back(numbered("intermediate", r.positive("intermediate", o), o));
     return f;
   }
+  if (r.fam().dense_mlp)  // calc's experts are gated (SwiGLU); relu2 experts have two matrices
+    r.cfg().fail(r.field("hybrid"),
+                 "MoE layers (E) with ungated relu2 experts are not in calc's schema");
   f.kids.push_back(scalar("kind", "moe", fmt::format("{} experts", r.fam().model_type)));
   std::int64_t experts = r.positive("experts", o);
   f.kids.push_back(scalar("experts", std::to_string(experts), o));
@@ -384,6 +482,7 @@ ynode ffn_node(const family_reader& r, ffn_kind kind) {
     if (r.flag("shared_gate", o)) f.kids.push_back(scalar("shared_gate", "true", o));
   }
   if (r.flag("router_bias", o)) f.kids.push_back(scalar("router_bias", "true", o));
+  if (r.flag("expert_bias", o)) f.kids.push_back(scalar("expert_bias", "true", o));
   return f;
 }
 
@@ -426,7 +525,7 @@ imported translate(const hf_json& doc, const std::string& name, const hf_json* m
   top.push_back(scalar("hidden", std::to_string(hidden), o));
   bool tie = r.flag("tie", o);
   top.push_back(scalar("tie_embeddings", bool_text(tie), o));
-  if (r.flag("mlp_bias", o))
+  if (!fam->dense_mlp && r.flag("mlp_bias", o))
     cfg.fail(r.field("mlp_bias"), "biases on the gated MLP are not in calc's schema");
 
   // Precision: the checkpoint dtype for weights and (as engines do by default) the KV cache.
@@ -445,8 +544,20 @@ imported translate(const hf_json& doc, const std::string& name, const hf_json* m
     precision.kids.push_back(scalar("weights", dtype, dtype_origin));
     precision.kids.push_back(
         scalar("kv", dtype, dtype_origin + " (the cache keeps the model dtype)"));
+  } else if (quant->kept_roles.count("router")) {
+    // The router keeps the model dtype: it is part of `weights`, so the quantised matrices are
+    // named by role (schema roles attention, experts, shared_experts, dense_ffn).
+    precision.kids.push_back(scalar("weights", dtype, dtype_origin + " (router not quantised)"));
+    if (!quant->kept_roles.count("attention"))
+      precision.kids.push_back(scalar("attention", quant->weights, quant->origin));
+    for (const char* role : {"experts", "shared_experts", "dense_ffn"})
+      precision.kids.push_back(scalar(role, quant->weights, quant->origin));
   } else {
     precision.kids.push_back(scalar("weights", quant->weights, quant->origin));
+    if (quant->kept_roles.count("attention"))
+      precision.kids.push_back(scalar("attention", dtype, dtype_origin + " (self_attn excluded)"));
+  }
+  if (quant) {
     // The embedding table and the head stay in the model dtype unless the checkpoint converts
     // them; the exclusion lists name the head explicitly, the embedding is never converted.
     precision.kids.push_back(scalar("embedding", dtype, dtype_origin + " (not quantised)"));
@@ -467,6 +578,13 @@ imported translate(const hf_json& doc, const std::string& name, const hf_json* m
   std::int64_t count = r.positive("layers", o);
   ynode layers{"layers", "", "", {}};
   layers.kids.push_back(scalar("count", std::to_string(count), o));
+  if (quant)
+    for (const auto& [role, k] : quant->kept_roles)
+      if (!k.all && static_cast<std::int64_t>(k.layers.size()) != count)
+        throw spec_error(k.where, k.field,
+                         fmt::format("the {} of {} of the {} layers stays unquantised; calc keeps "
+                                     "one format per role",
+                                     role, k.layers.size(), count));
   if (quant && quant->excluded_from_layer >= 0 && quant->excluded_from_layer < count)
     throw spec_error(quant->excluded_where, quant->excluded_field,
                      fmt::format("layers from {} on stay unquantised, but calc keeps one format "
@@ -478,8 +596,12 @@ imported translate(const hf_json& doc, const std::string& name, const hf_json* m
     window = r.optional_integer("window", window_origin);
   if (window && *window == 0) window.reset();
   std::string attn_origin, ffn_origin;
-  std::vector<attn_kind> attn = attention_kinds(r, count, window.has_value(), attn_origin);
-  std::vector<ffn_kind> ffn = ffn_kinds(r, count, ffn_origin);
+  std::vector<attn_kind> attn;
+  std::vector<ffn_kind> ffn;
+  if (!hybrid_kinds(r, count, attn, ffn, attn_origin)) {
+    attn = attention_kinds(r, count, window.has_value(), attn_origin);
+    ffn = ffn_kinds(r, count, ffn_origin);
+  }
 
   std::vector<combo> layer(static_cast<std::size_t>(count));
   std::map<combo, std::int64_t> freq;
@@ -518,8 +640,7 @@ imported translate(const hf_json& doc, const std::string& name, const hf_json* m
   auto variant_name = [&](const combo& c) {
     std::string n;
     if (c.attn != base.attn) n = attn_name(c.attn);
-    if (c.ffn != base.ffn)
-      n += std::string(n.empty() ? "" : "_") + (c.ffn == ffn_kind::dense ? "dense" : "moe");
+    if (c.ffn != base.ffn) n += std::string(n.empty() ? "" : "_") + ffn_name(c.ffn);
     return c == base ? std::string("base") : n;
   };
   // Overrides, grouped by kind; a variant also sets a part equal to the base when an override

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 
 namespace calc::hf {
@@ -78,12 +79,28 @@ std::optional<quant_formats> read_quant(const hf_object& root, const hf_json* mo
         f.excluded_where = q->doc().where(fmt::format("{}/{}/{}", q->pointer(), list_key, i));
         f.excluded_field = fmt::format("{}[{}]", q->path_of(list_key), i);
       } else {
-        throw spec_error(
-            q->doc().where(fmt::format("{}/{}/{}", q->pointer(), list_key, i)),
-            fmt::format("{}[{}]", q->path_of(list_key), i),
-            fmt::format("'{}' stays unquantised, but calc keeps one format for all weight "
-                        "matrices (per-module formats are not in the schema yet)",
-                        m));
+        // model.layers.<i or *>.self_attn | mlp.gate | mlp.router: a whole role of a layer.
+        source_location where = q->doc().where(fmt::format("{}/{}/{}", q->pointer(), list_key, i));
+        std::string field = fmt::format("{}[{}]", q->path_of(list_key), i);
+        std::string rest = m.starts_with("model.layers.") ? m.substr(13) : "";
+        auto dot = rest.find('.');
+        std::string index = rest.substr(0, dot);
+        std::string module = dot == std::string::npos ? "" : rest.substr(dot + 1);
+        std::string role = module == "self_attn"                            ? "attention"
+                           : module == "mlp.gate" || module == "mlp.router" ? "router"
+                                                                            : "";
+        bool number = !index.empty() && std::all_of(index.begin(), index.end(), ::isdigit);
+        if (role.empty() || (!number && index != "*"))
+          throw spec_error(where, field,
+                           fmt::format("'{}' stays unquantised, but calc keeps formats per role "
+                                       "(attention, router, head, embedding), not per module",
+                                       m));
+        quant_formats::kept_role& k = f.kept_roles[role];
+        if (k.field.empty()) k.where = where, k.field = field;
+        if (index == "*")
+          k.all = true;
+        else
+          k.layers.insert(std::atoll(index.c_str()));
       }
     }
   }

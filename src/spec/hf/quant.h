@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -18,9 +19,18 @@ namespace calc::hf {
 struct quant_formats {
   std::string weights;  // format of the quantised matrices
   std::string origin;
-  std::string kv;                         // cache format, when the checkpoint names one
-  std::string kv_origin;                  // the field that names it
-  std::vector<std::string> kept_dtype;    // modules left in the model dtype (said in the YAML)
+  std::string kv;                       // cache format, when the checkpoint names one
+  std::string kv_origin;                // the field that names it
+  std::vector<std::string> kept_dtype;  // modules left in the model dtype (said in the YAML)
+  /// Whole roles left unquantised ("attention": self_attn, "router": mlp.gate / mlp.router):
+  /// the layers that list them (every layer must, "*" says all), and where the first is.
+  struct kept_role {
+    std::set<std::int64_t> layers;
+    bool all = false;
+    source_location where;
+    std::string field;
+  };
+  std::map<std::string, kept_role> kept_roles;
   std::int64_t excluded_from_layer = -1;  // "model.layers.N*": layers from N on stay unconverted
   source_location excluded_where;
   std::string excluded_field;
@@ -31,8 +41,8 @@ struct quant_formats {
 /// would need a per-module format and is an error rather than a silently wrong byte count.
 /// Reads a checkpoint's quantisation (`modelopt`: the hf_quant_config.json, or null to read
 /// root's quantization_config); none when the checkpoint is not quantised. Modules left
-/// unconverted may be the head, the embedding, norms or the MTP layers (whose formats are
-/// separate roles or not counted); anything else would need a per-module format and is an error
+/// unconverted may be the head, the embedding, norms, the MTP layers, or a whole role of every
+/// layer (self_attn, the router); anything else would need a per-module format and is an error
 /// rather than a silently wrong byte count.
 std::optional<quant_formats> read_quant(const hf_object& root, const hf_json* modelopt);
 
