@@ -58,9 +58,8 @@ void closed_form::compile_layers() {
           }
         }
       }
-      if (t.lookup_only) continue;
       if (t.per_token == 0) {
-        run.fixed_read_bytes += t.format->bytes(t.params);
+        run.fixed_read_bytes += t.read_bytes(call{});  // whole, or nothing for a lookup table
       } else {
         // Reads depend on the rows: at most m * k distinct experts can be touched.
         run.experts.push_back({t, t.format->bytes(t.params / t.instances)});
@@ -121,7 +120,7 @@ void closed_form::compile_head() {
   std::vector<tensor> ts;
   model_level_tensors(s, m_, ts);
   for (const tensor& t : ts) {
-    if (!t.lookup_only) head_read_bytes_ += t.format->bytes(t.params);
+    head_read_bytes_ += t.read_bytes(call{});  // none of these depends on the call's rows
     if (t.module == "connection" && t.gemm) head_row_flops_ += checked(2) * weights_per_row(t);
   }
   if (s.connection.type == connection_spec::kind::attnres)
