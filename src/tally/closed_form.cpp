@@ -176,6 +176,27 @@ forward_totals closed_form::forward(const call& c) const {
   return f;
 }
 
+forward_totals closed_form::decode(std::int64_t batch, std::int64_t context) const {
+  require_complete();
+  forward_totals f;
+  checked b = batch;
+  // Every row count of a decode call is `batch` times one request's, so F is too.
+  f.flops = b * step_flops_.at(context);
+  f.interaction_flops = b * step_interaction_.at(context);
+  call c;
+  c.batch = batch;
+  c.context = context;
+  c.exec = exec_;
+  for (const layer_run& r : runs_) {
+    checked read = r.fixed_read_bytes;
+    for (const auto& e : r.experts)
+      read += min(e.experts.instances, e.experts.rows_in(c) * e.experts.per_token) * e.bytes_each;
+    f.weight_read_bytes += r.count * read;
+  }
+  f.weight_read_bytes += head_read_bytes_;
+  return f;
+}
+
 checked closed_form::decode_flops(checked context) const {
   require_complete();
   return step_flops_.at(context);
