@@ -58,9 +58,8 @@ void closed_form::compile_layers() {
           }
         }
       }
-      if (t.lookup_only) continue;
       if (t.per_token == 0) {
-        run.fixed_read_bytes += t.format->bytes(t.params);
+        run.fixed_read_bytes += t.read_bytes(call{});  // whole, or nothing for a lookup table
       } else {
         // Reads depend on the rows: at most m * k distinct experts can be touched.
         run.experts.push_back({t, t.format->bytes(t.params / t.instances)});
@@ -121,7 +120,7 @@ void closed_form::compile_head() {
   std::vector<tensor> ts;
   model_level_tensors(s, m_, ts);
   for (const tensor& t : ts) {
-    if (!t.lookup_only) head_read_bytes_ += t.format->bytes(t.params);
+    head_read_bytes_ += t.read_bytes(call{});  // none of these depends on the call's rows
     if (t.module == "connection" && t.gemm) head_row_flops_ += checked(2) * weights_per_row(t);
   }
   if (s.connection.type == connection_spec::kind::attnres)
@@ -173,6 +172,27 @@ forward_totals closed_form::forward(const call& c) const {
     f.weight_read_bytes += r.count * read;
   }
   f.flops += checked(2) * c.vocab_rows() * vocab_weights_ + head_row_flops_ * c.new_rows();
+  f.weight_read_bytes += head_read_bytes_;
+  return f;
+}
+
+forward_totals closed_form::decode(std::int64_t batch, std::int64_t context) const {
+  require_complete();
+  forward_totals f;
+  checked b = batch;
+  // Every row count of a decode call is `batch` times one request's, so F is too.
+  f.flops = b * step_flops_.at(context);
+  f.interaction_flops = b * step_interaction_.at(context);
+  call c;
+  c.batch = batch;
+  c.context = context;
+  c.exec = exec_;
+  for (const layer_run& r : runs_) {
+    checked read = r.fixed_read_bytes;
+    for (const auto& e : r.experts)
+      read += min(e.experts.instances, e.experts.rows_in(c) * e.experts.per_token) * e.bytes_each;
+    f.weight_read_bytes += r.count * read;
+  }
   f.weight_read_bytes += head_read_bytes_;
   return f;
 }

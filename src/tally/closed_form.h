@@ -88,6 +88,9 @@ class closed_form {
   /// FLOPs and weight reads of one call (its exec must be the compiled one).
   forward_totals forward(const call& c) const;
 
+  /// One decode call of `batch` requests over `context` cached tokens each (context >= 1), from
+  /// the series: its FLOPs are `batch` times one request's step.
+  forward_totals decode(std::int64_t batch, std::int64_t context) const;
   /// FLOPs of one decode step of one request over `context` cached tokens (context >= 1).
   checked decode_flops(checked context) const;
   /// Interaction FLOPs (QK, AV, index scores) of that decode step.

@@ -11,11 +11,12 @@ namespace calc {
 
 namespace {
 
-/// A state component's bytes at length x: fixed + per_entry * min(floor(x / r), cap / r).
-length_series component_series(const state_component& sc) {
+/// A history read once per decode step, `per_token` bytes a token, up to `cap` tokens: the
+/// rule's own value at one token gives the rate (a layer reading another layer's cache keeps no
+/// state of its own but reads as much).
+length_series history_read(checked per_token, std::optional<std::int64_t> cap) {
   length_series s;
-  s.add(sc.fixed);
-  s.add(floor_term{sc.per_entry, 0, sc.ratio, sc.cap ? *sc.cap / sc.ratio : -1});
+  s.add(floor_term{per_token, 0, 1, cap ? *cap : -1});
   return s;
 }
 
@@ -27,7 +28,7 @@ attention_form form(const attention_gqa& a, const model_context& m, const execut
   std::int64_t cap = e.pairs == pair_counting::causal && a.window ? *a.window : -1;
   f.step_interaction.add(floor_term{checked(4) * a.q_heads * a.head_dim, 1, 1, cap});
   f.step_work = f.step_interaction;
-  f.decode_read = component_series(state(a, m, e).front());
+  f.decode_read = history_read(decode_read(a, m, e, 1), a.window);
   return f;
 }
 
@@ -39,7 +40,7 @@ attention_form form(const attention_mla& a, const model_context& m, const execut
   checked aggregate = e.mla == mla_path::compact ? checked(a.kv_rank) : checked(a.v_head);
   f.step_interaction.add(floor_term{checked(2) * a.heads * (score + aggregate), 1, 1, -1});
   f.step_work = f.step_interaction;
-  f.decode_read = component_series(state(a, m, e).front());
+  f.decode_read = history_read(decode_read(a, m, e, 1), std::nullopt);
   return f;
 }
 

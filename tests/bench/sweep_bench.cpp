@@ -2,9 +2,10 @@
 // Run: build/calc_bench [configurations] [model]. Not a test: it prints rates and times.
 //
 // - configurations per second: the state of B requests at N tokens plus one decode call
-//   (B, N, 1), over N spread on 1..1M and B on 1..64; closed form (what sweeps and requests
-//   use) and the itemised tallies (what reports use), each with a checksum that must agree;
-// - a request generating 1,000,000 tokens: the closed-form tally time (compile included).
+//   (B, N, 1), over N spread on 1..1M and B on 1..64; closed form (state and decode series, what
+//   sweeps and requests use) and the itemised tallies (what reports use), whose sums must agree;
+// - a request generating 1,000,000 tokens: the closed-form tally time (compile included), and
+//   the step-by-step sum over 10,000 generated tokens for comparison.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -53,7 +54,7 @@ void bench_model(const std::string& name, long n) {
     fast_sum = 0;
     for (long i = 0; i < n; ++i) {
       fast_sum += cf.state(length_of(i), batch_of(i)).total;
-      fast_sum += cf.forward(make_call(spec, batch_of(i), length_of(i), 1)).flops;
+      fast_sum += cf.decode(batch_of(i), length_of(i)).flops;
     }
   });
   long slow_n = std::max(1L, n / 20);  // the itemised path is slower: a sample of the same points
@@ -68,16 +69,26 @@ void bench_model(const std::string& name, long n) {
   closed_form cf(g);
   for (long i = 0; i < slow_n; ++i) {
     check_sum += cf.state(length_of(i), batch_of(i)).total;
-    check_sum += cf.forward(make_call(spec, batch_of(i), length_of(i), 1)).flops;
+    check_sum += cf.decode(batch_of(i), length_of(i)).flops;
   }
-  std::printf("%-22s closed form %10.0f configurations/s   itemised %9.0f/s   (%s)\n",
-              name.c_str(), static_cast<double>(n) / fast, static_cast<double>(slow_n) / slow,
+  std::printf("%-22s closed form %10.0f configurations/s   itemised %9.0f/s   (%s)\n", name.c_str(),
+              static_cast<double>(n) / fast, static_cast<double>(slow_n) / slow,
               check_sum == slow_sum ? "same sums" : "SUMS DIFFER");
 
   request_plan r;
   double request = median_seconds(21, [&] { r = plan_request(g, 0, 8, 1'000'000); });
   std::printf("%-22s request --prompt 8 --generate 1000000: %.3f ms tally (%lld decode calls)\n",
               name.c_str(), request * 1e3, static_cast<long long>(r.decode_calls));
+  // The step-by-step sum (the tests' oracle, and what calc request did before) grows with G.
+  request_plan slow_r;
+  double stepwise = median_seconds(3, [&] { slow_r = plan_request_stepwise(g, 0, 8, 10'000); });
+  request_plan fast_r = plan_request(g, 0, 8, 10'000);
+  std::printf(
+      "%-22s request --prompt 8 --generate 10000 step by step: %.1f ms (%s)\n", name.c_str(),
+      stepwise * 1e3,
+      fast_r.flops == slow_r.flops && fast_r.cumulative_read_bytes == slow_r.cumulative_read_bytes
+          ? "same totals"
+          : "TOTALS DIFFER");
 }
 
 }  // namespace

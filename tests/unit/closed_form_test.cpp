@@ -125,6 +125,13 @@ void compare(const graph& g, const execution_spec& exec, point_source& p, int po
     forward_tally st = tally_forward(g, step);
     REQUIRE(cf.decode_flops(h) == st.flops);
     REQUIRE(cf.decode_interaction(h) == st.interaction_flops);
+    step.batch = b;
+    forward_totals fd = cf.decode(b, h);
+    forward_tally sd = tally_forward(g, step);
+    INFO("decode call B=", b);
+    REQUIRE(fd.flops == sd.flops);
+    REQUIRE(fd.interaction_flops == sd.interaction_flops);
+    REQUIRE(fd.weight_read_bytes == sd.weight_read_bytes);
   }
 }
 
