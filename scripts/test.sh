@@ -9,3 +9,9 @@ cmake --build build
 build/calc_tests
 build/calc check scenarios
 (cd build && ctest --output-on-failure)
+# An installed calc finds its models and GPU catalogue relative to itself (no source tree).
+prefix="$(mktemp -d)"
+cmake --install build --prefix "$prefix" >/dev/null
+(cd / && env -u CALC_MODELS "$prefix/bin/calc" report --model qwen3-8b --gpu H100-SXM --length 8K >/dev/null)
+(cd / && env -u CALC_MODELS "$prefix/bin/calc" models --format json | grep -q "\"folder\": \"$prefix/share/calc/models\"")
+rm -rf "$prefix"

@@ -38,38 +38,8 @@ result run_compare(const options& o) {
                          o.length)};
 }
 
-namespace {
-
-/// Parses FROM:TO:xFACTOR (geometric) or FROM:TO:+STEP (arithmetic) into lengths.
-std::vector<std::int64_t> parse_range(const std::string& text) {
-  auto fail = [&] {
-    throw spec_error("--lengths",
-                     fmt::format("'{}' is not FROM:TO:xFACTOR or FROM:TO:+STEP", text));
-  };
-  auto a = text.find(':'), b = text.find(':', a == std::string::npos ? 0 : a + 1);
-  if (a == std::string::npos || b == std::string::npos || b + 2 > text.size()) fail();
-  std::int64_t from = 0, to = 0, step = 0;
-  try {
-    from = std::stoll(text.substr(0, a));
-    to = std::stoll(text.substr(a + 1, b - a - 1));
-    step = std::stoll(text.substr(b + 2));
-  } catch (const std::logic_error&) {
-    fail();
-  }
-  bool geometric = text[b + 1] == 'x';
-  if ((!geometric && text[b + 1] != '+') || from < 1 || to < from || step < (geometric ? 2 : 1))
-    fail();
-  check_count("--lengths", to, 1);
-  std::vector<std::int64_t> out;
-  for (std::int64_t n = from; n <= to && out.size() < 100'000; n = geometric ? n * step : n + step)
-    out.push_back(n);
-  return out;
-}
-
-}  // namespace
-
 result run_sweep(const options& o) {
-  std::vector<std::int64_t> lengths = parse_range(o.range);
+  const std::vector<std::int64_t>& lengths = o.lengths;  // --length: a range or a list
   loaded_model m = load(o);
   ojson rows = ojson::array();
   for (std::int64_t n : lengths) {
