@@ -90,9 +90,9 @@ const std::vector<command>& commands() {
          app.add_option(
              "--requests", o.requests,
              "Requests to reserve state for; reports the largest parameter count that fits");
-         app.add_option(
-                "--page-tokens", o.page_tokens,
-                "Paged cache: each request's history rounded up to whole blocks of this many tokens")
+         app.add_option("--page-tokens", o.page_tokens,
+                        "Paged cache: each request's history rounded up to whole blocks of this "
+                        "many tokens")
              ->transform(token_suffixes());
          app.add_option("--shared-prefix", o.shared_prefix,
                         "Tokens of prefix every request shares, whose history is stored once")
@@ -203,8 +203,9 @@ const std::vector<command>& commands() {
          add_model_options(app, o);
          app.add_option("--gpu", o.gpu, "Accelerator: a name from `calc gpus` (default h100-sxm)");
          add_length_option(app, o, "Context lengths: a list or a range (default 1K:1M:x4)");
-         app.add_option("--requests", o.requests,
-                        "Concurrent requests a deployment holds, for the cards needed (default 16)");
+         app.add_option(
+             "--requests", o.requests,
+             "Concurrent requests a deployment holds, for the cards needed (default 16)");
          app.add_option("--workspace", o.workspace, "Reserved bytes per card (default 2GiB)");
          app.add_option("--node-gpus", o.node_gpus,
                         "Cards per server; beyond one server, whole servers (default 8)");
@@ -339,7 +340,7 @@ std::string zsh_help(std::string text) {
 }
 
 std::string bash_completion(const std::vector<CLI::App*>& subs, const std::string& models,
-                             const std::string& gpus) {
+                            const std::string& gpus) {
   std::string names;
   for (const command& c : commands()) names += std::string(names.empty() ? "" : " ") + c.name;
   std::string out =
@@ -351,8 +352,8 @@ std::string bash_completion(const std::vector<CLI::App*>& subs, const std::strin
       "  if [ \"$COMP_CWORD\" -eq 1 ]; then\n";
   out += fmt::format("    COMPREPLY=($(compgen -W \"{} --help --version\" -- \"$cur\"))\n", names);
   out += "    return\n  fi\n  case \"$prev\" in\n";
-  out += fmt::format("    -m|--model|--models) COMPREPLY=($(compgen -W \"{}\" -- \"$cur\")); return ;;\n",
-                     models);
+  out += fmt::format(
+      "    -m|--model|--models) COMPREPLY=($(compgen -W \"{}\" -- \"$cur\")); return ;;\n", models);
   out += fmt::format("    --gpu) COMPREPLY=($(compgen -W \"{}\" -- \"$cur\")); return ;;\n", gpus);
   out += "    -f|--format) COMPREPLY=($(compgen -W \"md json csv\" -- \"$cur\")); return ;;\n";
   out += "    --plot-dir) COMPREPLY=($(compgen -d -- \"$cur\")); return ;;\n";
@@ -378,21 +379,26 @@ std::string zsh_completion(const std::vector<CLI::App*>& subs, const std::string
       "_calc() {\n"
       "  local -a commands\n"
       "  commands=(\n";
-  for (const command& c : commands())
-    out += fmt::format("    '{}:{}'\n", c.name, zsh_help(c.help));
-  out += "  )\n  if (( CURRENT == 2 )); then\n    _describe 'command' commands\n    return\n"
-         "  fi\n  case $words[2] in\n";
+  for (const command& c : commands()) out += fmt::format("    '{}:{}'\n", c.name, zsh_help(c.help));
+  out +=
+      "  )\n  if (( CURRENT == 2 )); then\n    _describe 'command' commands\n    return\n"
+      "  fi\n  case $words[2] in\n";
   for (std::size_t i = 0; i < subs.size(); ++i) {
     out += fmt::format("    {})\n      _arguments", commands()[i].name);
     for (const option_names& n : options_of(*subs[i])) {
       std::string value;
       if (n.takes_value) {
         const std::string& first = n.names.front();
-        if (first == "--model") value = fmt::format(":model:({})", models);
-        else if (first == "--gpu") value = fmt::format(":gpu:({})", gpus);
-        else if (first == "--format") value = ":format:(md json csv)";
-        else if (first == "--plot-dir") value = ":folder:_files -/";
-        else value = ":value:";
+        if (first == "--model")
+          value = fmt::format(":model:({})", models);
+        else if (first == "--gpu")
+          value = fmt::format(":gpu:({})", gpus);
+        else if (first == "--format")
+          value = ":format:(md json csv)";
+        else if (first == "--plot-dir")
+          value = ":folder:_files -/";
+        else
+          value = ":value:";
       }
       for (const std::string& name : n.names)
         out += fmt::format(" \\\n        '{}[{}]{}'", name, zsh_help(n.help), value);
@@ -412,8 +418,8 @@ result run_completion(const options& o) {
   for (const gpu_spec& g : gpu_catalogue()) gpus += (gpus.empty() ? "" : " ") + g.name;
   std::string models = joined(bundled_models());
   result r;
-  r.markdown = o.shell == "zsh" ? zsh_completion(subs, models, gpus)
-                                : bash_completion(subs, models, gpus);
+  r.markdown =
+      o.shell == "zsh" ? zsh_completion(subs, models, gpus) : bash_completion(subs, models, gpus);
   r.body = {{"shell", o.shell}, {"script", r.markdown}};
   r.title = "calc completion";
   return r;

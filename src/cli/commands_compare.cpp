@@ -34,8 +34,14 @@ result run_compare(const options& o) {
   ojson j;
   j["length"] = o.length;
   j["models"] = rows;
-  return {j, fmt::format("calc compare: prefill of {0} tokens, decode and state at {0} cached",
-                         o.length)};
+  std::string n = human_tokens(o.length);
+  result r{j, fmt::format("calc compare: prefill of {0} tokens, then decode and state at {0}", n)};
+  // The length is in the title: the document is the one table, with a line on what it shows.
+  r.markdown = fmt::format(
+      "## {}\n\nParameters, weight bytes in BF16, FLOPs of a {} prefill and of one decode step "
+      "at {} cached tokens, and state per request at {}.\n{}",
+      r.title, n, n, n, markdown_table("models", rows));
+  return r;
 }
 
 result run_sweep(const options& o) {

@@ -56,9 +56,8 @@ result run_state(const options& o) {
     // A name kept in two classes (windowed beside global KV): the global history keeps the
     // plain key, the other class gets its class in the key (/by_component/kv_window).
     std::string key = i.name;
-    bool shared = std::count_if(st.items.begin(), st.items.end(), [&](const state_item& x) {
-                    return x.name == i.name;
-                  }) > 1;
+    bool shared = std::count_if(st.items.begin(), st.items.end(),
+                                [&](const state_item& x) { return x.name == i.name; }) > 1;
     if (shared && i.kind != state_class::history) {
       key += std::string("_") + class_name(i.kind);
       std::replace(key.begin(), key.end(), ' ', '_');
@@ -66,8 +65,8 @@ result run_state(const options& o) {
     by_name[key] = one;
   }
   j["by_component"] = by_name;
-  return {j, fmt::format("calc state: {}, {} cached tokens, batch {}", m.spec->name, o.length,
-                         o.batch)};
+  return {j, fmt::format("calc state: {}, {} cached tokens, batch {}", m.spec->name,
+                         human_tokens(o.length), o.batch)};
 }
 
 result run_forward(const options& o) {
@@ -218,9 +217,8 @@ result run_crossover(const options& o) {
   j["state_crossover_tokens"] = ratio_json(c.state_crossover_tokens);
   j["weight_read_bytes"] = exact(c.weight_read_bytes);
   if (at_length) j["context_read_bytes"] = exact(c.context_read_bytes);
-  j["batch_read_crossover"] = at_length && c.batch_read_crossover
-                                  ? ojson(*c.batch_read_crossover)
-                                  : ojson(nullptr);
+  j["batch_read_crossover"] =
+      at_length && c.batch_read_crossover ? ojson(*c.batch_read_crossover) : ojson(nullptr);
   if (!o.budget.empty()) {
     std::int64_t budget = parse_size_option("--budget", o.budget);
     j["budget_bytes"] = budget;
@@ -238,7 +236,8 @@ result run_crossover(const options& o) {
   }
   if (!at_length)
     return {j, fmt::format("calc crossover: {}, state budget {}", m.spec->name, o.budget)};
-  return {j, fmt::format("calc crossover: {} at {} cached tokens", m.spec->name, o.length)};
+  return {j, fmt::format("calc crossover: {} at {} cached tokens", m.spec->name,
+                         human_tokens(o.length))};
 }
 
 result run_experts(const options& o) {

@@ -65,8 +65,8 @@ ojson model_section(const options& o, const gpu_spec& gpu, std::int64_t workspac
       components[k]["bytes"].push_back(exact(st.items[k].bytes));
     crossover_plan c = plan_crossover(m.g, n);
     capacity_plan cap = plan_capacity(m.g, gpu, 1, n, workspace, p.weight_bytes);
-    placement_plan place = plan_placement(m.g, gpu, n, o.requests, workspace, o.node_gpus,
-                                          o.max_gpus);
+    placement_plan place =
+        plan_placement(m.g, gpu, n, o.requests, workspace, o.node_gpus, o.max_gpus);
     // A prefill of a million tokens on a large model can pass the 64-bit FLOP range of the
     // roofline; the decode step at that context still has a bound.
     std::optional<roofline_plan> full;
@@ -78,14 +78,13 @@ ojson model_section(const options& o, const gpu_spec& gpu, std::int64_t workspac
     ojson pt = {{"length", n},
                 {"state_bytes", exact(st.total)},
                 {"decode_read_bytes", exact(st.decode_read)},
-                {"batch_read_crossover", c.batch_read_crossover
-                                             ? ojson(*c.batch_read_crossover)
-                                             : ojson(nullptr)},
+                {"batch_read_crossover",
+                 c.batch_read_crossover ? ojson(*c.batch_read_crossover) : ojson(nullptr)},
                 {"requests_per_card", cap.weights_fit ? cap.requests : 0}};
     if (place.best) {
       pt["cards"] = place.best->l.cards();
-      pt["layout"] = fmt::format("tp {} x pp {} (ep {})", place.best->l.tp, place.best->l.pp,
-                                 place.best->l.ep);
+      pt["layout"] =
+          fmt::format("tp {} x pp {}, ep {}", place.best->l.tp, place.best->l.pp, place.best->l.ep);
     } else {
       pt["cards"] = nullptr;
       pt["layout"] = fmt::format("none of up to {} cards", place.searched_up_to);

@@ -21,8 +21,7 @@ void add_model_options(CLI::App& app, options& o, bool required) {
 }
 
 CLI::Option* add_length_option(CLI::App& app, options& o, const std::string& help) {
-  return app.add_option("-n,--length,--lengths", o.length_text,
-                        help + "; 128K = 131,072 tokens");
+  return app.add_option("-n,--length,--lengths", o.length_text, help + "; 128K = 131,072 tokens");
 }
 
 CLI::Validator token_suffixes() {
@@ -57,8 +56,7 @@ std::int64_t one_length(const std::string& option, const std::string& text) {
   if (text.starts_with('-') && looks_like_token_count(text.substr(1)))
     throw spec_error(option, fmt::format("must not be negative, got {}", text));
   if (!looks_like_token_count(text))
-    throw spec_error(option,
-                     fmt::format("'{}' is not a length such as 8192, 128K or 1M", text));
+    throw spec_error(option, fmt::format("'{}' is not a length such as 8192, 128K or 1M", text));
   auto n = parse_token_count(text);
   if (!n || *n > kMaxLength)  // quoted as typed: 2^63 - 1 would say nothing useful
     throw spec_error(option, fmt::format("{} is beyond the supported {} tokens", text, kMaxLength));
@@ -128,8 +126,8 @@ void read_lists(const command& c, bool model_given, bool length_given, options& 
   if (length_given) {
     o.lengths = parse_lengths("--length", o.length_text);
     if (!(c.lists & length_list) && o.lengths.size() > 1)
-      throw spec_error("--length", fmt::format("`calc {}` takes one length, got {}", c.name,
-                                               o.lengths.size()));
+      throw spec_error("--length",
+                       fmt::format("`calc {}` takes one length, got {}", c.name, o.lengths.size()));
     o.length = o.lengths.front();
   }
 }

@@ -22,8 +22,8 @@ constexpr std::int64_t kMaxLength = 1LL << 32;
 
 /// Every option any command takes; each command registers the ones it uses.
 struct options {
-  std::string model;                // --model as typed: one name, or a comma list
-  std::string length_text;          // --length as typed: 8192, 128K, 4K,8K, 1K:1M:x2
+  std::string model;        // --model as typed: one name, or a comma list
+  std::string length_text;  // --length as typed: 8192, 128K, 4K,8K, 1K:1M:x2
   std::vector<std::string> sets;
   std::string format = "md";
   std::int64_t length = -1;

@@ -20,9 +20,9 @@ struct colour {
   const char* hex;
   const char* name;
 };
-constexpr colour kColours[] = {{"#1f77b4", "blue"},  {"#ff7f0e", "orange"}, {"#2ca02c", "green"},
-                               {"#d62728", "red"},   {"#9467bd", "purple"}, {"#8c564b", "brown"},
-                               {"#e377c2", "pink"},  {"#7f7f7f", "grey"},   {"#bcbd22", "olive"},
+constexpr colour kColours[] = {{"#1f77b4", "blue"}, {"#ff7f0e", "orange"}, {"#2ca02c", "green"},
+                               {"#d62728", "red"},  {"#9467bd", "purple"}, {"#8c564b", "brown"},
+                               {"#e377c2", "pink"}, {"#7f7f7f", "grey"},   {"#bcbd22", "olive"},
                                {"#17becf", "cyan"}};
 constexpr std::size_t kColourCount = sizeof(kColours) / sizeof(kColours[0]);
 
@@ -126,8 +126,7 @@ std::string gnuplot_script(const chart& c, const std::string& data_file,
   out += "plot ";
   for (std::size_t i = 0; i < c.lines.size(); ++i)
     out += fmt::format("{}'{}' using 1:{} with linespoints lw 2 pt 7 ps 0.6 lc rgb '{}' title '{}'",
-                       i ? ", \\\n     " : "", data_file, i + 2, colour_of(i).hex,
-                       c.lines[i].name);
+                       i ? ", \\\n     " : "", data_file, i + 2, colour_of(i).hex, c.lines[i].name);
   return out + "\n";
 }
 
@@ -136,7 +135,8 @@ bool have_gnuplot() { return std::system("command -v gnuplot >/dev/null 2>&1") =
 std::optional<std::string> draw_svg(const chart& c, const std::string& dir) {
   namespace fs = std::filesystem;
   if (dir.find('\'') != std::string::npos)  // the folder is quoted in a shell command below
-    throw spec_error("--plot-dir", fmt::format("'{}': a folder name with a quote is not supported", dir));
+    throw spec_error("--plot-dir",
+                     fmt::format("'{}': a folder name with a quote is not supported", dir));
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) throw spec_error("--plot-dir", fmt::format("cannot create {}: {}", dir, ec.message()));

@@ -17,10 +17,10 @@ struct chart_series {
 };
 
 struct chart {
-  std::string id;       // file stem of the SVG: "state" -> state.svg
-  std::string title;    // "State per request"
-  std::string x_label;  // "context length (tokens)"
-  std::string y_label;  // "state per request (GiB)"
+  std::string id;               // file stem of the SVG: "state" -> state.svg
+  std::string title;            // "State per request"
+  std::string x_label;          // "context length (tokens)"
+  std::string y_label;          // "state per request (GiB)"
   std::vector<std::int64_t> x;  // context lengths, increasing
   std::vector<chart_series> lines;
 };

@@ -116,8 +116,8 @@ std::string model_summary(const ojson& m, const ojson& body) {
     out += fmt::format("Its state per request is {} fixed plus about {} per token",
                        human_bytes(fixed), bytes(m["per_token_bytes"]));
   else if (grows)
-    out += fmt::format("Its state per request grows about {} per token",
-                       bytes(m["per_token_bytes"]));
+    out +=
+        fmt::format("Its state per request grows about {} per token", bytes(m["per_token_bytes"]));
   else
     out += fmt::format("Its state per request is a fixed {}", human_bytes(fixed));
   if (!m["crossover_tokens"].is_null())
@@ -126,9 +126,15 @@ std::string model_summary(const ojson& m, const ojson& body) {
   out += ". ";
   const ojson& last = m["points"].back();
   std::string at = human_tokens(last["length"].get<std::int64_t>());
-  out += fmt::format("At {}: {} per request, {} requests on one {}", at,
-                     human_bytes(integer(last["state_bytes"])),
-                     last["requests_per_card"].get<std::int64_t>(), body["gpu"].get<std::string>());
+  std::int64_t per_card = last["requests_per_card"].get<std::int64_t>();
+  std::string gpu = body["gpu"].get<std::string>();
+  out += fmt::format("At {}: {} per request, ", at, human_bytes(integer(last["state_bytes"])));
+  if (per_card > 0)
+    out += fmt::format("{} requests on one {}", per_card, gpu);
+  else if (integer(m["weight_bytes"]) >= integer(body["memory_bytes"]))
+    out += fmt::format("the weights alone exceed one {}", gpu);
+  else
+    out += fmt::format("not one request fits on one {} beside the weights", gpu);
   if (last["cards"].is_null())
     out += fmt::format(", and no layout holds {} such requests ({})",
                        body["requests"].get<std::int64_t>(), last["layout"].get<std::string>());
@@ -148,10 +154,11 @@ std::string report_document(const ojson& body, const std::string& plot_dir) {
   for (std::size_t i = 0; i < names.size(); ++i)
     list += (i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + names[i];
   const ojson& lengths = body["lengths"];
-  std::string span = lengths.size() == 1
-                         ? human_tokens(lengths.front().get<std::int64_t>())
-                         : fmt::format("{} to {}", human_tokens(lengths.front().get<std::int64_t>()),
-                                       human_tokens(lengths.back().get<std::int64_t>()));
+  std::string span =
+      lengths.size() == 1
+          ? human_tokens(lengths.front().get<std::int64_t>())
+          : fmt::format("{} to {}", human_tokens(lengths.front().get<std::int64_t>()),
+                        human_tokens(lengths.back().get<std::int64_t>()));
   std::string gpu = body["gpu_display"].get<std::string>();
   std::string note;  // why there are no SVGs, said once
 
@@ -168,8 +175,9 @@ std::string report_document(const ojson& body, const std::string& plot_dir) {
 
   // ---- weights
   out += "\n## Parameters and weights\n\n";
-  out += "Weight bytes with the matrices stored in each format (embeddings, norms and the head "
-         "keep the model's own formats).\n\n";
+  out +=
+      "Weight bytes with the matrices stored in each format (embeddings, norms and the head "
+      "keep the model's own formats).\n\n";
   out += header({"model", "parameters", "active per token", "BF16", "FP8", "FP4 (NVFP4)"});
   for (const ojson& m : models) {
     std::vector<std::string> cells = {m["model"].get<std::string>(),
@@ -181,8 +189,9 @@ std::string report_document(const ojson& body, const std::string& plot_dir) {
 
   // ---- state
   out += "\n## State per request\n\n";
-  out += "Everything a request keeps between calls (KV, latents, windows, recurrent state), at "
-         "each context length.\n\n";
+  out +=
+      "Everything a request keeps between calls (KV, latents, windows, recurrent state), at "
+      "each context length.\n\n";
   out += header({"model", "fixed part", "growth per token", "H* (fixed = growing)"});
   for (const ojson& m : models)
     out += row({m["model"].get<std::string>(), human_bytes(integer(m["fixed_bytes"])),
@@ -209,9 +218,10 @@ std::string report_document(const ojson& body, const std::string& plot_dir) {
 
   // ---- crossovers
   out += "\n## Crossovers\n\n";
-  out += "H* is the context where the growing state equals the fixed state (above). The batch "
-         "read crossover is the smallest batch whose decode step reads more context than "
-         "weights: above it, a decode step is bound by the cache, not the weights.\n\n";
+  out +=
+      "H* is the context where the growing state equals the fixed state (above). The batch "
+      "read crossover is the smallest batch whose decode step reads more context than "
+      "weights: above it, a decode step is bound by the cache, not the weights.\n\n";
   out += by_length(body, "length", [](const ojson& p) {
     return p["batch_read_crossover"].is_null()
                ? std::string("—")
@@ -230,27 +240,30 @@ std::string report_document(const ojson& body, const std::string& plot_dir) {
   out += figure(make_chart(body, "requests", "Requests per card", "requests per card",
                            [](const ojson& p) { return number(p["requests_per_card"]); }),
                 plot_dir, note);
-  out += fmt::format("\nThe fewest cards (and their TP x PP layout) that hold {} concurrent "
-                     "requests of each length.\n\n",
-                     body["requests"].get<std::int64_t>());
+  out += fmt::format(
+      "\nThe fewest cards, and their layout, that hold {} concurrent requests of "
+      "each length.\n\n",
+      body["requests"].get<std::int64_t>());
   out += by_length(body, "length", [](const ojson& p) {
     if (p["cards"].is_null()) return p["layout"].get<std::string>();
-    return fmt::format("{} ({})", p["cards"].get<std::int64_t>(), p["layout"].get<std::string>());
+    return fmt::format("{}: {}", p["cards"].get<std::int64_t>(), p["layout"].get<std::string>());
   });
 
   // ---- roofline
   out += "\n## Time lower bounds (roofline)\n\n";
-  out += "One request: a prefill of the whole context, then one decode step at that context. "
-         "Neither can beat max(FLOPs / peak, bytes / bandwidth).\n\n";
+  out +=
+      "One request: a prefill of the whole context, then one decode step at that context. "
+      "Neither can beat max(FLOPs / peak, bytes / bandwidth).\n\n";
   out += header({"length", "model", "prefill", "bound by", "decode step", "bound by"});
   for (std::size_t i = 0; i < lengths.size(); ++i)
     for (const ojson& m : models) {
       const ojson& p = m["points"][i];
-      out += row({human_tokens(lengths[i].get<std::int64_t>()), m["model"].get<std::string>(),
-                  p["prefill_bound_s"].is_null() ? std::string("—")
-                                                 : human_seconds(number(p["prefill_bound_s"])),
-                  p["prefill_regime"].get<std::string>(),
-                  human_seconds(number(p["decode_bound_s"])), p["decode_regime"].get<std::string>()});
+      out +=
+          row({human_tokens(lengths[i].get<std::int64_t>()), m["model"].get<std::string>(),
+               p["prefill_bound_s"].is_null() ? std::string("—")
+                                              : human_seconds(number(p["prefill_bound_s"])),
+               p["prefill_regime"].get<std::string>(), human_seconds(number(p["decode_bound_s"])),
+               p["decode_regime"].get<std::string>()});
     }
   out += figure(make_chart(body, "decode", "Decode step lower bound", "decode step (ms)",
                            [](const ojson& p) { return number(p["decode_bound_s"]) * 1e3; }),

@@ -169,6 +169,10 @@ std::string cell(const std::string& key, const ojson& v) {
   if (v.is_null()) return "—";
   if (v.is_boolean()) return v.get<bool>() ? "yes" : "no";
   if (v.is_string()) return v.get<std::string>();
+  if (v.is_number() && ends_with(key, "tflops")) {  // a vendor peak, already in TFLOPs
+    double d = v.get<double>();
+    return d == 0 ? "—" : decimal(d);
+  }
   if (v.is_number_integer()) {
     std::int64_t i = v.get<std::int64_t>();
     if (ends_with(key, "bytes")) return bytes_cell(key, i);
@@ -185,8 +189,10 @@ std::string cell(const std::string& key, const ojson& v) {
       // A fractional byte count (an average per token): the unit of its whole part.
       std::string whole = human_bytes(static_cast<std::int64_t>(d));
       std::string unit = whole.substr(whole.find(' '));
-      double scale = unit == " KiB" ? 1024.0 : unit == " MiB" ? 1048576.0
-                     : unit == " GiB" ? 1073741824.0 : 1099511627776.0;
+      double scale = unit == " KiB"   ? 1024.0
+                     : unit == " MiB" ? 1048576.0
+                     : unit == " GiB" ? 1073741824.0
+                                      : 1099511627776.0;
       return trim(fmt::format("{:.3f}", d / scale)) + unit;
     }
     if (ends_with(key, "bytes")) return decimal(d) + " B";
@@ -264,6 +270,10 @@ void flatten(const std::string& prefix, const ojson& obj,
 
 }  // namespace
 
+std::string markdown_table(const std::string& name, const ojson& rows) {
+  return md_table(name, rows);
+}
+
 std::string render(const ojson& result, output_format format, const std::string& title) {
   if (format == output_format::json) return result.dump(2) + "\n";
   std::vector<std::pair<std::string, ojson>> scalars;
@@ -288,10 +298,16 @@ std::string render(const ojson& result, output_format format, const std::string&
     }
     return out;
   }
-  std::string out = fmt::format("## {}\n\n| quantity | value |\n|---|---|\n", title);
+  std::string out = fmt::format("## {}\n", title);
+  if (!scalars.empty()) out += "\n| quantity | value |\n|---|---|\n";
   for (const auto& [k, v] : scalars) {
+    // The unit comes from the leaf key, or from its parent (stage_flops.layers is FLOPs).
     std::string leaf = k.substr(k.rfind('.') == std::string::npos ? 0 : k.rfind('.') + 1);
-    out += fmt::format("| {} | {} |\n", label(k), cell(leaf, v));
+    std::string parent = k.find('.') == std::string::npos ? "" : k.substr(0, k.find('.'));
+    bool leaf_unit = leaf.ends_with("bytes") || leaf.find("flops") != std::string::npos ||
+                     leaf.find("params") != std::string::npos;
+    out += fmt::format("| {} | {} |\n", label(k),
+                       cell(leaf_unit || parent.empty() ? leaf : parent + "." + leaf, v));
   }
   for (const auto& [k, v] : result.items())
     if (is_table(v)) out += md_table(k, v);

@@ -22,6 +22,9 @@ enum class output_format { md, json, csv };
 /// Renders `result` (an object) in the chosen format; `title` heads the Markdown output.
 std::string render(const ojson& result, output_format format, const std::string& title);
 
+/// One Markdown table ("### name" and a row per object of `rows`), cells in human units.
+std::string markdown_table(const std::string& name, const ojson& rows);
+
 /// An exact count as JSON: an integer when it fits in 64 bits, else its decimal digits as a
 /// string (JSON readers lose exactness past 2^63; calc check reads either form).
 ojson exact(const checked& v);

@@ -80,10 +80,10 @@ TEST_CASE("--length takes suffixes, lists and ranges in every command") {
   REQUIRE(mixed.size() == 3);
   CHECK(mixed[2]["length"] == 65536);
   // Other token options take the same suffixes.
-  CHECK(json_of({"request", "--model", "qwen3-8b", "--prompt", "8K", "--generate", "1K"})
-            ["prompt"] == 8192);
-  CHECK(json_of({"forward", "--model", "qwen3-8b", "--tokens", "1", "--context", "8K"})
-            ["context"] == 8192);
+  CHECK(json_of({"request", "--model", "qwen3-8b", "--prompt", "8K", "--generate",
+                 "1K"})["prompt"] == 8192);
+  CHECK(json_of({"forward", "--model", "qwen3-8b", "--tokens", "1", "--context",
+                 "8K"})["context"] == 8192);
 }
 
 TEST_CASE("--length: bad values are located, quoted as typed, exit 2") {
@@ -259,8 +259,8 @@ TEST_CASE("report: a document with Mermaid charts, exact JSON, SVGs with --plot-
 
   std::filesystem::path dir = std::filesystem::temp_directory_path() / "calc-tests" / "plots";
   std::filesystem::remove_all(dir);
-  outcome svg = run({"report", "--model", "qwen3-8b", "--length", "1K:1M:x4", "--plot-dir",
-                     dir.string()});
+  outcome svg =
+      run({"report", "--model", "qwen3-8b", "--length", "1K:1M:x4", "--plot-dir", dir.string()});
   REQUIRE(svg.code == 0);
   CHECK(std::filesystem::exists(dir / "state.gp"));
   CHECK(std::filesystem::exists(dir / "state.dat"));
@@ -273,7 +273,11 @@ TEST_CASE("report: a document with Mermaid charts, exact JSON, SVGs with --plot-
 }
 
 TEST_CASE("charts: log length axis across decades, one coloured line per model") {
-  chart c{"s", "State", "context length (tokens)", "state (GiB)", {1024, 4096, 1048576},
+  chart c{"s",
+          "State",
+          "context length (tokens)",
+          "state (GiB)",
+          {1024, 4096, 1048576},
           {{"a", {1, 2, 3}}, {"b", {0, 1, 2}}}};
   CHECK(log_x(c));
   CHECK_FALSE(log_y(c));  // a zero cannot sit on a log axis
