@@ -156,16 +156,17 @@ std::string report_document(const ojson& body, const std::string& plot_dir) {
   const ojson& lengths = body["lengths"];
   std::string span =
       lengths.size() == 1
-          ? human_tokens(lengths.front().get<std::int64_t>())
-          : fmt::format("{} to {}", human_tokens(lengths.front().get<std::int64_t>()),
+          ? "a context length of " + human_tokens(lengths.front().get<std::int64_t>())
+          : fmt::format("context lengths {} to {}",
+                        human_tokens(lengths.front().get<std::int64_t>()),
                         human_tokens(lengths.back().get<std::int64_t>()));
   std::string gpu = body["gpu_display"].get<std::string>();
   std::string note;  // why there are no SVGs, said once
 
   std::string out = fmt::format("# Serving report: {} on {}\n\n", list, gpu);
   out += fmt::format(
-      "What {} need{} on one {} ({} of memory, {}, {} dense BF16 TFLOPs) at context lengths "
-      "{}: weights, state per request, where the fixed state and the growing cache cross, "
+      "What {} need{} on one {} ({} of memory, {}, {} dense BF16 TFLOPs) at {}: "
+      "weights, state per request, where the fixed state and the growing cache cross, "
       "requests per card, the cards {} requests need, and lower bounds on prefill and decode "
       "time. Figures are rounded for reading; `--format json` gives every count exactly.\n\n",
       list, names.size() == 1 ? "s" : "", gpu, human_decimal_bytes(integer(body["memory_bytes"])),
