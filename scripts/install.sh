@@ -3,6 +3,7 @@
 set -euo pipefail
 packages=(g++ cmake ninja-build libcli11-dev nlohmann-json3-dev libyaml-cpp-dev libfmt-dev
           libeigen3-dev doctest-dev)
+packages+=(gnuplot-nox)  # `calc report --plot-dir` draws its SVG charts with gnuplot
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

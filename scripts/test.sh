@@ -9,6 +9,12 @@ cmake --build build
 build/calc_tests
 build/calc check scenarios
 (cd build && ctest --output-on-failure)
+# An installed calc finds its models and GPU catalogue relative to itself (no source tree).
+prefix="$(mktemp -d)"
+cmake --install build --prefix "$prefix" >/dev/null
+(cd / && env -u CALC_MODELS "$prefix/bin/calc" report --model qwen3-8b --gpu H100-SXM --length 8K >/dev/null)
+(cd / && env -u CALC_MODELS "$prefix/bin/calc" models --format json | grep -q "\"folder\": \"$prefix/share/calc/models\"")
+rm -rf "$prefix"
 # The GPU device script's dry run (tests/gpu/run.sh): reuses build/, runs the CPU side of every
 # CUDA kernel case and writes the rows a device run would (GPU rows marked skipped), so its
 # failures show here before device time is spent.

@@ -23,6 +23,8 @@ namespace {
 
 using namespace cli;
 
+result run_completion(const options& o);
+
 // ---- the command table -----------------------------------------------------------------------
 
 const std::vector<command>& commands() {
@@ -30,8 +32,7 @@ const std::vector<command>& commands() {
       {"state", "Per-request state at a length: components, fixed part, growth, H*, decode reads",
        [](CLI::App& app, options& o) {
          add_model_options(app, o);
-         app.add_option("-n,--length", o.length, "Cached tokens per request (N), in tokens")
-             ->required();
+         add_length_option(app, o, "Cached tokens per request (N), in tokens")->required();
          app.add_option("-b,--batch", o.batch, "Requests (B), each with its own state");
          add_execution_options(app, o, false);
        },
@@ -40,8 +41,10 @@ const std::vector<command>& commands() {
        [](CLI::App& app, options& o) {
          add_model_options(app, o);
          app.add_option("-p,--tokens", o.tokens, "New tokens per request this call (P)")
-             ->required();
-         app.add_option("-s,--context", o.context, "Tokens already cached per request (S)");
+             ->required()
+             ->transform(token_suffixes());
+         app.add_option("-s,--context", o.context, "Tokens already cached per request (S)")
+             ->transform(token_suffixes());
          app.add_option("-b,--batch", o.batch, "Requests in the batch (B)");
          add_execution_options(app, o, true);
          app.add_flag("--mtp", o.mtp,
@@ -58,10 +61,14 @@ const std::vector<command>& commands() {
        "A whole request: prefill plus G-1 decodes, FLOPs, state written, cumulative reads",
        [](CLI::App& app, options& o) {
          add_model_options(app, o);
-         app.add_option("-p,--prompt", o.prompt, "New input tokens (P)")->required();
-         app.add_option("-s,--cached", o.cached, "Prefix tokens already cached (S)");
+         app.add_option("-p,--prompt", o.prompt, "New input tokens (P)")
+             ->required()
+             ->transform(token_suffixes());
+         app.add_option("-s,--cached", o.cached, "Prefix tokens already cached (S)")
+             ->transform(token_suffixes());
          app.add_option("-g,--generate", o.generate,
-                        "Tokens returned (G); G-1 decode calls follow prefill");
+                        "Tokens returned (G); G-1 decode calls follow prefill")
+             ->transform(token_suffixes());
          add_execution_options(app, o, true);
        },
        run_request},
@@ -72,10 +79,9 @@ const std::vector<command>& commands() {
                         "Accelerator(s): names from `calc gpus` or paths, comma-separated "
                         "(required, except with --engine and --kv-memory)");
          app.add_option("--gpus", o.gpus, "Number of cards whose memory is pooled");
-         app.add_option("-n,--length", o.lengths,
-                        "Context length(s) per request, in tokens, comma-separated (required "
-                        "without --engine)")
-             ->delimiter(',');
+         add_length_option(app, o,
+                           "Context length(s) per request, in tokens: a comma list or a range "
+                           "1K:64K:x2 (required without --engine)");
          app.add_option("--workspace", o.workspace,
                         "Reserved bytes (activations, buffers), e.g. 2GiB (default 2GiB)");
          app.add_option("--weight-bytes", o.weight_bytes,
@@ -83,11 +89,13 @@ const std::vector<command>& commands() {
          app.add_option(
              "--requests", o.requests,
              "Requests to reserve state for; reports the largest parameter count that fits");
-         app.add_option(
-             "--page-tokens", o.page_tokens,
-             "Paged cache: each request's history rounded up to whole blocks of this many tokens");
+         app.add_option("--page-tokens", o.page_tokens,
+                        "Paged cache: each request's history rounded up to whole blocks of this "
+                        "many tokens")
+             ->transform(token_suffixes());
          app.add_option("--shared-prefix", o.shared_prefix,
-                        "Tokens of prefix every request shares, whose history is stored once");
+                        "Tokens of prefix every request shares, whose history is stored once")
+             ->transform(token_suffixes());
          app.add_option("--tp", o.tp, "Tensor-parallel degree: per-card weights and state");
          app.add_option("--pp", o.pp, "Pipeline-parallel degree (contiguous layer stages)");
          app.add_option("--ep", o.ep, "Expert-parallel degree within the tensor-parallel group");
@@ -100,15 +108,16 @@ const std::vector<command>& commands() {
          if (o.gpu.empty()) throw spec_error("--gpu", "is required (name at least one GPU)");
          if (o.lengths.empty()) throw spec_error("--length", "give at least one context length");
          return run_capacity(o);
-       }},
+       },
+       length_list},
       {"plan",
        "Fewest cards and a TP/PP/EP layout that fit K requests of N tokens, and why fewer do not",
        [](CLI::App& app, options& o) {
          add_model_options(app, o);
          app.add_option("--gpu", o.gpu, "Accelerator: a name from `calc gpus` or a path")
              ->required();
-         app.add_option("-n,--length", o.length,
-                        "Context length per request, in tokens (required without --engine)");
+         add_length_option(app, o,
+                           "Context length per request, in tokens (required without --engine)");
          app.add_option("--requests", o.requests, "Concurrent requests to hold")->required();
          app.add_option("--workspace", o.workspace, "Reserved bytes per card (default 2GiB)");
          app.add_option("--node-gpus", o.node_gpus,
@@ -130,8 +139,10 @@ const std::vector<command>& commands() {
              ->required();
          app.add_option("--gpus", o.gpus, "Cards working together (peaks and bandwidth add)");
          app.add_option("-p,--prompt", o.prompt, "New tokens per request in the prefill (P)")
-             ->required();
-         app.add_option("-s,--context", o.context, "Tokens already cached per request (S)");
+             ->required()
+             ->transform(token_suffixes());
+         app.add_option("-s,--context", o.context, "Tokens already cached per request (S)")
+             ->transform(token_suffixes());
          app.add_option("-b,--batch", o.batch, "Requests in the batch (B)");
          app.add_flag("--fp8", o.fp8, "Use the FP8 tensor peak instead of BF16");
          add_format_options(app, o);
@@ -153,8 +164,8 @@ const std::vector<command>& commands() {
        "H* (fixed state = growing state) and the batch where context reads pass weight reads",
        [](CLI::App& app, options& o) {
          add_model_options(app, o);
-         app.add_option("-n,--length", o.length, "Cached tokens per request (H), in tokens")
-             ->required();
+         add_length_option(app, o,
+                           "Cached tokens per request (H), in tokens; not needed with --budget");
          app.add_option(
              "--budget", o.budget,
              "State budget per request, e.g. 256MiB: reports the longest context that fits");
@@ -176,28 +187,59 @@ const std::vector<command>& commands() {
        "Several models side by side: parameters, prefill and decode FLOPs, state (Tables "
        "2-A/2-C/2-E)",
        [](CLI::App& app, options& o) {
-         app.add_option("--models", o.models,
-                        "Models, comma-separated (default: every bundled model)")
-             ->delimiter(',');
-         app.add_option("-n,--length", o.length,
-                        "Prefill tokens, and cached tokens for decode and state (default 8192)");
+         add_model_options(app, o, false);
+         add_length_option(app, o,
+                           "Prefill tokens, and cached tokens for decode and state (default 8K)");
          add_execution_options(app, o, false);
        },
        [](const options& o) {
          options v = o;
          if (v.length < 0) v.length = 8192;
          return run_compare(v);
-       }},
+       },
+       model_list},
       {"sweep",
        "A model's state, decode reads and decode FLOPs over a range of lengths (CSV for plots)",
        [](CLI::App& app, options& o) {
          add_model_options(app, o);
-         app.add_option("--lengths", o.range,
-                        "FROM:TO:xFACTOR (e.g. 1024:1048576:x2) or FROM:TO:+STEP")
+         add_length_option(app, o,
+                           "Lengths: FROM:TO:xFACTOR (e.g. 1K:1M:x2), FROM:TO:+STEP or a list")
              ->required();
          add_execution_options(app, o, false);
        },
-       run_sweep},
+       run_sweep, length_list},
+      {"report",
+       "One Markdown document for models on a GPU: weights, state, crossovers, requests per "
+       "card, cards needed, roofline bounds, with charts",
+       [](CLI::App& app, options& o) {
+         add_model_options(app, o);
+         app.add_option("--gpu", o.gpu, "Accelerator: a name from `calc gpus` (default h100-sxm)");
+         add_length_option(app, o, "Context lengths: a list or a range (default 1K:1M:x4)");
+         app.add_option(
+             "--requests", o.requests,
+             "Concurrent requests a deployment holds, for the cards needed (default 16)");
+         app.add_option("--workspace", o.workspace, "Reserved bytes per card (default 2GiB)");
+         app.add_option("--node-gpus", o.node_gpus,
+                        "Cards per server; beyond one server, whole servers (default 8)");
+         app.add_option("--max-gpus", o.max_gpus, "Largest card count to try (default 512)");
+         app.add_option("--plot-dir", o.plot_dir,
+                        "Also draw each chart as an SVG in this folder (gnuplot) and link it");
+         add_format_options(app, o);
+         add_execution_options(app, o, false);
+       },
+       [](const options& o) {
+         options v = o;
+         if (v.requests < 0) v.requests = 16;
+         return run_report(v);
+       },
+       model_list | length_list},
+      {"completion", "A shell completion script: `source <(calc completion bash)` (or zsh)",
+       [](CLI::App& app, options& o) {
+         app.add_option("shell", o.shell, "bash or zsh")
+             ->required()
+             ->check(CLI::IsMember({"bash", "zsh"}));
+       },
+       run_completion},
       {"layers", "Every layer of the expanded graph: kind, mode (Full/Reindex/Reuse), stage",
        [](CLI::App& app, options& o) { add_model_options(app, o); }, run_layers},
       {"models", "The bundled models", [](CLI::App&, options&) {}, run_models},
@@ -208,7 +250,7 @@ const std::vector<command>& commands() {
          add_model_options(app, o);
          app.add_option("--scale", o.scale,
                         "Divide widths, heads and expert counts by this (default 16)");
-         app.add_option("-n,--length", o.length, "Prefill tokens (default 64)");
+         add_length_option(app, o, "Prefill tokens (default 64)");
          app.add_option("--decode-steps", o.decode_steps,
                         "Decode calls after the prefill (default 2)");
          app.add_option("--device", o.device,
@@ -257,6 +299,7 @@ struct parsed {
 
 void build_app(CLI::App& app, parsed& p, std::vector<CLI::App*>& subs) {
   app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("calc ") + CALC_VERSION);
   for (const command& c : commands()) {
     CLI::App* sub = app.add_subcommand(c.name, c.help);
     c.setup(*sub, p.opts);
@@ -266,12 +309,149 @@ void build_app(CLI::App& app, parsed& p, std::vector<CLI::App*>& subs) {
   }
 }
 
+/// True when `name` is an option of `sub` that appeared on the command line.
+bool given(const CLI::App& sub, const std::string& name) {
+  const CLI::Option* opt = sub.get_option_no_throw(name);
+  return opt != nullptr && opt->count() > 0;
+}
+
 result dispatch(parsed& p, const std::vector<CLI::App*>& subs) {
   for (std::size_t i = 0; i < subs.size(); ++i)
-    if (subs[i]->parsed()) p.cmd = &commands()[i];
+    if (subs[i]->parsed()) {
+      p.cmd = &commands()[i];
+      read_lists(*p.cmd, given(*subs[i], "--model"), given(*subs[i], "--length"), p.opts);
+    }
   if (p.opts.format == "json") p.format = output_format::json;
   if (p.opts.format == "csv") p.format = output_format::csv;
   return p.cmd->run(p.opts);
+}
+
+// ---- shell completion, generated from the command table ------------------------------------
+
+/// Option names of a subcommand as typed ("--model", "-m"), and whether each takes a value.
+struct option_names {
+  std::vector<std::string> names;
+  std::string help;
+  bool takes_value = false;
+};
+
+std::vector<option_names> options_of(const CLI::App& sub) {
+  std::vector<option_names> out;
+  for (const CLI::Option* opt : sub.get_options()) {
+    option_names n;
+    for (const std::string& l : opt->get_lnames()) n.names.push_back("--" + l);
+    for (const std::string& s : opt->get_snames()) n.names.push_back("-" + s);
+    if (n.names.empty()) continue;  // a positional argument
+    n.help = opt->get_description();
+    n.takes_value = opt->get_type_size() != 0;
+    out.push_back(n);
+  }
+  return out;
+}
+
+std::string joined(const std::vector<std::string>& words) {
+  std::string out;
+  for (const std::string& w : words) out += (out.empty() ? "" : " ") + w;
+  return out;
+}
+
+/// Help text safe inside a zsh `[...]` description.
+std::string zsh_help(std::string text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '[') c = '(';
+    if (c == ']') c = ')';
+    if (c == ':') c = ',';
+    if (c == '\'' || c == '`' || c == '\\' || c == '$') continue;
+    out += c;
+  }
+  return out;
+}
+
+std::string bash_completion(const std::vector<CLI::App*>& subs, const std::string& models,
+                            const std::string& gpus) {
+  std::string names;
+  for (const command& c : commands()) names += std::string(names.empty() ? "" : " ") + c.name;
+  std::string out =
+      "# bash completion for calc, generated by `calc completion bash`.\n"
+      "# Use: source <(calc completion bash)\n"
+      "_calc() {\n"
+      "  local cur=\"${COMP_WORDS[COMP_CWORD]}\" prev=\"${COMP_WORDS[COMP_CWORD-1]}\"\n"
+      "  local cmd=\"${COMP_WORDS[1]}\" opts=\"\"\n"
+      "  if [ \"$COMP_CWORD\" -eq 1 ]; then\n";
+  out += fmt::format("    COMPREPLY=($(compgen -W \"{} --help --version\" -- \"$cur\"))\n", names);
+  out += "    return\n  fi\n  case \"$prev\" in\n";
+  out += fmt::format(
+      "    -m|--model|--models) COMPREPLY=($(compgen -W \"{}\" -- \"$cur\")); return ;;\n", models);
+  out += fmt::format("    --gpu) COMPREPLY=($(compgen -W \"{}\" -- \"$cur\")); return ;;\n", gpus);
+  out += "    -f|--format) COMPREPLY=($(compgen -W \"md json csv\" -- \"$cur\")); return ;;\n";
+  out += "    --plot-dir) COMPREPLY=($(compgen -d -- \"$cur\")); return ;;\n";
+  out += "  esac\n  case \"$cmd\" in\n";
+  for (std::size_t i = 0; i < subs.size(); ++i) {
+    std::vector<std::string> all;
+    for (const option_names& n : options_of(*subs[i]))
+      for (const std::string& name : n.names)
+        if (name.starts_with("--")) all.push_back(name);
+    out += fmt::format("    {}) opts=\"{}\" ;;\n", commands()[i].name, joined(all));
+  }
+  out += "  esac\n  COMPREPLY=($(compgen -W \"$opts\" -- \"$cur\"))\n}\n";
+  out += "complete -o default -F _calc calc\n";
+  return out;
+}
+
+std::string zsh_completion(const std::vector<CLI::App*>& subs, const std::string& models,
+                           const std::string& gpus) {
+  std::string out =
+      "#compdef calc\n"
+      "# zsh completion for calc, generated by `calc completion zsh`.\n"
+      "# Use: source <(calc completion zsh)\n"
+      "_calc() {\n"
+      "  local -a commands\n"
+      "  commands=(\n";
+  for (const command& c : commands()) out += fmt::format("    '{}:{}'\n", c.name, zsh_help(c.help));
+  out +=
+      "  )\n  if (( CURRENT == 2 )); then\n    _describe 'command' commands\n    return\n"
+      "  fi\n  case $words[2] in\n";
+  for (std::size_t i = 0; i < subs.size(); ++i) {
+    out += fmt::format("    {})\n      _arguments", commands()[i].name);
+    for (const option_names& n : options_of(*subs[i])) {
+      std::string value;
+      if (n.takes_value) {
+        const std::string& first = n.names.front();
+        if (first == "--model")
+          value = fmt::format(":model:({})", models);
+        else if (first == "--gpu")
+          value = fmt::format(":gpu:({})", gpus);
+        else if (first == "--format")
+          value = ":format:(md json csv)";
+        else if (first == "--plot-dir")
+          value = ":folder:_files -/";
+        else
+          value = ":value:";
+      }
+      for (const std::string& name : n.names)
+        out += fmt::format(" \\\n        '{}[{}]{}'", name, zsh_help(n.help), value);
+    }
+    out += " ;;\n";
+  }
+  out += "  esac\n}\ncompdef _calc calc\n";
+  return out;
+}
+
+result run_completion(const options& o) {
+  CLI::App app("calc");
+  parsed p;
+  std::vector<CLI::App*> subs;
+  build_app(app, p, subs);
+  std::string gpus;
+  for (const gpu_spec& g : gpu_catalogue()) gpus += (gpus.empty() ? "" : " ") + g.name;
+  std::string models = joined(bundled_models());
+  result r;
+  r.markdown =
+      o.shell == "zsh" ? zsh_completion(subs, models, gpus) : bash_completion(subs, models, gpus);
+  r.body = {{"shell", o.shell}, {"script", r.markdown}};
+  r.title = "calc completion";
+  return r;
 }
 
 }  // namespace
@@ -311,18 +491,25 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   } catch (const CLI::CallForAllHelp&) {
     out << app.help("", CLI::AppFormatMode::All);
     return 0;
+  } catch (const CLI::CallForVersion& e) {
+    out << e.what() << "\n";
+    return 0;
   } catch (const CLI::ParseError& e) {
     err << "calc: " << e.what() << "\n";
     return 2;
   }
   try {
     result r = dispatch(p, subs);
-    if (r.text.empty()) {
-      out << render(r.body, p.format, r.title);
+    if (p.format == output_format::md && !r.markdown.empty()) {
+      out << r.markdown;
     } else {
-      out << r.text;  // already rendered (not through a conditional: that would copy it)
+      if (r.text.empty()) {
+        out << render(r.body, p.format, r.title);
+      } else {
+        out << r.text;  // already rendered (not through a conditional: that would copy it)
+      }
+      if (p.format == output_format::md) out << r.footer;
     }
-    if (p.format == output_format::md) out << r.footer;
     return r.exit_code;
   } catch (const spec_error& e) {
     err << e.what() << "\n";

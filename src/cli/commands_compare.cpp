@@ -35,40 +35,15 @@ result run_compare(const options& o) {
   ojson j;
   j["length"] = o.length;
   j["models"] = rows;
-  return {j, fmt::format("calc compare: prefill of {0} tokens, decode and state at {0} cached",
-                         o.length)};
+  std::string n = human_tokens(o.length);
+  result r{j, fmt::format("calc compare: prefill of {0} tokens, then decode and state at {0}", n)};
+  // The length is in the title: the document is the one table, with a line on what it shows.
+  r.markdown = fmt::format(
+      "## {}\n\nParameters, weight bytes in BF16, FLOPs of a {} prefill and of one decode step "
+      "at {} cached tokens, and state per request at {}.\n{}",
+      r.title, n, n, n, markdown_table("models", rows));
+  return r;
 }
-
-namespace {
-
-/// Parses FROM:TO:xFACTOR (geometric) or FROM:TO:+STEP (arithmetic) into lengths.
-std::vector<std::int64_t> parse_range(const std::string& text) {
-  auto fail = [&] {
-    throw spec_error("--lengths",
-                     fmt::format("'{}' is not FROM:TO:xFACTOR or FROM:TO:+STEP", text));
-  };
-  auto a = text.find(':'), b = text.find(':', a == std::string::npos ? 0 : a + 1);
-  if (a == std::string::npos || b == std::string::npos || b + 2 > text.size()) fail();
-  std::int64_t from = 0, to = 0, step = 0;
-  try {
-    from = std::stoll(text.substr(0, a));
-    to = std::stoll(text.substr(a + 1, b - a - 1));
-    step = std::stoll(text.substr(b + 2));
-  } catch (const std::logic_error&) {
-    fail();
-  }
-  bool geometric = text[b + 1] == 'x';
-  if ((!geometric && text[b + 1] != '+') || from < 1 || to < from || step < (geometric ? 2 : 1))
-    fail();
-  check_count("--lengths", to, 1);
-  std::vector<std::int64_t> out;
-  for (std::int64_t n = from; n <= to && out.size() < 10'000'000;
-       n = geometric ? n * step : n + step)
-    out.push_back(n);
-  return out;
-}
-
-}  // namespace
 
 namespace {
 
@@ -137,7 +112,7 @@ std::string sweep_csv(const std::string& model, const std::vector<std::int64_t>&
 }  // namespace
 
 result run_sweep(const options& o) {
-  std::vector<std::int64_t> lengths = parse_range(o.range);
+  const std::vector<std::int64_t>& lengths = o.lengths;  // --length: a range or a list
   loaded_model m = load(o);
   closed_form cf(m.g);
   auto at = [&](std::int64_t n) { return cf.complete() ? sweep_at(cf, n) : sweep_itemised(m, n); };

@@ -53,11 +53,20 @@ result run_state(const options& o) {
       one["layer_entries"] = exact(i.layer_entries);
       one["layer_read_bytes"] = exact(i.layer_read_bytes);
     }
-    by_name[i.name] = one;
+    // A name kept in two classes (windowed beside global KV): the global history keeps the
+    // plain key, the other class gets its class in the key (/by_component/kv_window).
+    std::string key = i.name;
+    bool shared = std::count_if(st.items.begin(), st.items.end(),
+                                [&](const state_item& x) { return x.name == i.name; }) > 1;
+    if (shared && i.kind != state_class::history) {
+      key += std::string("_") + class_name(i.kind);
+      std::replace(key.begin(), key.end(), ' ', '_');
+    }
+    by_name[key] = one;
   }
   j["by_component"] = by_name;
-  return {j, fmt::format("calc state: {}, {} cached tokens, batch {}", m.spec->name, o.length,
-                         o.batch)};
+  return {j, fmt::format("calc state: {}, {} cached tokens, batch {}", m.spec->name,
+                         human_tokens(o.length), o.batch)};
 }
 
 result run_forward(const options& o) {
@@ -213,17 +222,21 @@ result run_request(const options& o) {
 }
 
 result run_crossover(const options& o) {
-  check_count("--length", o.length, 1);
+  // The batch read crossover needs a length; H* and a budget's longest context do not.
+  bool at_length = o.length >= 0;
+  if (!at_length && o.budget.empty())
+    throw spec_error("--length", "give a length (for the batch read crossover) or a --budget");
+  if (at_length) check_count("--length", o.length, 1);
   loaded_model m = load(o);
-  crossover_plan c = plan_crossover(m.g, o.length);
+  crossover_plan c = plan_crossover(m.g, at_length ? o.length : 1);
   ojson j;
   j["model"] = m.spec->name;
-  j["length"] = o.length;
+  j["length"] = at_length ? ojson(o.length) : ojson(nullptr);
   j["state_crossover_tokens"] = ratio_json(c.state_crossover_tokens);
   j["weight_read_bytes"] = exact(c.weight_read_bytes);
-  j["context_read_bytes"] = exact(c.context_read_bytes);
+  if (at_length) j["context_read_bytes"] = exact(c.context_read_bytes);
   j["batch_read_crossover"] =
-      c.batch_read_crossover ? ojson(*c.batch_read_crossover) : ojson(nullptr);
+      at_length && c.batch_read_crossover ? ojson(*c.batch_read_crossover) : ojson(nullptr);
   if (!o.budget.empty()) {
     std::int64_t budget = parse_size_option("--budget", o.budget);
     j["budget_bytes"] = budget;
@@ -239,7 +252,10 @@ result run_crossover(const options& o) {
       j["max_tokens"] = *longest;
     }
   }
-  return {j, fmt::format("calc crossover: {} at {} cached tokens", m.spec->name, o.length)};
+  if (!at_length)
+    return {j, fmt::format("calc crossover: {}, state budget {}", m.spec->name, o.budget)};
+  return {j, fmt::format("calc crossover: {} at {} cached tokens", m.spec->name,
+                         human_tokens(o.length))};
 }
 
 result run_experts(const options& o) {

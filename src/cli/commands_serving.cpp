@@ -16,20 +16,6 @@ namespace calc::cli {
 
 namespace {
 
-std::vector<std::string> split_list(const std::string& text) {
-  std::vector<std::string> out;
-  std::string item;
-  for (char c : text + ",") {
-    if (c == ',') {
-      if (!item.empty()) out.push_back(item);
-      item.clear();
-    } else {
-      item += c;
-    }
-  }
-  return out;
-}
-
 /// One request's state on the cards, paged and net of a shared prefix (stored once apart).
 checked request_state(const graph& g, std::int64_t length, std::int64_t page, std::int64_t prefix) {
   // Paged serving allocates whole blocks of `page` tokens per request.
@@ -271,9 +257,10 @@ result run_gpus(const options&) {
                          {"bandwidth_bytes", g.bandwidth},
                          {"bf16_tflops", g.bf16_tflops},
                          {"fp8_tflops", g.fp8_tflops},
+                         {"fp4_tflops", g.fp4_tflops},
                          {"interconnect_bytes", g.interconnect},
                          {"source", g.source}});
-  return {j, "calc gpus (bandwidths in bytes per second)"};
+  return {j, "calc gpus: dense tensor peaks; memory as sold, bandwidths per second"};
 }
 
 }  // namespace calc::cli

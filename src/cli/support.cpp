@@ -5,18 +5,133 @@
 #include <map>
 
 #include "common/dtype.h"
+#include "common/error.h"
 #include "common/units.h"
 #include "spec/model_reader.h"
 
 namespace calc::cli {
 
-void add_model_options(CLI::App& app, options& o) {
-  app.add_option("-m,--model", o.model,
-                 "Model: a bundled name (see `calc models`) or a path to a model YAML")
-      ->required();
+void add_model_options(CLI::App& app, options& o, bool required) {
+  CLI::Option* m = app.add_option(
+      "-m,--model,--models", o.model,
+      required ? "Model: a bundled name (see `calc models`, any case) or a path to a model YAML"
+               : "Models, comma-separated: bundled names or paths (default: every bundled model)");
+  if (required) m->required();
   app.add_option("--set", o.sets,
                  "Override a spec field for a what-if, key.path=value (repeatable), "
                  "e.g. layers.attention.kv_heads=4");
+}
+
+CLI::Option* add_length_option(CLI::App& app, options& o, const std::string& help) {
+  return app.add_option("-n,--length,--lengths", o.length_text, help + "; 128K = 131,072 tokens");
+}
+
+CLI::Validator token_suffixes() {
+  return CLI::Validator(
+      [](std::string& text) {
+        // Rewrites 32K as 32768 for CLI11's integer conversion; other text passes unchanged
+        // and CLI11 reports it.
+        if (auto n = parse_token_count(text)) text = std::to_string(*n);
+        return std::string();
+      },
+      "", "token suffixes");
+}
+
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> out;
+  std::string item;
+  for (char c : text + ",") {
+    if (c == ',') {
+      if (!item.empty()) out.push_back(item);
+      item.clear();
+    } else {
+      item += c;
+    }
+  }
+  return out;
+}
+
+namespace {
+
+/// One length as typed: a count with an optional K/M/G suffix, within [0, kMaxLength].
+std::int64_t one_length(const std::string& option, const std::string& text) {
+  if (text.starts_with('-') && looks_like_token_count(text.substr(1)))
+    throw spec_error(option, fmt::format("must not be negative, got {}", text));
+  if (!looks_like_token_count(text))
+    throw spec_error(option, fmt::format("'{}' is not a length such as 8192, 128K or 1M", text));
+  auto n = parse_token_count(text);
+  if (!n || *n > kMaxLength)  // quoted as typed: 2^63 - 1 would say nothing useful
+    throw spec_error(option, fmt::format("{} is beyond the supported {} tokens", text, kMaxLength));
+  return *n;
+}
+
+/// FROM:TO:xFACTOR (geometric) or FROM:TO:+STEP (arithmetic), each bound with suffixes allowed.
+void append_range(const std::string& option, const std::string& text,
+                  std::vector<std::int64_t>& out) {
+  auto fail = [&] {
+    throw spec_error(option, fmt::format("'{}' is not FROM:TO:xFACTOR or FROM:TO:+STEP", text));
+  };
+  std::size_t a = text.find(':'), b = text.find(':', a + 1);
+  if (b == std::string::npos || b + 2 > text.size()) fail();
+  std::string from_text = text.substr(0, a), to_text = text.substr(a + 1, b - a - 1);
+  char kind = text[b + 1];
+  std::string step_text = text.substr(b + 2);
+  if ((kind != 'x' && kind != '+') || !looks_like_token_count(from_text) ||
+      !looks_like_token_count(to_text) || !looks_like_token_count(step_text))
+    fail();
+  std::int64_t from = one_length(option, from_text), to = one_length(option, to_text);
+  auto step = parse_token_count(step_text);
+  bool geometric = kind == 'x';
+  if (from < 1 || to < from || !step || *step < (geometric ? 2 : 1)) fail();
+  constexpr std::size_t kMaxPoints = 10'000'000;  // a sweep of 10M lengths (issue 10)
+  for (std::int64_t n = from;;) {
+    if (out.size() >= kMaxPoints)
+      throw spec_error(option, fmt::format("'{}' gives more than {} lengths", text, kMaxPoints));
+    out.push_back(n);
+    // Stop before the next point passes `to` (tested without overflowing: n * step > to).
+    if (geometric ? n > to / *step : n > to - *step) break;
+    n = geometric ? n * *step : n + *step;
+  }
+}
+
+}  // namespace
+
+std::vector<std::int64_t> parse_lengths(const std::string& option, const std::string& text) {
+  if (text.find_first_not_of(" ,") == std::string::npos)
+    throw spec_error(option,
+                     "no length given; give tokens such as 8192 or 128K, a list 4K,8K, or a "
+                     "range 1K:1M:x2");
+  std::vector<std::int64_t> out;
+  for (const std::string& item : split_list(text)) {
+    if (item.find(':') != std::string::npos)
+      append_range(option, item, out);
+    else
+      out.push_back(one_length(option, item));
+  }
+  return out;
+}
+
+void read_lists(const command& c, bool model_given, bool length_given, options& o) {
+  if (model_given) {
+    o.models = split_list(o.model);
+    if (o.models.empty())
+      throw spec_error("--model",
+                       fmt::format("the model list '{}' is empty; name a model such as qwen3-8b "
+                                   "(`calc models` lists them)",
+                                   o.model));
+    if (!(c.lists & model_list) && o.models.size() > 1)
+      throw spec_error("--model", fmt::format("`calc {}` takes one model, got {}; `calc compare` "
+                                              "and `calc report` take several",
+                                              c.name, o.models.size()));
+    o.model = o.models.front();
+  }
+  if (length_given) {
+    o.lengths = parse_lengths("--length", o.length_text);
+    if (!(c.lists & length_list) && o.lengths.size() > 1)
+      throw spec_error("--length",
+                       fmt::format("`calc {}` takes one length, got {}", c.name, o.lengths.size()));
+    o.length = o.lengths.front();
+  }
 }
 
 void check_count(const std::string& option, std::int64_t v, std::int64_t min) {

@@ -22,7 +22,8 @@ constexpr std::int64_t kMaxLength = 1LL << 32;
 
 /// Every option any command takes; each command registers the ones it uses.
 struct options {
-  std::string model;
+  std::string model;        // --model as typed: one name, or a comma list
+  std::string length_text;  // --length as typed: 8192, 128K, 4K,8K, 1K:1M:x2
   std::vector<std::string> sets;
   std::string format = "md";
   std::int64_t length = -1;
@@ -66,8 +67,9 @@ struct options {
   bool dry_run = false;             // validate --device cuda: CPU side only, GPU rows skipped
   bool correctness_only = false;    // validate --device cuda: checks only (compute-sanitizer)
   std::string jsonl;                // validate --device cuda: append each row here as measured
-  std::vector<std::string> models;  // compare: models side by side (default: every bundled one)
-  std::string range;                // sweep: lengths as FROM:TO:xFACTOR or FROM:TO:+STEP
+  std::vector<std::string> models;  // --model split at commas (compare, report: several)
+  std::string plot_dir;             // report: where the SVG charts go (empty: Mermaid only)
+  std::string shell;                // completion: bash or zsh
   std::string scenarios = "scenarios";
   // Serving-engine knobs (commands_engine.cpp), spelled as vLLM / SGLang spell them.
   std::string engine;                       // --engine: vllm or sglang
@@ -91,17 +93,23 @@ struct result {
   ojson body;
   std::string title;
   int exit_code = 0;
-  std::string footer;  // a closing line for Markdown output
-  std::string text;    // output already rendered in the requested format (a million-row CSV
-                       // sweep skips the JSON tree); empty: render `body`
+  std::string footer;    // a closing line for Markdown output
+  std::string text;      // output already rendered in the requested format (a million-row CSV
+                         // sweep skips the JSON tree); empty: render `body`
+  std::string markdown;  // when set, the whole Markdown output (a document, not a generic table)
 };
 
-/// One row of the command table: name, one-line help, its options, its handler.
+/// Which of --model and --length take a comma list (or, for --length, a range) in a command.
+enum list_options : unsigned { one_each = 0, model_list = 1, length_list = 2 };
+
+/// One row of the command table: name, one-line help, its options, its handler, and whether
+/// --model / --length take several values there.
 struct command {
   const char* name;
   const char* help;
   std::function<void(CLI::App&, options&)> setup;
   std::function<result(const options&)> run;
+  unsigned lists = one_each;
 };
 
 /// A model read from YAML with --set applied, then the execution-path options.
@@ -110,7 +118,21 @@ struct loaded_model {
   graph g;
 };
 
-void add_model_options(CLI::App& app, options& o);
+/// --model (alias --models) and --set; `required` unless the command has a default list.
+void add_model_options(CLI::App& app, options& o, bool required = true);
+/// --length (aliases -n, --lengths), read after parsing by read_lists().
+CLI::Option* add_length_option(CLI::App& app, options& o, const std::string& help);
+/// Lets a token-count option take K/M/G suffixes (`--prompt 32K`).
+CLI::Validator token_suffixes();
+/// Splits "a,b,,c" into {"a", "b", "c"}.
+std::vector<std::string> split_list(const std::string& text);
+/// Parses --length: counts with K/M/G suffixes, comma lists, ranges FROM:TO:xF and FROM:TO:+STEP.
+/// Throws spec_error naming `option` on an empty, malformed, negative or too-long value.
+std::vector<std::int64_t> parse_lengths(const std::string& option, const std::string& text);
+/// After parsing: splits --model into o.models and reads --length into o.lengths / o.length,
+/// holding a command that takes one of each to one. `model_given` / `length_given`: the options
+/// appeared on the command line.
+void read_lists(const command& c, bool model_given, bool length_given, options& o);
 /// Execution-path options (MLA path, storage; with `all`, pairs, vocab rows, linear, CED).
 void add_execution_options(CLI::App& app, options& o, bool all);
 /// Weight and cache format overrides (--weights, --kv) for serving questions.
@@ -160,5 +182,6 @@ result run_import(const options& o);
 void add_engine_options(CLI::App& app, options& o, bool plan);
 result run_engine_capacity(const options& o);
 result run_engine_plan(const options& o);
+result run_report(const options& o);
 
 }  // namespace calc::cli

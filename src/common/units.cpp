@@ -45,4 +45,51 @@ std::optional<std::int64_t> parse_bytes(const std::string& text) {
   }
 }
 
+namespace {
+
+/// The power of 1024 a token-count suffix names (K = 1024), or 0 for no valid suffix.
+std::int64_t token_scale(const std::string& suffix) {
+  if (suffix.empty()) return 1;
+  if (suffix.size() != 1) return 0;
+  switch (suffix[0]) {
+    case 'k':
+    case 'K':
+      return KiB;
+    case 'm':
+    case 'M':
+      return MiB;
+    case 'g':
+    case 'G':
+      return GiB;
+    default:
+      return 0;
+  }
+}
+
+std::size_t digits_end(const std::string& text) {
+  std::size_t i = 0;
+  while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) ++i;
+  return i;
+}
+
+}  // namespace
+
+bool looks_like_token_count(const std::string& text) {
+  std::size_t i = digits_end(text);
+  return i > 0 && token_scale(text.substr(i)) != 0;
+}
+
+std::optional<std::int64_t> parse_token_count(const std::string& text) {
+  if (!looks_like_token_count(text)) return std::nullopt;
+  std::size_t i = digits_end(text);
+  std::int64_t value = 0;
+  for (std::size_t k = 0; k < i; ++k) {
+    value = value * 10 + (text[k] - '0');
+    if (value > (1LL << 62)) return std::nullopt;
+  }
+  std::int64_t scale = token_scale(text.substr(i));
+  if (value > (1LL << 62) / scale) return std::nullopt;
+  return value * scale;
+}
+
 }  // namespace calc

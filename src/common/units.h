@@ -23,4 +23,13 @@ constexpr std::int64_t TB = 1000LL * GB;
 /// Returns nullopt when the text is not a size.
 std::optional<std::int64_t> parse_bytes(const std::string& text);
 
+/// Parses a token count as context lengths are spoken: `8192`, `128K` (= 131,072), `1M`
+/// (= 1,048,576), `4G`; the suffixes K, M, G (either case) are powers of 1024. Returns nullopt
+/// when the text is not such a count or when it passes 2^62.
+std::optional<std::int64_t> parse_token_count(const std::string& text);
+
+/// True when `text` has the shape of a token count (digits and an optional K/M/G suffix),
+/// whatever its size: lets a caller tell "too large" from "not a number".
+bool looks_like_token_count(const std::string& text);
+
 }  // namespace calc

@@ -70,6 +70,10 @@ std::string round_half_even(int128 num, int128 den, int decimals) {
   return (neg && q != 0 ? "-" : "") + digits;
 }
 
+namespace {
+constexpr std::int64_t MB_ = 1'000'000, GB_ = 1'000'000'000, TB_ = 1'000'000'000'000;
+}  // namespace
+
 std::string human_bytes(std::int64_t bytes) {
   struct unit {
     std::int64_t size;
@@ -98,31 +102,101 @@ std::string human_flops(std::int64_t flops) {
   return fmt::format("{} FLOPs", flops);
 }
 
+std::string human_decimal_bytes(std::int64_t bytes) {
+  if (bytes >= TB_) return trim(round_half_even(bytes, TB_, 2)) + " TB";
+  if (bytes >= GB_) return trim(round_half_even(bytes, GB_, 1)) + " GB";
+  if (bytes >= MB_) return trim(round_half_even(bytes, MB_, 1)) + " MB";
+  return with_commas(bytes) + " B";
+}
+
+std::string human_rate(std::int64_t bytes_per_s) {
+  if (bytes_per_s >= TB_) return trim(round_half_even(bytes_per_s, TB_, 2)) + " TB/s";
+  if (bytes_per_s >= GB_) return trim(round_half_even(bytes_per_s, GB_, 1)) + " GB/s";
+  return trim(round_half_even(bytes_per_s, MB_, 1)) + " MB/s";
+}
+
+std::string human_tokens(std::int64_t tokens) {
+  // Context lengths are spoken in powers of two: 128K = 131,072 tokens.
+  if (tokens > 0 && tokens % (1LL << 20) == 0) return fmt::format("{}M", tokens >> 20);
+  if (tokens > 0 && tokens % (1LL << 10) == 0) return fmt::format("{}K", tokens >> 10);
+  return with_commas(tokens);
+}
+
+std::string human_params(std::int64_t params) {
+  std::int64_t mag = params < 0 ? -params : params;
+  if (mag >= 1'000'000'000) return trim(round_half_even(params, 1'000'000'000, 3)) + " B";
+  if (mag >= 1'000'000) return trim(round_half_even(params, 1'000'000, 3)) + " M";
+  return with_commas(params);
+}
+
+std::string human_seconds(double s) {
+  if (s >= 1) return trim(fmt::format("{:.3f}", s)) + " s";
+  if (s >= 1e-3) return trim(fmt::format("{:.3f}", s * 1e3)) + " ms";
+  return trim(fmt::format("{:.3f}", s * 1e6)) + " µs";
+}
+
 namespace {
 
 bool ends_with(const std::string& s, const std::string& tail) { return s.ends_with(tail); }
+
+/// A fractional value with thousands separators: 12345.679 -> "12,345.679".
+std::string decimal(double d) {
+  std::string text = trim(fmt::format("{:.3f}", d));
+  std::size_t point = text.find('.');
+  std::string whole = text.substr(0, point);
+  std::string rest = point == std::string::npos ? "" : text.substr(point);
+  if (whole.size() > 15) return text;
+  return with_commas(std::stoll(whole)) + rest;
+}
+
+/// Keys whose integer value is a token count a reader says with K/M (context lengths).
+bool is_length_key(const std::string& key) {
+  for (const char* k : {"length", "context", "prompt", "cached", "max_tokens", "page_tokens",
+                        "shared_prefix", "budget_length"})
+    if (key == k) return true;
+  return false;
+}
+
+/// Bytes by their key: card memory and bandwidth decimal (as sold), the rest binary.
+std::string bytes_cell(const std::string& key, std::int64_t i) {
+  if (ends_with(key, "bandwidth_bytes") || ends_with(key, "interconnect_bytes"))
+    return human_rate(i);
+  if (key == "memory_bytes") return human_decimal_bytes(i);
+  return human_bytes(i);
+}
 
 std::string cell(const std::string& key, const ojson& v) {
   if (v.is_null()) return "—";
   if (v.is_boolean()) return v.get<bool>() ? "yes" : "no";
   if (v.is_string()) return v.get<std::string>();
+  if (v.is_number() && ends_with(key, "tflops")) {  // a vendor peak, already in TFLOPs
+    double d = v.get<double>();
+    return d == 0 ? "—" : decimal(d);
+  }
   if (v.is_number_integer()) {
     std::int64_t i = v.get<std::int64_t>();
-    std::string exact = with_commas(i);
-    if (ends_with(key, "bytes") && (i >= 1024 || i <= -1024))
-      return exact + " B (" + human_bytes(i) + ")";
-    if (ends_with(key, "bytes")) return exact + " B";
-    if (key.find("flops") != std::string::npos && i >= 1'000'000)
-      return exact + " (" + human_flops(i) + ")";
-    if (key.find("params") != std::string::npos && i >= 1'000'000)
-      return exact + " (" + trim(round_half_even(i, 1'000'000'000, 3)) + " B)";
-    return exact;
+    if (ends_with(key, "bytes")) return bytes_cell(key, i);
+    if (key.find("flops") != std::string::npos) return human_flops(i);
+    if (key.find("params") != std::string::npos) return human_params(i);
+    if (is_length_key(key)) return human_tokens(i);
+    return with_commas(i);
   }
   if (v.is_number()) {
     double d = v.get<double>();
     if (std::floor(d) == d && std::fabs(d) < 9e18)
       return cell(key, ojson(static_cast<std::int64_t>(d)));
-    if (std::fabs(d) >= 1) return trim(fmt::format("{:.3f}", d));
+    if (ends_with(key, "bytes") && std::fabs(d) >= 1024) {
+      // A fractional byte count (an average per token): the unit of its whole part.
+      std::string whole = human_bytes(static_cast<std::int64_t>(d));
+      std::string unit = whole.substr(whole.find(' '));
+      double scale = unit == " KiB"   ? 1024.0
+                     : unit == " MiB" ? 1048576.0
+                     : unit == " GiB" ? 1073741824.0
+                                      : 1099511627776.0;
+      return trim(fmt::format("{:.3f}", d / scale)) + unit;
+    }
+    if (ends_with(key, "bytes")) return decimal(d) + " B";
+    if (std::fabs(d) >= 1) return decimal(d);
     return fmt::format("{:.4g}", d);
   }
   if (v.is_array()) {
@@ -200,6 +274,10 @@ void flatten(const std::string& prefix, const ojson& obj,
 
 }  // namespace
 
+std::string markdown_table(const std::string& name, const ojson& rows) {
+  return md_table(name, rows);
+}
+
 std::string render(const ojson& result, output_format format, const std::string& title) {
   if (format == output_format::json) return result.dump(2) + "\n";
   std::vector<std::pair<std::string, ojson>> scalars;
@@ -224,10 +302,16 @@ std::string render(const ojson& result, output_format format, const std::string&
     }
     return out;
   }
-  std::string out = fmt::format("## {}\n\n| quantity | value |\n|---|---|\n", title);
+  std::string out = fmt::format("## {}\n", title);
+  if (!scalars.empty()) out += "\n| quantity | value |\n|---|---|\n";
   for (const auto& [k, v] : scalars) {
+    // The unit comes from the leaf key, or from its parent (stage_flops.layers is FLOPs).
     std::string leaf = k.substr(k.rfind('.') == std::string::npos ? 0 : k.rfind('.') + 1);
-    out += fmt::format("| {} | {} |\n", label(k), cell(leaf, v));
+    std::string parent = k.find('.') == std::string::npos ? "" : k.substr(0, k.find('.'));
+    bool leaf_unit = leaf.ends_with("bytes") || leaf.find("flops") != std::string::npos ||
+                     leaf.find("params") != std::string::npos;
+    out += fmt::format("| {} | {} |\n", label(k),
+                       cell(leaf_unit || parent.empty() ? leaf : parent + "." + leaf, v));
   }
   for (const auto& [k, v] : result.items())
     if (is_table(v)) out += md_table(k, v);

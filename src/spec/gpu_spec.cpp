@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "common/names.h"
 #include "common/units.h"
 #include "spec/model_reader.h"
 #include "spec/yaml_reader.h"
@@ -49,10 +50,11 @@ gpu_spec read_gpu_file(const std::string& path) {
   g.bandwidth = read_size(m, "bandwidth");
   g.bf16_tflops = read_tflops(m, "bf16_tflops");
   g.fp8_tflops = read_tflops(m, "fp8_tflops");
+  g.fp4_tflops = read_tflops(m, "fp4_tflops");
   if (m.has("interconnect")) g.interconnect = read_size(m, "interconnect");
   g.source = m.text("source");
-  m.finish({"name", "display", "memory", "bandwidth", "bf16_tflops", "fp8_tflops", "interconnect",
-            "source"});
+  m.finish({"name", "display", "memory", "bandwidth", "bf16_tflops", "fp8_tflops", "fp4_tflops",
+            "interconnect", "source"});
   return g;
 }
 
@@ -64,9 +66,10 @@ gpu_spec find_gpu(const std::string& name_or_path) {
   if (fs::exists(p)) return read_gpu_file(p.string());
   std::vector<std::string> known;
   for (const auto& g : gpu_catalogue()) known.push_back(g.name);
+  if (auto name = find_ignoring_case(name_or_path, known))  // `H200` is h200
+    return read_gpu_file((fs::path(gpus_dir()) / (*name + ".yaml")).string());
   std::string message = fmt::format("unknown GPU '{}'", name_or_path);
-  if (auto guess = closest(name_or_path, known))
-    message += fmt::format(" (did you mean '{}'?)", *guess);
+  message += did_you_mean(suggest(name_or_path, known));
   message += "; `calc gpus` lists the catalogue";
   throw spec_error("--gpu", message);
 }

@@ -14,6 +14,7 @@ struct gpu_spec {
   std::int64_t bandwidth = 0;     // memory bandwidth, bytes per second
   double bf16_tflops = 0;         // dense BF16 tensor peak, 1e12 FLOP/s
   double fp8_tflops = 0;          // dense FP8 tensor peak (0 when the GPU has no FP8 units)
+  double fp4_tflops = 0;          // dense FP4 tensor peak (0 when the GPU has no FP4 units)
   std::int64_t interconnect = 0;  // GPU-to-GPU bandwidth per direction, bytes per second
   std::string source;             // where the figures come from
   std::string file;

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "common/names.h"
 #include "spec/hf/import.h"
 #include "spec/yaml_reader.h"
 
@@ -655,7 +656,15 @@ model_spec read_model_file(const std::string& path, const std::vector<std::strin
 }
 
 std::string models_dir() {
+  namespace fs = std::filesystem;
   if (const char* env = std::getenv("CALC_MODELS")) return env;
+  // An installed calc (bin/calc) finds share/calc/models beside its own folder.
+  std::error_code ec;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    fs::path installed = exe.parent_path().parent_path() / "share" / "calc" / "models";
+    if (fs::is_directory(installed, ec)) return installed.string();
+  }
   return std::string(CALC_SOURCE_DIR) + "/models";
 }
 
@@ -667,9 +676,11 @@ std::string resolve_model_path(const std::string& name_or_path) {
   // A bundled name, possibly in a subfolder ("examples/seed000-gqa").
   fs::path bundled = fs::path(models_dir()) / (name_or_path + ".yaml");
   if (fs::exists(bundled)) return bundled.string();
+  std::vector<std::string> known = bundled_models();
+  if (auto name = find_ignoring_case(name_or_path, known))  // `Qwen3-8B` is qwen3-8b
+    return (fs::path(models_dir()) / (*name + ".yaml")).string();
   std::string message = fmt::format("unknown model '{}'", name_or_path);
-  if (auto guess = closest(name_or_path, bundled_models()))
-    message += fmt::format(" (did you mean '{}'?)", *guess);
+  message += did_you_mean(suggest(name_or_path, known));
   message +=
       "; `calc models` lists the bundled ones, or give a path to a YAML file or a Hugging Face "
       "config.json";

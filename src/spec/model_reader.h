@@ -17,14 +17,15 @@ model_spec read_model_text(const std::string& yaml, const std::string& file,
                            const std::vector<std::string>& sets = {});
 
 /// Resolves `--model`: a path (an existing file or folder, or a name ending in .yaml or .json) or a
-/// bundled name looked up in
-/// $CALC_MODELS, then the models/ folder of the source tree.
+/// bundled name, matched ignoring case, in models_dir(); an unknown name is a spec_error with
+/// ranked suggestions.
 std::string resolve_model_path(const std::string& name_or_path);
 
 /// Names of the bundled models, sorted.
 std::vector<std::string> bundled_models();
 
-/// The folder of bundled models (models/ in the source tree unless $CALC_MODELS says otherwise).
+/// The folder of bundled models: $CALC_MODELS when set; else share/calc/models beside the
+/// running binary's folder (an installed calc); else models/ in the source tree.
 std::string models_dir();
 
 }  // namespace calc

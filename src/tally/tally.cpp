@@ -406,8 +406,10 @@ state_tally tally_state(const graph& g, std::int64_t length, std::int64_t batch,
   auto add = [&](const state_component& sc, checked count) {
     checked bytes = checked(batch) * sc.bytes(length) * count;
     checked fixed_part = checked(batch) * sc.fixed * count;
-    auto it = std::find_if(st.items.begin(), st.items.end(),
-                           [&](const state_item& i) { return i.name == sc.name; });
+    // One row per component and class: windowed and global KV of one kind stay apart.
+    auto it = std::find_if(st.items.begin(), st.items.end(), [&](const state_item& i) {
+      return i.name == sc.name && i.kind == sc.kind;
+    });
     if (it == st.items.end()) {
       checked entries = sc.entries(length);
       checked read = sc.read_cap > 0 ? min(entries, sc.read_cap) : entries;

@@ -77,9 +77,12 @@ TEST_CASE("golden Markdown for each command on qwen3-8b") {
   golden("layers", {"layers", "--model", "qwen3-8b"});
   golden("compare", {"compare", "--models",
                      "qwen3-8b,qwen3.6-35b-a3b,deepseek-v4-flash,kimi-k3,deepseek-v4.1-flash"});
-  golden("sweep", {"sweep", "--model", "qwen3.6-35b-a3b", "--lengths", "1024:1048576:x4",
+  golden("sweep", {"sweep", "--model", "qwen3.6-35b-a3b", "--length", "1K:1M:x4",
                    "--format", "csv"});
   golden("experts", {"experts", "--model", "qwen3-235b-a22b", "--batch", "16"});
+  golden("gpus", {"gpus"});
+  golden("report", {"report", "--model", "qwen3-8b,qwen3.6-35b-a3b", "--gpu", "h100-sxm",
+                    "--length", "4K,32K,128K,1M", "--requests", "8"});
 }
 
 TEST_CASE("golden Markdown for the hybrids") {
@@ -163,7 +166,7 @@ TEST_CASE("validate on the CPU twins is exact for a small model") {
 TEST_CASE("sweep rejects a malformed range") {
   outcome o = run({"sweep", "--model", "qwen3-8b", "--lengths", "1024:512:x2"});
   CHECK(o.code == 2);
-  CHECK(o.err == "--lengths: '1024:512:x2' is not FROM:TO:xFACTOR or FROM:TO:+STEP\n");
+  CHECK(o.err == "--length: '1024:512:x2' is not FROM:TO:xFACTOR or FROM:TO:+STEP\n");
 }
 
 TEST_CASE("speculative decoding checks its inputs") {

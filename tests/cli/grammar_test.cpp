@@ -1,0 +1,294 @@
+// The option grammar (lengths with K/M/G, lists, ranges, model lists, case-insensitive names,
+// ranked suggestions), human units in Markdown, `calc report`, `--version`, completion, and the
+// GPU catalogue. Bad input: the exact one-line message and exit code 2.
+#include <doctest/doctest.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "cli/cli.h"
+#include "common/names.h"
+#include "common/units.h"
+#include "report/chart.h"
+#include "report/format.h"
+#include "spec/gpu_spec.h"
+#include "spec/model_reader.h"
+
+using namespace calc;
+
+namespace {
+
+struct outcome {
+  int code;
+  std::string out;
+  std::string err;
+};
+
+outcome run(const std::vector<std::string>& args) {
+  std::ostringstream out, err;
+  int code = run_cli(args, out, err);
+  return {code, out.str(), err.str()};
+}
+
+nlohmann::json json_of(const std::vector<std::string>& args) {
+  std::vector<std::string> a = args;
+  a.insert(a.end(), {"--format", "json"});
+  outcome o = run(a);
+  REQUIRE_MESSAGE(o.code == 0, o.err);
+  return nlohmann::json::parse(o.out);
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+}  // namespace
+
+TEST_CASE("token counts as context lengths are spoken") {
+  CHECK(parse_token_count("8192") == 8192);
+  CHECK(parse_token_count("128K") == 131072);
+  CHECK(parse_token_count("128k") == 131072);
+  CHECK(parse_token_count("1M") == 1048576);
+  CHECK(parse_token_count("4G") == 4294967296LL);
+  CHECK_FALSE(parse_token_count(""));
+  CHECK_FALSE(parse_token_count("12Q"));
+  CHECK_FALSE(parse_token_count("1.5K"));
+  CHECK_FALSE(parse_token_count("K"));
+  CHECK_FALSE(parse_token_count("99999999999999999999"));  // too large, but shaped like a count
+  CHECK(looks_like_token_count("99999999999999999999"));
+}
+
+TEST_CASE("--length takes suffixes, lists and ranges in every command") {
+  CHECK(json_of({"state", "--model", "qwen3-8b", "--length", "128K"})["length"] == 131072);
+  CHECK(json_of({"state", "--model", "qwen3-8b", "-n", "8K"})["total_bytes"] == 1207959552);
+  CHECK(json_of({"plan", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--length", "32K",
+                 "--requests", "4"})["length"] == 32768);
+  CHECK(json_of({"crossover", "--model", "qwen3-8b", "--length", "1M"})["length"] == 1048576);
+  CHECK(json_of({"compare", "--model", "qwen3-8b", "--length", "4K"})["length"] == 4096);
+  auto geometric = json_of({"sweep", "--model", "qwen3-8b", "--length", "1K:1M:x4"})["points"];
+  REQUIRE(geometric.size() == 6);
+  CHECK(geometric.back()["length"] == 1048576);
+  auto arithmetic = json_of({"sweep", "--model", "qwen3-8b", "--lengths", "1K:4K:+1K"})["points"];
+  REQUIRE(arithmetic.size() == 4);
+  CHECK(arithmetic[1]["length"] == 2048);
+  auto mixed = json_of({"capacity", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--length",
+                        "4K,16K:64K:x4"})["rows"];
+  REQUIRE(mixed.size() == 3);
+  CHECK(mixed[2]["length"] == 65536);
+  // Other token options take the same suffixes.
+  CHECK(json_of({"request", "--model", "qwen3-8b", "--prompt", "8K", "--generate",
+                 "1K"})["prompt"] == 8192);
+  CHECK(json_of({"forward", "--model", "qwen3-8b", "--tokens", "1", "--context",
+                 "8K"})["context"] == 8192);
+}
+
+TEST_CASE("--length: bad values are located, quoted as typed, exit 2") {
+  outcome empty = run({"state", "--model", "qwen3-8b", "--length", ""});
+  CHECK(empty.code == 2);
+  CHECK(empty.err ==
+        "--length: no length given; give tokens such as 8192 or 128K, a list 4K,8K, or a range "
+        "1K:1M:x2\n");
+  outcome huge = run({"state", "--model", "qwen3-8b", "--length", "99999999999999999999"});
+  CHECK(huge.code == 2);
+  CHECK(huge.err == "--length: 99999999999999999999 is beyond the supported 4294967296 tokens\n");
+  outcome big = run({"capacity", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--length", "8G"});
+  CHECK(big.code == 2);
+  CHECK(big.err == "--length: 8G is beyond the supported 4294967296 tokens\n");
+  outcome word = run({"state", "--model", "qwen3-8b", "--length", "long"});
+  CHECK(word.code == 2);
+  CHECK(word.err == "--length: 'long' is not a length such as 8192, 128K or 1M\n");
+  outcome two = run({"state", "--model", "qwen3-8b", "--length", "4K,8K"});
+  CHECK(two.code == 2);
+  CHECK(two.err == "--length: `calc state` takes one length, got 2\n");
+  outcome range = run({"sweep", "--model", "qwen3-8b", "--length", "1K:64:x2"});
+  CHECK(range.code == 2);
+  CHECK(range.err == "--length: '1K:64:x2' is not FROM:TO:xFACTOR or FROM:TO:+STEP\n");
+}
+
+TEST_CASE("--model lists: compare and report take several, an empty list is said plainly") {
+  outcome empty = run({"compare", "--models", ",", "--length", "8192"});
+  CHECK(empty.code == 2);
+  CHECK(empty.err ==
+        "--model: the model list ',' is empty; name a model such as qwen3-8b (`calc models` "
+        "lists them)\n");
+  outcome two = run({"state", "--model", "qwen3-8b,gpt2", "--length", "8"});
+  CHECK(two.code == 2);
+  CHECK(two.err ==
+        "--model: `calc state` takes one model, got 2; `calc compare` and `calc report` take "
+        "several\n");
+  auto both = json_of({"compare", "--model", "qwen3-8b,gpt2", "--length", "1K"})["models"];
+  REQUIRE(both.size() == 2);
+  CHECK(both[1]["model"] == "gpt2");
+}
+
+TEST_CASE("names match ignoring case; suggestions rank by prefix and family") {
+  CHECK(json_of({"params", "--model", "Qwen3-8B"})["total_params"] == 8190735360LL);
+  CHECK(json_of({"capacity", "--model", "qwen3-8b", "--gpu", "H200", "--length", "8K"})["gpu"] ==
+        "h200");
+  outcome h100 = run({"capacity", "--model", "qwen3-8b", "--gpu", "H100", "--length", "8K"});
+  CHECK(h100.code == 2);
+  CHECK(h100.err ==
+        "--gpu: unknown GPU 'H100' (did you mean 'h100-nvl', 'h100-sxm' or 'h100-pcie'?); "
+        "`calc gpus` lists the catalogue\n");
+  CHECK(suggest("rtx-4009", {"rtx-4090", "rtx-6000-ada", "b200"}) ==
+        std::vector<std::string>{"rtx-4090"});
+  CHECK(suggest("MI300", {"mi300x", "mi300a", "mi325x"}) ==
+        std::vector<std::string>{"mi300a", "mi300x"});
+  CHECK(suggest("zzz", {"h100-sxm"}).empty());
+  CHECK(did_you_mean({"a", "b"}) == " (did you mean 'a' or 'b'?)");
+}
+
+TEST_CASE("crossover --budget needs no --length") {
+  auto j = json_of({"crossover", "--model", "qwen3.6-35b-a3b", "--budget", "256MiB"});
+  CHECK(j["max_tokens"] == 9939);
+  CHECK(j["length"].is_null());
+  CHECK(j["batch_read_crossover"].is_null());
+  outcome neither = run({"crossover", "--model", "qwen3-8b"});
+  CHECK(neither.code == 2);
+  CHECK(neither.err == "--length: give a length (for the batch read crossover) or a --budget\n");
+}
+
+TEST_CASE("--version and shell completion from the command table") {
+  outcome v = run({"--version"});
+  CHECK(v.code == 0);
+  CHECK(v.out.rfind("calc 0.", 0) == 0);  // the project version, one line
+  CHECK(std::count(v.out.begin(), v.out.end(), '\n') == 1);
+  outcome bash = run({"completion", "bash"});
+  CHECK(bash.code == 0);
+  CHECK(contains(bash.out, "complete -o default -F _calc calc\n"));
+  CHECK(contains(bash.out, "report) opts=\""));
+  CHECK(contains(bash.out, "--plot-dir"));
+  CHECK(contains(bash.out, "qwen3-8b"));
+  CHECK(contains(bash.out, "h100-sxm"));
+  outcome zsh = run({"completion", "zsh"});
+  CHECK(zsh.code == 0);
+  CHECK(zsh.out.rfind("#compdef calc\n", 0) == 0);
+  CHECK(contains(zsh.out, "'--length["));
+  outcome fish = run({"completion", "fish"});
+  CHECK(fish.code == 2);
+}
+
+TEST_CASE("Markdown in human units; JSON keeps exact integers") {
+  CHECK(human_tokens(131072) == "128K");
+  CHECK(human_tokens(1048576) == "1M");
+  CHECK(human_tokens(1000) == "1,000");
+  CHECK(human_rate(3'350'000'000'000) == "3.35 TB/s");
+  CHECK(human_rate(900'000'000'000) == "900 GB/s");
+  CHECK(human_decimal_bytes(80'000'000'000) == "80 GB");
+  CHECK(human_params(8'190'735'360) == "8.191 B");
+  CHECK(human_seconds(0.0125) == "12.5 ms");
+  outcome gpus = run({"gpus"});
+  REQUIRE(gpus.code == 0);
+  CHECK(contains(gpus.out, "| h100-sxm | NVIDIA H100 SXM5 80GB | 80 GB | 3.35 TB/s |"));
+  CHECK_FALSE(contains(gpus.out, "3,350,000,000,000"));
+  auto j = json_of({"gpus"});
+  bool found = false;
+  for (const auto& g : j["gpus"])
+    if (g["name"] == "h100-sxm") {
+      found = true;
+      CHECK(g["bandwidth_bytes"] == 3350000000000LL);
+    }
+  CHECK(found);
+}
+
+TEST_CASE("the GPU catalogue: at least 40 accelerators, every field and a source") {
+  std::vector<gpu_spec> all = gpu_catalogue();
+  CHECK(all.size() >= 40);
+  const char* fields[] = {"name",       "display",    "memory",       "bandwidth", "bf16_tflops",
+                          "fp8_tflops", "fp4_tflops", "interconnect", "source"};
+  for (const gpu_spec& g : all) {
+    YAML::Node n = YAML::LoadFile(g.file);
+    for (const char* f : fields) CHECK_MESSAGE(n[f].IsDefined(), g.file << " lacks " << f);
+    CHECK_MESSAGE(g.source.size() > 20, g.file);
+    CHECK_MESSAGE(g.memory > 0, g.file);
+    CHECK_MESSAGE(g.bandwidth > 0, g.file);
+    CHECK_MESSAGE(g.bf16_tflops > 0, g.file);
+    CHECK_MESSAGE(g.interconnect > 0, g.file);
+    CHECK_MESSAGE(g.name + ".yaml" == std::filesystem::path(g.file).filename().string(), g.file);
+    // Peaks double (or stay) with each halving of precision where the units exist.
+    if (g.fp8_tflops > 0) CHECK_MESSAGE(g.fp8_tflops >= g.bf16_tflops, g.file);
+    if (g.fp4_tflops > 0) CHECK_MESSAGE(g.fp4_tflops >= g.fp8_tflops, g.file);
+  }
+}
+
+TEST_CASE("components list windowed and global KV of one kind on their own rows") {
+  std::filesystem::path dir = std::filesystem::temp_directory_path() / "calc-tests";
+  std::filesystem::create_directories(dir);
+  std::string path = (dir / "swa-mix.yaml").string();
+  std::ofstream(path) << R"(name: swa-mix
+vocab: 100
+hidden: 64
+layers:
+  count: 4
+  attention: {kind: gqa, q_heads: 4, kv_heads: 2, head_dim: 16}
+  ffn: {kind: swiglu, intermediate: 128}
+  variants:
+    local: {attention: {kind: gqa, q_heads: 4, kv_heads: 2, head_dim: 16, window: 128}}
+  pattern: [local, base]
+)";
+  auto j = json_of({"state", "--model", path, "--length", "1K"});
+  REQUIRE(j["components"].size() == 2);
+  CHECK(j["components"][0]["class"] != j["components"][1]["class"]);
+  // KV of 2 heads x 16 x 2 bytes x (K, V) = 128 B per token per layer.
+  CHECK(j["by_component"]["kv"]["bytes"] == 2 * 128 * 1024);
+  CHECK(j["by_component"]["kv_window"]["bytes"] == 2 * 128 * 128);
+}
+
+TEST_CASE("report: a document with Mermaid charts, exact JSON, SVGs with --plot-dir") {
+  outcome md = run({"report", "--model", "qwen3-8b,deepseek-v3", "--gpu", "h200", "--length",
+                    "4K,32K,128K", "--requests", "8"});
+  REQUIRE_MESSAGE(md.code == 0, md.err);
+  CHECK(md.out.rfind("# Serving report: qwen3-8b and deepseek-v3 on NVIDIA H200 SXM 141GB\n", 0) ==
+        0);
+  CHECK(contains(md.out, "```mermaid\n"));
+  CHECK(contains(md.out, "xychart-beta\n"));
+  CHECK(contains(md.out, "x-axis \"context length (tokens)\" [\"4K\", \"32K\", \"128K\"]"));
+  CHECK(contains(md.out, "Lines: qwen3-8b (blue), deepseek-v3 (orange)."));
+  CHECK(contains(md.out, "## Parameters and weights"));
+  CHECK(contains(md.out, "| qwen3-8b | 8.191 B |"));
+  CHECK(contains(md.out, "141 GB of memory, 4.8 TB/s"));
+  auto j = json_of({"report", "--model", "qwen3-8b", "--gpu", "h200", "--length", "8K"});
+  CHECK(j["models"][0]["points"][0]["state_bytes"] == 1207959552);
+  CHECK(j["models"][0]["weights"][0]["bytes"] == 16381470720LL);
+  // bf16 -> fp8 halves the matrices; embeddings and head keep their format.
+  CHECK(j["models"][0]["weights"][1]["bytes"] < j["models"][0]["weights"][0]["bytes"]);
+
+  std::filesystem::path dir = std::filesystem::temp_directory_path() / "calc-tests" / "plots";
+  std::filesystem::remove_all(dir);
+  outcome svg =
+      run({"report", "--model", "qwen3-8b", "--length", "1K:1M:x4", "--plot-dir", dir.string()});
+  REQUIRE(svg.code == 0);
+  CHECK(std::filesystem::exists(dir / "state.gp"));
+  CHECK(std::filesystem::exists(dir / "state.dat"));
+  if (have_gnuplot()) {
+    CHECK(std::filesystem::exists(dir / "state.svg"));
+    CHECK(contains(svg.out, "![State per request](" + (dir / "state.svg").string() + ")"));
+  } else {
+    CHECK(contains(svg.out, "> gnuplot is not installed: no SVG drawn"));
+  }
+}
+
+TEST_CASE("charts: log length axis across decades, one coloured line per model") {
+  chart c{"s",
+          "State",
+          "context length (tokens)",
+          "state (GiB)",
+          {1024, 4096, 1048576},
+          {{"a", {1, 2, 3}}, {"b", {0, 1, 2}}}};
+  CHECK(log_x(c));
+  CHECK_FALSE(log_y(c));  // a zero cannot sit on a log axis
+  std::string gp = gnuplot_script(c, "s.dat", "s.svg");
+  CHECK(contains(gp, "set logscale x 2\n"));
+  CHECK(contains(gp, "set xlabel 'context length (tokens)'\n"));
+  CHECK(contains(gp, "set xtics (\"1K\" 1024, \"4K\" 4096, \"1M\" 1048576)\n"));
+  CHECK(contains(gp, "title 'a'"));
+  CHECK(contains(gp, "title 'b'"));
+  CHECK(gnuplot_data(c) == "# length \"a\" \"b\"\n1024 1 0\n4096 2 1\n1048576 3 2\n");
+  chart narrow = c;
+  narrow.x = {1024, 2048, 4096};
+  CHECK_FALSE(log_x(narrow));
+}
