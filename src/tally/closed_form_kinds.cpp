@@ -69,8 +69,8 @@ attention_form form(const attention_dsa& a, const model_context& m, const execut
   return f;
 }
 
-/// Linear attention: a decode step is one recurrent step and one convolution update, whatever
-/// the context, so its work is the rule's value at any decode call; it reads no history.
+/// Recurrent mixers: a decode step is one recurrent step and one convolution update, whatever
+/// the context, so its work is the rule's value at any decode call; they read no history.
 template <typename T>
 attention_form linear_form(const T& a, const model_context& m, const execution_spec& e) {
   attention_form f;
@@ -89,6 +89,17 @@ attention_form form(const attention_gdn& a, const model_context& m, const execut
 }
 
 attention_form form(const attention_kda& a, const model_context& m, const execution_spec& e) {
+  return linear_form(a, m, e);
+}
+
+/// Mamba2 (SSD): one recurrent step and one convolution update per decode step, like linear
+/// attention; no history to read.
+attention_form form(const attention_mamba2& a, const model_context& m, const execution_spec& e) {
+  return linear_form(a, m, e);
+}
+
+/// No mixer: no work, no reads (the rule's value at a step is zero).
+attention_form form(const attention_none& a, const model_context& m, const execution_spec& e) {
   return linear_form(a, m, e);
 }
 

@@ -138,10 +138,8 @@ TEST_CASE("round trip: a config imports to the same tallies as the bundled YAML"
     CHECK(tally_forward(a.g, make_call(a.spec, 1, 8192, 1)).flops.value() ==
           tally_forward(b.g, make_call(b.spec, 1, 8192, 1)).flops.value());
   }
-  // DeepSeek-V3: the bundled row follows the chapter's expanded MLA path; the import defaults to
-  // the compact cache, so the comparison sets the same path.
-  testing::model a =
-      from_config_text("deepseek-v3.1-nvfp4/config.json", {"execution.mla_path=expanded"});
+  // DeepSeek-V3: both the bundled row and the import default to the compact MLA cache.
+  testing::model a = from_config_text("deepseek-v3.1-nvfp4/config.json", {});
   testing::model b("deepseek-v3");
   CHECK(params(a) == params(b));
   CHECK(tally_params(a.g).active.value() == tally_params(b.g).active.value());

@@ -204,7 +204,11 @@ TEST_CASE("kv_source: a sharing layer stores no cache, keeps its K/V weights, ne
   // (1,024); layers 2 and 3 nothing.
   state_tally s = tally_state(m.g, 100);
   CHECK(s.total.value() == 12'800 + 1'024);
-  CHECK(s.items.front().layers == 2);
+  // Windowed and global KV are their own rows: one layer each.
+  REQUIRE(s.items.size() == 2);
+  CHECK(s.items[0].layers == 1);
+  CHECK(s.items[1].layers == 1);
+  CHECK(s.items[0].kind != s.items[1].kind);
   // A decode query reads its source's cache: 2 * 12,800 + 2 * 1,024; only layer 1 writes a window.
   CHECK(s.decode_read.value() == 27'648);
   CHECK(s.window_write.value() == 128);
