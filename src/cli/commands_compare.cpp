@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "cli/support.h"
+#include "common/limits.h"
 #include "spec/model_reader.h"
 #include "tally/tally.h"
 
@@ -60,9 +61,15 @@ std::vector<std::int64_t> parse_range(const std::string& text) {
   if ((!geometric && text[b + 1] != '+') || from < 1 || to < from || step < (geometric ? 2 : 1))
     fail();
   check_count("--lengths", to, 1);
+  // Steps are checked: a factor near 2^63 once wrapped to negative lengths.
   std::vector<std::int64_t> out;
-  for (std::int64_t n = from; n <= to && out.size() < 100'000; n = geometric ? n * step : n + step)
-    out.push_back(n);
+  for (checked n = from; n <= to; n = geometric ? n * step : n + step) {
+    if (static_cast<std::int64_t>(out.size()) == limits::sweep_rows)
+      throw spec_error("--lengths", fmt::format("'{}' gives more than the limit of {} points; "
+                                                "use a larger step",
+                                                text, limits::sweep_rows));
+    out.push_back(n.value());
+  }
   return out;
 }
 

@@ -133,6 +133,13 @@ std::int64_t parse_size_option(const std::string& option, const std::string& tex
   return *bytes;
 }
 
+void check_limit(const std::string& option, std::int64_t v, std::int64_t min, std::int64_t max,
+                 const std::string& unit) {
+  if (v < min) throw spec_error(option, fmt::format("must be at least {}, got {}", min, v));
+  if (v > max)
+    throw spec_error(option, fmt::format("{} is more than the limit of {} {}", v, max, unit));
+}
+
 ojson fraction_json(const fraction& f) {
   if (f.is_integer()) return exact(f.num);
   return f.value();
