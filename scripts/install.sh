@@ -2,7 +2,10 @@
 # Installs the Debian packages calc builds with, where missing (no network but the Debian mirror).
 set -euo pipefail
 packages=(g++ cmake ninja-build libcli11-dev nlohmann-json3-dev libyaml-cpp-dev libfmt-dev
-          libeigen3-dev doctest-dev)
+          libeigen3-dev doctest-dev
+          # hardening (scripts/test.sh): clang with libFuzzer and the sanitizer runtimes; g++'s
+          # own ASan/UBSan runtimes (libasan8, libubsan1) come with g++.
+          clang libclang-rt-dev)
 packages+=(gnuplot-nox)  # `calc report --plot-dir` draws its SVG charts with gnuplot
 missing=()
 for p in "${packages[@]}"; do

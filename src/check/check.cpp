@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <numeric>
 
+#include "common/limits.h"
 #include "report/format.h"
 #include "spec/yaml_reader.h"
 
@@ -49,7 +50,10 @@ fraction add(fraction x, fraction y, int sign) {
       __builtin_mul_overflow(y.first, x.second, &b) ||
       __builtin_mul_overflow(x.second, y.second, &den))
     throw std::overflow_error("fraction overflow");
-  return reduce({a + sign * b, den});
+  int128 num;
+  if (sign > 0 ? __builtin_add_overflow(a, b, &num) : __builtin_sub_overflow(a, b, &num))
+    throw std::overflow_error("fraction overflow");
+  return reduce({num, den});
 }
 
 fraction from_json(const nlohmann::ordered_json& v, const std::string& pointer) {
@@ -63,7 +67,9 @@ fraction from_json(const nlohmann::ordered_json& v, const std::string& pointer) 
     if (numeric) {
       int128 n = 0;
       for (char c : digits)
-        if (c != '-') n = n * 10 + (c - '0');
+        if (c != '-' &&
+            (__builtin_mul_overflow(n, 10, &n) || __builtin_add_overflow(n, c - '0', &n)))
+          throw std::overflow_error(fmt::format("field {} exceeds 128 bits", pointer));
       return {digits[0] == '-' ? -n : n, 1};
     }
   }
@@ -91,9 +97,11 @@ class expression {
   const nlohmann::ordered_json& doc_;
   const std::string& s_;
   std::size_t i_ = 0;
+  int depth_ = 0;  // open parentheses, at most limits::expression_depth
 
   [[noreturn]] void fail(const std::string& what) {
-    throw std::runtime_error(fmt::format("field '{}': {} at column {}", s_, what, i_ + 1));
+    std::string shown = s_.size() > 60 ? s_.substr(0, 60) + "..." : s_;  // one readable line
+    throw std::runtime_error(fmt::format("field '{}': {} at column {}", shown, what, i_ + 1));
   }
   void skip() {
     while (i_ < s_.size() && s_[i_] == ' ') ++i_;
@@ -136,7 +144,11 @@ class expression {
     if (i_ >= s_.size()) fail("expected a value");
     if (s_[i_] == '(') {
       ++i_;
+      if (++depth_ > limits::expression_depth)
+        fail(fmt::format("parentheses nested deeper than the limit of {}",
+                         limits::expression_depth));
       fraction v = sum();
+      --depth_;
       skip();
       if (i_ >= s_.size() || s_[i_] != ')') fail("expected ')'");
       ++i_;
@@ -154,7 +166,8 @@ class expression {
     if (std::isdigit(static_cast<unsigned char>(s_[i_]))) {
       int128 v = 0;
       while (i_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[i_])))
-        v = v * 10 + (s_[i_++] - '0');
+        if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, s_[i_++] - '0', &v))
+          fail("a number past 128 bits");
       return {v, 1};
     }
     fail("expected a JSON pointer, a number or '('");
@@ -248,6 +261,11 @@ std::pair<std::string, bool> compare_printed(int128 num, int128 den, const std::
   if (digits.empty())
     throw spec_error("expect", fmt::format("'{}' does not start with a number", expect));
   if (decimals < 0) decimals = 0;
+  // Exact comparison scales by 10^decimals in 128 bits.
+  if (decimals > limits::expect_decimals || digits.size() > 30)
+    throw spec_error("expect",
+                     fmt::format("'{}' has more than {} decimals or 30 digits (the limit)", expect,
+                                 limits::expect_decimals));
   while (i < text.size() && text[i] == ' ') ++i;
   std::string unit = text.substr(i);
   auto u = units().find(unit);
@@ -260,7 +278,10 @@ std::pair<std::string, bool> compare_printed(int128 num, int128 den, const std::
     u = units().find("");
   }
   // value in the printed unit = num/den * u.den / u.num
-  int128 vn = num * u->second.den, vd = den * u->second.num;
+  int128 vn, vd;
+  if (__builtin_mul_overflow(num, u->second.den, &vn) ||
+      __builtin_mul_overflow(den, u->second.num, &vd))
+    throw std::overflow_error("the value in the printed unit exceeds 128 bits");
   std::string got = round_half_even(vn, vd, decimals);
   std::string want;
   for (char c : text.substr(0, i))
@@ -282,7 +303,10 @@ std::pair<std::string, bool> compare_printed(int128 num, int128 den, const std::
       bound_num = bound_num * 10 + (c - '0');
     }
     for (int k = 0; k < decimals; ++k) bound_den *= 10;
-    return {shown, vn * bound_den < bound_num * vd};
+    int128 lhs, rhs;
+    if (__builtin_mul_overflow(vn, bound_den, &lhs) || __builtin_mul_overflow(bound_num, vd, &rhs))
+      throw std::overflow_error("the bound at its printed precision exceeds 128 bits");
+    return {shown, lhs < rhs};
   }
   return {shown, got == want};
 }
@@ -355,6 +379,9 @@ std::vector<claim_result> run_claims(const std::vector<claim>& claims, const eva
         if (!outputs.count(run) && !failures.count(run)) {
           try {
             std::vector<std::string> args = split_command(run);
+            // A claim that ran `check` would run its own scenarios again, without end.
+            if (!args.empty() && args.front() == "check")
+              throw std::runtime_error("a claim cannot run `check` (it would run itself)");
             args.push_back("--format");
             args.push_back("json");
             outputs[run] = eval(args);
@@ -369,8 +396,8 @@ std::vector<claim_result> run_claims(const std::vector<claim>& claims, const eva
       if (!c.over_run.empty()) {
         auto [on, od] = evaluate_field(output(c.over_run), c.over_field);
         if (on == 0) throw std::runtime_error("division by zero in `over`");
-        num *= od;
-        den *= on;
+        if (__builtin_mul_overflow(num, od, &num) || __builtin_mul_overflow(den, on, &den))
+          throw std::overflow_error("the ratio to `over` exceeds 128 bits");
       }
       auto [got, pass] = compare_printed(num, den, c.expect);
       r.got = got;

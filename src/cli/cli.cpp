@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <climits>
 #include <functional>
 #include <memory>
@@ -15,6 +16,7 @@
 #include "plan/plan.h"
 #include "spec/gpu_spec.h"
 #include "spec/model_reader.h"
+#include "spec/yaml_reader.h"
 #include "tally/tally.h"
 
 namespace calc {
@@ -326,6 +328,22 @@ result dispatch(parsed& p, const std::vector<CLI::App*>& subs) {
   return p.cmd->run(p.opts);
 }
 
+/// The options a user gave a command, as typed ("--prompt 10000000 --batch 1000000"), to name
+/// what made an exact count overflow; the model's own sizes are named by the caller.
+std::string given_options(const std::vector<CLI::App*>& subs) {
+  std::string out;
+  for (const CLI::App* sub : subs) {
+    if (!sub->parsed()) continue;
+    for (const CLI::Option* opt : sub->get_options()) {
+      if (opt->count() == 0 || opt->get_name() == "--format" || opt->get_name() == "--help")
+        continue;
+      for (const std::string& value : opt->results())
+        out += fmt::format("{}{} {}", out.empty() ? "" : " ", opt->get_name(), value);
+    }
+  }
+  return out;
+}
+
 // ---- shell completion, generated from the command table ------------------------------------
 
 /// Option names of a subcommand as typed ("--model", "-m"), and whether each takes a value.
@@ -482,6 +500,19 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   parsed p;
   std::vector<CLI::App*> subs;
   build_app(app, p, subs);
+  // A first word that is no command would otherwise read "A subcommand is required".
+  if (!args.empty() && !args.front().empty() && args.front()[0] != '-') {
+    std::vector<std::string> names;
+    for (const command& c : commands()) names.push_back(c.name);
+    if (std::find(names.begin(), names.end(), args.front()) == names.end()) {
+      std::string message = fmt::format("unknown command '{}'", args.front());
+      if (auto guess = closest(args.front(), names))
+        message += fmt::format(" (did you mean '{}'?)", *guess);
+      err << "calc: " << spec_error("", message + "; `calc --help` lists the commands").what()
+          << "\n";
+      return 2;
+    }
+  }
   std::vector<std::string> reversed(args.rbegin(), args.rend());
   try {
     app.parse(reversed);
@@ -515,7 +546,14 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     err << e.what() << "\n";
     return 2;
   } catch (const overflow_error& e) {
-    err << "calc: " << e.what() << ": the answer exceeds exact 64-bit range for these inputs\n";
+    // Counts are exact in 128 bits; past that the inputs (options or the model's sizes) are
+    // beyond any machine, and the user is told which ones they gave.
+    std::string given = given_options(subs);
+    err << fmt::format(
+        "calc {}: an exact count overflows 128 bits ({}) with {}{}; use smaller "
+        "values\n",
+        p.cmd ? p.cmd->name : "", e.what(), given.empty() ? "" : given + " and ",
+        "the model's sizes");
     return 2;
   } catch (const std::exception& e) {
     err << "calc: internal error: " << e.what() << "\n";

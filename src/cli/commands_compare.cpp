@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "cli/support.h"
+#include "common/limits.h"
 #include "spec/model_reader.h"
 #include "tally/closed_form.h"
 #include "tally/tally.h"

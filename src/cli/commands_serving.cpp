@@ -3,8 +3,10 @@
 #include <fmt/format.h>
 
 #include <climits>
+#include <cmath>
 
 #include "cli/support.h"
+#include "common/limits.h"
 #include "plan/placement.h"
 #include "plan/plan.h"
 #include "plan/roofline.h"
@@ -30,9 +32,19 @@ checked request_state(const graph& g, std::int64_t length, std::int64_t page, st
 result run_capacity(const options& o) {
   if (o.lengths.empty()) throw spec_error("--length", "give at least one context length");
   for (std::int64_t l : o.lengths) check_count("--length", l, 0);
-  check_count("--gpus", o.gpus, 1);
+  check_limit("--gpus", o.gpus, 1, limits::cards, "cards");
+  check_limit("--tp", o.tp, 1, limits::cards, "cards");
+  check_limit("--pp", o.pp, 1, limits::cards, "cards");
+  check_limit("--ep", o.ep, 1, limits::cards, "cards");
   check_count("--page-tokens", o.page_tokens, 0);
   check_count("--shared-prefix", o.shared_prefix, 0);
+  if (o.requests >= 0) check_limit("--requests", o.requests, 0, limits::requests, "requests");
+  for (std::int64_t l : o.lengths)
+    if (o.shared_prefix > l)
+      throw spec_error("--shared-prefix",
+                       fmt::format("{} tokens is longer than the length {}: the shared prefix is "
+                                   "part of every request",
+                                   o.shared_prefix, l));
   std::int64_t workspace = parse_size_option("--workspace", o.workspace);
   loaded_model m = load(o);
   layout lay{o.tp, o.pp, o.ep};
@@ -126,9 +138,9 @@ result run_capacity(const options& o) {
 
 result run_plan(const options& o) {
   check_count("--length", o.length, 0);
-  check_count("--requests", o.requests, 0);
-  check_count("--node-gpus", o.node_gpus, 1);
-  check_count("--max-gpus", o.max_gpus, 1);
+  check_limit("--requests", o.requests, 0, limits::requests, "requests");
+  check_limit("--node-gpus", o.node_gpus, 1, limits::cards, "cards");
+  check_limit("--max-gpus", o.max_gpus, 1, limits::cards, "cards");
   std::int64_t workspace = parse_size_option("--workspace", o.workspace);
   loaded_model m = load(o);
   gpu_spec gpu = find_gpu(o.gpu);
@@ -180,7 +192,7 @@ result run_roofline(const options& o) {
   check_count("--prompt", o.prompt, 1);
   check_count("--context", o.context, 0);
   check_count("--batch", o.batch, 1);
-  check_count("--gpus", o.gpus, 1);
+  check_limit("--gpus", o.gpus, 1, limits::cards, "cards");
   loaded_model m = load(o);
   gpu_spec gpu = find_gpu(o.gpu);
   if (o.fp8 && gpu.fp8_tflops <= 0)
@@ -213,10 +225,17 @@ result run_roofline(const options& o) {
 }
 
 result run_speculative(const options& o) {
-  if (o.decode_ms <= 0)
-    throw spec_error("--decode-ms", "give the time of one ordinary decode step (> 0)");
-  if (o.round_ms <= 0)
-    throw spec_error("--round-ms", "give the draft + verify time of one round (> 0)");
+  // nan compares false with everything and inf gives 0 or inf: both are refused by name.
+  if (!std::isfinite(o.decode_ms) || o.decode_ms <= 0)
+    throw spec_error("--decode-ms", fmt::format("give the time of one ordinary decode step (a "
+                                                "finite number > 0), got {}",
+                                                o.decode_ms));
+  if (!std::isfinite(o.round_ms) || o.round_ms <= 0)
+    throw spec_error("--round-ms", fmt::format("give the draft + verify time of one round (a "
+                                               "finite number > 0), got {}",
+                                               o.round_ms));
+  if (!std::isfinite(o.accepted))
+    throw spec_error("--accepted", fmt::format("expected a finite number, got {}", o.accepted));
   if (o.accepted < 1) throw spec_error("--accepted", "a round yields at least one valid token");
   // §2.5.3: amortised time per output (T_s + T_v) / g, worth it when below T_d.
   double amortised = o.round_ms / o.accepted;

@@ -103,7 +103,7 @@ void tables_from_rows(const std::vector<ojson>& rows, ojson& j) {
 result run_validate(const options& o) {
   check_count("--scale", o.scale, 1);
   check_count("--length", o.length, 1);
-  check_count("--decode-steps", o.decode_steps, 0);
+  check_limit("--decode-steps", o.decode_steps, 0, limits::decode_steps, "steps");
   if (o.length > 4096)
     throw spec_error(
         "--length",

@@ -6,6 +6,7 @@
 
 #include "common/dtype.h"
 #include "common/error.h"
+#include "common/limits.h"
 #include "common/units.h"
 #include "spec/model_reader.h"
 
@@ -83,7 +84,7 @@ void append_range(const std::string& option, const std::string& text,
   auto step = parse_token_count(step_text);
   bool geometric = kind == 'x';
   if (from < 1 || to < from || !step || *step < (geometric ? 2 : 1)) fail();
-  constexpr std::size_t kMaxPoints = 10'000'000;  // a sweep of 10M lengths (issue 10)
+  constexpr auto kMaxPoints = static_cast<std::size_t>(limits::sweep_rows);
   for (std::int64_t n = from;;) {
     if (out.size() >= kMaxPoints)
       throw spec_error(option, fmt::format("'{}' gives more than {} lengths", text, kMaxPoints));
@@ -274,6 +275,13 @@ std::int64_t parse_size_option(const std::string& option, const std::string& tex
   if (!bytes)
     throw spec_error(option, fmt::format("'{}' is not a size such as 2GiB or 512MiB", text));
   return *bytes;
+}
+
+void check_limit(const std::string& option, std::int64_t v, std::int64_t min, std::int64_t max,
+                 const std::string& unit) {
+  if (v < min) throw spec_error(option, fmt::format("must be at least {}, got {}", min, v));
+  if (v > max)
+    throw spec_error(option, fmt::format("{} is more than the limit of {} {}", v, max, unit));
 }
 
 ojson fraction_json(const fraction& f) {

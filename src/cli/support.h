@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/fraction.h"
+#include "common/limits.h"
 #include "graph/graph.h"
 #include "report/format.h"
 #include "spec/model_spec.h"
@@ -18,7 +19,7 @@
 
 namespace calc::cli {
 
-constexpr std::int64_t kMaxLength = 1LL << 32;
+constexpr std::int64_t kMaxLength = limits::tokens;
 
 /// Every option any command takes; each command registers the ones it uses.
 struct options {
@@ -138,6 +139,10 @@ void add_execution_options(CLI::App& app, options& o, bool all);
 /// Weight and cache format overrides (--weights, --kv) for serving questions.
 void add_format_options(CLI::App& app, options& o);
 void check_count(const std::string& option, std::int64_t v, std::int64_t min);
+/// Rejects v below min or above max (a limit of common/limits.h), naming the option, the limit
+/// and its unit ("--tp: 4294967296 is more than the limit of 4096 cards").
+void check_limit(const std::string& option, std::int64_t v, std::int64_t min, std::int64_t max,
+                 const std::string& unit);
 std::int64_t parse_size_option(const std::string& option, const std::string& text);
 loaded_model load(const options& o);
 

@@ -39,6 +39,8 @@ class checked {
     return static_cast<std::int64_t>(v_);
   }
   constexpr int128 wide() const { return v_; }
+  /// The nearest double, for times and averages (exact below 2^53).
+  constexpr double to_double() const { return static_cast<double>(v_); }
   constexpr bool fits_int64() const { return v_ <= INT64_MAX && v_ >= INT64_MIN; }
 
   friend checked operator+(checked a, checked b) {

@@ -6,6 +6,8 @@
 #include <stdexcept>
 #include <vector>
 
+#include "common/limits.h"
+
 namespace calc {
 
 namespace {
@@ -60,6 +62,11 @@ checked dtype::bytes(checked n) const {
 }
 
 dtype parse_dtype(const std::string& text) {
+  if (static_cast<std::int64_t>(text.size()) > limits::format_chars)
+    throw std::invalid_argument(
+        fmt::format("a format name of {} characters is longer than the "
+                    "limit of {}",
+                    text.size(), limits::format_chars));
   if (text.find('*') != std::string::npos) {
     dtype mixed{text, 0, 0, 0, 0};
     std::string body = text;
@@ -73,9 +80,21 @@ dtype parse_dtype(const std::string& text) {
       }
       body = text.substr(0, at);
     }
-    for (const std::string& piece : split(body, '+')) {
+    std::vector<std::string> pieces = split(body, '+');
+    if (static_cast<std::int64_t>(pieces.size()) > limits::format_parts)
+      throw std::invalid_argument(
+          fmt::format("'{}': a record of {} parts is more than the limit "
+                      "of {}",
+                      text, pieces.size(), limits::format_parts));
+    for (const std::string& piece : pieces) {
       auto star = piece.rfind('*');
       if (star == std::string::npos) unknown(text);
+      // Records do not nest: each part is a plain or grouped format (no recursion to bound).
+      if (piece.find('*') != star || piece.find('@') != std::string::npos)
+        throw std::invalid_argument(
+            fmt::format("'{}': a part of a record is a plain or grouped format such as "
+                        "fp8:g64:e8m0*448, not itself a record",
+                        text));
       std::int64_t count = 0;
       try {
         std::size_t used = 0;

@@ -330,11 +330,15 @@ std::vector<equivalence> check_equivalences(const model_spec& spec, std::int64_t
     model_spec a = plain, b = plain;
     a.execution.mla = mla_path::compact;
     b.execution.mla = mla_path::expanded;
-    // The compact path caches the latent, the expanded one the restored K/V, each rounded to
-    // BF16 (relative error 2^-9 per element): NMSE a few 1e-6, bounded at 1e-4.
+    // The compact path caches the latent, the expanded one the restored K/V: in BF16 they round
+    // different tensors (2^-9 each), and through 61 layers of random weights that difference grew
+    // to NMSE 9.5e-4 (deepseek-v3 at --scale 64; 1.5e-5 with 4 or 16 layers). With both caches
+    // in FP32 the paths agree to 9.5e-13: the algebra is exact and only float32 summation order
+    // differs, so the check runs there, bounded like the other float32 identities.
+    a.precision.kv = b.precision.kv = parse_dtype("fp32");
     out.push_back(compare("compact MLA = expanded MLA", execute(a, length, 0, seed).last_logits,
-                          execute(b, length, 0, seed).last_logits, 1e-4,
-                          "different tensors rounded to BF16 in the cache (2^-9 each)"));
+                          execute(b, length, 0, seed).last_logits, 1e-6,
+                          "float32 summation order (caches in FP32 for this check)"));
   }
   if (has_attention<attention_gdn>(g) || has_attention<attention_kda>(g) ||
       has_attention<attention_mamba2>(g)) {

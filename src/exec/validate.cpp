@@ -1,8 +1,12 @@
 #include "exec/validate.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <map>
 
+#include "common/error.h"
+#include "common/limits.h"
 #include "exec/scale.h"
 #include "graph/graph.h"
 #include "plan/plan.h"
@@ -11,6 +15,15 @@
 namespace calc {
 
 namespace {
+
+/// An exact count as decimal digits (it may pass 2^63).
+std::string to_text(const checked& v) {
+  int128 x = v.wide();
+  if (x == 0) return "0";
+  std::string s;
+  for (; x > 0; x /= 10) s.insert(s.begin(), static_cast<char>('0' + static_cast<int>(x % 10)));
+  return s;
+}
 
 void add(validation& v, const std::string& quantity, const std::string& kind, checked predicted,
          std::int64_t measured) {
@@ -47,6 +60,18 @@ validation validate_model(const model_spec& spec, std::int64_t k, std::int64_t l
   }
   state_tally st = tally_state(g, length + decode_steps);
 
+  // The twins hold every weight in FP32 plus the state: refuse before allocating, naming the size
+  // (--scale 1 on a large model, or a --set width, would otherwise end in bad_alloc).
+  checked weights_fp32 = checked(4) * tally_params(g).total;
+  checked need = weights_fp32 + st.total;
+  if (need > limits::executor_bytes)
+    throw spec_error(
+        "--scale",
+        fmt::format("the scaled model needs {} B ({:.1f} GiB) of executor memory (FP32 weights {} "
+                    "B + state {} B), more than the limit of {} GiB; use a larger --scale",
+                    to_text(need), need.to_double() / (1LL << 30), to_text(weights_fp32),
+                    to_text(st.total), limits::executor_bytes >> 30));
+
   // Measured: the executor's own counts and allocations.
   measured_run run = execute(v.scaled, length, decode_steps, seed);
   const exec::counters& w = run.work;
@@ -74,10 +99,10 @@ validation validate_model(const model_spec& spec, std::int64_t k, std::int64_t l
     auto it = run.state.find(name);
     add(v, "state bytes", name, bytes, it == run.state.end() ? 0 : it->second);
   }
-  for (const auto& [name, bytes] : run.state) {
+  for (const auto& entry : run.state) {  // clang 14 (the fuzz build) cannot capture a binding
     bool known = std::any_of(st.items.begin(), st.items.end(),
-                             [&](const state_item& i) { return i.name == name; });
-    if (!known) add(v, "state bytes", name, 0, bytes);
+                             [&](const state_item& i) { return i.name == entry.first; });
+    if (!known) add(v, "state bytes", entry.first, 0, entry.second);
   }
   add(v, "state bytes", "total", st.total, [&] {
     std::int64_t s = 0;

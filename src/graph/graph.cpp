@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <unordered_map>
 
 namespace calc {
 
@@ -57,6 +58,62 @@ struct describe_visitor {
   }
 };
 
+/// Every field of a layer kind as text: the key that groups layers in one hash lookup instead of
+/// comparing each layer with every group (100,000 distinct overrides made that quadratic). A
+/// field missing here only makes a bucket hold more than one structure: == still decides.
+struct signature_visitor {
+  static std::string opt(const std::optional<std::int64_t>& v) {
+    return v ? std::to_string(*v) : "-";
+  }
+  std::string operator()(const attention_gqa& a) const {
+    return fmt::format("gqa {} {} {} {}{}{}{} {}", a.q_heads, a.kv_heads, a.head_dim, a.qk_norm,
+                       a.output_gate, a.qkv_bias, a.o_bias, opt(a.window));
+  }
+  std::string operator()(const attention_mla& a) const {
+    return fmt::format("mla {} {} {} {} {} {} {}{}", a.heads, a.q_rank, a.kv_rank, a.qk_nope,
+                       a.qk_rope, a.v_head, a.rope_branch, a.output_gate);
+  }
+  std::string operator()(const attention_gdn& a) const {
+    return fmt::format("gdn {} {} {} {} {}", a.qk_heads, a.v_heads, a.key_dim, a.value_dim,
+                       a.conv_kernel);
+  }
+  std::string operator()(const attention_kda& a) const {
+    return fmt::format("kda {} {} {} {} {} {}", a.heads, a.key_dim, a.value_dim, a.decay_rank,
+                       a.conv_kernel, a.output_gate);
+  }
+  std::string operator()(const attention_dsa& a) const {
+    std::string s = fmt::format("dsa {} {} {} {} {} {} {}", a.heads, a.head_dim, a.q_rank,
+                                a.o_groups, a.o_rank, a.window, a.sink);
+    if (a.global)
+      s += fmt::format(" g {} {} {} {}{}{}", a.global->ratio, a.global->top_k, a.global->source,
+                       a.global->overlap, a.global->gate, a.global->position_bias);
+    if (a.indexer)
+      s += fmt::format(" i {} {} {} {} {}", a.indexer->heads, a.indexer->dim, a.indexer->top_k,
+                       static_cast<int>(a.indexer->keys), a.indexer->candidates);
+    return s;
+  }
+  std::string operator()(const ffn_swiglu& f) const {
+    return fmt::format("swiglu {}", f.intermediate);
+  }
+  std::string operator()(const ffn_mlp& f) const {
+    return fmt::format("mlp {} {}", f.intermediate, f.bias);
+  }
+  std::string operator()(const ffn_moe& f) const {
+    return fmt::format("moe {} {} {} {} {} {}{}{} {} {}", f.experts, f.top_k, f.intermediate,
+                       f.shared_experts, f.shared_intermediate, f.shared_gate, f.router,
+                       f.router_bias, f.latent, f.latent_norm);
+  }
+};
+
+std::string signature(const layer& l) {
+  std::string s = std::visit(signature_visitor{}, l.attention) + " | " +
+                  std::visit(signature_visitor{}, l.ffn) + fmt::format(" | {}", l.norms);
+  if (l.engram)
+    s += fmt::format(" | {} {} {} {}", l.engram->table_rows, l.engram->buckets,
+                     l.engram->bucket_dim, l.engram->ways);
+  return s;
+}
+
 void apply(const block_spec& b, layer& l) {
   if (b.attention) l.attention = *b.attention;
   if (b.ffn) l.ffn = *b.ffn;
@@ -92,15 +149,20 @@ graph build_graph(const model_spec& spec) {
       l.variant = "override";
     }
   }
-  // Layers of equal structure form one group (Table 2-A's layer types).
+  // Layers of equal structure form one group (Table 2-A's layer types): candidates come from a
+  // hash of the full structure, so grouping is linear in the layers.
+  std::unordered_map<std::string, std::vector<std::size_t>> by_signature;
+  std::unordered_map<std::string, int> named;  // groups per described name, for "(variant N)"
   for (const layer& l : g.layers) {
-    auto same = [&](const layer_group& grp) {
-      const layer& o = g.layers[static_cast<std::size_t>(grp.indices.front())];
+    std::vector<std::size_t>& bucket = by_signature[signature(l)];
+    auto same = [&](std::size_t grp) {
+      const layer& o = g.layers[static_cast<std::size_t>(g.groups[grp].indices.front())];
       return o.attention == l.attention && o.ffn == l.ffn && o.norms == l.norms &&
              o.engram == l.engram;
     };
-    auto it = std::find_if(g.groups.begin(), g.groups.end(), same);
-    if (it == g.groups.end()) {
+    auto it = std::find_if(bucket.begin(), bucket.end(), same);
+    std::size_t grp = 0;
+    if (it == bucket.end()) {
       // A layer without one of its halves is named by the half it has (Nemotron-H's M, -, E).
       std::string name = std::holds_alternative<attention_none>(l.attention) ? describe(l.ffn)
                          : std::holds_alternative<ffn_none>(l.ffn)
@@ -108,14 +170,15 @@ graph build_graph(const model_spec& spec) {
                              : fmt::format("{} + {}", describe(l.attention), describe(l.ffn));
       if (l.engram) name += fmt::format(" + engram {} rows", l.engram->table_rows);
       if (l.norms != 2) name += fmt::format(" + {} norms", l.norms);
-      int twins = static_cast<int>(
-          std::count_if(g.groups.begin(), g.groups.end(),
-                        [&](const layer_group& grp) { return grp.name.rfind(name, 0) == 0; }));
+      int twins = named[name]++;
       if (twins > 0) name += fmt::format(" (variant {})", twins + 1);  // differs in a detail
       g.groups.push_back({name, {}});
-      it = g.groups.end() - 1;
+      grp = g.groups.size() - 1;
+      bucket.push_back(grp);
+    } else {
+      grp = *it;
     }
-    it->indices.push_back(l.index);
+    g.groups[grp].indices.push_back(l.index);
   }
   return g;
 }

@@ -4,8 +4,11 @@
 
 #include <climits>
 #include <cmath>
+#include <map>
+#include <utility>
 
 #include "common/error.h"
+#include "common/limits.h"
 #include "tally/closed_form.h"
 
 namespace calc {
@@ -113,6 +116,8 @@ experts_plan plan_experts(const graph& g, std::int64_t tokens, const routing& r)
   model_context m{g.spec->hidden, &g.spec->precision};
   const tensor* first = nullptr;
   std::vector<tensor> keep;
+  // Zipf routing sums one term per expert; identical layers share the sum.
+  std::map<std::pair<std::int64_t, std::int64_t>, double> zipf_distinct;
   for (const layer& l : g.layers) {
     const ffn_moe* moe = std::get_if<ffn_moe>(&l.ffn);
     if (!moe) continue;
@@ -133,18 +138,29 @@ experts_plan plan_experts(const graph& g, std::int64_t tokens, const routing& r)
           distinct = static_cast<double>(std::min(t.per_token, t.instances));
           break;
         case routing::kind::zipf: {  // expected distinct experts over m*k independent draws
+          if (t.instances > limits::zipf_experts)
+            throw spec_error("--routing",
+                             fmt::format("zipf routing sums one term per expert: {} experts is "
+                                         "more than the limit of {}",
+                                         t.instances, limits::zipf_experts));
+          auto key = std::make_pair(t.instances, dispatches.value());
+          if (auto it = zipf_distinct.find(key); it != zipf_distinct.end()) {
+            distinct = it->second;
+            break;
+          }
           double norm = 0;
           for (std::int64_t i = 1; i <= t.instances; ++i) norm += std::pow(i, -r.zipf_s);
           for (std::int64_t i = 1; i <= t.instances; ++i) {
             double pi = std::pow(i, -r.zipf_s) / norm;
-            distinct += 1 - std::pow(1 - pi, static_cast<double>(dispatches.value()));
+            distinct += 1 - std::pow(1 - pi, dispatches.to_double());
           }
+          zipf_distinct[key] = distinct;
           break;
         }
       }
       p.flops += checked(2) * dispatches * one;
       p.all_routed_bytes += t.format->bytes(t.params);
-      p.weight_read_bytes += distinct * static_cast<double>(bytes.value());
+      p.weight_read_bytes += distinct * bytes.to_double();
       if (first == nullptr) {
         keep.push_back(t);
         first = &keep.back();
@@ -152,11 +168,11 @@ experts_plan plan_experts(const graph& g, std::int64_t tokens, const routing& r)
         p.top_k = t.per_token;
         p.dispatches = dispatches;
         p.distinct_experts = distinct;
-        p.rows_per_expert = static_cast<double>(dispatches.value()) / distinct;
+        p.rows_per_expert = dispatches.to_double() / distinct;
         p.expert_params = one;
         p.expert_bytes = bytes;
         p.layer_expert_bytes = t.format->bytes(t.params);
-        p.layer_weight_read_bytes = distinct * static_cast<double>(bytes.value());
+        p.layer_weight_read_bytes = distinct * bytes.to_double();
         p.uniform_layer_read_bytes = min(dispatches, t.instances) * bytes;
         p.concentrated_layer_read_bytes = checked(std::min(t.per_token, t.instances)) * bytes;
       }

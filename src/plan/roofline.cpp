@@ -10,8 +10,8 @@ roofline_call bound(checked flops, checked bytes, double peak_flops, double band
   roofline_call r;
   r.flops = flops;
   r.bytes = bytes;
-  r.compute_s = static_cast<double>(flops.value()) / peak_flops;
-  r.memory_s = static_cast<double>(bytes.value()) / bandwidth;
+  r.compute_s = flops.to_double() / peak_flops;
+  r.memory_s = bytes.to_double() / bandwidth;
   r.bound_s = std::max(r.compute_s, r.memory_s);
   r.regime = r.compute_s >= r.memory_s ? "compute" : "memory";
   return r;

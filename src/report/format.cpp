@@ -57,9 +57,12 @@ std::string round_half_even(int128 num, int128 den, int decimals) {
   }
   bool neg = num < 0;
   if (neg) num = -num;
-  int128 scale = 1;
-  for (int i = 0; i < decimals; ++i) scale *= 10;
-  int128 scaled = num * scale;
+  int128 scale = 1, scaled = 0;
+  for (int i = 0; i < decimals; ++i)
+    if (__builtin_mul_overflow(scale, 10, &scale))
+      throw overflow_error(fmt::format("rounding to {} decimals exceeds 128 bits", decimals));
+  if (__builtin_mul_overflow(num, scale, &scaled))
+    throw overflow_error(fmt::format("rounding to {} decimals exceeds 128 bits", decimals));
   int128 q = scaled / den, r = scaled % den;
   if (2 * r > den || (2 * r == den && q % 2 == 1)) ++q;
   std::string digits = int128_to_string(q);

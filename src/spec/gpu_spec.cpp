@@ -3,8 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 
+#include "common/limits.h"
 #include "common/names.h"
 #include "common/units.h"
 #include "spec/model_reader.h"
@@ -23,16 +25,23 @@ std::int64_t read_size(yaml_map& m, const std::string& key) {
   return *bytes;
 }
 
-double read_tflops(yaml_map& m, const std::string& key) {
-  YAML::Node n = m.optional(key);
-  if (!n.IsDefined()) return 0;
+/// A dense tensor peak in TFLOP/s: finite and positive (0 or absent only where `required` is
+/// false: no such peak). nan, inf and negatives would print nonsense times.
+double read_tflops(yaml_map& m, const std::string& key, bool required) {
+  YAML::Node n = required ? m.required(key) : m.optional(key);
+  if (!n.IsDefined() || n.IsNull()) return 0;
+  double v = -1;
   try {
-    double v = n.as<double>();
-    if (v < 0) throw YAML::Exception(n.Mark(), "negative");
-    return v;
+    v = n.as<double>();
   } catch (const YAML::Exception&) {
-    throw spec_error(location_of(n, m.file()), m.path_of(key), "expected a non-negative number");
   }
+  bool ok = std::isfinite(v) && (required ? v > 0 : v >= 0);
+  if (!ok)
+    throw spec_error(location_of(n, m.file()), m.path_of(key),
+                     fmt::format("expected a finite {} number of TFLOP/s, got '{}'",
+                                 required ? "positive" : "non-negative",
+                                 n.IsScalar() ? n.Scalar() : "a list or mapping"));
+  return v;
 }
 
 std::string gpus_dir() { return models_dir() + "/gpus"; }
@@ -48,9 +57,9 @@ gpu_spec read_gpu_file(const std::string& path) {
   g.display = m.optional_text("display").value_or(g.name);
   g.memory = read_size(m, "memory");
   g.bandwidth = read_size(m, "bandwidth");
-  g.bf16_tflops = read_tflops(m, "bf16_tflops");
-  g.fp8_tflops = read_tflops(m, "fp8_tflops");
-  g.fp4_tflops = read_tflops(m, "fp4_tflops");
+  g.bf16_tflops = read_tflops(m, "bf16_tflops", true);
+  g.fp8_tflops = read_tflops(m, "fp8_tflops", false);
+  g.fp4_tflops = read_tflops(m, "fp4_tflops", false);
   if (m.has("interconnect")) g.interconnect = read_size(m, "interconnect");
   g.source = m.text("source");
   m.finish({"name", "display", "memory", "bandwidth", "bf16_tflops", "fp8_tflops", "fp4_tflops",
@@ -60,10 +69,14 @@ gpu_spec read_gpu_file(const std::string& path) {
 
 gpu_spec find_gpu(const std::string& name_or_path) {
   namespace fs = std::filesystem;
+  if (static_cast<std::int64_t>(name_or_path.size()) > limits::path_chars)
+    throw spec_error("--gpu", fmt::format("a path of {} characters is longer than the limit of {}",
+                                          name_or_path.size(), limits::path_chars));
   if (name_or_path.find('/') != std::string::npos || name_or_path.ends_with(".yaml"))
     return read_gpu_file(name_or_path);
   fs::path p = fs::path(gpus_dir()) / (name_or_path + ".yaml");
-  if (fs::exists(p)) return read_gpu_file(p.string());
+  std::error_code ec;
+  if (fs::exists(p, ec)) return read_gpu_file(p.string());
   std::vector<std::string> known;
   for (const auto& g : gpu_catalogue()) known.push_back(g.name);
   if (auto name = find_ignoring_case(name_or_path, known))  // `H200` is h200

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "common/limits.h"
 #include "common/names.h"
 #include "spec/hf/import.h"
 #include "spec/yaml_reader.h"
@@ -117,7 +118,7 @@ attention_spec read_dsa(yaml_map& m) {
   a.o_rank = m.integer("o_rank");
   a.window = m.integer("window");
   a.sink = m.boolean("sink", true);
-  if ((a.heads * a.head_dim) % a.o_groups != 0)
+  if ((checked(a.heads) * a.head_dim).wide() % a.o_groups != 0)
     m.fail("o_groups",
            fmt::format("{} output groups do not divide {} x {}", a.o_groups, a.heads, a.head_dim));
   if (m.has("global")) {
@@ -359,9 +360,9 @@ connection_spec read_connection(yaml_map& parent) {
   return c;
 }
 
-/// Expands a pattern entry "name" or "name*N".
-void expand_pattern_entry(const YAML::Node& node, const std::string& field, const std::string& file,
-                          std::vector<std::string>& out) {
+/// A pattern entry "name" or "name*N": the name and its repeat count (not yet expanded).
+std::pair<std::string, std::int64_t> pattern_entry(const YAML::Node& node, const std::string& field,
+                                                   const std::string& file) {
   if (!node.IsScalar()) throw spec_error(location_of(node, file), field, "expected a variant name");
   std::string entry = node.Scalar();
   std::int64_t times = 1;
@@ -371,19 +372,21 @@ void expand_pattern_entry(const YAML::Node& node, const std::string& field, cons
     } catch (const std::logic_error&) {
       times = 0;
     }
-    if (times <= 0 || times > 1'000'000)
+    if (times <= 0 || times > limits::layers)
       throw spec_error(location_of(node, file), field,
-                       fmt::format("'{}': repeat count must be a positive integer", entry));
+                       fmt::format("'{}': repeat count must be a positive integer up to {} (the "
+                                   "layer limit)",
+                                   entry, limits::layers));
     entry = entry.substr(0, star);
   }
-  for (std::int64_t i = 0; i < times; ++i) out.push_back(entry);
+  return {entry, times};
 }
 
 layers_spec read_layers(yaml_map m) {
   layers_spec l;
   l.count = m.integer("count");
-  if (l.count > 100'000)
-    m.fail("count", fmt::format("{} layers is not a plausible model", l.count));
+  if (l.count > limits::layers)
+    m.fail("count", fmt::format("{} layers is more than the limit of {}", l.count, limits::layers));
   l.base = read_block(m);
   if (!l.base.attention)
     throw spec_error(m.where(), m.path_of("attention"), "missing required field");
@@ -405,13 +408,21 @@ layers_spec read_layers(yaml_map m) {
     l.pattern_where = location_of(node, m.file());
     if (!node.IsSequence() || node.size() == 0)
       throw spec_error(l.pattern_where, m.path_of("pattern"), "expected a list of variant names");
-    for (std::size_t i = 0; i < node.size(); ++i)
-      expand_pattern_entry(node[i], fmt::format("{}[{}]", m.path_of("pattern"), i), m.file(),
-                           l.pattern);
+    // The expanded length is checked before expanding (name*1000000 x 20 is 20 million names).
+    std::vector<std::pair<std::string, std::int64_t>> entries;
+    std::int64_t expanded = 0;
     for (std::size_t i = 0; i < node.size(); ++i) {
-      std::vector<std::string> names;
-      expand_pattern_entry(node[i], "", m.file(), names);
-      const std::string& name = names.front();
+      entries.push_back(
+          pattern_entry(node[i], fmt::format("{}[{}]", m.path_of("pattern"), i), m.file()));
+      expanded += entries.back().second;  // at most limits::layers per entry: no overflow
+    }
+    if (expanded > l.count)
+      throw spec_error(
+          l.pattern_where, m.path_of("pattern"),
+          fmt::format("pattern of {} layers is longer than count {}", expanded, l.count));
+    for (const auto& [name, times] : entries) l.pattern.insert(l.pattern.end(), times, name);
+    for (std::size_t i = 0; i < node.size(); ++i) {
+      const std::string& name = entries[i].first;
       if (name != "base" && !l.variants.count(name)) {
         std::vector<std::string> known = {"base"};
         for (const auto& [k, v] : l.variants) known.push_back(k);
@@ -422,10 +433,6 @@ layers_spec read_layers(yaml_map m) {
                          fmt::format("{}[{}]", m.path_of("pattern"), i), message);
       }
     }
-    if (static_cast<std::int64_t>(l.pattern.size()) > l.count)
-      throw spec_error(
-          l.pattern_where, m.path_of("pattern"),
-          fmt::format("pattern of {} layers is longer than count {}", l.pattern.size(), l.count));
   }
   if (m.has("overrides")) {
     YAML::Node node = m.required("overrides");
@@ -614,6 +621,9 @@ model_spec read_model(const YAML::Node& root, const std::string& file) {
     yaml_map t = m.map("mtp");
     mtp_spec mtp;
     mtp.layers = t.integer("layers");
+    if (mtp.layers > limits::layers)
+      t.fail("layers",
+             fmt::format("{} layers is more than the limit of {}", mtp.layers, limits::layers));
     mtp.variant = t.optional_text("variant").value_or("base");
     if (mtp.variant != "base" && !spec.layers.variants.count(mtp.variant))
       t.fail("variant", fmt::format("unknown variant '{}'", mtp.variant));
@@ -634,14 +644,8 @@ model_spec read_model(const YAML::Node& root, const std::string& file) {
 
 model_spec read_model_text(const std::string& yaml, const std::string& file,
                            const std::vector<std::string>& sets) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(yaml);
-  } catch (const YAML::ParserException& e) {
-    throw spec_error(source_location{file, e.mark.line + 1, e.mark.column + 1}, "",
-                     fmt::format("malformed YAML: {}", e.msg));
-  }
-  for (const auto& s : sets) apply_set(root, s);
+  YAML::Node root = load_yaml_text(yaml, file);
+  for (const auto& s : sets) apply_set(root, s, file);
   return read_model(root, file);
 }
 
@@ -651,7 +655,7 @@ model_spec read_model_file(const std::string& path, const std::vector<std::strin
   if (hf::is_hf_config(path))
     return read_model_text(hf::import_config(path).yaml, path + " (as imported)", sets);
   YAML::Node root = load_yaml_file(path);
-  for (const auto& s : sets) apply_set(root, s);
+  for (const auto& s : sets) apply_set(root, s, path);
   return read_model(root, path);
 }
 
@@ -670,12 +674,17 @@ std::string models_dir() {
 
 std::string resolve_model_path(const std::string& name_or_path) {
   namespace fs = std::filesystem;
+  if (static_cast<std::int64_t>(name_or_path.size()) > limits::path_chars)
+    throw spec_error("--model",
+                     fmt::format("a path of {} characters is longer than the limit of {}",
+                                 name_or_path.size(), limits::path_chars));
+  std::error_code ec;  // an unusable name is simply not found
   if (name_or_path.ends_with(".yaml") || name_or_path.ends_with(".json") ||
-      fs::exists(name_or_path))
+      fs::exists(name_or_path, ec))
     return name_or_path;
   // A bundled name, possibly in a subfolder ("examples/seed000-gqa").
   fs::path bundled = fs::path(models_dir()) / (name_or_path + ".yaml");
-  if (fs::exists(bundled)) return bundled.string();
+  if (fs::exists(bundled, ec)) return bundled.string();
   std::vector<std::string> known = bundled_models();
   if (auto name = find_ignoring_case(name_or_path, known))  // `Qwen3-8B` is qwen3-8b
     return (fs::path(models_dir()) / (*name + ".yaml")).string();

@@ -3,8 +3,15 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <limits>
+#include <set>
+#include <sstream>
+
+#include "common/limits.h"
 
 namespace calc {
 
@@ -22,15 +29,97 @@ std::string key_text(const YAML::Node& key, const std::string& path, const std::
   return key.Scalar();
 }
 
-YAML::Node load_yaml_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw spec_error(source_location{path, 0, 0}, "", "cannot open file");
+namespace {
+
+/// Counts nodes (aliases expanded) and depth while walking a document; see check_document.
+struct document_walk {
+  const std::string& file;
+  std::int64_t nodes = 0;
+
+  void visit(const YAML::Node& n, int depth, std::string path) {
+    if (path.size() > 80) path = path.substr(0, 80) + "...";  // a recursive path never ends
+    if (++nodes > limits::yaml_nodes)
+      throw spec_error(location_of(n, file), path.empty() ? "(document)" : path,
+                       fmt::format("more than {} YAML nodes with aliases expanded (the limit)",
+                                   limits::yaml_nodes));
+    if (!n.IsMap() && !n.IsSequence()) return;
+    if (depth >= limits::yaml_depth)
+      throw spec_error(location_of(n, file), path.empty() ? "(document)" : path,
+                       fmt::format("nested deeper than {} levels (the limit; a recursive alias?)",
+                                   limits::yaml_depth));
+    if (n.IsSequence()) {
+      std::size_t i = 0;
+      for (const auto& item : n) visit(item, depth + 1, fmt::format("{}[{}]", path, i++));
+      return;
+    }
+    std::set<std::string> seen;
+    for (auto it = n.begin(); it != n.end(); ++it) {
+      std::string key = it->first.IsScalar() ? it->first.Scalar() : "";
+      std::string at = path.empty() ? key : path + "." + key;
+      if (it->first.IsScalar() && !seen.insert(key).second)
+        throw spec_error(location_of(it->first, file), at,
+                         "given twice in one mapping (the first would be silently ignored)");
+      visit(it->first, depth + 1, at);
+      visit(it->second, depth + 1, at);
+    }
+  }
+};
+
+/// Parses one document; a syntax error, no document or a second document is a located error.
+YAML::Node parse_document(std::istream& in, const std::string& file) {
+  std::vector<YAML::Node> docs;
   try {
-    return YAML::Load(in);
+    docs = YAML::LoadAll(in);
   } catch (const YAML::ParserException& e) {
-    throw spec_error(source_location{path, e.mark.line + 1, e.mark.column + 1}, "",
+    throw spec_error(source_location{file, e.mark.line + 1, e.mark.column + 1}, "",
                      fmt::format("malformed YAML: {}", e.msg));
   }
+  if (docs.size() > 1)
+    throw spec_error(location_of(docs[1], file), "(document)",
+                     "a second YAML document ('---'); a file holds one");
+  if (docs.empty() || (docs[0].IsNull() && docs[0].Mark().is_null()))
+    throw spec_error(source_location{file, 0, 0}, "(document)",
+                     "the file is empty; expected a mapping of fields");
+  check_document(docs[0], file);
+  return docs[0];
+}
+
+}  // namespace
+
+void check_document(const YAML::Node& root, const std::string& file) {
+  document_walk{file}.visit(root, 0, "");
+}
+
+YAML::Node load_yaml_file(const std::string& path) {
+  namespace fs = std::filesystem;
+  const source_location at{path, 0, 0};
+  if (static_cast<std::int64_t>(path.size()) > limits::path_chars)
+    throw spec_error(source_location{path.substr(0, 64) + "...", 0, 0}, "",
+                     fmt::format("a path of {} characters is longer than the limit of {}",
+                                 path.size(), limits::path_chars));
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) throw spec_error(at, "", "is a folder, not a YAML file");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw spec_error(at, "", fmt::format("cannot open file ({})", std::strerror(errno)));
+  // Read at most one byte past the limit, so /dev/zero or a huge file is refused, not slurped.
+  std::string text;
+  try {
+    text.resize(static_cast<std::size_t>(limits::file_bytes) + 1);
+    in.read(text.data(), static_cast<std::streamsize>(text.size()));
+    if (in.bad()) throw std::ios_base::failure("read");
+  } catch (const std::exception&) {
+    throw spec_error(at, "", fmt::format("cannot read file ({})", std::strerror(errno)));
+  }
+  text.resize(static_cast<std::size_t>(in.gcount()));
+  if (static_cast<std::int64_t>(text.size()) > limits::file_bytes)
+    throw spec_error(at, "",
+                     fmt::format("larger than the limit of {} MiB", limits::file_bytes >> 20));
+  return load_yaml_text(text, path);
+}
+
+YAML::Node load_yaml_text(const std::string& text, const std::string& file) {
+  std::istringstream in(text);
+  return parse_document(in, file);
 }
 
 namespace {
@@ -54,14 +143,19 @@ YAML::Node unmarked(const YAML::Node& n) {
 
 }  // namespace
 
-void apply_set(YAML::Node& root, const std::string& assignment) {
+void apply_set(YAML::Node& root, const std::string& assignment, const std::string& file) {
   auto eq = assignment.find('=');
   if (eq == std::string::npos || eq == 0)
     throw spec_error("--set", fmt::format("'{}' is not key.path=value", assignment));
+  if (!root.IsMap())
+    throw spec_error(location_of(root, file), "(document)",
+                     "expected a mapping of fields (--set has nothing to change)");
   std::string path = assignment.substr(0, eq);
   YAML::Node value;
   try {
-    value = unmarked(YAML::Load(assignment.substr(eq + 1)));
+    YAML::Node parsed = YAML::Load(assignment.substr(eq + 1));
+    check_document(parsed, "--set " + path);  // before unmarked() copies it, aliases expanded
+    value = unmarked(parsed);
   } catch (const YAML::ParserException& e) {
     throw spec_error("--set " + path, fmt::format("malformed value: {}", e.msg));
   }
@@ -164,8 +258,11 @@ YAML::Node yaml_map::required(const std::string& key) {
                          fmt::format("unknown field (did you mean '{}'?)", key));
     }
   }
+  // A null that --set wrote (`--set hidden=`) is located at --set, one in the file at its map.
+  bool set_null = n.IsDefined() && n.IsNull() && n.Mark().is_null();
   if (!n.IsDefined() || n.IsNull())
-    throw spec_error(where(), path_of(key), "missing required field");
+    throw spec_error(set_null ? location_of(n, file_) : where(), path_of(key),
+                     "missing required field");
   used_.insert(key);
   return n;
 }

@@ -23,13 +23,23 @@ source_location location_of(const YAML::Node& node, const std::string& file);
 /// The text of a mapping key; a key that is not a plain scalar is a located spec_error.
 std::string key_text(const YAML::Node& key, const std::string& path, const std::string& file);
 
-/// Loads a YAML file; a missing file or a syntax error becomes a located spec_error.
+/// Loads a YAML file; a missing, unreadable or oversized file, a syntax error, an empty file,
+/// a second document or a document past the limits (check_document) is a located spec_error.
 YAML::Node load_yaml_file(const std::string& path);
+
+/// Parses YAML text that names `file` in its errors, with the checks of load_yaml_file.
+YAML::Node load_yaml_text(const std::string& text, const std::string& file);
+
+/// Rejects a document deeper than limits::yaml_depth (a recursive alias never ends), larger than
+/// limits::yaml_nodes with aliases expanded (an alias bomb), or with a key given twice (located
+/// at the second occurrence: readers would silently take the first).
+void check_document(const YAML::Node& root, const std::string& file);
 
 /// Applies `key.path=value` to a loaded document (value parsed as YAML), for what-if questions.
 /// Missing mappings on the path are created; a key that is no schema field is caught later by
-/// the strict reader, as an unknown field located at "--set".
-void apply_set(YAML::Node& root, const std::string& assignment);
+/// the strict reader, as an unknown field located at "--set". `file` names the document in the
+/// error when it is not a mapping.
+void apply_set(YAML::Node& root, const std::string& assignment, const std::string& file = "");
 
 /// The closest of `known` to `word` by edit distance, if it is close enough to be a typo.
 std::optional<std::string> closest(const std::string& word, const std::vector<std::string>& known);
