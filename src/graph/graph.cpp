@@ -66,9 +66,16 @@ struct signature_visitor {
     return v ? std::to_string(*v) : "-";
   }
   std::string operator()(const attention_gqa& a) const {
-    return fmt::format("gqa {} {} {} {}{}{}{} {}", a.q_heads, a.kv_heads, a.head_dim, a.qk_norm,
-                       a.output_gate, a.qkv_bias, a.o_bias, opt(a.window));
+    return fmt::format("gqa {} {} {} {}{}{}{} {} {}{} {}", a.q_heads, a.kv_heads, a.head_dim,
+                       a.qk_norm, a.output_gate, a.qkv_bias, a.o_bias, opt(a.window), a.sinks,
+                       a.k_is_v, opt(a.kv_source));
   }
+  std::string operator()(const attention_mamba2& a) const {
+    return fmt::format("mamba2 {} {} {} {} {} {}{}{}", a.heads, a.head_dim, a.state_dim, a.groups,
+                       a.conv_kernel, a.conv_bias, a.proj_bias, a.gated_norm);
+  }
+  std::string operator()(const attention_none&) const { return "none"; }
+  std::string operator()(const ffn_none&) const { return "none"; }
   std::string operator()(const attention_mla& a) const {
     return fmt::format("mla {} {} {} {} {} {} {}{}", a.heads, a.q_rank, a.kv_rank, a.qk_nope,
                        a.qk_rope, a.v_head, a.rope_branch, a.output_gate);
@@ -99,9 +106,9 @@ struct signature_visitor {
     return fmt::format("mlp {} {}", f.intermediate, f.bias);
   }
   std::string operator()(const ffn_moe& f) const {
-    return fmt::format("moe {} {} {} {} {} {}{}{} {} {}", f.experts, f.top_k, f.intermediate,
+    return fmt::format("moe {} {} {} {} {} {}{}{} {} {} {}", f.experts, f.top_k, f.intermediate,
                        f.shared_experts, f.shared_intermediate, f.shared_gate, f.router,
-                       f.router_bias, f.latent, f.latent_norm);
+                       f.router_bias, f.latent, f.latent_norm, f.expert_bias);
   }
 };
 

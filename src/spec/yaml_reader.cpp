@@ -1,6 +1,7 @@
 #include "spec/yaml_reader.h"
 
 #include <fmt/format.h>
+#include <yaml-cpp/eventhandler.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -65,23 +66,51 @@ struct document_walk {
   }
 };
 
+/// Records where each document of a stream starts (and nothing else).
+struct document_starts : YAML::EventHandler {
+  std::vector<YAML::Mark> marks;
+  void OnDocumentStart(const YAML::Mark& m) override { marks.push_back(m); }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+};
+
 /// Parses one document; a syntax error, no document or a second document is a located error.
-YAML::Node parse_document(std::istream& in, const std::string& file) {
-  std::vector<YAML::Node> docs;
+/// yaml-cpp 0.7's LoadAll never returns on some malformed input (each further document starts
+/// at the same mark, forever, until memory runs out), so at most two documents are looked at and
+/// a second one that starts where the first did is text the parser cannot consume.
+YAML::Node parse_document(const std::string& text, const std::string& file) {
+  YAML::Node doc;
+  document_starts starts;
   try {
-    docs = YAML::LoadAll(in);
+    doc = YAML::Load(text);
+    std::istringstream in(text);
+    YAML::Parser parser(in);
+    if (parser.HandleNextDocument(starts)) parser.HandleNextDocument(starts);
   } catch (const YAML::ParserException& e) {
     throw spec_error(source_location{file, e.mark.line + 1, e.mark.column + 1}, "",
                      fmt::format("malformed YAML: {}", e.msg));
   }
-  if (docs.size() > 1)
-    throw spec_error(location_of(docs[1], file), "(document)",
-                     "a second YAML document ('---'); a file holds one");
-  if (docs.empty() || (docs[0].IsNull() && docs[0].Mark().is_null()))
+  if (starts.marks.size() > 1) {
+    const YAML::Mark& second = starts.marks[1];
+    source_location at{file, second.line + 1, second.column + 1};
+    if (second.pos <= starts.marks[0].pos)
+      throw spec_error(at, "", "malformed YAML: text the parser cannot read here");
+    throw spec_error(at, "(document)", "a second YAML document ('---'); a file holds one");
+  }
+  if (doc.IsNull() && doc.Mark().is_null())
     throw spec_error(source_location{file, 0, 0}, "(document)",
                      "the file is empty; expected a mapping of fields");
-  check_document(docs[0], file);
-  return docs[0];
+  check_document(doc, file);
+  return doc;
 }
 
 }  // namespace
@@ -101,16 +130,19 @@ YAML::Node load_yaml_file(const std::string& path) {
   if (fs::is_directory(path, ec)) throw spec_error(at, "", "is a folder, not a YAML file");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw spec_error(at, "", fmt::format("cannot open file ({})", std::strerror(errno)));
-  // Read at most one byte past the limit, so /dev/zero or a huge file is refused, not slurped.
+  // Read in chunks, stopping one chunk past the limit, so /dev/zero or a huge file is refused,
+  // not slurped, and a small file costs no more than its size.
   std::string text;
   try {
-    text.resize(static_cast<std::size_t>(limits::file_bytes) + 1);
-    in.read(text.data(), static_cast<std::streamsize>(text.size()));
+    char chunk[1 << 16];
+    while (in && static_cast<std::int64_t>(text.size()) <= limits::file_bytes) {
+      in.read(chunk, sizeof chunk);
+      text.append(chunk, static_cast<std::size_t>(in.gcount()));
+    }
     if (in.bad()) throw std::ios_base::failure("read");
   } catch (const std::exception&) {
     throw spec_error(at, "", fmt::format("cannot read file ({})", std::strerror(errno)));
   }
-  text.resize(static_cast<std::size_t>(in.gcount()));
   if (static_cast<std::int64_t>(text.size()) > limits::file_bytes)
     throw spec_error(at, "",
                      fmt::format("larger than the limit of {} MiB", limits::file_bytes >> 20));
@@ -118,8 +150,7 @@ YAML::Node load_yaml_file(const std::string& path) {
 }
 
 YAML::Node load_yaml_text(const std::string& text, const std::string& file) {
-  std::istringstream in(text);
-  return parse_document(in, file);
+  return parse_document(text, file);
 }
 
 namespace {

@@ -77,8 +77,8 @@ TEST_CASE("golden Markdown for each command on qwen3-8b") {
   golden("layers", {"layers", "--model", "qwen3-8b"});
   golden("compare", {"compare", "--models",
                      "qwen3-8b,qwen3.6-35b-a3b,deepseek-v4-flash,kimi-k3,deepseek-v4.1-flash"});
-  golden("sweep", {"sweep", "--model", "qwen3.6-35b-a3b", "--length", "1K:1M:x4",
-                   "--format", "csv"});
+  golden("sweep",
+         {"sweep", "--model", "qwen3.6-35b-a3b", "--length", "1K:1M:x4", "--format", "csv"});
   golden("experts", {"experts", "--model", "qwen3-235b-a22b", "--batch", "16"});
   golden("gpus", {"gpus"});
   golden("report", {"report", "--model", "qwen3-8b,qwen3.6-35b-a3b", "--gpu", "h100-sxm",
@@ -290,7 +290,7 @@ TEST_CASE("an unknown layer kind suggests the closest") {
 TEST_CASE("a missing file") {
   outcome o = run({"params", "--model", "/nonexistent/model.yaml"});
   CHECK(o.code == 2);
-  CHECK(o.err == "/nonexistent/model.yaml: cannot open file\n");
+  CHECK(o.err == "/nonexistent/model.yaml: cannot open file (No such file or directory)\n");
 }
 
 TEST_CASE("an unknown bundled model") {
@@ -355,9 +355,9 @@ TEST_CASE("check exits 1 on a failing claim") {
 TEST_CASE("capacity --engine: golden Markdown, the engine's log lines, input errors") {
   golden("capacity-engine-vllm", {"capacity", "--engine", "vllm", "--model", "qwen3-8b",
                                   "--max-model-len", "32768", "--kv-memory", "18.69GiB"});
-  golden("capacity-engine-sglang", {"capacity", "--engine", "sglang", "--model", "qwen3-8b",
-                                    "--context-length", "32768", "--kv-memory", "18.69GiB",
-                                    "--page-size", "16"});
+  golden("capacity-engine-sglang",
+         {"capacity", "--engine", "sglang", "--model", "qwen3-8b", "--context-length", "32768",
+          "--kv-memory", "18.69GiB", "--page-size", "16"});
   outcome o = run({"capacity", "--engine", "vllm", "--model", "qwen3-8b", "--max-model-len",
                    "32768", "--kv-memory", "18.69GiB"});
   CHECK(o.out.find("| GPU KV cache size: 136,096 tokens |") != std::string::npos);
