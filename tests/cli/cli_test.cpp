@@ -10,21 +10,14 @@
 #include <fstream>
 #include <sstream>
 
+#include "run_cli.h"
+
 using namespace calc;
 
 namespace {
 
-struct outcome {
-  int code;
-  std::string out;
-  std::string err;
-};
-
-outcome run(const std::vector<std::string>& args) {
-  std::ostringstream out, err;
-  int code = run_cli(args, out, err);
-  return {code, out.str(), err.str()};
-}
+using cli_testing::outcome;
+using cli_testing::run;
 
 std::string source(const std::string& rel) { return std::string(CALC_SOURCE_DIR) + "/" + rel; }
 

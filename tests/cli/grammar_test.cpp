@@ -15,6 +15,7 @@
 #include "common/units.h"
 #include "report/chart.h"
 #include "report/format.h"
+#include "run_cli.h"
 #include "spec/gpu_spec.h"
 #include "spec/model_reader.h"
 
@@ -22,17 +23,8 @@ using namespace calc;
 
 namespace {
 
-struct outcome {
-  int code;
-  std::string out;
-  std::string err;
-};
-
-outcome run(const std::vector<std::string>& args) {
-  std::ostringstream out, err;
-  int code = run_cli(args, out, err);
-  return {code, out.str(), err.str()};
-}
+using cli_testing::outcome;
+using cli_testing::run;
 
 nlohmann::json json_of(const std::vector<std::string>& args) {
   std::vector<std::string> a = args;

@@ -12,23 +12,15 @@
 #include "common/dtype.h"
 #include "common/limits.h"
 #include "graph/graph.h"
+#include "run_cli.h"
 #include "spec/model_reader.h"
 
 using namespace calc;
 
 namespace {
 
-struct outcome {
-  int code;
-  std::string out;
-  std::string err;
-};
-
-outcome run(const std::vector<std::string>& args) {
-  std::ostringstream out, err;
-  int code = run_cli(args, out, err);
-  return {code, out.str(), err.str()};
-}
+using cli_testing::outcome;
+using cli_testing::run;
 
 /// Writes a temporary file and returns its path.
 std::string temp_file(const std::string& name, const std::string& text) {
