@@ -232,6 +232,33 @@ TEST_CASE("engine: Nemotron-H (Mamba2 + attention + MLP-only layers) in vLLM's h
                     "allocator for recurrent-state layers (layer 0); use a newer version");
 }
 
+TEST_CASE("engine: Nemotron-Nano-9B-v2's 672-token hybrid block (vLLM issue #24280)") {
+  // vLLM issue #24280 (a vLLM maintainer, 2025-09-04): hybrid page unification gives "672
+  // tokens for nvidia/NVIDIA-Nemotron-Nano-9B-v2". Its Mamba2 state with the 2-byte temporal
+  // state of that time (NemotronH's hook defaulted to float16; PR #39032 made it float32 on
+  // 2026-04-05): conv (128 x 80 + 2 x 8 x 128) x 3 x 2 B = 73,728 B, temporal 128 x 80 x 128 x
+  // 2 B = 2,621,440 B, together 2,695,168 B; an attention token 8 x 128 x 2 x 2 B = 4,096 B; so
+  // 16 x ceil(2,695,168 / 65,536) = 16 x 42 = 672 tokens.
+  std::string model = source("tests/fixtures/engine-logs/models/nemotron-nano-9b-v2.yaml");
+  auto run = [&](const char* ssm) {
+    return engine_run({"capacity", "--engine", "vllm", "--model", model, "--max-model-len",
+                       "131072", "--kv-memory", "40GiB", "--mamba-ssm-cache-dtype", ssm, "-f",
+                       "json"});
+  };
+  ojson fp16 = run("float16");
+  CHECK(fp16["block_size"] == 672);
+  CHECK(fp16["page_bytes"] == 672 * 4096);
+  // 27 Mamba2 + 4 attention layers (25 MLP-only keep nothing): group size 4, 7 + 1 groups.
+  CHECK(fp16["groups"].size() == 8);
+  // Today's float32 default: 73,728 + 5,242,880 B -> 16 x ceil(5,316,608 / 65,536) = 1,312.
+  ojson fp32 = run("float32");
+  CHECK(fp32["block_size"] == 1312);
+  // The model's own `recurrent` format (fp32 here) is the default, as vLLM's hook is now.
+  ojson dflt = engine_run({"capacity", "--engine", "vllm", "--model", model, "--max-model-len",
+                           "131072", "--kv-memory", "40GiB", "-f", "json"});
+  CHECK(dflt["block_size"] == 1312);
+}
+
 TEST_CASE("engine: layers reading another layer's cache allocate none; k_is_v stores K and V") {
   // models/examples/kv-sharing.yaml: 6 layers, 2 KV heads x 64: sliding 0, 2 and 4 (4 reads
   // 2's cache), global k_is_v 1, 3 and 5 (5 reads 3's). Own caches: 2 sliding + 2 full, so
