@@ -12,6 +12,7 @@
 
 #include "cli/cli.h"
 #include "common/error.h"
+#include "test_model.h"
 
 namespace {
 
@@ -195,6 +196,33 @@ TEST_CASE("engine: a Mamba2 state is vLLM's conv and temporal state, per rank") 
   CHECK(calc::engine::mamba2_state_bytes(m, 16, bf16, fp32) == 9216 + 1048576);
   // A bf16 temporal state (--mamba-ssm-cache-dtype bfloat16) halves the second term.
   CHECK(calc::engine::mamba2_state_bytes(m, 1, bf16, bf16) == 122880 + 8388608);
+}
+
+TEST_CASE("engine: Mamba2 groups that neither divide by nor fit under the TP degree are refused") {
+  // 24 heads split over TP 4 (6 each), but 6 B/C groups neither divide by 4 nor are fewer than
+  // 4 ranks (vLLM only replicates groups up to the TP degree): an input error, not a guess.
+  auto m = calc::testing::model::from_text(R"(schema: 1
+name: odd-groups
+vocab: 256
+hidden: 256
+layers:
+  count: 1
+  norms: 1
+  attention: {kind: mamba2, heads: 24, head_dim: 16, state_dim: 16, groups: 6, conv_kernel: 4}
+  ffn: none
+)");
+  calc::engine::engine_config c;
+  c.tensor_parallel = 4;
+  CHECK_THROWS_WITH(calc::engine::layer_caches(m.g, c),
+                    "--tensor-parallel-size: layer 0: 24 Mamba2 heads in 6 groups do not split "
+                    "over 4 ranks");
+  // TP 2 divides both: (384 + 2 x 6 x 16) / 2 = 288 channels x 3 x 2 B (bf16 conv) = 1,728 B;
+  // 12 x 16 x 16 values x 4 B (fp32 recurrent) = 12,288 B.
+  c.tensor_parallel = 2;
+  std::vector<calc::engine::layer_cache> caches = calc::engine::layer_caches(m.g, c);
+  REQUIRE(caches.size() == 1);
+  CHECK(caches[0].type == calc::engine::layer_cache::kind::state);
+  CHECK(caches[0].state_bytes == 1728 + 12288);
 }
 
 TEST_CASE("engine: Nemotron-H (Mamba2 + attention + MLP-only layers) in vLLM's hybrid pool") {
