@@ -474,6 +474,21 @@ result run_completion(const options& o) {
 
 }  // namespace
 
+std::vector<std::pair<std::string, std::vector<std::string>>> command_options() {
+  CLI::App app("calc");
+  parsed p;
+  std::vector<CLI::App*> subs;
+  build_app(app, p, subs);
+  std::vector<std::pair<std::string, std::vector<std::string>>> out;
+  for (std::size_t i = 0; i < subs.size(); ++i) {
+    std::vector<std::string> names;
+    for (const option_names& n : options_of(*subs[i]))
+      names.insert(names.end(), n.names.begin(), n.names.end());
+    out.emplace_back(commands()[i].name, names);
+  }
+  return out;
+}
+
 ojson evaluate(const std::vector<std::string>& args) {
   // calc check evaluates hundreds of command lines: the parser of the command table is built
   // once and cleared before each (building it cost as much as running most commands).
