@@ -7,7 +7,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
+#include <vector>
 
 #include "cli/cli.h"
 #include "run_cli.h"
@@ -107,6 +109,66 @@ TEST_CASE("the zsh completion script is valid zsh and defines _calc under compin
   CHECK(shell(load) == 0);
   std::filesystem::remove(script);
   std::filesystem::remove(bad);
+}
+
+namespace {
+
+/// Drives zsh's completion system as a user at a terminal would: an interactive zsh in a pty
+/// (zsh/zpty) with the script loaded and `calc` a function that echoes its words; each line is
+/// typed after "calc ", then Tab and Enter, and what ran is printed, one line per input line.
+const char* const zsh_driver = R"(zmodload zsh/zpty
+script=$1; shift
+zpty z 'zsh -f -o zle -i'
+zpty -w z "PS1='> '; autoload -Uz compinit; compinit -u -D; source $script; calc() { print -r -- \"RES\"\"ULT:\$*\" }; print REA\"\"DY"
+wait_for() {
+  local line deadline=$(( SECONDS + 10 ))
+  while (( SECONDS < deadline )); do
+    zpty -r -t z line || { sleep 0.05; continue; }
+    line=${line//$'\r'/}
+    if [[ $line == *$1* ]]; then REPLY=$line; return 0; fi
+  done
+  return 1
+}
+wait_for 'READY' || { print 'no prompt'; exit 1; }
+for l in "$@"; do
+  zpty -w -n z "calc $l"$'\t\n'
+  if wait_for 'RESULT:'; then print -r -- "${${REPLY##*RESULT:}%%$'\n'}"; else print 'TIMEOUT'; fi
+done
+zpty -d z
+)";
+
+/// The lines zsh completed them to (Tab, then Enter), in order.
+std::string zsh_completes(const std::string& script, const std::vector<std::string>& lines) {
+  std::filesystem::path driver = write_temp("driver.zsh", zsh_driver);
+  std::filesystem::path out = write_temp("driver.out", "");
+  std::string command = "zsh -f " + driver.string() + " " + script;
+  for (const std::string& l : lines) command += " '" + l + "'";
+  shell("timeout 120 " + command + " > " + out.string() + " 2>&1");
+  std::ifstream in(out);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::filesystem::remove(driver);
+  std::filesystem::remove(out);
+  return text;
+}
+
+}  // namespace
+
+TEST_CASE("zsh completes subcommands, their options and the values of lists") {
+  REQUIRE_MESSAGE(have_zsh(), "zsh is not installed (scripts/install.sh installs it)");
+  outcome zsh = run({"completion", "zsh"});
+  REQUIRE(zsh.code == 0);
+  std::filesystem::path script = write_temp("typed.zsh", zsh.out);
+  CHECK(zsh_completes(script.string(),
+                      {"st", "state --mo", "state --model qwen3-8", "state --length 8K --form",
+                       "plan --gpu h100-s", "state --format j", "report --plot-d"}) ==
+        "state\n"
+        "state --model\n"
+        "state --model qwen3-8b\n"
+        "state --length 8K --format\n"
+        "plan --gpu h100-sxm\n"
+        "state --format json\n"
+        "report --plot-dir\n");
+  std::filesystem::remove(script);
 }
 
 TEST_CASE("the bash completion script is valid bash and registers _calc") {
