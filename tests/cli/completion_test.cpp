@@ -1,6 +1,8 @@
 // Shell completion (`calc completion bash|zsh`), generated from the command table: each script
-// lists every subcommand and every option of the table, and the zsh one is valid zsh (parsed
-// by `zsh -n` and loaded under compinit; scripts/install.sh installs zsh).
+// lists every subcommand and every option of the table, is valid for its shell (`bash -n`,
+// `zsh -n`, loaded under compinit), and completes typed lines as a user expects: bash through
+// _calc with COMP_WORDS set, zsh through an interactive shell in a pty (scripts/install.sh
+// installs zsh).
 #include <doctest/doctest.h>
 #include <unistd.h>
 
@@ -178,5 +180,21 @@ TEST_CASE("the bash completion script is valid bash and registers _calc") {
   CHECK(shell("bash -n " + script.string()) == 0);
   CHECK(shell("bash -c 'source " + script.string() +
               " && complete -p calc | grep -q -- \"-F _calc\"'") == 0);
+  // What _calc offers for a partly typed line, as bash calls it on Tab.
+  auto offers = [&](const std::string& words, int cword) {
+    std::filesystem::path out = write_temp("bash.out", "");
+    shell("bash -c 'source " + script.string() + "; COMP_WORDS=(" + words + "); COMP_CWORD=" +
+          std::to_string(cword) + "; _calc; echo \"${COMPREPLY[*]}\"' > " + out.string());
+    std::ifstream in(out);
+    std::string line;
+    std::getline(in, line);
+    std::filesystem::remove(out);
+    return line;
+  };
+  CHECK(offers("calc st", 1) == "state");
+  CHECK(offers("calc state --mo", 2) == "--model --models");
+  CHECK(offers("calc state --model qwen3-8", 3) == "qwen3-8b");
+  CHECK(offers("calc plan --gpu h100-s", 3) == "h100-sxm");
+  CHECK(offers("calc state --format j", 3) == "json");
   std::filesystem::remove(script);
 }
