@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "../unit/scratch.h"
 #include "run_cli.h"
 
 using namespace calc;
@@ -23,7 +24,7 @@ std::string source(const std::string& rel) { return std::string(CALC_SOURCE_DIR)
 
 /// Writes a temporary model file and returns its path.
 std::string temp_model(const std::string& name, const std::string& text) {
-  auto dir = std::filesystem::temp_directory_path() / "calc-tests";
+  auto dir = calc::testing::scratch_dir("calc-tests");
   std::filesystem::create_directories(dir);
   auto path = dir / name;
   std::ofstream(path) << text;

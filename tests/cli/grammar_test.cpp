@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "../unit/scratch.h"
 #include "cli/cli.h"
 #include "common/names.h"
 #include "common/units.h"
@@ -216,7 +217,7 @@ TEST_CASE("the GPU catalogue: at least 40 accelerators, every field and a source
 }
 
 TEST_CASE("components list windowed and global KV of one kind on their own rows") {
-  std::filesystem::path dir = std::filesystem::temp_directory_path() / "calc-tests";
+  std::filesystem::path dir = calc::testing::scratch_dir("calc-tests");
   std::filesystem::create_directories(dir);
   std::string path = (dir / "swa-mix.yaml").string();
   std::ofstream(path) << R"(name: swa-mix
@@ -257,7 +258,7 @@ TEST_CASE("report: a document with Mermaid charts, exact JSON, SVGs with --plot-
   // bf16 -> fp8 halves the matrices; embeddings and head keep their format.
   CHECK(j["models"][0]["weights"][1]["bytes"] < j["models"][0]["weights"][0]["bytes"]);
 
-  std::filesystem::path dir = std::filesystem::temp_directory_path() / "calc-tests" / "plots";
+  std::filesystem::path dir = calc::testing::scratch_dir("calc-tests") / "plots";
   std::filesystem::remove_all(dir);
   outcome svg =
       run({"report", "--model", "qwen3-8b", "--length", "1K:1M:x4", "--plot-dir", dir.string()});

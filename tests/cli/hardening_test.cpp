@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "../unit/scratch.h"
 #include "check/check.h"
 #include "cli/cli.h"
 #include "common/dtype.h"
@@ -25,7 +26,7 @@ using cli_testing::run;
 
 /// Writes a temporary file and returns its path.
 std::string temp_file(const std::string& name, const std::string& text) {
-  auto dir = std::filesystem::temp_directory_path() / "calc-hardening-tests";
+  auto dir = calc::testing::scratch_dir("calc-hardening-tests");
   std::filesystem::create_directories(dir);
   auto path = dir / name;
   std::ofstream(path) << text;

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "../unit/scratch.h"
 #include "cli/cli.h"
 #include "run_cli.h"
 
@@ -20,7 +21,7 @@ using cli_testing::run;
 }  // namespace
 
 TEST_CASE("validate --device cuda --dry-run writes every row as JSON lines, GPU rows skipped") {
-  auto path = std::filesystem::temp_directory_path() / "calc-tests-dry.jsonl";
+  auto path = calc::testing::scratch_dir("calc-tests") / "dry.jsonl";
   std::filesystem::remove(path);
   outcome o = run({"validate", "--model", "qwen3-8b", "--scale", "64", "--length", "24", "--device",
                    "cuda", "--dry-run", "--correctness-only", "--jsonl", path.string()});

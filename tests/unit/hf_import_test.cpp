@@ -10,6 +10,7 @@
 #include <string>
 
 #include "cli/cli.h"
+#include "scratch.h"
 #include "spec/hf/families.h"
 #include "spec/hf/hf_json.h"
 #include "spec/hf/import.h"
@@ -216,7 +217,7 @@ TEST_CASE("command line: calc import prints the YAML; a bad config exits 2 with 
   CHECK(out.str().find("  kv_heads: 8                     # num_key_value_heads\n") !=
         std::string::npos);
 
-  auto dir = std::filesystem::temp_directory_path() / "calc-hf-tests";
+  auto dir = calc::testing::scratch_dir("calc-hf-tests");
   std::filesystem::create_directories(dir);
   std::ofstream(dir / "config.json") << "{\n  \"model_type\": \"bloom\"\n}\n";
   std::ostringstream out2, err2;
