@@ -57,7 +57,8 @@ layers:
   ffn: {kind: swiglu, intermediate: 128}
 )";
 
-const std::string kFalcon = std::string(CALC_SOURCE_DIR) + "/tests/fixtures/hf/falcon-h1-0.5b.json";
+/// The Falcon-H1 fixture, found beside the bundled models (no compile-time path needed).
+std::string falcon_fixture() { return models_dir() + "/../tests/fixtures/hf/falcon-h1-0.5b.json"; }
 
 }  // namespace
 
@@ -138,7 +139,7 @@ TEST_CASE("parallel: tensor parallelism must divide both branches' heads") {
 
 TEST_CASE("parallel: each branch must be of its kind, and the attention keeps its own cache") {
   std::string mla = kParallel;
-  mla.replace(mla.find("{kind: gqa, q_heads: 4, kv_heads: 2, head_dim: 16}"), 51,
+  mla.replace(mla.find("{kind: gqa, q_heads: 4, kv_heads: 2, head_dim: 16}"), 50,
               "{kind: mla, heads: 4, kv_rank: 16, qk_nope: 16, v_head: 16}");
   CHECK(error_of(mla) ==
         "test.yaml:10:23: layers.attention.attention.kind: the attention branch of a parallel "
@@ -151,7 +152,7 @@ TEST_CASE("parallel: each branch must be of its kind, and the attention keeps it
   std::string shared = kParallel;
   shared.replace(shared.find("head_dim: 16}"), 13, "head_dim: 16, kv_source: 0}");
   CHECK(error_of(shared) ==
-        "test.yaml:10:75: layers.attention.attention.kv_source: the attention branch of a "
+        "test.yaml:10:78: layers.attention.attention.kv_source: the attention branch of a "
         "parallel block keeps its own cache");
   std::string missing = kParallel;
   missing.erase(missing.find("    mixer:"));
@@ -160,7 +161,7 @@ TEST_CASE("parallel: each branch must be of its kind, and the attention keeps it
 }
 
 TEST_CASE("Falcon-H1-0.5B config: 521,411,104 parameters; KV and Mamba2 state in every layer") {
-  model m(kFalcon);
+  model m(falcon_fixture());
   // d = 1024, V = 32,784 untied, 36 layers. Per layer:
   //   attention q 1024*512 = 524,288, k and v 1024*128 = 131,072 each, o 512*1024 = 524,288
   //     -> 1,310,720;
@@ -188,7 +189,7 @@ TEST_CASE("Falcon-H1-0.5B config: 521,411,104 parameters; KV and Mamba2 state in
 }
 
 TEST_CASE("falcon_h1: the imported YAML names each field, and reads back the same") {
-  hf::imported y = hf::import_config(kFalcon);
+  hf::imported y = hf::import_config(falcon_fixture());
   CHECK(y.model_type == "falcon_h1");
   CHECK(y.yaml.find("kind: parallel") != std::string::npos);
   CHECK(y.yaml.find("gated_norm: false") != std::string::npos);
@@ -213,19 +214,19 @@ TEST_CASE("falcon_h1: inner width, auto head_dim, and what calc cannot map") {
   CHECK(mixer("{" + dims + "}").head_dim == 256);
   // The heads must tile the inner width.
   CHECK(import_error("{" + dims + R"(, "mamba_d_ssm": 64, "mamba_d_head": 32})") ==
-        "config.json:3:45: mamba_n_heads: 4 heads x 32 channels = 128, but the inner width is "
+        "config.json:3:46: mamba_n_heads: 4 heads x 32 channels = 128, but the inner width is "
         "64 (mamba_d_ssm)");
   // One bias flag covers in_proj and out_proj in calc: different ones are an error.
   CHECK(import_error("{" + dims + R"(, "mamba_d_ssm": 64, "projectors_bias": true})") ==
-        "config.json:3:96: projectors_bias: out_proj's bias (projectors_bias) differs from "
+        "config.json:3:107: projectors_bias: out_proj's bias (projectors_bias) differs from "
         "in_proj's (default of falcon_h1 (mamba_proj_bias absent)); calc's mamba2 has one "
         "proj_bias for both");
   // Attention on only some layers is not read from this family.
   CHECK(import_error("{" + dims + R"(, "mamba_d_ssm": 64, "attn_layer_indices": [0]})") ==
-        "config.json:3:99: attn_layer_indices: attention on only the listed layers is not read "
+        "config.json:3:110: attn_layer_indices: attention on only the listed layers is not read "
         "(calc reads falcon_h1 with attention and the Mamba2 mixer in every layer; expected "
         "null)");
   // "auto" is the only text mamba_d_head takes.
   CHECK(import_error("{" + dims + R"(, "mamba_d_ssm": 64, "mamba_d_head": "half"})") ==
-        "config.json:3:95: mamba_d_head: expected an integer or \"auto\", got \"half\"");
+        "config.json:3:104: mamba_d_head: expected an integer or \"auto\", got \"half\"");
 }
