@@ -46,7 +46,7 @@ struct describe_visitor {
   }
   std::string operator()(const attention_none&) const { return "no mixer"; }
   std::string operator()(const attention_parallel& a) const {
-    return (*this)(a.attention) + " || " + (*this)(a.mixer);
+    return (*this)(a.attention) + " & " + (*this)(a.mixer);  // no "|": it splits table cells
   }
   std::string operator()(const ffn_none&) const { return "no ffn"; }
   std::string operator()(const ffn_swiglu& f) const {
