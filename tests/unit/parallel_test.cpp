@@ -3,8 +3,11 @@
 // comment beside it; the Falcon-H1 fixture is checked against its published parameter total.
 #include <doctest/doctest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <string>
 
+#include "../cli/run_cli.h"
 #include "graph/graph.h"
 #include "plan/placement.h"
 #include "plan/plan.h"
@@ -218,9 +221,9 @@ TEST_CASE("falcon_h1: inner width, auto head_dim, and what calc cannot map") {
         "64 (mamba_d_ssm)");
   // One bias flag covers in_proj and out_proj in calc: different ones are an error.
   CHECK(import_error("{" + dims + R"(, "mamba_d_ssm": 64, "projectors_bias": true})") ==
-        "config.json:3:107: projectors_bias: out_proj's bias (projectors_bias) differs from "
-        "in_proj's (default of falcon_h1 (mamba_proj_bias absent)); calc's mamba2 has one "
-        "proj_bias for both");
+        "config.json:3:107: projectors_bias: in_proj's bias is false (default of falcon_h1 "
+        "(mamba_proj_bias absent)) but out_proj's is true (projectors_bias); calc's mamba2 has "
+        "one proj_bias for both");
   // Attention on only some layers is not read from this family.
   CHECK(import_error("{" + dims + R"(, "mamba_d_ssm": 64, "attn_layer_indices": [0]})") ==
         "config.json:3:110: attn_layer_indices: attention on only the listed layers is not read "
@@ -229,4 +232,26 @@ TEST_CASE("falcon_h1: inner width, auto head_dim, and what calc cannot map") {
   // "auto" is the only text mamba_d_head takes.
   CHECK(import_error("{" + dims + R"(, "mamba_d_ssm": 64, "mamba_d_head": "half"})") ==
         "config.json:3:104: mamba_d_head: expected an integer or \"auto\", got \"half\"");
+}
+
+TEST_CASE("command line: calc import of Falcon-H1; an unmappable field exits 2 with one line") {
+  cli_testing::outcome ok = cli_testing::run({"import", falcon_fixture()});
+  CHECK(ok.code == 0);
+  CHECK(ok.out.find("    kind: parallel                  # attention and a Mamba2 mixer side by "
+                    "side\n") != std::string::npos);
+  CHECK(ok.out.find("      heads: 24                     # mamba_n_heads\n") != std::string::npos);
+
+  auto dir = std::filesystem::temp_directory_path() / "calc-parallel-tests";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "config.json") << "{\"model_type\": \"falcon_h1\",\n"
+                                        " \"mamba_proj_bias\": true}\n";
+  cli_testing::outcome bad =
+      cli_testing::run({"state", "--model", dir.string(), "--length", "8192"});
+  CHECK(bad.code == 2);
+  // FalconH1Config's defaults (mamba_d_ssm 1024 over 128 heads: 8 each) read cleanly up to the
+  // bias: in_proj's is given (true), out_proj's (projectors_bias) defaults to false.
+  CHECK(bad.err == (dir / "config.json").string() +
+                       ":2:21: mamba_proj_bias: in_proj's bias is true (mamba_proj_bias) but "
+                       "out_proj's is false (default of falcon_h1 (projectors_bias absent)); "
+                       "calc's mamba2 has one proj_bias for both\n");
 }

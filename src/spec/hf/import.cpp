@@ -466,13 +466,17 @@ ynode attention_node(const family_reader& r, attn_kind kind, std::int64_t hidden
     bool proj_bias = r.flag("proj_bias", o);
     a.kids.push_back(scalar("proj_bias", bool_text(proj_bias), o));
     if (!r.field("out_proj_bias").empty()) {
-      // Falcon-H1 spells in_proj's bias and out_proj's apart; calc's mamba2 has one flag.
+      // Falcon-H1 spells in_proj's bias and out_proj's apart; calc's mamba2 has one flag. The
+      // error sits at whichever of the two the config gives (out_proj's when both).
       std::string oo;
-      if (r.flag("out_proj_bias", oo) != proj_bias)
-        r.cfg().fail(r.field("out_proj_bias"),
-                     fmt::format("out_proj's bias ({}) differs from in_proj's ({}); calc's mamba2 "
-                                 "has one proj_bias for both",
-                                 oo, o));
+      bool out = r.flag("out_proj_bias", oo);
+      if (out != proj_bias) {
+        std::string at =
+            r.cfg().has(r.field("out_proj_bias")) ? r.field("out_proj_bias") : r.field("proj_bias");
+        r.cfg().fail(at, fmt::format("in_proj's bias is {} ({}) but out_proj's is {} ({}); "
+                                     "calc's mamba2 has one proj_bias for both",
+                                     bool_text(proj_bias), o, bool_text(out), oo));
+      }
     }
     if (!r.field("gated_norm").empty()) {
       bool norm = r.flag("gated_norm", o);
