@@ -229,6 +229,11 @@ TEST_CASE("falcon_h1: inner width, auto head_dim, and what calc cannot map") {
         "config.json:3:110: attn_layer_indices: attention on only the listed layers is not read "
         "(calc reads falcon_h1 with attention and the Mamba2 mixer in every layer; expected "
         "null)");
+  // A window or per-layer types would change the cache: errors, not ignored.
+  CHECK(import_error("{" + dims + R"(, "mamba_d_ssm": 64, "sliding_window": 512})") ==
+        "config.json:3:106: sliding_window: not read for falcon_h1 (its attention is full on "
+        "every layer; expected null or absent)");
+  CHECK(mixer("{" + dims + R"(, "mamba_d_ssm": 64, "sliding_window": null})").head_dim == 16);
   // "auto" is the only text mamba_d_head takes.
   CHECK(import_error("{" + dims + R"(, "mamba_d_ssm": 64, "mamba_d_head": "half"})") ==
         "config.json:3:104: mamba_d_head: expected an integer or \"auto\", got \"half\"");

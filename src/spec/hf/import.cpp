@@ -240,9 +240,17 @@ bool hybrid_kinds(const family_reader& r, std::int64_t count, std::vector<attn_k
     // the others mixer-only, which calc does not read from this family: say so, never guess.
     std::string fld = r.field("attn_layers");
     if (cfg.has(fld))
-      cfg.fail(fld,
-               "attention on only the listed layers is not read (calc reads falcon_h1 with "
-               "attention and the Mamba2 mixer in every layer; expected null)");
+      cfg.fail(fld, fmt::format("attention on only the listed layers is not read (calc reads {} "
+                                "with attention and the Mamba2 mixer in every layer; expected "
+                                "null)",
+                                r.fam().model_type));
+    // Nor does this family's attention slide or vary by layer: a value here would change the
+    // cache, so it is an error rather than ignored.
+    for (const std::string& f : {r.field("window"), std::string("layer_types")})
+      if (cfg.has(f))
+        cfg.fail(f, fmt::format("not read for {} (its attention is full on every layer; "
+                                "expected null or absent)",
+                                r.fam().model_type));
     origin = fmt::format("every {} layer runs attention and a Mamba2 mixer in parallel",
                          r.fam().model_type);
     attn.assign(static_cast<std::size_t>(count), attn_kind::parallel);
