@@ -7,6 +7,7 @@ packages=(g++ cmake ninja-build libcli11-dev nlohmann-json3-dev libyaml-cpp-dev 
           # own ASan/UBSan runtimes (libasan8, libubsan1) come with g++.
           clang libclang-rt-dev)
 packages+=(gnuplot-nox)  # `calc report --plot-dir` draws its SVG charts with gnuplot
+packages+=(zsh)  # tests check `calc completion zsh` with `zsh -n` and load it under compinit
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

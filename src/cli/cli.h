@@ -5,6 +5,7 @@
 
 #include <iosfwd>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "report/format.h"
@@ -17,5 +18,10 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
 /// Runs one command in-process and returns its JSON result (for `calc check` and tests).
 /// Throws spec_error on bad input.
 ojson evaluate(const std::vector<std::string>& args);
+
+/// The command table as the parser is built from it: each subcommand's name with the option
+/// names it takes ("--model", "-m"), in table order. Shell completion is generated from the
+/// same table; tests check that the scripts list all of it.
+std::vector<std::pair<std::string, std::vector<std::string>>> command_options();
 
 }  // namespace calc

@@ -179,10 +179,14 @@ result run_plan(const options& o) {
     j["fewer_gpus"] = b.l.cards();
     j["fewer_gpus_layout"] = fmt::format("tp {} x pp {} (ep {})", b.l.tp, b.l.pp, b.l.ep);
     j["fewer_gpus_shortfall_bytes"] = exact(checked(0) - b.worst_free);
+    // A sentence a reader takes in at once: card memory in decimal GB as vendors print it, the
+    // shortfall (weights + state bytes) in GiB as the chapter counts them; the exact integer is
+    // fewer_gpus_shortfall_bytes.
     j["why_not_fewer"] = fmt::format(
-        "with {} cards the best layout (tp {} x pp {}) leaves its fullest card {} B short of "
+        "with {} {} of {} the best layout (tp {} x pp {}) leaves its fullest card {} short of "
         "weights + workspace + {} requests' state",
-        b.l.cards(), b.l.tp, b.l.pp, (checked(0) - b.worst_free).value(), o.requests);
+        b.l.cards(), b.l.cards() == 1 ? "card" : "cards", human_decimal_bytes(gpu.memory), b.l.tp,
+        b.l.pp, human_bytes((checked(0) - b.worst_free).value()), o.requests);
   }
   return {j, fmt::format("calc plan: {} on {} cards, {} requests of {} tokens", m.spec->name,
                          gpu.name, o.requests, o.length)};

@@ -307,7 +307,7 @@ const std::vector<rule_set>& rule_sets() {
   static const std::vector<rule_set> table = {
       {"vllm-v0", "vllm", "0.4-0.7 (V0 engine)", 4, 7,
        "vllm/worker/cache_engine.py (get_cache_block_size), vllm/executor/executor_base.py",
-       pool::block_all_layers, print::blocks_x_block_size, false, 16},
+       pool::block_all_layers, print::blocks_x_block_size, false, 16, 1, false},
       {"vllm-v1-uniform", "vllm", "0.8-0.9 (V1, before the hybrid allocator)", 8, 9,
        "vllm/v1/core/kv_cache_utils.py (get_num_blocks, _report_kv_cache_config)",
        pool::block_uniform, print::blocks_x_block_size, false, 16},
@@ -322,7 +322,7 @@ const std::vector<rule_set>& rule_sets() {
       {"sglang", "sglang", "0.4-0.5", 4, 5,
        "python/sglang/srt/model_executor/model_runner.py (profile_max_num_token), "
        "python/sglang/srt/mem_cache/memory_pool.py (MHATokenToKVPool, MLATokenToKVPool)",
-       pool::token_pool, print::pool_tokens, false, 1},
+       pool::token_pool, print::pool_tokens, false, 1, 1, false},
   };
   return table;
 }
@@ -344,6 +344,16 @@ const rule_set& find_rules(const std::string& engine, const std::string& version
     if (engine == r.engine) known += fmt::format("{}{}", known.empty() ? "" : ", ", r.versions);
   throw spec_error("--engine-version",
                    fmt::format("calc has no {} rules for {} (known: {})", engine, version, known));
+}
+
+checked mamba2_state_bytes(const attention_mamba2& m, std::int64_t tp, const dtype& conv,
+                           const dtype& ssm) {
+  // Groups that do not divide by tp are replicated up to tp so every head shard has its B, C.
+  std::int64_t groups = m.groups % tp == 0 ? m.groups : tp;
+  checked channels = checked(m.heads) * m.head_dim + checked(2) * groups * m.state_dim;
+  checked conv_values = channels / tp * std::max<std::int64_t>(0, m.conv_kernel - 1);
+  checked ssm_values = checked(m.heads / tp) * m.head_dim * m.state_dim;
+  return conv.bytes(conv_values) + ssm.bytes(ssm_values);
 }
 
 std::int64_t kv_heads_per_rank(std::int64_t kv_heads, std::int64_t tp) {
@@ -372,10 +382,17 @@ std::vector<layer_cache> layer_caches(const graph& g, const engine_config& c) {
   for (const layer& ly : g.layers) {
     layer_cache l;
     l.layer = ly.index;
-    if (const auto* a = std::get_if<attention_gqa>(&ly.attention)) {
+    if (std::holds_alternative<attention_none>(ly.attention)) {
+      continue;  // a mixer-less (FFN-only) layer has no attention module and no cache
+    } else if (const auto* a = std::get_if<attention_gqa>(&ly.attention)) {
+      // A layer reading an earlier layer's cache gets no KV cache spec of its own (vLLM
+      // get_kv_cache_spec skips kv_sharing_target_layer_name): no pages, no group slot.
+      if (a->kv_source) continue;
       checked width = checked(kv_heads_per_rank(a->kv_heads, tp)) * a->head_dim;
       l.k_token_bytes = kv.bytes(width);
-      l.token_bytes = l.k_token_bytes * 2;  // K and V
+      // K and V, also for k_is_v: vLLM's Gemma 4 loads the K weights into the V slot of its
+      // QKV projection and caches both (V gets its own norm, K its norm and RoPE).
+      l.token_bytes = l.k_token_bytes * 2;
       if (a->window) {
         l.type = layer_cache::kind::sliding;
         l.window = *a->window;
@@ -398,6 +415,14 @@ std::vector<layer_cache> layer_caches(const graph& g, const engine_config& c) {
       l.type = layer_cache::kind::state;
       l.state_bytes = conv.bytes(channels * std::max<std::int64_t>(0, kda->conv_kernel - 1)) +
                       ssm.bytes(checked(kda->heads / tp) * kda->key_dim * kda->value_dim);
+    } else if (const auto* m = std::get_if<attention_mamba2>(&ly.attention)) {
+      if (m->heads % tp != 0 || (m->groups % tp != 0 && m->groups > tp))
+        throw spec_error("--tensor-parallel-size",
+                         fmt::format("layer {}: {} Mamba2 heads in {} groups do not split over "
+                                     "{} ranks",
+                                     ly.index, m->heads, m->groups, tp));
+      l.type = layer_cache::kind::state;
+      l.state_bytes = mamba2_state_bytes(*m, tp, conv, ssm);
     } else if (std::holds_alternative<attention_dsa>(ly.attention)) {
       throw spec_error("--engine", fmt::format("layer {} is DeepSeek sparse attention, whose "
                                                "engine cache layout calc does not model",
@@ -439,6 +464,13 @@ static std::int64_t estimate_max_model_len(const graph& g, const rule_set& r,
 
 engine_capacity plan_engine(const graph& g, const rule_set& r, const engine_config& c) {
   if (c.max_model_len < 1) throw spec_error("--max-model-len", "give the context length (>= 1)");
+  if (!r.kv_sharing)
+    for (const layer& ly : g.layers)
+      if (const auto* a = std::get_if<attention_gqa>(&ly.attention); a && a->kv_source)
+        throw spec_error("--engine",
+                         fmt::format("layer {} reads layer {}'s cache (kv_source): calc has no {} "
+                                     "{} rule for cross-layer KV sharing",
+                                     ly.index, *a->kv_source, r.engine, r.versions));
   std::vector<layer_cache> caches = layer_caches(g, c);
   if (caches.empty())
     throw spec_error("--model",

@@ -1,7 +1,8 @@
 // What a serving engine allocates for the KV cache: vLLM's block pool and SGLang's token pool,
 // built on the model's graph and tallies. Each engine version range is one row of data (a
 // rule_set); small rule functions below read the row. Nothing here knows a model by name: a
-// layer's cache follows from its attention kind (GQA full or sliding, MLA, Gated DeltaNet/KDA).
+// layer's cache follows from its attention kind (GQA full or sliding, MLA, Gated DeltaNet/KDA,
+// Mamba2; none for a mixer-less layer or one that reads another layer's cache).
 // docs/engines.md explains every rule with the engine source file it comes from.
 #pragma once
 
@@ -41,6 +42,10 @@ struct rule_set {
   /// State pages a recurrent layer holds per request with prefix caching on (vLLM's Mamba
   /// "align" mode keeps the running state and the last block-aligned one); 1 without it.
   std::int64_t state_pages_prefix_caching = 1;
+  /// Whether a layer that reads another layer's cache (`kv_source`) allocates nothing of its
+  /// own (vLLM V1's kv_sharing_target_layer_name, from 0.9); false: the engine has no such
+  /// sharing and calc refuses the model.
+  bool kv_sharing = true;
 };
 
 /// The rules table, oldest first per engine.
@@ -75,12 +80,24 @@ struct layer_cache {
   bool operator==(const layer_cache&) const = default;
 };
 
+/// Bytes of one Mamba2 state on one rank, as vLLM allocates it (mamba_utils.py,
+/// MambaStateShapeCalculator.mamba2_state_shape): a convolution state of conv_kernel - 1 slots
+/// over (inner + 2 x groups' x state_dim) / tp channels, where groups that do not divide by tp
+/// are replicated up to tp (extra_groups_for_head_shards), in `conv`; and a temporal state of
+/// heads / tp x head_dim x state_dim values in `ssm`.
+checked mamba2_state_bytes(const attention_mamba2& m, std::int64_t tp, const dtype& conv,
+                           const dtype& ssm);
+
 /// Per-rank KV heads (vLLM and SGLang): kv_heads / tp, at least one -- heads fewer than the
 /// TP degree are replicated, one per rank.
 std::int64_t kv_heads_per_rank(std::int64_t kv_heads, std::int64_t tp);
 
-/// Every layer's cache on one rank, at the engine's formats. Throws spec_error for attention
-/// kinds the engine rules do not cover (DeepSeek sparse attention).
+/// Every layer's cache on one rank, at the engine's formats. Layers that keep nothing of their
+/// own have no entry: `attention: none` and layers with a `kv_source` (vLLM V1 gives them no
+/// KV cache spec; they read their source layer's pages). A `k_is_v` layer is stored as K and V
+/// like any GQA layer (vLLM's Gemma 4 loads the K weights into the V slot and caches both).
+/// Throws spec_error for attention kinds the engine rules do not cover (DeepSeek sparse
+/// attention) and for Mamba2 groups that do not split over the TP degree.
 std::vector<layer_cache> layer_caches(const graph& g, const engine_config& c);
 
 /// The layers pipeline stage `stage` of `pp` holds, as vLLM splits them (get_pp_indices:

@@ -166,7 +166,17 @@ graph build_graph(const model_spec& spec) {
   // hash of the full structure, so grouping is linear in the layers.
   std::unordered_map<std::string, std::vector<std::size_t>> by_signature;
   std::unordered_map<std::string, int> named;  // groups per described name, for "(variant N)"
+  // Layers of one pattern variant without an override are equal by construction: only the first
+  // of each is hashed (spelling a signature per layer was most of the time of building a graph).
+  std::unordered_map<std::string, std::size_t> variant_group;
   for (const layer& l : g.layers) {
+    if (l.variant != "override") {
+      auto known = variant_group.find(l.variant);
+      if (known != variant_group.end()) {
+        g.groups[known->second].indices.push_back(l.index);
+        continue;
+      }
+    }
     std::vector<std::size_t>& bucket = by_signature[signature(l)];
     auto same = [&](std::size_t grp) {
       const layer& o = g.layers[static_cast<std::size_t>(g.groups[grp].indices.front())];
@@ -192,6 +202,7 @@ graph build_graph(const model_spec& spec) {
       grp = *it;
     }
     g.groups[grp].indices.push_back(l.index);
+    if (l.variant != "override") variant_group.emplace(l.variant, grp);
   }
   return g;
 }

@@ -185,6 +185,14 @@ TEST_CASE("Markdown in human units; JSON keeps exact integers") {
       CHECK(g["bandwidth_bytes"] == 3350000000000LL);
     }
   CHECK(found);
+  // calc plan's reason in a sentence: card memory in decimal GB, the shortfall in GiB; the JSON
+  // keeps the exact shortfall as an integer beside it.
+  auto plan = json_of(
+      {"plan", "--model", "qwen3-8b", "--gpu", "rtx-4090", "--length", "8192", "--requests", "16"});
+  CHECK(plan["fewer_gpus_shortfall_bytes"] == 13856307200LL);
+  CHECK(plan["why_not_fewer"] ==
+        "with 1 card of 24 GB the best layout (tp 1 x pp 1) leaves its fullest card 12.905 GiB "
+        "short of weights + workspace + 16 requests' state");
 }
 
 TEST_CASE("the GPU catalogue: at least 40 accelerators, every field and a source") {

@@ -3,6 +3,7 @@
 // answer), and the limits of common/limits.h each named in its error.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -197,6 +198,17 @@ TEST_CASE("duplicate keys and a second document are located at the second occurr
   // Located at the second document's `---` line.
   rejects_model("two-docs.yaml", kTiny + "---\nname: x\n",
                 ":8:1: (document): a second YAML document ('---'); a file holds one");
+  // The reader skips its look for a second document when no line starts with a marker, so each
+  // place a marker can hide is tried: after `...`, after a CR line break and after a byte order
+  // mark (yaml-cpp 0.7 reads the last two as malformed: an error either way, never a silent pass).
+  std::string cr = kTiny;
+  std::replace(cr.begin(), cr.end(), '\n', '\r');
+  rejects_model("two-docs-cr.yaml", cr + "---\rname: x\r",
+                ":1:17: malformed YAML: illegal map value");
+  rejects_model("end-marker.yaml", kTiny + "...\nname: x\n",
+                ":9:1: (document): a second YAML document ('---'); a file holds one");
+  rejects_model("bom.yaml", kTiny + "\xEF\xBB\xBF---\nname: x\n",
+                ":9:5: malformed YAML: illegal map value");
 }
 
 TEST_CASE("layers: the pattern is checked before expanding; mtp.layers has the layer limit") {

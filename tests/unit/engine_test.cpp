@@ -12,6 +12,7 @@
 
 #include "cli/cli.h"
 #include "common/error.h"
+#include "test_model.h"
 
 namespace {
 
@@ -175,6 +176,145 @@ TEST_CASE("engine: recurrent-state layers raise the attention block to hold a st
   CHECK(older["blocks_per_request"] == 63 + 3);
 }
 
+TEST_CASE("engine: a Mamba2 state is vLLM's conv and temporal state, per rank") {
+  // Nemotron-H-56B's mixer: 256 heads x 64, state 256, 8 groups, kernel 4. TP 1: conv channels
+  // 256 x 64 + 2 x 8 x 256 = 20,480, x 3 slots x 2 B (bf16) = 122,880 B; temporal 256 x 64 x
+  // 256 = 4,194,304 values x 4 B (fp32) = 16,777,216 B.
+  calc::attention_mamba2 m;
+  m.heads = 256;
+  m.head_dim = 64;
+  m.state_dim = 256;
+  m.groups = 8;
+  m.conv_kernel = 4;
+  calc::dtype bf16 = calc::parse_dtype("bf16"), fp32 = calc::parse_dtype("fp32");
+  CHECK(calc::engine::mamba2_state_bytes(m, 1, bf16, fp32) == 122880 + 16777216);
+  // TP 4: groups split 2 per rank; (16,384 + 4,096) / 4 = 5,120 channels x 3 x 2 B = 30,720 B;
+  // 64 heads x 64 x 256 x 4 B = 4,194,304 B.
+  CHECK(calc::engine::mamba2_state_bytes(m, 4, bf16, fp32) == 30720 + 4194304);
+  // TP 16 > 8 groups: the groups are replicated up to 16 (vLLM extra_groups_for_head_shards),
+  // (16,384 + 2 x 16 x 256) / 16 = 1,536 channels x 3 x 2 B = 9,216 B; 16 x 64 x 256 x 4 B.
+  CHECK(calc::engine::mamba2_state_bytes(m, 16, bf16, fp32) == 9216 + 1048576);
+  // A bf16 temporal state (--mamba-ssm-cache-dtype bfloat16) halves the second term.
+  CHECK(calc::engine::mamba2_state_bytes(m, 1, bf16, bf16) == 122880 + 8388608);
+}
+
+TEST_CASE("engine: Mamba2 groups that neither divide by nor fit under the TP degree are refused") {
+  // 24 heads split over TP 4 (6 each), but 6 B/C groups neither divide by 4 nor are fewer than
+  // 4 ranks (vLLM only replicates groups up to the TP degree): an input error, not a guess.
+  auto m = calc::testing::model::from_text(R"(schema: 1
+name: odd-groups
+vocab: 256
+hidden: 256
+layers:
+  count: 1
+  norms: 1
+  attention: {kind: mamba2, heads: 24, head_dim: 16, state_dim: 16, groups: 6, conv_kernel: 4}
+  ffn: none
+)");
+  calc::engine::engine_config c;
+  c.tensor_parallel = 4;
+  CHECK_THROWS_WITH(calc::engine::layer_caches(m.g, c),
+                    "--tensor-parallel-size: layer 0: 24 Mamba2 heads in 6 groups do not split "
+                    "over 4 ranks");
+  // TP 2 divides both: (384 + 2 x 6 x 16) / 2 = 288 channels x 3 x 2 B (bf16 conv) = 1,728 B;
+  // 12 x 16 x 16 values x 4 B (fp32 recurrent) = 12,288 B.
+  c.tensor_parallel = 2;
+  std::vector<calc::engine::layer_cache> caches = calc::engine::layer_caches(m.g, c);
+  REQUIRE(caches.size() == 1);
+  CHECK(caches[0].type == calc::engine::layer_cache::kind::state);
+  CHECK(caches[0].state_bytes == 1728 + 12288);
+}
+
+TEST_CASE("engine: Nemotron-H (Mamba2 + attention + MLP-only layers) in vLLM's hybrid pool") {
+  // 118 layers: 54 Mamba2, 10 attention, 54 MLP-only (no cache). A state is 16,900,096 B
+  // (above); an attention token 8 KV heads x 128 x 2 (K, V) x 2 B = 4,096 B, so blocks grow to
+  // 16 x ceil(16,900,096 / (16 x 4,096)) = 16 x 258 = 4,128 tokens and pages of 4,128 x 4,096 =
+  // 16,908,288 B (the state padded by 8,192 B). Group size 10 (the fewest; 54 >= 1.5 x 10):
+  // ceil(54 / 10) = 6 state groups (60 slots, 6 padding) and 1 attention group.
+  ojson j = engine_run({"capacity", "--engine", "vllm", "--model",
+                        source("tests/fixtures/hf/nemotron-h-56b.json"), "--max-model-len", "8192",
+                        "--kv-memory", "20GiB", "-f", "json"});
+  CHECK(j["block_size"] == 4128);
+  CHECK(j["page_bytes"] == 16908288);
+  REQUIRE(j["groups"].size() == 7);
+  std::int64_t padding = 0, layers = 0;
+  for (const auto& g : j["groups"]) {
+    layers += g["layers"].get<std::int64_t>();
+    padding += g["padding"].get<std::int64_t>();
+  }
+  CHECK(layers == 64);  // the 54 MLP-only layers keep nothing
+  CHECK(padding == 6);
+  // Blocks: 21,474,836,480 // 16,908,288 // 10 = 127; a request: ceil(8192 / 4128) = 2 blocks
+  // of attention + one state page in each of 6 groups = 8.
+  CHECK(j["blocks"] == 127);
+  CHECK(j["blocks_per_request"] == 8);
+  // >= 0.24 prints int(127 / 8 x 8192) = 130,048 tokens.
+  CHECK(j["kv_cache_tokens"] == 130048);
+  // One request needs 10 layers x 16,908,288 B x 8 blocks = 1,352,663,040 B.
+  CHECK(j["max_model_len_kv_bytes"] == 1352663040LL);
+  // Before the hybrid allocator vLLM ran Mamba layers only in V0: calc refuses.
+  CHECK_THROWS_WITH(engine_run({"capacity", "--engine", "vllm", "--engine-version", "0.9",
+                                "--model", source("tests/fixtures/hf/nemotron-h-56b.json"),
+                                "--max-model-len", "8192", "--kv-memory", "20GiB"}),
+                    "--engine-version: vllm (0.8-0.9 (V1, before the hybrid allocator)) has no "
+                    "allocator for recurrent-state layers (layer 0); use a newer version");
+}
+
+TEST_CASE("engine: Nemotron-Nano-9B-v2's 672-token hybrid block (vLLM issue #24280)") {
+  // vLLM issue #24280 (a vLLM maintainer, 2025-09-04): hybrid page unification gives "672
+  // tokens for nvidia/NVIDIA-Nemotron-Nano-9B-v2". Its Mamba2 state with the 2-byte temporal
+  // state of that time (NemotronH's hook defaulted to float16; PR #39032 made it float32 on
+  // 2026-04-05): conv (128 x 80 + 2 x 8 x 128) x 3 x 2 B = 73,728 B, temporal 128 x 80 x 128 x
+  // 2 B = 2,621,440 B, together 2,695,168 B; an attention token 8 x 128 x 2 x 2 B = 4,096 B; so
+  // 16 x ceil(2,695,168 / 65,536) = 16 x 42 = 672 tokens.
+  std::string model = source("tests/fixtures/engine-logs/models/nemotron-nano-9b-v2.yaml");
+  auto run = [&](const char* ssm) {
+    return engine_run({"capacity", "--engine", "vllm", "--model", model, "--max-model-len",
+                       "131072", "--kv-memory", "40GiB", "--mamba-ssm-cache-dtype", ssm, "-f",
+                       "json"});
+  };
+  ojson fp16 = run("float16");
+  CHECK(fp16["block_size"] == 672);
+  CHECK(fp16["page_bytes"] == 672 * 4096);
+  // 27 Mamba2 + 4 attention layers (25 MLP-only keep nothing): group size 4, 7 + 1 groups.
+  CHECK(fp16["groups"].size() == 8);
+  // Today's float32 default: 73,728 + 5,242,880 B -> 16 x ceil(5,316,608 / 65,536) = 1,312.
+  ojson fp32 = run("float32");
+  CHECK(fp32["block_size"] == 1312);
+  // The model's own `recurrent` format (fp32 here) is the default, as vLLM's hook is now.
+  ojson dflt = engine_run({"capacity", "--engine", "vllm", "--model", model, "--max-model-len",
+                           "131072", "--kv-memory", "40GiB", "-f", "json"});
+  CHECK(dflt["block_size"] == 1312);
+}
+
+TEST_CASE("engine: layers reading another layer's cache allocate none; k_is_v stores K and V") {
+  // models/examples/kv-sharing.yaml: 6 layers, 2 KV heads x 64: sliding 0, 2 and 4 (4 reads
+  // 2's cache), global k_is_v 1, 3 and 5 (5 reads 3's). Own caches: 2 sliding + 2 full, so
+  // group size 2, two groups. Every page is 16 x 2 x 64 x 2 (K and V, k_is_v too) x 2 B =
+  // 8,192 B, so 1 GiB holds 2^30 / 8,192 / 2 = 65,536 blocks.
+  std::string model = source("models/examples/kv-sharing.yaml");
+  ojson j = engine_run({"capacity", "--engine", "vllm", "--model", model, "--max-model-len", "4096",
+                        "--kv-memory", "1GiB", "-f", "json"});
+  CHECK(j["page_bytes"] == 8192);
+  REQUIRE(j["groups"].size() == 2);
+  CHECK(j["groups"][0]["layers"] == 2);
+  CHECK(j["groups"][1]["layers"] == 2);
+  CHECK(j["blocks"] == 65536);
+  // Per request: full 4096 / 16 = 256 blocks; sliding min(127 + 8192, 4096) -> 256 + 1 = 257.
+  CHECK(j["blocks_per_request"] == 513);
+  // V0 had no cross-layer sharing, and SGLang's is not modelled: both refuse.
+  CHECK_THROWS_WITH(
+      engine_run({"capacity", "--engine", "vllm", "--engine-version", "0.6", "--model", model,
+                  "--max-model-len", "4096", "--kv-memory", "1GiB"}),
+      "--engine: layer 4 reads layer 2's cache (kv_source): calc has no vllm 0.4-0.7 "
+      "(V0 engine) rule for cross-layer KV sharing");
+  CHECK_THROWS_WITH(
+      engine_run({"capacity", "--engine", "sglang", "--model", model, "--max-model-len", "4096",
+                  "--kv-memory", "1GiB"}),
+      "--engine: layer 4 reads layer 2's cache (kv_source): calc has no sglang 0.4-0.5 "
+      "rule for cross-layer KV sharing");
+}
+
 TEST_CASE("engine: bad engine input is one line naming the option") {
   CHECK_THROWS_WITH(engine_run({"capacity", "--engine", "vllm", "--model", "qwen3-8b",
                                 "--max-model-len", "4096", "-f", "json"}),
@@ -274,7 +414,7 @@ TEST_CASE("engine: every startup log in tests/fixtures/engine-logs is reproduced
       CHECK_FALSE(ok);
     }
   }
-  CHECK(reproduced >= 13);
+  CHECK(reproduced >= 14);
 }
 
 TEST_CASE("engine: a Hugging Face config.json goes through the same engine rules") {
