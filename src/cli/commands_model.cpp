@@ -294,6 +294,8 @@ std::string mode_of(const attention_spec& a) {
   if (std::holds_alternative<attention_kda>(a)) return "kda";
   if (std::holds_alternative<attention_mamba2>(a)) return "mamba2";
   if (std::holds_alternative<attention_none>(a)) return "none";
+  if (const auto* p = std::get_if<attention_parallel>(&a))
+    return (p->attention.window ? "swa" : "gqa") + std::string("+mamba2");
   const auto& d = std::get<attention_dsa>(a);
   if (!d.global) return "window";
   if (d.global->source < 0) return "full";  // stores its own entries

@@ -341,7 +341,7 @@ std::vector<equivalence> check_equivalences(const model_spec& spec, std::int64_t
                           "float32 summation order (caches in FP32 for this check)"));
   }
   if (has_attention<attention_gdn>(g) || has_attention<attention_kda>(g) ||
-      has_attention<attention_mamba2>(g)) {
+      has_attention<attention_mamba2>(g) || has_attention<attention_parallel>(g)) {
     model_spec a = plain, b = plain;
     a.execution.linear = linear_prefill::chunked;
     b.execution.linear = linear_prefill::recurrent;

@@ -501,6 +501,30 @@ class mamba2_runtime final : public linear_runtime {
   ref::vec dt_bias_, a_log_, d_skip_;
 };
 
+/// A parallel hybrid (Falcon-H1): the GQA and Mamba2 runtimes on the same rows, outputs summed.
+/// Each part counts its own work under its own kind and keeps its own state buffers.
+class parallel_runtime final : public layer_runtime {
+ public:
+  parallel_runtime(const attention_parallel& a, const model_spec& s, std::int64_t layer,
+                   std::mt19937_64& rng)
+      : attention_(a.attention, s, layer, rng), mixer_(a.mixer, s, rng) {}
+
+  mat forward(const mat& x, const mat& x_all, const pass& p, run_context& ctx,
+              counters& c) override {
+    mat y = attention_.forward(x, x_all, p, ctx, c);
+    return y + mixer_.forward(x, x_all, p, ctx, c);  // the sum is element-wise, not counted
+  }
+
+  void state_bytes(std::map<std::string, std::int64_t>& out) const override {
+    attention_.state_bytes(out);  // "kv"
+    mixer_.state_bytes(out);      // "recurrent", "conv"
+  }
+
+ private:
+  gqa_runtime attention_;
+  mamba2_runtime mixer_;
+};
+
 }  // namespace
 
 std::unique_ptr<layer_runtime> make_dsa(const attention_dsa& a, const model_spec& s,
@@ -519,6 +543,8 @@ std::unique_ptr<layer_runtime> make_attention(const attention_spec& a, const mod
   if (const auto* x = std::get_if<attention_mamba2>(&a))
     return std::make_unique<mamba2_runtime>(*x, s, rng);
   if (std::holds_alternative<attention_none>(a)) return make_absent();
+  if (const auto* x = std::get_if<attention_parallel>(&a))
+    return std::make_unique<parallel_runtime>(*x, s, layer, rng);
   return make_dsa(std::get<attention_dsa>(a), s, layer, rng);
 }
 

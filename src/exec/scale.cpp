@@ -55,6 +55,10 @@ struct scaler {
     a.groups = std::gcd(a.groups, a.heads);  // keeps groups | heads
   }
   void operator()(attention_none&) const {}
+  void operator()(attention_parallel& a) const {
+    (*this)(a.attention);
+    (*this)(a.mixer);
+  }
   void operator()(ffn_none&) const {}
   void operator()(ffn_swiglu& f) const { f.intermediate = down(f.intermediate, k); }
   void operator()(ffn_mlp& f) const { f.intermediate = down(f.intermediate, k); }

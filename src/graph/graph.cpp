@@ -45,6 +45,9 @@ struct describe_visitor {
     return s;
   }
   std::string operator()(const attention_none&) const { return "no mixer"; }
+  std::string operator()(const attention_parallel& a) const {
+    return (*this)(a.attention) + " & " + (*this)(a.mixer);  // no "|": it splits table cells
+  }
   std::string operator()(const ffn_none&) const { return "no ffn"; }
   std::string operator()(const ffn_swiglu& f) const {
     return fmt::format("swiglu {}", f.intermediate);
@@ -75,6 +78,9 @@ struct signature_visitor {
                        a.conv_kernel, a.conv_bias, a.proj_bias, a.gated_norm);
   }
   std::string operator()(const attention_none&) const { return "none"; }
+  std::string operator()(const attention_parallel& a) const {
+    return "parallel " + (*this)(a.attention) + " | " + (*this)(a.mixer);
+  }
   std::string operator()(const ffn_none&) const { return "none"; }
   std::string operator()(const attention_mla& a) const {
     return fmt::format("mla {} {} {} {} {} {} {}{}", a.heads, a.q_rank, a.kv_rank, a.qk_nope,

@@ -22,6 +22,9 @@ std::int64_t attention_heads(const attention_spec& a) {
   if (const auto* x = std::get_if<attention_gdn>(&a)) return x->v_heads;
   if (const auto* x = std::get_if<attention_kda>(&a)) return x->heads;
   if (const auto* x = std::get_if<attention_mamba2>(&a)) return x->heads;
+  // Both branches split over the same cards: tp must divide the query heads and the SSM heads.
+  if (const auto* x = std::get_if<attention_parallel>(&a))
+    return std::gcd(x->attention.q_heads, x->mixer.heads);
   return std::get<attention_dsa>(a).heads;
 }
 

@@ -16,8 +16,8 @@ namespace calc {
 
 namespace {
 
-const std::vector<std::string> kAttentionKinds = {"gqa", "mla", "gated_deltanet",
-                                                  "kda", "dsa", "mamba2"};
+const std::vector<std::string> kAttentionKinds = {"gqa", "mla",    "gated_deltanet", "kda",
+                                                  "dsa", "mamba2", "parallel"};
 const std::vector<std::string> kFfnKinds = {"swiglu", "moe", "mlp"};
 
 std::string kind_of(yaml_map& m, const std::vector<std::string>& known) {
@@ -163,8 +163,26 @@ attention_spec read_dsa(yaml_map& m) {
   return a;
 }
 
+/// A parallel hybrid: `attention` (a gqa block) and `mixer` (a mamba2 block) side by side.
+attention_spec read_parallel(yaml_map& m) {
+  attention_parallel a;
+  yaml_map at = m.map("attention");
+  if (kind_of(at, kAttentionKinds) != "gqa")
+    at.fail("kind", "the attention branch of a parallel block must be gqa");
+  a.attention = std::get<attention_gqa>(read_gqa(at));
+  if (a.attention.kv_source)
+    at.fail("kv_source", "the attention branch of a parallel block keeps its own cache");
+  yaml_map mx = m.map("mixer");
+  if (kind_of(mx, kAttentionKinds) != "mamba2")
+    mx.fail("kind", "the mixer branch of a parallel block must be mamba2");
+  a.mixer = std::get<attention_mamba2>(read_mamba2(mx));
+  m.finish({"kind", "attention", "mixer"});
+  return a;
+}
+
 attention_spec read_attention(yaml_map m) {
   std::string kind = kind_of(m, kAttentionKinds);
+  if (kind == "parallel") return read_parallel(m);
   if (kind == "dsa") return read_dsa(m);
   if (kind == "mla") return read_mla(m);
   if (kind == "gated_deltanet") return read_gdn(m);

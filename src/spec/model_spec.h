@@ -148,9 +148,21 @@ struct attention_none {
   bool operator==(const attention_none&) const = default;
 };
 
+/// A parallel hybrid mixer (Falcon-H1): GQA attention and a Mamba2 mixer read the same normed
+/// input and their outputs are summed before the feed-forward. Everything is the sum of the two
+/// parts: their tensors, their work, and their state (the attention's KV cache and the mixer's
+/// recurrent and convolution state, per layer). Multipliers on the branches change no count.
+struct attention_parallel {
+  attention_gqa attention;  // the attention branch
+  attention_mamba2 mixer;   // the SSM branch
+
+  bool operator==(const attention_parallel&) const = default;
+};
+
 /// The attention block of a layer; one alternative per layer kind.
-using attention_spec = std::variant<attention_gqa, attention_mla, attention_gdn, attention_kda,
-                                    attention_dsa, attention_mamba2, attention_none>;
+using attention_spec =
+    std::variant<attention_gqa, attention_mla, attention_gdn, attention_kda, attention_dsa,
+                 attention_mamba2, attention_none, attention_parallel>;
 
 /// Engram (V4.1, §2.5.3): n-gram lookups of `buckets` rows of bucket_dim from a table, projected
 /// to `ways` keys plus one shared value and gated into the residual streams. Lookups are bytes,

@@ -201,6 +201,8 @@ checked decode_read(const attention_dsa& a, const model_context& m, const execut
 }
 
 checked window_write(const attention_spec& a, const model_context& m) {
+  if (const auto* p = std::get_if<attention_parallel>(&a))  // its attention branch's window
+    return window_write(attention_spec(p->attention), m);
   if (const auto* d = std::get_if<attention_dsa>(&a)) return m.precision->window.bytes(d->head_dim);
   if (const auto* g = std::get_if<attention_gqa>(&a))  // a sharing layer writes nothing
     if (g->window && !g->kv_source)

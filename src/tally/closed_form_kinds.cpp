@@ -103,6 +103,15 @@ attention_form form(const attention_none& a, const model_context& m, const execu
   return linear_form(a, m, e);
 }
 
+/// A parallel hybrid: the attention branch's series plus the mixer's constant step.
+attention_form form(const attention_parallel& a, const model_context& m, const execution_spec& e) {
+  attention_form g = form(a.attention, m, e), s = form(a.mixer, m, e);
+  g.step_work.add(s.step_work);
+  g.step_interaction.add(s.step_interaction);
+  g.decode_read.add(s.decode_read);
+  return g;
+}
+
 /// Any kind not listed above: no evaluator, so the closed form reports it as missing.
 template <typename T>
 attention_form form(const T&, const model_context&, const execution_spec&) {

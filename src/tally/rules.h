@@ -52,6 +52,8 @@ struct tensor {
   bool idle = false;             // stored in the checkpoint but never used by a call (the own K/V
                       // projections of a layer that reads another layer's cache): counted in
                       // parameters and weight bytes, never multiplied or read
+  std::string kind = {};  // the by-kind key of its FLOPs when a mixer has parts (a parallel
+                          // hybrid's "gqa" and "mamba2"); "" = the layer's own kind
 
   /// Rows this tensor's GEMM runs on in the call.
   checked rows_in(const call& c) const;
@@ -123,6 +125,8 @@ checked decode_read(const attention_mamba2& a, const model_context& m, const exe
                     checked length);
 checked decode_read(const attention_none& a, const model_context& m, const execution_spec& e,
                     checked length);
+checked decode_read(const attention_parallel& a, const model_context& m, const execution_spec& e,
+                    checked length);
 
 /// Bytes a decode step writes into a layer's sliding window (one record per layer per token).
 checked window_write(const attention_spec& a, const model_context& m);
@@ -164,6 +168,13 @@ work flops(const attention_none& a, const model_context& m, const call& c);
 std::vector<state_component> state(const attention_none& a, const model_context& m,
                                    const execution_spec& e);
 void add_tensors(const ffn_none& f, const model_context& m, std::vector<tensor>& out);
+
+// A parallel hybrid (attention_parallel.cpp): the sum of its GQA and Mamba2 parts; its tensors
+// carry the kind of their part, so FLOPs by kind keep "gqa" and "mamba2" apart.
+void add_tensors(const attention_parallel& a, const model_context& m, std::vector<tensor>& out);
+work flops(const attention_parallel& a, const model_context& m, const call& c);
+std::vector<state_component> state(const attention_parallel& a, const model_context& m,
+                                   const execution_spec& e);
 
 /// Query-key pairs and index scans of one sparse-attention layer for one call (attention_dsa.cpp).
 struct dsa_counts {

@@ -33,6 +33,7 @@ std::string kind_name(const attention_spec& a) {
   if (std::holds_alternative<attention_kda>(a)) return "kda";
   if (std::holds_alternative<attention_mamba2>(a)) return "mamba2";
   if (std::holds_alternative<attention_none>(a)) return "none";
+  if (std::holds_alternative<attention_parallel>(a)) return "parallel";
   return "dsa";
 }
 
@@ -244,9 +245,10 @@ void add_layer_work(const layer& l, const model_context& m, const call& lc, cons
       f.by_kind["connection"] += flops;
     } else {
       f.linear_flops += flops;
-      std::string kind = t.module == "attention" || t.module == "conv" ? kind_name(l.attention)
-                         : t.module == "engram"                        ? std::string("engram")
-                                                                       : kind_name(l.ffn);
+      std::string kind = !t.kind.empty()                                 ? t.kind
+                         : t.module == "attention" || t.module == "conv" ? kind_name(l.attention)
+                         : t.module == "engram"                          ? std::string("engram")
+                                                                         : kind_name(l.ffn);
       if (kind != "none") f.by_kind[kind] += flops;  // norms of a layer without an FFN
     }
     f.weight_read_bytes += t.read_bytes(lc) * count;
@@ -257,8 +259,14 @@ void add_layer_work(const layer& l, const model_context& m, const call& lc, cons
   checked interaction = w.interaction * count, state = w.state * count;
   f.interaction_flops += interaction;
   f.state_flops += state;
-  if (!std::holds_alternative<attention_none>(l.attention))  // an absent mixer has no kind
+  if (const auto* p = std::get_if<attention_parallel>(&l.attention)) {
+    // A parallel hybrid's work stays apart by part, as its tensors' FLOPs do.
+    work wa = flops(p->attention, m, lc), wm = flops(p->mixer, m, lc);
+    f.by_kind["gqa"] += (wa.interaction + wa.state) * count;
+    f.by_kind["mamba2"] += (wm.interaction + wm.state) * count;
+  } else if (!std::holds_alternative<attention_none>(l.attention)) {  // no mixer, no kind
     f.by_kind[kind_name(l.attention)] += interaction + state;
+  }
   add_module(f.modules, "attention interaction (QK, AV, index)", interaction, 0);
   if (state > 0) add_module(f.modules, "linear-attention state and conv", state, 0);
   add_module(f.stages, body_stage, interaction + state, 0);

@@ -60,6 +60,15 @@ const std::map<std::string, std::string>& common_names() {
       {"conv_kernel", "conv_kernel"},
       {"conv_bias", "use_conv_bias"},
       {"proj_bias", "use_bias"},
+      // Mamba2 roles only Falcon-H1 spells (no field elsewhere): the inner width, the expansion
+      // that gives it when absent, the out_proj bias apart from in_proj's, the gated norm, the
+      // SSD chunk, and which layers have attention.
+      {"mamba_inner", ""},
+      {"mamba_expand", ""},
+      {"out_proj_bias", ""},
+      {"gated_norm", ""},
+      {"ssm_chunk", ""},
+      {"attn_layers", ""},
   };
   return names;
 }
@@ -334,6 +343,45 @@ const std::vector<family>& families() {
                                  {"conv_kernel", 4},
                                  {"conv_bias", true},
                                  {"proj_bias", false}})},
+      // FalconH1Config: every layer runs GQA attention and a Mamba2 mixer in parallel, then a
+      // SwiGLU MLP; two norms per layer (input, pre-feed-forward). The mixer's inner width is
+      // mamba_d_ssm (else mamba_expand x hidden_size), mamba_d_head may be "auto" (inner /
+      // heads); in_proj's bias is mamba_proj_bias, out_proj's projectors_bias; the gated norm
+      // exists when mamba_rms_norm. The µP multipliers scale activations and count nothing.
+      {.model_type = "falcon_h1",
+       .architectures = {"FalconH1ForCausalLM"},
+       .layers = layer_rule::parallel_hybrid,
+       .names = {{"mamba_heads", "mamba_n_heads"},
+                 {"mamba_head_dim", "mamba_d_head"},
+                 {"state_dim", "mamba_d_state"},
+                 {"groups", "mamba_n_groups"},
+                 {"conv_kernel", "mamba_d_conv"},
+                 {"conv_bias", "mamba_conv_bias"},
+                 {"proj_bias", "mamba_proj_bias"},
+                 {"mamba_inner", "mamba_d_ssm"},
+                 {"mamba_expand", "mamba_expand"},
+                 {"out_proj_bias", "projectors_bias"},
+                 {"gated_norm", "mamba_rms_norm"},
+                 {"ssm_chunk", "mamba_chunk_size"},
+                 {"attn_layers", "attn_layer_indices"}},
+       .defaults = gqa_defaults({{"vocab", 128000},
+                                 {"hidden", 4096},
+                                 {"intermediate", 14336},
+                                 {"layers", 32},
+                                 {"heads", 32},
+                                 {"kv_heads", 8},
+                                 {"mamba_inner", 1024},
+                                 {"mamba_heads", 128},
+                                 {"mamba_head_dim", "auto"},
+                                 {"state_dim", 256},
+                                 {"groups", 1},
+                                 {"conv_kernel", 4},
+                                 {"mamba_expand", 2},
+                                 {"conv_bias", true},
+                                 {"proj_bias", false},
+                                 {"out_proj_bias", false},
+                                 {"gated_norm", false},
+                                 {"ssm_chunk", 256}})},
   };
   return table;
 }

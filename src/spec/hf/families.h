@@ -26,6 +26,8 @@ enum class layer_rule {
   linear_interval,    // Qwen3-Next: every full_attention_interval-th layer full, the others GDN
   hybrid_pattern,     // Nemotron-H: hybrid_override_pattern, one character per layer
   mixer_only,         // Mamba2: every layer a Mamba2 mixer and nothing else
+  parallel_hybrid,    // Falcon-H1: every layer attention and a Mamba2 mixer side by side, then
+                      // the feed-forward (attn_layer_indices, where set, is not read: an error)
 };
 
 /// One architecture family: the table the translator reads.

@@ -190,7 +190,7 @@ class family_reader {
 
 // ---- layers ----------------------------------------------------------------------------------
 
-enum class attn_kind { full, sliding, linear, mamba, none };
+enum class attn_kind { full, sliding, linear, mamba, none, parallel };
 enum class ffn_kind { dense, moe, none };
 
 /// Names of the kinds in variant names ("sliding", "mamba_dense", ...).
@@ -206,6 +206,8 @@ const char* attn_name(attn_kind k) {
       return "mamba";
     case attn_kind::none:
       return "no_mixer";
+    case attn_kind::parallel:
+      return "parallel";
   }
   return "full";
 }
@@ -231,6 +233,28 @@ bool hybrid_kinds(const family_reader& r, std::int64_t count, std::vector<attn_k
     origin = fmt::format("every {} layer is a Mamba2 mixer", r.fam().model_type);
     attn.assign(static_cast<std::size_t>(count), attn_kind::mamba);
     ffn.assign(static_cast<std::size_t>(count), ffn_kind::none);
+    return true;
+  }
+  if (r.fam().layers == layer_rule::parallel_hybrid) {
+    // Falcon-H1: attention and the mixer in every layer. A list of attention layers would make
+    // the others mixer-only, which calc does not read from this family: say so, never guess.
+    std::string fld = r.field("attn_layers");
+    if (cfg.has(fld))
+      cfg.fail(fld, fmt::format("attention on only the listed layers is not read (calc reads {} "
+                                "with attention and the Mamba2 mixer in every layer; expected "
+                                "null)",
+                                r.fam().model_type));
+    // Nor does this family's attention slide or vary by layer: a value here would change the
+    // cache, so it is an error rather than ignored.
+    for (const std::string& f : {r.field("window"), std::string("layer_types")})
+      if (cfg.has(f))
+        cfg.fail(f, fmt::format("not read for {} (its attention is full on every layer; "
+                                "expected null or absent)",
+                                r.fam().model_type));
+    origin = fmt::format("every {} layer runs attention and a Mamba2 mixer in parallel",
+                         r.fam().model_type);
+    attn.assign(static_cast<std::size_t>(count), attn_kind::parallel);
+    ffn.assign(static_cast<std::size_t>(count), ffn_kind::dense);
     return true;
   }
   if (r.fam().layers != layer_rule::hybrid_pattern) return false;
@@ -337,6 +361,7 @@ std::vector<attn_kind> attention_kinds(const family_reader& r, std::int64_t coun
     }
     case layer_rule::hybrid_pattern:
     case layer_rule::mixer_only:
+    case layer_rule::parallel_hybrid:
       break;  // hybrid_kinds() reads these
   }
   return kinds;
@@ -381,17 +406,61 @@ std::string dtype_of(const std::string& torch_dtype, const hf_object& where,
       key, fmt::format("unknown dtype '{}' (calc reads bfloat16, float16, float32)", torch_dtype));
 }
 
+/// The Mamba2 inner width of a family that spells it (Falcon-H1's mamba_d_ssm; null there means
+/// mamba_expand x hidden_size), and where it came from.
+std::int64_t mamba_inner(const family_reader& r, std::int64_t hidden, std::string& origin) {
+  if (auto inner = r.optional_integer("mamba_inner", origin)) return *inner;
+  std::string eo;
+  std::int64_t expand = r.positive("mamba_expand", eo);
+  origin = fmt::format("{} x {} ({} = null)", eo, r.field("hidden"), r.field("mamba_inner"));
+  return expand * hidden;
+}
+
 ynode attention_node(const family_reader& r, attn_kind kind, std::int64_t hidden,
                      std::optional<std::int64_t> window, const std::string& window_origin) {
   ynode a{"attention", "", "", {}};
   std::string o;
   if (kind == attn_kind::none) return scalar("attention", "none", "a feed-forward-only layer");
+  if (kind == attn_kind::parallel) {
+    a.kids.push_back(scalar("kind", "parallel", "attention and a Mamba2 mixer side by side"));
+    ynode at = attention_node(r, attn_kind::full, hidden, window, window_origin);
+    ynode mx = attention_node(r, attn_kind::mamba, hidden, window, window_origin);
+    mx.key = "mixer";
+    a.kids.push_back(at);
+    a.kids.push_back(mx);
+    return a;
+  }
   if (kind == attn_kind::mamba) {
     a.kids.push_back(scalar("kind", "mamba2", "Mamba2 (SSD) mixer layers"));
     std::int64_t heads = r.positive("mamba_heads", o);
     a.kids.push_back(numbered("heads", heads, o));
-    std::int64_t head_dim = r.positive("mamba_head_dim", o);
+    std::int64_t head_dim = 0;
+    if (valued hd = r.get("mamba_head_dim"); hd.value.is_string()) {
+      // "auto" (Falcon-H1): the inner width over the heads, as the config class derives it.
+      std::string fld = r.field("mamba_head_dim");
+      if (hd.value.get<std::string>() != "auto")
+        r.cfg().fail(fld, fmt::format("expected an integer or \"auto\", got \"{}\"",
+                                      hd.value.get<std::string>()));
+      std::string io;
+      std::int64_t inner = mamba_inner(r, hidden, io);
+      if (inner % heads != 0)
+        r.cfg().fail(fld, fmt::format("\"auto\", but the {} inner channels ({}) do not split "
+                                      "into {} heads",
+                                      inner, io, heads));
+      head_dim = inner / heads;
+      o = fmt::format("{} / {} ({} = auto)", io, r.field("mamba_heads"), fld);
+    } else {
+      head_dim = r.positive("mamba_head_dim", o);
+    }
     a.kids.push_back(numbered("head_dim", head_dim, o));
+    if (!r.field("mamba_inner").empty()) {
+      std::string io;
+      std::int64_t inner = mamba_inner(r, hidden, io);
+      if (inner != heads * head_dim)
+        r.cfg().fail(r.field("mamba_heads"),
+                     fmt::format("{} heads x {} channels = {}, but the inner width is {} ({})",
+                                 heads, head_dim, heads * head_dim, inner, io));
+    }
     // expand, where given, says the inner width expand x hidden; it must be heads x head_dim.
     if (r.cfg().has("expand") && r.cfg().integer("expand") * hidden != heads * head_dim)
       r.cfg().fail("expand", fmt::format("expand x hidden_size = {} x {}, but the heads give "
@@ -404,6 +473,23 @@ ynode attention_node(const family_reader& r, attn_kind kind, std::int64_t hidden
     a.kids.push_back(scalar("conv_bias", bool_text(conv_bias), o));
     bool proj_bias = r.flag("proj_bias", o);
     a.kids.push_back(scalar("proj_bias", bool_text(proj_bias), o));
+    if (!r.field("out_proj_bias").empty()) {
+      // Falcon-H1 spells in_proj's bias and out_proj's apart; calc's mamba2 has one flag. The
+      // error sits at whichever of the two the config gives (out_proj's when both).
+      std::string oo;
+      bool out = r.flag("out_proj_bias", oo);
+      if (out != proj_bias) {
+        std::string at =
+            r.cfg().has(r.field("out_proj_bias")) ? r.field("out_proj_bias") : r.field("proj_bias");
+        r.cfg().fail(at, fmt::format("in_proj's bias is {} ({}) but out_proj's is {} ({}); "
+                                     "calc's mamba2 has one proj_bias for both",
+                                     bool_text(proj_bias), o, bool_text(out), oo));
+      }
+    }
+    if (!r.field("gated_norm").empty()) {
+      bool norm = r.flag("gated_norm", o);
+      a.kids.push_back(scalar("gated_norm", bool_text(norm), o));
+    }
     return a;
   }
   if (kind == attn_kind::linear) {
@@ -573,6 +659,12 @@ imported translate(const hf_json& doc, const std::string& name, const hf_json* m
           scalar("kv", dtype, dtype_origin + " (the cache keeps the model dtype)"));
   }
   top.push_back(precision);
+  if (!r.field("ssm_chunk").empty()) {
+    // The SSD chunk the reference forward pads a prompt to: it sets the chunked-prefill FLOPs.
+    ynode exec{"execution", "", "", {}};
+    exec.kids.push_back(numbered("linear_chunk", r.positive("ssm_chunk", o), o));
+    top.push_back(exec);
+  }
 
   // Layers.
   std::int64_t count = r.positive("layers", o);
