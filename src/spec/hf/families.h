@@ -16,6 +16,8 @@ namespace calc::hf {
 
 enum class attention_family { gqa, mla };
 enum class ffn_family { dense, moe };
+/// The kind of a family's linear-attention layers.
+enum class linear_family { gated_deltanet, kda };
 
 /// How a config marks each layer's attention when it has no `layer_types` list.
 enum class layer_rule {
@@ -26,6 +28,7 @@ enum class layer_rule {
   linear_interval,    // Qwen3-Next: every full_attention_interval-th layer full, the others GDN
   hybrid_pattern,     // Nemotron-H: hybrid_override_pattern, one character per layer
   mixer_only,         // Mamba2: every layer a Mamba2 mixer and nothing else
+  layer_lists,        // Kimi Linear: 1-based lists of full-attention and linear (KDA) layers
 };
 
 /// One architecture family: the table the translator reads.
@@ -36,9 +39,10 @@ struct family {
   attention_family attention = attention_family::gqa;
   ffn_family ffn = ffn_family::dense;
   layer_rule layers = layer_rule::uniform;
+  linear_family linear = linear_family::gated_deltanet;
   bool dense_mlp = false;  // dense feed-forward is up/down without a gate (Nemotron-H's relu2)
   /// Role -> config field where it differs from common_names(); "" = no field (always the
-  /// family default).
+  /// family default); "a.b" = field b of the nested object a (linear_attn_config.num_heads).
   std::map<std::string, std::string> names;
   /// Role -> documented default. A string "=a/b" or "=a" is derived from other roles
   /// (head_dim = hidden / heads). A role with no default and no field value is an error.
