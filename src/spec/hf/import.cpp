@@ -218,6 +218,7 @@ class family_reader {
                                    f_.model_type, rule, va, vb));
       value = va / vb;
     }
+    if (fld.empty()) return {value, fmt::format("{} (rule of {})", rule, f_.model_type)};
     return {value, fmt::format("{} (default of {}, {} absent)", rule, f_.model_type, fld)};
   }
 
@@ -481,13 +482,14 @@ ynode attention_node(const family_reader& r, attn_kind kind, std::int64_t hidden
     a.kids.push_back(scalar("key_dim", std::to_string(head_dim), o));
     a.kids.push_back(scalar("value_dim", std::to_string(head_dim), o));
     const std::string rank_rule =
-        fmt::format("{} (rank = head_dim, rule of {})", o, r.fam().model_type);
-    a.kids.push_back(scalar("decay_rank", std::to_string(head_dim), "f_a/f_b: " + rank_rule));
+        fmt::format("rank = {} (rule of {})", r.field("kda_head_dim"), r.fam().model_type);
+    a.kids.push_back(scalar("decay_rank", std::to_string(head_dim), "f_a/f_b, " + rank_rule));
     a.kids.push_back(numbered("conv_kernel", r.positive("linear_conv", o), o));
     a.kids.push_back(scalar("output_gate", "true", "gated output (o_norm x sigmoid(g))"));
     if (!r.flag("kda_full_gate", o))
-      a.kids.push_back(
-          scalar("gate_rank", std::to_string(head_dim), "g_a/g_b: " + o + " false, " + rank_rule));
+      a.kids.push_back(scalar(
+          "gate_rank", std::to_string(head_dim),
+          fmt::format("g_a/g_b, {}; full rank only with {}", rank_rule, r.field("kda_full_gate"))));
     return a;
   }
   if (kind == attn_kind::linear) {
