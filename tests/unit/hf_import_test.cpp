@@ -447,13 +447,13 @@ TEST_CASE("kimi_linear layer lists: out of range, overlapping and missing layers
   "v_head_dim": 8, "num_experts": 4, "num_experts_per_token": 2, "moe_intermediate_size": 16,
   "linear_attn_config": {"num_heads": 2, "head_dim": 8, "short_conv_kernel_size": 4, )";
   CHECK(import_error(head + R"("full_attn_layers": [4, 5]}})") ==
-        "config.json:5:80: linear_attn_config.full_attn_layers: layer 5 is outside 1..4 "
+        "config.json:5:106: linear_attn_config.full_attn_layers: layer 5 is outside 1..4 "
         "(num_hidden_layers)");
   CHECK(import_error(head + R"("full_attn_layers": [4], "kda_layers": [1, 2, 4]}})") ==
-        "config.json:5:101: linear_attn_config.kda_layers: layer 4 is also in "
+        "config.json:5:125: linear_attn_config.kda_layers: layer 4 is also in "
         "linear_attn_config.full_attn_layers");
   CHECK(import_error(head + R"("full_attn_layers": [4], "kda_layers": [1, 2]}})") ==
-        "config.json:5:101: linear_attn_config.kda_layers: layer 3 is in neither "
+        "config.json:5:125: linear_attn_config.kda_layers: layer 3 is in neither "
         "linear_attn_config.full_attn_layers nor linear_attn_config.kda_layers");
   CHECK(import_error(head + R"("full_attn_layers": [4], "use_full_rank_gate": true}})") ==
         "(no error)");
@@ -498,9 +498,26 @@ TEST_CASE("AWQ and GPTQ: what is mapped and what is a located error") {
   CHECK(weights(R"({"quant_method": "awq", "bits": 4, "group_size": 128})") ==
         "int4:g128:fp16:zero:int4");
   CHECK(import_error(head + R"({"quant_method": "awq", "bits": 8, "group_size": 128}})") ==
-        "config.json:3:55: quantization_config.bits: AWQ with 8 bits is not mapped (calc reads 4)");
+        "config.json:3:58: quantization_config.bits: AWQ with 8 bits is not mapped (calc reads 4)");
   CHECK(import_error(head + R"({"quant_method": "gptq", "bits": 4, "group_size": 128}})") ==
-        "config.json:3:40: quantization_config.quant_method: 'gptq' is not mapped: its files also "
+        "config.json:3:43: quantization_config.quant_method: 'gptq' is not mapped: its files also "
         "store g_idx, an int32 per input row of each matrix, which calc's per-value formats "
         "cannot express (use --weights for an estimate)");
+}
+
+TEST_CASE("GLM-4.5-Air config: 106,852,251,264 parameters without MTP; Q/K/V biases") {
+  testing::model m = imported("glm-4.5-air.json");
+  // Per layer: q/o 2*4096*12288, k/v 2*4096*1024, Q/K/V biases 12288 + 2*1024 = 109,066,240;
+  // norms 2*4096. Layer 0's MLP 3*4096*10944 = 134,479,872; 45 MoE layers of 128 experts
+  // 3*4096*1408, one shared expert of 1408, router 128*4096 and its bias 128 = 2,232,418,432
+  // each. 46*109,074,432 + 134,479,872 + 45*2,232,418,432 + embedding and head 2*151552*4096 +
+  // the final norm = 106,852,251,264 (the published 106B; the MTP layer is excluded).
+  CHECK(params(m) == 106'852'251'264);
+  REQUIRE(m.spec.mtp.has_value());
+  CHECK(m.spec.mtp->layers == 1);
+  const auto& a = std::get<attention_gqa>(*m.spec.layers.base.attention);
+  CHECK((a.qkv_bias && !a.o_bias && !a.qk_norm));
+  // 2 * 8 * 128 * 2 B * 46 = 188,416 B/token.
+  CHECK(state(m, 8192) == 188'416LL * 8192);      // 1,543,503,872 B
+  CHECK(state(m, 131072) == 188'416LL * 131072);  // 24,696,061,952 B = 23 GiB
 }
