@@ -521,3 +521,31 @@ TEST_CASE("GLM-4.5-Air config: 106,852,251,264 parameters without MTP; Q/K/V bia
   CHECK(state(m, 8192) == 188'416LL * 8192);      // 1,543,503,872 B
   CHECK(state(m, 131072) == 188'416LL * 131072);  // 24,696,061,952 B = 23 GiB
 }
+
+TEST_CASE("KDA gate_rank in model YAML: g_a/g_b parameters; needs output_gate") {
+  const std::string yaml = R"(schema: 1
+name: kda-gate
+vocab: 100
+hidden: 64
+layers:
+  count: 1
+  attention: {kind: kda, heads: 2, key_dim: 16, value_dim: 16, decay_rank: 8, GATE}
+  ffn: {kind: swiglu, intermediate: 128}
+)";
+  auto with = [&](const std::string& gate) {
+    std::string y = yaml;
+    y.replace(y.find("GATE"), 4, gate);
+    return y;
+  };
+  testing::model full = testing::model::from_text(with("output_gate: true"));
+  testing::model low = testing::model::from_text(with("output_gate: true, gate_rank: 8"));
+  // Full rank: g 64 x 32 = 2048. Low rank 8: g_a 64 x 8 + g_b 8 x 32 = 768.
+  CHECK(params(full) - params(low) == 2048 - 768);
+  std::string e;
+  try {
+    testing::model::from_text(with("output_gate: false, gate_rank: 8"));
+  } catch (const spec_error& x) {
+    e = x.what();
+  }
+  CHECK(e.find("gate_rank: a low-rank gate needs output_gate: true") != std::string::npos);
+}
