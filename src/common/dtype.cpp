@@ -38,7 +38,8 @@ std::vector<std::string> split(const std::string& text, char sep) {
 [[noreturn]] void unknown(const std::string& text) {
   throw std::invalid_argument(fmt::format(
       "unknown precision '{}' (known: bf16, fp16, fp32, fp64, fp8, int8, int4, fp4, int32, int64, "
-      "mxfp4, nvfp4, <elem>:g<N>[:<scale>][:zero] such as int4:g128, or a mixed record such as "
+      "mxfp4, nvfp4, <elem>:g<N>[:<scale>][:zero[:<zero>]] such as int4:g128, or a mixed record "
+      "such as "
       "fp8:g64:e8m0*448+bf16*64@8)",
       text));
 }
@@ -130,7 +131,15 @@ dtype parse_dtype(const std::string& text) {
   t.scale_bits = 16;  // bf16 scales unless stated
   for (std::size_t i = 2; i < parts.size(); ++i) {
     if (parts[i] == "zero") {
+      // A zero point per group: as wide as the scale, or the element named next
+      // (AWQ's packed int4 zeros: int4:g128:fp16:zero:int4).
       t.zero_bits = t.scale_bits;
+      if (i + 1 < parts.size()) {
+        auto zero = element_bits().find(parts[i + 1]);
+        if (zero == element_bits().end()) unknown(text);
+        t.zero_bits = zero->second;
+        ++i;
+      }
       continue;
     }
     auto scale = element_bits().find(parts[i]);

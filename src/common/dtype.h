@@ -37,7 +37,8 @@ struct dtype {
 };
 
 /// Parses a format name: `bf16`, `fp16`, `fp32`, `fp8`, `int8`, `int4`, `fp4`, `int64`, `mxfp4`,
-/// `nvfp4`, `<elem>:g<N>[:<scale format>][:zero]` (default scale bf16), or a mixed record
+/// `nvfp4`, `<elem>:g<N>[:<scale format>][:zero[:<zero format>]]` (default scale bf16; a zero
+/// point as wide as the scale unless its format is named), or a mixed record
 /// `<format>*<count>+<format>*<count>[@<align>]`, e.g. `fp8:g64:e8m0*448+bf16*64@8`.
 /// Throws std::invalid_argument with a message listing the known names.
 dtype parse_dtype(const std::string& text);

@@ -374,7 +374,12 @@ class kda_runtime final : public linear_runtime {
     f_a_ = random_weight(rng, s.hidden, a.decay_rank);
     f_b_ = random_weight(rng, a.decay_rank, kw);
     w_beta_ = random_weight(rng, s.hidden, a.heads);
-    if (a.output_gate) g_ = random_weight(rng, s.hidden, vw);
+    if (a.output_gate && a.gate_rank > 0) {  // low-rank gate: g_a then g_b
+      g_ = random_weight(rng, s.hidden, a.gate_rank);
+      g_b_ = random_weight(rng, a.gate_rank, vw);
+    } else if (a.output_gate) {
+      g_ = random_weight(rng, s.hidden, vw);
+    }
     wo_ = random_weight(rng, vw, s.hidden);
     conv_ = random_weight(rng, channels_, std::max<std::int64_t>(1, a.conv_kernel));
   }
@@ -403,7 +408,7 @@ class kda_runtime final : public linear_runtime {
       out.block(0, h * dv, P, dv) = delta(h, q, k, v, ld, beta, p, c);
     }
     if (a_.output_gate) {
-      mat gate = gemm(x, g_, &lin);
+      mat gate = a_.gate_rank > 0 ? gemm(gemm(x, g_, &lin), g_b_, &lin) : gemm(x, g_, &lin);
       out = out.array() * gate.unaryExpr([](float v) { return sigmoid(v); }).array();
     }
     mat y = gemm(out, wo_, &lin);
@@ -414,7 +419,7 @@ class kda_runtime final : public linear_runtime {
 
  private:
   attention_kda a_;
-  mat wq_, wk_, wv_, f_a_, f_b_, w_beta_, g_, wo_, conv_;
+  mat wq_, wk_, wv_, f_a_, f_b_, w_beta_, g_, g_b_, wo_, conv_;
 };
 
 /// Mamba2 (SSD): in_proj to z, x, B, C, dt; the depthwise convolution over x, B, C with its

@@ -36,6 +36,7 @@ struct scaler {
     a.key_dim = down(a.key_dim, k);
     a.value_dim = down(a.value_dim, k);
     a.decay_rank = down(a.decay_rank, k);
+    if (a.gate_rank > 0) a.gate_rank = down(a.gate_rank, k);
   }
   void operator()(attention_dsa& a) const {
     a.heads = down(a.heads, k);

@@ -91,8 +91,8 @@ struct signature_visitor {
                        a.conv_kernel);
   }
   std::string operator()(const attention_kda& a) const {
-    return fmt::format("kda {} {} {} {} {} {}", a.heads, a.key_dim, a.value_dim, a.decay_rank,
-                       a.conv_kernel, a.output_gate);
+    return fmt::format("kda {} {} {} {} {} {} {}", a.heads, a.key_dim, a.value_dim, a.decay_rank,
+                       a.conv_kernel, a.output_gate, a.gate_rank);
   }
   std::string operator()(const attention_dsa& a) const {
     std::string s = fmt::format("dsa {} {} {} {} {} {} {}", a.heads, a.head_dim, a.q_rank,

@@ -88,7 +88,11 @@ attention_spec read_kda(yaml_map& m) {
   a.decay_rank = m.integer("decay_rank");
   a.conv_kernel = m.optional_integer("conv_kernel", 0).value_or(0);
   a.output_gate = m.boolean("output_gate", true);
-  m.finish({"kind", "heads", "key_dim", "value_dim", "decay_rank", "conv_kernel", "output_gate"});
+  a.gate_rank = m.optional_integer("gate_rank", 0).value_or(0);
+  if (a.gate_rank > 0 && !a.output_gate)
+    m.fail("gate_rank", "a low-rank gate needs output_gate: true");
+  m.finish({"kind", "heads", "key_dim", "value_dim", "decay_rank", "conv_kernel", "output_gate",
+            "gate_rank"});
   return a;
 }
 

@@ -66,7 +66,8 @@ struct attention_gdn {
 };
 
 /// Kimi Delta Attention (Kimi K3; seed 004): Q/K/V, a low-rank per-channel decay (a: d->rank,
-/// b: rank->heads*key_dim), a per-head update gate (beta), an output gate, separate short
+/// b: rank->heads*key_dim), a per-head update gate (beta), an output gate (full rank, or low rank
+/// like the decay: Kimi Linear), separate short
 /// convolutions on Q, K and V, and a recurrent state of heads x key_dim x value_dim.
 struct attention_kda {
   std::int64_t heads = 0;
@@ -74,7 +75,8 @@ struct attention_kda {
   std::int64_t value_dim = 0;
   std::int64_t decay_rank = 0;   // rank of the decay projection
   std::int64_t conv_kernel = 0;  // short-convolution width on each of Q, K, V; 0 = none
-  bool output_gate = true;       // full-rank gate d -> heads * value_dim
+  bool output_gate = true;       // gate d -> heads * value_dim
+  std::int64_t gate_rank = 0;    // 0: full-rank gate; r: low rank, g_a d->r, g_b r->heads*value_dim
 
   bool operator==(const attention_kda&) const = default;
 };

@@ -131,8 +131,13 @@ void add_tensors(const attention_kda& a, const model_context& m, std::vector<ten
   out.push_back(
       {"attention", "f_b_proj", category::attention, checked(a.decay_rank) * k_width, w, true});
   out.push_back({"attention", "beta_proj", category::attention, d * a.heads, w, true});
-  if (a.output_gate)
+  if (a.output_gate && a.gate_rank > 0) {  // low rank, like the decay (Kimi Linear)
+    out.push_back({"attention", "g_a_proj", category::attention, d * a.gate_rank, w, true});
+    out.push_back(
+        {"attention", "g_b_proj", category::attention, checked(a.gate_rank) * v_width, w, true});
+  } else if (a.output_gate) {
     out.push_back({"attention", "g_proj", category::attention, d * v_width, w, true});
+  }
   out.push_back({"attention", "o_proj", category::attention, v_width * d, w, true});
   if (a.conv_kernel > 0)
     out.push_back(

@@ -24,6 +24,9 @@ TEST_CASE("group-scaled formats give the production record sizes of §2.3.6") {
   CHECK(parse_dtype("nvfp4").bytes(16).value() == 9);
   // int4 with a bf16 scale and zero point per 128: 64 + 2 + 2 bytes per group
   CHECK(parse_dtype("int4:g128:zero").bytes(128).value() == 68);
+  // AWQ: an fp16 scale and a packed int4 zero per 128; two groups are 2 x 64 + 2 x 2 + 1 bytes.
+  CHECK(parse_dtype("int4:g128:fp16:zero:int4").bytes(256).value() == 133);
+  CHECK_THROWS(parse_dtype("int4:g128:zero:bogus"));
   CHECK(parse_dtype("int4:g128").bytes(129).value() == 65 + 4);  // tail group padded
 }
 

@@ -334,3 +334,219 @@ TEST_CASE("gemma3 (multimodal): the language model is read from text_config") {
   CHECK(s.layers.overrides[0].at == std::vector<std::int64_t>{5, 11});
   CHECK(s.precision.weights.name == "bf16");
 }
+
+// ---- real configs of the families that had only written-here configs above ----------------
+
+TEST_CASE("Mistral-7B-v0.1 config: 7,241,732,096 parameters; a 4096-token window everywhere") {
+  testing::model m = imported("mistral-7b-v0.1.json");
+  // Per layer: attention 2*4096^2 + 2*4096*1024 = 41,943,040; MLP 3*4096*14336 = 176,160,768;
+  // norms 2*4096. x32 = 6,979,584,000, plus embedding and head 2*32000*4096 = 262,144,000 and the
+  // final norm 4096: the published 7,241,732,096.
+  CHECK(params(m) == 7'241'732'096);
+  // sliding_window 4096 on every layer (Mistral v0.1): each layer keeps at most 4096 tokens of
+  // 2 * 8 * 128 * 2 B = 4096 B; 32 layers x 4096 B x 4096 tokens = 536,870,912 B (512 MiB) at
+  // 8K and at 128K alike.
+  CHECK(state(m, 8192) == 536'870'912);
+  CHECK(state(m, 131072) == 536'870'912);
+}
+
+TEST_CASE("Qwen2.5-7B-Instruct config: 7,615,616,512 parameters; Q/K/V biases; no window") {
+  testing::model m = imported("qwen2.5-7b-instruct.json");
+  // The published checkpoint's tensors sum to 7,615,616,512: embedding and head
+  // 2*152064*3584 = 1,090,011,136; per layer q/o 2*3584^2, k/v 2*3584*512, Q/K/V biases
+  // 3584 + 2*512, MLP 3*3584*18944, norms 2*3584 = 233,856,512, x28 = 6,547,982,336; final norm.
+  CHECK(params(m) == 7'615'616'512);
+  const auto& a = std::get<attention_gqa>(*m.spec.layers.base.attention);
+  CHECK((a.qkv_bias && !a.o_bias && !a.window));  // use_sliding_window: false
+  // 2 * 4 * 128 * 2 B * 28 = 57,344 B/token.
+  CHECK(state(m, 8192) == 57'344LL * 8192);      // 469,762,048 B = 448 MiB
+  CHECK(state(m, 131072) == 57'344LL * 131072);  // 7,516,192,768 B = 7 GiB
+}
+
+TEST_CASE("Gemma-2-9B config: 9,241,705,984 parameters; even layers slide over 4096") {
+  testing::model m = imported("gemma-2-9b.json");
+  // Per layer: q/o 2*3584*4096, k/v 2*3584*2048 = 44,040,192; MLP 3*3584*14336 = 154,140,672;
+  // four norms 4*3584. x42 = 8,324,198,400, plus the tied embedding 256000*3584 = 917,504,000 and
+  // the final norm: 9,241,705,984 (the published 9.24B).
+  CHECK(params(m) == 9'241'705'984);
+  CHECK(m.spec.tie_embeddings);
+  // 2 * 8 * 256 * 2 B = 8192 B per token and layer. 21 full layers hold every token, 21 sliding
+  // layers at most 4096: 8K: 21*8192*8192 + 21*8192*4096 = 2,113,929,216 B;
+  // 128K: 21*8192*131072 + 704,643,072 = 23,253,221,376 B.
+  CHECK(state(m, 8192) == 2'113'929'216);
+  CHECK(state(m, 131072) == 23'253'221'376);
+}
+
+TEST_CASE("Phi-3-mini-4k-instruct config: 3,821,079,552 parameters; window 2047") {
+  testing::model m = imported("phi-3-mini-4k-instruct.json");
+  // Fused qkv_proj 3072*9216 and gate_up_proj 3072*16384 hold the same counts as separate
+  // matrices: per layer 28,311,552 + 9,437,184 + 50,331,648 + 25,165,824 + 2*3072 = 113,252,352,
+  // x32 = 3,624,075,264, plus embedding and head 2*32064*3072 = 197,001,216 and the final norm:
+  // the published 3,821,079,552.
+  CHECK(params(m) == 3'821'079'552);
+  // sliding_window 2047 on all 32 layers: 2 * 32 * 96 * 2 B * 32 = 393,216 B/token, at most 2047
+  // tokens: 804,913,152 B at 8K and 128K.
+  CHECK(state(m, 8192) == 393'216LL * 2047);
+  CHECK(state(m, 131072) == 393'216LL * 2047);
+}
+
+TEST_CASE("DeepSeek-V2-Lite-Chat config: 15,706,484,224 parameters; compact MLA cache") {
+  testing::model m = imported("deepseek-v2-lite-chat.json");
+  // The published checkpoint's tensors sum to 15,706,484,224: q_lora_rank null (q_proj
+  // 2048 x 16*192), kv_a 2048x576, kv_a_layernorm 512, kv_b 512x4096, o 2048^2 on 27 layers; one
+  // dense layer (3*2048*10944); 26 MoE layers of 64 experts 3*2048*1408, two shared (2816) and a
+  // router 64x2048; embedding and head 2*102400*2048.
+  CHECK(params(m) == 15'706'484'224);
+  CHECK(std::get<attention_mla>(*m.spec.layers.base.attention).q_rank == 0);
+  // Compact cache: (512 + 64) * 2 B * 27 layers = 31,104 B/token.
+  CHECK(state(m, 8192) == 31'104LL * 8192);      // 254,803,968 B
+  CHECK(state(m, 131072) == 31'104LL * 131072);  // 4,076,863,488 B
+}
+
+TEST_CASE("Qwen1.5-MoE-A2.7B config: 14,315,784,192 parameters; gated shared expert") {
+  testing::model m = imported("qwen1.5-moe-a2.7b-chat.json");
+  // Per layer: attention 4*2048^2 + Q/K/V biases 3*2048 = 16,783,360; 60 experts 3*2048*1408 =
+  // 519,045,120; shared expert 3*2048*5632 = 34,603,008 and its gate 2048; router 60*2048;
+  // norms 2*2048: 570,560,512, x24 = 13,693,452,288, plus embedding and head 2*151936*2048 =
+  // 622,329,856 and the final norm: 14,315,784,192 (the published 14.3B).
+  CHECK(params(m) == 14'315'784'192);
+  const auto& moe = std::get<ffn_moe>(*m.spec.layers.base.ffn);
+  CHECK((moe.experts == 60 && moe.top_k == 4 && moe.shared_gate));
+  // 2 * 16 * 128 * 2 B * 24 = 196,608 B/token (use_sliding_window: false).
+  CHECK(state(m, 8192) == 196'608LL * 8192);      // 1,610,612,736 B = 1.5 GiB
+  CHECK(state(m, 131072) == 196'608LL * 131072);  // 25,769,803,776 B = 24 GiB
+}
+
+TEST_CASE("Kimi-Linear-48B-A3B config: 49,122,681,728 parameters; 20 KDA + 7 MLA layers") {
+  testing::model m = imported("kimi-linear-48b-a3b-instruct.json");
+  // The published checkpoint's tensors sum to 49,122,681,728:
+  //   embedding and head 2*163840*2304 = 754,974,720; norms 27*2*2304 + 2304 = 126,720;
+  //   KDA (20 layers): q/k/v 3*2304*4096, f_a 2304*128, f_b 128*4096, g_a 2304*128, g_b
+  //     128*4096, b_proj 2304*32, o_proj 4096*2304, q/k/v conv 3*4096*4, A_log 32, dt_bias 4096,
+  //     o_norm 128 = 39,514,272 each -> 790,285,440;
+  //   MLA (layers 4, 8, ..., 24, 27; 1-based): q_proj 2304*32*192, kv_a 2304*576, kv_a norm 512,
+  //     kv_b 512*32*256, o 4096*2304 = 29,114,880 each -> 203,804,160;
+  //   layer 0's MLP 3*2304*9216 = 63,700,992; 26 MoE layers of 256 experts 3*2304*1024, router
+  //     256*2304 and its bias 256, one shared expert 3*2304*1024 = 1,819,607,296 each.
+  CHECK(params(m) == 49'122'681'728);
+  const auto& kda = std::get<attention_kda>(*m.spec.layers.base.attention);
+  CHECK((kda.heads == 32 && kda.key_dim == 128 && kda.decay_rank == 128 && kda.gate_rank == 128));
+  REQUIRE(m.spec.layers.variants.count("full"));
+  const auto& mla = std::get<attention_mla>(*m.spec.layers.variants.at("full").attention);
+  CHECK((!mla.rope_branch && mla.q_rank == 0));  // mla_use_nope: true
+  // MLA compact cache: (512 + 64) * 2 B * 7 = 8064 B/token. Each KDA layer keeps a fixed
+  // 32 x 128 x 128 FP32 state (2,097,152 B) and conv slots of 4 x 3*4096 BF16 values (98,304 B):
+  // 20 * 2,195,456 = 43,909,120 B.
+  CHECK(state(m, 8192) == 8064LL * 8192 + 43'909'120);      // 109,969,408 B
+  CHECK(state(m, 131072) == 8064LL * 131072 + 43'909'120);  // 1,100,873,728 B
+}
+
+TEST_CASE("kimi_linear layer lists: out of range, overlapping and missing layers are errors") {
+  const std::string head = R"({"model_type": "kimi_linear", "vocab_size": 10, "hidden_size": 64,
+  "num_hidden_layers": 4, "num_attention_heads": 4, "intermediate_size": 128,
+  "kv_lora_rank": 16, "q_lora_rank": null, "qk_nope_head_dim": 8, "qk_rope_head_dim": 8,
+  "v_head_dim": 8, "num_experts": 4, "num_experts_per_token": 2, "moe_intermediate_size": 16,
+  "linear_attn_config": {"num_heads": 2, "head_dim": 8, "short_conv_kernel_size": 4, )";
+  CHECK(import_error(head + R"("full_attn_layers": [4, 5]}})") ==
+        "config.json:5:106: linear_attn_config.full_attn_layers: layer 5 is outside 1..4 "
+        "(num_hidden_layers)");
+  CHECK(import_error(head + R"("full_attn_layers": [4], "kda_layers": [1, 2, 4]}})") ==
+        "config.json:5:125: linear_attn_config.kda_layers: layer 4 is also in "
+        "linear_attn_config.full_attn_layers");
+  CHECK(import_error(head + R"("full_attn_layers": [4], "kda_layers": [1, 2]}})") ==
+        "config.json:5:125: linear_attn_config.kda_layers: layer 3 is in neither "
+        "linear_attn_config.full_attn_layers nor linear_attn_config.kda_layers");
+  CHECK(import_error(head + R"("full_attn_layers": [4], "use_full_rank_gate": true}})") ==
+        "(no error)");
+}
+
+TEST_CASE("Kimi Linear: the low-rank KDA gate runs in the reference executor like the tally") {
+  std::ostringstream out, err;
+  int code = run_cli({"validate", "--model", fixture("kimi-linear-48b-a3b-instruct.json"),
+                      "--scale", "16", "--length", "160", "--decode-steps", "2"},
+                     out, err);
+  CAPTURE(out.str());
+  CAPTURE(err.str());
+  CHECK(code == 0);
+}
+
+TEST_CASE("AWQ checkpoint (Qwen3-32B-AWQ): int4 weights with fp16 scales and int4 zeros") {
+  testing::model m = imported("qwen3-32b-awq.json");
+  params_tally p = tally_params(m.g);
+  CHECK(p.total.value() == 32'762'123'264);  // Qwen3-32B's parameters
+  // As the published files store them (qweight int32 [in, out/8], qzeros int32 [in/128, out/8],
+  // scales 16-bit [in/128, out]): the 64 layers' matrices hold 487,587,840 values each, i.e.
+  // 243,793,920 B of int4 + 3,809,280 groups x (2 B scale + 0.5 B zero) = 253,317,120 B, x64 =
+  // 16,212,295,680 B; embedding and head 2*151936*5120 in 16 bits = 3,111,649,280 B; norms
+  // (64 * (2*5120 + 2*128) + 5120) * 2 B = 1,353,728 B. Total 19,325,298,688 B = 18.00 GiB, the
+  // checkpoint's 18.00 "GB" (GiB) of safetensors.
+  CHECK(p.weight_bytes.value() == 19'325'298'688);
+  // The cache keeps the model dtype (float16): 2 * 8 * 128 * 2 B * 64 = 262,144 B/token.
+  CHECK(state(m, 8192) == 262'144LL * 8192);      // 2 GiB
+  CHECK(state(m, 131072) == 262'144LL * 131072);  // 32 GiB
+}
+
+TEST_CASE("AWQ and GPTQ: what is mapped and what is a located error") {
+  const std::string head = R"({"model_type": "llama", "vocab_size": 10, "hidden_size": 64,
+  "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 128,
+  "quantization_config": )";
+  auto weights = [&](const std::string& q) {
+    return testing::model::from_text(hf::import_text(head + q + "}", "config.json", "t").yaml)
+        .spec.precision.weights.name;
+  };
+  CHECK(weights(R"({"quant_method": "awq", "bits": 4, "group_size": 64, "zero_point": false})") ==
+        "int4:g64:fp16");
+  CHECK(weights(R"({"quant_method": "awq", "bits": 4, "group_size": 128})") ==
+        "int4:g128:fp16:zero:int4");
+  CHECK(import_error(head + R"({"quant_method": "awq", "bits": 8, "group_size": 128}})") ==
+        "config.json:3:58: quantization_config.bits: AWQ with 8 bits is not mapped (calc reads 4)");
+  CHECK(import_error(head + R"({"quant_method": "gptq", "bits": 4, "group_size": 128}})") ==
+        "config.json:3:43: quantization_config.quant_method: 'gptq' is not mapped: its files also "
+        "store g_idx, an int32 per input row of each matrix, which calc's per-value formats "
+        "cannot express (use --weights for an estimate)");
+}
+
+TEST_CASE("GLM-4.5-Air config: 106,852,251,264 parameters without MTP; Q/K/V biases") {
+  testing::model m = imported("glm-4.5-air.json");
+  // Per layer: q/o 2*4096*12288, k/v 2*4096*1024, Q/K/V biases 12288 + 2*1024 = 109,066,240;
+  // norms 2*4096. Layer 0's MLP 3*4096*10944 = 134,479,872; 45 MoE layers of 128 experts
+  // 3*4096*1408, one shared expert of 1408, router 128*4096 and its bias 128 = 2,232,418,432
+  // each. 46*109,074,432 + 134,479,872 + 45*2,232,418,432 + embedding and head 2*151552*4096 +
+  // the final norm = 106,852,251,264 (the published 106B; the MTP layer is excluded).
+  CHECK(params(m) == 106'852'251'264);
+  REQUIRE(m.spec.mtp.has_value());
+  CHECK(m.spec.mtp->layers == 1);
+  const auto& a = std::get<attention_gqa>(*m.spec.layers.base.attention);
+  CHECK((a.qkv_bias && !a.o_bias && !a.qk_norm));
+  // 2 * 8 * 128 * 2 B * 46 = 188,416 B/token.
+  CHECK(state(m, 8192) == 188'416LL * 8192);      // 1,543,503,872 B
+  CHECK(state(m, 131072) == 188'416LL * 131072);  // 24,696,061,952 B = 23 GiB
+}
+
+TEST_CASE("KDA gate_rank in model YAML: g_a/g_b parameters; needs output_gate") {
+  const std::string yaml = R"(schema: 1
+name: kda-gate
+vocab: 100
+hidden: 64
+layers:
+  count: 1
+  attention: {kind: kda, heads: 2, key_dim: 16, value_dim: 16, decay_rank: 8, GATE}
+  ffn: {kind: swiglu, intermediate: 128}
+)";
+  auto with = [&](const std::string& gate) {
+    std::string y = yaml;
+    y.replace(y.find("GATE"), 4, gate);
+    return y;
+  };
+  testing::model full = testing::model::from_text(with("output_gate: true"));
+  testing::model low = testing::model::from_text(with("output_gate: true, gate_rank: 8"));
+  // Full rank: g 64 x 32 = 2048. Low rank 8: g_a 64 x 8 + g_b 8 x 32 = 768.
+  CHECK(params(full) - params(low) == 2048 - 768);
+  std::string e;
+  try {
+    testing::model::from_text(with("output_gate: false, gate_rank: 8"));
+  } catch (const spec_error& x) {
+    e = x.what();
+  }
+  CHECK(e.find("gate_rank: a low-rank gate needs output_gate: true") != std::string::npos);
+}

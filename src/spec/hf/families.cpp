@@ -69,6 +69,13 @@ const std::map<std::string, std::string>& common_names() {
       {"gated_norm", ""},
       {"ssm_chunk", ""},
       {"attn_layers", ""},
+      {"mla_nope", ""},
+      {"mla_gate", ""},
+      {"full_layers", ""},
+      {"linear_layers", ""},
+      {"kda_heads", ""},
+      {"kda_head_dim", ""},
+      {"kda_full_gate", ""},
   };
   return names;
 }
@@ -98,7 +105,9 @@ json gqa_defaults(json extra) {
             {"router_bias", false},
             {"mtp_layers", 0},
             {"sinks", false},
-            {"expert_bias", false}};
+            {"expert_bias", false},
+            {"mla_nope", false},
+            {"mla_gate", false}};
   for (auto& [k, v] : extra.items()) d[k] = v;
   return d;
 }
@@ -382,6 +391,34 @@ const std::vector<family>& families() {
                                  {"out_proj_bias", false},
                                  {"gated_norm", false},
                                  {"ssm_chunk", 256}})},
+      // KimiLinearConfig (moonshotai/Kimi-Linear-48B-A3B): linear_attn_config lists the 1-based
+      // full-attention (MLA) and KDA layers; KDA heads of head_dim keys and values, the decay and
+      // (unless use_full_rank_gate) the output gate low rank through head_dim, as the checkpoint
+      // stores f_a/f_b and g_a/g_b; MLA without RoPE (mla_use_nope); DeepSeek-style MoE with the
+      // routing bias (e_score_correction_bias) from first_k_dense_replace on.
+      {.model_type = "kimi_linear",
+       .architectures = {"KimiLinearForCausalLM"},
+       .attention = attention_family::mla,
+       .ffn = ffn_family::moe,
+       .layers = layer_rule::layer_lists,
+       .linear = linear_family::kda,
+       .names = {{"qkv_bias", ""},
+                 {"o_bias", ""},
+                 {"mlp_bias", ""},
+                 {"top_k", "num_experts_per_token"},
+                 {"shared_experts", "num_shared_experts"},
+                 {"shared_intermediate", ""},
+                 {"mla_nope", "mla_use_nope"},
+                 {"mla_gate", "mla_use_output_gate"},
+                 {"full_layers", "linear_attn_config.full_attn_layers"},
+                 {"linear_layers", "linear_attn_config.kda_layers"},
+                 {"kda_heads", "linear_attn_config.num_heads"},
+                 {"kda_head_dim", "linear_attn_config.head_dim"},
+                 {"linear_conv", "linear_attn_config.short_conv_kernel_size"},
+                 {"kda_full_gate", "linear_attn_config.use_full_rank_gate"}},
+       .defaults = gqa_defaults({{"shared_intermediate", "=moe_intermediate"},
+                                 {"router_bias", true},
+                                 {"kda_full_gate", false}})},
   };
   return table;
 }

@@ -16,6 +16,8 @@ namespace calc::hf {
 
 enum class attention_family { gqa, mla };
 enum class ffn_family { dense, moe };
+/// The kind of a family's linear-attention layers.
+enum class linear_family { gated_deltanet, kda };
 
 /// How a config marks each layer's attention when it has no `layer_types` list.
 enum class layer_rule {
@@ -28,6 +30,7 @@ enum class layer_rule {
   mixer_only,         // Mamba2: every layer a Mamba2 mixer and nothing else
   parallel_hybrid,    // Falcon-H1: every layer attention and a Mamba2 mixer side by side, then
                       // the feed-forward (attn_layer_indices, where set, is not read: an error)
+  layer_lists,        // Kimi Linear: 1-based lists of full-attention and linear (KDA) layers
 };
 
 /// One architecture family: the table the translator reads.
@@ -38,9 +41,10 @@ struct family {
   attention_family attention = attention_family::gqa;
   ffn_family ffn = ffn_family::dense;
   layer_rule layers = layer_rule::uniform;
+  linear_family linear = linear_family::gated_deltanet;
   bool dense_mlp = false;  // dense feed-forward is up/down without a gate (Nemotron-H's relu2)
   /// Role -> config field where it differs from common_names(); "" = no field (always the
-  /// family default).
+  /// family default); "a.b" = field b of the nested object a (linear_attn_config.num_heads).
   std::map<std::string, std::string> names;
   /// Role -> documented default. A string "=a/b" or "=a" is derived from other roles
   /// (head_dim = hidden / heads). A role with no default and no field value is an error.

@@ -92,13 +92,40 @@ class family_reader {
     return common_names().at(role);
   }
 
+  /// The object holding a field and the key within it: "a.b" is field b of the nested object a
+  /// (linear_attn_config.num_heads); a missing outer object leaves the field absent.
+  std::pair<hf_object, std::string> at(const std::string& fld) const {
+    auto dot = fld.find('.');
+    if (dot == std::string::npos) return {cfg_, fld};
+    std::string outer = fld.substr(0, dot);
+    if (!cfg_.has(outer) || !cfg_.value(outer).is_object()) return {cfg_, fld};
+    return {cfg_.object(outer), fld.substr(dot + 1)};
+  }
+
+  /// True when the config gives the role's field (present and not null).
+  bool given(const std::string& role) const {
+    std::string fld = field(role);
+    if (fld.empty()) return false;
+    auto [o, k] = at(fld);
+    return o.has(k);
+  }
+
+  /// Raises a located error about a role's field.
+  [[noreturn]] void fail(const std::string& role, const std::string& message) const {
+    std::string fld = field(role);
+    auto [o, k] = at(fld.empty() ? role : fld);
+    o.fail(k, message);
+  }
+
   /// The role's value: the config field when given, else the family's documented default.
   valued get(const std::string& role) const {
     std::string fld = field(role);
-    if (!fld.empty() && cfg_.has(fld)) return {cfg_.value(fld), fld};
+    if (given(role)) {
+      auto [o, k] = at(fld);
+      return {o.value(k), fld};
+    }
     if (!f_.defaults.contains(role))
-      cfg_.fail(fld.empty() ? role : fld,
-                fmt::format("missing required field ({} has no default for it)", f_.model_type));
+      fail(role, fmt::format("missing required field ({} has no default for it)", f_.model_type));
     const json& d = f_.defaults.at(role);
     if (d.is_string() && d.get<std::string>().starts_with("=")) return derived(role, d);
     std::string origin = fld.empty() ? fmt::format("fixed in {}", f_.model_type)
@@ -109,44 +136,51 @@ class family_reader {
   std::int64_t integer(const std::string& role, std::string& origin) const {
     valued v = get(role);
     origin = v.origin;
-    std::string fld = field(role);
-    if (!fld.empty() && cfg_.has(fld)) return cfg_.integer(fld);  // located type check
+    if (given(role)) {  // located type check
+      auto [o, k] = at(field(role));
+      return o.integer(k);
+    }
     return v.value.get<std::int64_t>();
   }
 
   /// A width that must be positive (heads, dimensions, counts).
   std::int64_t positive(const std::string& role, std::string& origin) const {
     std::int64_t v = integer(role, origin);
-    if (v == 0) cfg_.fail(field(role).empty() ? role : field(role), "must be positive, got 0");
+    if (v == 0) fail(role, "must be positive, got 0");
     return v;
   }
 
   bool flag(const std::string& role, std::string& origin) const {
     valued v = get(role);
     origin = v.origin;
-    std::string fld = field(role);
-    if (!fld.empty() && cfg_.has(fld)) return cfg_.boolean(fld);
+    if (given(role)) {
+      auto [o, k] = at(field(role));
+      return o.boolean(k);
+    }
     return v.value.get<bool>();
   }
 
   std::vector<std::int64_t> integers(const std::string& role, std::string& origin) const {
     valued v = get(role);
     origin = v.origin;
-    std::string fld = field(role);
-    if (!fld.empty() && cfg_.has(fld)) return cfg_.integers(fld);
+    if (given(role)) {
+      auto [o, k] = at(field(role));
+      return o.integers(k);
+    }
     return v.value.get<std::vector<std::int64_t>>();
   }
 
   /// An optional value: none when the config gives null and the default is null too.
   std::optional<std::int64_t> optional_integer(const std::string& role, std::string& origin) const {
     std::string fld = field(role);
-    if (!fld.empty() && cfg_.is_null(fld)) {
+    auto [o, k] = at(fld);
+    if (!fld.empty() && o.is_null(k)) {
       origin = fld;
       return std::nullopt;
     }
-    if (!fld.empty() && cfg_.has(fld)) {
+    if (!fld.empty() && o.has(k)) {
       origin = fld;
-      return cfg_.integer(fld);
+      return o.integer(k);
     }
     valued v = get(role);
     origin = v.origin;
@@ -166,7 +200,10 @@ class family_reader {
     auto need = [&](const std::string& r) -> std::int64_t {
       std::string o;
       std::string rf = field(r);
-      if (!rf.empty() && cfg_.has(rf)) return cfg_.integer(rf);
+      if (given(r)) {
+        auto [ro, rk] = at(rf);
+        return ro.integer(rk);
+      }
       if (f_.defaults.contains(r) && f_.defaults.at(r).is_number_integer())
         return f_.defaults.at(r).get<std::int64_t>();
       cfg_.fail(fld, fmt::format("missing, and the {} default {} needs {}", f_.model_type, rule,
@@ -181,6 +218,7 @@ class family_reader {
                                    f_.model_type, rule, va, vb));
       value = va / vb;
     }
+    if (fld.empty()) return {value, fmt::format("{} (rule of {})", rule, f_.model_type)};
     return {value, fmt::format("{} (default of {}, {} absent)", rule, f_.model_type, fld)};
   }
 
@@ -359,6 +397,37 @@ std::vector<attn_kind> attention_kinds(const family_reader& r, std::int64_t coun
         if ((i + 1) % p != 0) kinds[static_cast<std::size_t>(i)] = attn_kind::linear;
       break;
     }
+    case layer_rule::layer_lists: {
+      // 1-based layer numbers (Kimi Linear): the full-attention list, and the linear list that,
+      // where given, must name every other layer.
+      std::fill(kinds.begin(), kinds.end(), attn_kind::linear);
+      origin = r.field("full_layers");
+      for (std::int64_t n : r.integers("full_layers", o)) {
+        if (n < 1 || n > count)
+          r.fail("full_layers",
+                 fmt::format("layer {} is outside 1..{} (num_hidden_layers)", n, count));
+        kinds[static_cast<std::size_t>(n - 1)] = attn_kind::full;
+      }
+      if (r.given("linear_layers")) {
+        std::vector<std::int64_t> linear = r.integers("linear_layers", o);
+        std::vector<bool> seen(static_cast<std::size_t>(count), false);
+        for (std::int64_t n : linear) {
+          if (n < 1 || n > count)
+            r.fail("linear_layers",
+                   fmt::format("layer {} is outside 1..{} (num_hidden_layers)", n, count));
+          if (kinds[static_cast<std::size_t>(n - 1)] == attn_kind::full)
+            r.fail("linear_layers", fmt::format("layer {} is also in {}", n, origin));
+          seen[static_cast<std::size_t>(n - 1)] = true;
+        }
+        for (std::int64_t i = 0; i < count; ++i)
+          if (kinds[static_cast<std::size_t>(i)] == attn_kind::linear &&
+              !seen[static_cast<std::size_t>(i)])
+            r.fail("linear_layers", fmt::format("layer {} is in neither {} nor {}", i + 1, origin,
+                                                r.field("linear_layers")));
+        origin += ", " + r.field("linear_layers");
+      }
+      break;
+    }
     case layer_rule::hybrid_pattern:
     case layer_rule::mixer_only:
     case layer_rule::parallel_hybrid:
@@ -492,6 +561,23 @@ ynode attention_node(const family_reader& r, attn_kind kind, std::int64_t hidden
     }
     return a;
   }
+  if (kind == attn_kind::linear && r.fam().linear == linear_family::kda) {
+    a.kids.push_back(scalar("kind", "kda", "Kimi Delta Attention layers"));
+    a.kids.push_back(numbered("heads", r.positive("kda_heads", o), o));
+    std::int64_t head_dim = r.positive("kda_head_dim", o);
+    a.kids.push_back(scalar("key_dim", std::to_string(head_dim), o));
+    a.kids.push_back(scalar("value_dim", std::to_string(head_dim), o));
+    const std::string rank_rule =
+        fmt::format("rank = {} (rule of {})", r.field("kda_head_dim"), r.fam().model_type);
+    a.kids.push_back(scalar("decay_rank", std::to_string(head_dim), "f_a/f_b, " + rank_rule));
+    a.kids.push_back(numbered("conv_kernel", r.positive("linear_conv", o), o));
+    a.kids.push_back(scalar("output_gate", "true", "gated output (o_norm x sigmoid(g))"));
+    if (!r.flag("kda_full_gate", o))
+      a.kids.push_back(scalar(
+          "gate_rank", std::to_string(head_dim),
+          fmt::format("g_a/g_b, {}; full rank only with {}", rank_rule, r.field("kda_full_gate"))));
+    return a;
+  }
   if (kind == attn_kind::linear) {
     a.kids.push_back(scalar("kind", "gated_deltanet", "linear_attention layers"));
     a.kids.push_back(numbered("qk_heads", r.positive("linear_qk_heads", o), o));
@@ -511,6 +597,10 @@ ynode attention_node(const family_reader& r, attn_kind kind, std::int64_t hidden
     a.kids.push_back(numbered("qk_nope", r.positive("qk_nope", o), o));
     a.kids.push_back(numbered("qk_rope", r.integer("qk_rope", o), o));
     a.kids.push_back(numbered("v_head", r.positive("v_head", o), o));
+    if (r.flag("mla_nope", o))
+      a.kids.push_back(
+          scalar("rope_branch", "false", o + ": NoPE, the qk_rope branch is still cached"));
+    if (r.flag("mla_gate", o)) a.kids.push_back(scalar("output_gate", "true", o));
     return a;
   }
   a.kids.push_back(scalar("kind", "gqa", fmt::format("{} attention", r.fam().model_type)));

@@ -48,9 +48,33 @@ std::optional<quant_formats> read_quant(const hf_object& root, const hf_json* mo
   } else if (method == "mxfp4") {
     f.weights = "mxfp4";
     f.origin += " = MXFP4: FP4 values, an E8M0 scale per 32";
+  } else if (method == "awq") {
+    // AutoAWQ's GEMM layout, as the files store each quantised Linear: qweight (eight int4 per
+    // int32), scales (fp16, one per group of group_size inputs and output column) and, with
+    // zero_point, qzeros (int4 per group, packed the same way).
+    if (q->has("bits") && q->integer("bits") != 4)
+      q->fail("bits",
+              fmt::format("AWQ with {} bits is not mapped (calc reads 4)", q->integer("bits")));
+    if (q->has("version") && q->text("version") != "gemm")
+      q->fail("version",
+              fmt::format("AWQ version '{}' is not mapped (calc reads gemm, whose packing it "
+                          "counts)",
+                          q->text("version")));
+    if (!q->has("group_size") || q->integer("group_size") == 0)
+      q->fail("group_size", "AWQ needs a positive group_size (inputs per scale)");
+    std::int64_t group = q->integer("group_size");
+    bool zero = !q->has("zero_point") || q->boolean("zero_point");
+    f.weights = fmt::format("int4:g{}:fp16{}", group, zero ? ":zero:int4" : "");
+    f.origin += fmt::format(" = awq: int4 values, an fp16 scale{} per {} inputs",
+                            zero ? " and an int4 zero" : "", group);
+  } else if (method == "gptq") {
+    q->fail(key,
+            "'gptq' is not mapped: its files also store g_idx, an int32 per input row of each "
+            "matrix, which calc's per-value formats cannot express (use --weights for an "
+            "estimate)");
   } else {
     q->fail(key, fmt::format("quantisation '{}' is not mapped (calc reads fp8, FP8, NVFP4, "
-                             "mxfp4)",
+                             "mxfp4, awq)",
                              method));
   }
   for (const char* k : {"kv_cache_quant_algo", "kv_cache_scheme"}) {
@@ -72,6 +96,14 @@ std::optional<quant_formats> read_quant(const hf_object& root, const hf_json* mo
         f.kept_dtype.push_back("embedding");
       } else if (norm) {
         continue;  // norms have their own format already
+      } else if (m == "gate" || m == "mlp.gate") {
+        // AutoAWQ's short form: every layer's router (mlp.gate) stays unquantised.
+        quant_formats::kept_role& k = f.kept_roles["router"];
+        if (k.field.empty()) {
+          k.where = q->doc().where(fmt::format("{}/{}/{}", q->pointer(), list_key, i));
+          k.field = fmt::format("{}[{}]", q->path_of(list_key), i);
+        }
+        k.all = true;
       } else if (m.ends_with("*") && m.starts_with("model.layers.")) {
         // A layer past num_hidden_layers is the MTP block, not counted in totals; checked
         // against the layer count by the caller.
