@@ -84,8 +84,9 @@ std::optional<std::int64_t> parse_token_count(const std::string& text) {
   std::size_t i = digits_end(text);
   std::int64_t value = 0;
   for (std::size_t k = 0; k < i; ++k) {
-    value = value * 10 + (text[k] - '0');
-    if (value > (1LL << 62)) return std::nullopt;
+    int digit = text[k] - '0';
+    if (value > ((1LL << 62) - digit) / 10) return std::nullopt;  // checked before it overflows
+    value = value * 10 + digit;
   }
   std::int64_t scale = token_scale(text.substr(i));
   if (value > (1LL << 62) / scale) return std::nullopt;

@@ -52,6 +52,11 @@ TEST_CASE("token counts as context lengths are spoken") {
   CHECK_FALSE(parse_token_count("1.5K"));
   CHECK_FALSE(parse_token_count("K"));
   CHECK_FALSE(parse_token_count("99999999999999999999"));  // too large, but shaped like a count
+  // The digit that would pass 2^62 is refused before the multiplication (UBSan found the old
+  // order overflowing on 999999999999999999 x 10).
+  CHECK_FALSE(parse_token_count("9999999999999999999"));
+  CHECK(parse_token_count("4611686018427387904") == 4611686018427387904LL);  // 2^62 itself
+  CHECK_FALSE(parse_token_count("4611686018427387905"));
   CHECK(looks_like_token_count("99999999999999999999"));
 }
 
