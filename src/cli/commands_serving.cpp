@@ -123,8 +123,12 @@ result run_capacity(const options& o) {
   j["requests"] = first->requests;
   j["weights_fit"] = first->weights_fit;
   if (!first->weights_fit)
-    j["note"] = fmt::format("the weights alone ({} B) plus the workspace exceed the {} B of memory",
-                            weights.value(), (checked(gpus.front().memory) * cards).value());
+    // In the units a reader expects (weights in GiB, card memory in decimal GB as vendors print
+    // it); weight_bytes and memory_bytes hold the exact integers.
+    j["note"] = fmt::format(
+        "the weights alone ({}) plus the workspace exceed the {} of memory",
+        weights.fits_int64() ? human_bytes(weights.value()) : exact(weights).dump() + " B",
+        human_decimal_bytes((checked(gpus.front().memory) * cards).value()));
   if (o.requests >= 0) {
     checked n = max_params(m.g, gpus.front(), cards, o.lengths.front(), workspace, o.requests);
     j["budget_requests"] = o.requests;

@@ -199,6 +199,16 @@ TEST_CASE("Markdown in human units; JSON keeps exact integers") {
   CHECK(plan["why_not_fewer"] ==
         "with 1 card of 24 GB the best layout (tp 1 x pp 1) leaves its fullest card 12.905 GiB "
         "short of weights + workspace + 16 requests' state");
+  // calc capacity's note when the weights alone do not fit: the same units. Kimi K3's bf16
+  // weights are weight_bytes exactly; the card is an RTX 4090's 24 GB.
+  auto capacity =
+      json_of({"capacity", "--model", "kimi-k3", "--gpu", "rtx-4090", "--length", "8K"});
+  CHECK(capacity["weights_fit"] == false);
+  CHECK(capacity["memory_bytes"] == 24000000000LL);
+  CHECK(capacity["note"] == "the weights alone (" +
+                                calc::human_bytes(capacity["weight_bytes"].get<std::int64_t>()) +
+                                ") plus the workspace exceed the 24 GB of memory");
+  CHECK(contains(capacity["note"].get<std::string>(), "TiB"));
 }
 
 TEST_CASE("the GPU catalogue: at least 40 accelerators, every field and a source") {
