@@ -675,7 +675,7 @@ model_spec read_model_file(const std::string& path, const std::vector<std::strin
   // A Hugging Face config reads through the YAML it translates to: the same reader, the same
   // model_spec. Errors the translation did not catch are located in that YAML (`calc import`).
   if (hf::is_hf_config(path))
-    return read_model_text(hf::import_config(path).yaml, path + " (as imported)", sets);
+    return read_model_text(hf::import_config(path).plain, path + " (as imported)", sets);
   YAML::Node root = load_yaml_file(path);
   for (const auto& s : sets) apply_set(root, s, path);
   return read_model(root, path);

@@ -36,24 +36,27 @@ ynode scalar(std::string key, std::string value, std::string comment) {
   return {std::move(key), std::move(value), std::move(comment), {}};
 }
 
-void emit(std::string& out, const ynode& n, int indent) {
+/// `annotate` false writes the same lines without their comments: what `--model` reads, since
+/// yaml-cpp spends as long on a comment as on a value (line numbers stay those `calc import`
+/// prints).
+void emit(std::string& out, const ynode& n, int indent, bool annotate) {
   std::string line = std::string(static_cast<std::size_t>(indent), ' ') + n.key + ":";
   if (!n.value.empty()) line += " " + n.value;
-  if (!n.comment.empty()) {
+  if (annotate && !n.comment.empty()) {
     line.resize(std::max<std::size_t>(line.size() + 2, 36), ' ');
     line += "# " + n.comment;
   }
   out += line + "\n";
-  for (const ynode& k : n.kids) emit(out, k, indent + 2);
+  for (const ynode& k : n.kids) emit(out, k, indent + 2, annotate);
 }
 
 /// Emits a list of flow mappings ("- {at: [0, 1], variant: dense}  # why").
 void emit_list(std::string& out, const std::string& key, const std::vector<ynode>& items,
-               int indent) {
+               int indent, bool annotate) {
   out += std::string(static_cast<std::size_t>(indent), ' ') + key + ":\n";
   for (const ynode& item : items) {
     std::string line = std::string(static_cast<std::size_t>(indent + 2), ' ') + "- " + item.value;
-    if (!item.comment.empty()) line += "  # " + item.comment;
+    if (annotate && !item.comment.empty()) line += "  # " + item.comment;
     out += line + "\n";
   }
 }
@@ -885,21 +888,29 @@ imported translate(const hf_json& doc, const std::string& name, const hf_json* m
         {"", fmt::format("{{at: {}, variant: {}}}", int_list(at), variant_name(c)), why, {}});
   }
 
-  std::string out = fmt::format(
-      "# Imported by `calc import` from {} (model_type {}: the {} table in "
-      "src/spec/hf/families.cpp).\n"
-      "# Each value names the config field it came from, or the family default it took.\n",
-      doc.file(), fam->model_type, fam->model_type);
-  if (!fam->not_counted.empty()) out += fmt::format("# Not counted: {}.\n", fam->not_counted);
-  for (const ynode& n : top) emit(out, n, 0);
   std::int64_t mtp = r.integer("mtp_layers", o);
-  emit(out, ynode{"layers", "", "", {}}, 0);
-  for (const ynode& n : layers.kids) emit(out, n, 2);
-  if (!overrides.empty()) emit_list(out, "overrides", overrides, 2);
-  if (mtp > 0)
-    out += fmt::format("mtp: {{layers: {}, variant: base}}{}# {} (excluded from totals)\n", mtp,
-                       "  ", o);
-  return {out, fam->model_type, doc.file()};
+  auto write = [&](bool annotate) {
+    std::string header = fmt::format(
+        "# Imported by `calc import` from {} (model_type {}: the {} table in "
+        "src/spec/hf/families.cpp).\n"
+        "# Each value names the config field it came from, or the family default it took.\n",
+        doc.file(), fam->model_type, fam->model_type);
+    if (!fam->not_counted.empty()) header += fmt::format("# Not counted: {}.\n", fam->not_counted);
+    std::string out =
+        annotate
+            ? header
+            : std::string(static_cast<std::size_t>(std::count(header.begin(), header.end(), '\n')),
+                          '\n');
+    for (const ynode& n : top) emit(out, n, 0, annotate);
+    emit(out, ynode{"layers", "", "", {}}, 0, annotate);
+    for (const ynode& n : layers.kids) emit(out, n, 2, annotate);
+    if (!overrides.empty()) emit_list(out, "overrides", overrides, 2, annotate);
+    if (mtp > 0)
+      out += fmt::format("mtp: {{layers: {}, variant: base}}", mtp) +
+             (annotate ? fmt::format("  # {} (excluded from totals)", o) : "") + "\n";
+    return out;
+  };
+  return {write(true), write(false), fam->model_type, doc.file()};
 }
 
 std::string model_name(const std::filesystem::path& file) {

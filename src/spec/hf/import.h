@@ -11,7 +11,8 @@ namespace calc::hf {
 
 /// A config translated to model YAML.
 struct imported {
-  std::string yaml;        // the model file, with a comment per value
+  std::string yaml;   // the model file, with a comment per value
+  std::string plain;  // the same lines without comments, for reading (yaml-cpp is slow on them)
   std::string model_type;  // the family that read it
   std::string file;        // the config.json that was read
 };
