@@ -232,8 +232,10 @@ void add_engine_options(CLI::App& app, options& o, bool plan) {
                  "8192)");
   app.add_option("--kv-cache-dtype", o.kv_cache_dtype,
                  "Engine: auto (the model's kv format), fp8, fp8_e4m3, fp8_e5m2, bfloat16");
-  app.add_option("--mamba-ssm-cache-dtype", o.mamba_ssm_cache_dtype,
-                 "Engine: recurrent-state format of linear-attention layers (default bfloat16)");
+  app.add_option(
+      "--mamba-ssm-cache-dtype", o.mamba_ssm_cache_dtype,
+      "Engine: recurrent-state format of linear-attention and Mamba2 layers (default: the "
+      "model's recurrent format)");
   app.add_option("--tensor-parallel-size", o.tensor_parallel_size,
                  "Engine: tensor-parallel degree (same as --tp)");
   app.add_option("--pipeline-parallel-size", o.pipeline_parallel_size,

@@ -307,10 +307,16 @@ const std::vector<rule_set>& rule_sets() {
   static const std::vector<rule_set> table = {
       {"vllm-v0", "vllm", "0.4-0.7 (V0 engine)", 4, 7,
        "vllm/worker/cache_engine.py (get_cache_block_size), vllm/executor/executor_base.py",
-       pool::block_all_layers, print::blocks_x_block_size, false, 16, 1, false},
+       pool::block_all_layers, print::blocks_x_block_size, false, 16, 1, false,
+       "vLLM added them in the 0.9 series (FalconH1ForCausalLM, PR #18406, merged May 2025, V0 "
+       "engine only); use --engine-version "
+       "0.10 or newer"},
       {"vllm-v1-uniform", "vllm", "0.8-0.9 (V1, before the hybrid allocator)", 8, 9,
        "vllm/v1/core/kv_cache_utils.py (get_num_blocks, _report_kv_cache_config)",
-       pool::block_uniform, print::blocks_x_block_size, false, 16},
+       pool::block_uniform, print::blocks_x_block_size, false, 16, 1, true,
+       "vLLM 0.9 runs them on its V0 engine only (FalconH1ForCausalLM is SupportsV0Only; V1 "
+       "hybrid attention/SSM models arrived with PR #20016 in 0.10), whose Mamba cache manager "
+       "calc does not model; use --engine-version 0.10 or newer"},
       {"vllm-v1-hybrid", "vllm", "0.10-0.23 (V1 hybrid allocator)", 10, 23,
        "vllm/v1/core/kv_cache_utils.py (_get_kv_cache_groups_uniform_page_size, "
        "get_kv_cache_config_from_groups, get_max_concurrency_for_kv_cache_config), "
@@ -322,7 +328,9 @@ const std::vector<rule_set>& rule_sets() {
       {"sglang", "sglang", "0.4-0.5", 4, 5,
        "python/sglang/srt/model_executor/model_runner.py (profile_max_num_token), "
        "python/sglang/srt/mem_cache/memory_pool.py (MHATokenToKVPool, MLATokenToKVPool)",
-       pool::token_pool, print::pool_tokens, false, 1, 1, false},
+       pool::token_pool, print::pool_tokens, false, 1, 1, false,
+       "SGLang keeps their Mamba2 states in a separate Mamba pool beside the token pool "
+       "(HybridLinearKVPool), which calc does not model"},
   };
   return table;
 }
@@ -370,6 +378,46 @@ std::pair<std::int64_t, std::int64_t> stage_layers(std::int64_t layers, std::int
   return {first, parts[static_cast<std::size_t>(stage)]};
 }
 
+namespace {
+
+/// The KV cache of one GQA attention module on one rank, or none when it reads another
+/// layer's cache (vLLM get_kv_cache_spec skips kv_sharing_target_layer_name: no pages, no
+/// group slot).
+std::optional<layer_cache> gqa_cache(const attention_gqa& a, std::int64_t index, const dtype& kv,
+                                     std::int64_t tp) {
+  if (a.kv_source) return std::nullopt;
+  layer_cache l;
+  l.layer = index;
+  checked width = checked(kv_heads_per_rank(a.kv_heads, tp)) * a.head_dim;
+  l.k_token_bytes = kv.bytes(width);
+  // K and V, also for k_is_v: vLLM's Gemma 4 loads the K weights into the V slot of its
+  // QKV projection and caches both (V gets its own norm, K its norm and RoPE).
+  l.token_bytes = l.k_token_bytes * 2;
+  if (a.window) {
+    l.type = layer_cache::kind::sliding;
+    l.window = *a.window;
+  }
+  return l;
+}
+
+/// The state page of one Mamba2 mixer on one rank; throws when its heads or groups do not
+/// split over the TP degree.
+layer_cache mamba2_cache(const attention_mamba2& m, std::int64_t index, std::int64_t tp,
+                         const dtype& conv, const dtype& ssm) {
+  if (m.heads % tp != 0 || (m.groups % tp != 0 && m.groups > tp))
+    throw spec_error("--tensor-parallel-size",
+                     fmt::format("layer {}: {} Mamba2 heads in {} groups do not split over "
+                                 "{} ranks",
+                                 index, m.heads, m.groups, tp));
+  layer_cache l;
+  l.layer = index;
+  l.type = layer_cache::kind::state;
+  l.state_bytes = mamba2_state_bytes(m, tp, conv, ssm);
+  return l;
+}
+
+}  // namespace
+
 std::vector<layer_cache> layer_caches(const graph& g, const engine_config& c) {
   const precision_spec& p = g.spec->precision;
   const dtype& kv = c.kv_cache_dtype ? *c.kv_cache_dtype : p.kv;
@@ -385,18 +433,15 @@ std::vector<layer_cache> layer_caches(const graph& g, const engine_config& c) {
     if (std::holds_alternative<attention_none>(ly.attention)) {
       continue;  // a mixer-less (FFN-only) layer has no attention module and no cache
     } else if (const auto* a = std::get_if<attention_gqa>(&ly.attention)) {
-      // A layer reading an earlier layer's cache gets no KV cache spec of its own (vLLM
-      // get_kv_cache_spec skips kv_sharing_target_layer_name): no pages, no group slot.
-      if (a->kv_source) continue;
-      checked width = checked(kv_heads_per_rank(a->kv_heads, tp)) * a->head_dim;
-      l.k_token_bytes = kv.bytes(width);
-      // K and V, also for k_is_v: vLLM's Gemma 4 loads the K weights into the V slot of its
-      // QKV projection and caches both (V gets its own norm, K its norm and RoPE).
-      l.token_bytes = l.k_token_bytes * 2;
-      if (a->window) {
-        l.type = layer_cache::kind::sliding;
-        l.window = *a->window;
-      }
+      if (auto kv_cache = gqa_cache(*a, ly.index, kv, tp)) out.push_back(*kv_cache);
+      continue;
+    } else if (const auto* par = std::get_if<attention_parallel>(&ly.attention)) {
+      // A parallel layer registers two cache modules under two names (vLLM's FalconH1
+      // decoder layer holds an Attention and a MambaMixer2): one KV cache spec from its
+      // attention branch and one Mamba spec from its mixer, each grouped with its own kind.
+      if (auto kv_cache = gqa_cache(par->attention, ly.index, kv, tp)) out.push_back(*kv_cache);
+      out.push_back(mamba2_cache(par->mixer, ly.index, tp, conv, ssm));
+      continue;
     } else if (const auto* mla = std::get_if<attention_mla>(&ly.attention)) {
       // The compact latent plus the RoPE branch, one copy per rank: it is not split over TP.
       l.type = layer_cache::kind::mla;
@@ -416,13 +461,8 @@ std::vector<layer_cache> layer_caches(const graph& g, const engine_config& c) {
       l.state_bytes = conv.bytes(channels * std::max<std::int64_t>(0, kda->conv_kernel - 1)) +
                       ssm.bytes(checked(kda->heads / tp) * kda->key_dim * kda->value_dim);
     } else if (const auto* m = std::get_if<attention_mamba2>(&ly.attention)) {
-      if (m->heads % tp != 0 || (m->groups % tp != 0 && m->groups > tp))
-        throw spec_error("--tensor-parallel-size",
-                         fmt::format("layer {}: {} Mamba2 heads in {} groups do not split over "
-                                     "{} ranks",
-                                     ly.index, m->heads, m->groups, tp));
-      l.type = layer_cache::kind::state;
-      l.state_bytes = mamba2_state_bytes(*m, tp, conv, ssm);
+      out.push_back(mamba2_cache(*m, ly.index, tp, conv, ssm));
+      continue;
     } else if (std::holds_alternative<attention_dsa>(ly.attention)) {
       throw spec_error("--engine", fmt::format("layer {} is DeepSeek sparse attention, whose "
                                                "engine cache layout calc does not model",
@@ -471,6 +511,14 @@ engine_capacity plan_engine(const graph& g, const rule_set& r, const engine_conf
                          fmt::format("layer {} reads layer {}'s cache (kv_source): calc has no {} "
                                      "{} rule for cross-layer KV sharing",
                                      ly.index, *a->kv_source, r.engine, r.versions));
+  if (r.parallel_refusal)
+    for (const layer& ly : g.layers)
+      if (std::holds_alternative<attention_parallel>(ly.attention))
+        throw spec_error(
+            std::string(r.engine) == "sglang" ? "--engine" : "--engine-version",
+            fmt::format("layer {} runs attention and a Mamba2 mixer in parallel, which calc's "
+                        "{} {} rules do not cover: {}",
+                        ly.index, r.engine, r.versions, r.parallel_refusal));
   std::vector<layer_cache> caches = layer_caches(g, c);
   if (caches.empty())
     throw spec_error("--model",

@@ -46,6 +46,10 @@ struct rule_set {
   /// own (vLLM V1's kv_sharing_target_layer_name, from 0.9); false: the engine has no such
   /// sharing and calc refuses the model.
   bool kv_sharing = true;
+  /// Why the rule set refuses layers that run attention and a Mamba2 mixer in parallel
+  /// (`attention: parallel`); null: it allocates them as one KV cache spec plus one Mamba
+  /// state spec per layer.
+  const char* parallel_refusal = nullptr;
 };
 
 /// The rules table, oldest first per engine.

@@ -287,6 +287,128 @@ TEST_CASE("engine: Nemotron-Nano-9B-v2's 672-token hybrid block (vLLM issue #242
   CHECK(dflt["block_size"] == 1312);
 }
 
+TEST_CASE("engine: a parallel layer is one KV cache spec plus one Mamba2 state spec") {
+  // vLLM's FalconH1 decoder layer holds an Attention module and a MambaMixer2 module, so each
+  // of its 36 layers gives vLLM's get_kv_cache_spec one full-attention spec and one Mamba spec
+  // (vllm/model_executor/models/falcon_h1.py, get_mamba_state_shape_from_config). Per rank at
+  // TP 1: attention 2 KV heads x 64 x 2 (K, V) x 2 B = 512 B per token; the mixer (24 heads x
+  // 64, state 128, 1 group, kernel 4) keeps conv (24 x 64 + 2 x 1 x 128) = 1,792 channels x 3
+  // slots x 2 B = 10,752 B and a temporal state of 24 x 64 x 128 = 196,608 values.
+  calc::testing::model m(source("tests/fixtures/hf/falcon-h1-0.5b.json"));
+  calc::engine::engine_config c;
+  std::vector<calc::engine::layer_cache> caches = calc::engine::layer_caches(m.g, c);
+  REQUIRE(caches.size() == 72);
+  for (std::size_t i = 0; i < caches.size(); i += 2) {
+    CHECK(caches[i].layer == caches[i + 1].layer);  // both modules belong to one layer
+    CHECK(caches[i].type == calc::engine::layer_cache::kind::full);
+    CHECK(caches[i].token_bytes == 512);
+    CHECK(caches[i + 1].type == calc::engine::layer_cache::kind::state);
+    CHECK(caches[i + 1].state_bytes == 10752 + 196608 * 4);  // fp32: the model's recurrent
+  }
+  // TP 2: one KV head per rank (256 B per token); the single B/C group is replicated up to 2
+  // (extra_groups_for_head_shards): (1,536 + 2 x 2 x 128) / 2 = 1,024 channels x 3 x 2 B =
+  // 6,144 B; 12 heads x 64 x 128 x 4 B = 393,216 B.
+  c.tensor_parallel = 2;
+  caches = calc::engine::layer_caches(m.g, c);
+  CHECK(caches[0].token_bytes == 256);
+  CHECK(caches[1].state_bytes == 6144 + 393216);
+}
+
+TEST_CASE("engine: Falcon-H1-0.5B in vLLM's hybrid pool, by hand") {
+  auto run = [](std::vector<std::string> extra) {
+    std::vector<std::string> args = {"capacity",
+                                     "--engine",
+                                     "vllm",
+                                     "--model",
+                                     source("tests/fixtures/hf/falcon-h1-0.5b.json"),
+                                     "--max-model-len",
+                                     "8192",
+                                     "--kv-memory",
+                                     "10GiB",
+                                     "-f",
+                                     "json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return engine_run(args);
+  };
+  // The model's fp32 temporal state: 10,752 + 786,432 = 797,184 B. Page unification: blocks of
+  // 16 x ceil(797,184 / (16 x 512)) = 16 x 98 = 1,568 tokens; pages of 1,568 x 512 = 802,816 B
+  // (the state padded by 5,632 B). 36 attention + 36 state specs: group size 36, two groups,
+  // no padding.
+  ojson j = run({});
+  CHECK(j["block_size"] == 1568);
+  CHECK(j["page_bytes"] == 802816);
+  REQUIRE(j["groups"].size() == 2);
+  CHECK(j["groups"][0]["kind"] == "full attention");
+  CHECK(j["groups"][1]["kind"] == "recurrent state");
+  for (const auto& g : j["groups"]) {
+    CHECK(g["layers"] == 36);
+    CHECK(g["padding"] == 0);
+  }
+  // Blocks: 10,737,418,240 // 802,816 = 13,374; // 36 = 371. A request of 8,192 tokens:
+  // ceil(8,192 / 1,568) = 6 attention blocks + 1 state page = 7; concurrency 371 / 7 = 53.
+  CHECK(j["blocks"] == 371);
+  CHECK(j["blocks_per_request"] == 7);
+  CHECK(j["max_concurrency"] == doctest::Approx(53.0));
+  // >= 0.24: 371 x 8,192 // 7 = 434,176 tokens; 0.10-0.23: 371 // 2 groups x 1,568 = 290,080.
+  CHECK(j["kv_cache_tokens"] == 434176);
+  CHECK(run({"--engine-version", "0.11"})["kv_cache_tokens"] == 290080);
+  // One request: 36 layers x 802,816 B x 7 pages = 202,309,632 B.
+  CHECK(j["max_model_len_kv_bytes"] == 202309632LL);
+  CHECK(j["fits"] == true);
+  // vLLM's own default (mamba_ssm_cache_dtype "auto" = the model dtype, bf16 for this config):
+  // 10,752 + 393,216 = 403,968 B -> 16 x ceil(403,968 / 8,192) = 16 x 50 = 800-token blocks,
+  // pages of 409,600 B; 10,737,418,240 // 409,600 = 26,214, // 36 = 728 blocks; a request
+  // ceil(8,192 / 800) = 11 + 1 = 12 pages; 728 x 8,192 // 12 = 496,981 tokens, 60.67x.
+  ojson bf16 = run({"--mamba-ssm-cache-dtype", "bfloat16"});
+  CHECK(bf16["block_size"] == 800);
+  CHECK(bf16["page_bytes"] == 409600);
+  CHECK(bf16["blocks"] == 728);
+  CHECK(bf16["blocks_per_request"] == 12);
+  CHECK(bf16["kv_cache_tokens"] == 496981);
+  CHECK(two(bf16["max_concurrency"].get<double>()) == doctest::Approx(60.67));
+  CHECK(bf16["max_model_len_kv_bytes"] == 36LL * 409600 * 12);
+  // Prefix caching on >= 0.24 (Mamba "align" mode): two state pages, 6 + 2 = 8 per request.
+  CHECK(run({"--enable-prefix-caching"})["blocks_per_request"] == 8);
+  // TP 2 (pages of 1,568 x 256 = 401,408 B hold the 399,360 B state): 26,749 // 36 = 743 blocks.
+  ojson tp2 = run({"--tensor-parallel-size", "2"});
+  CHECK(tp2["block_size"] == 1568);
+  CHECK(tp2["page_bytes"] == 401408);
+  CHECK(tp2["blocks"] == 743);
+}
+
+TEST_CASE("engine: parallel attention + Mamba2 layers are refused where calc has no rule") {
+  std::string falcon = source("tests/fixtures/hf/falcon-h1-0.5b.json");
+  auto run = [&](const char* engine, const char* version) {
+    std::vector<std::string> args = {"capacity", "--engine",    engine,
+                                     "--model",  falcon,        "--max-model-len",
+                                     "8192",     "--kv-memory", "10GiB"};
+    if (*version) {
+      args.push_back("--engine-version");
+      args.push_back(version);
+    }
+    return engine_run(args);
+  };
+  CHECK_THROWS_WITH(
+      run("vllm", "0.6"),
+      "--engine-version: layer 0 runs attention and a Mamba2 mixer in parallel, which calc's "
+      "vllm 0.4-0.7 (V0 engine) rules do not cover: vLLM added them in the 0.9 series "
+      "(FalconH1ForCausalLM, PR #18406, merged May 2025, V0 engine only); use --engine-version "
+      "0.10 or newer");
+  CHECK_THROWS_WITH(
+      run("vllm", "0.9"),
+      "--engine-version: layer 0 runs attention and a Mamba2 mixer in parallel, which calc's "
+      "vllm 0.8-0.9 (V1, before the hybrid allocator) rules do not cover: vLLM 0.9 runs them on "
+      "its V0 engine only (FalconH1ForCausalLM is SupportsV0Only; V1 hybrid attention/SSM "
+      "models arrived with PR #20016 in 0.10), whose Mamba cache manager calc does not model; "
+      "use --engine-version 0.10 or newer");
+  CHECK_THROWS_WITH(
+      run("sglang", ""),
+      "--engine: layer 0 runs attention and a Mamba2 mixer in parallel, which calc's sglang "
+      "0.4-0.5 rules do not cover: SGLang keeps their Mamba2 states in a separate Mamba pool "
+      "beside the token pool (HybridLinearKVPool), which calc does not model");
+  CHECK_NOTHROW(run("vllm", "0.10"));
+}
+
 TEST_CASE("engine: layers reading another layer's cache allocate none; k_is_v stores K and V") {
   // models/examples/kv-sharing.yaml: 6 layers, 2 KV heads x 64: sliding 0, 2 and 4 (4 reads
   // 2's cache), global k_is_v 1, 3 and 5 (5 reads 3's). Own caches: 2 sliding + 2 full, so
