@@ -299,10 +299,18 @@ struct parsed {
   output_format format = output_format::md;
 };
 
-void build_app(CLI::App& app, parsed& p, std::vector<CLI::App*>& subs) {
+/// Registers the command table's subcommands; with `only`, just that one (the others stay null
+/// in `subs`): a plain command skips setting up the options of twenty others, which cost more
+/// than its own tally.
+void build_app(CLI::App& app, parsed& p, std::vector<CLI::App*>& subs,
+               const std::string& only = "") {
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("calc ") + CALC_VERSION);
   for (const command& c : commands()) {
+    if (!only.empty() && c.name != only) {
+      subs.push_back(nullptr);
+      continue;
+    }
     CLI::App* sub = app.add_subcommand(c.name, c.help);
     c.setup(*sub, p.opts);
     sub->add_option("-f,--format", p.opts.format, "Output: md (default), json or csv")
@@ -319,7 +327,7 @@ bool given(const CLI::App& sub, const std::string& name) {
 
 result dispatch(parsed& p, const std::vector<CLI::App*>& subs) {
   for (std::size_t i = 0; i < subs.size(); ++i)
-    if (subs[i]->parsed()) {
+    if (subs[i] != nullptr && subs[i]->parsed()) {
       p.cmd = &commands()[i];
       read_lists(*p.cmd, given(*subs[i], "--model"), given(*subs[i], "--length"), p.opts);
     }
@@ -333,7 +341,7 @@ result dispatch(parsed& p, const std::vector<CLI::App*>& subs) {
 std::string given_options(const std::vector<CLI::App*>& subs) {
   std::string out;
   for (const CLI::App* sub : subs) {
-    if (!sub->parsed()) continue;
+    if (sub == nullptr || !sub->parsed()) continue;
     for (const CLI::Option* opt : sub->get_options()) {
       if (opt->count() == 0 || opt->get_name() == "--format" || opt->get_name() == "--help")
         continue;
@@ -517,12 +525,13 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
       "calc");
   parsed p;
   std::vector<CLI::App*> subs;
-  build_app(app, p, subs);
   // A first word that is no command would otherwise read "A subcommand is required".
   if (!args.empty() && !args.front().empty() && args.front()[0] != '-') {
     std::vector<std::string> names;
     for (const command& c : commands()) names.push_back(c.name);
-    if (std::find(names.begin(), names.end(), args.front()) == names.end()) {
+    if (std::find(names.begin(), names.end(), args.front()) != names.end()) {
+      build_app(app, p, subs, args.front());
+    } else {
       std::string message = fmt::format("unknown command '{}'", args.front());
       if (auto guess = closest(args.front(), names))
         message += fmt::format(" (did you mean '{}'?)", *guess);
@@ -531,6 +540,7 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
       return 2;
     }
   }
+  if (subs.empty()) build_app(app, p, subs);  // options first, or nothing: all commands
   std::vector<std::string> reversed(args.rbegin(), args.rend());
   try {
     app.parse(reversed);
