@@ -14,19 +14,10 @@
 
 using namespace calc;
 
+using testing::error_of;
 using testing::model;
 
 namespace {
-
-/// The one-line error a YAML text raises, or "" when it reads cleanly.
-std::string error_of(const std::string& yaml) {
-  try {
-    read_model_text(yaml, "test.yaml", {});
-  } catch (const spec_error& e) {
-    return e.what();
-  }
-  return "";
-}
 
 // d = 64, V = 1000 untied, one norm per layer; GQA 4q/2kv x16, SwiGLU f = 128.
 const char* kPartial = R"(

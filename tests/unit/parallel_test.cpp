@@ -19,29 +19,11 @@
 
 using namespace calc;
 
+using testing::error_of;
+using testing::import_error;
 using testing::model;
 
 namespace {
-
-/// The one-line error a YAML text raises, or "" when it reads cleanly.
-std::string error_of(const std::string& yaml) {
-  try {
-    read_model_text(yaml, "test.yaml", {});
-  } catch (const spec_error& e) {
-    return e.what();
-  }
-  return "";
-}
-
-/// The one-line error importing config text raises, or "".
-std::string import_error(const std::string& json) {
-  try {
-    hf::import_text(json, "config.json", "t");
-  } catch (const spec_error& e) {
-    return e.what();
-  }
-  return "";
-}
 
 // d = 64, V = 1000 untied, two norms per layer, two layers. Attention branch GQA 4q/2kv x16;
 // mixer branch Mamba2 4 heads x16, N = 8, 2 groups, conv 4 (inner 64, conv channels

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "graph/graph.h"
+#include "spec/hf/import.h"
 #include "spec/model_reader.h"
 
 namespace calc::testing {
@@ -24,5 +25,25 @@ struct model {
  private:
   explicit model(model_spec s) : spec(std::move(s)), g(build_graph(spec)) {}
 };
+
+/// The one-line error a model YAML text raises, or "" when it reads cleanly.
+inline std::string error_of(const std::string& yaml) {
+  try {
+    read_model_text(yaml, "test.yaml", {});
+  } catch (const spec_error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+/// The one-line error importing config.json text raises, or "" when it imports cleanly.
+inline std::string import_error(const std::string& json) {
+  try {
+    hf::import_text(json, "config.json", "t");
+  } catch (const spec_error& e) {
+    return e.what();
+  }
+  return "";
+}
 
 }  // namespace calc::testing
