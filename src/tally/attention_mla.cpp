@@ -35,7 +35,8 @@ void add_tensors(const attention_mla& a, const model_context& m, std::vector<ten
   out.push_back(
       matrix("attention", "o_proj", category::attention, checked(a.heads) * a.v_head, d, w));
   if (a.output_gate)
-    out.push_back(matrix("attention", "g_proj", category::attention, d, a.heads * a.v_head, w));
+    out.push_back(
+        matrix("attention", "g_proj", category::attention, d, checked(a.heads) * a.v_head, w));
 }
 
 work flops(const attention_mla& a, const model_context&, const call& c) {
