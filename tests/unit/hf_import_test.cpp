@@ -553,6 +553,20 @@ TEST_CASE("GPTQ checkpoint (Qwen2.5-Coder-1.5B-Instruct-GPTQ-Int4): the publishe
   CHECK(state(m, 131072) == 28'672LL * 131072);  // 3,758,096,384 B = 3.5 GiB
 }
 
+TEST_CASE("Gemma 3 1B config: 999,885,952 parameters; 22 sliding layers of 512 and 4 full") {
+  testing::model m = imported("gemma-3-1b-it.json");
+  // Per layer: q, o 2 x 1152 x 1024, k, v 2 x 1152 x 256, q/k norms 2 x 256, MLP 3 x 1152 x
+  // 6912, four norms 4 x 1152 = 26,842,112; x26 = 697,894,912; the tied embedding 262144 x
+  // 1152 = 301,989,888; final norm 1152. Total 999,885,952 (the published count).
+  CHECK(params(m) == 999'885'952);
+  // sliding_window_pattern 6: layers 5, 11, 17, 23 are full, the other 22 keep 512 tokens.
+  // K and V of 1 head x 256 in bf16: 1,024 B per token per layer.
+  //   8K:   4 x 8192 x 1024 + 22 x 512 x 1024 = 33,554,432 + 11,534,336 = 45,088,768 B
+  //   128K: 4 x 131072 x 1024 + 11,534,336 = 536,870,912 + 11,534,336 = 548,405,248 B
+  CHECK(state(m, 8192) == 45'088'768);
+  CHECK(state(m, 131072) == 548'405'248);
+}
+
 TEST_CASE("rowidx: counted over each matrix's input rows, refused where there are no rows") {
   // Qwen3-8B with every projection in GPTQ's layout (embedding and head keep bf16), per layer
   // with bytes = in*out/2 + (in/128)*out*2.5 + in*4:
