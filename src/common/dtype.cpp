@@ -38,7 +38,8 @@ std::vector<std::string> split(const std::string& text, char sep) {
 [[noreturn]] void unknown(const std::string& text) {
   throw std::invalid_argument(fmt::format(
       "unknown precision '{}' (known: bf16, fp16, fp32, fp64, fp8, int8, int4, fp4, int32, int64, "
-      "mxfp4, nvfp4, <elem>:g<N>[:<scale>][:zero[:<zero>]] such as int4:g128, or a mixed record "
+      "mxfp4, nvfp4, <elem>:g<N>[:<scale>][:zero[:<zero>]][:rowidx:<elem>] such as int4:g128, or "
+      "a mixed record "
       "such as "
       "fp8:g64:e8m0*448+bf16*64@8)",
       text));
@@ -60,6 +61,10 @@ checked dtype::bytes(checked n) const {
   if (group == 0) return value_bytes;
   checked groups = ceil_div(n, group);
   return value_bytes + ceil_div(groups * (scale_bits + zero_bits), 8);
+}
+
+checked dtype::bytes(checked n, checked rows) const {
+  return bytes(n) + ceil_div(rows * row_bits, 8);
 }
 
 dtype parse_dtype(const std::string& text) {
@@ -104,7 +109,11 @@ dtype parse_dtype(const std::string& text) {
       } catch (const std::logic_error&) {
         unknown(text);
       }
-      mixed.parts.push_back({count, std::make_shared<dtype>(parse_dtype(piece.substr(0, star)))});
+      auto format = std::make_shared<dtype>(parse_dtype(piece.substr(0, star)));
+      if (format->row_bits > 0)
+        throw std::invalid_argument(fmt::format(
+            "'{}': a record's values have no matrix rows (rowidx is for weights)", text));
+      mixed.parts.push_back({count, format});
     }
     return mixed;
   }
@@ -130,11 +139,20 @@ dtype parse_dtype(const std::string& text) {
   }
   t.scale_bits = 16;  // bf16 scales unless stated
   for (std::size_t i = 2; i < parts.size(); ++i) {
+    if (parts[i] == "rowidx") {
+      // One value per input row of each matrix, last in the name (GPTQ's int32 g_idx:
+      // int4:g128:fp16:zero:int4:rowidx:int32).
+      if (i + 2 != parts.size()) unknown(text);
+      auto row = element_bits().find(parts[i + 1]);
+      if (row == element_bits().end()) unknown(text);
+      t.row_bits = row->second;
+      break;
+    }
     if (parts[i] == "zero") {
       // A zero point per group: as wide as the scale, or the element named next
       // (AWQ's packed int4 zeros: int4:g128:fp16:zero:int4).
       t.zero_bits = t.scale_bits;
-      if (i + 1 < parts.size()) {
+      if (i + 1 < parts.size() && parts[i + 1] != "rowidx") {
         auto zero = element_bits().find(parts[i + 1]);
         if (zero == element_bits().end()) unknown(text);
         t.zero_bits = zero->second;

@@ -4,6 +4,8 @@
 // per group of values (int4:g128, mxfp4 = fp4 with one e8m0 scale per 32, ...). One rule gives the
 // bytes of n values in any format, so production record sizes fall out of the same arithmetic:
 //   bytes(n) = ceil(n * bits / 8) + ceil(n / group) * (scale_bits + zero_bits) / 8
+// A weight matrix may also store a value per input row (GPTQ's g_idx: the group of each row),
+// so a matrix of `rows` input rows adds ceil(rows * row_bits / 8).
 #pragma once
 
 #include <memory>
@@ -20,6 +22,7 @@ struct dtype {
   int group = 0;       // values sharing one scale; 0 = no scales
   int scale_bits = 0;  // bits of each group's scale
   int zero_bits = 0;   // bits of each group's zero point (0 = symmetric)
+  int row_bits = 0;    // bits stored per input row of a matrix (GPTQ's g_idx: 32); 0 = none
 
   /// A mixed record: parts of `count` values each in their own format, the record padded to
   /// `align` bytes (V4-Flash's 584-byte main record: 448 fp8 values with e8m0 scales per 64,
@@ -34,11 +37,14 @@ struct dtype {
   /// Bytes that n values occupy, scales and zero points included, each group padded to whole
   /// bytes; a mixed record stores ceil(n / record width) records.
   checked bytes(checked n) const;
+  /// Bytes of a matrix of n values and `rows` input rows: bytes(n) plus the per-row term.
+  checked bytes(checked n, checked rows) const;
 };
 
 /// Parses a format name: `bf16`, `fp16`, `fp32`, `fp8`, `int8`, `int4`, `fp4`, `int64`, `mxfp4`,
-/// `nvfp4`, `<elem>:g<N>[:<scale format>][:zero[:<zero format>]]` (default scale bf16; a zero
-/// point as wide as the scale unless its format is named), or a mixed record
+/// `nvfp4`, `<elem>:g<N>[:<scale format>][:zero[:<zero format>]][:rowidx:<row format>]` (default
+/// scale bf16; a zero point as wide as the scale unless its format is named; rowidx: one value
+/// per input row of each matrix, GPTQ's g_idx), or a mixed record
 /// `<format>*<count>+<format>*<count>[@<align>]`, e.g. `fp8:g64:e8m0*448+bf16*64@8`.
 /// Throws std::invalid_argument with a message listing the known names.
 dtype parse_dtype(const std::string& text);

@@ -30,10 +30,10 @@ std::int64_t attention_heads(const attention_spec& a) {
 
 /// One card's bytes of a tensor under the layout.
 checked card_bytes(const tensor& t, const layout& l) {
-  checked whole = t.format->bytes(t.params);
+  checked whole = t.bytes();
   if (t.per_token > 0) {
     // Routed experts: ep spreads whole experts; without ep each expert is split by tp.
-    checked one = t.format->bytes(t.params / t.instances);
+    checked one = t.instance_bytes();
     if (l.ep > 1) return ceil_div(t.instances, l.ep) * one;
     return ceil_div(whole, l.tp);
   }

@@ -127,7 +127,7 @@ experts_plan plan_experts(const graph& g, std::int64_t tokens, const routing& r)
       if (t.per_token == 0 || !t.gemm) continue;  // expert biases are added, not routed GEMMs
       ++p.moe_layers;
       checked one = t.params / t.instances;
-      checked bytes = t.format->bytes(one);
+      checked bytes = t.instance_bytes();
       checked dispatches = checked(tokens) * t.per_token;
       double distinct = 0;
       switch (r.type) {
@@ -159,7 +159,7 @@ experts_plan plan_experts(const graph& g, std::int64_t tokens, const routing& r)
         }
       }
       p.flops += checked(2) * dispatches * one;
-      p.all_routed_bytes += t.format->bytes(t.params);
+      p.all_routed_bytes += t.bytes();
       p.weight_read_bytes += distinct * bytes.to_double();
       if (first == nullptr) {
         keep.push_back(t);
@@ -171,7 +171,7 @@ experts_plan plan_experts(const graph& g, std::int64_t tokens, const routing& r)
         p.rows_per_expert = dispatches.to_double() / distinct;
         p.expert_params = one;
         p.expert_bytes = bytes;
-        p.layer_expert_bytes = t.format->bytes(t.params);
+        p.layer_expert_bytes = t.bytes();
         p.layer_weight_read_bytes = distinct * bytes.to_double();
         p.uniform_layer_read_bytes = min(dispatches, t.instances) * bytes;
         p.concentrated_layer_read_bytes = checked(std::min(t.per_token, t.instances)) * bytes;

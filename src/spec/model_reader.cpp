@@ -305,6 +305,22 @@ precision_spec read_precision(yaml_map& parent) {
     }
     prod.finish(roles);
   }
+  // A per-row term (rowidx, GPTQ's g_idx) belongs to weight matrices; state and vectors have
+  // no matrix rows to count it over.
+  for (const auto& [key, t] :
+       std::vector<std::pair<std::string, const dtype*>>{{"norms", &p.norms},
+                                                         {"kv", &p.kv},
+                                                         {"recurrent", &p.recurrent},
+                                                         {"conv", &p.conv},
+                                                         {"index", &p.index},
+                                                         {"window", &p.window},
+                                                         {"compressor", &p.compressor},
+                                                         {"token_history", &p.token_history},
+                                                         {"activations", &p.activations}})
+    if (t->row_bits > 0)
+      m.fail(key, fmt::format("'{}' stores a value per input row of a weight matrix (rowidx), "
+                              "which the {} role does not have",
+                              t->name, key));
   m.finish({"weights", "attention", "experts", "shared_experts", "dense_ffn", "embedding", "head",
             "norms", "kv", "recurrent", "conv", "index", "window", "compressor", "token_history",
             "activations", "production"});

@@ -66,17 +66,18 @@ void add_tensors(const attention_dsa& a, const model_context& m, std::vector<ten
   const dtype* norms = &m.precision->norms;
   checked d = m.hidden;
   checked q_width = checked(a.heads) * a.head_dim;
-  tensor wq_a{"attention", "wq_a", category::attention, d * a.q_rank, w, true};
+  tensor wq_a = matrix("attention", "wq_a", category::attention, d, a.q_rank, w);
   wq_a.shards = 1;
   out.push_back(wq_a);
-  out.push_back({"attention", "wq_b", category::attention, checked(a.q_rank) * q_width, w, true});
-  tensor wkv{"attention", "wkv", category::attention, d * a.head_dim, w, true};  // window KV
+  out.push_back(matrix("attention", "wq_b", category::attention, a.q_rank, q_width, w));
+  tensor wkv = matrix("attention", "wkv", category::attention, d, a.head_dim, w);  // window KV
   wkv.shards = 1;  // one record shared by every head
   out.push_back(wkv);
   // Grouped low-rank output: each group maps its heads' slice to o_rank, nothing across groups.
-  out.push_back({"attention", "wo_a", category::attention, q_width * a.o_rank, w, true});
+  // (o_groups matrices whose inputs together are the q_width of all heads)
+  out.push_back(matrix("attention", "wo_a", category::attention, q_width, a.o_rank, w));
   out.push_back(
-      {"attention", "wo_b", category::attention, checked(a.o_groups) * a.o_rank * d, w, true});
+      matrix("attention", "wo_b", category::attention, checked(a.o_groups) * a.o_rank, d, w));
   if (a.sink) out.push_back({"norms", "attn_sink", category::other, a.heads, norms});
   out.push_back({"norms", "q_norm", category::other, a.q_rank, norms});
   out.push_back({"norms", "kv_norm", category::other, a.head_dim, norms});
@@ -84,12 +85,12 @@ void add_tensors(const attention_dsa& a, const model_context& m, std::vector<ten
   if (stores_entries(a)) {
     const dsa_global& g = *a.global;
     checked width = overlap_factor(g) * a.head_dim;  // overlapping blocks: two projection sets
-    tensor kv{"attention", "compressor_wkv", category::attention, d * width, w, true};
+    tensor kv = matrix("attention", "compressor_wkv", category::attention, d, width, w);
     kv.rows = row_source::new_positions;
     kv.shards = 1;
     out.push_back(kv);
     if (g.gate) {
-      tensor gate{"attention", "compressor_wgate", category::attention, d * width, w, true};
+      tensor gate = matrix("attention", "compressor_wgate", category::attention, d, width, w);
       gate.rows = row_source::new_positions;
       gate.shards = 1;
       out.push_back(gate);
@@ -103,9 +104,9 @@ void add_tensors(const attention_dsa& a, const model_context& m, std::vector<ten
     const dsa_global& g = *a.global;
     if (x.keys == dsa_indexer::keys_kind::compressor) {
       checked width = overlap_factor(g) * x.dim;
-      tensor kv{"attention", "indexer_wkv", category::attention, d * width, w, true};
+      tensor kv = matrix("attention", "indexer_wkv", category::attention, d, width, w);
       kv.rows = row_source::new_positions;
-      tensor gate{"attention", "indexer_wgate", category::attention, d * width, w, true};
+      tensor gate = matrix("attention", "indexer_wgate", category::attention, d, width, w);
       gate.rows = row_source::new_positions;
       kv.shards = gate.shards = 1;
       out.push_back(kv);
@@ -114,17 +115,16 @@ void add_tensors(const attention_dsa& a, const model_context& m, std::vector<ten
         out.push_back({"norms", "indexer_ape", category::other, checked(g.ratio) * width, norms});
       out.push_back({"norms", "indexer_norm", category::other, x.dim, norms});
     } else if (x.keys == dsa_indexer::keys_kind::projection) {
-      tensor k{"attention", "index_key_proj", category::attention, checked(a.head_dim) * x.dim, w,
-               true};
+      tensor k = matrix("attention", "index_key_proj", category::attention, a.head_dim, x.dim, w);
       k.rows = row_source::new_entries;
       k.entry_ratio = g.ratio;
       k.shards = 1;
       out.push_back(k);
       out.push_back({"norms", "indexer_norm", category::other, x.dim, norms});
     }
-    out.push_back({"attention", "indexer_wq", category::attention,
-                   checked(a.q_rank) * x.heads * x.dim, w, true});
-    out.push_back({"attention", "indexer_weights", category::attention, d * x.heads, w, true});
+    out.push_back(matrix("attention", "indexer_wq", category::attention, a.q_rank,
+                         checked(x.heads) * x.dim, w));
+    out.push_back(matrix("attention", "indexer_weights", category::attention, d, x.heads, w));
   }
 }
 

@@ -15,16 +15,17 @@ void add_tensors(const attention_gqa& a, const model_context& m, std::vector<ten
   checked q_width = checked(a.q_heads) * a.head_dim;
   checked kv_width = checked(a.kv_heads) * a.head_dim;
   checked q_out = a.output_gate ? q_width * 2 : q_width;  // query plus its sigmoid gate
-  out.push_back({"attention", "q_proj", category::attention, d * q_out, w, true});
+  out.push_back(matrix("attention", "q_proj", category::attention, d, q_out, w));
   const bool shared = a.kv_source.has_value();  // computes no K/V of its own
-  tensor k{"attention", "k_proj", category::attention, d * kv_width, w, !shared};
+  tensor k = matrix("attention", "k_proj", category::attention, d, kv_width, w);
+  k.gemm = !shared;
   k.shards = a.kv_heads;
   k.idle = shared;
   tensor v = k;
   v.name = "v_proj";
   out.push_back(k);
   if (!a.k_is_v) out.push_back(v);
-  out.push_back({"attention", "o_proj", category::attention, q_width * d, w, true});
+  out.push_back(matrix("attention", "o_proj", category::attention, q_width, d, w));
   if (a.qkv_bias) {
     out.push_back({"norms", "q_bias", category::other, q_width, &m.precision->norms});
     tensor kb{"norms", "k_bias", category::other, kv_width, &m.precision->norms};

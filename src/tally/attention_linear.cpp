@@ -95,11 +95,11 @@ void add_tensors(const attention_gdn& a, const model_context& m, std::vector<ten
   const dtype* norms = &m.precision->norms;
   checked d = m.hidden;
   checked v_width = checked(a.v_heads) * a.value_dim;
-  out.push_back({"attention", "in_proj_qkv", category::attention, d * gdn_channels(a), w, true});
-  out.push_back({"attention", "in_proj_z", category::attention, d * v_width, w, true});    // gate
-  out.push_back({"attention", "in_proj_a", category::attention, d * a.v_heads, w, true});  // decay
-  out.push_back({"attention", "in_proj_b", category::attention, d * a.v_heads, w, true});  // beta
-  out.push_back({"attention", "out_proj", category::attention, v_width * d, w, true});
+  out.push_back(matrix("attention", "in_proj_qkv", category::attention, d, gdn_channels(a), w));
+  out.push_back(matrix("attention", "in_proj_z", category::attention, d, v_width, w));    // gate
+  out.push_back(matrix("attention", "in_proj_a", category::attention, d, a.v_heads, w));  // decay
+  out.push_back(matrix("attention", "in_proj_b", category::attention, d, a.v_heads, w));  // beta
+  out.push_back(matrix("attention", "out_proj", category::attention, v_width, d, w));
   if (a.conv_kernel > 0)
     out.push_back({"conv", "conv1d", category::other, gdn_channels(a) * a.conv_kernel, conv_w});
   out.push_back({"norms", "A_log", category::other, a.v_heads, norms});
@@ -124,21 +124,19 @@ void add_tensors(const attention_kda& a, const model_context& m, std::vector<ten
   checked d = m.hidden;
   checked k_width = checked(a.heads) * a.key_dim;
   checked v_width = checked(a.heads) * a.value_dim;
-  out.push_back({"attention", "q_proj", category::attention, d * k_width, w, true});
-  out.push_back({"attention", "k_proj", category::attention, d * k_width, w, true});
-  out.push_back({"attention", "v_proj", category::attention, d * v_width, w, true});
-  out.push_back({"attention", "f_a_proj", category::attention, d * a.decay_rank, w, true});
-  out.push_back(
-      {"attention", "f_b_proj", category::attention, checked(a.decay_rank) * k_width, w, true});
-  out.push_back({"attention", "beta_proj", category::attention, d * a.heads, w, true});
+  out.push_back(matrix("attention", "q_proj", category::attention, d, k_width, w));
+  out.push_back(matrix("attention", "k_proj", category::attention, d, k_width, w));
+  out.push_back(matrix("attention", "v_proj", category::attention, d, v_width, w));
+  out.push_back(matrix("attention", "f_a_proj", category::attention, d, a.decay_rank, w));
+  out.push_back(matrix("attention", "f_b_proj", category::attention, a.decay_rank, k_width, w));
+  out.push_back(matrix("attention", "beta_proj", category::attention, d, a.heads, w));
   if (a.output_gate && a.gate_rank > 0) {  // low rank, like the decay (Kimi Linear)
-    out.push_back({"attention", "g_a_proj", category::attention, d * a.gate_rank, w, true});
-    out.push_back(
-        {"attention", "g_b_proj", category::attention, checked(a.gate_rank) * v_width, w, true});
+    out.push_back(matrix("attention", "g_a_proj", category::attention, d, a.gate_rank, w));
+    out.push_back(matrix("attention", "g_b_proj", category::attention, a.gate_rank, v_width, w));
   } else if (a.output_gate) {
-    out.push_back({"attention", "g_proj", category::attention, d * v_width, w, true});
+    out.push_back(matrix("attention", "g_proj", category::attention, d, v_width, w));
   }
-  out.push_back({"attention", "o_proj", category::attention, v_width * d, w, true});
+  out.push_back(matrix("attention", "o_proj", category::attention, v_width, d, w));
   if (a.conv_kernel > 0)
     out.push_back(
         {"conv", "q_k_v_conv1d", category::other, kda_channels(a) * a.conv_kernel, conv_w});

@@ -46,10 +46,10 @@ void add_tensors(const attention_mamba2& a, const model_context& m, std::vector<
   const dtype* conv_w = &m.precision->weights;  // convolution taps: not a projection
   const dtype* norms = &m.precision->norms;
   checked d = m.hidden;
-  tensor in{"attention", "in_proj", category::attention, d * in_width(a), w, true};
+  tensor in = matrix("attention", "in_proj", category::attention, d, in_width(a), w);
   in.shards = a.heads;
   out.push_back(in);
-  tensor o{"attention", "out_proj", category::attention, inner(a) * d, w, true};
+  tensor o = matrix("attention", "out_proj", category::attention, inner(a), d, w);
   o.shards = a.heads;
   out.push_back(o);
   if (a.proj_bias) {

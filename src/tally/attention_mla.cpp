@@ -15,27 +15,28 @@ void add_tensors(const attention_mla& a, const model_context& m, std::vector<ten
   checked d = m.hidden;
   checked q_head = checked(a.qk_nope) + a.qk_rope;
   if (a.q_rank > 0) {
-    tensor qa{"attention", "q_a_proj", category::attention, d * a.q_rank, w, true};
+    tensor qa = matrix("attention", "q_a_proj", category::attention, d, a.q_rank, w);
     qa.shards = 1;  // the shared low-rank input is computed on every card
     out.push_back(qa);
-    out.push_back({"attention", "q_b_proj", category::attention,
-                   checked(a.q_rank) * a.heads * q_head, w, true});
+    out.push_back(
+        matrix("attention", "q_b_proj", category::attention, a.q_rank, a.heads * q_head, w));
     out.push_back({"norms", "q_a_norm", category::other, a.q_rank, norms});
   } else {
-    out.push_back({"attention", "q_proj", category::attention, d * a.heads * q_head, w, true});
+    out.push_back(matrix("attention", "q_proj", category::attention, d, a.heads * q_head, w));
   }
-  tensor kva{"attention", "kv_a_proj", category::attention, d * (checked(a.kv_rank) + a.qk_rope),
-             w,           true};
+  tensor kva =
+      matrix("attention", "kv_a_proj", category::attention, d, checked(a.kv_rank) + a.qk_rope, w);
   kva.shards = 1;  // one latent for all heads
   out.push_back(kva);
   out.push_back({"norms", "kv_a_norm", category::other, a.kv_rank, norms});
   // kv_b restores per-head K (nope part) and V; the compact path holds it as W_UK and W_UV.
-  out.push_back({"attention", "kv_b_proj", category::attention,
-                 checked(a.kv_rank) * a.heads * (checked(a.qk_nope) + a.v_head), w, true});
+  out.push_back(matrix("attention", "kv_b_proj", category::attention, a.kv_rank,
+                       a.heads * (checked(a.qk_nope) + a.v_head), w));
   out.push_back(
-      {"attention", "o_proj", category::attention, checked(a.heads) * a.v_head * d, w, true});
+      matrix("attention", "o_proj", category::attention, checked(a.heads) * a.v_head, d, w));
   if (a.output_gate)
-    out.push_back({"attention", "g_proj", category::attention, d * a.heads * a.v_head, w, true});
+    out.push_back(
+        matrix("attention", "g_proj", category::attention, d, checked(a.heads) * a.v_head, w));
 }
 
 work flops(const attention_mla& a, const model_context&, const call& c) {

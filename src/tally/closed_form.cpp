@@ -62,7 +62,7 @@ void closed_form::compile_layers() {
         run.fixed_read_bytes += t.read_bytes(call{});  // whole, or nothing for a lookup table
       } else {
         // Reads depend on the rows: at most m * k distinct experts can be touched.
-        run.experts.push_back({t, t.format->bytes(t.params / t.instances)});
+        run.experts.push_back({t, t.instance_bytes()});
       }
     }
     if (encoder > 0) {

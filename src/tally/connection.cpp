@@ -33,8 +33,8 @@ void add_mhc_layer_tensors(const connection_spec& c, const model_context& m,
   checked coeffs = checked(c.ways + 2) * c.ways;
   checked width = checked(c.ways) * m.hidden;
   for (const char* sub : {"attn", "ffn"}) {
-    out.push_back({"connection", std::string("hc_") + sub + "_fn", category::other, coeffs * width,
-                   &m.precision->norms, true});
+    out.push_back(matrix("connection", std::string("hc_") + sub + "_fn", category::other, width,
+                         coeffs, &m.precision->norms));
     out.push_back({"connection", std::string("hc_") + sub + "_base_scale", category::other,
                    coeffs + 3, &m.precision->norms});
   }
@@ -44,8 +44,8 @@ void add_mhc_head_tensors(const connection_spec& c, const model_context& m,
                           std::vector<tensor>& out) {
   if (!c.head_mix) return;
   checked width = checked(c.ways) * m.hidden;
-  tensor fn{"connection",        "hc_head_fn", category::other, checked(c.ways) * width,
-            &m.precision->norms, true};
+  tensor fn =
+      matrix("connection", "hc_head_fn", category::other, width, c.ways, &m.precision->norms);
   fn.rows = row_source::new_positions;  // the reference mixes the head on every row
   out.push_back(fn);
   out.push_back({"connection", "hc_head_base_scale", category::other, checked(c.ways) + 1,
@@ -73,8 +73,8 @@ void add_tensors(const engram_spec& e, const model_context& m, std::vector<tenso
   table.lookup_only = true;  // rows are looked up: bytes, not FLOPs
   out.push_back(table);
   // The concatenated lookups project to `ways` keys plus one shared value of width d.
-  out.push_back({"engram", "engram_wkv", category::engram,
-                 checked(e.buckets) * e.bucket_dim * (checked(e.ways) + 1) * m.hidden, w, true});
+  out.push_back(matrix("engram", "engram_wkv", category::engram, checked(e.buckets) * e.bucket_dim,
+                       (checked(e.ways) + 1) * m.hidden, w));
   out.push_back({"engram", "engram_q_weight", category::engram, checked(e.ways) * m.hidden,
                  &m.precision->norms});
   out.push_back({"engram", "engram_k_weight", category::engram, checked(e.ways) * m.hidden,

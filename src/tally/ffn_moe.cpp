@@ -10,15 +10,15 @@ void add_tensors(const ffn_moe& f, const model_context& m, std::vector<tensor>& 
   checked d = m.hidden;
   checked width = f.latent > 0 ? checked(f.latent) : d;  // d_e: where the experts compute
   if (f.router) {
-    tensor router{"router", "gate", category::other, d * f.experts, w, true};
+    tensor router = matrix("router", "gate", category::other, d, f.experts, w);
     router.shards = 1;  // every card routes its own tokens
     out.push_back(router);
   }
   if (f.router_bias)
     out.push_back({"router", "e_score_correction_bias", category::other, f.experts, norms});
   if (f.latent > 0) {
-    out.push_back({"latent", "latent_in", category::other, d * f.latent, w, true});
-    out.push_back({"latent", "latent_out", category::other, checked(f.latent) * d, w, true});
+    out.push_back(matrix("latent", "latent_in", category::other, d, f.latent, w));
+    out.push_back(matrix("latent", "latent_out", category::other, f.latent, d, w));
     if (f.latent_norm) out.push_back({"norms", "latent_norm", category::other, f.latent, norms});
   }
   tensor experts{"experts",
@@ -27,6 +27,8 @@ void add_tensors(const ffn_moe& f, const model_context& m, std::vector<tensor>& 
                  checked(f.experts) * 3 * width * f.intermediate,
                  m.precision->expert_weights(),
                  true};
+  // Each expert stores gate and up (width inputs each) and down (intermediate inputs).
+  experts.inputs = checked(f.experts) * (checked(2) * width + f.intermediate);
   experts.instances = f.experts;
   experts.per_token = f.top_k;
   out.push_back(experts);
@@ -39,12 +41,21 @@ void add_tensors(const ffn_moe& f, const model_context& m, std::vector<tensor>& 
     bias.per_token = f.top_k;
     out.push_back(bias);
   }
-  if (f.shared_experts > 0)
-    out.push_back({"shared_experts", "shared_experts", category::dense_shared_ffn,
-                   checked(f.shared_experts) * 3 * d * f.shared_intermediate,
-                   m.precision->shared_expert_weights(), true});
+  if (f.shared_experts > 0) {
+    // Stored as one MLP of intermediate shared_experts * shared_intermediate (Qwen2-MoE's
+    // shared_expert, DeepSeek's shared_experts): gate and up take d inputs, down the rest.
+    checked inter = checked(f.shared_experts) * f.shared_intermediate;
+    tensor shared{"shared_experts",
+                  "shared_experts",
+                  category::dense_shared_ffn,
+                  checked(3) * d * inter,
+                  m.precision->shared_expert_weights(),
+                  true};
+    shared.inputs = checked(2) * d + inter;
+    out.push_back(shared);
+  }
   if (f.shared_gate)
-    out.push_back({"shared_experts", "shared_expert_gate", category::other, d, w, true});
+    out.push_back(matrix("shared_experts", "shared_expert_gate", category::other, d, 1, w));
 }
 
 }  // namespace calc

@@ -7,18 +7,16 @@ namespace calc {
 void add_tensors(const ffn_swiglu& f, const model_context& m, std::vector<tensor>& out) {
   const dtype* w = m.precision->dense_ffn_weights();
   checked d = m.hidden;
-  out.push_back({"ffn", "gate_proj", category::dense_shared_ffn, d * f.intermediate, w, true});
-  out.push_back({"ffn", "up_proj", category::dense_shared_ffn, d * f.intermediate, w, true});
-  out.push_back(
-      {"ffn", "down_proj", category::dense_shared_ffn, checked(f.intermediate) * d, w, true});
+  out.push_back(matrix("ffn", "gate_proj", category::dense_shared_ffn, d, f.intermediate, w));
+  out.push_back(matrix("ffn", "up_proj", category::dense_shared_ffn, d, f.intermediate, w));
+  out.push_back(matrix("ffn", "down_proj", category::dense_shared_ffn, f.intermediate, d, w));
 }
 
 void add_tensors(const ffn_mlp& f, const model_context& m, std::vector<tensor>& out) {
   const dtype* w = m.precision->dense_ffn_weights();
   checked d = m.hidden;
-  out.push_back({"ffn", "up_proj", category::dense_shared_ffn, d * f.intermediate, w, true});
-  out.push_back(
-      {"ffn", "down_proj", category::dense_shared_ffn, checked(f.intermediate) * d, w, true});
+  out.push_back(matrix("ffn", "up_proj", category::dense_shared_ffn, d, f.intermediate, w));
+  out.push_back(matrix("ffn", "down_proj", category::dense_shared_ffn, f.intermediate, d, w));
   if (f.bias) {
     out.push_back({"norms", "up_bias", category::other, f.intermediate, &m.precision->norms});
     out.push_back({"norms", "down_bias", category::other, d, &m.precision->norms});

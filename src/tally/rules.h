@@ -54,6 +54,13 @@ struct tensor {
                       // parameters and weight bytes, never multiplied or read
   std::string kind = {};  // the by-kind key of its FLOPs when a mixer has parts (a parallel
                           // hybrid's "gqa" and "mamba2"); "" = the layer's own kind
+  checked inputs = 0;     // input rows of the matrices it holds, summed (routed experts: over all
+                       // E); 0 = not a matrix. A format with a per-row term (GPTQ's g_idx) needs it
+
+  /// Bytes it stores: the format's bytes of its values plus its per-input-row term.
+  checked bytes() const;
+  /// Bytes of one instance (one routed expert): values and input rows divided by instances.
+  checked instance_bytes() const;
 
   /// Rows this tensor's GEMM runs on in the call.
   checked rows_in(const call& c) const;
@@ -62,6 +69,15 @@ struct tensor {
   /// Bytes of this tensor the call reads: routed experts only those that can be touched.
   checked read_bytes(const call& c) const;
 };
+
+/// A weight matrix of `in` input rows and `out` output columns: in*out parameters, a GEMM
+/// operand, its input rows known for formats that store a value per row (GPTQ's g_idx).
+inline tensor matrix(std::string module, std::string name, category cat, checked in, checked out,
+                     const dtype* format) {
+  tensor t{std::move(module), std::move(name), cat, in * out, format, true};
+  t.inputs = in;
+  return t;
+}
 
 /// Non-weight matrix FLOPs of one block for one call.
 struct work {

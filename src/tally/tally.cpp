@@ -63,12 +63,30 @@ checked tensor::gemm_weight_rows(const call& c) const {
   return rows_in(c) * per_token * (params / instances);
 }
 
+checked tensor::bytes() const {
+  if (format->row_bits > 0 && inputs == 0)
+    throw spec_error("precision",
+                     fmt::format("'{}' stores a value per input row of a matrix, but {}.{} is "
+                                 "not a matrix (give its role another format)",
+                                 format->name, module, name));
+  return format->bytes(params, inputs);
+}
+
+checked tensor::instance_bytes() const {
+  if (instances == 1) return bytes();
+  tensor one = *this;
+  one.params = params / instances;
+  one.inputs = inputs / instances;
+  one.instances = 1;
+  return one.bytes();
+}
+
 checked tensor::read_bytes(const call& c) const {
   if (lookup_only || idle) return 0;
-  if (per_token == 0) return format->bytes(params);
+  if (per_token == 0) return bytes();
   // At most m*k distinct experts can be touched (every token choosing different ones).
   checked touched = min(instances, rows_in(c) * per_token);
-  return touched * format->bytes(params / instances);
+  return touched * instance_bytes();
 }
 
 namespace {
@@ -125,8 +143,11 @@ void model_level_tensors(const model_spec& s, const model_context& m, std::vecto
   // An untied table is only looked up by rows; a tied one is also the vocabulary head.
   out.push_back({"embedding", "embed_tokens", category::embedding_output, vd,
                  &s.precision.embedding, false, 1, 0, !s.tie_embeddings});
-  if (!s.tie_embeddings)
-    out.push_back({"head", "lm_head", category::embedding_output, vd, &s.precision.head});
+  if (!s.tie_embeddings) {
+    tensor head{"head", "lm_head", category::embedding_output, vd, &s.precision.head};
+    head.inputs = s.hidden;  // a hidden x vocab matrix (its FLOPs are counted apart)
+    out.push_back(head);
+  }
   if (s.position_embeddings > 0)  // learned positions: looked up by rows like the token table
     out.push_back({"embedding", "position_embeddings", category::embedding_output,
                    checked(s.position_embeddings) * s.hidden, &s.precision.embedding, false, 1, 0,
@@ -158,7 +179,7 @@ params_tally tally_params(const graph& g) {
     p.categories[c] = 0;
   auto add = [&](const tensor& t, checked count) {
     checked params = t.params * count;
-    checked bytes = t.format->bytes(t.params) * count;
+    checked bytes = t.bytes() * count;
     p.total += params;
     p.categories[t.cat] += params;
     p.weight_bytes += bytes;
@@ -171,7 +192,7 @@ params_tally tally_params(const graph& g) {
     if (t.per_token > 0) {
       checked one = t.params / t.instances;
       p.active += one * t.per_token * count;
-      p.selected_expert_bytes_per_token += t.format->bytes(one) * t.per_token * count;
+      p.selected_expert_bytes_per_token += t.instance_bytes() * t.per_token * count;
     } else if (!t.lookup_only && !t.idle) {
       p.active += params;
     }
@@ -196,7 +217,7 @@ params_tally tally_params(const graph& g) {
     gp.name = grp.name;
     gp.layers = static_cast<std::int64_t>(grp.indices.size());
     for (const tensor& t : ts) {
-      checked bytes = t.format->bytes(t.params);
+      checked bytes = t.bytes();
       if (t.module == "attention") {
         gp.attention += t.params;
         gp.attention_bytes += bytes;

@@ -30,6 +30,27 @@ TEST_CASE("group-scaled formats give the production record sizes of §2.3.6") {
   CHECK(parse_dtype("int4:g128").bytes(129).value() == 65 + 4);  // tail group padded
 }
 
+TEST_CASE("GPTQ: AWQ's groups plus an int32 per input row of each matrix (g_idx)") {
+  dtype g = parse_dtype("int4:g128:fp16:zero:int4:rowidx:int32");
+  CHECK(g.row_bits == 32);
+  CHECK(g.zero_bits == 4);
+  // A 256-input x 8-output matrix: 2048 int4 values = 1024 B; 16 groups x (2 B scale + 0.5 B
+  // zero) = 40 B; 256 input rows x 4 B = 1024 B.
+  CHECK(g.bytes(2048, 256).value() == 1024 + 40 + 1024);
+  CHECK(g.bytes(2048).value() == 1064);  // the values alone, as a lookup would read them
+  // The same matrix transposed (8 inputs, 256 outputs) stores only 8 row indices.
+  CHECK(g.bytes(2048, 8).value() == 1024 + 40 + 32);
+  // A zero as wide as the scale, then the rows; int8 GPTQ.
+  CHECK(parse_dtype("int4:g128:zero:rowidx:int32").zero_bits == 16);
+  CHECK(parse_dtype("int8:g64:fp16:zero:int8:rowidx:int32").bytes(128, 64).value() ==
+        128 + 2 * 3 + 64 * 4);
+  CHECK(parse_dtype("int4:g128").bytes(256, 256).value() == 128 + 4);  // no row term
+  CHECK_THROWS(parse_dtype("int4:g128:rowidx"));                       // the row format is required
+  CHECK_THROWS(parse_dtype("int4:g128:rowidx:bogus"));                 // an element format
+  CHECK_THROWS(parse_dtype("int4:g128:rowidx:int32:fp16"));            // and it comes last
+  CHECK_THROWS(parse_dtype("int4:g128:rowidx:int32*8+bf16*8@8"));      // a record has no rows
+}
+
 TEST_CASE("unknown formats are rejected with the list of known ones") {
   CHECK_THROWS_AS(parse_dtype("bf17"), std::invalid_argument);
   CHECK_THROWS_AS(parse_dtype("int4:128"), std::invalid_argument);

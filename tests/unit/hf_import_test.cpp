@@ -490,10 +490,117 @@ TEST_CASE("AWQ and GPTQ: what is mapped and what is a located error") {
         "int4:g128:fp16:zero:int4");
   CHECK(import_error(head + R"({"quant_method": "awq", "bits": 8, "group_size": 128}})") ==
         "config.json:3:58: quantization_config.bits: AWQ with 8 bits is not mapped (calc reads 4)");
-  CHECK(import_error(head + R"({"quant_method": "gptq", "bits": 4, "group_size": 128}})") ==
-        "config.json:3:43: quantization_config.quant_method: 'gptq' is not mapped: its files also "
-        "store g_idx, an int32 per input row of each matrix, which calc's per-value formats "
-        "cannot express (use --weights for an estimate)");
+  // GPTQ: the AWQ groups plus g_idx, whatever sym and desc_act say (both keep qzeros and g_idx).
+  CHECK(weights(R"({"quant_method": "gptq", "bits": 4, "group_size": 128, "sym": true,
+                    "desc_act": true})") == "bf16");  // router and gates keep the model dtype
+  auto attention = [&](const std::string& q) {
+    return testing::model::from_text(hf::import_text(head + q + "}", "config.json", "t").yaml)
+        .spec.precision.attention_weights()
+        ->name;
+  };
+  CHECK(attention(R"({"quant_method": "gptq", "bits": 4, "group_size": 128, "sym": true})") ==
+        "int4:g128:fp16:zero:int4:rowidx:int32");
+  CHECK(attention(R"({"quant_method": "gptq", "bits": 8, "group_size": 32,
+                      "checkpoint_format": "gptq_v2"})") == "int8:g32:fp16:zero:int8:rowidx:int32");
+  CHECK(import_error(head + R"({"quant_method": "gptq", "bits": 3, "group_size": 128}})") ==
+        "config.json:3:59: quantization_config.bits: GPTQ with 3 bits is not mapped (calc reads 4 "
+        "and 8)");
+  CHECK(import_error(head + R"({"quant_method": "gptq", "bits": 4, "group_size": -1}})") ==
+        "config.json:3:76: quantization_config.group_size: GPTQ group_size -1 (one scale per "
+        "output column over all inputs) is not mapped (calc reads a positive group size)");
+  CHECK(import_error(head + R"({"quant_method": "gptq", "bits": 4, "group_size": 128,
+  "checkpoint_format": "gptq_marlin"}})") ==
+        "config.json:4:24: quantization_config.checkpoint_format: GPTQ checkpoint format "
+        "'gptq_marlin' is not mapped (calc reads gptq and gptq_v2, whose packing it counts)");
+  CHECK(import_error(head + R"({"quant_method": "gptq", "bits": 4, "group_size": 128,
+  "modules_in_block_to_quantize": [["self_attn.q_proj"]]}})") ==
+        "config.json:4:35: quantization_config.modules_in_block_to_quantize: a list of the "
+        "modules quantised is not mapped: calc keeps one format per role");
+}
+
+TEST_CASE("GPTQ checkpoint (Qwen2.5-Coder-1.5B-Instruct-GPTQ-Int4): the published file's bytes") {
+  testing::model m = imported("qwen2.5-coder-1.5b-instruct-gptq-int4.json");
+  params_tally p = tally_params(m.g);
+  CHECK(p.total.value() == 1'543'714'304);  // Qwen2.5-1.5B's parameters (the repo lists them)
+  // Each quantised Linear of `in` inputs and `out` outputs stores qweight int32 [in/8, out],
+  // scales fp16 [in/128, out], qzeros int32 [in/128, out/8] and g_idx int32 [in]:
+  //   q, o (1536 x 1536): 1,179,648 + 36,864 + 9,216 + 6,144 = 1,231,872 B each
+  //   k, v (1536 x 256):    196,608 +  6,144 + 1,536 + 6,144 =   210,432 B each
+  //   gate, up (1536 x 8960): 6,881,280 + 215,040 + 53,760 + 6,144 = 7,156,224 B each
+  //   down (8960 x 1536):     6,881,280 + 215,040 + 53,760 + 35,840 = 7,185,920 B
+  // = 24,382,976 B a layer, x28 = 682,723,328 B. In fp16: the tied embedding 151936 x 1536,
+  // the Q/K/V biases 28 x 2048 and the norms 28 x 2 x 1536 + 1536 = 467,037,184 B.
+  // Total 1,149,760,512 B; the published model.safetensors is 1,149,862,960 B, the 102,448 B
+  // between being the file's header (8 B of length and the JSON of its 926 tensors).
+  CHECK(p.weight_bytes.value() == 1'149'760'512);
+  // Without g_idx the count would miss 28 x (6 x 6,144 + 35,840) = 2,035,712 B.
+  testing::model awq_like = imported("qwen2.5-coder-1.5b-instruct-gptq-int4.json",
+                                     {"precision.attention=int4:g128:fp16:zero:int4",
+                                      "precision.dense_ffn=int4:g128:fp16:zero:int4"});
+  CHECK(p.weight_bytes.value() - tally_params(awq_like.g).weight_bytes.value() == 2'035'712);
+  // The cache keeps fp16: 2 x 2 heads x 128 x 2 B x 28 layers = 28,672 B/token.
+  CHECK(state(m, 8192) == 28'672LL * 8192);      // 234,881,024 B = 224 MiB
+  CHECK(state(m, 131072) == 28'672LL * 131072);  // 3,758,096,384 B = 3.5 GiB
+}
+
+TEST_CASE("Gemma 3 1B config: 999,885,952 parameters; 22 sliding layers of 512 and 4 full") {
+  testing::model m = imported("gemma-3-1b-it.json");
+  // Per layer: q, o 2 x 1152 x 1024, k, v 2 x 1152 x 256, q/k norms 2 x 256, MLP 3 x 1152 x
+  // 6912, four norms 4 x 1152 = 26,842,112; x26 = 697,894,912; the tied embedding 262144 x
+  // 1152 = 301,989,888; final norm 1152. Total 999,885,952 (the published count).
+  CHECK(params(m) == 999'885'952);
+  // sliding_window_pattern 6: layers 5, 11, 17, 23 are full, the other 22 keep 512 tokens.
+  // K and V of 1 head x 256 in bf16: 1,024 B per token per layer.
+  //   8K:   4 x 8192 x 1024 + 22 x 512 x 1024 = 33,554,432 + 11,534,336 = 45,088,768 B
+  //   128K: 4 x 131072 x 1024 + 11,534,336 = 536,870,912 + 11,534,336 = 548,405,248 B
+  CHECK(state(m, 8192) == 45'088'768);
+  CHECK(state(m, 131072) == 548'405'248);
+}
+
+TEST_CASE("rowidx: counted over each matrix's input rows, refused where there are no rows") {
+  // Qwen3-8B with every projection in GPTQ's layout (embedding and head keep bf16), per layer
+  // with bytes = in*out/2 + (in/128)*out*2.5 + in*4:
+  //   q, o (4096, 4096) 8,732,672 each; k, v (4096, 1024) 2,195,456 each;
+  //   gate, up (4096, 12288) 26,165,248 each; down (12288, 4096) 26,198,016; norms 16,896
+  // = 100,401,664 B, x36 = 3,614,459,904 B; embedding and head 2 x 151936 x 4096 x 2 B =
+  // 2,489,319,424 B; final norm 8,192 B. Total 6,103,787,520 B.
+  testing::model q("qwen3-8b", {"precision.weights=int4:g128:fp16:zero:int4:rowidx:int32",
+                                "precision.embedding=bf16", "precision.head=bf16"});
+  CHECK(tally_params(q.g).weight_bytes.value() == 6'103'787'520);
+  std::ostringstream out, err;
+  CHECK(run_cli({"state", "--model", "qwen3-8b", "--set", "precision.kv=int4:g128:rowidx:int32",
+                 "--length", "8K"},
+                out, err) == 2);
+  CHECK(err.str() ==
+        "--set: precision.kv: 'int4:g128:rowidx:int32' stores a value per input row of a "
+        "weight matrix (rowidx), which the kv role does not have\n");
+  std::ostringstream out2, err2;
+  CHECK(run_cli({"params", "--model", "qwen3-8b", "--set",
+                 "precision.embedding=int4:g128:rowidx:int32"},
+                out2, err2) == 2);
+  CHECK(err2.str() ==
+        "precision: 'int4:g128:rowidx:int32' stores a value per input row of a matrix, but "
+        "embedding.embed_tokens is not a matrix (give its role another format)\n");
+}
+
+TEST_CASE("GPTQ MoE (Qwen3-30B-A3B-GPTQ-Int4): g_idx per expert matrix, the router in fp16") {
+  testing::model m = imported("qwen3-30b-a3b-gptq-int4.json");
+  params_tally p = tally_params(m.g);
+  CHECK(p.total.value() == 30'532'122'624);  // Qwen3-30B-A3B's parameters
+  // Per layer, with (in, out) and bytes = in*out/2 + (in/128)*out*2.5 + in*4:
+  //   q (2048, 4096) 4,366,336; k, v (2048, 512) 552,960 each; o (4096, 2048) 4,374,528
+  //   = 9,846,784 B of attention;
+  //   each of 128 experts: gate, up (2048, 768) 825,344 each, down (768, 2048) 820,224
+  //   = 2,470,912 B, x128 = 316,276,736 B (768 g_idx rows for down, not 2048);
+  //   the router 2048 x 128 in fp16 (the checkpoint stores mlp.gate.weight, unquantised)
+  //   524,288 B; norms (2 x 2048 + 2 x 128) x 2 B = 8,704 B.
+  // 326,656,512 B a layer, x48 = 15,679,512,576 B; embedding and head 2 x 151936 x 2048 x 2 B =
+  // 1,244,659,712 B; final norm 4,096 B. Total 16,924,176,384 B.
+  CHECK(p.weight_bytes.value() == 16'924'176'384);
+  CHECK(p.selected_expert_bytes_per_token.value() == 8LL * 2'470'912 * 48);
+  // K and V of 4 heads x 128 in fp16 on 48 layers: 2 x 4 x 128 x 2 B x 48 = 98,304 B/token.
+  CHECK(state(m, 8192) == 98'304LL * 8192);      // 805,306,368 B = 768 MiB
+  CHECK(state(m, 131072) == 98'304LL * 131072);  // 12,884,901,888 B = 12 GiB
 }
 
 TEST_CASE("GLM-4.5-Air config: 106,852,251,264 parameters without MTP; Q/K/V biases") {

@@ -68,13 +68,45 @@ std::optional<quant_formats> read_quant(const hf_object& root, const hf_json* mo
     f.origin += fmt::format(" = awq: int4 values, an fp16 scale{} per {} inputs",
                             zero ? " and an int4 zero" : "", group);
   } else if (method == "gptq") {
-    q->fail(key,
-            "'gptq' is not mapped: its files also store g_idx, an int32 per input row of each "
-            "matrix, which calc's per-value formats cannot express (use --weights for an "
-            "estimate)");
+    // AutoGPTQ / GPTQModel's layout, as the files store each quantised Linear of `in` inputs and
+    // `out` outputs: qweight int32 [in * bits / 32, out], scales fp16 [in / group, out], qzeros
+    // int32 [in / group, out * bits / 32] (kept even when sym is true) and g_idx int32 [in], the
+    // group of each input row (stored whether or not desc_act reorders the rows).
+    if (q->has("checkpoint_format") && q->value("checkpoint_format").is_string() &&
+        q->text("checkpoint_format") != "gptq" && q->text("checkpoint_format") != "gptq_v2")
+      q->fail("checkpoint_format",
+              fmt::format("GPTQ checkpoint format '{}' is not mapped (calc reads gptq and "
+                          "gptq_v2, whose packing it counts)",
+                          q->text("checkpoint_format")));
+    std::int64_t bits = q->integer("bits");
+    if (bits != 4 && bits != 8)
+      q->fail("bits", fmt::format("GPTQ with {} bits is not mapped (calc reads 4 and 8)", bits));
+    if (q->has("group_size") && q->value("group_size").is_number_integer() &&
+        q->value("group_size").get<std::int64_t>() == -1)
+      q->fail("group_size",
+              "GPTQ group_size -1 (one scale per output column over all inputs) is not mapped "
+              "(calc reads a positive group size)");
+    std::int64_t group = q->integer("group_size");
+    if (group <= 0) q->fail("group_size", "GPTQ needs a positive group_size (inputs per scale)");
+    if (q->has("modules_in_block_to_quantize"))
+      q->fail("modules_in_block_to_quantize",
+              "a list of the modules quantised is not mapped: calc keeps one format per role");
+    if (q->has("lm_head") && q->value("lm_head").is_boolean() && q->boolean("lm_head"))
+      q->fail("lm_head", "a quantised lm_head is not mapped (calc reads GPTQ heads in 16 bits)");
+    std::string elem = bits == 4 ? "int4" : "int8";
+    f.weights = fmt::format("{}:g{}:fp16:zero:{}:rowidx:int32", elem, group, elem);
+    f.origin += fmt::format(
+        " = gptq: {} values, an fp16 scale and an {} zero per {} inputs, an int32 g_idx per input "
+        "row",
+        elem, elem, group);
+    // The router (mlp.gate) and the shared-expert gate are not among the Linear layers GPTQ
+    // quantises: they keep the model dtype in `weights`, the matrices are named by role.
+    quant_formats::kept_role& k = f.kept_roles["router"];
+    k.all = true;
+    k.field = f.origin;
   } else {
     q->fail(key, fmt::format("quantisation '{}' is not mapped (calc reads fp8, FP8, NVFP4, "
-                             "mxfp4, awq)",
+                             "mxfp4, awq, gptq)",
                              method));
   }
   for (const char* k : {"kv_cache_quant_algo", "kv_cache_scheme"}) {
