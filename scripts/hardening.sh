@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Issue 11's sanitizer build and fuzz runs, apart from scripts/test.sh until they have passed end
-# to end on a fresh clone (they add two full builds to CI). Run after scripts/test.sh.
+# Issue 11's sanitizer build and fuzz runs: two more builds of their own (build-asan, build-fuzz),
+# run by scripts/test.sh after everything else; also runnable alone.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install.sh

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds calc from scratch with warnings as errors and runs every test: the doctest unit and CLI
-# tests, then every chapter claim (`calc check scenarios`). Exit code non-zero on any failure.
+# tests, every chapter claim (`calc check scenarios`), ctest, an installed calc, the GPU script's
+# dry run, then the sanitizer build and the fuzzers (scripts/hardening.sh). Exit code non-zero on any failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install.sh
@@ -19,4 +20,6 @@ rm -rf "$prefix"
 # CUDA kernel case and writes the rows a device run would (GPU rows marked skipped), so its
 # failures show here before device time is spent.
 bash tests/gpu/run.sh --dry-run build/gpu-dry-run
-
+# Issue 11: the unit tests and every claim again under ASan + UBSan (every report fatal), then
+# each libFuzzer target for 60 s from its seed corpus (scripts/hardening.sh).
+bash scripts/hardening.sh
