@@ -341,6 +341,21 @@ TEST_CASE("Mistral-7B-v0.1 config: 7,241,732,096 parameters; a 4096-token window
   CHECK(state(m, 131072) == 536'870'912);
 }
 
+TEST_CASE("Mamba2-780m config: 780,161,280 parameters; fixed state only, bare Infinity read") {
+  testing::model m = imported("mamba2-780m-hf.json");
+  // d = 1536, inner = expand x d = 3072 = 48 heads x 64, state 128, one group, kernel 4.
+  // Per layer: in_proj d x (2 x 3072 + 2 x 128 + 48) = 1536 x 6448 = 9,904,128; conv1d over
+  // 3072 + 2 x 128 = 3328 channels, 3328 x 4 weights + 3328 biases = 16,640; dt_bias, A_log, D
+  // 3 x 48 = 144; gated norm 3072; out_proj 3072 x 1536 = 4,718,592; one norm 1536:
+  // 14,644,112, x48 = 702,917,376. Tied embedding 50288 x 1536 = 77,242,368, final norm 1536.
+  CHECK(params(m) == 780'161'280);
+  // No attention: the state is fixed at any length. SSM state 48 x 64 x 128 values in fp32
+  // (the recurrent format) = 1,572,864 B; conv window 4 x 3328 channels x 2 B (bf16) = 26,624 B;
+  // x48 layers = 75,497,472 + 1,277,952 = 76,775,424 B at 8K and 128K alike.
+  CHECK(state(m, 8192) == 76'775'424);
+  CHECK(state(m, 131072) == 76'775'424);
+}
+
 TEST_CASE("Qwen2.5-7B-Instruct config: 7,615,616,512 parameters; Q/K/V biases; no window") {
   testing::model m = imported("qwen2.5-7b-instruct.json");
   // The published checkpoint's tensors sum to 7,615,616,512: embedding and head
