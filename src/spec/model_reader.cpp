@@ -279,6 +279,7 @@ precision_spec read_precision(yaml_map& parent) {
   p.weights = read_dtype(m, "weights", "bf16");
   // Module roles stay absent unless given, so `--weights` (set_weights) still sets them all.
   if (m.has("attention")) p.attention = read_dtype(m, "attention", "");
+  if (m.has("attention_out")) p.attention_out = read_dtype(m, "attention_out", "");
   if (m.has("experts")) p.experts = read_dtype(m, "experts", "");
   if (m.has("shared_experts")) p.shared_experts = read_dtype(m, "shared_experts", "");
   if (m.has("dense_ffn")) p.dense_ffn = read_dtype(m, "dense_ffn", "");
@@ -321,9 +322,9 @@ precision_spec read_precision(yaml_map& parent) {
       m.fail(key, fmt::format("'{}' stores a value per input row of a weight matrix (rowidx), "
                               "which the {} role does not have",
                               t->name, key));
-  m.finish({"weights", "attention", "experts", "shared_experts", "dense_ffn", "embedding", "head",
-            "norms", "kv", "recurrent", "conv", "index", "window", "compressor", "token_history",
-            "activations", "production"});
+  m.finish({"weights", "attention", "attention_out", "experts", "shared_experts", "dense_ffn",
+            "embedding", "head", "norms", "kv", "recurrent", "conv", "index", "window",
+            "compressor", "token_history", "activations", "production"});
   return p;
 }
 

@@ -251,6 +251,7 @@ struct precision_spec {
   dtype weights;  // projection and FFN matrices, unless a module role below is given
   // Per-module weight formats of quantised checkpoints; absent = `weights`.
   std::optional<dtype> attention;       // attention and mixer projections
+  std::optional<dtype> attention_out;   // their output projection (o_proj); absent = attention
   std::optional<dtype> experts;         // routed expert matrices (gpt-oss: mxfp4)
   std::optional<dtype> shared_experts;  // shared expert matrices
   std::optional<dtype> dense_ffn;       // dense feed-forward matrices
@@ -273,6 +274,7 @@ struct precision_spec {
   void set_weights(const dtype& format) {
     weights = format;
     attention.reset();
+    attention_out.reset();
     experts.reset();
     shared_experts.reset();
     dense_ffn.reset();
@@ -280,6 +282,10 @@ struct precision_spec {
 
   /// The format of a module's matrices: its own role when given, else `weights`.
   const dtype* attention_weights() const { return attention ? &*attention : &weights; }
+  /// The output projection (heads x value_dim back to hidden): its own role, else `attention`.
+  const dtype* attention_out_weights() const {
+    return attention_out ? &*attention_out : attention_weights();
+  }
   const dtype* expert_weights() const { return experts ? &*experts : &weights; }
   const dtype* shared_expert_weights() const {
     return shared_experts ? &*shared_experts : &weights;

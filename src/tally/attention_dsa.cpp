@@ -75,9 +75,11 @@ void add_tensors(const attention_dsa& a, const model_context& m, std::vector<ten
   out.push_back(wkv);
   // Grouped low-rank output: each group maps its heads' slice to o_rank, nothing across groups.
   // (o_groups matrices whose inputs together are the q_width of all heads)
-  out.push_back(matrix("attention", "wo_a", category::attention, q_width, a.o_rank, w));
+  // Both halves are the output projection (precision.attention_out).
+  const dtype* wo = m.precision->attention_out_weights();
+  out.push_back(matrix("attention", "wo_a", category::attention, q_width, a.o_rank, wo));
   out.push_back(
-      matrix("attention", "wo_b", category::attention, checked(a.o_groups) * a.o_rank, d, w));
+      matrix("attention", "wo_b", category::attention, checked(a.o_groups) * a.o_rank, d, wo));
   if (a.sink) out.push_back({"norms", "attn_sink", category::other, a.heads, norms});
   out.push_back({"norms", "q_norm", category::other, a.q_rank, norms});
   out.push_back({"norms", "kv_norm", category::other, a.head_dim, norms});

@@ -25,7 +25,8 @@ void add_tensors(const attention_gqa& a, const model_context& m, std::vector<ten
   v.name = "v_proj";
   out.push_back(k);
   if (!a.k_is_v) out.push_back(v);
-  out.push_back(matrix("attention", "o_proj", category::attention, q_width, d, w));
+  out.push_back(matrix("attention", "o_proj", category::attention, q_width, d,
+                       m.precision->attention_out_weights()));
   if (a.qkv_bias) {
     out.push_back({"norms", "q_bias", category::other, q_width, &m.precision->norms});
     tensor kb{"norms", "k_bias", category::other, kv_width, &m.precision->norms};

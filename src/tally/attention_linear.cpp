@@ -99,7 +99,8 @@ void add_tensors(const attention_gdn& a, const model_context& m, std::vector<ten
   out.push_back(matrix("attention", "in_proj_z", category::attention, d, v_width, w));    // gate
   out.push_back(matrix("attention", "in_proj_a", category::attention, d, a.v_heads, w));  // decay
   out.push_back(matrix("attention", "in_proj_b", category::attention, d, a.v_heads, w));  // beta
-  out.push_back(matrix("attention", "out_proj", category::attention, v_width, d, w));
+  out.push_back(matrix("attention", "out_proj", category::attention, v_width, d,
+                       m.precision->attention_out_weights()));
   if (a.conv_kernel > 0)
     out.push_back({"conv", "conv1d", category::other, gdn_channels(a) * a.conv_kernel, conv_w});
   out.push_back({"norms", "A_log", category::other, a.v_heads, norms});
@@ -136,7 +137,8 @@ void add_tensors(const attention_kda& a, const model_context& m, std::vector<ten
   } else if (a.output_gate) {
     out.push_back(matrix("attention", "g_proj", category::attention, d, v_width, w));
   }
-  out.push_back(matrix("attention", "o_proj", category::attention, v_width, d, w));
+  out.push_back(matrix("attention", "o_proj", category::attention, v_width, d,
+                       m.precision->attention_out_weights()));
   if (a.conv_kernel > 0)
     out.push_back(
         {"conv", "q_k_v_conv1d", category::other, kda_channels(a) * a.conv_kernel, conv_w});

@@ -49,7 +49,8 @@ void add_tensors(const attention_mamba2& a, const model_context& m, std::vector<
   tensor in = matrix("attention", "in_proj", category::attention, d, in_width(a), w);
   in.shards = a.heads;
   out.push_back(in);
-  tensor o = matrix("attention", "out_proj", category::attention, inner(a), d, w);
+  tensor o = matrix("attention", "out_proj", category::attention, inner(a), d,
+                    m.precision->attention_out_weights());
   o.shards = a.heads;
   out.push_back(o);
   if (a.proj_bias) {

@@ -32,8 +32,8 @@ void add_tensors(const attention_mla& a, const model_context& m, std::vector<ten
   // kv_b restores per-head K (nope part) and V; the compact path holds it as W_UK and W_UV.
   out.push_back(matrix("attention", "kv_b_proj", category::attention, a.kv_rank,
                        a.heads * (checked(a.qk_nope) + a.v_head), w));
-  out.push_back(
-      matrix("attention", "o_proj", category::attention, checked(a.heads) * a.v_head, d, w));
+  out.push_back(matrix("attention", "o_proj", category::attention, checked(a.heads) * a.v_head, d,
+                       m.precision->attention_out_weights()));
   if (a.output_gate)
     out.push_back(
         matrix("attention", "g_proj", category::attention, d, checked(a.heads) * a.v_head, w));

@@ -111,6 +111,72 @@ TEST_CASE("FP8 checkpoint (ModelOpt hf_quant_config.json): FP8 matrices and cach
   CHECK(state(m, 8192) == 163'840LL * 8192);
 }
 
+TEST_CASE("NVFP4 DeepSeek-V3.1 (ModelOpt): attention inputs in BF16, o_proj and FFNs in NVFP4") {
+  // hf_quant_config.json excludes lm_head, model.layers.61* (the MTP layer, not counted) and, in
+  // each of the 61 layers, self_attn.{q_a_proj, q_b_proj, kv_a_proj_with_mqa, kv_b_proj}:
+  // precision.attention stays bf16, precision.attention_out (o_proj) is NVFP4.
+  testing::model m = imported("deepseek-v3.1-nvfp4");
+  REQUIRE(m.spec.precision.attention.has_value());
+  REQUIRE(m.spec.precision.attention_out.has_value());
+  CHECK(m.spec.precision.attention->name == "bf16");
+  CHECK(m.spec.precision.attention_out->name == "nvfp4");
+  params_tally p = tally_params(m.g);
+  CHECK(p.total.value() == 671'026'419'200);
+  // BF16 (2 B): per layer q_a 7168*1536 = 11,010,048, q_b 1536*(128*192) = 37,748,736, kv_a
+  // 7168*(512+64) = 4,128,768, kv_b 512*(128*(128+128)) = 16,777,216: 69,664,768 x 61 =
+  // 4,249,550,848; embedding and head 2 * 129280*7168 = 1,853,358,080; norms 61 * (1536 + 512 +
+  // 2*7168) + 7168 and 58 * 256 router biases = 1,021,440. 6,103,930,368 values = 12,207,860,736 B.
+  // NVFP4 (4-bit values and an fp8 scale per 16: 9 B per 16 values): o_proj 128*128*7168 x 61 =
+  // 7,163,871,232; dense FFN 3 * 3*7168*18432 = 1,189,085,184; 58 MoE layers of 257 experts
+  // (256 routed + 1 shared) of 3*7168*2048 = 656,463,101,952; routers 58 * 7168*256 =
+  // 106,430,464 (in `weights`). 664,922,488,832 values * 9 / 16 = 374,018,899,968 B.
+  CHECK(p.weight_bytes.value() == 12'207'860'736 + 374'018'899'968);  // 386,226,760,704 B
+  // kv_cache_quant_algo FP8: the compact latent 512 + 64 at 1 B on 61 layers = 35,136 B/token.
+  CHECK(state(m, 8192) == 35'136LL * 8192);
+}
+
+TEST_CASE("attention input exclusions: only the whole set of input projections is mapped") {
+  // The DeepSeek-V3.1 config with a quantization_config whose modules_to_not_convert is given.
+  std::ifstream in(fixture("deepseek-v3.1-nvfp4/config.json"));
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string base = text.str();
+  base = base.substr(0, base.rfind('}'));
+  auto with = [&](const std::string& list) {
+    return base + ",\n\"quantization_config\": {\"quant_method\": \"nvfp4\", " +
+           "\"modules_to_not_convert\": [" + list + "]}}";
+  };
+  // Every layer ("*") keeps its four input projections: mapped like the ModelOpt folder.
+  std::string all = with(
+      "\"model.layers.*.self_attn.q_a_proj\", \"model.layers.*.self_attn.q_b_proj\", "
+      "\"model.layers.*.self_attn.kv_a_proj_with_mqa\", \"model.layers.*.self_attn.kv_b_proj\"");
+  CHECK(import_error(all) == "");
+  testing::model m = testing::model::from_text(hf::import_text(all, "config.json", "t").yaml);
+  CHECK(m.spec.precision.attention->name == "bf16");
+  CHECK(m.spec.precision.attention_out->name == "nvfp4");
+  // Three of the four: the fourth would be NVFP4 in the files, which one role cannot say.
+  CHECK(import_error(with("\"model.layers.*.self_attn.q_a_proj\", "
+                          "\"model.layers.*.self_attn.q_b_proj\", "
+                          "\"model.layers.*.self_attn.kv_a_proj_with_mqa\"")) ==
+        "config.json:59:77: quantization_config.modules_to_not_convert[0]: layer * leaves "
+        "self_attn.{kv_a_proj_with_mqa, q_a_proj, q_b_proj} unquantised, but the input "
+        "projections of its MLA attention are self_attn.{kv_a_proj_with_mqa, kv_b_proj, q_a_proj, "
+        "q_b_proj}; calc keeps one format for the attention inputs and one for o_proj, not per "
+        "module");
+  // o_proj alone stays the per-module error it was.
+  CHECK(import_error(with("\"model.layers.*.self_attn.o_proj\"")) ==
+        "config.json:59:77: quantization_config.modules_to_not_convert[0]: "
+        "'model.layers.*.self_attn.o_proj' stays unquantised, but calc keeps formats per role "
+        "(attention, attention_out, router, head, embedding), not per module");
+  // Layer 0 lists its inputs, the others none: their inputs would be NVFP4.
+  CHECK(import_error(with("\"model.layers.0.self_attn.q_a_proj\", "
+                          "\"model.layers.0.self_attn.q_b_proj\", "
+                          "\"model.layers.0.self_attn.kv_a_proj_with_mqa\", "
+                          "\"model.layers.0.self_attn.kv_b_proj\"")) ==
+        "config.json:59:77: quantization_config.modules_to_not_convert[0]: the attention input "
+        "projections of 1 of the 61 layers stays unquantised; calc keeps one format per role");
+}
+
 TEST_CASE("round trip: a config imports to the same tallies as the bundled YAML") {
   struct pair {
     const char* config;

@@ -279,6 +279,30 @@ TEST_CASE("expert_bias: 2f + d per routed expert, read only for touched experts"
   CHECK(d.linear_flops.value() == 2 * (2 * 6'144 + 256));  // biases add no FLOPs
 }
 
+TEST_CASE("precision.attention_out: the output projection's own format, else `attention`") {
+  // kPartial has 2 attention layers: inputs q 64x64 + k, v 64x32 = 8,192 and o_proj 64x64 =
+  // 4,096 parameters each; 3 SwiGLU layers of 3*64*128 = 24,576; norms 320; table and head
+  // 2 * 64,000. Inputs in fp8: 2 * 8,192 = 16,384 B; o_proj in NVFP4 (4 bits and an fp8 scale
+  // per 16 values, 4.5 bits): 8,192 * 9 / 16 = 4,608 B; the rest bf16: 2 * 202,048 = 404,096 B.
+  model m =
+      model::from_text(kPartial, {"precision.attention=fp8", "precision.attention_out=nvfp4"});
+  CHECK(tally_params(m.g).weight_bytes.value() == 16'384 + 4'608 + 404'096);
+  // attention_out alone: the inputs fall back to `attention`, absent, hence `weights` (bf16).
+  model o = model::from_text(kPartial, {"precision.attention_out=nvfp4"});
+  CHECK(tally_params(o.g).weight_bytes.value() == 2 * 16'384 + 4'608 + 404'096);
+  // attention alone: o_proj follows it (fp8), as before the role existed.
+  model a = model::from_text(kPartial, {"precision.attention=fp8"});
+  CHECK(tally_params(a.g).weight_bytes.value() == 16'384 + 8'192 + 404'096);
+  // `--weights` (set_weights) replaces attention_out too: every matrix in fp8, 24,576 + 73,728.
+  model w = model::from_text(kPartial, {"precision.attention_out=nvfp4"});
+  w.spec.precision.set_weights(parse_dtype("fp8"));
+  graph gw = build_graph(w.spec);
+  CHECK(tally_params(gw).weight_bytes.value() == 24'576 + 73'728 + 2 * (320 + 128'000));
+  CHECK(error_of(std::string(kPartial) + "precision: {attention_out: fp5}\n")
+            .rfind("test.yaml:14:28: precision.attention_out: unknown precision 'fp5' (known: ",
+                   0) == 0);
+}
+
 TEST_CASE("per-module weight formats: experts, attention, dense FFN; --weights sets them all") {
   model m =
       model::from_text(kPartial, {"precision.attention=fp8", "precision.dense_ffn=int4:g128"});

@@ -1,6 +1,7 @@
 #include "spec/hf/import.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cctype>
@@ -263,6 +264,46 @@ const char* ffn_name(ffn_kind k) {
       return "no_ffn";
   }
   return "dense";
+}
+
+// ---- quantisation ----------------------------------------------------------------------------
+
+/// Checks that the self_attn projections a checkpoint leaves unquantised (quant_formats::
+/// kept_attention_inputs) are, in every layer, exactly the attention's input projections, so
+/// that `attention` (the inputs) and `attention_out` (o_proj) are exact; any other set would
+/// need a format per module.
+void check_attention_inputs(const family_reader& r, const quant_formats& q,
+                            const std::vector<attn_kind>& attn) {
+  auto kept = q.kept_roles.find("attention_in");
+  if (kept == q.kept_roles.end()) return;
+  const quant_formats::kept_role& k = kept->second;
+  auto fail = [&](const std::string& why) {
+    throw spec_error(k.where, k.field,
+                     fmt::format("{}; calc keeps one format for the attention inputs and one for "
+                                 "o_proj, not per module",
+                                 why));
+  };
+  if (q.kept_roles.count("attention"))
+    fail("some layers leave all of self_attn unquantised, others only its input projections");
+  for (attn_kind a : attn)
+    if (a != attn_kind::full && a != attn_kind::sliding)
+      fail(fmt::format("self_attn input projections stay unquantised on a model with {} layers",
+                       attn_name(a)));
+  std::string o;
+  bool mla = r.fam().attention == attention_family::mla;
+  if (r.flag("output_gate", o) || (mla && r.flag("mla_gate", o)))
+    fail("self_attn input projections stay unquantised on attention with an output gate");
+  std::set<std::string> want = {"q_proj", "k_proj", "v_proj"};
+  if (mla)
+    want = r.optional_integer("q_rank", o)
+               ? std::set<std::string>{"q_a_proj", "q_b_proj", "kv_a_proj_with_mqa", "kv_b_proj"}
+               : std::set<std::string>{"q_proj", "kv_a_proj_with_mqa", "kv_b_proj"};
+  for (const auto& [layer, got] : q.kept_attention_inputs)
+    if (got != want)
+      fail(
+          fmt::format("layer {} leaves self_attn.{{{}}} unquantised, but the input projections of "
+                      "its {} attention are self_attn.{{{}}}",
+                      layer, fmt::join(got, ", "), mla ? "MLA" : "GQA", fmt::join(want, ", ")));
 }
 
 /// Layers whose kinds one string spells, a character per layer (Nemotron-H's
@@ -727,7 +768,9 @@ imported translate(const hf_json& doc, const std::string& name, const hf_json* m
     // The router keeps the model dtype: it is part of `weights`, so the quantised matrices are
     // named by role (schema roles attention, experts, shared_experts, dense_ffn).
     precision.kids.push_back(scalar("weights", dtype, dtype_origin + " (router not quantised)"));
-    if (!quant->kept_roles.count("attention"))
+    if (quant->kept_roles.count("attention_in"))  // the inputs keep `weights`, o_proj is converted
+      precision.kids.push_back(scalar("attention_out", quant->weights, quant->origin));
+    else if (!quant->kept_roles.count("attention"))
       precision.kids.push_back(scalar("attention", quant->weights, quant->origin));
     for (const char* role : {"experts", "shared_experts", "dense_ffn"})
       precision.kids.push_back(scalar(role, quant->weights, quant->origin));
@@ -735,6 +778,12 @@ imported translate(const hf_json& doc, const std::string& name, const hf_json* m
     precision.kids.push_back(scalar("weights", quant->weights, quant->origin));
     if (quant->kept_roles.count("attention"))
       precision.kids.push_back(scalar("attention", dtype, dtype_origin + " (self_attn excluded)"));
+    if (quant->kept_roles.count("attention_in")) {
+      precision.kids.push_back(
+          scalar("attention", dtype, dtype_origin + " (self_attn input projections excluded)"));
+      precision.kids.push_back(
+          scalar("attention_out", quant->weights, quant->origin + " (self_attn.o_proj converted)"));
+    }
   }
   if (quant) {
     // The embedding table and the head stay in the model dtype unless the checkpoint converts
@@ -769,7 +818,8 @@ imported translate(const hf_json& doc, const std::string& name, const hf_json* m
         throw spec_error(k.where, k.field,
                          fmt::format("the {} of {} of the {} layers stays unquantised; calc keeps "
                                      "one format per role",
-                                     role, k.layers.size(), count));
+                                     role == "attention_in" ? "attention input projections" : role,
+                                     k.layers.size(), count));
   if (quant && quant->excluded_from_layer >= 0 && quant->excluded_from_layer < count)
     throw spec_error(quant->excluded_where, quant->excluded_field,
                      fmt::format("layers from {} on stay unquantised, but calc keeps one format "
@@ -787,6 +837,7 @@ imported translate(const hf_json& doc, const std::string& name, const hf_json* m
     attn = attention_kinds(r, count, window.has_value(), attn_origin);
     ffn = ffn_kinds(r, count, ffn_origin);
   }
+  if (quant) check_attention_inputs(r, *quant, attn);
 
   std::vector<combo> layer(static_cast<std::size_t>(count));
   std::map<combo, std::int64_t> freq;

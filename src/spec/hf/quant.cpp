@@ -150,21 +150,31 @@ std::optional<quant_formats> read_quant(const hf_object& root, const hf_json* mo
         auto dot = rest.find('.');
         std::string index = rest.substr(0, dot);
         std::string module = dot == std::string::npos ? "" : rest.substr(dot + 1);
+        // An input projection of self_attn (everything that reads the hidden state; o_proj
+        // writes it back): the set each layer lists is checked against the attention kind.
+        static const std::set<std::string> inputs = {"q_proj",   "k_proj",   "v_proj",
+                                                     "q_a_proj", "q_b_proj", "kv_a_proj_with_mqa",
+                                                     "kv_b_proj"};
+        std::string sub = module.starts_with("self_attn.") ? module.substr(10) : "";
         std::string role = module == "self_attn"                            ? "attention"
                            : module == "mlp.gate" || module == "mlp.router" ? "router"
+                           : inputs.count(sub)                              ? "attention_in"
                                                                             : "";
         bool number = !index.empty() && std::all_of(index.begin(), index.end(), ::isdigit);
         if (role.empty() || (!number && index != "*"))
-          throw spec_error(where, field,
-                           fmt::format("'{}' stays unquantised, but calc keeps formats per role "
-                                       "(attention, router, head, embedding), not per module",
-                                       m));
+          throw spec_error(
+              where, field,
+              fmt::format("'{}' stays unquantised, but calc keeps formats per role "
+                          "(attention, attention_out, router, head, embedding), not per "
+                          "module",
+                          m));
         quant_formats::kept_role& k = f.kept_roles[role];
         if (k.field.empty()) k.where = where, k.field = field;
         if (index == "*")
           k.all = true;
         else
           k.layers.insert(std::atoll(index.c_str()));
+        if (role == "attention_in") f.kept_attention_inputs[index].insert(sub);
       }
     }
   }

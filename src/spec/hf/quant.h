@@ -31,19 +31,21 @@ struct quant_formats {
     std::string field;
   };
   std::map<std::string, kept_role> kept_roles;
+  /// The input projections of self_attn left unquantised (ModelOpt's DeepSeek NVFP4 keeps
+  /// q_a/q_b/kv_a/kv_b in the model dtype and quantises o_proj), per layer index ("*" = all):
+  /// role "attention_in" of kept_roles says which layers list them.
+  std::map<std::string, std::set<std::string>> kept_attention_inputs;
   std::int64_t excluded_from_layer = -1;  // "model.layers.N*": layers from N on stay unconverted
   source_location excluded_where;
   std::string excluded_field;
 };
 
-/// Reads a quantisation description. Modules left unconverted may be the head, the embedding,
-/// norms or the MTP layers (whose formats are separate roles or not counted); anything else
-/// would need a per-module format and is an error rather than a silently wrong byte count.
 /// Reads a checkpoint's quantisation (`modelopt`: the hf_quant_config.json, or null to read
 /// root's quantization_config); none when the checkpoint is not quantised. Modules left
 /// unconverted may be the head, the embedding, norms, the MTP layers, or a whole role of every
-/// layer (self_attn, the router); anything else would need a per-module format and is an error
-/// rather than a silently wrong byte count.
+/// layer (self_attn, the router), or every layer's attention input projections (all of
+/// self_attn but o_proj); anything else would need a per-module format and is an error rather
+/// than a silently wrong byte count.
 std::optional<quant_formats> read_quant(const hf_object& root, const hf_json* modelopt);
 
 }  // namespace calc::hf
