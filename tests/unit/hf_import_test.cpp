@@ -154,6 +154,20 @@ TEST_CASE("attention input exclusions: only the whole set of input projections i
   testing::model m = testing::model::from_text(hf::import_text(all, "config.json", "t").yaml);
   CHECK(m.spec.precision.attention->name == "bf16");
   CHECK(m.spec.precision.attention_out->name == "nvfp4");
+  // With the router (mlp.gate) kept too, `weights` is the model dtype and the quantised roles
+  // are named: the folder's 386,226,760,704 B with the 106,430,464 router values at 2 B instead
+  // of 9/16 B: + 106,430,464 * 23 / 16 = 152,993,792 B.
+  testing::model r = testing::model::from_text(
+      hf::import_text(with("\"mlp.gate\", \"model.layers.*.self_attn.q_a_proj\", "
+                           "\"model.layers.*.self_attn.q_b_proj\", "
+                           "\"model.layers.*.self_attn.kv_a_proj_with_mqa\", "
+                           "\"model.layers.*.self_attn.kv_b_proj\""),
+                      "config.json", "t")
+          .yaml);
+  CHECK(r.spec.precision.weights.name == "bf16");
+  CHECK(!r.spec.precision.attention.has_value());
+  CHECK(r.spec.precision.attention_out->name == "nvfp4");
+  CHECK(tally_params(r.g).weight_bytes.value() == 386'226'760'704 + 152'993'792);
   // Three of the four: the fourth would be NVFP4 in the files, which one role cannot say.
   CHECK(import_error(with("\"model.layers.*.self_attn.q_a_proj\", "
                           "\"model.layers.*.self_attn.q_b_proj\", "
