@@ -219,11 +219,13 @@ engine_capacity plan_hybrid(const std::vector<layer_cache>& caches, const rule_s
   // engine keeps the smallest count of all ranks.
   std::int64_t blocks = -1, worst_group = 0;
   for (std::int64_t stage = 0; stage < c.pipeline_parallel; ++stage) {
-    auto [first, count] = stage_layers(layers_total, c.pipeline_parallel, stage);
+    // Plain variables, not a structured binding: clang 14 (the fuzz build) cannot capture one.
+    const auto range = stage_layers(layers_total, c.pipeline_parallel, stage);
+    const std::int64_t first = range.first, end = range.first + range.second;
     std::int64_t stage_group = 0;
     for (const cache_group& g : e.groups) {
       auto n = std::count_if(g.layers.begin(), g.layers.end(),
-                             [&](std::int64_t l) { return l >= first && l < first + count; });
+                             [&](std::int64_t l) { return l >= first && l < end; });
       stage_group = std::max<std::int64_t>(stage_group, n);
     }
     if (stage_group == 0) continue;
