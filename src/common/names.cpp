@@ -5,8 +5,6 @@
 
 namespace calc {
 
-namespace {
-
 std::size_t edit_distance(const std::string& a, const std::string& b) {
   std::vector<std::size_t> row(b.size() + 1);
   for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
@@ -21,6 +19,8 @@ std::size_t edit_distance(const std::string& a, const std::string& b) {
   }
   return row[b.size()];
 }
+
+namespace {
 
 std::size_t common_prefix(const std::string& a, const std::string& b) {
   std::size_t n = 0;

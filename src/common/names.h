@@ -8,6 +8,9 @@
 
 namespace calc {
 
+/// Levenshtein distance: insertions, deletions and substitutions that turn `a` into `b`.
+std::size_t edit_distance(const std::string& a, const std::string& b);
+
 /// ASCII lower case ("Qwen3-8B" -> "qwen3-8b").
 std::string lower(std::string text);
 

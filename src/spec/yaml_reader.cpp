@@ -13,6 +13,7 @@
 #include <unordered_set>
 
 #include "common/limits.h"
+#include "common/names.h"
 
 namespace calc {
 
@@ -259,24 +260,10 @@ void apply_set(YAML::Node& root, const std::string& assignment, const std::strin
 }
 
 std::optional<std::string> closest(const std::string& word, const std::vector<std::string>& known) {
-  auto distance = [](const std::string& a, const std::string& b) {
-    std::vector<std::size_t> row(b.size() + 1);
-    for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
-    for (std::size_t i = 1; i <= a.size(); ++i) {
-      std::size_t diag = row[0];
-      row[0] = i;
-      for (std::size_t j = 1; j <= b.size(); ++j) {
-        std::size_t up = row[j];
-        row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
-        diag = up;
-      }
-    }
-    return row[b.size()];
-  };
   std::optional<std::string> best;
   std::size_t best_d = std::numeric_limits<std::size_t>::max();
   for (const auto& k : known) {
-    std::size_t d = distance(word, k);
+    std::size_t d = edit_distance(word, k);
     if (d < best_d) {
       best_d = d;
       best = k;
