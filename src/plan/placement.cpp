@@ -92,23 +92,15 @@ std::vector<card_load> card_loads(const graph& g, const layout& l, std::int64_t 
     }
     out.push_back(c);
   }
-  // The embedding table sits with the first stage, the head and final norm with the last; both
-  // are split over the vocabulary by tp.
+  // The embedding table sits with the first stage, the head, final norm and model-level
+  // connection tensors with the last; the tables are split over the vocabulary by tp. A layer's
+  // own connection tensors (mHC mixes) were counted with its stage above.
   std::vector<tensor> ts;
   model_level_tensors(s, m, ts);
   for (const tensor& t : ts) {
     if (t.module == "embedding") out.front().weight_bytes += card_bytes(t, l);
     if (t.module == "head" || t.name == "final_norm" || t.module == "connection")
       out.back().weight_bytes += card_bytes(t, l);
-  }
-  // Layer connection tensors (mHC mixes) are added to the last stage as well, as when this
-  // walked model_tensors(g); one layer per group, times its size.
-  for (const layer_group& grp : g.groups) {
-    std::vector<tensor> lts;
-    layer_tensors(g.layers[static_cast<std::size_t>(grp.indices.front())], m, lts);
-    for (const tensor& t : lts)
-      if (t.module == "connection")
-        out.back().weight_bytes += card_bytes(t, l) * static_cast<std::int64_t>(grp.indices.size());
   }
   if (s.token_history)  // token ids stay with the first stage (Engram lookups)
     out.front().state_bytes += s.precision.token_history.bytes(length);

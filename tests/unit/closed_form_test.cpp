@@ -17,18 +17,9 @@
 
 namespace calc {
 
-namespace {
+using testing::bundled_model_files;
 
-/// Every bundled model file: models/*.yaml and models/examples/*.yaml.
-std::vector<std::string> bundled_model_files() {
-  namespace fs = std::filesystem;
-  std::vector<std::string> out;
-  for (const std::string& dir : {models_dir(), models_dir() + "/examples"})
-    for (const auto& e : fs::directory_iterator(dir))
-      if (e.is_regular_file() && e.path().extension() == ".yaml") out.push_back(e.path().string());
-  std::sort(out.begin(), out.end());
-  return out;
-}
+namespace {
 
 /// Lengths where some floor or min changes slope: compression ratios, top-k and candidate
 /// edges (k * r), windows, chunk sizes, CED replay, and their products with small multiples.

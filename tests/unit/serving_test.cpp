@@ -46,6 +46,25 @@ TEST_CASE("placement: KV heads split by whole heads, replicated past their count
   CHECK(tp8[0].weight_bytes * 8 > tally_params(m.g).weight_bytes);
 }
 
+TEST_CASE("placement: at tp 1 the stages hold the model's weights exactly once") {
+  // A tensor counted on two stages (or on none) shows as a difference from the model's total,
+  // for every bundled model (mHC connection mixes, Engram tables, MTP layers included).
+  for (const std::string& file : testing::bundled_model_files()) {
+    CAPTURE(file);
+    model_spec spec = read_model_file(file, {});
+    graph g = build_graph(spec);
+    const checked weights = tally_params(g).weight_bytes;
+    const std::int64_t layers = static_cast<std::int64_t>(g.layers.size());
+    for (std::int64_t pp : {std::int64_t{1}, std::int64_t{2}, std::int64_t{3}, layers}) {
+      CAPTURE(pp);
+      if (pp > layers) continue;
+      checked sum = 0;
+      for (const card_load& c : card_loads(g, layout{1, pp, 1}, 4096)) sum += c.weight_bytes;
+      CHECK(sum == weights);
+    }
+  }
+}
+
 TEST_CASE("placement: invalid layouts are explained") {
   model m("qwen3-8b");
   CHECK(layout_problem(m.g, layout{3, 1, 1}) == "tp 3 does not divide the 32 heads of layer 0");

@@ -1,6 +1,8 @@
 // A bundled (or inline) model read and expanded for tests, kept alive together with its graph.
 #pragma once
 
+#include <algorithm>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -44,6 +46,17 @@ inline std::string import_error(const std::string& json) {
     return e.what();
   }
   return "";
+}
+
+/// Every bundled model file: models/*.yaml and models/examples/*.yaml, sorted.
+inline std::vector<std::string> bundled_model_files() {
+  namespace fs = std::filesystem;
+  std::vector<std::string> out;
+  for (const std::string& dir : {models_dir(), models_dir() + "/examples"})
+    for (const auto& e : fs::directory_iterator(dir))
+      if (e.is_regular_file() && e.path().extension() == ".yaml") out.push_back(e.path().string());
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 }  // namespace calc::testing
