@@ -116,7 +116,7 @@ engine_inputs engine_setup(const options& o, const loaded_model& m, std::int64_t
   }
   if (gpu_name.empty())
     throw spec_error("--kv-memory", "give --kv-memory (the engine's logged KV memory) or --gpu");
-  gpu_spec gpu = find_gpu(gpu_name);
+  gpu_spec gpu = load_gpu(gpu_name);
   double fraction = sglang ? o.mem_fraction_static : o.gpu_memory_utilization;
   const char* knob = sglang ? "--mem-fraction-static" : "--gpu-memory-utilization";
   if (!(fraction > 0 && fraction <= 1))

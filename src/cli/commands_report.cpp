@@ -112,7 +112,7 @@ result run_report(const options& o) {
   if (v.lengths.empty()) v.lengths = parse_lengths("--length", "1K:1M:x4");
   for (std::int64_t n : v.lengths) check_count("--length", n, 1);
   std::int64_t workspace = parse_size_option("--workspace", o.workspace);
-  gpu_spec gpu = find_gpu(o.gpu.empty() ? "h100-sxm" : o.gpu);
+  gpu_spec gpu = load_gpu(o.gpu.empty() ? "h100-sxm" : o.gpu);
   ojson j;
   j["gpu"] = gpu.name;
   j["gpu_display"] = gpu.display;

@@ -65,7 +65,7 @@ result run_capacity(const options& o) {
 
   ojson rows = ojson::array();
   std::vector<gpu_spec> gpus;
-  for (const std::string& name : split_list(o.gpu)) gpus.push_back(find_gpu(name));
+  for (const std::string& name : split_list(o.gpu)) gpus.push_back(load_gpu(name));
   if (gpus.empty()) throw spec_error("--gpu", "name at least one GPU");
   std::optional<capacity_plan> first;
   for (const gpu_spec& gpu : gpus) {
@@ -147,7 +147,7 @@ result run_plan(const options& o) {
   check_limit("--max-gpus", o.max_gpus, 1, limits::cards, "cards");
   std::int64_t workspace = parse_size_option("--workspace", o.workspace);
   loaded_model m = load(o);
-  gpu_spec gpu = find_gpu(o.gpu);
+  gpu_spec gpu = load_gpu(o.gpu);
   placement_plan p =
       plan_placement(m.g, gpu, o.length, o.requests, workspace, o.node_gpus, o.max_gpus);
   ojson j;
@@ -202,7 +202,7 @@ result run_roofline(const options& o) {
   check_count("--batch", o.batch, 1);
   check_limit("--gpus", o.gpus, 1, limits::cards, "cards");
   loaded_model m = load(o);
-  gpu_spec gpu = find_gpu(o.gpu);
+  gpu_spec gpu = load_gpu(o.gpu);
   if (o.fp8 && gpu.fp8_tflops <= 0)
     throw spec_error("--fp8", fmt::format("{} has no FP8 tensor peak", gpu.name));
   roofline_plan r = plan_roofline(m.g, gpu, o.gpus, o.batch, o.context, o.prompt, o.fp8);

@@ -199,27 +199,41 @@ dtype format_option(const std::string& option, const std::string& text) {
 namespace {
 
 using model_key = std::pair<std::string, std::vector<std::string>>;  // path, --set list
-std::map<model_key, model_spec>* model_cache = nullptr;  // set while a model_cache_scope lives
+
+/// What a model_cache_scope keeps: each model file (with its --set list) and each accelerator
+/// read once.
+struct read_cache {
+  std::map<model_key, model_spec> models;
+  std::map<std::string, gpu_spec> gpus;  // by the name or path as given
+};
+read_cache* cache = nullptr;  // set while a model_cache_scope lives
 
 model_spec read_model(const options& o) {
   std::string path = resolve_model_path(o.model);
-  if (!model_cache) return read_model_file(path, o.sets);
+  if (!cache) return read_model_file(path, o.sets);
   model_key key{path, o.sets};
-  auto it = model_cache->find(key);
-  if (it == model_cache->end()) it = model_cache->emplace(key, read_model_file(path, o.sets)).first;
+  auto it = cache->models.find(key);
+  if (it == cache->models.end()) it = cache->models.emplace(key, read_model_file(path, o.sets)).first;
   return it->second;
 }
 
 }  // namespace
 
-model_cache_scope::model_cache_scope() : owner_(model_cache == nullptr) {
-  if (owner_) model_cache = new std::map<model_key, model_spec>();
+gpu_spec load_gpu(const std::string& name_or_path) {
+  if (!cache) return find_gpu(name_or_path);
+  auto it = cache->gpus.find(name_or_path);
+  if (it == cache->gpus.end()) it = cache->gpus.emplace(name_or_path, find_gpu(name_or_path)).first;
+  return it->second;
+}
+
+model_cache_scope::model_cache_scope() : owner_(cache == nullptr) {
+  if (owner_) cache = new read_cache();
 }
 
 model_cache_scope::~model_cache_scope() {
   if (!owner_) return;
-  delete model_cache;
-  model_cache = nullptr;
+  delete cache;
+  cache = nullptr;
 }
 
 /// Reads the model, applies --set, then the execution-path options over the model's defaults.

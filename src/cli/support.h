@@ -14,6 +14,7 @@
 #include "common/limits.h"
 #include "graph/graph.h"
 #include "report/format.h"
+#include "spec/gpu_spec.h"
 #include "spec/model_spec.h"
 #include "tally/rules.h"
 
@@ -146,8 +147,12 @@ void check_limit(const std::string& option, std::int64_t v, std::int64_t min, st
 std::int64_t parse_size_option(const std::string& option, const std::string& text);
 loaded_model load(const options& o);
 
-/// While one is alive, load() parses each model file (with its --set list) once and hands out
-/// copies afterwards: `calc check` runs hundreds of commands over a dozen models.
+/// An accelerator by catalogue name or path (find_gpu), read once while a model_cache_scope lives.
+gpu_spec load_gpu(const std::string& name_or_path);
+
+/// While one is alive, load() parses each model file (with its --set list) and load_gpu() each
+/// accelerator file once and hands out copies afterwards: `calc check` runs hundreds of commands
+/// over a dozen models and a few cards.
 class model_cache_scope {
  public:
   model_cache_scope();
