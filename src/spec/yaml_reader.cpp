@@ -10,6 +10,7 @@
 #include <fstream>
 #include <limits>
 #include <sstream>
+#include <string_view>
 #include <unordered_set>
 
 #include "common/limits.h"
@@ -79,11 +80,24 @@ struct document_walk {
       }
       return;
     }
-    std::unordered_set<std::string> seen;
+    // Keys seen so far, as views of the document's own strings; a set only for large mappings
+    // (most have a handful of keys, where a scan beats allocating a hash set per mapping).
+    std::vector<std::string_view> seen;
+    std::unordered_set<std::string_view> seen_set;
+    auto first_time = [&](std::string_view key) {
+      if (seen.size() < 16) {
+        if (std::find(seen.begin(), seen.end(), key) != seen.end()) return false;
+        seen.push_back(key);
+        if (seen.size() == 16) seen_set.insert(seen.begin(), seen.end());
+        return true;
+      }
+      return seen_set.insert(key).second;
+    };
+    static const std::string no_key;
     for (auto it = n.begin(); it != n.end(); ++it) {
-      std::string key = it->first.IsScalar() ? it->first.Scalar() : "";
+      const std::string& key = it->first.IsScalar() ? it->first.Scalar() : no_key;
       step key_step{at, &key, 0};
-      if (it->first.IsScalar() && !seen.insert(key).second)
+      if (it->first.IsScalar() && !first_time(key))
         throw spec_error(location_of(it->first, file), path_of(&key_step),
                          "given twice in one mapping (the first would be silently ignored)");
       visit(it->first, depth + 1, &key_step);
@@ -300,39 +314,58 @@ yaml_map::yaml_map(const YAML::Node& node, std::string path, std::string file)
   if (!node_.IsMap())
     throw spec_error(location_of(node_, file_), path_.empty() ? "(document)" : path_,
                      "expected a mapping of fields");
+  entries_.reserve(node_.size());
+  for (auto it = node_.begin(); it != node_.end(); ++it)
+    entries_.push_back({it->first, it->second, it->first.IsScalar() ? it->first.Scalar() : "",
+                        false});
 }
 
-bool yaml_map::has(const std::string& key) const { return node_[key].IsDefined(); }
+// Keys are unique (check_document rejects a key given twice), so the first match is the one.
+yaml_map::entry* yaml_map::find(const std::string& key) {
+  for (entry& e : entries_)
+    if (e.key.IsScalar() && e.text == key) return &e;
+  return nullptr;
+}
+
+const yaml_map::entry* yaml_map::find(const std::string& key) const {
+  return const_cast<yaml_map*>(this)->find(key);
+}
+
+bool yaml_map::has(const std::string& key) const { return find(key) != nullptr; }
 
 std::string yaml_map::path_of(const std::string& key) const {
   return path_.empty() ? key : path_ + "." + key;
 }
 
 YAML::Node yaml_map::required(const std::string& key) {
-  YAML::Node n = node_[key];
-  if (!n.IsDefined()) {
+  entry* e = find(key);
+  if (!e) {
     // A misspelt key is the likely cause: report the typo where it is, not the absence.
-    for (auto it = node_.begin(); it != node_.end(); ++it) {
-      std::string other = key_text(it->first, path_, file_);
-      if (other != key && !used_.count(other) && closest(other, {key}))
-        throw spec_error(location_of(it->first, file_), path_of(other),
+    for (const entry& other : entries_) {
+      std::string text = key_text(other.key, path_, file_);
+      if (text != key && !other.used && closest(text, {key}))
+        throw spec_error(location_of(other.key, file_), path_of(text),
                          fmt::format("unknown field (did you mean '{}'?)", key));
     }
+    throw spec_error(where(), path_of(key), "missing required field");
   }
+  const YAML::Node& n = e->value;
   // A null that --set wrote (`--set hidden=`) is located at --set, one in the file at its map.
-  bool set_null = n.IsDefined() && n.IsNull() && n.Mark().is_null();
-  if (!n.IsDefined() || n.IsNull())
-    throw spec_error(set_null ? location_of(n, file_) : where(), path_of(key),
+  if (n.IsNull())
+    throw spec_error(n.Mark().is_null() ? location_of(n, file_) : where(), path_of(key),
                      "missing required field");
-  used_.insert(key);
+  e->used = true;
   return n;
 }
 
 YAML::Node yaml_map::optional(const std::string& key) {
-  YAML::Node n = node_[key];
-  used_.insert(key);
-  if (!n.IsDefined()) defaulted_.push_back(path_of(key));
-  return n;
+  entry* e = find(key);
+  if (!e) {
+    defaulted_.push_back(path_of(key));
+    return YAML::Node(YAML::NodeType::Undefined);
+  }
+  e->used = true;
+  return e->value;
 }
 
 std::int64_t yaml_map::integer(const std::string& key, std::int64_t min) {
@@ -372,17 +405,17 @@ std::optional<std::string> yaml_map::optional_text(const std::string& key) {
 yaml_map yaml_map::map(const std::string& key) { return {required(key), path_of(key), file_}; }
 
 void yaml_map::fail(const std::string& key, const std::string& message) const {
-  YAML::Node n = node_[key];
-  throw spec_error(n.IsDefined() ? location_of(n, file_) : where(), path_of(key), message);
+  const entry* e = find(key);
+  throw spec_error(e ? location_of(e->value, file_) : where(), path_of(key), message);
 }
 
 void yaml_map::finish(const std::vector<std::string>& known) const {
-  for (auto it = node_.begin(); it != node_.end(); ++it) {
-    std::string key = key_text(it->first, path_, file_);
-    if (used_.count(key)) continue;
+  for (const entry& e : entries_) {
+    std::string key = key_text(e.key, path_, file_);
+    if (e.used) continue;
     std::string message = "unknown field";
     if (auto guess = closest(key, known)) message += fmt::format(" (did you mean '{}'?)", *guess);
-    throw spec_error(location_of(it->first, file_), path_of(key), message);
+    throw spec_error(location_of(e.key, file_), path_of(key), message);
   }
 }
 

@@ -9,7 +9,6 @@
 
 #include <cstdint>
 #include <optional>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -76,10 +75,21 @@ class yaml_map {
   const std::vector<std::string>& defaulted() const { return defaulted_; }
 
  private:
+  /// One key of the mapping, read once: yaml-cpp's own lookup (node[key]) builds a node for
+  /// every key it compares, which made reading the fields of a model most of its cost.
+  struct entry {
+    YAML::Node key;
+    YAML::Node value;
+    std::string text;     // the key's text; empty and never matched when it is not a scalar
+    bool used = false;
+  };
+  entry* find(const std::string& key);
+  const entry* find(const std::string& key) const;
+
   YAML::Node node_;
+  std::vector<entry> entries_;
   std::string path_;
   std::string file_;
-  std::set<std::string> used_;
   std::vector<std::string> defaulted_;
 };
 

@@ -154,7 +154,7 @@ hf_json hf_json::parse(const std::string& text, const std::string& file) {
   }
   if (!doc.root_.is_object())
     throw spec_error(source_location{file, 1, 1}, "", "a config.json must be a JSON object");
-  position_scan(text, doc.positions_).run();
+  doc.text_ = text;
   return doc;
 }
 
@@ -167,8 +167,9 @@ hf_json hf_json::load(const std::string& path) {
 }
 
 source_location hf_json::where(const std::string& pointer) const {
-  auto it = positions_.find(pointer);
-  if (it == positions_.end()) return {file_, 1, 1};
+  if (!positions_) position_scan(text_, positions_.emplace()).run();
+  auto it = positions_->find(pointer);
+  if (it == positions_->end()) return {file_, 1, 1};
   return {file_, it->second.first, it->second.second};
 }
 

@@ -33,7 +33,9 @@ class hf_json {
  private:
   nlohmann::json root_;
   std::string file_;
-  std::map<std::string, std::pair<int, int>> positions_;  // pointer -> (line, column), 1-based
+  std::string text_;  // scanned for positions only when an error needs one
+  // pointer -> (line, column), 1-based; filled on the first where()
+  mutable std::optional<std::map<std::string, std::pair<int, int>>> positions_;
 };
 
 /// One object of a config (the document, or a nested one such as text_config): typed reads of
