@@ -37,9 +37,11 @@ ojson exact(const checked& v) {
   return int128_to_string(v.wide());
 }
 
-std::string with_commas(std::int64_t v) {
-  std::string digits = int128_to_string(v);
-  bool neg = digits[0] == '-';
+namespace {
+
+/// Digits with a comma every three from the right: "-1234567" -> "-1,234,567".
+std::string group_digits(std::string digits) {
+  bool neg = !digits.empty() && digits[0] == '-';
   if (neg) digits.erase(digits.begin());
   std::string out;
   int n = 0;
@@ -49,6 +51,10 @@ std::string with_commas(std::int64_t v) {
   }
   return neg ? "-" + out : out;
 }
+
+}  // namespace
+
+std::string with_commas(std::int64_t v) { return group_digits(int128_to_string(v)); }
 
 std::string round_half_even(int128 num, int128 den, int decimals) {
   if (den < 0) {
@@ -171,7 +177,13 @@ std::string bytes_cell(const std::string& key, std::int64_t i) {
 std::string cell(const std::string& key, const ojson& v) {
   if (v.is_null()) return "—";
   if (v.is_boolean()) return v.get<bool>() ? "yes" : "no";
-  if (v.is_string()) return v.get<std::string>();
+  if (v.is_string()) {
+    // An exact count past 64 bits (exact() writes it as a string) is grouped like the others.
+    const std::string& t = v.get_ref<const std::string&>();
+    bool wide = t.size() >= 19 && t.find_first_not_of("0123456789", t[0] == '-' ? 1 : 0) ==
+                                      std::string::npos;
+    return wide ? group_digits(t) : t;
+  }
   if (v.is_number() && ends_with(key, "tflops")) {  // a vendor peak, already in TFLOPs
     double d = v.get<double>();
     return d == 0 ? "—" : decimal(d);

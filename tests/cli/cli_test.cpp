@@ -302,6 +302,22 @@ TEST_CASE("an absurd length") {
   CHECK(neg.err == "--length: must not be negative, got -5\n");
 }
 
+TEST_CASE("request: any number of generated tokens up to the token limit, sums past 64 bits") {
+  outcome ten = run({"request", "--model", "qwen3-8b", "--prompt", "8", "--generate", "10000000",
+                     "-f", "json"});
+  CHECK(ten.code == 0);
+  CHECK(ten.out.find("\"decode_calls\": 9999999,") != std::string::npos);
+  // 4.3 billion decode steps: the FLOPs pass 2^63, printed exactly and grouped in Markdown.
+  outcome most = run({"request", "--model", "qwen3-8b", "--prompt", "8", "--generate",
+                      "4294967296"});
+  CHECK(most.code == 0);
+  CHECK(most.out.find("| decode flops | 5,440,231,216,725,998,166,343,680 |") != std::string::npos);
+  outcome over = run({"request", "--model", "qwen3-8b", "--prompt", "8", "--generate",
+                      "4294967297"});
+  CHECK(over.code == 2);
+  CHECK(over.err == "--generate: 4294967297 is beyond the supported 4294967296 tokens\n");
+}
+
 TEST_CASE("an unknown GPU and a bad workspace") {
   outcome o = run({"capacity", "--model", "qwen3-8b", "--gpu", "rtx-4009", "--length", "8192"});
   CHECK(o.code == 2);
