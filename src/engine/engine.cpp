@@ -246,7 +246,10 @@ engine_capacity plan_hybrid(const std::vector<layer_cache>& caches, const rule_s
   if (min_block == INT64_MAX) min_block = attn_bs;
   e.block_size = min_block;
   e.blocks_per_request = per_request.value();
-  e.max_model_len_kv_bytes = checked(worst_group) * page * per_request;
+  // One rank needs its own stage's fullest group for each group's request; a rule set that
+  // checks the merged spec needs every stage's layers (the whole model's group size).
+  e.max_model_len_kv_bytes =
+      checked(r.whole_model_check ? group_size : worst_group) * page * per_request;
   e.max_concurrency = static_cast<double>(e.blocks) /
                       static_cast<double>(std::max<std::int64_t>(1, per_request.value()));
   return e;
@@ -319,7 +322,18 @@ const std::vector<rule_set>& rule_sets() {
        "vLLM 0.9 runs them on its V0 engine only (FalconH1ForCausalLM is SupportsV0Only; V1 "
        "hybrid attention/SSM models arrived with PR #20016 in 0.10), whose Mamba cache manager "
        "calc does not model; use --engine-version 0.10 or newer"},
-      {"vllm-v1-hybrid", "vllm", "0.10-0.23 (V1 hybrid allocator)", 10, 23,
+      {"vllm-v1-hybrid", "vllm", "0.10-0.13 (V1 hybrid allocator)", 10, 13,
+       "vllm/v1/core/kv_cache_utils.py (_get_kv_cache_groups_uniform_page_size, "
+       "get_kv_cache_config_from_groups, get_max_concurrency_for_kv_cache_config), "
+       "vllm/v1/kv_cache_interface.py (page_size_bytes, max_memory_usage_bytes)",
+       pool::block_hybrid, print::blocks_per_group, true, 16},
+      {"vllm-v1-merged-check", "vllm",
+       "0.14-0.15 (V1 hybrid allocator, memory checked against every stage)",
+       14, 15,
+       "vllm/v1/core/kv_cache_utils.py (get_kv_cache_configs: the specs of all workers merged "
+       "before _check_enough_kv_cache_memory, PR #29431; fixed by PR #33698)",
+       pool::block_hybrid, print::blocks_per_group, true, 16, 1, true, nullptr, true},
+      {"vllm-v1-hybrid", "vllm", "0.16-0.23 (V1 hybrid allocator)", 16, 23,
        "vllm/v1/core/kv_cache_utils.py (_get_kv_cache_groups_uniform_page_size, "
        "get_kv_cache_config_from_groups, get_max_concurrency_for_kv_cache_config), "
        "vllm/v1/kv_cache_interface.py (page_size_bytes, max_memory_usage_bytes)",

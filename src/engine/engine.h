@@ -50,6 +50,10 @@ struct rule_set {
   /// (`attention: parallel`); null: it allocates them as one KV cache spec plus one Mamba
   /// state spec per layer.
   const char* parallel_refusal = nullptr;
+  /// Whether the fits check and its max_model_len estimate use every pipeline stage's layers
+  /// (the spec merged from all workers) against one rank's memory: vLLM from PR #29431 (0.14)
+  /// until PR #33698. False: each rank is checked against its own stage's layers.
+  bool whole_model_check = false;
 };
 
 /// The rules table, oldest first per engine.

@@ -447,6 +447,38 @@ TEST_CASE("engine: layers reading another layer's cache allocate none; k_is_v st
       "rule for cross-layer KV sharing");
 }
 
+TEST_CASE("engine: vLLM 0.14-0.15 check one rank's memory against every stage's layers") {
+  // Qwen3-8B at pipeline parallel 2: 18 of its 36 layers per rank, 2 x 8 x 128 x 2 B =
+  // 4,096 B per layer and token. One request of 32,768 tokens needs 18 x 4,096 x 32,768 =
+  // 2.25 GiB on a rank, 4.5 GiB for the whole model; 3 GiB available lies between.
+  auto run = [](const std::string& version) {
+    return engine_run({"capacity", "--engine", "vllm", "--engine-version", version, "--model",
+                       "qwen3-8b", "--max-model-len", "32768", "--pipeline-parallel-size", "2",
+                       "--kv-memory", "3GiB", "-f", "json"});
+  };
+  for (const char* per_stage : {"0.13", "0.16", "0.24"}) {
+    CAPTURE(per_stage);
+    ojson j = run(per_stage);
+    CHECK(j["max_model_len_kv_bytes"] == 18LL * 4096 * 32768);
+    CHECK(j["fits"] == true);
+  }
+  ojson merged = run("0.15");
+  CHECK(merged["engine_rules"] == "vllm-v1-merged-check");
+  CHECK(merged["max_model_len_kv_bytes"] == 36LL * 4096 * 32768);
+  CHECK(merged["fits"] == false);
+  // The estimate divides 3 GiB by all 36 layers: 3 x 2^30 / 147,456 = 21,845.3, in 16-token
+  // blocks 21,840.
+  CHECK(merged["estimated_max_model_len"] == 21840);
+  // The blocks are still each rank's own: 3 GiB // (18 x 65,536 B pages) = 2,730.
+  CHECK(merged["blocks"] == run("0.13")["blocks"]);
+  CHECK(merged["blocks"] == 2730);
+  // Without pipeline parallelism both checks are the same.
+  ojson one = engine_run({"capacity", "--engine", "vllm", "--engine-version", "0.15", "--model",
+                          "qwen3-8b", "--max-model-len", "32768", "--kv-memory", "3GiB", "-f",
+                          "json"});
+  CHECK(one["max_model_len_kv_bytes"] == 36LL * 4096 * 32768);
+}
+
 TEST_CASE("engine: bad engine input is one line naming the option") {
   CHECK_THROWS_WITH(engine_run({"capacity", "--engine", "vllm", "--model", "qwen3-8b",
                                 "--max-model-len", "4096", "-f", "json"}),
@@ -455,8 +487,10 @@ TEST_CASE("engine: bad engine input is one line naming the option") {
       engine_run({"capacity", "--engine", "vllm", "--engine-version", "0.2", "--model", "qwen3-8b",
                   "--max-model-len", "4096", "--kv-memory", "1GiB"}),
       "--engine-version: calc has no vllm rules for 0.2 (known: 0.4-0.7 (V0 "
-      "engine), 0.8-0.9 (V1, before the hybrid allocator), 0.10-0.23 (V1 hybrid "
-      "allocator), >=0.24 (GPU KV cache size = concurrency x max_model_len))");
+      "engine), 0.8-0.9 (V1, before the hybrid allocator), 0.10-0.13 (V1 hybrid "
+      "allocator), 0.14-0.15 (V1 hybrid allocator, memory checked against every stage), "
+      "0.16-0.23 (V1 hybrid allocator), >=0.24 (GPU KV cache size = concurrency x "
+      "max_model_len))");
   CHECK_THROWS_WITH(engine_run({"capacity", "--engine", "vllm", "--model", "qwen3-8b",
                                 "--max-model-len", "4096", "--kv-memory", "lots"}),
                     "--kv-memory: 'lots' is not a size such as 18.69GiB or 40GB");
@@ -546,7 +580,7 @@ TEST_CASE("engine: every startup log in tests/fixtures/engine-logs is reproduced
       CHECK_FALSE(ok);
     }
   }
-  CHECK(reproduced >= 15);
+  CHECK(reproduced >= 16);
 }
 
 TEST_CASE("engine: a Hugging Face config.json goes through the same engine rules") {
