@@ -55,6 +55,20 @@ void golden(const std::string& name, const std::vector<std::string>& args) {
 
 }  // namespace
 
+TEST_CASE("README's calc check transcript shows today's claim counts") {
+  // The README quotes the first line `calc check scenarios` prints and its summary; a new
+  // claim that forgets to update it fails here rather than in a reader's hands.
+  outcome o = run({"check", source("scenarios")});
+  REQUIRE(o.code == 0);
+  std::string header = o.out.substr(0, o.out.find('\n'));
+  std::string summary = o.out.substr(o.out.rfind('\n', o.out.size() - 2) + 1);
+  std::ifstream in(source("README.md"));
+  std::stringstream readme;
+  readme << in.rdbuf();
+  CHECK_MESSAGE(readme.str().find(header + "\n") != std::string::npos, "README lacks: " << header);
+  CHECK_MESSAGE(readme.str().find(summary) != std::string::npos, "README lacks: " << summary);
+}
+
 TEST_CASE("golden Markdown for each command on qwen3-8b") {
   golden("state", {"state", "--model", "qwen3-8b", "--length", "8192"});
   golden("forward", {"forward", "--model", "qwen3-8b", "--tokens", "8192"});
