@@ -111,28 +111,83 @@ TEST_CASE("FP8 checkpoint (ModelOpt hf_quant_config.json): FP8 matrices and cach
   CHECK(state(m, 8192) == 163'840LL * 8192);
 }
 
-TEST_CASE("NVFP4 DeepSeek-V3.1 (ModelOpt): attention inputs in BF16, o_proj and FFNs in NVFP4") {
+TEST_CASE(
+    "NVFP4 DeepSeek-V3.1 (ModelOpt): attention inputs and routers BF16, o_proj and FFNs NVFP4") {
   // hf_quant_config.json excludes lm_head, model.layers.61* (the MTP layer, not counted) and, in
-  // each of the 61 layers, self_attn.{q_a_proj, q_b_proj, kv_a_proj_with_mqa, kv_b_proj}:
-  // precision.attention stays bf16, precision.attention_out (o_proj) is NVFP4.
+  // each of the 61 layers, self_attn.{q_a_proj, q_b_proj, kv_a_proj_with_mqa, kv_b_proj}. It does
+  // not list the router (mlp.gate): ModelOpt never quantises one (its default configs disable
+  // *mlp.gate.* and *router*, and DeepSeek's Gate is no Linear, so it gets no quantizer to list).
+  // So `weights` is bf16 (the router, and the attention inputs with no role of their own), and
+  // precision.attention_out (o_proj), the experts and the dense FFNs are NVFP4.
   testing::model m = imported("deepseek-v3.1-nvfp4");
-  REQUIRE(m.spec.precision.attention.has_value());
+  CHECK(m.spec.precision.weights.name == "bf16");
+  CHECK(!m.spec.precision.attention.has_value());
   REQUIRE(m.spec.precision.attention_out.has_value());
-  CHECK(m.spec.precision.attention->name == "bf16");
   CHECK(m.spec.precision.attention_out->name == "nvfp4");
+  REQUIRE(m.spec.precision.experts.has_value());
+  CHECK(m.spec.precision.experts->name == "nvfp4");
   params_tally p = tally_params(m.g);
   CHECK(p.total.value() == 671'026'419'200);
   // BF16 (2 B): per layer q_a 7168*1536 = 11,010,048, q_b 1536*(128*192) = 37,748,736, kv_a
   // 7168*(512+64) = 4,128,768, kv_b 512*(128*(128+128)) = 16,777,216: 69,664,768 x 61 =
   // 4,249,550,848; embedding and head 2 * 129280*7168 = 1,853,358,080; norms 61 * (1536 + 512 +
-  // 2*7168) + 7168 and 58 * 256 router biases = 1,021,440. 6,103,930,368 values = 12,207,860,736 B.
+  // 2*7168) + 7168 and 58 * 256 router biases = 1,021,440; routers 58 * 7168*256 =
+  // 106,430,464. 6,210,360,832 values = 12,420,721,664 B.
   // NVFP4 (4-bit values and an fp8 scale per 16: 9 B per 16 values): o_proj 128*128*7168 x 61 =
   // 7,163,871,232; dense FFN 3 * 3*7168*18432 = 1,189,085,184; 58 MoE layers of 257 experts
-  // (256 routed + 1 shared) of 3*7168*2048 = 656,463,101,952; routers 58 * 7168*256 =
-  // 106,430,464 (in `weights`). 664,922,488,832 values * 9 / 16 = 374,018,899,968 B.
-  CHECK(p.weight_bytes.value() == 12'207'860'736 + 374'018'899'968);  // 386,226,760,704 B
+  // (256 routed + 1 shared) of 3*7168*2048 = 656,463,101,952. 664,816,058,368 values * 9 / 16 =
+  // 373,959,032,832 B. (With the routers in NVFP4 it would be 152,993,792 B less.)
+  CHECK(p.weight_bytes.value() == 12'420'721'664 + 373'959'032'832);  // 386,379,754,496 B
   // kv_cache_quant_algo FP8: the compact latent 512 + 64 at 1 B on 61 layers = 35,136 B/token.
   CHECK(state(m, 8192) == 35'136LL * 8192);
+}
+
+TEST_CASE("NVFP4 Qwen3-235B-A22B (ModelOpt): the routers its list names stay BF16") {
+  // hf_quant_config.json (ModelOpt 0.33.0) lists lm_head and every layer's mlp.gate, the Linear
+  // router whose quantizer the default config disables: the same rule as the unlisted DeepSeek
+  // Gate, so the explicit list changes nothing.
+  testing::model m = imported("qwen3-235b-a22b-nvfp4");
+  CHECK(m.spec.precision.weights.name == "bf16");
+  CHECK(m.spec.precision.attention->name == "nvfp4");
+  CHECK(m.spec.precision.experts->name == "nvfp4");
+  params_tally p = tally_params(m.g);
+  CHECK(p.total.value() == 235'093'634'560);
+  // BF16: embedding and head 2 * 151936*4096 = 1,244,659,712; routers 94 * 4096*128 =
+  // 49,283,072; norms 94 * (2*4096 + 2*128) + 4096 = 798,208. 1,294,740,992 values =
+  // 2,589,481,984 B. NVFP4: attention 94 * (4096*(64+4+4)*128 + 64*128*4096) = 6,702,497,792;
+  // experts 94 * 128 * 3*4096*1536 = 227,096,395,776. 233,798,893,568 values * 9 / 16 =
+  // 131,511,877,632 B.
+  CHECK(p.weight_bytes.value() == 2'589'481'984 + 131'511'877'632);  // 134,101,359,616 B
+}
+
+TEST_CASE("ModelOpt in config.json (quant_method modelopt): read like hf_quant_config.json") {
+  // Newer ModelOpt exports write quantization_config {quant_method: modelopt, quant_algo, ignore}
+  // into config.json: the DeepSeek-V3.1 config with the folder's exclusions given that way
+  // imports to the folder's bytes, routers in the model dtype included.
+  std::ifstream in(fixture("deepseek-v3.1-nvfp4/config.json"));
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string base = text.str();
+  base = base.substr(0, base.rfind('}'));
+  std::string doc = base +
+                    ",\n\"quantization_config\": {\"quant_method\": \"modelopt\", "
+                    "\"quant_algo\": \"NVFP4\", \"group_size\": 16, \"kv_cache_quant_algo\": "
+                    "\"FP8\", \"ignore\": [\"lm_head\", \"model.layers.*.self_attn.q_a_proj\", "
+                    "\"model.layers.*.self_attn.q_b_proj\", "
+                    "\"model.layers.*.self_attn.kv_a_proj_with_mqa\", "
+                    "\"model.layers.*.self_attn.kv_b_proj\", \"model.layers.61*\"]}}";
+  testing::model m = testing::model::from_text(hf::import_text(doc, "config.json", "t").yaml);
+  CHECK(m.spec.precision.weights.name == "bf16");
+  CHECK(m.spec.precision.attention_out->name == "nvfp4");
+  CHECK(tally_params(m.g).weight_bytes.value() ==
+        tally_params(imported("deepseek-v3.1-nvfp4").g).weight_bytes.value());
+  CHECK(state(m, 8192) == 35'136LL * 8192);
+  // quant_method modelopt names its format in quant_algo; an unmapped one is an error there.
+  std::string mixed = base +
+                      ",\n\"quantization_config\": {\"quant_method\": \"modelopt\", "
+                      "\"quant_algo\": \"MIXED_PRECISION\"}}";
+  CHECK(import_error(mixed).find("quantization_config.quant_algo: quantisation "
+                                 "'MIXED_PRECISION' is not mapped") != std::string::npos);
 }
 
 TEST_CASE("attention input exclusions: only the whole set of input projections is mapped") {
@@ -146,7 +201,9 @@ TEST_CASE("attention input exclusions: only the whole set of input projections i
     return base + ",\n\"quantization_config\": {\"quant_method\": \"nvfp4\", " +
            "\"modules_to_not_convert\": [" + list + "]}}";
   };
-  // Every layer ("*") keeps its four input projections: mapped like the ModelOpt folder.
+  // Every layer ("*") keeps its four input projections: the attention roles are mapped like the
+  // ModelOpt folder's. quant_method nvfp4 does not say that ModelOpt wrote the file, so the
+  // router, not listed, is NVFP4 here.
   std::string all = with(
       "\"model.layers.*.self_attn.q_a_proj\", \"model.layers.*.self_attn.q_b_proj\", "
       "\"model.layers.*.self_attn.kv_a_proj_with_mqa\", \"model.layers.*.self_attn.kv_b_proj\"");
@@ -154,9 +211,11 @@ TEST_CASE("attention input exclusions: only the whole set of input projections i
   testing::model m = testing::model::from_text(hf::import_text(all, "config.json", "t").yaml);
   CHECK(m.spec.precision.attention->name == "bf16");
   CHECK(m.spec.precision.attention_out->name == "nvfp4");
+  CHECK(m.spec.precision.weights.name == "nvfp4");
+  CHECK(tally_params(m.g).weight_bytes.value() == 386'226'760'704);
   // With the router (mlp.gate) kept too, `weights` is the model dtype and the quantised roles
-  // are named: the folder's 386,226,760,704 B with the 106,430,464 router values at 2 B instead
-  // of 9/16 B: + 106,430,464 * 23 / 16 = 152,993,792 B.
+  // are named: the 106,430,464 router values at 2 B instead of 9/16 B, + 106,430,464 * 23 / 16 =
+  // 152,993,792 B, which is the ModelOpt folder's 386,379,754,496 B.
   testing::model r = testing::model::from_text(
       hf::import_text(with("\"mlp.gate\", \"model.layers.*.self_attn.q_a_proj\", "
                            "\"model.layers.*.self_attn.q_b_proj\", "
@@ -168,6 +227,8 @@ TEST_CASE("attention input exclusions: only the whole set of input projections i
   CHECK(!r.spec.precision.attention.has_value());
   CHECK(r.spec.precision.attention_out->name == "nvfp4");
   CHECK(tally_params(r.g).weight_bytes.value() == 386'226'760'704 + 152'993'792);
+  CHECK(tally_params(r.g).weight_bytes.value() ==
+        tally_params(imported("deepseek-v3.1-nvfp4").g).weight_bytes.value());
   // Three of the four: the fourth would be NVFP4 in the files, which one role cannot say.
   CHECK(import_error(with("\"model.layers.*.self_attn.q_a_proj\", "
                           "\"model.layers.*.self_attn.q_b_proj\", "

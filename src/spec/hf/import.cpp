@@ -767,7 +767,11 @@ imported translate(const hf_json& doc, const std::string& name, const hf_json* m
   } else if (quant->kept_roles.count("router")) {
     // The router keeps the model dtype: it is part of `weights`, so the quantised matrices are
     // named by role (schema roles attention, experts, shared_experts, dense_ffn).
-    precision.kids.push_back(scalar("weights", dtype, dtype_origin + " (router not quantised)"));
+    const std::string& why = quant->kept_roles.at("router").why;
+    precision.kids.push_back(
+        scalar("weights", dtype,
+               dtype_origin + (why.empty() ? " (router not quantised)"
+                                           : fmt::format(" (router not quantised: {})", why))));
     if (quant->kept_roles.count("attention_in"))  // the inputs keep `weights`, o_proj is converted
       precision.kids.push_back(scalar("attention_out", quant->weights, quant->origin));
     else if (!quant->kept_roles.count("attention"))

@@ -20,8 +20,14 @@ std::optional<quant_formats> read_quant(const hf_object& root, const hf_json* mo
     return std::nullopt;
   }
   // Hugging Face names the method quant_method and the unconverted modules
-  // modules_to_not_convert; ModelOpt writes quant_algo and exclude_modules (or ignore).
-  const std::string key = q->has("quant_method") ? "quant_method" : "quant_algo";
+  // modules_to_not_convert; ModelOpt writes quant_algo and exclude_modules (or ignore), in
+  // hf_quant_config.json or in config.json under quant_method "modelopt".
+  std::string key = q->has("quant_method") ? "quant_method" : "quant_algo";
+  bool from_modelopt = modelopt != nullptr;
+  if (key == "quant_method" && q->value(key).is_string() && q->text(key) == "modelopt") {
+    key = "quant_algo";
+    from_modelopt = true;
+  }
   std::string method = q->text(key);
   std::string list_key = "modules_to_not_convert";
   for (const char* k : {"exclude_modules", "ignore"})
@@ -108,6 +114,17 @@ std::optional<quant_formats> read_quant(const hf_object& root, const hf_json* mo
     q->fail(key, fmt::format("quantisation '{}' is not mapped (calc reads fp8, FP8, NVFP4, "
                              "mxfp4, awq, gptq)",
                              method));
+  }
+  if (from_modelopt) {
+    // ModelOpt never quantises a MoE router: its default configs disable the quantizers of
+    // *router*, *mlp.gate.*, *block_sparse_moe.gate* and *mlp.shared_expert_gate.*, and a router
+    // that is no Linear (DeepSeek's Gate, a bare weight Parameter) gets no quantizer at all and
+    // so is not in the exclusion list either. The router keeps the model dtype in `weights`;
+    // the quantised roles are named.
+    quant_formats::kept_role& k = f.kept_roles["router"];
+    k.all = true;
+    k.field = f.origin;
+    k.why = "ModelOpt never quantises MoE routers";
   }
   for (const char* k : {"kv_cache_quant_algo", "kv_cache_scheme"}) {
     if (!q->has(k) || !q->value(k).is_string()) continue;

@@ -29,6 +29,7 @@ struct quant_formats {
     bool all = false;
     source_location where;
     std::string field;
+    std::string why;  // the quantiser's rule, when no list names the role (said in the YAML)
   };
   std::map<std::string, kept_role> kept_roles;
   /// The input projections of self_attn left unquantised (ModelOpt's DeepSeek NVFP4 keeps
@@ -41,7 +42,9 @@ struct quant_formats {
 };
 
 /// Reads a checkpoint's quantisation (`modelopt`: the hf_quant_config.json, or null to read
-/// root's quantization_config); none when the checkpoint is not quantised. Modules left
+/// root's quantization_config, where quant_method "modelopt" names ModelOpt's quant_algo);
+/// none when the checkpoint is not quantised. A ModelOpt checkpoint keeps every MoE router in
+/// the model dtype, listed or not (ModelOpt's default configs never quantise one). Modules left
 /// unconverted may be the head, the embedding, norms, the MTP layers, or a whole role of every
 /// layer (self_attn, the router), or every layer's attention input projections (all of
 /// self_attn but o_proj); anything else would need a per-module format and is an error rather
