@@ -107,6 +107,9 @@ TEST_CASE("FP8 checkpoint (ModelOpt hf_quant_config.json): FP8 matrices and cach
   // Embedding and head 2 * 128256 * 8192 in BF16 (lm_head excluded) = 4,202,692,608 B; norms
   // (80 * 2 + 1) * 8192 in BF16 = 2,637,824 B; the other 68,451,041,280 parameters in FP8.
   CHECK(p.weight_bytes.value() == 4'202'692'608 + 2'637'824 + 68'451'041'280);
+  // A dense model has no router, so ModelOpt's router rule leaves the matrices one role.
+  CHECK(m.spec.precision.weights.name == "fp8");
+  CHECK(!m.spec.precision.dense_ffn.has_value());
   // kv_cache_quant_algo FP8: 2 * 8 * 128 * 1 B * 80 = 163,840 B/token.
   CHECK(state(m, 8192) == 163'840LL * 8192);
 }
