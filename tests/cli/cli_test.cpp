@@ -57,8 +57,12 @@ void golden(const std::string& name, const std::vector<std::string>& args) {
 
 TEST_CASE("README's calc check transcript shows today's claim counts") {
   // The README quotes the first line `calc check scenarios` prints and its summary; a new
-  // claim that forgets to update it fails here rather than in a reader's hands.
-  outcome o = run({"check", source("scenarios")});
+  // claim that forgets to update it fails here rather than in a reader's hands. Claims name
+  // fixtures relative to the repository root, where CI runs `calc check` (ctest's `scenarios`).
+  const std::filesystem::path before = std::filesystem::current_path();
+  std::filesystem::current_path(CALC_SOURCE_DIR);
+  outcome o = run({"check", "scenarios"});
+  std::filesystem::current_path(before);
   REQUIRE(o.code == 0);
   std::string header = o.out.substr(0, o.out.find('\n'));
   std::string summary = o.out.substr(o.out.rfind('\n', o.out.size() - 2) + 1);
