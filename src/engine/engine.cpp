@@ -309,6 +309,11 @@ engine_capacity plan_token_pool(const std::vector<layer_cache>& caches, const en
 const std::vector<rule_set>& rule_sets() {
   using pool = rule_set::pool;
   using print = rule_set::token_print;
+  // The hybrid allocator's files, for the rows on either side of 0.14-0.15.
+  static const char* const hybrid_source =
+      "vllm/v1/core/kv_cache_utils.py (_get_kv_cache_groups_uniform_page_size, "
+      "get_kv_cache_config_from_groups, get_max_concurrency_for_kv_cache_config), "
+      "vllm/v1/kv_cache_interface.py (page_size_bytes, max_memory_usage_bytes)";
   static const std::vector<rule_set> table = {
       {"vllm-v0", "vllm", "0.4-0.7 (V0 engine)", 4, 7,
        "vllm/worker/cache_engine.py (get_cache_block_size), vllm/executor/executor_base.py",
@@ -323,9 +328,7 @@ const std::vector<rule_set>& rule_sets() {
        "hybrid attention/SSM models arrived with PR #20016 in 0.10), whose Mamba cache manager "
        "calc does not model; use --engine-version 0.10 or newer"},
       {"vllm-v1-hybrid", "vllm", "0.10-0.13 (V1 hybrid allocator)", 10, 13,
-       "vllm/v1/core/kv_cache_utils.py (_get_kv_cache_groups_uniform_page_size, "
-       "get_kv_cache_config_from_groups, get_max_concurrency_for_kv_cache_config), "
-       "vllm/v1/kv_cache_interface.py (page_size_bytes, max_memory_usage_bytes)",
+       hybrid_source,
        pool::block_hybrid, print::blocks_per_group, true, 16},
       {"vllm-v1-merged-check", "vllm",
        "0.14-0.15 (V1 hybrid allocator, memory checked against every stage)",
@@ -334,9 +337,7 @@ const std::vector<rule_set>& rule_sets() {
        "before _check_enough_kv_cache_memory, PR #29431; fixed by PR #33698)",
        pool::block_hybrid, print::blocks_per_group, true, 16, 1, true, nullptr, true},
       {"vllm-v1-hybrid", "vllm", "0.16-0.23 (V1 hybrid allocator)", 16, 23,
-       "vllm/v1/core/kv_cache_utils.py (_get_kv_cache_groups_uniform_page_size, "
-       "get_kv_cache_config_from_groups, get_max_concurrency_for_kv_cache_config), "
-       "vllm/v1/kv_cache_interface.py (page_size_bytes, max_memory_usage_bytes)",
+       hybrid_source,
        pool::block_hybrid, print::blocks_per_group, true, 16},
       {"vllm-v1-derived", "vllm", ">=0.24 (GPU KV cache size = concurrency x max_model_len)", 24,
        99999, "vllm/v1/core/kv_cache_utils.py (_report_kv_cache_config)", pool::block_hybrid,

@@ -178,11 +178,16 @@ std::string cell(const std::string& key, const ojson& v) {
   if (v.is_null()) return "—";
   if (v.is_boolean()) return v.get<bool>() ? "yes" : "no";
   if (v.is_string()) {
-    // An exact count past 64 bits (exact() writes it as a string) is grouped like the others.
+    // An exact count past 64 bits (exact() writes it as a string under a count's key) is
+    // grouped, with its unit; free text that happens to be digits is left as written.
     const std::string& t = v.get_ref<const std::string&>();
-    bool wide = t.size() >= 19 && t.find_first_not_of("0123456789", t[0] == '-' ? 1 : 0) ==
-                                      std::string::npos;
-    return wide ? group_digits(t) : t;
+    bool digits = t.size() >= 19 && t.find_first_not_of("0123456789", t[0] == '-' ? 1 : 0) ==
+                                        std::string::npos;
+    if (digits && ends_with(key, "bytes")) return group_digits(t) + " B";
+    if (digits && key.find("flops") != std::string::npos) return group_digits(t) + " FLOPs";
+    if (digits && (key.find("params") != std::string::npos || ends_with(key, "tokens")))
+      return group_digits(t);
+    return t;
   }
   if (v.is_number() && ends_with(key, "tflops")) {  // a vendor peak, already in TFLOPs
     double d = v.get<double>();

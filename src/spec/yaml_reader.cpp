@@ -12,6 +12,7 @@
 #include <sstream>
 #include <string_view>
 #include <unordered_set>
+#include <utility>
 
 #include "common/limits.h"
 #include "common/names.h"
@@ -321,14 +322,14 @@ yaml_map::yaml_map(const YAML::Node& node, std::string path, std::string file)
 }
 
 // Keys are unique (check_document rejects a key given twice), so the first match is the one.
-yaml_map::entry* yaml_map::find(const std::string& key) {
-  for (entry& e : entries_)
+const yaml_map::entry* yaml_map::find(const std::string& key) const {
+  for (const entry& e : entries_)
     if (e.key.IsScalar() && e.text == key) return &e;
   return nullptr;
 }
 
-const yaml_map::entry* yaml_map::find(const std::string& key) const {
-  return const_cast<yaml_map*>(this)->find(key);
+yaml_map::entry* yaml_map::find(const std::string& key) {
+  return const_cast<entry*>(std::as_const(*this).find(key));
 }
 
 bool yaml_map::has(const std::string& key) const { return find(key) != nullptr; }

@@ -59,10 +59,15 @@ TEST_CASE("README's calc check transcript shows today's claim counts") {
   // The README quotes the first line `calc check scenarios` prints and its summary; a new
   // claim that forgets to update it fails here rather than in a reader's hands. Claims name
   // fixtures relative to the repository root, where CI runs `calc check` (ctest's `scenarios`).
-  const std::filesystem::path before = std::filesystem::current_path();
-  std::filesystem::current_path(CALC_SOURCE_DIR);
-  outcome o = run({"check", "scenarios"});
-  std::filesystem::current_path(before);
+  struct at_source_root {
+    std::filesystem::path before = std::filesystem::current_path();
+    at_source_root() { std::filesystem::current_path(CALC_SOURCE_DIR); }
+    ~at_source_root() { std::filesystem::current_path(before); }
+  };
+  outcome o = [] {
+    at_source_root here;
+    return run({"check", "scenarios"});
+  }();
   REQUIRE(o.code == 0);
   std::string header = o.out.substr(0, o.out.find('\n'));
   std::string summary = o.out.substr(o.out.rfind('\n', o.out.size() - 2) + 1);
@@ -329,7 +334,8 @@ TEST_CASE("request: any number of generated tokens up to the token limit, sums p
   outcome most = run({"request", "--model", "qwen3-8b", "--prompt", "8", "--generate",
                       "4294967296"});
   CHECK(most.code == 0);
-  CHECK(most.out.find("| decode flops | 5,440,231,216,725,998,166,343,680 |") != std::string::npos);
+  CHECK(most.out.find("| decode flops | 5,440,231,216,725,998,166,343,680 FLOPs |") !=
+        std::string::npos);
   outcome over = run({"request", "--model", "qwen3-8b", "--prompt", "8", "--generate",
                       "4294967297"});
   CHECK(over.code == 2);

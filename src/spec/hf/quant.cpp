@@ -115,17 +115,6 @@ std::optional<quant_formats> read_quant(const hf_object& root, const hf_json* mo
                              "mxfp4, awq, gptq)",
                              method));
   }
-  if (from_modelopt) {
-    // ModelOpt never quantises a MoE router: its default configs disable the quantizers of
-    // *router*, *mlp.gate.*, *block_sparse_moe.gate* and *mlp.shared_expert_gate.*, and a router
-    // that is no Linear (DeepSeek's Gate, a bare weight Parameter) gets no quantizer at all and
-    // so is not in the exclusion list either. The router keeps the model dtype in `weights`;
-    // the quantised roles are named.
-    quant_formats::kept_role& k = f.kept_roles["router"];
-    k.all = true;
-    k.field = f.origin;
-    k.why = "ModelOpt never quantises MoE routers";
-  }
   for (const char* k : {"kv_cache_quant_algo", "kv_cache_scheme"}) {
     if (!q->has(k) || !q->value(k).is_string()) continue;
     std::string kv = q->text(k);
@@ -194,6 +183,19 @@ std::optional<quant_formats> read_quant(const hf_object& root, const hf_json* mo
         if (role == "attention_in") f.kept_attention_inputs[index].insert(sub);
       }
     }
+  }
+  if (from_modelopt) {
+    // ModelOpt never quantises a MoE router: its default configs disable the quantizers of
+    // *router*, *mlp.gate.*, *block_sparse_moe.gate* and *mlp.shared_expert_gate.* (so a list
+    // may name them), and a router that is no Linear (DeepSeek's Gate, a bare weight Parameter)
+    // gets no quantizer at all and so is not listed either. The router keeps the model dtype
+    // in `weights`; the quantised roles are named. A list entry, when there is one, is cited.
+    quant_formats::kept_role& k = f.kept_roles["router"];
+    if (k.field.empty()) {
+      k.field = f.origin;
+      k.why = "ModelOpt never quantises MoE routers";
+    }
+    k.all = true;
   }
   return f;
 }
