@@ -32,6 +32,15 @@ testing::model imported(const std::string& name, std::vector<std::string> sets =
   return testing::model(fixture(name), std::move(sets));
 }
 
+/// A fixture config's text without its closing brace, for tests that append a field.
+std::string open_config(const std::string& name) {
+  std::ifstream in(fixture(name));
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string base = text.str();
+  return base.substr(0, base.rfind('}'));
+}
+
 std::int64_t params(const testing::model& m) { return tally_params(m.g).total.value(); }
 std::int64_t state(const testing::model& m, std::int64_t n) {
   return tally_state(m.g, n).total.value();
@@ -167,11 +176,7 @@ TEST_CASE("ModelOpt in config.json (quant_method modelopt): read like hf_quant_c
   // Newer ModelOpt exports write quantization_config {quant_method: modelopt, quant_algo, ignore}
   // into config.json: the DeepSeek-V3.1 config with the folder's exclusions given that way
   // imports to the folder's bytes, routers in the model dtype included.
-  std::ifstream in(fixture("deepseek-v3.1-nvfp4/config.json"));
-  std::stringstream text;
-  text << in.rdbuf();
-  std::string base = text.str();
-  base = base.substr(0, base.rfind('}'));
+  std::string base = open_config("deepseek-v3.1-nvfp4/config.json");
   std::string doc = base +
                     ",\n\"quantization_config\": {\"quant_method\": \"modelopt\", "
                     "\"quant_algo\": \"NVFP4\", \"group_size\": 16, \"kv_cache_quant_algo\": "
@@ -195,11 +200,7 @@ TEST_CASE("ModelOpt in config.json (quant_method modelopt): read like hf_quant_c
 
 TEST_CASE("attention input exclusions: only the whole set of input projections is mapped") {
   // The DeepSeek-V3.1 config with a quantization_config whose modules_to_not_convert is given.
-  std::ifstream in(fixture("deepseek-v3.1-nvfp4/config.json"));
-  std::stringstream text;
-  text << in.rdbuf();
-  std::string base = text.str();
-  base = base.substr(0, base.rfind('}'));
+  std::string base = open_config("deepseek-v3.1-nvfp4/config.json");
   auto with = [&](const std::string& list) {
     return base + ",\n\"quantization_config\": {\"quant_method\": \"nvfp4\", " +
            "\"modules_to_not_convert\": [" + list + "]}}";
