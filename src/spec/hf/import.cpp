@@ -759,14 +759,8 @@ imported translate(const hf_json& doc, const std::string& name, const hf_json* m
       }
     }
   }
-  std::optional<quant_formats> quant = read_quant(root, modelopt);
-  // A quantiser's rule about MoE routers says nothing about a dense model, which has none: its
-  // weights keep the quantised format as one role.
-  if (quant && fam->ffn == ffn_family::dense) {
-    auto router = quant->kept_roles.find("router");
-    if (router != quant->kept_roles.end() && !router->second.why.empty())
-      quant->kept_roles.erase(router);
-  }
+  std::optional<quant_formats> quant =
+      read_quant(root, modelopt, /*has_routers=*/fam->ffn == ffn_family::moe);
   if (!quant) {
     precision.kids.push_back(scalar("weights", dtype, dtype_origin));
     precision.kids.push_back(

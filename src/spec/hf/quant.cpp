@@ -10,7 +10,8 @@ namespace calc::hf {
 
 using nlohmann::json;
 
-std::optional<quant_formats> read_quant(const hf_object& root, const hf_json* modelopt) {
+std::optional<quant_formats> read_quant(const hf_object& root, const hf_json* modelopt,
+                                        bool has_routers) {
   std::optional<hf_object> q;
   if (modelopt) {
     q = hf_object(*modelopt, "").object("quantization");
@@ -184,7 +185,7 @@ std::optional<quant_formats> read_quant(const hf_object& root, const hf_json* mo
       }
     }
   }
-  if (from_modelopt) {
+  if (from_modelopt && has_routers) {
     // ModelOpt never quantises a MoE router: its default configs disable the quantizers of
     // *router*, *mlp.gate.*, *block_sparse_moe.gate* and *mlp.shared_expert_gate.* (so a list
     // may name them), and a router that is no Linear (DeepSeek's Gate, a bare weight Parameter)

@@ -43,12 +43,14 @@ struct quant_formats {
 
 /// Reads a checkpoint's quantisation (`modelopt`: the hf_quant_config.json, or null to read
 /// root's quantization_config, where quant_method "modelopt" names ModelOpt's quant_algo);
-/// none when the checkpoint is not quantised. A ModelOpt checkpoint keeps every MoE router in
-/// the model dtype, listed or not (ModelOpt's default configs never quantise one). Modules left
+/// none when the checkpoint is not quantised. A ModelOpt checkpoint of a model `has_routers`
+/// keeps every MoE router in the model dtype, listed or not (ModelOpt's default configs never
+/// quantise one); a dense model has none to keep. Modules left
 /// unconverted may be the head, the embedding, norms, the MTP layers, or a whole role of every
 /// layer (self_attn, the router), or every layer's attention input projections (all of
 /// self_attn but o_proj); anything else would need a per-module format and is an error rather
 /// than a silently wrong byte count.
-std::optional<quant_formats> read_quant(const hf_object& root, const hf_json* modelopt);
+std::optional<quant_formats> read_quant(const hf_object& root, const hf_json* modelopt,
+                                        bool has_routers);
 
 }  // namespace calc::hf
