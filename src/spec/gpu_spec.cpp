@@ -61,9 +61,14 @@ gpu_spec read_gpu_file(const std::string& path) {
   g.fp8_tflops = read_tflops(m, "fp8_tflops", false);
   g.fp4_tflops = read_tflops(m, "fp4_tflops", false);
   if (m.has("interconnect")) g.interconnect = read_size(m, "interconnect");
+  g.nvlink_domain = m.integer("nvlink_domain", 1);
+  if (g.nvlink_domain > limits::cards)
+    throw spec_error(location_of(m.required("nvlink_domain"), m.file()), m.path_of("nvlink_domain"),
+                     fmt::format("{} cards is more than the limit of {}", g.nvlink_domain,
+                                 limits::cards));
   g.source = m.text("source");
   m.finish({"name", "display", "memory", "bandwidth", "bf16_tflops", "fp8_tflops", "fp4_tflops",
-            "interconnect", "source"});
+            "interconnect", "nvlink_domain", "source"});
   return g;
 }
 
