@@ -30,80 +30,48 @@ result run_completion(const options& o);
 // ---- the command table -----------------------------------------------------------------------
 
 const std::vector<command>& commands() {
+  using g = option_group;
+  auto none = [](CLI::App&, options&) {};
   static const std::vector<command> table = {
       {"state", "Per-request state at a length: components, fixed part, growth, H*, decode reads",
-       [](CLI::App& app, options& o) {
-         add_model_options(app, o);
-         add_length_option(app, o, "Cached tokens per request (N), in tokens")->required();
-         app.add_option("-b,--batch", o.batch, "Requests (B), each with its own state");
-         add_execution_options(app, o, false);
-       },
-       run_state},
+       {g::model, g::length, g::batch, g::execution}, [](CLI::App& app, options&) { app.get_option("--length")->required(); }, run_state},
       {"forward", "Matrix FLOPs, parameters and weight reads of one call, per module and stage",
+       {g::model, g::workload, g::batch, g::execution_all},
        [](CLI::App& app, options& o) {
-         add_model_options(app, o);
-         app.add_option("-p,--tokens", o.tokens, "New tokens per request this call (P)")
-             ->required()
-             ->transform(token_suffixes());
-         app.add_option("-s,--context", o.context, "Tokens already cached per request (S)")
-             ->transform(token_suffixes());
-         app.add_option("-b,--batch", o.batch, "Requests in the batch (B)");
-         add_execution_options(app, o, true);
+         app.get_option("--prompt")->required();
          app.add_flag("--mtp", o.mtp,
                       "One call of the multi-token-prediction block instead of the backbone");
        },
        run_forward},
       {"params", "Parameters by Table 2-B category, weight bytes, per-layer groups",
-       [](CLI::App& app, options& o) {
-         add_model_options(app, o);
-         add_format_options(app, o);
-       },
-       run_params},
+       {g::model, g::formats}, none, run_params},
       {"request",
        "A whole request: prefill plus G-1 decodes, FLOPs, state written, cumulative reads",
-       [](CLI::App& app, options& o) {
-         add_model_options(app, o);
-         app.add_option("-p,--prompt", o.prompt, "New input tokens (P)")
-             ->required()
-             ->transform(token_suffixes());
-         app.add_option("-s,--cached", o.cached, "Prefix tokens already cached (S)")
-             ->transform(token_suffixes());
-         app.add_option("-g,--generate", o.generate,
-                        "Tokens returned (G); G-1 decode calls follow prefill")
-             ->transform(token_suffixes());
-         add_execution_options(app, o, true);
-       },
+       {g::model, g::workload, g::generate, g::execution_all}, [](CLI::App& app, options&) { app.get_option("--prompt")->required(); },
        run_request},
-      {"capacity", "Concurrent requests that fit on GPUs; with --requests, the weight budget",
+      {"capacity", "Concurrent requests that fit on a deployment; with --requests, the weight budget",
+       {g::model, g::gpu, g::length, g::layout, g::search, g::formats, g::execution, g::engine},
        [](CLI::App& app, options& o) {
-         add_model_options(app, o);
-         app.add_option("--gpu", o.gpu,
-                        "Accelerator(s): names from `calc gpus` or paths, comma-separated "
-                        "(required, except with --engine and --kv-memory)");
-         app.add_option("--gpus", o.gpus, "Number of cards whose memory is pooled");
-         add_length_option(app, o,
-                           "Context length(s) per request, in tokens: a comma list or a range "
-                           "1K:64K:x2 (required without --engine)");
-         app.add_option("--workspace", o.workspace,
-                        "Reserved bytes (activations, buffers), e.g. 2GiB (default 2GiB)");
-         app.add_option("--weight-bytes", o.weight_bytes,
-                        "Use this weight size instead of the model's, e.g. 39.5GB");
-         app.add_option(
-             "--requests", o.requests,
-             "Requests to reserve state for; reports the largest parameter count that fits");
-         app.add_option("--page-tokens", o.page_tokens,
-                        "Paged cache: each request's history rounded up to whole blocks of this "
-                        "many tokens")
+         // Options of capacity alone (the table row is the one place that knows the command).
+         static const command* self = nullptr;
+         for (const command& c : commands())
+           if (std::string(c.name) == "capacity") self = &c;
+         only_in(app.add_option("--weight-bytes", o.weight_bytes,
+                                "Use this weight size instead of the model's, e.g. 39.5GB"),
+                 *self, kPlainOnly);
+         only_in(app.add_option("--requests", o.requests,
+                                "Requests to reserve state for; reports the largest parameter "
+                                "count that fits"),
+                 *self, kPlainOnly);
+         app.add_option("--page-tokens,--block-size,--page-size", o.page_tokens,
+                        "Tokens per KV block / page: each request's history rounded up to whole "
+                        "blocks (engine default: vLLM 16, SGLang 1)")
              ->transform(token_suffixes());
-         app.add_option("--shared-prefix", o.shared_prefix,
-                        "Tokens of prefix every request shares, whose history is stored once")
-             ->transform(token_suffixes());
-         app.add_option("--tp", o.tp, "Tensor-parallel degree: per-card weights and state");
-         app.add_option("--pp", o.pp, "Pipeline-parallel degree (contiguous layer stages)");
-         app.add_option("--ep", o.ep, "Expert-parallel degree within the tensor-parallel group");
-         add_format_options(app, o);
-         add_execution_options(app, o, false);
-         add_engine_options(app, o, false);
+         only_in(app.add_option("--shared-prefix", o.shared_prefix,
+                                "Tokens of prefix every request shares, whose history is stored "
+                                "once")
+                     ->transform(token_suffixes()),
+                 *self, kPlainOnly);
        },
        [](const options& o) {
          if (!o.engine.empty()) return run_engine_capacity(o);
@@ -113,21 +81,19 @@ const std::vector<command>& commands() {
        },
        length_list},
       {"plan",
-       "Fewest cards and a TP/PP/EP layout that fit K requests of N tokens, and why fewer do not",
+       "Fewest cards and a layout engines run (TP/PP/EP/DP) that hold K requests of N tokens, and "
+       "why fewer do not",
+       {g::model, g::gpu, g::length, g::search, g::formats, g::execution, g::engine},
        [](CLI::App& app, options& o) {
-         add_model_options(app, o);
-         app.add_option("--gpu", o.gpu, "Accelerator: a name from `calc gpus` or a path")
-             ->required();
-         add_length_option(app, o,
-                           "Context length per request, in tokens (required without --engine)");
+         app.get_option("--gpu")->required();
          app.add_option("--requests", o.requests, "Concurrent requests to hold")->required();
-         app.add_option("--workspace", o.workspace, "Reserved bytes per card (default 2GiB)");
-         app.add_option("--node-gpus", o.node_gpus,
-                        "Cards per server; beyond one server, whole servers (default 8)");
-         app.add_option("--max-gpus", o.max_gpus, "Largest card count to try (default 512)");
-         add_format_options(app, o);
-         add_execution_options(app, o, false);
-         add_engine_options(app, o, true);
+         static const command* self = nullptr;
+         for (const command& c : commands())
+           if (std::string(c.name) == "plan") self = &c;
+         only_in(app.add_option("--page-tokens,--block-size,--page-size", o.page_tokens,
+                                "Tokens per KV block / page (default: vLLM 16, SGLang 1)")
+                     ->transform(token_suffixes()),
+                 *self, kEngineOnly);
        },
        [](const options& o) {
          if (!o.engine.empty()) return run_engine_plan(o);
@@ -135,23 +101,18 @@ const std::vector<command>& commands() {
          return run_plan(o);
        }},
       {"roofline", "Lower bounds on prefill and decode time: max(F / peak, R / bandwidth)",
+       {g::model, g::gpu, g::workload, g::batch, g::formats, g::execution_all},
        [](CLI::App& app, options& o) {
-         add_model_options(app, o);
-         app.add_option("--gpu", o.gpu, "Accelerator: a name from `calc gpus` or a path")
-             ->required();
-         app.add_option("--gpus", o.gpus, "Cards working together (peaks and bandwidth add)");
-         app.add_option("-p,--prompt", o.prompt, "New tokens per request in the prefill (P)")
-             ->required()
-             ->transform(token_suffixes());
-         app.add_option("-s,--context", o.context, "Tokens already cached per request (S)")
-             ->transform(token_suffixes());
-         app.add_option("-b,--batch", o.batch, "Requests in the batch (B)");
+         app.get_option("--gpu")->required();
+         app.get_option("--prompt")->required();
+         app.add_option("--tp,--tensor-parallel-size", o.tp,
+                        "Tensor-parallel cards sharing the work: peaks and bandwidth add "
+                        "(default 1)");
          app.add_flag("--fp8", o.fp8, "Use the FP8 tensor peak instead of BF16");
-         add_format_options(app, o);
-         add_execution_options(app, o, true);
        },
        run_roofline},
       {"speculative", "Speculative decoding: amortised time per token (T_s + T_v) / g against T_d",
+       {},
        [](CLI::App& app, options& o) {
          app.add_option("--decode-ms", o.decode_ms, "T_d: one ordinary decode step, in ms")
              ->required();
@@ -164,21 +125,17 @@ const std::vector<command>& commands() {
        run_speculative},
       {"crossover",
        "H* (fixed state = growing state) and the batch where context reads pass weight reads",
+       {g::model, g::length, g::execution},
        [](CLI::App& app, options& o) {
-         add_model_options(app, o);
-         add_length_option(app, o,
-                           "Cached tokens per request (H), in tokens; not needed with --budget");
          app.add_option(
              "--budget", o.budget,
              "State budget per request, e.g. 256MiB: reports the longest context that fits");
-         add_execution_options(app, o, false);
        },
        run_crossover},
       {"experts", "Routed experts for a batch: experts touched, rows per expert, FLOPs, bytes read",
+       {g::model, g::batch},
        [](CLI::App& app, options& o) {
-         add_model_options(app, o);
-         app.add_option("-b,--batch", o.batch, "Token rows routed (B requests in one decode step)")
-             ->required();
+         app.get_option("--batch")->required();
          app.add_option(
              "--routing", o.routing,
              "How tokens spread: uniform (evenly), concentrated (all pick the same k) or "
@@ -188,12 +145,7 @@ const std::vector<command>& commands() {
       {"compare",
        "Several models side by side: parameters, prefill and decode FLOPs, state (Tables "
        "2-A/2-C/2-E)",
-       [](CLI::App& app, options& o) {
-         add_model_options(app, o, false);
-         add_length_option(app, o,
-                           "Prefill tokens, and cached tokens for decode and state (default 8K)");
-         add_execution_options(app, o, false);
-       },
+       {g::model_list, g::length, g::execution}, none,
        [](const options& o) {
          options v = o;
          if (v.length < 0) v.length = 8192;
@@ -202,32 +154,18 @@ const std::vector<command>& commands() {
        model_list},
       {"sweep",
        "A model's state, decode reads and decode FLOPs over a range of lengths (CSV for plots)",
-       [](CLI::App& app, options& o) {
-         add_model_options(app, o);
-         add_length_option(app, o,
-                           "Lengths: FROM:TO:xFACTOR (e.g. 1K:1M:x2), FROM:TO:+STEP or a list")
-             ->required();
-         add_execution_options(app, o, false);
-       },
-       run_sweep, length_list},
+       {g::model, g::length, g::execution}, [](CLI::App& app, options&) { app.get_option("--length")->required(); }, run_sweep,
+       length_list},
       {"report",
        "One Markdown document for models on a GPU: weights, state, crossovers, requests per "
        "card, cards needed, roofline bounds, with charts",
+       {g::model, g::gpu, g::length, g::search, g::formats, g::execution},
        [](CLI::App& app, options& o) {
-         add_model_options(app, o);
-         app.add_option("--gpu", o.gpu, "Accelerator: a name from `calc gpus` (default h100-sxm)");
-         add_length_option(app, o, "Context lengths: a list or a range (default 1K:1M:x4)");
          app.add_option(
              "--requests", o.requests,
              "Concurrent requests a deployment holds, for the cards needed (default 16)");
-         app.add_option("--workspace", o.workspace, "Reserved bytes per card (default 2GiB)");
-         app.add_option("--node-gpus", o.node_gpus,
-                        "Cards per server; beyond one server, whole servers (default 8)");
-         app.add_option("--max-gpus", o.max_gpus, "Largest card count to try (default 512)");
          app.add_option("--plot-dir", o.plot_dir,
                         "Also draw each chart as an SVG in this folder (gnuplot) and link it");
-         add_format_options(app, o);
-         add_execution_options(app, o, false);
        },
        [](const options& o) {
          options v = o;
@@ -235,7 +173,7 @@ const std::vector<command>& commands() {
          return run_report(v);
        },
        model_list | length_list},
-      {"completion", "A shell completion script: `source <(calc completion bash)` (or zsh)",
+      {"completion", "A shell completion script: `source <(calc completion bash)` (or zsh)", {},
        [](CLI::App& app, options& o) {
          app.add_option("shell", o.shell, "bash or zsh")
              ->required()
@@ -243,16 +181,15 @@ const std::vector<command>& commands() {
        },
        run_completion},
       {"layers", "Every layer of the expanded graph: kind, mode (Full/Reindex/Reuse), stage",
-       [](CLI::App& app, options& o) { add_model_options(app, o); }, run_layers},
-      {"models", "The bundled models", [](CLI::App&, options&) {}, run_models},
-      {"gpus", "The accelerator catalogue with sources", [](CLI::App&, options&) {}, run_gpus},
+       {g::model}, none, run_layers},
+      {"models", "The bundled models", {}, none, run_models},
+      {"gpus", "The accelerator catalogue with sources", {}, none, run_gpus},
       {"validate",
        "Run a scaled copy on the reference executor and compare with the tally, exactly",
+       {g::model, g::length, g::execution_all},
        [](CLI::App& app, options& o) {
-         add_model_options(app, o);
          app.add_option("--scale", o.scale,
                         "Divide widths, heads and expert counts by this (default 16)");
-         add_length_option(app, o, "Prefill tokens (default 64)");
          app.add_option("--decode-steps", o.decode_steps,
                         "Decode calls after the prefill (default 2)");
          app.add_option("--device", o.device,
@@ -269,7 +206,6 @@ const std::vector<command>& commands() {
          app.add_option("--gpu", o.gpu,
                         "With --device cuda: catalogue GPU whose BF16 peak bounds tensor-core "
                         "kernels (default h200)");
-         add_execution_options(app, o, true);
        },
        [](const options& o) {
          options v = o;
@@ -279,11 +215,13 @@ const std::vector<command>& commands() {
       {"import",
        "A Hugging Face config.json (or a model folder) as calc model YAML, each value commented "
        "with its config field",
+       {},
        [](CLI::App& app, options& o) {
          app.add_option("path", o.model, "config.json, or a folder holding one")->required();
        },
        run_import},
       {"check", "Every chapter claim in scenarios/, re-derived and compared at printed precision",
+       {},
        [](CLI::App& app, options& o) {
          app.add_option("path", o.scenarios, "Scenario file or folder (default: scenarios)");
        },
@@ -312,11 +250,66 @@ void build_app(CLI::App& app, parsed& p, std::vector<CLI::App*>& subs,
       continue;
     }
     CLI::App* sub = app.add_subcommand(c.name, c.help);
-    c.setup(*sub, p.opts);
+    sub->allow_extras();  // refuse_extras names them, with a guess and the commands taking them
+    for (option_group g : c.groups) bind_group(*sub, p.opts, g, c);
+    c.own(*sub, p.opts);
     sub->add_option("-f,--format", p.opts.format, "Output: md (default), json or csv")
         ->check(CLI::IsMember({"md", "json", "csv"}));
     subs.push_back(sub);
   }
+}
+
+/// Options a retired spelling had, with what replaces it.
+const char* retired_hint(const std::string& name) {
+  if (name == "--gpus")
+    return "calc no longer pools cards' memory as no engine does; give the layout (--tp 8, "
+           "--pp 2) or ask `calc plan` for the fewest cards";
+  return nullptr;
+}
+
+/// The commands that take an option, by name ("forward, request, roofline").
+std::string commands_taking(const std::string& name) {
+  std::string out;
+  for (const auto& [command, names] : command_options())
+    if (std::find(names.begin(), names.end(), name) != names.end())
+      out += (out.empty() ? "" : ", ") + command;
+  return out;
+}
+
+/// An argument the command does not take: one line naming it, the closest option of the
+/// command, and the commands that do take it.
+void refuse_extras(const CLI::App& sub) {
+  std::vector<std::string> rest = sub.remaining();
+  if (rest.empty()) return;
+  std::string word = rest.front();
+  std::string name = word.substr(0, word.find('='));
+  std::string command = sub.get_name();
+  if (!name.starts_with("-"))
+    throw spec_error("", fmt::format("`calc {}` does not take the argument '{}'", command, word));
+  if (const char* hint = retired_hint(name))
+    throw spec_error(name, fmt::format("is not an option of `calc {}`: {}", command, hint));
+  std::vector<std::string> own;
+  for (const CLI::Option* opt : sub.get_options()) {
+    for (const std::string& l : opt->get_lnames()) own.push_back("--" + l);
+    for (const std::string& sn : opt->get_snames()) own.push_back("-" + sn);
+  }
+  std::string message = fmt::format("is not an option of `calc {}`", command);
+  if (auto guess = closest(name, own)) message += fmt::format(" (did you mean '{}'?)", *guess);
+  if (std::string others = commands_taking(name); !others.empty())
+    message += fmt::format("; it is taken by: {}", others);
+  message += fmt::format("; `calc {} --help` lists its options", command);
+  throw spec_error(name, message);
+}
+
+/// With --engine, the shared spellings feed the engine's own fields: --length is its
+/// max-model-len, --page-tokens its block size, --kv its kv-cache-dtype (read by the engine
+/// rules, not applied to the model a second time).
+void engine_spellings(options& o) {
+  if (o.engine.empty()) return;
+  if (o.length > 0) o.max_model_len = o.length;
+  o.block_size = o.page_tokens;
+  o.kv_cache_dtype = o.kv;
+  o.kv.clear();
 }
 
 /// True when `name` is an option of `sub` that appeared on the command line.
@@ -329,7 +322,10 @@ result dispatch(parsed& p, const std::vector<CLI::App*>& subs) {
   for (std::size_t i = 0; i < subs.size(); ++i)
     if (subs[i] != nullptr && subs[i]->parsed()) {
       p.cmd = &commands()[i];
+      refuse_extras(*subs[i]);
       read_lists(*p.cmd, given(*subs[i], "--model"), given(*subs[i], "--length"), p.opts);
+      check_mode_options(*subs[i], p.opts);
+      engine_spellings(p.opts);
     }
   if (p.opts.format == "json") p.format = output_format::json;
   if (p.opts.format == "csv") p.format = output_format::csv;

@@ -198,13 +198,9 @@ ojson capacity_json(const loaded_model& m, const engine_inputs& in,
   return j;
 }
 
-std::int64_t tp_of(const options& o) {
-  return o.tensor_parallel_size > 0 ? o.tensor_parallel_size : o.tp;
-}
+std::int64_t tp_of(const options& o) { return o.tp; }
 
-std::int64_t pp_of(const options& o) {
-  return o.pipeline_parallel_size > 0 ? o.pipeline_parallel_size : o.pp;
-}
+std::int64_t pp_of(const options& o) { return o.pp; }
 
 }  // namespace
 
@@ -214,8 +210,6 @@ void add_engine_options(CLI::App& app, options& o, bool plan) {
       ->check(CLI::IsMember({"vllm", "sglang"}));
   app.add_option("--engine-version", o.engine_version,
                  "Engine version whose rules apply, e.g. 0.9.2 (default: the newest rules)");
-  app.add_option("--max-model-len,--context-length", o.max_model_len,
-                 "Engine: tokens per request the engine must hold (vLLM / SGLang spelling)");
   app.add_option("--kv-memory", o.kv_memory,
                  "Engine: the logged KV memory per rank, e.g. 18.69GiB (vLLM's \"Available KV "
                  "cache memory\"); without it, estimated from --gpu");
@@ -223,23 +217,15 @@ void add_engine_options(CLI::App& app, options& o, bool plan) {
                  "vLLM: fraction of the card vLLM may use (default 0.9)");
   app.add_option("--mem-fraction-static", o.mem_fraction_static,
                  "SGLang: fraction of the card for weights and KV pool (default 0.88)");
-  app.add_option("--block-size,--page-size", o.block_size,
-                 "Engine: tokens per KV block / page (default: vLLM 16, SGLang 1)");
   app.add_option("--max-num-seqs,--max-running-requests", o.max_num_seqs,
                  "Engine: most requests scheduled at once (reported)");
   app.add_option("--max-num-batched-tokens,--chunked-prefill-size", o.max_num_batched_tokens,
                  "Engine: tokens per scheduler step; sliding layers keep window + this (default "
                  "8192)");
-  app.add_option("--kv-cache-dtype", o.kv_cache_dtype,
-                 "Engine: auto (the model's kv format), fp8, fp8_e4m3, fp8_e5m2, bfloat16");
   app.add_option(
       "--mamba-ssm-cache-dtype", o.mamba_ssm_cache_dtype,
       "Engine: recurrent-state format of linear-attention and Mamba2 layers (default: the "
       "model's recurrent format)");
-  app.add_option("--tensor-parallel-size", o.tensor_parallel_size,
-                 "Engine: tensor-parallel degree (same as --tp)");
-  app.add_option("--pipeline-parallel-size", o.pipeline_parallel_size,
-                 "Engine: pipeline-parallel degree (same as --pp)");
   app.add_flag("--enable-prefix-caching", o.enable_prefix_caching,
                "Engine: prefix caching on (reported; block tables are unchanged)");
   app.add_option("--activation-memory", o.activation_memory,

@@ -71,17 +71,17 @@ result run_state(const options& o) {
 }
 
 result run_forward(const options& o) {
-  check_count("--tokens", o.tokens, 1);
+  check_count("--prompt", o.prompt, 1);
   check_count("--context", o.context, 0);
   check_count("--batch", o.batch, 1);
   loaded_model m = load(o);
-  call c = make_call(*m.spec, o.batch, o.context, o.tokens);
+  call c = make_call(*m.spec, o.batch, o.context, o.prompt);
   forward_tally f = o.mtp ? tally_mtp(m.g, c) : tally_forward(m.g, c);
   ojson j;
   j["model"] = m.spec->name;
   j["batch"] = o.batch;
   j["context"] = o.context;
-  j["tokens"] = o.tokens;
+  j["tokens"] = o.prompt;
   j["rows"] = exact(c.rows());
   j["vocab_rows"] = exact(c.vocab_rows());
   j["pair_counting"] = c.exec.pairs == pair_counting::causal ? "causal" : "rectangular";
@@ -139,7 +139,7 @@ result run_forward(const options& o) {
   j["stage_flops"] = by_stage;
   j["modules"] = rows(f.modules);
   return {j, fmt::format("calc forward{}: {}, B={} S={} P={}", o.mtp ? " --mtp" : "", m.spec->name,
-                         o.batch, o.context, o.tokens)};
+                         o.batch, o.context, o.prompt)};
 }
 
 result run_params(const options& o) {
@@ -195,7 +195,7 @@ result run_params(const options& o) {
 
 result run_request(const options& o) {
   check_count("--prompt", o.prompt, 1);
-  check_count("--cached", o.cached, 0);
+  check_count("--context", o.context, 0);
   // The decode steps close over the model's series, so G costs nothing; a model with a layer
   // kind the closed form lacks sums step by step, one tally per step (limits.h).
   check_count("--generate", o.generate, 1);
@@ -205,10 +205,10 @@ result run_request(const options& o) {
                      fmt::format("{} is more than the {} decode steps summed one by one for a "
                                  "model whose layers have no closed form",
                                  o.generate, limits::stepwise_decode_steps));
-  request_plan r = plan_request(m.g, o.cached, o.prompt, o.generate);
+  request_plan r = plan_request(m.g, o.context, o.prompt, o.generate);
   ojson j;
   j["model"] = m.spec->name;
-  j["cached"] = o.cached;
+  j["cached"] = o.context;
   j["prompt"] = o.prompt;
   j["generate"] = o.generate;
   j["prefill_calls"] = r.prefill_calls;
@@ -222,7 +222,7 @@ result run_request(const options& o) {
   j["final_positions"] = r.final_positions;
   j["cumulative_read_bytes"] = exact(r.cumulative_read_bytes);
   j["cumulative_read_tokens"] = exact(r.cumulative_read_tokens);
-  return {j, fmt::format("calc request: {}, S={} P={} G={}", m.spec->name, o.cached, o.prompt,
+  return {j, fmt::format("calc request: {}, S={} P={} G={}", m.spec->name, o.context, o.prompt,
                          o.generate)};
 }
 

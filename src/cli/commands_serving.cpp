@@ -32,8 +32,8 @@ checked request_state(const graph& g, std::int64_t length, std::int64_t page, st
 result run_capacity(const options& o) {
   if (o.lengths.empty()) throw spec_error("--length", "give at least one context length");
   for (std::int64_t l : o.lengths) check_count("--length", l, 0);
-  check_limit("--gpus", o.gpus, 1, limits::cards, "cards");
   check_limit("--tp", o.tp, 1, limits::cards, "cards");
+  check_limit("--dp", o.dp, 1, limits::cards, "cards");
   check_limit("--pp", o.pp, 1, limits::cards, "cards");
   check_limit("--ep", o.ep, 1, limits::cards, "cards");
   check_count("--page-tokens", o.page_tokens, 0);
@@ -47,16 +47,11 @@ result run_capacity(const options& o) {
                                    o.shared_prefix, l));
   std::int64_t workspace = parse_size_option("--workspace", o.workspace);
   loaded_model m = load(o);
-  layout lay{o.tp, o.pp, o.ep};
+  layout lay{o.tp, o.pp, o.ep, o.dp};
   bool sharded = lay.cards() > 1 || o.ep > 1;
-  if (sharded) {
-    if (std::string why = layout_problem(m.g, lay); !why.empty())
-      throw spec_error("--tp/--pp/--ep", why);
-    if (o.gpus != 1 && o.gpus != lay.cards())
-      throw spec_error("--gpus",
-                       fmt::format("--gpus {} disagrees with tp x pp = {}", o.gpus, lay.cards()));
-  }
-  std::int64_t cards = sharded ? lay.cards() : o.gpus;
+  if (std::string why = layout_problem(m.g, lay); !why.empty())
+    throw spec_error("--tp/--pp/--ep/--dp", why);
+  std::int64_t cards = lay.cards();
   checked weights = tally_params(m.g).weight_bytes;
   bool given_weights = !o.weight_bytes.empty();
   if (given_weights) weights = parse_size_option("--weight-bytes", o.weight_bytes);
@@ -79,23 +74,19 @@ result run_capacity(const options& o) {
                        : 0;
       if (sharded) {
         // Per card: every stage's card must hold its weights, the workspace and its share of
-        // each request's state; the tightest stage decides.
+        // each request's state; the tightest stage decides, each dp group holds its own
+        // requests. Free bytes are the deployment's: every card's, summed.
         std::vector<card_load> loads = card_loads(m.g, lay, l);
-        std::int64_t fewest = -1;
-        checked tightest = 0;
+        checked free = 0;
+        bool fit_all = true;
         for (const card_load& cl : loads) {
-          checked free = checked(gpu.memory) - cl.weight_bytes - workspace;
-          std::int64_t n = free < 0             ? 0
-                           : cl.state_bytes > 0 ? (free / cl.state_bytes).value()
-                                                : INT64_MAX;
-          if (fewest < 0 || n < fewest) {
-            fewest = n;
-            tightest = free;
-          }
+          checked card_free = checked(gpu.memory) - cl.weight_bytes - workspace;
+          fit_all = fit_all && card_free >= 0;
+          free += card_free * lay.tp;
         }
-        c.requests = fewest;
-        c.free_bytes = tightest;
-        c.weights_fit = tightest >= 0;
+        c.requests = fit_all ? layout_requests(loads, lay, checked(gpu.memory), workspace) : 0;
+        c.free_bytes = free;
+        c.weights_fit = fit_all;
       }
       rows.push_back({{"gpu", gpu.name},
                       {"length", l},
@@ -109,7 +100,7 @@ result run_capacity(const options& o) {
   j["model"] = m.spec->name;
   j["gpu"] = gpus.front().name;
   j["gpus"] = cards;
-  if (sharded) j["layout"] = fmt::format("tp {} x pp {} (ep {})", lay.tp, lay.pp, lay.ep);
+  j["layout"] = layout_name(lay);
   j["memory_bytes"] = exact(checked(gpus.front().memory) * cards);
   j["weight_bytes"] = exact(weights);
   j["weights_format"] = given_weights ? std::string("given") : m.spec->precision.weights.name;
@@ -204,12 +195,12 @@ result run_roofline(const options& o) {
   check_count("--prompt", o.prompt, 1);
   check_count("--context", o.context, 0);
   check_count("--batch", o.batch, 1);
-  check_limit("--gpus", o.gpus, 1, limits::cards, "cards");
+  check_limit("--tp", o.tp, 1, limits::cards, "cards");
   loaded_model m = load(o);
   gpu_spec gpu = load_gpu(o.gpu);
   if (o.fp8 && gpu.fp8_tflops <= 0)
     throw spec_error("--fp8", fmt::format("{} has no FP8 tensor peak", gpu.name));
-  roofline_plan r = plan_roofline(m.g, gpu, o.gpus, o.batch, o.context, o.prompt, o.fp8);
+  roofline_plan r = plan_roofline(m.g, gpu, o.tp, o.batch, o.context, o.prompt, o.fp8);
   auto call_json = [](const roofline_call& c) {
     return ojson{{"flops", exact(c.flops)}, {"bytes", exact(c.bytes)}, {"compute_s", c.compute_s},
                  {"memory_s", c.memory_s},  {"bound_s", c.bound_s},    {"regime", c.regime}};
@@ -217,7 +208,8 @@ result run_roofline(const options& o) {
   ojson j;
   j["model"] = m.spec->name;
   j["gpu"] = gpu.name;
-  j["gpus"] = o.gpus;
+  j["gpus"] = o.tp;
+  j["tp"] = o.tp;
   j["peak"] = o.fp8 ? "fp8" : "bf16";
   j["batch"] = o.batch;
   j["context"] = o.context;
@@ -232,7 +224,7 @@ result run_roofline(const options& o) {
              {"regime", r.prefill.regime}},
        ojson{
            {"call", "decode"}, {"bound_ms", r.decode.bound_s * 1e3}, {"regime", r.decode.regime}}});
-  return {j, fmt::format("calc roofline: {} on {} x {}, B={} S={} P={}", m.spec->name, o.gpus,
+  return {j, fmt::format("calc roofline: {} on {} x {}, B={} S={} P={}", m.spec->name, o.tp,
                          gpu.display, o.batch, o.context, o.prompt)};
 }
 

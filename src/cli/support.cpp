@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 
 #include "common/dtype.h"
@@ -12,19 +13,148 @@
 
 namespace calc::cli {
 
-void add_model_options(CLI::App& app, options& o, bool required) {
-  CLI::Option* m = app.add_option(
-      "-m,--model,--models", o.model,
-      required ? "Model: a bundled name (see `calc models`, any case) or a path to a model YAML"
-               : "Models, comma-separated: bundled names or paths (default: every bundled model)");
-  if (required) m->required();
-  app.add_option("--set", o.sets,
-                 "Override a spec field for a what-if, key.path=value (repeatable), "
-                 "e.g. layers.attention.kv_heads=4");
+CLI::Option* only_in(CLI::Option* opt, const command& c, const char* mode) {
+  bool has_engine =
+      std::find(c.groups.begin(), c.groups.end(), option_group::engine) != c.groups.end();
+  if (has_engine) opt->group(mode);
+  return opt;
 }
 
-CLI::Option* add_length_option(CLI::App& app, options& o, const std::string& help) {
-  return app.add_option("-n,--length,--lengths", o.length_text, help + "; 128K = 131,072 tokens");
+void bind_group(CLI::App& app, options& o, option_group g, const command& c) {
+  switch (g) {
+    case option_group::model:
+    case option_group::model_list: {
+      bool required = g == option_group::model;
+      CLI::Option* m = app.add_option(
+          "-m,--model,--models", o.model,
+          required
+              ? "Model: a bundled name (see `calc models`, any case) or a path to a model YAML"
+              : "Models, comma-separated: bundled names or paths (default: every bundled model)");
+      if (required) m->required();
+      app.add_option("--set", o.sets,
+                     "Override a spec field for a what-if, key.path=value (repeatable), "
+                     "e.g. layers.attention.kv_heads=4");
+      return;
+    }
+    case option_group::gpu:
+      app.add_option("--gpu", o.gpu,
+                     "Accelerator: a name from `calc gpus` (any case) or a path; a comma list "
+                     "where the command compares several");
+      return;
+    case option_group::length:
+      app.add_option("-n,--length,--lengths,--max-model-len,--context-length", o.length_text,
+                     "Context length per request, in tokens (128K = 131,072); a list 4K,8K or a "
+                     "range 1K:1M:x2 where the command takes several");
+      return;
+    case option_group::workload:
+      app.add_option("-p,--prompt,--tokens", o.prompt, "New tokens per request this call (P)")
+          ->transform(token_suffixes());
+      app.add_option("-s,--context,--cached", o.context,
+                     "Tokens already cached per request (S), default 0")
+          ->transform(token_suffixes());
+      return;
+    case option_group::batch:
+      app.add_option("-b,--batch", o.batch, "Requests in the batch (B), default 1");
+      return;
+    case option_group::generate:
+      app.add_option("-g,--generate", o.generate,
+                     "Tokens returned (G), default 1; G-1 decode calls follow the prefill")
+          ->transform(token_suffixes());
+      return;
+    case option_group::formats:
+      app.add_option("--weights", o.weights,
+                     "Format of the weight matrices, e.g. bf16, fp8, int8:g128, int4:g128:zero "
+                     "(embeddings, head and norms keep theirs unless --embeddings); default: the "
+                     "model's published checkpoint");
+      app.add_option("--embeddings", o.embeddings, "Format of the embedding table and the head");
+      app.add_option("--kv,--kv-cache-dtype", o.kv,
+                     "Format of cached keys and values: a calc format (bf16, fp8:g128:fp32, "
+                     "int4:g64) or an engine spelling (auto, fp8, fp8_e4m3, fp8_e5m2, bfloat16, "
+                     "float16)");
+      return;
+    case option_group::execution:
+    case option_group::execution_all:
+      app.add_option("--storage", o.storage,
+                     "State record formats: reference (BF16 records, FP32 buffers; the default) "
+                     "or production (the model's production formats, e.g. FP4/FP8 records)")
+          ->check(CLI::IsMember({"reference", "production"}));
+      app.add_option("--mla-path", o.mla_path,
+                     "MLA cache path: compact (latent + branch cached, up-projections absorbed) "
+                     "or expanded (per-head K/V cached); default: the model's")
+          ->check(CLI::IsMember({"compact", "expanded"}));
+      if (g == option_group::execution) return;
+      app.add_option("--pairs", o.pairs,
+                     "Attention pair counting: causal (effective) or rectangular (eager, masked "
+                     "afterwards); default: the model's")
+          ->check(CLI::IsMember({"causal", "rectangular"}));
+      app.add_option("--vocab-rows", o.vocab_rows,
+                     "Rows through the vocabulary head: last (one per request) or all")
+          ->check(CLI::IsMember({"last", "all"}));
+      app.add_option("--linear", o.linear,
+                     "Linear attention over several new tokens: chunked or recurrent; default: "
+                     "the model's (a decode step is always recurrent)")
+          ->check(CLI::IsMember({"chunked", "recurrent"}));
+      app.add_option("--execution", o.execution,
+                     "ced (encoder over the prompt, decoder tail replay, causal candidate "
+                     "indexing) or reference (every layer over every position, rectangular index "
+                     "scores)")
+          ->check(CLI::IsMember({"ced", "reference"}));
+      app.add_option("--index-scan", o.index_scan,
+                     "Index scores: causal (completed entries visible to each query) or "
+                     "rectangular (the whole rectangle, masked afterwards)")
+          ->check(CLI::IsMember({"causal", "rectangular"}));
+      return;
+    case option_group::layout:
+      app.add_option("--tp,--tensor-parallel-size", o.tp,
+                     "Tensor-parallel cards: heads and matrix columns split over them (default 1)");
+      app.add_option("--pp,--pipeline-parallel-size", o.pp,
+                     "Pipeline stages: contiguous layers per card group (default 1)");
+      only_in(app.add_option("--ep,--expert-parallel-size", o.ep,
+                             "Expert-parallel cards within the tp group: whole routed experts "
+                             "spread over them (default 1)"),
+              c, kPlainOnly);
+      only_in(app.add_option("--dp,--data-parallel-size", o.dp,
+                             "Attention data parallel within the tp group: each of dp groups runs "
+                             "attention for its own requests (SGLang's DP attention; default 1)"),
+              c, kPlainOnly);
+      return;
+    case option_group::search:
+      only_in(app.add_option("--workspace", o.workspace,
+                             "Reserved bytes per card (activations, buffers), e.g. 2GiB (default "
+                             "2GiB); with --engine the engine's own budget replaces it"),
+              c, kPlainOnly);
+      app.add_option("--node-gpus", o.node_gpus,
+                     "Cards per server; beyond one server, whole servers (default 8)");
+      app.add_option("--max-gpus", o.max_gpus, "Largest card count to try (default 512)");
+      return;
+    case option_group::engine:
+      {
+        // Every engine knob but --engine itself is read only with --engine.
+        std::size_t before = app.get_options().size();
+        add_engine_options(app, o, c.name == std::string("plan"));
+        std::vector<CLI::Option*> all = app.get_options();
+        for (std::size_t i = before; i < all.size(); ++i)
+          if (all[i]->get_name() != "--engine") all[i]->group(kEngineOnly);
+      }
+      return;
+  }
+}
+
+void check_mode_options(const CLI::App& sub, const options& o) {
+  bool engine = !o.engine.empty();
+  for (const CLI::Option* opt : sub.get_options()) {
+    if (opt->count() == 0) continue;
+    if (!engine && opt->get_group() == kEngineOnly)
+      throw spec_error(opt->get_name(),
+                       fmt::format("applies only with --engine vllm or sglang (`calc {}` without "
+                                   "--engine does not read it)",
+                                   sub.get_name()));
+    if (engine && opt->get_group() == kPlainOnly)
+      throw spec_error(opt->get_name(),
+                       fmt::format("is not read with --engine {} (the engine's rules decide it); "
+                                   "drop it or drop --engine",
+                                   o.engine));
+  }
 }
 
 CLI::Validator token_suffixes() {
@@ -143,47 +273,6 @@ void check_count(const std::string& option, std::int64_t v, std::int64_t min) {
     throw spec_error(option, fmt::format("{} is beyond the supported {} tokens", v, kMaxLength));
 }
 
-/// Execution-path options: each overrides the model's default when given.
-void add_execution_options(CLI::App& app, options& o, bool all) {
-  app.add_option("--storage", o.storage,
-                 "State record formats: reference (BF16 records, FP32 buffers; the default) or "
-                 "production (the model's production formats, e.g. FP4/FP8 records)")
-      ->check(CLI::IsMember({"reference", "production"}));
-  app.add_option("--mla-path", o.mla_path,
-                 "MLA cache path: compact (latent + branch cached, up-projections absorbed) or "
-                 "expanded (per-head K/V cached); default: the model's")
-      ->check(CLI::IsMember({"compact", "expanded"}));
-  if (!all) return;
-  app.add_option("--pairs", o.pairs,
-                 "Attention pair counting: causal (effective) or rectangular (eager, masked "
-                 "afterwards); default: the model's")
-      ->check(CLI::IsMember({"causal", "rectangular"}));
-  app.add_option("--vocab-rows", o.vocab_rows,
-                 "Rows through the vocabulary head: last (one per request) or all")
-      ->check(CLI::IsMember({"last", "all"}));
-  app.add_option("--linear", o.linear,
-                 "Linear attention over several new tokens: chunked or recurrent; default: the "
-                 "model's (a decode step is always recurrent)")
-      ->check(CLI::IsMember({"chunked", "recurrent"}));
-  app.add_option("--execution", o.execution,
-                 "ced (encoder over the prompt, decoder tail replay, causal candidate indexing) or "
-                 "reference (every layer over every position, rectangular index scores)")
-      ->check(CLI::IsMember({"ced", "reference"}));
-  app.add_option("--index-scan", o.index_scan,
-                 "Index scores: causal (completed entries visible to each query) or rectangular "
-                 "(the whole rectangle, masked afterwards)")
-      ->check(CLI::IsMember({"causal", "rectangular"}));
-}
-
-void add_format_options(CLI::App& app, options& o) {
-  app.add_option("--weights", o.weights,
-                 "Format of the weight matrices, e.g. bf16, fp8, int8:g128, int4:g128:zero "
-                 "(embeddings, head and norms keep theirs unless --embeddings)");
-  app.add_option("--embeddings", o.embeddings, "Format of the embedding table and the head");
-  app.add_option("--kv", o.kv,
-                 "Format of cached keys and values, e.g. bf16, fp8:g128:fp32, int4:g64");
-}
-
 namespace {
 
 dtype format_option(const std::string& option, const std::string& text) {
@@ -275,7 +364,8 @@ loaded_model load(const options& o) {
     m.spec->precision.embedding = format_option("--embeddings", o.embeddings);
     m.spec->precision.head = m.spec->precision.embedding;
   }
-  if (!o.kv.empty()) m.spec->precision.kv = format_option("--kv", o.kv);
+  if (!o.kv.empty() && o.kv != "auto")
+    m.spec->precision.kv = format_option("--kv", engine_format_name(o.kv));
   m.g = build_graph(*m.spec);
   return m;
 }

@@ -22,7 +22,8 @@ namespace calc::cli {
 
 constexpr std::int64_t kMaxLength = limits::tokens;
 
-/// Every option any command takes; each command registers the ones it uses.
+/// Every option value a command may read, grouped as option_group binds them; a command
+/// registers only the groups it declares, so a flag it does not read is refused by the parser.
 struct options {
   std::string model;        // --model as typed: one name, or a comma list
   std::string length_text;  // --length as typed: 8192, 128K, 4K,8K, 1K:1M:x2
@@ -31,8 +32,7 @@ struct options {
   std::int64_t length = -1;
   std::vector<std::int64_t> lengths;
   std::int64_t batch = 1;
-  std::int64_t tokens = -1;
-  std::int64_t context = 0;
+  std::int64_t context = 0;       // S: --context (--cached)
   std::string pairs;
   std::string vocab_rows;
   std::string mla_path;
@@ -43,12 +43,10 @@ struct options {
   std::string storage;
   bool mtp = false;
   std::string budget;
-  std::int64_t prompt = -1;
-  std::int64_t cached = 0;
-  std::int64_t generate = 1;
+  std::int64_t prompt = -1;       // P: --prompt (--tokens)
+  std::int64_t generate = 1;      // G: --generate
   std::string gpu;
   std::vector<std::string> gpu_list;
-  std::int64_t gpus = 1;
   std::string workspace = "2GiB";
   std::string weight_bytes;
   std::int64_t requests = -1;
@@ -57,7 +55,7 @@ struct options {
   std::string kv;                  // --kv: format of cached keys and values
   std::int64_t page_tokens = 0;    // --page-tokens: paged cache block size (0: unpaged)
   std::int64_t shared_prefix = 0;  // --shared-prefix: tokens every request shares, stored once
-  std::int64_t tp = 1, pp = 1, ep = 1;
+  std::int64_t tp = 1, pp = 1, ep = 1, dp = 1;  // layout: --tp --pp --ep --dp (engine spellings)
   std::int64_t node_gpus = 8;
   std::int64_t max_gpus = 512;
   bool fp8 = false;
@@ -78,16 +76,14 @@ struct options {
   std::string engine_version;               // --engine-version: whose rules (default: the newest)
   std::string kv_memory;                    // --kv-memory: the engine's logged KV memory per rank
   std::string activation_memory;            // --activation-memory: overrides the estimate
-  std::string kv_cache_dtype;               // --kv-cache-dtype: auto, fp8, bfloat16, ...
+  std::string kv_cache_dtype;               // with --engine, --kv as the engine reads it
   std::string mamba_ssm_cache_dtype;        // --mamba-ssm-cache-dtype
   double gpu_memory_utilization = 0.9;      // vLLM
   double mem_fraction_static = 0.88;        // SGLang
-  std::int64_t block_size = 0;              // --block-size / --page-size
-  std::int64_t max_model_len = 0;           // --max-model-len / --context-length
+  std::int64_t block_size = 0;              // with --engine: --page-tokens (--block-size)
+  std::int64_t max_model_len = 0;           // with --engine: --length (--max-model-len)
   std::int64_t max_num_seqs = 0;            // --max-num-seqs / --max-running-requests
   std::int64_t max_num_batched_tokens = 0;  // --max-num-batched-tokens / --chunked-prefill-size
-  std::int64_t tensor_parallel_size = 0;    // --tensor-parallel-size (or --tp)
-  std::int64_t pipeline_parallel_size = 0;  // --pipeline-parallel-size (or --pp)
   bool enable_prefix_caching = false;
 };
 
@@ -104,15 +100,49 @@ struct result {
 /// Which of --model and --length take a comma list (or, for --length, a range) in a command.
 enum list_options : unsigned { one_each = 0, model_list = 1, length_list = 2 };
 
-/// One row of the command table: name, one-line help, its options, its handler, and whether
-/// --model / --length take several values there.
+/// The option groups of docs/commands.md ("One option grammar"): each binds its options once,
+/// with one name per quantity, the engines' spellings as aliases, K/M suffixes on token counts,
+/// and one help line with its unit. A command lists the groups it reads.
+enum class option_group {
+  model,          // -m/--model, --set (required)
+  model_list,     // the same, optional: default every bundled model
+  gpu,            // --gpu: a catalogue name or path (a comma list where the command takes several)
+  length,         // -n/--length (--max-model-len, --context-length): tokens per request
+  workload,       // -p/--prompt (--tokens): new tokens P; -s/--context (--cached): cached S
+  batch,          // -b/--batch: requests B
+  generate,       // -g/--generate: tokens returned G
+  formats,        // --weights, --embeddings, --kv (--kv-cache-dtype)
+  execution,      // --storage, --mla-path
+  execution_all,  // the above plus --pairs, --vocab-rows, --linear, --execution, --index-scan
+  layout,         // --tp --pp --ep --dp (--tensor-parallel-size, ...)
+  search,         // --workspace, --node-gpus, --max-gpus: what a plan may use
+  engine,         // --engine and the engine knobs (vLLM / SGLang spellings)
+};
+
+/// One row of the command table: name, one-line help, the option groups it reads, its own
+/// options, its handler, and whether --model / --length take several values there.
 struct command {
   const char* name;
   const char* help;
-  std::function<void(CLI::App&, options&)> setup;
+  std::vector<option_group> groups;
+  std::function<void(CLI::App&, options&)> own;  // options no other command shares
   std::function<result(const options&)> run;
   unsigned lists = one_each;
 };
+
+/// CLI11 option groups of the options a command reads only with, or only without, --engine.
+inline constexpr const char* kEngineOnly = "Engine (with --engine)";
+inline constexpr const char* kPlainOnly = "Without --engine";
+
+/// Marks an option of a command that has the engine group as read in one mode only.
+CLI::Option* only_in(CLI::Option* opt, const command& c, const char* mode);
+
+/// Registers one group's options on a command.
+void bind_group(CLI::App& app, options& o, option_group g, const command& c);
+
+/// Options that apply only in one mode of a command (with or without --engine): given in the
+/// other mode, they are refused by name instead of being silently ignored.
+void check_mode_options(const CLI::App& sub, const options& o);
 
 /// A model read from YAML with --set applied, then the execution-path options.
 struct loaded_model {
@@ -120,10 +150,6 @@ struct loaded_model {
   graph g;
 };
 
-/// --model (alias --models) and --set; `required` unless the command has a default list.
-void add_model_options(CLI::App& app, options& o, bool required = true);
-/// --length (aliases -n, --lengths), read after parsing by read_lists().
-CLI::Option* add_length_option(CLI::App& app, options& o, const std::string& help);
 /// Lets a token-count option take K/M/G suffixes (`--prompt 32K`).
 CLI::Validator token_suffixes();
 /// Splits "a,b,,c" into {"a", "b", "c"}.
@@ -135,10 +161,6 @@ std::vector<std::int64_t> parse_lengths(const std::string& option, const std::st
 /// holding a command that takes one of each to one. `model_given` / `length_given`: the options
 /// appeared on the command line.
 void read_lists(const command& c, bool model_given, bool length_given, options& o);
-/// Execution-path options (MLA path, storage; with `all`, pairs, vocab rows, linear, CED).
-void add_execution_options(CLI::App& app, options& o, bool all);
-/// Weight and cache format overrides (--weights, --kv) for serving questions.
-void add_format_options(CLI::App& app, options& o);
 void check_count(const std::string& option, std::int64_t v, std::int64_t min);
 /// Rejects v below min or above max (a limit of common/limits.h), naming the option, the limit
 /// and its unit ("--tp: 4294967296 is more than the limit of 4096 cards").

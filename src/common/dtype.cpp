@@ -167,4 +167,12 @@ dtype parse_dtype(const std::string& text) {
   return t;
 }
 
+std::string engine_format_name(const std::string& text) {
+  if (text == "bfloat16") return "bf16";
+  if (text == "float16" || text == "half") return "fp16";
+  if (text == "float32") return "fp32";
+  if (text == "fp8_e4m3" || text == "fp8_e5m2") return "fp8";
+  return text;
+}
+
 }  // namespace calc

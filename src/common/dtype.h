@@ -49,4 +49,8 @@ struct dtype {
 /// Throws std::invalid_argument with a message listing the known names.
 dtype parse_dtype(const std::string& text);
 
+/// The engines' format spellings (vLLM's --kv-cache-dtype: bfloat16, float16, fp8_e4m3, ...) as
+/// calc format names; any other text unchanged. "auto" stays "auto" (the model's own).
+std::string engine_format_name(const std::string& text);
+
 }  // namespace calc

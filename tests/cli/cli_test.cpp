@@ -148,7 +148,7 @@ TEST_CASE("capacity: a TP degree that does not divide the heads is an input erro
   outcome o = run(
       {"capacity", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--length", "8192", "--tp", "3"});
   CHECK(o.code == 2);
-  CHECK(o.err == "--tp/--pp/--ep: tp 3 does not divide the 32 heads of layer 0\n");
+  CHECK(o.err == "--tp/--pp/--ep/--dp: tp 3 does not divide the 32 heads of layer 0\n");
   outcome w = run({"capacity", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--length", "8192",
                    "--weights", "int3:g128"});
   CHECK(w.code == 2);
@@ -228,7 +228,7 @@ TEST_CASE("CSV output has a key,value header") {
 TEST_CASE("--help explains every command") {
   outcome o = run({"state", "--help"});
   CHECK(o.code == 0);
-  CHECK(o.out.find("Cached tokens per request (N), in tokens") != std::string::npos);
+  CHECK(o.out.find("Context length per request, in tokens") != std::string::npos);
   CHECK(run({"--help"}).out.find("capacity") != std::string::npos);
 }
 

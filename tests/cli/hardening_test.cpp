@@ -308,7 +308,7 @@ TEST_CASE("results past 2^63 print exactly; a count past 128 bits names the opti
   CHECK(over.err ==
         "calc forward: an exact count overflows 128 bits (integer overflow in multiplication) "
         "with --model qwen3-8b --set hidden=4611686018427387904 --set "
-        "layers.ffn.intermediate=4611686018427387904 --tokens 1 and the model's sizes; use "
+        "layers.ffn.intermediate=4611686018427387904 --prompt 1 and the model's sizes; use "
         "smaller values\n");
 }
 
