@@ -36,7 +36,7 @@ const std::vector<command>& commands() {
       {"state", "Per-request state at a length: components, fixed part, growth, H*, decode reads",
        {g::model, g::length, g::batch, g::execution}, [](CLI::App& app, options&) { app.get_option("--length")->required(); }, run_state},
       {"forward", "Matrix FLOPs, parameters and weight reads of one call, per module and stage",
-       {g::model, g::workload, g::batch, g::execution_all},
+       {g::model, g::workload, g::batch, g::execution_work},
        [](CLI::App& app, options& o) {
          app.get_option("--prompt")->required();
          app.add_flag("--mtp", o.mtp,
@@ -44,13 +44,14 @@ const std::vector<command>& commands() {
        },
        run_forward},
       {"params", "Parameters by Table 2-B category, weight bytes, per-layer groups",
-       {g::model, g::formats}, none, run_params},
+       {g::model, g::weight_formats}, none, run_params},
       {"request",
        "A whole request: prefill plus G-1 decodes, FLOPs, state written, cumulative reads",
        {g::model, g::workload, g::generate, g::execution_all}, [](CLI::App& app, options&) { app.get_option("--prompt")->required(); },
        run_request},
       {"capacity", "Concurrent requests that fit on a deployment; with --requests, the weight budget",
-       {g::model, g::gpu, g::length, g::layout, g::search, g::formats, g::execution, g::engine},
+       {g::model, g::gpu, g::length, g::layout, g::workspace, g::formats, g::execution,
+        g::engine},
        [](CLI::App& app, options& o) {
          // Options of capacity alone (the table row is the one place that knows the command).
          static const command* self = nullptr;
@@ -83,7 +84,8 @@ const std::vector<command>& commands() {
       {"plan",
        "Fewest cards and a layout engines run (TP/PP/EP/DP) that hold K requests of N tokens, and "
        "why fewer do not",
-       {g::model, g::gpu, g::length, g::search, g::formats, g::execution, g::engine},
+       {g::model, g::gpu, g::length, g::workspace, g::search, g::formats, g::execution,
+        g::engine},
        [](CLI::App& app, options& o) {
          app.get_option("--gpu")->required();
          app.add_option("--requests", o.requests, "Concurrent requests to hold")->required();
@@ -159,7 +161,7 @@ const std::vector<command>& commands() {
       {"report",
        "One Markdown document for models on a GPU: weights, state, crossovers, requests per "
        "card, cards needed, roofline bounds, with charts",
-       {g::model, g::gpu, g::length, g::search, g::formats, g::execution},
+       {g::model, g::gpu, g::length, g::workspace, g::search, g::formats, g::execution},
        [](CLI::App& app, options& o) {
          app.add_option(
              "--requests", o.requests,

@@ -62,11 +62,13 @@ void bind_group(CLI::App& app, options& o, option_group g, const command& c) {
           ->transform(token_suffixes());
       return;
     case option_group::formats:
+    case option_group::weight_formats:
       app.add_option("--weights", o.weights,
                      "Format of the weight matrices, e.g. bf16, fp8, int8:g128, int4:g128:zero "
                      "(embeddings, head and norms keep theirs unless --embeddings); default: the "
                      "model's published checkpoint");
       app.add_option("--embeddings", o.embeddings, "Format of the embedding table and the head");
+      if (g == option_group::weight_formats) return;
       app.add_option("--kv,--kv-cache-dtype", o.kv,
                      "Format of cached keys and values: a calc format (bf16, fp8:g128:fp32, "
                      "int4:g64) or an engine spelling (auto, fp8, fp8_e4m3, fp8_e5m2, bfloat16, "
@@ -74,10 +76,13 @@ void bind_group(CLI::App& app, options& o, option_group g, const command& c) {
       return;
     case option_group::execution:
     case option_group::execution_all:
-      app.add_option("--storage", o.storage,
-                     "State record formats: reference (BF16 records, FP32 buffers; the default) "
-                     "or production (the model's production formats, e.g. FP4/FP8 records)")
-          ->check(CLI::IsMember({"reference", "production"}));
+    case option_group::execution_work:
+      if (g != option_group::execution_work)
+        app.add_option("--storage", o.storage,
+                       "State record formats: reference (BF16 records, FP32 buffers; the "
+                       "default) or production (the model's production formats, e.g. FP4/FP8 "
+                       "records)")
+            ->check(CLI::IsMember({"reference", "production"}));
       app.add_option("--mla-path", o.mla_path,
                      "MLA cache path: compact (latent + branch cached, up-projections absorbed) "
                      "or expanded (per-head K/V cached); default: the model's")
@@ -118,11 +123,13 @@ void bind_group(CLI::App& app, options& o, option_group g, const command& c) {
                              "attention for its own requests (SGLang's DP attention; default 1)"),
               c, kPlainOnly);
       return;
-    case option_group::search:
+    case option_group::workspace:
       only_in(app.add_option("--workspace", o.workspace,
                              "Reserved bytes per card (activations, buffers), e.g. 2GiB (default "
                              "2GiB); with --engine the engine's own budget replaces it"),
               c, kPlainOnly);
+      return;
+    case option_group::search:
       app.add_option("--node-gpus", o.node_gpus,
                      "Cards per server; beyond one server, whole servers (default 8)");
       app.add_option("--max-gpus", o.max_gpus, "Largest card count to try (default 512)");
@@ -142,8 +149,15 @@ void bind_group(CLI::App& app, options& o, option_group g, const command& c) {
 
 void check_mode_options(const CLI::App& sub, const options& o) {
   bool engine = !o.engine.empty();
+  // Knobs one engine has and the other does not.
+  static const std::vector<std::pair<std::string, std::string>> own_engine = {
+      {"--gpu-memory-utilization", "vllm"}, {"--mem-fraction-static", "sglang"}};
   for (const CLI::Option* opt : sub.get_options()) {
     if (opt->count() == 0) continue;
+    for (const auto& [name, which] : own_engine)
+      if (engine && opt->get_name() == name && o.engine != which)
+        throw spec_error(name, fmt::format("is {}'s knob; --engine {} does not read it", which,
+                                           o.engine));
     if (!engine && opt->get_group() == kEngineOnly)
       throw spec_error(opt->get_name(),
                        fmt::format("applies only with --engine vllm or sglang (`calc {}` without "

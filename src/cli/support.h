@@ -112,10 +112,13 @@ enum class option_group {
   batch,          // -b/--batch: requests B
   generate,       // -g/--generate: tokens returned G
   formats,        // --weights, --embeddings, --kv (--kv-cache-dtype)
+  weight_formats, // --weights, --embeddings only (answers that hold no cache)
   execution,      // --storage, --mla-path
   execution_all,  // the above plus --pairs, --vocab-rows, --linear, --execution, --index-scan
+  execution_work, // execution_all without --storage (answers about work, not stored state)
   layout,         // --tp --pp --ep --dp (--tensor-parallel-size, ...)
-  search,         // --workspace, --node-gpus, --max-gpus: what a plan may use
+  workspace,      // --workspace: bytes per card reserved beside weights and state
+  search,         // --node-gpus, --max-gpus: the card counts a plan may try
   engine,         // --engine and the engine knobs (vLLM / SGLang spellings)
 };
 

@@ -1,0 +1,226 @@
+// Every option of every command is applied or refused (issue 19): for each command and each
+// option it accepts, giving the option with a non-default value changes the answer, is refused
+// with exit code 2, or is listed below as documented not to change the printed answer. A new
+// option without an entry in `samples` fails here, so no flag can be silently ignored again.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "cli/cli.h"
+#include "run_cli.h"
+
+using calc::cli_testing::outcome;
+using calc::cli_testing::run;
+
+namespace {
+
+/// A command line that answers, in JSON, for each command the walk covers.
+const std::map<std::string, std::vector<std::string>> kBase = {
+    {"state", {"state", "--model", "qwen3-8b", "--length", "8K"}},
+    {"forward", {"forward", "--model", "qwen3-8b", "--prompt", "1K"}},
+    {"params", {"params", "--model", "qwen3-8b"}},
+    {"request", {"request", "--model", "qwen3-8b", "--prompt", "1K"}},
+    {"capacity", {"capacity", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--length", "8K"}},
+    {"plan", {"plan", "--model", "qwen3-8b", "--gpu", "rtx-4090", "--length", "8K", "--requests",
+              "16"}},
+    {"roofline", {"roofline", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--prompt", "1K"}},
+    {"speculative", {"speculative", "--decode-ms", "20", "--round-ms", "30", "--accepted", "2"}},
+    {"crossover", {"crossover", "--model", "qwen3.6-35b-a3b", "--length", "8K"}},
+    {"experts", {"experts", "--model", "qwen3.6-35b-a3b", "--batch", "8"}},
+    {"compare", {"compare", "--model", "qwen3-8b,qwen3.6-35b-a3b"}},
+    {"sweep", {"sweep", "--model", "qwen3-8b", "--length", "1K:8K:x2"}},
+    {"report", {"report", "--model", "qwen3-8b", "--length", "4K,128K", "--requests", "64"}},
+    {"layers", {"layers", "--model", "qwen3-8b"}},
+};
+
+/// A value that should change the answer, and the model that has the feature it changes
+/// ("" = the base line's model).
+struct sample {
+  std::string value;
+  std::string model = "";
+  bool flag = false;  // takes no value
+};
+
+const std::map<std::string, sample> kSamples = {
+    {"--model", {"qwen3-32b"}},
+    {"--set", {"layers.attention.kv_heads=4"}},
+    {"--gpu", {"h200"}},
+    {"--length", {"16K"}},
+    {"--prompt", {"2K"}},
+    {"--context", {"4K"}},
+    {"--batch", {"4"}},
+    {"--generate", {"64"}},
+    {"--weights", {"fp8"}},
+    {"--embeddings", {"fp8"}},
+    {"--kv", {"fp8"}},
+    {"--storage", {"production", "deepseek-v4-flash"}},
+    {"--mla-path", {"expanded", "deepseek-v3"}},
+    {"--pairs", {"rectangular"}},
+    {"--vocab-rows", {"all"}},
+    {"--linear", {"recurrent", "qwen3.6-35b-a3b"}},
+    {"--execution", {"reference", "deepseek-v4.1-flash"}},
+    {"--index-scan", {"rectangular", "deepseek-v4.1-flash"}},
+    {"--tp", {"2"}},
+    {"--pp", {"2"}},
+    {"--ep", {"2", "qwen3.6-35b-a3b"}},
+    {"--dp", {"2", "deepseek-v3"}},
+    {"--workspace", {"10GiB"}},
+    {"--node-gpus", {"1"}},
+    {"--max-gpus", {"1"}},
+    {"--requests", {"64"}},
+    {"--weight-bytes", {"30GB"}},
+    {"--page-tokens", {"4096"}},
+    {"--shared-prefix", {"4096"}},
+    {"--engine", {"vllm"}},
+    {"--engine-version", {"0.9.2"}},
+    {"--kv-memory", {"10GiB"}},
+    {"--gpu-memory-utilization", {"0.5"}},
+    {"--mem-fraction-static", {"0.5"}},
+    {"--max-num-seqs", {"4"}},
+    {"--max-num-batched-tokens", {"65536"}},
+    {"--mamba-ssm-cache-dtype", {"float32", "qwen3.6-35b-a3b"}},
+    {"--enable-prefix-caching", {"", "", true}},
+    {"--activation-memory", {"20GiB"}},
+    {"--mtp", {"", "deepseek-v4-flash", true}},
+    {"--fp8", {"", "", true}},
+    {"--budget", {"256MiB"}},
+    {"--routing", {"concentrated"}},
+    {"--plot-dir", {"."}},
+};
+
+/// Where a command reads a different part of the model than kSamples' value changes.
+const std::map<std::pair<std::string, std::string>, std::string> kCommandValue = {
+    {{"experts", "--set"}, "layers.ffn.top_k=4"},
+};
+
+/// Options documented not to change the printed answer (docs/commands.md says so).
+const std::set<std::string> kNoEffect = {
+    "--help",    // prints help instead of an answer
+    "--format",  // the same answer in another format
+    "--plot-dir",  // writes SVG files beside the answer (checked by the report tests)
+};
+
+/// The engine knobs are read only with --engine: they are walked a second time with it.
+const std::set<std::string> kEngineCommands = {"capacity", "plan"};
+
+/// The engine whose knob an option is (SGLang's own spellings), else vLLM.
+std::string engine_of(const std::string& option) {
+  return option == "--mem-fraction-static" ? "sglang" : "vllm";
+}
+
+std::vector<std::string> with_model(std::vector<std::string> args, const std::string& model) {
+  if (model.empty()) return args;
+  auto it = std::find(args.begin(), args.end(), "--model");
+  if (it != args.end()) *(it + 1) = model;
+  return args;
+}
+
+std::vector<std::string> json(std::vector<std::string> args) {
+  args.insert(args.end(), {"--format", "json"});
+  return args;
+}
+
+}  // namespace
+
+TEST_CASE("every option of every command changes the answer or is refused") {
+  for (const auto& [command, names] : calc::command_options()) {
+    auto base_it = kBase.find(command);
+    if (base_it == kBase.end()) continue;  // catalogues, tools: checked by their own tests
+    // The primary (first long) name of each option; aliases are checked to act the same below.
+    std::set<std::string> seen;
+    for (const std::string& name : names) {
+      if (!name.starts_with("--") || seen.count(name)) continue;
+      auto s = kSamples.find(name);
+      if (s == kSamples.end()) {
+        if (kNoEffect.count(name)) continue;
+        // An alias of an option already walked (e.g. --tokens of --prompt) is not in kSamples.
+        continue;
+      }
+      seen.insert(name);
+      for (bool engine : {false, true}) {
+        if (engine && !kEngineCommands.count(command)) continue;
+        if (name == "--engine" && engine) continue;
+        CAPTURE(command);
+        CAPTURE(name);
+        CAPTURE(engine);
+        std::vector<std::string> base = with_model(base_it->second, s->second.model);
+        if (engine) base.insert(base.end(), {"--engine", engine_of(name)});
+        if (name == "--model" && command == "compare") base = base_it->second;
+        outcome before = run(json(base));
+        // A model the engine rules cannot hold on the base line's card: the option's feature is
+        // walked without --engine only (the engine tests cover it on fitting cards).
+        if (engine && before.code != 0 && !s->second.model.empty()) continue;
+        REQUIRE_MESSAGE(before.code == 0, before.err);
+        std::vector<std::string> with = base;
+        if (name == "--model" || name == "--length" || name == "--prompt" || name == "--batch" ||
+            name == "--gpu") {
+          // Options the base line already gives: change their value.
+          auto it = std::find(with.begin(), with.end(), name);
+          if (it != with.end()) {
+            *(it + 1) = s->second.value;
+          } else {
+            with.insert(with.end(), {name, s->second.value});
+          }
+        } else if (s->second.flag) {
+          with.push_back(name);
+        } else {
+          with.insert(with.end(), {name, s->second.value});
+        }
+        if (auto v = kCommandValue.find({command, name}); v != kCommandValue.end())
+          with.back() = v->second;
+        outcome after = run(json(with));
+        bool refused = after.code == 2 && !after.err.empty() &&
+                       after.err.find('\n') == after.err.size() - 1;
+        bool changed = after.code == 0 && after.out != before.out;
+        CHECK_MESSAGE((refused || changed || kNoEffect.count(name)),
+                      "ignored: `calc " << command << " ... " << name << " " << s->second.value
+                                        << "` printed the same answer; err: " << after.err);
+      }
+    }
+  }
+}
+
+TEST_CASE("an option and its engine spelling give the same answer") {
+  struct pair_case {
+    std::vector<std::string> a, b;
+  };
+  const std::vector<pair_case> cases = {
+      {{"forward", "--model", "qwen3-8b", "--prompt", "1K", "--context", "2K"},
+       {"forward", "--model", "qwen3-8b", "--tokens", "1K", "--cached", "2K"}},
+      {{"capacity", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--length", "8K", "--tp", "2",
+        "--kv", "fp8"},
+       {"capacity", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--max-model-len", "8K",
+        "--tensor-parallel-size", "2", "--kv-cache-dtype", "fp8_e4m3"}},
+      {{"capacity", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--engine", "vllm", "--length",
+        "32K", "--page-tokens", "32", "--pp", "2"},
+       {"capacity", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--engine", "vllm",
+        "--max-model-len", "32768", "--block-size", "32", "--pipeline-parallel-size", "2"}},
+  };
+  for (const pair_case& c : cases) {
+    outcome a = run(json(c.a)), b = run(json(c.b));
+    CAPTURE(c.a.front());
+    REQUIRE_MESSAGE(a.code == 0, a.err);
+    CHECK(a.out == b.out);
+  }
+}
+
+TEST_CASE("a mistyped option gets a guess; another command's option names who takes it") {
+  outcome typo = run({"forward", "--model", "qwen3-8b", "--prompt", "1K", "--contxt", "5"});
+  CHECK(typo.code == 2);
+  CHECK(typo.err ==
+        "--contxt: is not an option of `calc forward` (did you mean '--context'?); `calc forward "
+        "--help` lists its options\n");
+  outcome other = run({"state", "--model", "qwen3-8b", "--length", "1K", "--generate", "5"});
+  CHECK(other.code == 2);
+  CHECK(other.err ==
+        "--generate: is not an option of `calc state`; it is taken by: request; `calc state "
+        "--help` lists its options\n");
+  outcome pooled = run({"capacity", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--length", "8K",
+                        "--gpus", "8"});
+  CHECK(pooled.code == 2);
+  CHECK(pooled.err.find("no longer pools") != std::string::npos);
+}
