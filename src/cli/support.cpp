@@ -77,16 +77,19 @@ void bind_group(CLI::App& app, options& o, option_group g, const command& c) {
     case option_group::execution:
     case option_group::execution_all:
     case option_group::execution_work:
+      // With --engine the engine's rules decide what it stores: the paths are plain-only there.
       if (g != option_group::execution_work)
-        app.add_option("--storage", o.storage,
+        only_in(app.add_option("--storage", o.storage,
                        "State record formats: reference (BF16 records, FP32 buffers; the "
                        "default) or production (the model's production formats, e.g. FP4/FP8 "
                        "records)")
-            ->check(CLI::IsMember({"reference", "production"}));
-      app.add_option("--mla-path", o.mla_path,
-                     "MLA cache path: compact (latent + branch cached, up-projections absorbed) "
-                     "or expanded (per-head K/V cached); default: the model's")
-          ->check(CLI::IsMember({"compact", "expanded"}));
+                    ->check(CLI::IsMember({"reference", "production"})),
+                c, kPlainOnly);
+      only_in(app.add_option("--mla-path", o.mla_path,
+                             "MLA cache path: compact (latent + branch cached, up-projections "
+                             "absorbed) or expanded (per-head K/V cached); default: the model's")
+                  ->check(CLI::IsMember({"compact", "expanded"})),
+              c, kPlainOnly);
       if (g == option_group::execution) return;
       app.add_option("--pairs", o.pairs,
                      "Attention pair counting: causal (effective) or rectangular (eager, masked "

@@ -82,7 +82,7 @@ const std::map<std::string, sample> kSamples = {
     {"--mem-fraction-static", {"0.5"}},
     {"--max-num-seqs", {"4"}},
     {"--max-num-batched-tokens", {"65536"}},
-    {"--mamba-ssm-cache-dtype", {"float32", "qwen3.6-35b-a3b"}},
+    {"--mamba-ssm-cache-dtype", {"bfloat16", "qwen3.6-35b-a3b"}},
     {"--enable-prefix-caching", {"", "", true}},
     {"--activation-memory", {"20GiB"}},
     {"--mtp", {"", "deepseek-v4-flash", true}},
