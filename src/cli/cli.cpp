@@ -205,8 +205,8 @@ const std::vector<command>& commands() {
        [](CLI::App& app, options& o) {
          add_model_options(app, o);
          add_length_option(app, o,
-                           "Lengths: FROM:TO:xFACTOR (e.g. 1K:1M:x2), FROM:TO:+STEP or a list")
-             ->required();
+                           "Lengths: FROM:TO:xFACTOR (e.g. 1K:1M:x2), FROM:TO:+STEP or a list "
+                           "(default 1K, 4K, ... to the model's context limit, or 1M)");
          add_execution_options(app, o, false);
        },
        run_sweep, length_list},
@@ -216,7 +216,9 @@ const std::vector<command>& commands() {
        [](CLI::App& app, options& o) {
          add_model_options(app, o);
          app.add_option("--gpu", o.gpu, "Accelerator: a name from `calc gpus` (default h100-sxm)");
-         add_length_option(app, o, "Context lengths: a list or a range (default 1K:1M:x4)");
+         add_length_option(app, o,
+                           "Context lengths: a list or a range (default 1K, 4K, ... to the "
+                           "models' longest context limit, or 1M)");
          app.add_option(
              "--requests", o.requests,
              "Concurrent requests a deployment holds, for the cards needed (default 16)");
@@ -515,6 +517,7 @@ ojson evaluate(const std::vector<std::string>& args) {
   } catch (const CLI::ParseError& e) {
     throw spec_error("", e.what());
   }
+  warning_sink dropped;  // a claim's lengths may be past a model's limit on purpose
   return dispatch(p, subs).body;
 }
 
@@ -558,7 +561,10 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     return 2;
   }
   try {
+    warning_sink warnings;
     result r = dispatch(p, subs);
+    for (const std::string& line : warnings.lines())  // stderr only: stdout stays parseable
+      err << fmt::format("calc {}: warning: {}\n", p.cmd ? p.cmd->name : "", line);
     if (p.format == output_format::md && !r.markdown.empty()) {
       out << r.markdown;
     } else {
