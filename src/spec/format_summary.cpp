@@ -27,7 +27,8 @@ std::string format_summary(const precision_spec& p) {
     it->second += (it->second.empty() ? "" : ", ") + name;
   }
   std::string out;
-  for (const auto& [format, names] : groups) out += (out.empty() ? "" : "; ") + names + " " + format;
+  for (const auto& [format, names] : groups)
+    out += (out.empty() ? "" : "; ") + names + " " + format;
   return out;
 }
 

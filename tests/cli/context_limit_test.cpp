@@ -172,8 +172,9 @@ TEST_CASE("output names the formats assumed; DeepSeek-V3 defaults to its FP8 che
   std::int64_t w = published["weight_bytes"].get<std::int64_t>();
   CHECK(w > bf16["weight_bytes"].get<std::int64_t>() / 2);
   CHECK(w < bf16["weight_bytes"].get<std::int64_t>() * 52 / 100);
-  CHECK(json({"capacity", "--model", "deepseek-v3", "--gpu", "h200", "--length", "8K"})["formats"] ==
-        fp8);
+  nlohmann::json capacity =
+      json({"capacity", "--model", "deepseek-v3", "--gpu", "h200", "--length", "8K"});
+  CHECK(capacity["formats"] == fp8);
   CHECK(json({"plan", "--model", "deepseek-v3", "--gpu", "h200", "--length", "8K", "--requests",
               "1"})["formats"] == fp8);
   CHECK(json({"report", "--model", "deepseek-v3", "--length", "8K"})["models"][0]["formats"] ==
