@@ -70,9 +70,10 @@ TEST_CASE("every bundled model with a published config.json carries its context 
       {"deepseek-v3", 163840},    {"deepseek-r1-distill-llama-70b", 131072},
       {"gpt2", 1024},             {"deepseek-v4-flash", 1048576},
       {"qwen3.5-397b-a17b", 262144}, {"qwen3.6-35b-a3b", 262144}};
-  for (const auto& [name, limit] : want) {
+  for (const auto& entry : want) {
+    const char* name = entry.first;  // not a structured binding: CAPTURE's lambda (clang 14)
     CAPTURE(name);
-    CHECK(read_model_file(resolve_model_path(name)).max_position_embeddings == limit);
+    CHECK(read_model_file(resolve_model_path(name)).max_position_embeddings == entry.second);
   }
   for (const char* name : {"kimi-k3", "deepseek-v4.1-flash"})
     CHECK_FALSE(read_model_file(resolve_model_path(name)).max_position_embeddings);
