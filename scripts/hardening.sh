@@ -1,19 +1,20 @@
 #!/usr/bin/env bash
-# Issue 11's sanitizer build and fuzz runs: two more builds of their own (build-asan, build-fuzz),
-# run by scripts/test.sh after everything else; also runnable alone.
+# Issue 11's hardening, in ONE build of its own (build-san/, clang, CUDA off; issue 19 item 9):
+# the unit and CLI tests and every claim under ASan + UBSan with every report fatal, then each
+# libFuzzer target from its seed corpus, linked from the same sanitized objects. Run by
+# scripts/test.sh after everything else; also runnable alone.
+# Usage: scripts/hardening.sh [FUZZ_SECONDS]   (default 60 per target; 0 skips the fuzzers)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+seconds="${1:-60}"
 bash scripts/install.sh
-# ---- hardening (issue 11): sanitizers and fuzzing ---------------------------------------------
-# The unit and CLI tests and every claim again under ASan + UBSan with every report fatal, in a
-# build folder of their own (CUDA off: the kernels have no GPU to run on here anyway).
-cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCALC_WERROR=ON \
-      -DCALC_SANITIZE=ON -DCALC_CUDA=OFF
-cmake --build build-asan --target calc calc_tests
-export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1
-build-asan/calc_tests
-build-asan/calc check scenarios
+bash scripts/fuzz.sh --build-only
+# Every sanitizer report is fatal: -fno-sanitize-recover=all makes UBSan stop at its first
+# report, ASan always does; abort_on_error makes both exit non-zero, leaks included.
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:halt_on_error=1
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+build-san/calc_tests
+build-san/calc check scenarios
 unset ASAN_OPTIONS UBSAN_OPTIONS
-# libFuzzer (clang): the model reader + graph + tallies, and the command line with --set, 60 s
-# each from the seed corpus (scripts/fuzz.sh; tests/fuzz/README.md for longer runs).
-bash scripts/fuzz.sh 60
+# The fuzzers, both at once (one per core), SECONDS each from the seed corpus.
+[ "$seconds" = 0 ] || bash scripts/fuzz.sh "$seconds"

@@ -3,8 +3,8 @@
 set -euo pipefail
 packages=(g++ cmake ninja-build libcli11-dev nlohmann-json3-dev libyaml-cpp-dev libfmt-dev
           libeigen3-dev doctest-dev
-          # hardening (scripts/test.sh): clang with libFuzzer and the sanitizer runtimes; g++'s
-          # own ASan/UBSan runtimes (libasan8, libubsan1) come with g++.
+          # the hardening build (scripts/hardening.sh, build-san/): clang, with libFuzzer and the
+          # ASan/UBSan runtimes in libclang-rt-dev
           clang libclang-rt-dev)
 packages+=(gnuplot-nox)  # `calc report --plot-dir` draws its SVG charts with gnuplot
 packages+=(zsh)  # tests check `calc completion zsh` with `zsh -n` and load it under compinit

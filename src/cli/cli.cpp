@@ -156,8 +156,7 @@ const std::vector<command>& commands() {
        model_list},
       {"sweep",
        "A model's state, decode reads and decode FLOPs over a range of lengths (CSV for plots)",
-       {g::model, g::length, g::execution}, [](CLI::App& app, options&) { app.get_option("--length")->required(); }, run_sweep,
-       length_list},
+       {g::model, g::length, g::execution}, none, run_sweep, length_list},
       {"report",
        "One Markdown document for models on a GPU: weights, state, crossovers, requests per "
        "card, cards needed, roofline bounds, with charts",
@@ -513,6 +512,7 @@ ojson evaluate(const std::vector<std::string>& args) {
   } catch (const CLI::ParseError& e) {
     throw spec_error("", e.what());
   }
+  warning_sink dropped;  // a claim's lengths may be past a model's limit on purpose
   return dispatch(p, subs).body;
 }
 
@@ -556,7 +556,10 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     return 2;
   }
   try {
+    warning_sink warnings;
     result r = dispatch(p, subs);
+    for (const std::string& line : warnings.lines())  // stderr only: stdout stays parseable
+      err << fmt::format("calc {}: warning: {}\n", p.cmd ? p.cmd->name : "", line);
     if (p.format == output_format::md && !r.markdown.empty()) {
       out << r.markdown;
     } else {

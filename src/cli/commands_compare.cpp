@@ -4,6 +4,7 @@
 
 #include "cli/support.h"
 #include "common/limits.h"
+#include "spec/context_limit.h"
 #include "spec/model_reader.h"
 #include "tally/closed_form.h"
 #include "tally/tally.h"
@@ -113,8 +114,10 @@ std::string sweep_csv(const std::string& model, const std::vector<std::int64_t>&
 }  // namespace
 
 result run_sweep(const options& o) {
-  const std::vector<std::int64_t>& lengths = o.lengths;  // --length: a range or a list
   loaded_model m = load(o);
+  // --length: a range or a list; by default up to the model's context limit.
+  const std::vector<std::int64_t> lengths =
+      o.lengths.empty() ? default_lengths(default_length_end({m.spec.get()})) : o.lengths;
   closed_form cf(m.g);
   auto at = [&](std::int64_t n) { return cf.complete() ? sweep_at(cf, n) : sweep_itemised(m, n); };
   std::string title = fmt::format("calc sweep: {} over {} lengths", m.spec->name, lengths.size());

@@ -6,6 +6,7 @@
 
 #include "cli/support.h"
 #include "plan/plan.h"
+#include "spec/format_summary.h"
 #include "tally/closed_form.h"
 #include "tally/tally.h"
 
@@ -147,6 +148,7 @@ result run_params(const options& o) {
   params_tally p = tally_params(m.g);
   ojson j;
   j["model"] = m.spec->name;
+  j["formats"] = format_summary(m.spec->precision);  // the storage formats assumed
   j["total_params"] = exact(p.total);
   ojson cats;
   for (const auto& [c, v] : p.categories) cats[category_key(c)] = exact(v);

@@ -9,6 +9,8 @@
 #include "plan/plan.h"
 #include "plan/roofline.h"
 #include "report/document.h"
+#include "spec/context_limit.h"
+#include "spec/format_summary.h"
 #include "spec/gpu_spec.h"
 #include "spec/model_reader.h"
 #include "tally/tally.h"
@@ -45,6 +47,7 @@ ojson model_section(const options& o, const gpu_spec& gpu, std::int64_t workspac
   j["weight_bytes"] = exact(p.weight_bytes);
   j["weights"] = weight_formats(o);
   j["kv_format"] = m.spec->precision.kv.name;
+  j["formats"] = format_summary(m.spec->precision);  // the storage formats assumed
   j["fixed_bytes"] = exact(last.fixed);
   j["per_token_bytes"] = fraction_json(last.per_token);
   j["crossover_tokens"] = ratio_json(first.state_crossover_tokens);
@@ -108,7 +111,17 @@ result run_report(const options& o) {
   check_count("--node-gpus", o.node_gpus, 1);
   check_count("--max-gpus", o.max_gpus, 1);
   options v = o;
-  if (v.lengths.empty()) v.lengths = parse_lengths("--length", "1K:1M:x4");
+  const std::vector<std::string> names = v.models.empty() ? std::vector{o.model} : v.models;
+  if (v.lengths.empty()) {  // up to the longest context limit of the models, or 1M
+    std::vector<loaded_model> ms;
+    std::vector<const model_spec*> specs;
+    for (const std::string& name : names) {
+      options one = v;
+      one.model = name;
+      specs.push_back(ms.emplace_back(load(one)).spec.get());
+    }
+    v.lengths = default_lengths(default_length_end(specs));
+  }
   for (std::int64_t n : v.lengths) check_count("--length", n, 1);
   std::int64_t workspace = parse_size_option("--workspace", o.workspace);
   gpu_spec gpu = load_gpu(o.gpu.empty() ? "h100-sxm" : o.gpu);
@@ -122,7 +135,7 @@ result run_report(const options& o) {
   j["requests"] = o.requests;
   j["lengths"] = v.lengths;
   j["models"] = ojson::array();
-  for (const std::string& name : v.models.empty() ? std::vector<std::string>{o.model} : v.models) {
+  for (const std::string& name : names) {
     options one = v;
     one.model = name;
     j["models"].push_back(model_section(one, gpu, workspace));

@@ -10,6 +10,7 @@
 #include "plan/placement.h"
 #include "plan/plan.h"
 #include "plan/roofline.h"
+#include "spec/format_summary.h"
 #include "spec/gpu_spec.h"
 #include "spec/model_reader.h"
 #include "tally/tally.h"
@@ -105,6 +106,7 @@ result run_capacity(const options& o) {
   j["weight_bytes"] = exact(weights);
   j["weights_format"] = given_weights ? std::string("given") : m.spec->precision.weights.name;
   j["kv_format"] = m.spec->precision.kv.name;
+  j["formats"] = format_summary(m.spec->precision);  // the storage formats assumed
   j["workspace_bytes"] = workspace;
   if (o.page_tokens > 0) j["page_tokens"] = o.page_tokens;
   if (o.shared_prefix > 0) j["shared_prefix_bytes"] = exact(prefix_bytes);
@@ -147,6 +149,7 @@ result run_plan(const options& o) {
   j["length"] = o.length;
   j["requests"] = o.requests;
   j["workspace_bytes"] = workspace;
+  j["formats"] = format_summary(m.spec->precision);  // the storage formats assumed
   j["weight_bytes"] = exact(tally_params(m.g).weight_bytes);
   auto loads = [](const fit& f) {
     ojson a = ojson::array();

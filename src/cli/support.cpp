@@ -3,12 +3,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 #include <map>
 
 #include "common/dtype.h"
 #include "common/error.h"
 #include "common/limits.h"
 #include "common/units.h"
+#include "spec/context_limit.h"
 #include "spec/model_reader.h"
 
 namespace calc::cli {
@@ -342,10 +344,35 @@ model_cache_scope::~model_cache_scope() {
   cache = nullptr;
 }
 
+namespace {
+warning_sink* current_sink = nullptr;
+}  // namespace
+
+warning_sink::warning_sink() : outer_(current_sink) { current_sink = this; }
+warning_sink::~warning_sink() { current_sink = outer_; }
+void warning_sink::add(const std::string& line) {
+  if (current_sink && std::find(current_sink->lines_.begin(), current_sink->lines_.end(), line) ==
+                          current_sink->lines_.end())
+    current_sink->lines_.push_back(line);
+}
+
 /// Reads the model, applies --set, then the execution-path options over the model's defaults.
 loaded_model load(const options& o) {
   loaded_model m;
   m.spec = std::make_unique<model_spec>(read_model(o));
+  // The longest context the command asks about: a length (or a range's end), S + P of a call,
+  // S + P + G - 1 of a request, an engine's --max-model-len.
+  // Options are not range-checked yet here: the sums saturate instead of overflowing.
+  auto sum = [](std::int64_t a, std::int64_t b) {
+    constexpr std::int64_t top = std::numeric_limits<std::int64_t>::max();
+    a = std::max<std::int64_t>(a, 0), b = std::max<std::int64_t>(b, 0);
+    return a > top - b ? top : a + b;
+  };
+  std::int64_t asked = std::max(o.length, o.max_model_len);
+  for (std::int64_t n : o.lengths) asked = std::max(asked, n);
+  // forward leaves G at 1, so S + P + G - 1 is its S + P.
+  if (o.prompt >= 0) asked = std::max(asked, sum(sum(o.context, o.prompt), o.generate) - 1);
+  if (auto w = context_limit_warning(*m.spec, asked)) warning_sink::add(*w);
   execution_spec& e = m.spec->execution;
   if (o.pairs == "causal") e.pairs = pair_counting::causal;
   if (o.pairs == "rectangular") e.pairs = pair_counting::rectangular;

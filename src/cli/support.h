@@ -170,7 +170,26 @@ void check_count(const std::string& option, std::int64_t v, std::int64_t min);
 void check_limit(const std::string& option, std::int64_t v, std::int64_t min, std::int64_t max,
                  const std::string& unit);
 std::int64_t parse_size_option(const std::string& option, const std::string& text);
+/// Reads the model (--model, --set), applies the execution and format options and builds the
+/// graph; a length past the model's context limit adds a line to the current warning_sink.
 loaded_model load(const options& o);
+
+/// While one is alive, load() adds its warnings here (the innermost sink): run_cli prints them
+/// on stderr after the command, never into its output; `calc check` gives each claim its own
+/// sink and drops it (the chapter asks about lengths past some models' limits).
+class warning_sink {
+ public:
+  warning_sink();
+  ~warning_sink();
+  warning_sink(const warning_sink&) = delete;
+  warning_sink& operator=(const warning_sink&) = delete;
+  const std::vector<std::string>& lines() const { return lines_; }
+  static void add(const std::string& line);
+
+ private:
+  std::vector<std::string> lines_;
+  warning_sink* outer_ = nullptr;
+};
 
 /// An accelerator by catalogue name or path (find_gpu), read once while a model_cache_scope lives.
 gpu_spec load_gpu(const std::string& name_or_path);

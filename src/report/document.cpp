@@ -107,9 +107,9 @@ std::string figure(const chart& c, const std::string& plot_dir, std::string& gnu
 std::string model_summary(const ojson& m, const ojson& body) {
   std::string name = m["model"].get<std::string>();
   std::string out = fmt::format(
-      "- **{}**: {} parameters ({} active per token), {} of {} weights. ", name,
+      "- **{}**: {} parameters ({} active per token), {} of weights (formats: {}). ", name,
       human_params(integer(m["total_params"])), human_params(integer(m["active_params"])),
-      human_bytes(integer(m["weight_bytes"])), m["weights_format"].get<std::string>());
+      human_bytes(integer(m["weight_bytes"])), m["formats"].get<std::string>());
   std::int64_t fixed = integer(m["fixed_bytes"]);
   bool grows = !(m["per_token_bytes"].is_number_integer() && integer(m["per_token_bytes"]) == 0);
   if (grows && fixed > 0)

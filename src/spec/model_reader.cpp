@@ -634,6 +634,11 @@ model_spec read_model(const YAML::Node& root, const std::string& file) {
   spec.final_norm = m.boolean("final_norm", true);
   read_choice<bool>(m, "norm", {{"rmsnorm", false}, {"layernorm", true}}, spec.layer_norm);
   spec.position_embeddings = m.optional_integer("position_embeddings", 0).value_or(0);
+  spec.max_position_embeddings = m.optional_integer("max_position_embeddings", 1);
+  if (spec.max_position_embeddings && *spec.max_position_embeddings > limits::tokens)
+    m.fail("max_position_embeddings",
+           fmt::format("{} positions is more than the limit of {} tokens",
+                       *spec.max_position_embeddings, limits::tokens));
   spec.precision = read_precision(m);
   spec.execution = read_execution(m);
   spec.connection = read_connection(m);
@@ -673,7 +678,7 @@ model_spec read_model(const YAML::Node& root, const std::string& file) {
   }
   validate_sources(spec, m, root);
   m.finish({"schema", "name", "source", "vocab", "hidden", "tie_embeddings", "final_norm", "norm",
-            "position_embeddings", "precision", "execution", "connection", "rope_table_frequencies",
+            "position_embeddings", "max_position_embeddings", "precision", "execution", "connection", "rope_table_frequencies",
             "token_history", "ced", "mtp", "layers"});
   spec.defaulted = m.defaulted();
   return spec;

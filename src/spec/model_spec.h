@@ -374,6 +374,10 @@ struct model_spec {
   bool final_norm = true;
   bool layer_norm = false;  // LayerNorm (weight and bias per norm) instead of RMSNorm (weight)
   std::int64_t position_embeddings = 0;  // a learned position table of this many rows; 0 = none
+  /// The model's context limit, `max_position_embeddings` of its published config.json: the
+  /// default end of length ranges, and past it commands warn (lengths are not refused there).
+  /// Absent when the file gives none (a model the chapter defines, not a published checkpoint).
+  std::optional<std::int64_t> max_position_embeddings;
   precision_spec precision;
   execution_spec execution;
   connection_spec connection;

@@ -64,7 +64,11 @@ TEST_CASE("completion scripts list every subcommand and option of the command ta
   // The first word's choices: `compgen -W "state forward ... --help --version"`.
   std::string bash_first_word = block(bash.out, "compgen -W \"", "\"");
   bash_first_word = " " + bash_first_word.substr(bash_first_word.find('"') + 1) + " ";
-  for (const auto& [name, options] : table) {
+  for (const auto& entry : table) {
+    // Named copies, not structured bindings: clang 14 cannot capture a binding in the lambdas
+    // CAPTURE and REQUIRE_MESSAGE expand to (the hardening build is clang).
+    const std::string& name = entry.first;
+    const auto& options = entry.second;
     CAPTURE(name);
     REQUIRE(!options.empty());
     // zsh: the command in the `commands` list, and each option in its own case branch.

@@ -612,9 +612,10 @@ TEST_CASE("engine: without --kv-memory the memory is estimated, and weights can 
       engine_run({"capacity", "--engine", "sglang", "--model", "qwen3-8b", "--gpu", "h100-sxm",
                   "--max-model-len", "32768", "--mem-fraction-static", "0.8", "-f", "json"});
   CHECK(s["available_kv_bytes"] == 64000000000LL - 16381470720LL);
-  // DeepSeek-V3 in bf16 does not fit 8 x H200 at all.
+  // DeepSeek-V3 in bf16 (not its published FP8) does not fit 8 x H200 at all.
   ojson none = engine_run({"capacity", "--engine", "vllm", "--model", "deepseek-v3", "--gpu",
-                           "h200", "--tp", "8", "--max-model-len", "32768", "-f", "json"});
+                           "h200", "--tp", "8", "--max-model-len", "32768", "--weights", "bf16",
+                           "-f", "json"});
   CHECK(none["fits"] == false);
   CHECK(none["blocks"] == 0);
   CHECK(none["reason"].get<std::string>().rfind("no memory is left for the KV cache", 0) == 0);
