@@ -89,6 +89,8 @@ struct options {
   std::int64_t tensor_parallel_size = 0;    // --tensor-parallel-size (or --tp)
   std::int64_t pipeline_parallel_size = 0;  // --pipeline-parallel-size (or --pp)
   bool enable_prefix_caching = false;
+  std::string speculative_config;           // --speculative-config: vLLM's JSON
+  std::int64_t num_speculative_tokens = 0;  // --num-speculative-tokens
 };
 
 struct result {

@@ -62,9 +62,20 @@ gpu_spec read_gpu_file(const std::string& path) {
   g.fp4_tflops = read_tflops(m, "fp4_tflops", false);
   if (m.has("interconnect")) g.interconnect = read_size(m, "interconnect");
   g.source = m.text("source");
+  if (m.has("runtime_memory")) {
+    // Both or neither: a runtime figure without its source is a guess (docs/gpus.md).
+    g.runtime_memory = read_size(m, "runtime_memory");
+    g.runtime_memory_source = m.text("runtime_memory_source");
+  } else if (m.has("runtime_memory_source")) {
+    (void)m.required("runtime_memory");
+  }
   m.finish({"name", "display", "memory", "bandwidth", "bf16_tflops", "fp8_tflops", "fp4_tflops",
-            "interconnect", "source"});
+            "interconnect", "source", "runtime_memory", "runtime_memory_source"});
   return g;
+}
+
+std::int64_t engine_visible_memory(const gpu_spec& g) {
+  return g.runtime_memory > 0 ? g.runtime_memory : g.memory;
 }
 
 gpu_spec find_gpu(const std::string& name_or_path) {

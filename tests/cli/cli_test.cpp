@@ -404,7 +404,10 @@ TEST_CASE("capacity --engine: golden Markdown, the engine's log lines, input err
   CHECK(l.err == "--length: give at least one context length\n");
   outcome m = run({"capacity", "--engine", "vllm", "--model", "qwen3-8b", "--kv-memory", "1GiB"});
   CHECK(m.code == 2);
-  CHECK(m.err == "--max-model-len: must be at least 1, got 0\n");
+  CHECK(m.err ==
+        "--max-model-len: give the context length the engine must hold (--max-model-len or "
+        "--length); the engines default to the model's max_position_embeddings, which calc's "
+        "model files do not carry\n");
   outcome e = run({"capacity", "--engine", "trtllm", "--model", "qwen3-8b"});
   CHECK(e.code == 2);
   CHECK(e.err.find("--engine") != std::string::npos);
