@@ -794,42 +794,61 @@ TEST_CASE("engine: every option of plain capacity and plan is applied or refused
     return engine_run(args);
   };
   // Refused, each naming what the engine takes instead.
-  CHECK_THROWS_WITH(with({"--gpus", "2"}), doctest::Contains("--gpus: not taken with --engine"));
-  CHECK_THROWS_WITH(with({"--workspace", "4GiB"}),
-                    doctest::Contains("--workspace: not taken with --engine"));
-  CHECK_THROWS_WITH(with({"--shared-prefix", "1024"}),
-                    doctest::Contains("--shared-prefix: not taken with --engine"));
-  CHECK_THROWS_WITH(with({"--requests", "8"}),
-                    doctest::Contains("--requests: not taken by capacity --engine"));
-  CHECK_THROWS_WITH(with({"--ep", "2"}), doctest::Contains("--ep: not taken with --engine"));
-  CHECK_THROWS_WITH(with({"--weight-bytes", "10GB"}),
-                    doctest::Contains("--weight-bytes: not taken with --engine"));
-  CHECK_THROWS_WITH(
-      engine_run({"plan", "--engine", "vllm", "--model", "qwen3-8b", "--gpu", "h100-sxm",
-                  "--max-model-len", "8192", "--requests", "4", "--workspace", "4GiB"}),
-      doctest::Contains("--workspace: not taken with --engine"));
-  // --page-tokens is the engine's block size: the same answer as --block-size.
-  ojson page = with({"--page-tokens", "32"});
-  ojson block = with({"--block-size", "32"});
-  CHECK(page["block_size"] == 32);
-  CHECK(page["blocks"] == block["blocks"]);
-  CHECK(page["blocks"] != with({})["blocks"]);
-  CHECK_THROWS_WITH(with({"--page-tokens", "32", "--block-size", "16"}),
-                    "--page-tokens: 32 disagrees with --block-size 16: with --engine both name "
-                    "the engine's block size");
-  // --length names the engine's context length when --max-model-len is not given.
-  ojson by_length = engine_run({"capacity", "--engine", "sglang", "--model", "qwen3-8b", "--length",
-                                "32K", "--kv-memory", "10GiB", "-f", "json"});
-  CHECK(by_length["max_model_len"] == 32768);
-  CHECK_THROWS_WITH(with({"--length", "8192"}),
-                    "--length: 8192 disagrees with --max-model-len 32768: with --engine both "
-                    "name the engine's context length");
-  CHECK_THROWS_WITH(engine_run({"capacity", "--engine", "vllm", "--model", "qwen3-8b", "--length",
-                                "8K,16K", "--kv-memory", "10GiB"}),
-                    "--length: give one context length with --engine (the engine's "
-                    "--max-model-len)");
-  ojson plan = engine_run({"plan", "--engine", "vllm", "--model", "qwen3-8b", "--gpu", "h100-sxm",
-                           "--length", "8192", "--requests", "4", "-f", "json"});
-  CHECK(plan["max_model_len"] == 8192);
-  CHECK(plan["gpus"] == 1);
+  SUBCASE("--gpus") {
+    CHECK_THROWS_WITH(with({"--gpus", "2"}), doctest::Contains("--gpus: not taken with --engine"));
+  }
+  SUBCASE("--workspace") {
+    CHECK_THROWS_WITH(with({"--workspace", "4GiB"}),
+                      doctest::Contains("--workspace: not taken with --engine"));
+    CHECK_THROWS_WITH(
+        engine_run({"plan", "--engine", "vllm", "--model", "qwen3-8b", "--gpu", "h100-sxm",
+                    "--max-model-len", "8192", "--requests", "4", "--workspace", "4GiB"}),
+        doctest::Contains("--workspace: not taken with --engine"));
+  }
+  SUBCASE("--shared-prefix") {
+    CHECK_THROWS_WITH(with({"--shared-prefix", "1024"}),
+                      doctest::Contains("--shared-prefix: not taken with --engine"));
+  }
+  SUBCASE("--requests") {
+    CHECK_THROWS_WITH(with({"--requests", "8"}),
+                      doctest::Contains("--requests: not taken by capacity --engine"));
+  }
+  SUBCASE("--ep") {
+    CHECK_THROWS_WITH(with({"--ep", "2"}), doctest::Contains("--ep: not taken with --engine"));
+  }
+  SUBCASE("--weight-bytes") {
+    CHECK_THROWS_WITH(with({"--weight-bytes", "10GB"}),
+                      doctest::Contains("--weight-bytes: not taken with --engine"));
+  }
+  SUBCASE("--page-tokens is the engine's block size") {
+    ojson page = with({"--page-tokens", "32"});
+    ojson block = with({"--block-size", "32"});
+    CHECK(page["block_size"] == 32);
+    CHECK(page["blocks"] == block["blocks"]);
+    CHECK(page["blocks"] != with({})["blocks"]);
+    CHECK_THROWS_WITH(with({"--page-tokens", "32", "--block-size", "16"}),
+                      "--page-tokens: 32 disagrees with --block-size 16: with --engine both "
+                      "name the engine's block size");
+  }
+  SUBCASE("--length is the engine's context length") {
+    ojson by_length = engine_run({"capacity", "--engine", "sglang", "--model", "qwen3-8b",
+                                  "--length", "32K", "--kv-memory", "10GiB", "-f", "json"});
+    CHECK(by_length["max_model_len"] == 32768);
+    CHECK_THROWS_WITH(with({"--length", "8192"}),
+                      "--length: 8192 disagrees with --max-model-len 32768: with --engine both "
+                      "name the engine's context length");
+    CHECK_THROWS_WITH(engine_run({"capacity", "--engine", "vllm", "--model", "qwen3-8b", "--length",
+                                  "8K,16K", "--kv-memory", "10GiB"}),
+                      "--length: give one context length with --engine (the engine's "
+                      "--max-model-len)");
+    ojson plan = engine_run({"plan", "--engine", "vllm", "--model", "qwen3-8b", "--gpu", "h100-sxm",
+                             "--length", "8192", "--requests", "4", "-f", "json"});
+    CHECK(plan["max_model_len"] == 8192);
+    CHECK(plan["gpus"] == 1);
+    // Without either, the one-line error says what calc lacks instead of a bare range check.
+    CHECK_THROWS_WITH(engine_run({"capacity", "--engine", "sglang", "--model", "qwen3-8b",
+                                  "--kv-memory", "10GiB"}),
+                      doctest::Contains("the engines default to the model's "
+                                        "max_position_embeddings"));
+  }
 }
