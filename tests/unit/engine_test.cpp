@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 #include <yaml-cpp/yaml.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -722,6 +723,36 @@ TEST_CASE("engine: without --kv-memory the memory is estimated, and weights can 
   CHECK(none["fits"] == false);
   CHECK(none["blocks"] == 0);
   CHECK(none["reason"].get<std::string>().rfind("no memory is left for the KV cache", 0) == 0);
+}
+
+TEST_CASE("engine: the budget without --kv-memory against vLLM's memory-profiling log") {
+  // tests/fixtures/engine-logs/profiles/llama-3-8b-vllm-0.6-h100.yaml: calc's weights per rank
+  // and the budget's structure, with the log's non-torch and activation terms given.
+  YAML::Node f =
+      YAML::LoadFile(source("tests/fixtures/engine-logs/profiles/llama-3-8b-vllm-0.6-h100.yaml"));
+  REQUIRE(f["source"].as<std::string>().rfind("https://", 0) == 0);
+  const double gib = static_cast<double>(1LL << 30);
+  for (const auto& run : f["runs"]) {
+    std::string tp = run["tp"].as<std::string>();
+    CAPTURE(tp);
+    double rest = std::stod(run["non_torch_gib"].as<std::string>()) +
+                  std::stod(run["activation_gib"].as<std::string>());
+    ojson j = engine_run({"capacity", "--engine", "vllm", "--engine-version",
+                          f["version"].as<std::string>(), "--model", f["model"].as<std::string>(),
+                          "--gpu", source(f["gpu"].as<std::string>()), "--gpu-memory-utilization",
+                          f["gpu_memory_utilization"].as<std::string>(), "--max-model-len", "8192",
+                          "--tensor-parallel-size", tp, "--activation-memory",
+                          calc::engine::two_decimals(rest) + "GiB", "-f", "json"});
+    // The weights per rank as the log prints them (two decimals of GiB).
+    CHECK(two(j["weight_bytes_per_rank"].get<double>() / gib) ==
+          doctest::Approx(std::stod(run["weights_gib"].as<std::string>())));
+    // The instance's share: runtime total x utilisation.
+    CHECK(two(j["card_memory_bytes"].get<double>() * 0.9 / gib) ==
+          doctest::Approx(std::stod(run["can_use_gib"].as<std::string>())));
+    // The rest, within the rounding of the log's four two-decimal terms.
+    double available = j["available_kv_bytes"].get<double>() / gib;
+    CHECK(std::abs(available - std::stod(run["available_gib"].as<std::string>())) <= 0.03);
+  }
 }
 
 TEST_CASE("engine: the catalogue's runtime-visible memory needs its source") {
