@@ -158,7 +158,7 @@ engine_capacity plan_hybrid(const std::vector<layer_cache>& caches, const rule_s
       (c.prefix_caching ? r.state_pages_prefix_caching : 1) + c.speculative.tokens;
   std::int64_t batched = c.max_num_batched_tokens > 0 ? c.max_num_batched_tokens : 8192;
   // Page-size unification. Recurrent-state layers first raise the attention block size until
-  // one attention page holds a whole state (rounded to 16 tokens, the kernels' alignment);
+  // one attention page holds a whole state (rounded to the attention kernels' alignment);
   // the state page is padded up to it. Smaller attention pages then get proportionally larger
   // blocks so every page has the same bytes.
   checked max_token, max_state;
