@@ -82,9 +82,8 @@ ojson model_section(const options& o, const gpu_spec& gpu, std::int64_t workspac
                  c.batch_read_crossover ? ojson(*c.batch_read_crossover) : ojson(nullptr)},
                 {"requests_per_card", cap.weights_fit ? cap.requests : 0}};
     if (place.best) {
-      pt["cards"] = place.best->l.cards();
-      pt["layout"] =
-          fmt::format("tp {} x pp {}, ep {}", place.best->l.tp, place.best->l.pp, place.best->l.ep);
+      pt["cards"] = place.best->cards();
+      pt["layout"] = deployment_name(*place.best);
     } else {
       pt["cards"] = nullptr;
       pt["layout"] = fmt::format("none of up to {} cards", place.searched_up_to);

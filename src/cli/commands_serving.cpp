@@ -172,26 +172,30 @@ result run_plan(const options& o) {
     j["note"] = fmt::format("no layout of up to {} cards fits", p.searched_up_to);
   } else {
     const fit& f = *p.best;
-    j["gpus"] = f.l.cards();
+    j["gpus"] = f.cards();
+    j["instances"] = f.instances;
     j["tp"] = f.l.tp;
     j["pp"] = f.l.pp;
     j["ep"] = f.l.ep;
+    j["dp"] = f.l.dp;
+    j["layout"] = deployment_name(f);
+    j["max_requests"] = f.total_requests();
     j["worst_card_free_bytes"] = exact(f.worst_free);
     j["stages"] = loads(f);
   }
   if (p.below) {
     const fit& b = *p.below;
-    j["fewer_gpus"] = b.l.cards();
-    j["fewer_gpus_layout"] = fmt::format("tp {} x pp {} (ep {})", b.l.tp, b.l.pp, b.l.ep);
+    j["fewer_gpus"] = b.cards();
+    j["fewer_gpus_layout"] = deployment_name(b);
     j["fewer_gpus_shortfall_bytes"] = exact(checked(0) - b.worst_free);
     // A sentence a reader takes in at once: card memory in decimal GB as vendors print it, the
     // shortfall (weights + state bytes) in GiB as the chapter counts them; the exact integer is
     // fewer_gpus_shortfall_bytes.
     j["why_not_fewer"] = fmt::format(
-        "with {} {} of {} the best layout (tp {} x pp {}) leaves its fullest card {} short of "
+        "with {} {} of {} the best layout ({}) leaves its fullest card {} short of "
         "weights + workspace + {} requests' state",
-        b.l.cards(), b.l.cards() == 1 ? "card" : "cards", human_decimal_bytes(gpu.memory), b.l.tp,
-        b.l.pp, human_bytes((checked(0) - b.worst_free).value()), o.requests);
+        b.cards(), b.cards() == 1 ? "card" : "cards", human_decimal_bytes(gpu.memory),
+        j["fewer_gpus_layout"].get<std::string>(), human_bytes((checked(0) - b.worst_free).value()), o.requests);
   }
   return {j, fmt::format("calc plan: {} on {} cards, {} requests of {} tokens", m.spec->name,
                          gpu.name, o.requests, o.length)};

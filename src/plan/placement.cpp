@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <climits>
 #include <numeric>
 
 namespace calc {
@@ -38,20 +39,42 @@ checked card_bytes(const tensor& t, const layout& l) {
     return ceil_div(whole, l.tp);
   }
   if (!t.gemm && !t.idle && !t.lookup_only && t.module != "head") return whole;  // small: all
-  std::int64_t split = t.shards == 0 ? l.tp : std::min(l.tp, t.shards);
+  // Under dp attention each group of tp / dp cards holds a whole copy of the attention weights.
+  std::int64_t over = t.module == "attention" ? l.attention_tp() : l.tp;
+  std::int64_t split = t.shards == 0 ? over : std::min(over, t.shards);
   return ceil_div(whole, split);
+}
+
+bool has_mla(const graph& g) {
+  return std::any_of(g.layers.begin(), g.layers.end(), [](const layer& l) {
+    return std::holds_alternative<attention_mla>(l.attention);
+  });
+}
+
+bool has_moe(const graph& g) {
+  return std::any_of(g.layers.begin(), g.layers.end(),
+                     [](const layer& l) { return std::holds_alternative<ffn_moe>(l.ffn); });
 }
 
 }  // namespace
 
+std::string layout_name(const layout& l) {
+  std::string out = fmt::format("tp {} x pp {}", l.tp, l.pp);
+  if (l.ep > 1 || l.dp > 1) out += fmt::format(" (ep {}{})", l.ep, l.dp > 1 ? fmt::format(", dp {}", l.dp) : "");
+  return out;
+}
+
 std::string layout_problem(const graph& g, const layout& l) {
-  if (l.tp < 1 || l.pp < 1 || l.ep < 1) return "parallel degrees must be at least 1";
+  if (l.tp < 1 || l.pp < 1 || l.ep < 1 || l.dp < 1) return "parallel degrees must be at least 1";
+  if (l.tp % l.dp != 0)
+    return fmt::format("dp {} does not divide the tp group of {} cards", l.dp, l.tp);
   if (l.pp > static_cast<std::int64_t>(g.layers.size()))
     return fmt::format("pp {} exceeds the {} layers", l.pp, g.layers.size());
   for (const layer& ly : g.layers) {
     std::int64_t heads = attention_heads(ly.attention);
-    if (heads % l.tp != 0)
-      return fmt::format("tp {} does not divide the {} heads of layer {}", l.tp, heads, ly.index);
+    if (heads % l.attention_tp() != 0)
+      return fmt::format("tp {} does not divide the {} heads of layer {}", l.attention_tp(), heads,
+                         ly.index);
     if (const auto* moe = std::get_if<ffn_moe>(&ly.ffn))
       if (moe->experts % l.ep != 0)
         return fmt::format("ep {} does not divide the {} experts of layer {}", l.ep, moe->experts,
@@ -77,7 +100,7 @@ std::vector<card_load> card_loads(const graph& g, const layout& l, std::int64_t 
     for (const tensor& t : ts) group_weights[gi] += card_bytes(t, l);
     auto comps = std::visit([&](const auto& a) { return state(a, m, s.execution); }, ly.attention);
     for (const state_component& sc : comps)
-      group_state[gi] += ceil_div(sc.bytes(length), std::min(l.tp, sc.shards));
+      group_state[gi] += ceil_div(sc.bytes(length), std::min(l.attention_tp(), sc.shards));
   }
   std::vector<card_load> out;
   for (std::int64_t stage = 0; stage < l.pp; ++stage) {
@@ -107,40 +130,94 @@ std::vector<card_load> card_loads(const graph& g, const layout& l, std::int64_t 
   return out;
 }
 
+std::string deployment_name(const fit& f) {
+  if (f.instances == 1) return layout_name(f.l);
+  return fmt::format("{} x ({})", f.instances, layout_name(f.l));
+}
+
+std::int64_t fit::total_requests() const {
+  if (max_requests == INT64_MAX) return max_requests;
+  checked all = checked(max_requests) * instances;
+  return all.fits_int64() ? all.value() : INT64_MAX;
+}
+
+std::int64_t layout_requests(const std::vector<card_load>& loads, const layout& l, checked memory,
+                             checked workspace) {
+  std::int64_t fewest = INT64_MAX;
+  for (const card_load& c : loads) {
+    checked free = memory - c.weight_bytes - workspace;
+    if (free < 0) return 0;
+    if (c.state_bytes > 0) fewest = std::min(fewest, (free / c.state_bytes).value());
+  }
+  if (fewest == INT64_MAX) return fewest;
+  return (checked(fewest) * l.dp).fits_int64() ? fewest * l.dp : INT64_MAX;
+}
+
 fit evaluate_layout(const graph& g, const gpu_spec& gpu, const layout& l, std::int64_t length,
                     std::int64_t requests, checked workspace) {
   fit f;
   f.l = l;
   f.loads = card_loads(g, l, length);
+  // The requests spread over the dp groups; the fullest group holds ceil(requests / dp).
+  std::int64_t per_group = (requests + l.dp - 1) / l.dp;
   bool first = true;
   for (const card_load& c : f.loads) {
-    checked free = checked(gpu.memory) - c.weight_bytes - workspace - c.state_bytes * requests;
+    checked free = checked(gpu.memory) - c.weight_bytes - workspace - c.state_bytes * per_group;
     if (first || free < f.worst_free) f.worst_free = free;
     first = false;
   }
   f.fits = f.worst_free >= 0;
+  f.max_requests = layout_requests(f.loads, l, checked(gpu.memory), workspace);
   return f;
+}
+
+std::vector<layout> deployable_layouts(const graph& g, const gpu_spec& gpu, std::int64_t cards,
+                                       std::int64_t node_gpus) {
+  // A card with no NVLink runs tensor parallelism over its server's PCIe, as engines do there.
+  std::int64_t domain = gpu.nvlink_domain > 1 ? gpu.nvlink_domain : node_gpus;
+  std::int64_t layers = static_cast<std::int64_t>(g.layers.size());
+  std::int64_t widest_tp = 0;  // the largest valid tp within a domain: pp starts past it
+  for (std::int64_t tp = 1; tp <= domain; tp *= 2)
+    if (layout_problem(g, layout{tp, 1, 1, 1}).empty()) widest_tp = tp;
+  std::vector<layout> out;
+  for (std::int64_t tp = 1; tp <= std::min(cards, domain); tp *= 2) {
+    if (cards % tp != 0) continue;
+    std::int64_t pp = cards / tp;
+    if (pp > layers || (pp > 1 && tp != widest_tp)) continue;
+    std::vector<layout> shapes = {layout{tp, pp, 1, 1}};
+    if (tp > 1 && has_moe(g)) shapes.push_back(layout{tp, pp, tp, 1});
+    if (tp > 1 && has_mla(g)) shapes.push_back(layout{tp, pp, has_moe(g) ? tp : 1, tp});
+    for (const layout& l : shapes)
+      if (layout_problem(g, l).empty()) out.push_back(l);
+  }
+  return out;
 }
 
 placement_plan plan_placement(const graph& g, const gpu_spec& gpu, std::int64_t length,
                               std::int64_t requests, checked workspace, std::int64_t node_gpus,
                               std::int64_t max_cards) {
   placement_plan p;
-  bool moe = std::any_of(g.layers.begin(), g.layers.end(),
-                         [](const layer& l) { return std::holds_alternative<ffn_moe>(l.ffn); });
+  // Serves better: fits, then holds more requests, then fewer stages, then more free memory.
+  auto better = [](const fit& a, const fit& b) {
+    if (a.fits != b.fits) return a.fits;
+    if (a.total_requests() != b.total_requests()) return a.total_requests() > b.total_requests();
+    if (a.l.pp != b.l.pp) return a.l.pp < b.l.pp;
+    return a.worst_free > b.worst_free;
+  };
   for (std::int64_t n = 1; n <= max_cards; ++n) {
     // Past one node, a deployment takes whole nodes.
     if (n > node_gpus && n % node_gpus != 0) continue;
     p.searched_up_to = n;
     std::optional<fit> best_here;
-    for (std::int64_t tp = 1; tp <= std::min(n, node_gpus); ++tp) {
-      if (n % tp != 0) continue;
-      for (std::int64_t ep :
-           moe ? std::vector<std::int64_t>{1, tp} : std::vector<std::int64_t>{1}) {
-        layout l{tp, n / tp, ep};
-        if (!layout_problem(g, l).empty()) continue;
-        fit f = evaluate_layout(g, gpu, l, length, requests, workspace);
-        if (!best_here || f.worst_free > best_here->worst_free) best_here = f;
+    for (std::int64_t c = 1; c <= n; ++c) {  // cards of one instance
+      if (n % c != 0 || (c > node_gpus && c % node_gpus != 0)) continue;
+      std::int64_t instances = n / c;
+      if (instances > std::max<std::int64_t>(requests, 1)) continue;  // an idle replica
+      std::int64_t each = (requests + instances - 1) / instances;
+      for (const layout& l : deployable_layouts(g, gpu, c, node_gpus)) {
+        fit f = evaluate_layout(g, gpu, l, length, each, workspace);
+        f.instances = instances;
+        if (!best_here || better(f, *best_here)) best_here = f;
       }
     }
     if (!best_here) continue;

@@ -61,6 +61,11 @@ gpu_spec read_gpu_file(const std::string& path) {
   g.fp8_tflops = read_tflops(m, "fp8_tflops", false);
   g.fp4_tflops = read_tflops(m, "fp4_tflops", false);
   if (m.has("interconnect")) g.interconnect = read_size(m, "interconnect");
+  g.nvlink_domain = m.integer("nvlink_domain", 1);
+  if (g.nvlink_domain > limits::cards)
+    throw spec_error(
+        location_of(m.required("nvlink_domain"), m.file()), m.path_of("nvlink_domain"),
+        fmt::format("{} cards is more than the limit of {}", g.nvlink_domain, limits::cards));
   g.source = m.text("source");
   if (m.has("runtime_memory")) {
     // Both or neither: a runtime figure without its source is a guess (docs/gpus.md).
@@ -70,7 +75,7 @@ gpu_spec read_gpu_file(const std::string& path) {
     (void)m.required("runtime_memory");
   }
   m.finish({"name", "display", "memory", "bandwidth", "bf16_tflops", "fp8_tflops", "fp4_tflops",
-            "interconnect", "source", "runtime_memory", "runtime_memory_source"});
+            "interconnect", "nvlink_domain", "source", "runtime_memory", "runtime_memory_source"});
   return g;
 }
 

@@ -22,7 +22,8 @@ struct gpu_spec {
   double fp8_tflops = 0;              // dense FP8 tensor peak (0 when the GPU has no FP8 units)
   double fp4_tflops = 0;              // dense FP4 tensor peak (0 when the GPU has no FP4 units)
   std::int64_t interconnect = 0;      // GPU-to-GPU bandwidth per direction, bytes per second
-  std::string source;                 // where the figures come from
+  std::int64_t nvlink_domain = 1;  // cards joined by the fast link (NVLink / xGMI): TP spans these
+  std::string source;              // where the figures come from
   std::string file;
 };
 

@@ -778,7 +778,8 @@ TEST_CASE("engine: the catalogue's runtime-visible memory needs its source") {
   std::string file = (dir / "no-source.yaml").string();
   {
     std::ofstream out(file);
-    out << "name: no-source\nmemory: 24GB\nbandwidth: 1TB\nbf16_tflops: 100\nsource: test\n"
+    out << "name: no-source\nmemory: 24GB\nbandwidth: 1TB\nbf16_tflops: 100\nnvlink_domain: "
+           "1\nsource: test\n"
            "runtime_memory: 25386352640B\n";
   }
   CHECK_THROWS_WITH(calc::read_gpu_file(file), doctest::Contains("runtime_memory_source"));

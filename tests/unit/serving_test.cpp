@@ -82,6 +82,47 @@ TEST_CASE("plan: the fewest cards, whole servers past one") {
   CHECK(p.below->worst_free < 0);
 }
 
+TEST_CASE("plan: layouts engines run (issue 19: no tp 1 x pp 24, no tp 3)") {
+  // DeepSeek-V3 at 32K x 256 on H100 once came out "tp 1 x pp 24", Kimi K3 "tp 3 x pp 48".
+  for (const char* name : {"deepseek-v3", "kimi-k3", "qwen3-235b-a22b"}) {
+    CAPTURE(name);
+    model m(name);
+    gpu_spec h100 = find_gpu("h100-sxm");
+    placement_plan p = plan_placement(m.g, h100, 32768, 256, 2LL << 30, 8, 512);
+    REQUIRE(p.best);
+    const layout& l = p.best->l;
+    CHECK((l.tp & (l.tp - 1)) == 0);                   // a power of two
+    CHECK(l.tp <= h100.nvlink_domain);                 // within one NVLink domain
+    if (l.pp > 1) CHECK(l.tp == h100.nvlink_domain);   // pp only across domains
+    for (std::int64_t cards = 1; cards <= 64; ++cards)
+      for (const layout& d : deployable_layouts(m.g, h100, cards, 8)) {
+        CHECK(layout_problem(m.g, d).empty());
+        CHECK(d.cards() == cards);
+        CHECK(((d.tp & (d.tp - 1)) == 0));
+      }
+  }
+  // MLA: dp attention is offered, and with EP it holds more requests than plain tp (BF16
+  // weights, as bundled; dp replicates the attention weights, so two stages of 8 B200).
+  model v3("deepseek-v3");
+  std::vector<layout> eight = deployable_layouts(v3.g, find_gpu("b200"), 8, 8);
+  bool dp = false;
+  for (const layout& l : eight) dp = dp || (l.dp == 8 && l.ep == 8);
+  CHECK(dp);
+  fit plain = evaluate_layout(v3.g, find_gpu("b200"), layout{8, 2, 1, 1}, 8192, 1, 2LL << 30);
+  fit dpa = evaluate_layout(v3.g, find_gpu("b200"), layout{8, 2, 8, 8}, 8192, 1, 2LL << 30);
+  CHECK(dpa.max_requests > plain.max_requests);
+}
+
+TEST_CASE("plan: a card without NVLink runs tp over its server's PCIe") {
+  model m("qwen3-8b");
+  gpu_spec rtx = find_gpu("rtx-4090");
+  CHECK(rtx.nvlink_domain == 1);
+  placement_plan p = plan_placement(m.g, rtx, 8192, 16, 2LL << 30, 8, 64);
+  REQUIRE(p.best);
+  CHECK(p.best->l.tp == 2);
+  CHECK(p.best->l.pp == 1);
+}
+
 TEST_CASE("roofline: a small decode batch is memory-bound, an 8K prefill compute-bound") {
   model m("qwen3-8b");
   roofline_plan r = plan_roofline(m.g, find_gpu("h100-sxm"), 1, 1, 0, 8192, false);
