@@ -53,26 +53,20 @@ const std::vector<command>& commands() {
        {g::model, g::gpu, g::length, g::layout, g::workspace, g::formats, g::execution,
         g::engine},
        [](CLI::App& app, options& o) {
-         // Options of capacity alone (the table row is the one place that knows the command).
-         static const command* self = nullptr;
-         for (const command& c : commands())
-           if (std::string(c.name) == "capacity") self = &c;
-         only_in(app.add_option("--weight-bytes", o.weight_bytes,
-                                "Use this weight size instead of the model's, e.g. 39.5GB"),
-                 *self, kPlainOnly);
-         only_in(app.add_option("--requests", o.requests,
-                                "Requests to reserve state for; reports the largest parameter "
-                                "count that fits"),
-                 *self, kPlainOnly);
+         // --weight-bytes, --requests and --shared-prefix are refused with --engine by the
+         // engine question, each with its reason.
+         app.add_option("--weight-bytes", o.weight_bytes,
+                        "Use this weight size instead of the model's, e.g. 39.5GB");
+         app.add_option("--requests", o.requests,
+                        "Requests to reserve state for; reports the largest parameter count that "
+                        "fits");
          app.add_option("--page-tokens,--block-size,--page-size", o.page_tokens,
                         "Tokens per KV block / page: each request's history rounded up to whole "
                         "blocks (engine default: vLLM 16, SGLang 1)")
              ->transform(token_suffixes());
-         only_in(app.add_option("--shared-prefix", o.shared_prefix,
-                                "Tokens of prefix every request shares, whose history is stored "
-                                "once")
-                     ->transform(token_suffixes()),
-                 *self, kPlainOnly);
+         app.add_option("--shared-prefix", o.shared_prefix,
+                        "Tokens of prefix every request shares, whose history is stored once")
+             ->transform(token_suffixes());
        },
        [](const options& o) {
          if (!o.engine.empty()) return run_engine_capacity(o);

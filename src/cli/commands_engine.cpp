@@ -1,16 +1,18 @@
-// `capacity --engine vllm|sglang` and `plan --engine ...`: capacity in the serving engine's own
-// terms (src/engine/), with the engine's knobs spelled as the engine spells them. Kept apart
-// from commands_serving.cpp so the plain `capacity` and `plan` stay as they were.
+// `capacity --engine vllm|sglang` and `plan --engine ...`: binds the engine's knobs (spelled as
+// the engine spells them) into the typed questions of src/engine/question.h and serialises their
+// answers. No arithmetic here: the budget, the allocation and the layout search live in
+// src/engine/. Options of plain capacity/plan that no engine shares are refused by name.
 #include <fmt/format.h>
 
 #include <cctype>
+#include <nlohmann/json.hpp>
+#include <optional>
 
 #include "cli/support.h"
 #include "common/units.h"
 #include "engine/engine.h"
-#include "plan/placement.h"
+#include "engine/question.h"
 #include "spec/gpu_spec.h"
-#include "tally/tally.h"
 
 namespace calc::cli {
 
@@ -63,102 +65,216 @@ std::optional<dtype> kv_dtype(const std::string& option, const std::string& text
                                        text));
 }
 
-struct engine_inputs {
-  const engine::rule_set* rules = nullptr;
-  engine::engine_config config;
-  std::string memory_source;  // where available_kv_bytes came from
-  checked weight_bytes_per_rank, activation_bytes;
-};
-
-/// A rough activation + CUDA-graph reservation (an estimate, documented in docs/engines.md):
-/// one profiling batch of max_num_batched_tokens through the widest layer, in bf16, plus 1 GiB
-/// for CUDA graphs and non-torch memory. --activation-memory replaces it.
-checked activation_estimate(const graph& g, std::int64_t batched, std::int64_t tp) {
-  std::int64_t widest = 0;
-  for (const layer& l : g.layers) {
-    if (const auto* f = std::get_if<ffn_swiglu>(&l.ffn)) widest = std::max(widest, f->intermediate);
-    if (const auto* f = std::get_if<ffn_mlp>(&l.ffn)) widest = std::max(widest, f->intermediate);
-    if (const auto* f = std::get_if<ffn_moe>(&l.ffn))
-      widest = std::max(widest, f->intermediate * f->top_k);
-  }
-  checked row = checked(4) * g.spec->hidden + checked(2) * widest / tp;  // values per token
-  return checked(batched) * row * 2 + (1LL << 30);
+/// Every --kv-memory value: one for all ranks, or a comma list with one per rank.
+std::vector<checked> parse_memory_list(const std::string& text) {
+  std::vector<checked> out;
+  for (const std::string& part : split_list(text)) out.push_back(parse_memory("--kv-memory", part));
+  if (out.empty()) throw spec_error("--kv-memory", "give a size such as 18.69GiB");
+  return out;
 }
 
-engine_inputs engine_setup(const options& o, const loaded_model& m, std::int64_t tp,
-                           std::int64_t pp, const std::string& gpu_name) {
-  engine_inputs in;
-  in.rules = &engine::find_rules(o.engine, o.engine_version);
-  bool sglang = std::string(in.rules->engine) == "sglang";
-  check_count("--max-model-len", o.max_model_len, 1);
+/// The context length the engine must hold: --max-model-len, else the --length given to the
+/// command (one value), defaulting to the model's max_position_embeddings (lengths_or_limit);
+/// a model without a published limit needs one of them.
+std::int64_t context_length(const options& o, const std::vector<std::int64_t>& lengths) {
+  if (lengths.size() > 1)
+    throw spec_error("--length",
+                     "give one context length with --engine (the engine's "
+                     "--max-model-len)");
+  std::int64_t given = lengths.empty() ? 0 : lengths.front();
+  if (o.max_model_len > 0 && given > 0 && given != o.max_model_len)
+    throw spec_error("--length", fmt::format("{} disagrees with --max-model-len {}: with "
+                                             "--engine both name the engine's context length",
+                                             given, o.max_model_len));
+  std::int64_t len = o.max_model_len > 0 ? o.max_model_len : given;
+  if (len == 0 && o.max_model_len == 0)
+    throw spec_error("--max-model-len",
+                     "give the context length the engine must hold (--max-model-len or "
+                     "--length); the engines default to the model's max_position_embeddings, "
+                     "which this model's file does not give");
+  check_count("--max-model-len", len, 1);
+  return len;
+}
+
+/// The engines' default --max-model-len: the model's own limit (max_position_embeddings) when no
+/// length is given.
+std::vector<std::int64_t> lengths_or_limit(std::vector<std::int64_t> lengths,
+                                           const loaded_model& m) {
+  if (lengths.empty() && m.spec->max_position_embeddings)
+    lengths.push_back(*m.spec->max_position_embeddings);
+  return lengths;
+}
+
+/// Options plain capacity and plan take whose meaning no engine shares: refused with --engine,
+/// naming what the engine takes instead (docs/engines.md, "Options with --engine").
+void refuse_plain_options(const options& o, bool plan) {
+  if (o.workspace != "2GiB")
+    throw spec_error("--workspace",
+                     "not taken with --engine: the engine reserves its own activation and "
+                     "non-torch memory; give --activation-memory (vLLM) or --kv-memory");
+  if (plan) return;
+  if (o.shared_prefix != 0)
+    throw spec_error("--shared-prefix",
+                     "not taken with --engine: the engines' prefix caches share blocks at run "
+                     "time and do not change the pool sized at start-up; give "
+                     "--enable-prefix-caching");
+  if (o.requests >= 0)
+    throw spec_error("--requests",
+                     "not taken by capacity --engine, which answers how many "
+                     "requests the pool holds; `calc plan --engine --requests N` "
+                     "finds the cards for N");
+  if (o.ep != 1)
+    throw spec_error("--ep",
+                     "not taken with --engine: calc's engine rules split experts over "
+                     "the tensor-parallel ranks (the same bytes per rank as vLLM's "
+                     "--enable-expert-parallel at data parallel 1)");
+  if (!o.weight_bytes.empty())
+    throw spec_error("--weight-bytes",
+                     "not taken with --engine: the weights per rank come from "
+                     "the model's placement over the layout");
+}
+
+/// The engine's block size: --block-size, or --page-tokens, which names the same thing (a
+/// request's history in whole blocks of this many tokens).
+std::int64_t block_size(const options& o) {
   check_count("--block-size", o.block_size, 0);
+  check_count("--page-tokens", o.page_tokens, 0);
+  if (o.block_size > 0 && o.page_tokens > 0 && o.block_size != o.page_tokens)
+    throw spec_error("--page-tokens", fmt::format("{} disagrees with --block-size {}: with "
+                                                  "--engine both name the engine's block size",
+                                                  o.page_tokens, o.block_size));
+  return o.block_size > 0 ? o.block_size : o.page_tokens;
+}
+
+/// vLLM's --speculative-config (JSON) and --num-speculative-tokens as the engine config's
+/// speculative part. Reads "method", "num_speculative_tokens" and, for EAGLE, "model" (the
+/// draft's config, loaded into `draft`); other keys do not change the pool and are not read.
+engine::speculative_config speculative_of(const options& o, std::optional<loaded_model>& draft) {
+  engine::speculative_config s;
+  check_count("--num-speculative-tokens", o.num_speculative_tokens, 0);
+  if (o.speculative_config.empty()) {
+    // Proposals without draft layers in the pool (n-gram, or a drafter calc is not told of).
+    s.tokens = o.num_speculative_tokens;
+    if (s.tokens > 0) s.method = "ngram";
+    return s;
+  }
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(o.speculative_config);
+  } catch (const nlohmann::json::exception&) {
+    throw spec_error("--speculative-config",
+                     "expected a JSON object such as {\"method\": \"mtp\", "
+                     "\"num_speculative_tokens\": 1}");
+  }
+  if (!j.is_object() || !j.contains("method") || !j["method"].is_string())
+    throw spec_error("--speculative-config", "give \"method\" (mtp, eagle, eagle3, ngram, ...)");
+  s.method = j["method"].get<std::string>();
+  std::int64_t tokens = o.num_speculative_tokens;
+  if (j.contains("num_speculative_tokens")) {
+    if (!j["num_speculative_tokens"].is_number_integer() ||
+        j["num_speculative_tokens"].get<std::int64_t>() < 1)
+      throw spec_error("--speculative-config", "num_speculative_tokens must be an integer >= 1");
+    auto n = j["num_speculative_tokens"].get<std::int64_t>();
+    if (tokens > 0 && tokens != n)
+      throw spec_error("--num-speculative-tokens",
+                       fmt::format("{} disagrees with --speculative-config's {}", tokens, n));
+    tokens = n;
+  }
+  if (tokens < 1)
+    throw spec_error("--speculative-config",
+                     "give num_speculative_tokens (or --num-speculative-tokens)");
+  s.tokens = tokens;
+  using drafter = engine::speculative_config::drafter;
+  if (s.method.find("mtp") != std::string::npos) {
+    s.draft = drafter::mtp;
+  } else if (s.method == "eagle" || s.method == "eagle3") {
+    if (!j.contains("model") || !j["model"].is_string())
+      throw spec_error("--speculative-config",
+                       fmt::format("method '{}' needs \"model\": the draft's config (a bundled "
+                                   "name, a calc YAML or its config.json)",
+                                   s.method));
+    options d = o;
+    d.model = j["model"].get<std::string>();
+    d.models = {d.model};
+    d.sets.clear();
+    draft = load(d);
+    s.draft = drafter::model;
+    s.draft_model = &draft->g;
+  } else if (s.method == "ngram" || s.method == "suffix") {
+    s.draft = drafter::none;
+  } else {
+    throw spec_error("--speculative-config",
+                     fmt::format("method '{}' is not modelled (calc reads mtp methods, eagle, "
+                                 "eagle3, ngram and suffix)",
+                                 s.method));
+  }
+  return s;
+}
+
+/// Binds the engine options into the capacity question (validation of option text here, the
+/// arithmetic in src/engine/question.cpp).
+engine::capacity_request capacity_request_of(const options& o, std::int64_t tp, std::int64_t pp,
+                                             const std::vector<std::int64_t>& lengths,
+                                             const std::string& gpu_name,
+                                             std::optional<loaded_model>& draft) {
+  engine::capacity_request q;
+  q.rules = &engine::find_rules(o.engine, o.engine_version);
   check_count("--max-num-batched-tokens", o.max_num_batched_tokens, 0);
   check_count("--max-num-seqs", o.max_num_seqs, 0);
-  engine::engine_config& c = in.config;
+  engine::engine_config& c = q.config;
   c.tensor_parallel = tp;
   c.pipeline_parallel = pp;
-  c.block_size = o.block_size;
-  c.max_model_len = o.max_model_len;
+  c.max_model_len = context_length(o, lengths);
+  c.block_size = block_size(o);
   c.max_num_batched_tokens = o.max_num_batched_tokens;
   c.max_num_seqs = o.max_num_seqs;
   c.kv_cache_dtype = kv_dtype("--kv-cache-dtype", o.kv_cache_dtype);
   c.state_dtype = kv_dtype("--mamba-ssm-cache-dtype", o.mamba_ssm_cache_dtype);
   c.prefix_caching = o.enable_prefix_caching;
-  layout lay{tp, pp, 1};
-  if (std::string why = layout_problem(m.g, lay); !why.empty())
-    throw spec_error("--tensor-parallel-size", why);
-  for (const card_load& cl : card_loads(m.g, lay, 0))
-    in.weight_bytes_per_rank = max(in.weight_bytes_per_rank, cl.weight_bytes);
+  c.speculative = speculative_of(o, draft);
   if (!o.kv_memory.empty()) {
-    c.available_kv_bytes = parse_memory("--kv-memory", o.kv_memory);
-    in.memory_source = "--kv-memory (the engine's logged value, per rank)";
-    return in;
+    q.memory.logged = parse_memory_list(o.kv_memory);
+  } else if (!gpu_name.empty()) {
+    q.memory.gpu = load_gpu(gpu_name);
   }
-  if (gpu_name.empty())
-    throw spec_error("--kv-memory", "give --kv-memory (the engine's logged KV memory) or --gpu");
-  gpu_spec gpu = load_gpu(gpu_name);
-  double fraction = sglang ? o.mem_fraction_static : o.gpu_memory_utilization;
-  const char* knob = sglang ? "--mem-fraction-static" : "--gpu-memory-utilization";
-  if (!(fraction > 0 && fraction <= 1))
-    throw spec_error(knob, fmt::format("must be in (0, 1], got {}", fraction));
-  // card x fraction, exact to the byte: the fraction as parts per million.
-  checked budget = checked(gpu.memory) * static_cast<std::int64_t>(fraction * 1e6 + 0.5) / 1000000;
-  if (sglang) {
-    // SGLang's fraction covers weights and the pool; activations live in the rest.
-    c.available_kv_bytes = budget - in.weight_bytes_per_rank;
-    in.memory_source = fmt::format("estimate: {} x {} - weights per rank", gpu.name, fraction);
-  } else {
-    std::int64_t batched = o.max_num_batched_tokens > 0 ? o.max_num_batched_tokens : 8192;
-    in.activation_bytes = o.activation_memory.empty()
-                              ? activation_estimate(m.g, batched, tp)
-                              : parse_memory("--activation-memory", o.activation_memory);
-    c.available_kv_bytes = budget - in.weight_bytes_per_rank - in.activation_bytes;
-    in.memory_source = fmt::format(
-        "estimate: {} x {} - weights per rank - activation and graph estimate", gpu.name, fraction);
-  }
-  return in;
+  q.memory.gpu_memory_utilization = o.gpu_memory_utilization;
+  q.memory.mem_fraction_static = o.mem_fraction_static;
+  if (!o.activation_memory.empty())
+    q.memory.activation = parse_memory("--activation-memory", o.activation_memory);
+  return q;
 }
 
-ojson capacity_json(const loaded_model& m, const engine_inputs& in,
-                    const engine::engine_capacity& e, const options& o) {
-  const engine::rule_set& r = *in.rules;
+/// The capacity answer as JSON, keys as they have always been.
+ojson to_json(const loaded_model& m, const engine::capacity_result& r) {
+  const engine::rule_set& rules = *r.rules;
+  const engine::engine_capacity& e = r.capacity;
+  const engine::engine_config& c = r.config;
   ojson j;
   j["model"] = m.spec->name;
-  j["engine"] = r.engine;
-  j["engine_rules"] = r.id;
-  j["engine_versions"] = r.versions;
-  j["rules_source"] = r.source;
-  j["tensor_parallel_size"] = in.config.tensor_parallel;
-  j["pipeline_parallel_size"] = in.config.pipeline_parallel;
-  j["max_model_len"] = in.config.max_model_len;
-  j["kv_cache_dtype"] =
-      in.config.kv_cache_dtype ? in.config.kv_cache_dtype->name : m.spec->precision.kv.name;
-  if (o.enable_prefix_caching) j["enable_prefix_caching"] = true;
-  if (o.max_num_seqs > 0) j["max_num_seqs"] = o.max_num_seqs;
-  j["weight_bytes_per_rank"] = exact(in.weight_bytes_per_rank);
-  if (in.activation_bytes > 0) j["activation_estimate_bytes"] = exact(in.activation_bytes);
+  j["engine"] = rules.engine;
+  j["engine_rules"] = rules.id;
+  j["engine_versions"] = rules.versions;
+  j["rules_source"] = rules.source;
+  j["tensor_parallel_size"] = c.tensor_parallel;
+  j["pipeline_parallel_size"] = c.pipeline_parallel;
+  j["max_model_len"] = c.max_model_len;
+  j["kv_cache_dtype"] = c.kv_cache_dtype ? c.kv_cache_dtype->name : m.spec->precision.kv.name;
+  if (c.prefix_caching) j["enable_prefix_caching"] = true;
+  if (c.speculative.tokens > 0) {
+    j["speculative_method"] = c.speculative.method;
+    j["num_speculative_tokens"] = c.speculative.tokens;
+  }
+  if (c.max_num_seqs > 0) j["max_num_seqs"] = c.max_num_seqs;
+  j["weight_bytes_per_rank"] = exact(r.weight_bytes_per_rank);
+  if (r.activation_bytes > 0) j["activation_estimate_bytes"] = exact(r.activation_bytes);
+  if (r.card_memory > 0) j["card_memory_bytes"] = exact(r.card_memory);
   j["available_kv_bytes"] = exact(e.available_kv_bytes);
-  j["available_kv_source"] = in.memory_source;
+  if (!c.rank_kv_bytes.empty()) {
+    ojson ranks = ojson::array();
+    for (const checked& b : c.rank_kv_bytes) ranks.push_back(exact(b));
+    j["rank_kv_bytes"] = ranks;
+  }
+  j["available_kv_source"] = r.memory_source;
   j["block_size"] = e.block_size;
   j["page_bytes"] = exact(e.page_bytes);
   j["blocks"] = e.blocks;
@@ -171,14 +287,14 @@ ojson capacity_json(const loaded_model& m, const engine_inputs& in,
     j["v_pool_bytes"] = exact(e.v_pool_bytes);
   }
   j["fits"] = e.fits;
-  if (e.available_kv_bytes <= 0) {
+  if (r.no_memory_left()) {
     // The estimate left nothing for the cache: say which part ate the card.
     j["reason"] = fmt::format(
         "no memory is left for the KV cache: weights per rank {} B{} exceed the engine's share of "
         "the card",
-        in.weight_bytes_per_rank.value(),
-        in.activation_bytes > 0
-            ? fmt::format(" plus the activation estimate {} B", in.activation_bytes.value())
+        r.weight_bytes_per_rank.value(),
+        r.activation_bytes > 0
+            ? fmt::format(" plus the activation estimate {} B", r.activation_bytes.value())
             : std::string());
   } else if (!e.fits) {
     j["reason"] = e.reason;
@@ -212,7 +328,8 @@ void add_engine_options(CLI::App& app, options& o, bool plan) {
                  "Engine version whose rules apply, e.g. 0.9.2 (default: the newest rules)");
   app.add_option("--kv-memory", o.kv_memory,
                  "Engine: the logged KV memory per rank, e.g. 18.69GiB (vLLM's \"Available KV "
-                 "cache memory\"); without it, estimated from --gpu");
+                 "cache memory\"), or one per rank as a comma list (the smallest decides); "
+                 "without it, estimated from --gpu");
   app.add_option("--gpu-memory-utilization", o.gpu_memory_utilization,
                  "vLLM: fraction of the card vLLM may use (default 0.9)");
   app.add_option("--mem-fraction-static", o.mem_fraction_static,
@@ -228,59 +345,60 @@ void add_engine_options(CLI::App& app, options& o, bool plan) {
       "model's recurrent format)");
   app.add_flag("--enable-prefix-caching", o.enable_prefix_caching,
                "Engine: prefix caching on (reported; block tables are unchanged)");
+  app.add_option("--speculative-config", o.speculative_config,
+                 "Engine: vLLM's speculative decoding JSON, e.g. '{\"method\": \"mtp\", "
+                 "\"num_speculative_tokens\": 2}'; draft layers share the pool");
+  app.add_option("--num-speculative-tokens", o.num_speculative_tokens,
+                 "Engine: tokens proposed per step (alone: no draft layers in the pool)");
   app.add_option("--activation-memory", o.activation_memory,
                  "Engine: activation + CUDA graph reservation per rank instead of the estimate");
   (void)plan;
 }
 
 result run_engine_capacity(const options& o) {
+  refuse_plain_options(o, false);
   loaded_model m = load(o);
-  std::string gpu = o.gpu;
-  if (gpu.find(',') != std::string::npos) throw spec_error("--gpu", "name one GPU with --engine");
-  engine_inputs in = engine_setup(o, m, tp_of(o), pp_of(o), gpu);
-  engine::engine_capacity e = engine::plan_engine(m.g, *in.rules, in.config);
-  ojson j = capacity_json(m, in, e, o);
-  return {j, fmt::format("calc capacity --engine {}: {} ({} {})", o.engine, m.spec->name,
-                         in.rules->engine, in.rules->versions)};
+  if (o.gpu.find(',') != std::string::npos) throw spec_error("--gpu", "name one GPU with --engine");
+  std::optional<loaded_model> draft;  // the EAGLE draft, alive while the question runs
+  engine::capacity_result r = engine::answer_capacity(
+      m.g, capacity_request_of(o, tp_of(o), pp_of(o), lengths_or_limit(o.lengths, m), o.gpu,
+                               draft));
+  return {to_json(m, r), fmt::format("calc capacity --engine {}: {} ({} {})", o.engine,
+                                     m.spec->name, r.rules->engine, r.rules->versions)};
 }
 
 result run_engine_plan(const options& o) {
+  refuse_plain_options(o, true);
   check_count("--requests", o.requests, 1);
   check_count("--node-gpus", o.node_gpus, 1);
   loaded_model m = load(o);
   if (o.gpu.empty()) throw spec_error("--gpu", "name the accelerator to plan for");
-  // The fewest cards (tp within a node, then pp) whose engine concurrency holds the requests.
-  std::optional<ojson> best;
-  for (std::int64_t cards = 1; cards <= o.max_gpus && !best; ++cards) {
-    if (cards > o.node_gpus && cards % o.node_gpus != 0) continue;
-    for (std::int64_t tp = std::min(cards, o.node_gpus); tp >= 1 && !best; --tp) {
-      if (cards % tp != 0) continue;
-      std::int64_t pp = cards / tp;
-      if (pp > static_cast<std::int64_t>(m.g.layers.size())) continue;
-      if (!layout_problem(m.g, layout{tp, pp, 1}).empty()) continue;
-      engine_inputs in = engine_setup(o, m, tp, pp, o.gpu);
-      if (in.config.available_kv_bytes <= 0) continue;
-      engine::engine_capacity e = engine::plan_engine(m.g, *in.rules, in.config);
-      if (!e.fits || e.max_concurrency < static_cast<double>(o.requests)) continue;
-      ojson j = capacity_json(m, in, e, o);
-      j["gpus"] = cards;
-      j["requests"] = o.requests;
-      best = j;
-    }
-  }
-  if (!best) {
+  engine::plan_request q;
+  std::vector<std::int64_t> lengths;
+  if (o.length >= 0) lengths.push_back(o.length);
+  lengths = lengths_or_limit(lengths, m);
+  std::optional<loaded_model> draft;  // the EAGLE draft, alive while the question runs
+  q.capacity = capacity_request_of(o, 1, 1, lengths, o.gpu, draft);
+  q.requests = o.requests;
+  q.node_gpus = o.node_gpus;
+  q.max_gpus = o.max_gpus;
+  engine::plan_result p = engine::answer_plan(m.g, q);
+  std::int64_t len = q.capacity.config.max_model_len;
+  if (!p.best) {
     ojson j;
     j["model"] = m.spec->name;
     j["engine"] = o.engine;
     j["gpus"] = nullptr;
     j["requests"] = o.requests;
     j["note"] = fmt::format("no layout of up to {} cards holds {} requests of {} tokens",
-                            o.max_gpus, o.requests, o.max_model_len);
+                            o.max_gpus, o.requests, len);
     return {j, fmt::format("calc plan --engine {}: {}", o.engine, m.spec->name)};
   }
-  return {*best, fmt::format("calc plan --engine {}: {} on {} cards, {} requests of {} tokens",
-                             o.engine, m.spec->name, (*best)["gpus"].get<std::int64_t>(),
-                             o.requests, o.max_model_len)};
+  ojson j = to_json(m, *p.best);
+  j["gpus"] = p.gpus;
+  j["requests"] = o.requests;
+  return {j, fmt::format("calc plan --engine {}: {} on {} cards, {} requests of {} tokens",
+                         o.engine, m.spec->name, p.gpus, o.requests, len)};
 }
 
 }  // namespace calc::cli

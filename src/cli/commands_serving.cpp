@@ -11,6 +11,7 @@
 #include "plan/plan.h"
 #include "plan/roofline.h"
 #include "spec/format_summary.h"
+#include "plan/speculative.h"
 #include "spec/gpu_spec.h"
 #include "spec/model_reader.h"
 #include "tally/tally.h"
@@ -231,30 +232,26 @@ result run_roofline(const options& o) {
                          gpu.display, o.batch, o.context, o.prompt)};
 }
 
-result run_speculative(const options& o) {
-  // nan compares false with everything and inf gives 0 or inf: both are refused by name.
-  if (!std::isfinite(o.decode_ms) || o.decode_ms <= 0)
-    throw spec_error("--decode-ms", fmt::format("give the time of one ordinary decode step (a "
-                                                "finite number > 0), got {}",
-                                                o.decode_ms));
-  if (!std::isfinite(o.round_ms) || o.round_ms <= 0)
-    throw spec_error("--round-ms", fmt::format("give the draft + verify time of one round (a "
-                                               "finite number > 0), got {}",
-                                               o.round_ms));
-  if (!std::isfinite(o.accepted))
-    throw spec_error("--accepted", fmt::format("expected a finite number, got {}", o.accepted));
-  if (o.accepted < 1) throw spec_error("--accepted", "a round yields at least one valid token");
-  // §2.5.3: amortised time per output (T_s + T_v) / g, worth it when below T_d.
-  double amortised = o.round_ms / o.accepted;
+namespace {
+
+/// The speculative answer as JSON, keys as they have always been.
+ojson to_json(const speculative_request& q, const speculative_result& r) {
   ojson j;
-  j["decode_ms"] = o.decode_ms;
-  j["round_ms"] = o.round_ms;
-  j["accepted_per_round"] = o.accepted;
-  j["amortised_ms_per_token"] = amortised;
-  j["speedup"] = o.decode_ms / amortised;
-  j["beneficial"] = amortised < o.decode_ms;
-  j["break_even_accepted"] = o.round_ms / o.decode_ms;
-  return {j, "calc speculative"};
+  j["decode_ms"] = q.decode;
+  j["round_ms"] = q.round;
+  j["accepted_per_round"] = q.accepted;
+  j["amortised_ms_per_token"] = r.amortised;
+  j["speedup"] = r.speedup;
+  j["beneficial"] = r.beneficial;
+  j["break_even_accepted"] = r.break_even_accepted;
+  return j;
+}
+
+}  // namespace
+
+result run_speculative(const options& o) {
+  speculative_request q{o.decode_ms, o.round_ms, o.accepted};
+  return {to_json(q, plan_speculative(q)), "calc speculative"};
 }
 
 result run_models(const options&) {

@@ -119,20 +119,20 @@ void bind_group(CLI::App& app, options& o, option_group g, const command& c) {
                      "Tensor-parallel cards: heads and matrix columns split over them (default 1)");
       app.add_option("--pp,--pipeline-parallel-size", o.pp,
                      "Pipeline stages: contiguous layers per card group (default 1)");
-      only_in(app.add_option("--ep,--expert-parallel-size", o.ep,
-                             "Expert-parallel cards within the tp group: whole routed experts "
-                             "spread over them (default 1)"),
-              c, kPlainOnly);
+      // With --engine, --ep is refused by the engine question with its reason.
+      app.add_option("--ep,--expert-parallel-size", o.ep,
+                     "Expert-parallel cards within the tp group: whole routed experts spread "
+                     "over them (default 1)");
       only_in(app.add_option("--dp,--data-parallel-size", o.dp,
                              "Attention data parallel within the tp group: each of dp groups runs "
                              "attention for its own requests (SGLang's DP attention; default 1)"),
               c, kPlainOnly);
       return;
     case option_group::workspace:
-      only_in(app.add_option("--workspace", o.workspace,
-                             "Reserved bytes per card (activations, buffers), e.g. 2GiB (default "
-                             "2GiB); with --engine the engine's own budget replaces it"),
-              c, kPlainOnly);
+      // With --engine, refused by the engine question, which names what replaces it.
+      app.add_option("--workspace", o.workspace,
+                     "Reserved bytes per card (activations, buffers), e.g. 2GiB (default 2GiB); "
+                     "with --engine the engine's own budget replaces it");
       return;
     case option_group::search:
       app.add_option("--node-gpus", o.node_gpus,

@@ -85,6 +85,8 @@ struct options {
   std::int64_t max_num_seqs = 0;            // --max-num-seqs / --max-running-requests
   std::int64_t max_num_batched_tokens = 0;  // --max-num-batched-tokens / --chunked-prefill-size
   bool enable_prefix_caching = false;
+  std::string speculative_config;           // --speculative-config: vLLM's JSON
+  std::int64_t num_speculative_tokens = 0;  // --num-speculative-tokens
 };
 
 struct result {

@@ -89,9 +89,11 @@ checked request_blocks(const layer_cache& l, std::int64_t block_size, std::int64
 std::vector<std::size_t> layers_of_stage(const std::vector<layer_cache>& caches, std::int64_t total,
                                          std::int64_t pp, std::int64_t stage) {
   auto [first, count] = stage_layers(total, pp, stage);
+  // The last stage also holds the drafter's layers (indexed from `total` on).
+  std::int64_t end = stage == pp - 1 ? INT64_MAX : first + count;
   std::vector<std::size_t> out;
   for (std::size_t i = 0; i < caches.size(); ++i)
-    if (caches[i].layer >= first && caches[i].layer < first + count) out.push_back(i);
+    if (caches[i].layer >= first && caches[i].layer < end) out.push_back(i);
   return out;
 }
 
@@ -119,7 +121,7 @@ engine_capacity plan_single_group(const std::vector<layer_cache>& caches, const 
     for (std::size_t i : layers_of_stage(caches, layers_total, c.pipeline_parallel, stage))
       stage_token += caches[i].token_bytes;
     if (stage_token == 0) continue;
-    checked avail = max(c.available_kv_bytes, checked(0));
+    checked avail = max(stage_kv_bytes(c, stage), checked(0));
     std::int64_t blocks = (avail / (stage_token * bs)).value();
     if (fewest < 0 || blocks < fewest) fewest = blocks;
     token_all = max(token_all, stage_token);
@@ -150,10 +152,13 @@ engine_capacity plan_single_group(const std::vector<layer_cache>& caches, const 
 engine_capacity plan_hybrid(const std::vector<layer_cache>& caches, const rule_set& r,
                             const engine_config& c, std::int64_t layers_total, std::int64_t bs) {
   engine_capacity e;
-  std::int64_t state_pages = c.prefix_caching ? r.state_pages_prefix_caching : 1;
+  // A state keeps one page per request (two in prefix caching's align mode) plus one per
+  // speculative token (MambaSpec.max_memory_usage_bytes: num_speculative_blocks).
+  std::int64_t state_pages =
+      (c.prefix_caching ? r.state_pages_prefix_caching : 1) + c.speculative.tokens;
   std::int64_t batched = c.max_num_batched_tokens > 0 ? c.max_num_batched_tokens : 8192;
   // Page-size unification. Recurrent-state layers first raise the attention block size until
-  // one attention page holds a whole state (rounded to 16 tokens, the kernels' alignment);
+  // one attention page holds a whole state (rounded to the attention kernels' alignment);
   // the state page is padded up to it. Smaller attention pages then get proportionally larger
   // blocks so every page has the same bytes.
   checked max_token, max_state;
@@ -164,9 +169,17 @@ engine_capacity plan_hybrid(const std::vector<layer_cache>& caches, const rule_s
       max_token = max(max_token, l.token_bytes);
     }
   }
+  // The attention block is a multiple of what the attention kernels take: 64 tokens for MLA
+  // backends, 16 otherwise (HybridAttentionMambaModelConfig's kernel_block_alignment_size; 128
+  // for CUTLASS MLA and 32 for head size 256 with FlashInfer on Blackwell, backends calc does
+  // not model).
+  bool mla = std::any_of(caches.begin(), caches.end(),
+                         [](const layer_cache& l) { return l.type == layer_cache::kind::mla; });
+  const std::int64_t align = mla ? 64 : 16;
   std::int64_t attn_bs = bs;
   if (max_state > 0 && max_token > 0)
-    attn_bs = std::max(bs, (checked(16) * ceil_div(max_state, checked(16) * max_token)).value());
+    attn_bs =
+        std::max(bs, (checked(align) * ceil_div(max_state, checked(align) * max_token)).value());
   checked page = max_token > 0 ? max_token * attn_bs : max_state;
   std::map<std::string, std::int64_t> block_of;  // group key -> tokens per block
   std::vector<std::string> order;                // group keys in order of first appearance
@@ -221,7 +234,10 @@ engine_capacity plan_hybrid(const std::vector<layer_cache>& caches, const rule_s
   for (std::int64_t stage = 0; stage < c.pipeline_parallel; ++stage) {
     // Plain variables, not a structured binding: clang 14 (the fuzz build) cannot capture one.
     const auto range = stage_layers(layers_total, c.pipeline_parallel, stage);
-    const std::int64_t first = range.first, end = range.first + range.second;
+    // The last stage also holds the drafter's layers (indexed from layers_total on).
+    const std::int64_t first = range.first;
+    const std::int64_t end =
+        stage == c.pipeline_parallel - 1 ? INT64_MAX : range.first + range.second;
     std::int64_t stage_group = 0;
     for (const cache_group& g : e.groups) {
       auto n = std::count_if(g.layers.begin(), g.layers.end(),
@@ -229,7 +245,7 @@ engine_capacity plan_hybrid(const std::vector<layer_cache>& caches, const rule_s
       stage_group = std::max<std::int64_t>(stage_group, n);
     }
     if (stage_group == 0) continue;
-    checked avail = max(c.available_kv_bytes, checked(0));
+    checked avail = max(stage_kv_bytes(c, stage), checked(0));
     std::int64_t b = (avail / page / stage_group).value();
     if (blocks < 0 || b < blocks) blocks = b;
     worst_group = std::max(worst_group, stage_group);
@@ -275,7 +291,7 @@ engine_capacity plan_token_pool(const std::vector<layer_cache>& caches, const en
       k += caches[i].k_token_bytes;
     }
     if (cell == 0) continue;
-    checked avail = max(c.available_kv_bytes, checked(0));
+    checked avail = max(stage_kv_bytes(c, stage), checked(0));
     std::int64_t t = (avail / cell / page * page).value();
     if (tokens < 0 || t < tokens) {
       tokens = t;
@@ -327,17 +343,14 @@ const std::vector<rule_set>& rule_sets() {
        "vLLM 0.9 runs them on its V0 engine only (FalconH1ForCausalLM is SupportsV0Only; V1 "
        "hybrid attention/SSM models arrived with PR #20016 in 0.10), whose Mamba cache manager "
        "calc does not model; use --engine-version 0.10 or newer"},
-      {"vllm-v1-hybrid", "vllm", "0.10-0.13 (V1 hybrid allocator)", 10, 13,
-       hybrid_source,
+      {"vllm-v1-hybrid", "vllm", "0.10-0.13 (V1 hybrid allocator)", 10, 13, hybrid_source,
        pool::block_hybrid, print::blocks_per_group, true, 16},
       {"vllm-v1-merged-check", "vllm",
-       "0.14-0.15 (V1 hybrid allocator, memory checked against every stage)",
-       14, 15,
+       "0.14-0.15 (V1 hybrid allocator, memory checked against every stage)", 14, 15,
        "vllm/v1/core/kv_cache_utils.py (get_kv_cache_configs: the specs of all workers merged "
        "before _check_enough_kv_cache_memory, PR #29431; fixed by PR #33698)",
        pool::block_hybrid, print::blocks_per_group, true, 16, 1, true, nullptr, true},
-      {"vllm-v1-hybrid", "vllm", "0.16-0.23 (V1 hybrid allocator)", 16, 23,
-       hybrid_source,
+      {"vllm-v1-hybrid", "vllm", "0.16-0.23 (V1 hybrid allocator)", 16, 23, hybrid_source,
        pool::block_hybrid, print::blocks_per_group, true, 16},
       {"vllm-v1-derived", "vllm", ">=0.24 (GPU KV cache size = concurrency x max_model_len)", 24,
        99999, "vllm/v1/core/kv_cache_utils.py (_report_kv_cache_config)", pool::block_hybrid,
@@ -379,6 +392,14 @@ checked mamba2_state_bytes(const attention_mamba2& m, std::int64_t tp, const dty
   checked conv_values = channels / tp * std::max<std::int64_t>(0, m.conv_kernel - 1);
   checked ssm_values = checked(m.heads / tp) * m.head_dim * m.state_dim;
   return conv.bytes(conv_values) + ssm.bytes(ssm_values);
+}
+
+checked stage_kv_bytes(const engine_config& c, std::int64_t stage) {
+  if (c.rank_kv_bytes.empty()) return c.available_kv_bytes;
+  checked least = c.rank_kv_bytes.at(static_cast<std::size_t>(stage * c.tensor_parallel));
+  for (std::int64_t r = 0; r < c.tensor_parallel; ++r)
+    least = min(least, c.rank_kv_bytes.at(static_cast<std::size_t>(stage * c.tensor_parallel + r)));
+  return least;
 }
 
 std::int64_t kv_heads_per_rank(std::int64_t kv_heads, std::int64_t tp) {
@@ -433,7 +454,62 @@ layer_cache mamba2_cache(const attention_mamba2& m, std::int64_t index, std::int
   return l;
 }
 
+/// The attention cache of one MTP layer: the model's own full-attention (GQA or MLA) layer
+/// spec, the last one of the model (MTP blocks are built from the model's decoder layer).
+std::optional<layer_cache> mtp_cache(const graph& g, const dtype& kv, std::int64_t tp,
+                                     std::int64_t index) {
+  for (auto it = g.layers.rbegin(); it != g.layers.rend(); ++it) {
+    if (const auto* a = std::get_if<attention_gqa>(&it->attention);
+        a && !a->window && !a->kv_source) {
+      return gqa_cache(*a, index, kv, tp);
+    }
+    if (const auto* mla = std::get_if<attention_mla>(&it->attention)) {
+      layer_cache l;
+      l.layer = index;
+      l.type = layer_cache::kind::mla;
+      l.token_bytes = kv.bytes(checked(mla->kv_rank) + mla->qk_rope);
+      l.k_token_bytes = l.token_bytes;
+      return l;
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace
+
+/// The speculative drafter's caches, indexed after the model's layers.
+static void append_draft_caches(const graph& g, const engine_config& c,
+                                std::vector<layer_cache>& out) {
+  const speculative_config& s = c.speculative;
+  auto next = static_cast<std::int64_t>(g.layers.size());
+  if (s.draft == speculative_config::drafter::mtp) {
+    std::int64_t n = g.spec->mtp ? g.spec->mtp->layers : 0;
+    if (n <= 0)
+      throw spec_error("--speculative-config",
+                       fmt::format("method '{}' drafts with the model's MTP layers, and {} has "
+                                   "none (mtp in its file, num_nextn_predict_layers in a "
+                                   "config.json)",
+                                   s.method, g.spec->name));
+    const dtype& kv = c.kv_cache_dtype ? *c.kv_cache_dtype : g.spec->precision.kv;
+    for (std::int64_t i = 0; i < n; ++i) {
+      std::optional<layer_cache> l = mtp_cache(g, kv, c.tensor_parallel, next++);
+      if (!l)
+        throw spec_error("--speculative-config",
+                         fmt::format("{} has no full-attention layer for its MTP layers to "
+                                     "repeat; calc has no rule for their cache",
+                                     g.spec->name));
+      out.push_back(*l);
+    }
+  } else if (s.draft == speculative_config::drafter::model && s.draft_model) {
+    engine_config plain = c;
+    plain.speculative = {};
+    plain.speculative.tokens = s.tokens;  // a recurrent draft widens its state likewise
+    for (layer_cache l : layer_caches(*s.draft_model, plain)) {
+      l.layer += next;
+      out.push_back(l);
+    }
+  }
+}
 
 std::vector<layer_cache> layer_caches(const graph& g, const engine_config& c) {
   const precision_spec& p = g.spec->precision;
@@ -443,6 +519,8 @@ std::vector<layer_cache> layer_caches(const graph& g, const engine_config& c) {
   // (mamba_ssm_dtype in its config; the model's `recurrent` format here).
   const dtype& ssm = c.state_dtype ? *c.state_dtype : p.recurrent;
   std::int64_t tp = c.tensor_parallel;
+  // Proposed tokens widen the convolution window of linear-attention states.
+  const std::int64_t spec = c.speculative.tokens;
   std::vector<layer_cache> out;
   for (const layer& ly : g.layers) {
     layer_cache l;
@@ -469,14 +547,16 @@ std::vector<layer_cache> layer_caches(const graph& g, const engine_config& c) {
       checked channels =
           (checked(2) * gdn->qk_heads * gdn->key_dim + checked(gdn->v_heads) * gdn->value_dim) / tp;
       l.type = layer_cache::kind::state;
-      l.state_bytes = conv.bytes(channels * std::max<std::int64_t>(0, gdn->conv_kernel - 1)) +
-                      ssm.bytes(checked(gdn->v_heads / tp) * gdn->key_dim * gdn->value_dim);
+      l.state_bytes =
+          conv.bytes(channels * std::max<std::int64_t>(0, gdn->conv_kernel - 1 + spec)) +
+          ssm.bytes(checked(gdn->v_heads / tp) * gdn->key_dim * gdn->value_dim);
     } else if (const auto* kda = std::get_if<attention_kda>(&ly.attention)) {
       checked channels =
           (checked(2) * kda->heads * kda->key_dim + checked(kda->heads) * kda->value_dim) / tp;
       l.type = layer_cache::kind::state;
-      l.state_bytes = conv.bytes(channels * std::max<std::int64_t>(0, kda->conv_kernel - 1)) +
-                      ssm.bytes(checked(kda->heads / tp) * kda->key_dim * kda->value_dim);
+      l.state_bytes =
+          conv.bytes(channels * std::max<std::int64_t>(0, kda->conv_kernel - 1 + spec)) +
+          ssm.bytes(checked(kda->heads / tp) * kda->key_dim * kda->value_dim);
     } else if (const auto* m = std::get_if<attention_mamba2>(&ly.attention)) {
       out.push_back(mamba2_cache(*m, ly.index, tp, conv, ssm));
       continue;
@@ -491,6 +571,7 @@ std::vector<layer_cache> layer_caches(const graph& g, const engine_config& c) {
     }
     out.push_back(l);
   }
+  append_draft_caches(g, c, out);
   return out;
 }
 
@@ -536,6 +617,16 @@ engine_capacity plan_engine(const graph& g, const rule_set& r, const engine_conf
             fmt::format("layer {} runs attention and a Mamba2 mixer in parallel, which calc's "
                         "{} {} rules do not cover: {}",
                         ly.index, r.engine, r.versions, r.parallel_refusal));
+  const speculative_config& spec = c.speculative;
+  if (spec.tokens > 0 || spec.draft != speculative_config::drafter::none) {
+    // V0 ran a draft model in its own worker with its own cache engine; SGLang keeps draft
+    // pools of its own. Neither is modelled: an input error, not a guess.
+    if (r.layout == rule_set::pool::block_all_layers || r.layout == rule_set::pool::token_pool)
+      throw spec_error("--speculative-config",
+                       fmt::format("calc's {} {} rules do not model speculative decoding "
+                                   "(the draft's cache is allocated apart from the pool)",
+                                   r.engine, r.versions));
+  }
   std::vector<layer_cache> caches = layer_caches(g, c);
   if (caches.empty())
     throw spec_error("--model",

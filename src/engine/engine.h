@@ -63,6 +63,20 @@ const std::vector<rule_set>& rule_sets();
 /// --engine or --engine-version.
 const rule_set& find_rules(const std::string& engine, const std::string& version);
 
+/// Speculative decoding as vLLM V1 allocates it: the drafter's attention layers register KV
+/// cache specs beside the target's and take pages from the same pool (on the last pipeline
+/// stage), and recurrent-state layers keep room for the proposed tokens.
+struct speculative_config {
+  enum class drafter {
+    none,   // no draft layers in the pool (n-gram proposals)
+    mtp,    // the model's own multi-token-prediction layers (DeepSeek, GLM, Qwen3-Next MTP)
+    model,  // a separate draft model's layers (EAGLE, EAGLE-3), read from its config
+  } draft = drafter::none;
+  std::int64_t tokens = 0;             // num_speculative_tokens; 0 = speculative decoding off
+  const graph* draft_model = nullptr;  // drafter::model: the draft's graph
+  std::string method;                  // as given, for messages and output
+};
+
 /// The engine's knobs, spelled as the engine spells them (the CLI fills this).
 struct engine_config {
   std::int64_t tensor_parallel = 1;         // --tensor-parallel-size / --tp
@@ -75,7 +89,15 @@ struct engine_config {
   std::optional<dtype> state_dtype;         // --mamba-ssm-cache-dtype; none = the model's
   bool prefix_caching = false;              // --enable-prefix-caching
   checked available_kv_bytes;               // per rank: the log's line, or an estimate
+  /// Each rank's own KV memory, in vLLM's rank order (pp_rank x tp + tp_rank), when the ranks
+  /// differ; empty: every rank has available_kv_bytes (then the smallest of this list).
+  std::vector<checked> rank_kv_bytes;
+  speculative_config speculative;  // --speculative-config / --num-speculative-tokens
 };
+
+/// The KV memory of the ranks of pipeline stage `stage`, the smallest of them (each rank sizes
+/// its own pool; the engine keeps the smallest block count).
+checked stage_kv_bytes(const engine_config& c, std::int64_t stage);
 
 /// What the engine keeps for one layer on one rank.
 struct layer_cache {
@@ -100,8 +122,11 @@ checked mamba2_state_bytes(const attention_mamba2& m, std::int64_t tp, const dty
 /// TP degree are replicated, one per rank.
 std::int64_t kv_heads_per_rank(std::int64_t kv_heads, std::int64_t tp);
 
-/// Every layer's cache on one rank, at the engine's formats. Layers that keep nothing of their
-/// own have no entry: `attention: none` and layers with a `kv_source` (vLLM V1 gives them no
+/// Every layer's cache on one rank, at the engine's formats, then the speculative drafter's
+/// layers (indices from the model's layer count on, so they sit on the last pipeline stage).
+/// Gated DeltaNet and KDA convolution states keep num_speculative_tokens more slots
+/// (vLLM's gated_delta_net_state_shape / kda_state_shape num_spec). Layers that keep nothing of
+/// their own have no entry: `attention: none` and layers with a `kv_source` (vLLM V1 gives them no
 /// KV cache spec; they read their source layer's pages). A `k_is_v` layer is stored as K and V
 /// like any GQA layer (vLLM's Gemma 4 loads the K weights into the V slot and caches both).
 /// Throws spec_error for attention kinds the engine rules do not cover (DeepSeek sparse

@@ -63,13 +63,24 @@ gpu_spec read_gpu_file(const std::string& path) {
   if (m.has("interconnect")) g.interconnect = read_size(m, "interconnect");
   g.nvlink_domain = m.integer("nvlink_domain", 1);
   if (g.nvlink_domain > limits::cards)
-    throw spec_error(location_of(m.required("nvlink_domain"), m.file()), m.path_of("nvlink_domain"),
-                     fmt::format("{} cards is more than the limit of {}", g.nvlink_domain,
-                                 limits::cards));
+    throw spec_error(
+        location_of(m.required("nvlink_domain"), m.file()), m.path_of("nvlink_domain"),
+        fmt::format("{} cards is more than the limit of {}", g.nvlink_domain, limits::cards));
   g.source = m.text("source");
+  if (m.has("runtime_memory")) {
+    // Both or neither: a runtime figure without its source is a guess (docs/gpus.md).
+    g.runtime_memory = read_size(m, "runtime_memory");
+    g.runtime_memory_source = m.text("runtime_memory_source");
+  } else if (m.has("runtime_memory_source")) {
+    (void)m.required("runtime_memory");
+  }
   m.finish({"name", "display", "memory", "bandwidth", "bf16_tflops", "fp8_tflops", "fp4_tflops",
-            "interconnect", "nvlink_domain", "source"});
+            "interconnect", "nvlink_domain", "source", "runtime_memory", "runtime_memory_source"});
   return g;
+}
+
+std::int64_t engine_visible_memory(const gpu_spec& g) {
+  return g.runtime_memory > 0 ? g.runtime_memory : g.memory;
 }
 
 gpu_spec find_gpu(const std::string& name_or_path) {

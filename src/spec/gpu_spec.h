@@ -1,4 +1,6 @@
-// GpuSpec: one accelerator of the catalogue in models/gpus/ (memory as sold, in decimal bytes).
+// GpuSpec: one accelerator of the catalogue in models/gpus/: memory as sold (decimal bytes, what
+// plain `capacity` and the chapter use) and, where a public record was found, the memory the CUDA
+// runtime reports (what serving engines multiply by their memory fraction).
 #pragma once
 
 #include <cstdint>
@@ -8,18 +10,26 @@
 namespace calc {
 
 struct gpu_spec {
-  std::string name;               // catalogue key, e.g. "rtx-4090"
-  std::string display;            // e.g. "NVIDIA GeForce RTX 4090"
-  std::int64_t memory = 0;        // bytes, decimal as sold (24 GB = 24e9 B; §2.6.2)
-  std::int64_t bandwidth = 0;     // memory bandwidth, bytes per second
-  double bf16_tflops = 0;         // dense BF16 tensor peak, 1e12 FLOP/s
-  double fp8_tflops = 0;          // dense FP8 tensor peak (0 when the GPU has no FP8 units)
-  double fp4_tflops = 0;          // dense FP4 tensor peak (0 when the GPU has no FP4 units)
-  std::int64_t interconnect = 0;  // GPU-to-GPU bandwidth per direction, bytes per second
+  std::string name;         // catalogue key, e.g. "rtx-4090"
+  std::string display;      // e.g. "NVIDIA GeForce RTX 4090"
+  std::int64_t memory = 0;  // bytes, decimal as sold (24 GB = 24e9 B; §2.6.2)
+  /// Bytes the CUDA runtime reports as the card's total (cudaMemGetInfo / totalGlobalMem, the
+  /// "total_gpu_memory" of vLLM's logs); 0 when no public record of it was found.
+  std::int64_t runtime_memory = 0;
+  std::string runtime_memory_source;  // where runtime_memory was read; empty when it is 0
+  std::int64_t bandwidth = 0;         // memory bandwidth, bytes per second
+  double bf16_tflops = 0;             // dense BF16 tensor peak, 1e12 FLOP/s
+  double fp8_tflops = 0;              // dense FP8 tensor peak (0 when the GPU has no FP8 units)
+  double fp4_tflops = 0;              // dense FP4 tensor peak (0 when the GPU has no FP4 units)
+  std::int64_t interconnect = 0;      // GPU-to-GPU bandwidth per direction, bytes per second
   std::int64_t nvlink_domain = 1;  // cards joined by the fast link (NVLink / xGMI): TP spans these
-  std::string source;             // where the figures come from
+  std::string source;              // where the figures come from
   std::string file;
 };
+
+/// The memory an engine sees on one card: the runtime-visible total where the catalogue has it,
+/// else the figure as sold (docs/gpus.md: the fallback rule).
+std::int64_t engine_visible_memory(const gpu_spec& g);
 
 /// Reads one GPU file strictly (unknown keys, bad sizes: located spec_error).
 gpu_spec read_gpu_file(const std::string& path);

@@ -402,9 +402,11 @@ TEST_CASE("capacity --engine: golden Markdown, the engine's log lines, input err
   outcome l = run({"capacity", "--model", "qwen3-8b", "--gpu", "rtx-4090"});
   CHECK(l.code == 2);
   CHECK(l.err == "--length: give at least one context length\n");
-  outcome m = run({"capacity", "--engine", "vllm", "--model", "qwen3-8b", "--kv-memory", "1GiB"});
-  CHECK(m.code == 2);
-  CHECK(m.err == "--max-model-len: must be at least 1, got 0\n");
+  // Without a length the engines hold the model's own limit (max_position_embeddings).
+  outcome m = run({"capacity", "--engine", "sglang", "--model", "qwen3-8b", "--kv-memory", "1GiB",
+                   "--format", "json"});
+  CHECK(m.code == 0);
+  CHECK(m.out.find("\"max_model_len\": 40960") != std::string::npos);
   outcome e = run({"capacity", "--engine", "trtllm", "--model", "qwen3-8b"});
   CHECK(e.code == 2);
   CHECK(e.err.find("--engine") != std::string::npos);

@@ -6,12 +6,15 @@
 #include <doctest/doctest.h>
 #include <yaml-cpp/yaml.h>
 
+#include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
 #include "cli/cli.h"
 #include "common/error.h"
+#include "spec/gpu_spec.h"
 #include "test_model.h"
 
 namespace {
@@ -184,6 +187,98 @@ TEST_CASE("engine: recurrent-state layers raise the attention block to hold a st
   CHECK(aligned["blocks_per_request"] == 63 + 3 * 2);
   ojson older = run({"--enable-prefix-caching", "--engine-version", "0.11"});
   CHECK(older["blocks_per_request"] == 63 + 3);
+}
+
+TEST_CASE("engine: an MLA attention block in a hybrid model is a multiple of 64 tokens") {
+  // Kimi-Linear-48B-A3B (20 KDA + 7 MLA layers) at TP 2, as in vLLM issue #28228: a KDA state of
+  // 36,864 + 1,048,576 = 1,085,440 B per rank and an MLA token of 576 x 2 B = 1,152 B. vLLM's
+  // MLA backends take blocks in multiples of 64 tokens: 64 x ceil(1,085,440 / 73,728) = 960
+  // (the log's "Setting attention block size to 960 tokens"); 16-token alignment would give 944.
+  ojson j =
+      engine_run({"capacity", "--engine", "vllm", "--engine-version", "0.11", "--model",
+                  source("tests/fixtures/hf/kimi-linear-48b-a3b-instruct.json"), "--max-model-len",
+                  "120000", "--tensor-parallel-size", "2", "--kv-memory", "2.30GiB", "-f", "json"});
+  CHECK(j["block_size"] == 960);
+  CHECK(j["page_bytes"] == 960 * 1152);
+  // The state padded by 20,480 B: the log's "Padding mamba page size by 1.89%".
+  CHECK(two(100.0 * (960.0 * 1152 - 1085440) / 1085440) == doctest::Approx(1.89));
+  // A GQA hybrid keeps the 16-token alignment (Qwen3.6-35B-A3B: 2,096 = 16 x 131).
+  ojson gqa =
+      engine_run({"capacity", "--engine", "vllm", "--model", "qwen3.6-35b-a3b", "--max-model-len",
+                  "131072", "--kv-cache-dtype", "fp8", "--kv-memory", "6GiB", "-f", "json"});
+  CHECK(gqa["block_size"] == 2096);
+}
+
+TEST_CASE("engine: speculative decoding in the pool") {
+  // GLM-4.5-Air (tests/fixtures/hf): 46 layers of 8 KV heads x 128, 4,096 B per layer and token,
+  // 16-token pages of 65,536 B, and one MTP layer (num_nextn_predict_layers 1). vLLM registers
+  // the MTP layer's attention beside the model's: 47 full-attention layers share the pool.
+  std::string glm = source("tests/fixtures/hf/glm-4.5-air.json");
+  auto run = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = {
+        "capacity", "--engine",    "vllm",  "--model", glm,   "--max-model-len",
+        "32768",    "--kv-memory", "10GiB", "-f",      "json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return engine_run(args);
+  };
+  ojson plain = run({});
+  CHECK(plain["blocks"] == (10LL << 30) / 65536 / 46);
+  ojson mtp = run({"--speculative-config", R"({"method": "mtp", "num_speculative_tokens": 1})"});
+  CHECK(mtp["blocks"] == (10LL << 30) / 65536 / 47);
+  CHECK(mtp["groups"][0]["layers"] == 47);
+  CHECK(mtp["speculative_method"] == "mtp");
+  CHECK(mtp["num_speculative_tokens"] == 1);
+  // One request needs 47 layers' pages at PP 1; at PP 2 the MTP layer sits on the last stage
+  // (23 + 23 + 1 = 24 layers there), which then decides the blocks.
+  CHECK(mtp["max_model_len_kv_bytes"] == 47LL * 65536 * 2048);
+  ojson pp = run({"--speculative-config", R"({"method": "mtp", "num_speculative_tokens": 1})",
+                  "--pipeline-parallel-size", "2"});
+  CHECK(pp["blocks"] == (10LL << 30) / 65536 / 24);
+  // Proposals without draft layers (n-gram, or --num-speculative-tokens alone) leave the pool
+  // of an attention-only model as it is.
+  CHECK(run({"--num-speculative-tokens", "3"})["blocks"] == plain["blocks"]);
+  // An EAGLE draft's own layer joins the pool with its own cache spec: 2 x 64 x 2 x 2 B = 512 B
+  // per token, a smaller page that vLLM unifies by a larger block (16 x 8 = 128 tokens). A kind
+  // of one layer makes the group size 1 (rule 5): 46 target groups and the draft's.
+  ojson eagle =
+      run({"--speculative-config",
+           R"({"method": "eagle3", "num_speculative_tokens": 3, "model": ")" +
+               source("tests/fixtures/engine-logs/models/draft-one-layer-test.yaml") + R"("})"});
+  REQUIRE(eagle["groups"].size() == 47);
+  CHECK(eagle["groups"][46]["block_size"] == 128);
+  CHECK(eagle["groups"][46]["layers"] == 1);
+  CHECK(eagle["blocks"] == (10LL << 30) / 65536);
+  CHECK(eagle["blocks_per_request"] == 46 * 2048 + 32768 / 128);
+  // Recurrent states keep one page per proposed token more (MambaSpec num_speculative_blocks),
+  // and their convolution window grows by the proposed tokens: Qwen3.6-35B-A3B with 2 tokens
+  // keeps 5 conv slots, 5 x 8,192 x 2 B + 2,097,152 B = 2,179,072 B = 133 x 16,384 B, so
+  // 2,128-token blocks; a request takes ceil(131072 / 2128) = 62 blocks + 3 groups x 3 pages.
+  ojson gdn = engine_run({"capacity", "--engine", "vllm", "--model", "qwen3.6-35b-a3b",
+                          "--max-model-len", "131072", "--kv-cache-dtype", "fp8", "--kv-memory",
+                          "6GiB", "--num-speculative-tokens", "2", "-f", "json"});
+  CHECK(gdn["block_size"] == 2128);
+  CHECK(gdn["blocks_per_request"] == 62 + 3 * 3);
+  // Refused where calc has no rule, and for a model without MTP layers.
+  CHECK_THROWS_WITH(
+      engine_run({"capacity", "--engine", "vllm", "--model", "qwen3-8b", "--max-model-len", "8192",
+                  "--kv-memory", "1GiB", "--speculative-config",
+                  R"({"method": "mtp", "num_speculative_tokens": 1})"}),
+      doctest::Contains("has none"));
+  CHECK_THROWS_WITH(
+      engine_run({"capacity", "--engine", "sglang", "--model", "qwen3-8b", "--max-model-len",
+                  "8192", "--kv-memory", "1GiB", "--num-speculative-tokens", "2"}),
+      doctest::Contains("do not model speculative decoding"));
+  CHECK_THROWS_WITH(run({"--speculative-config", R"({"method": "medusa"})"}),
+                    doctest::Contains("give num_speculative_tokens"));
+  CHECK_THROWS_WITH(
+      run({"--speculative-config", R"({"method": "medusa", "num_speculative_tokens": 2})"}),
+      doctest::Contains("'medusa' is not modelled"));
+  CHECK_THROWS_WITH(run({"--speculative-config", "{not json"}),
+                    doctest::Contains("--speculative-config: expected a JSON object"));
+  CHECK_THROWS_WITH(
+      run({"--speculative-config", R"({"method": "mtp", "num_speculative_tokens": 2})",
+           "--num-speculative-tokens", "3"}),
+      "--num-speculative-tokens: 3 disagrees with --speculative-config's 2");
 }
 
 TEST_CASE("engine: a Mamba2 state is vLLM's conv and temporal state, per rank") {
@@ -473,9 +568,9 @@ TEST_CASE("engine: vLLM 0.14-0.15 check one rank's memory against every stage's 
   CHECK(merged["blocks"] == run("0.13")["blocks"]);
   CHECK(merged["blocks"] == 2730);
   // Without pipeline parallelism both checks are the same.
-  ojson one = engine_run({"capacity", "--engine", "vllm", "--engine-version", "0.15", "--model",
-                          "qwen3-8b", "--max-model-len", "32768", "--kv-memory", "3GiB", "-f",
-                          "json"});
+  ojson one =
+      engine_run({"capacity", "--engine", "vllm", "--engine-version", "0.15", "--model", "qwen3-8b",
+                  "--max-model-len", "32768", "--kv-memory", "3GiB", "-f", "json"});
   CHECK(one["max_model_len_kv_bytes"] == 36LL * 4096 * 32768);
 }
 
@@ -544,6 +639,8 @@ TEST_CASE("engine: every startup log in tests/fixtures/engine-logs is reproduced
       ok = ok && lo["kv_cache_tokens"].get<std::int64_t>() <= t &&
            t <= hi["kv_cache_tokens"].get<std::int64_t>();
     }
+    if (logged["block_size"])  // "Setting attention block size to N tokens" (hybrid models)
+      ok = ok && mid["block_size"].get<std::int64_t>() == logged["block_size"].as<std::int64_t>();
     if (logged["blocks"]) {
       auto b = logged["blocks"].as<std::int64_t>();
       ok = ok && lo["blocks"].get<std::int64_t>() <= b && b <= hi["blocks"].get<std::int64_t>();
@@ -580,7 +677,7 @@ TEST_CASE("engine: every startup log in tests/fixtures/engine-logs is reproduced
       CHECK_FALSE(ok);
     }
   }
-  CHECK(reproduced >= 17);
+  CHECK(reproduced >= 18);
 }
 
 TEST_CASE("engine: a Hugging Face config.json goes through the same engine rules") {
@@ -600,23 +697,189 @@ TEST_CASE("engine: a Hugging Face config.json goes through the same engine rules
 }
 
 TEST_CASE("engine: without --kv-memory the memory is estimated, and weights can leave none") {
-  // qwen3-8b on one H100 (80 GB as sold) at 0.9: 72e9 B - 16,381,470,720 B of weights - the
-  // activation estimate 8192 x (4 x 4096 + 2 x 12288) x 2 B + 1 GiB.
+  // qwen3-8b on one H100 SXM at 0.9 of the memory the CUDA runtime reports (85,045,477,376 B,
+  // models/gpus/h100-sxm.yaml) - 16,381,470,720 B of weights - the activation estimate
+  // 8192 x (4 x 4096 + 2 x 12288) x 2 B + 1 GiB.
   ojson j = engine_run({"capacity", "--engine", "vllm", "--model", "qwen3-8b", "--gpu", "h100-sxm",
                         "--max-model-len", "32768", "-f", "json"});
   std::int64_t activation = 8192LL * (4 * 4096 + 2 * 12288) * 2 + (1LL << 30);
   CHECK(j["activation_estimate_bytes"] == activation);
-  CHECK(j["available_kv_bytes"] == 72000000000LL - 16381470720LL - activation);
-  // SGLang: the fraction covers weights and pool; no activation term.
+  CHECK(j["card_memory_bytes"] == 85045477376LL);
+  CHECK(j["available_kv_bytes"] == 85045477376LL * 9 / 10 - 16381470720LL - activation);
+  CHECK(j["available_kv_source"].get<std::string>().find("runtime-visible memory") !=
+        std::string::npos);
+  // SGLang: the fraction of the same runtime figure covers weights and pool; no activation term.
   ojson s =
       engine_run({"capacity", "--engine", "sglang", "--model", "qwen3-8b", "--gpu", "h100-sxm",
                   "--max-model-len", "32768", "--mem-fraction-static", "0.8", "-f", "json"});
-  CHECK(s["available_kv_bytes"] == 64000000000LL - 16381470720LL);
-  // DeepSeek-V3 in bf16 (not its published FP8) does not fit 8 x H200 at all.
+  CHECK(s["available_kv_bytes"] == 85045477376LL * 8 / 10 - 16381470720LL);
+  // A card without a runtime figure in the catalogue (H200) falls back to the memory as sold,
+  // and says so. DeepSeek-V3 in bf16 does not fit 8 x H200 at all.
   ojson none = engine_run({"capacity", "--engine", "vllm", "--model", "deepseek-v3", "--gpu",
                            "h200", "--tp", "8", "--max-model-len", "32768", "--weights", "bf16",
                            "-f", "json"});
+  CHECK(none["card_memory_bytes"] == 141000000000LL);
+  CHECK(none["available_kv_source"].get<std::string>().find("memory as sold (no runtime figure)") !=
+        std::string::npos);
   CHECK(none["fits"] == false);
   CHECK(none["blocks"] == 0);
   CHECK(none["reason"].get<std::string>().rfind("no memory is left for the KV cache", 0) == 0);
+}
+
+TEST_CASE("engine: the budget without --kv-memory against vLLM's memory-profiling log") {
+  // tests/fixtures/engine-logs/profiles/llama-3-8b-vllm-0.6-h100.yaml: calc's weights per rank
+  // and the budget's structure, with the log's non-torch and activation terms given.
+  YAML::Node f =
+      YAML::LoadFile(source("tests/fixtures/engine-logs/profiles/llama-3-8b-vllm-0.6-h100.yaml"));
+  REQUIRE(f["source"].as<std::string>().rfind("https://", 0) == 0);
+  const double gib = static_cast<double>(1LL << 30);
+  for (const auto& run : f["runs"]) {
+    std::string tp = run["tp"].as<std::string>();
+    CAPTURE(tp);
+    double rest = std::stod(run["non_torch_gib"].as<std::string>()) +
+                  std::stod(run["activation_gib"].as<std::string>());
+    ojson j = engine_run({"capacity", "--engine", "vllm", "--engine-version",
+                          f["version"].as<std::string>(), "--model", f["model"].as<std::string>(),
+                          "--gpu", source(f["gpu"].as<std::string>()), "--gpu-memory-utilization",
+                          f["gpu_memory_utilization"].as<std::string>(), "--max-model-len", "8192",
+                          "--tensor-parallel-size", tp, "--activation-memory",
+                          calc::engine::two_decimals(rest) + "GiB", "-f", "json"});
+    // The weights per rank as the log prints them (two decimals of GiB).
+    CHECK(two(j["weight_bytes_per_rank"].get<double>() / gib) ==
+          doctest::Approx(std::stod(run["weights_gib"].as<std::string>())));
+    // The instance's share: runtime total x utilisation.
+    CHECK(two(j["card_memory_bytes"].get<double>() * 0.9 / gib) ==
+          doctest::Approx(std::stod(run["can_use_gib"].as<std::string>())));
+    // The rest, within the rounding of the log's four two-decimal terms.
+    double available = j["available_kv_bytes"].get<double>() / gib;
+    CHECK(std::abs(available - std::stod(run["available_gib"].as<std::string>())) <= 0.03);
+  }
+}
+
+TEST_CASE("engine: the catalogue's runtime-visible memory needs its source") {
+  calc::gpu_spec h100 = calc::find_gpu("h100-sxm");
+  CHECK(h100.memory == 80000000000LL);          // as sold: plain capacity and the chapter
+  CHECK(h100.runtime_memory == 85045477376LL);  // as the CUDA runtime reports it
+  CHECK(h100.runtime_memory_source.find("https://") != std::string::npos);
+  CHECK(calc::engine_visible_memory(h100) == 85045477376LL);
+  calc::gpu_spec h200 = calc::find_gpu("h200");
+  CHECK(h200.runtime_memory == 0);
+  CHECK(calc::engine_visible_memory(h200) == 141000000000LL);
+  // Every runtime figure of the catalogue has a source and lies within 10 % of the figure as
+  // sold (ECC and driver reservations, or GiB sold as "GB"), so a typo cannot pass.
+  for (const calc::gpu_spec& g : calc::gpu_catalogue()) {
+    CAPTURE(g.name);
+    if (g.runtime_memory == 0) continue;
+    CHECK(!g.runtime_memory_source.empty());
+    CHECK(g.runtime_memory * 10 > g.memory * 9);
+    CHECK(g.runtime_memory * 10 < g.memory * 11);
+  }
+  std::filesystem::path dir = std::filesystem::temp_directory_path() / "calc-engine-gpu";
+  std::filesystem::create_directories(dir);
+  std::string file = (dir / "no-source.yaml").string();
+  {
+    std::ofstream out(file);
+    out << "name: no-source\nmemory: 24GB\nbandwidth: 1TB\nbf16_tflops: 100\nnvlink_domain: "
+           "1\nsource: test\n"
+           "runtime_memory: 25386352640B\n";
+  }
+  CHECK_THROWS_WITH(calc::read_gpu_file(file), doctest::Contains("runtime_memory_source"));
+}
+
+TEST_CASE("engine: a per-rank --kv-memory list keeps the smallest rank's blocks") {
+  // Qwen3-8B at TP 2: 36 layers x 4 KV heads x 128 x 2 (K, V) x 2 B = 2,048 B per layer and
+  // token, 16-token pages of 32,768 B; vLLM sizes each worker's pool from its own memory and
+  // keeps the smallest block count (get_kv_cache_configs).
+  auto run = [](const std::string& memory, const char* tp, const char* pp) {
+    return engine_run({"capacity", "--engine", "vllm", "--model", "qwen3-8b", "--max-model-len",
+                       "32768", "--tensor-parallel-size", tp, "--pipeline-parallel-size", pp,
+                       "--kv-memory", memory, "-f", "json"});
+  };
+  ojson list = run("10GiB,9GiB", "2", "1");
+  ojson least = run("9GiB", "2", "1");
+  CHECK(list["blocks"] == least["blocks"]);
+  CHECK(list["blocks"] == (9LL << 30) / 32768 / 36);
+  CHECK(list["available_kv_bytes"] == (9LL << 30));
+  REQUIRE(list["rank_kv_bytes"].size() == 2);
+  CHECK(list["rank_kv_bytes"][0] == (10LL << 30));
+  // Pipeline parallel 2 at TP 1: rank r holds stage r (vLLM's rank order pp_rank x tp +
+  // tp_rank); 18 layers x 4,096 B x 16 per page on each. Stage 1 with 5 GiB decides, though
+  // stage 0 alone would hold 8 GiB's worth.
+  ojson pp = run("8GiB,5GiB", "1", "2");
+  CHECK(pp["blocks"] == (5LL << 30) / 65536 / 18);
+  ojson pp_swapped = run("5GiB,8GiB", "1", "2");
+  CHECK(pp_swapped["blocks"] == pp["blocks"]);
+  // TP 2 x PP 2: ranks 0, 1 are stage 0; ranks 2, 3 stage 1.
+  ojson both = run("6GiB,7GiB,3GiB,9GiB", "2", "2");
+  CHECK(both["blocks"] == (3LL << 30) / 32768 / 18);
+  CHECK_THROWS_WITH(run("6GiB,7GiB,3GiB", "2", "2"),
+                    "--kv-memory: 3 values for 4 ranks (tp 2 x pp 2): give one value for every "
+                    "rank, or one per rank");
+}
+
+TEST_CASE("engine: every option of plain capacity and plan is applied or refused") {
+  std::vector<std::string> base = {
+      "capacity", "--engine",    "vllm",  "--model", "qwen3-8b", "--max-model-len",
+      "32768",    "--kv-memory", "10GiB", "-f",      "json"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = base;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return engine_run(args);
+  };
+  // Refused, each naming what the engine takes instead.
+  SUBCASE("--gpus") {
+    CHECK_THROWS_WITH(with({"--gpus", "2"}), doctest::Contains("--gpus: is not an option"));
+  }
+  SUBCASE("--workspace") {
+    CHECK_THROWS_WITH(with({"--workspace", "4GiB"}),
+                      doctest::Contains("--workspace: not taken with --engine"));
+    CHECK_THROWS_WITH(
+        engine_run({"plan", "--engine", "vllm", "--model", "qwen3-8b", "--gpu", "h100-sxm",
+                    "--max-model-len", "8192", "--requests", "4", "--workspace", "4GiB"}),
+        doctest::Contains("--workspace: not taken with --engine"));
+  }
+  SUBCASE("--shared-prefix") {
+    CHECK_THROWS_WITH(with({"--shared-prefix", "1024"}),
+                      doctest::Contains("--shared-prefix: not taken with --engine"));
+  }
+  SUBCASE("--requests") {
+    CHECK_THROWS_WITH(with({"--requests", "8"}),
+                      doctest::Contains("--requests: not taken by capacity --engine"));
+  }
+  SUBCASE("--ep") {
+    CHECK_THROWS_WITH(with({"--ep", "2"}), doctest::Contains("--ep: not taken with --engine"));
+  }
+  SUBCASE("--weight-bytes") {
+    CHECK_THROWS_WITH(with({"--weight-bytes", "10GB"}),
+                      doctest::Contains("--weight-bytes: not taken with --engine"));
+  }
+  SUBCASE("--page-tokens is the engine's block size") {
+    ojson page = with({"--page-tokens", "32"});
+    ojson block = with({"--block-size", "32"});
+    CHECK(page["block_size"] == 32);
+    CHECK(page["blocks"] == block["blocks"]);
+    CHECK(page["blocks"] != with({})["blocks"]);
+    // One option under two spellings: given twice, the parser refuses it.
+    CHECK_THROWS_WITH(with({"--page-tokens", "32", "--block-size", "16"}),
+                      doctest::Contains("At Most 1 required but received 2"));
+  }
+  SUBCASE("--length is the engine's context length") {
+    ojson by_length = engine_run({"capacity", "--engine", "sglang", "--model", "qwen3-8b",
+                                  "--length", "32K", "--kv-memory", "10GiB", "-f", "json"});
+    CHECK(by_length["max_model_len"] == 32768);
+    CHECK_THROWS_WITH(with({"--length", "8192"}),
+                      doctest::Contains("At Most 1 required but received 2"));
+    CHECK_THROWS_WITH(engine_run({"capacity", "--engine", "vllm", "--model", "qwen3-8b", "--length",
+                                  "8K,16K", "--kv-memory", "10GiB"}),
+                      "--length: give one context length with --engine (the engine's "
+                      "--max-model-len)");
+    ojson plan = engine_run({"plan", "--engine", "vllm", "--model", "qwen3-8b", "--gpu", "h100-sxm",
+                             "--length", "8192", "--requests", "4", "-f", "json"});
+    CHECK(plan["max_model_len"] == 8192);
+    CHECK(plan["gpus"] == 1);
+    // Without either, the engines' default: the model's max_position_embeddings.
+    ojson limit = engine_run({"capacity", "--engine", "sglang", "--model", "qwen3-8b",
+                              "--kv-memory", "10GiB", "-f", "json"});
+    CHECK(limit["max_model_len"] == 40960);
+  }
 }
