@@ -92,6 +92,7 @@ constexpr int kDeltaCols = 128;      // value columns per block: 32 lanes x floa
 constexpr int kMoeSlices = 8;        // the input width is split over 8 warps
 constexpr int kMoeCols = 256;        // output columns per block: 32 lanes x 8 BF16 (16 bytes)
 constexpr int kMoeMaxRows = 8;       // rows of one expert multiplied per pass over its weights
+constexpr int kSparseTile = 32;  // records one sparse-decode block gathers per pass (a warp each)
 }  // namespace blocking
 
 /// Splits of a GQA decode's sequence.
