@@ -219,50 +219,65 @@ void delta_chunk_blocked(const float* q, const float* k, const float* v, const f
 void sparse_decode_blocked(const bf16_bits* q, const bf16_bits* window, const bf16_bits* entries,
                            const int* selected, float* out, const sparse_decode_params& p) {
   const int w = p.width, n = p.window + p.selected, tile = blocking::kSparseTile;
+  const int per_split = sparse_split_records(p);
   const float scale = 1.0f / std::sqrt(static_cast<float>(w));
   std::vector<float> rec(static_cast<std::size_t>(tile) * w);
   for (int b = 0; b < p.batch; ++b) {
-    std::vector<online_softmax> heads(static_cast<std::size_t>(p.heads), online_softmax(w));
-    for (int start = 0; start < n; start += tile) {
-      const int c = std::min(tile, n - start);
-      for (int r = 0; r < c; ++r) {  // the gather: one record per warp, 16-byte loads
-        const int j = start + r;
-        const bf16_bits* src =
-            j < p.window ? window + (as_long(b) * p.window + j) * w
-                         : entries + (as_long(b) * p.n_entries +
-                                      selected[as_long(b) * p.selected + (j - p.window)]) *
-                                         w;
-        for (int e = 0; e < w; ++e)
-          rec[static_cast<std::size_t>(r * w + e)] = bf16_to_float(src[e]);
-      }
-      for (int h = 0; h < p.heads; ++h) {
-        const bf16_bits* qh = q + (as_long(b) * p.heads + h) * w;
-        online_softmax& run = heads[static_cast<std::size_t>(h)];
-        float s[blocking::kSparseTile], top = run.m;
-        for (int r = 0; r < c; ++r) {
-          float dot = 0;
+    // parts[h][s]: head h's running (max, sum, output) over split s.
+    std::vector<std::vector<online_softmax>> parts(static_cast<std::size_t>(p.heads));
+    for (int j0 = 0; j0 < n; j0 += per_split) {  // one block per (split, request)
+      std::vector<online_softmax> heads(static_cast<std::size_t>(p.heads), online_softmax(w));
+      for (int start = j0; start < std::min(n, j0 + per_split); start += tile) {
+        const int c = std::min({tile, n - start, j0 + per_split - start});
+        for (int r = 0; r < c; ++r) {  // the gather: 16-byte loads of each record
+          const int j = start + r;
+          const bf16_bits* src =
+              j < p.window ? window + (as_long(b) * p.window + j) * w
+                           : entries + (as_long(b) * p.n_entries +
+                                        selected[as_long(b) * p.selected + (j - p.window)]) *
+                                           w;
           for (int e = 0; e < w; ++e)
-            dot += bf16_to_float(qh[e]) * rec[static_cast<std::size_t>(r * w + e)];
-          s[r] = dot * scale;
-          top = std::max(top, s[r]);
+            rec[static_cast<std::size_t>(r * w + e)] = bf16_to_float(src[e]);
         }
-        // Merge the tile: rescale the running sums once to the new max, then add the tile.
-        const float keep = std::exp(run.m - top);
-        run.l *= keep;
-        for (float& a : run.acc) a *= keep;
-        for (int r = 0; r < c; ++r) {
-          const float wt = std::exp(s[r] - top);
-          run.l += wt;
-          for (int e = 0; e < w; ++e)
-            run.acc[static_cast<std::size_t>(e)] += wt * rec[static_cast<std::size_t>(r * w + e)];
+        for (int h = 0; h < p.heads; ++h) {
+          const bf16_bits* qh = q + (as_long(b) * p.heads + h) * w;
+          online_softmax& run = heads[static_cast<std::size_t>(h)];
+          float s[blocking::kSparseTile], top = run.m;
+          for (int r = 0; r < c; ++r) {
+            float dot = 0;
+            for (int e = 0; e < w; ++e)
+              dot += bf16_to_float(qh[e]) * rec[static_cast<std::size_t>(r * w + e)];
+            s[r] = dot * scale;
+            top = std::max(top, s[r]);
+          }
+          // Merge the tile: rescale the running sums once to the new max, then add the tile.
+          const float keep = std::exp(run.m - top);
+          run.l *= keep;
+          for (float& a : run.acc) a *= keep;
+          for (int r = 0; r < c; ++r) {
+            const float wt = std::exp(s[r] - top);
+            run.l += wt;
+            for (int e = 0; e < w; ++e)
+              run.acc[static_cast<std::size_t>(e)] += wt * rec[static_cast<std::size_t>(r * w + e)];
+          }
+          run.m = top;
         }
-        run.m = top;
       }
+      for (int h = 0; h < p.heads; ++h)
+        parts[static_cast<std::size_t>(h)].push_back(heads[static_cast<std::size_t>(h)]);
     }
-    for (int h = 0; h < p.heads; ++h) {
-      const online_softmax& run = heads[static_cast<std::size_t>(h)];
+    for (int h = 0; h < p.heads; ++h) {  // the combine over the splits
+      const std::vector<online_softmax>& hp = parts[static_cast<std::size_t>(h)];
+      float top = -INFINITY, total = 0;
+      for (const online_softmax& x : hp) top = std::max(top, x.m);
+      for (const online_softmax& x : hp) total += x.l * std::exp(x.m - top);
       float* o = out + (as_long(b) * p.heads + h) * w;
-      for (int e = 0; e < w; ++e) o[e] = run.acc[static_cast<std::size_t>(e)] / run.l;
+      for (int e = 0; e < w; ++e) {
+        float acc = 0;
+        for (const online_softmax& x : hp)
+          acc += x.acc[static_cast<std::size_t>(e)] * std::exp(x.m - top);
+        o[e] = acc / total;
+      }
     }
   }
 }
@@ -321,18 +336,18 @@ std::vector<traffic> delta_step_traffic(const delta_step_params& p) {
 }
 
 std::vector<traffic> sparse_decode_traffic(const sparse_decode_params& p) {
-  const long q = as_long(p.batch) * p.heads * p.width;
-  // One block per (request, head): each head reads every record, in the score pass and again
-  // in the aggregate pass, and the scores make an FP32 round trip.
-  const long n = as_long(p.batch) * p.heads * (p.window + p.selected);
-  return {{"window records, read by each head twice", as_long(p.batch) * p.window * p.width, "bf16",
-           2 * p.heads, "state"},
-          {"selected entries, read by each head twice", as_long(p.batch) * p.selected * p.width,
-           "bf16", 2 * p.heads, "state"},
-          {"scores, written and read", n, "fp32", 2, "scratch"},
-          {"selected indices", as_long(p.batch) * p.selected, "int32", 2 * p.heads, "activation"},
+  // A block per (split, head block, request) gathers each of its records once into shared
+  // memory for all its heads; the splits' partials make an FP32 round trip to the combine.
+  const long hb = sparse_head_blocks(p), q = as_long(p.batch) * p.heads * p.width;
+  const long parts = as_long(p.batch) * p.heads * sparse_splits(p) * (p.width + 2);
+  return {{"window records, read once per head block", as_long(p.batch) * p.window * p.width,
+           "bf16", hb, "state"},
+          {"selected entries, read once per head block", as_long(p.batch) * p.selected * p.width,
+           "bf16", hb, "state"},
+          {"selected indices", as_long(p.batch) * p.selected, "int32", hb, "activation"},
           {"queries", q, "bf16", 1, "activation"},
-          {"outputs", q, "fp32", 1, "activation"}};
+          {"outputs", q, "fp32", 1, "activation"},
+          {"split partials, written and read", parts, "fp32", 2, "scratch"}};
 }
 
 std::vector<traffic> moe_gemm_traffic(const moe_gemm_params& p, int rows) {
@@ -341,7 +356,8 @@ std::vector<traffic> moe_gemm_traffic(const moe_gemm_params& p, int rows) {
   return {{"touched experts' weights, read once", touched * p.in * p.out, "bf16", 1, "state"},
           {"input rows", as_long(rows) * p.in, "bf16", 1, "activation"},
           {"output rows", as_long(rows) * p.out, "fp32", 1, "activation"},
-          {"expert offsets", p.experts + 1, "int32", 1, "activation"}};
+          {"expert offsets", p.experts + 1, "int32", 1, "activation"},
+          {"GEMM pointers, written and read", 3 * touched, "int64", 2, "scratch"}};
 }
 
 }  // namespace calc::kernels

@@ -30,12 +30,14 @@ void delta_step_blocked(const float* q, const float* k, const float* v, const fl
 /// forward substitution for W and U, then the outputs and the state through e^(G_last - G_i).
 void delta_chunk_blocked(const float* q, const float* k, const float* v, const float* log_decay,
                          const float* beta, float* state, float* out, const delta_chunk_params& p);
-/// Records gathered in tiles of blocking::kSparseTile (window records first, then the selected
-/// entries in index order), each tile's scores for every head, then a one-pass merge of the
-/// tile into a running (max, sum, output) per head.
+/// The records split as the kernel splits them (sparse_split_records); per split, records
+/// gathered in tiles of blocking::kSparseTile (window records first, then the selected entries
+/// in index order), each tile's scores for every head, a one-pass merge of the tile into a
+/// running (max, sum, output) per head; then the combine of the splits.
 void sparse_decode_blocked(const bf16_bits* q, const bf16_bits* window, const bf16_bits* entries,
                            const int* selected, float* out, const sparse_decode_params& p);
-/// Each output summed per slice of the input width (blocking::kMoeSlices), then the slices.
+/// Each output summed per slice of the input width (blocking::kMoeSlices), then the slices:
+/// a second implementation beside the plain twin (the kernel itself is cuBLAS's grouped GEMM).
 void moe_gemm_blocked(const bf16_bits* x, const bf16_bits* w, float* y, const moe_gemm_params& p);
 
 /// Rows of the key dimension one warp of the delta-rule step holds (ceil(d_k / warps)).

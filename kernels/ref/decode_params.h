@@ -83,16 +83,19 @@ struct moe_gemm_params {
 /// How the kernels are blocked, shared by each CUDA kernel and its blocked CPU twin
 /// (decode_blocked.h) so the twin performs the same partial sums in the same groups.
 namespace blocking {
-constexpr int kGqaMaxGroup = 8;      // query heads one GQA block serves (its KV head's group)
-constexpr int kGqaMaxHeadDim = 256;  // 16-byte loads: head_dim / 8 lanes per token row (<= 32)
-constexpr int kGqaSplitAlign = 64;   // split lengths are multiples of this many tokens
-constexpr int kDeltaWarps = 8;       // the state's key rows are split over 8 warps ...
-constexpr int kDeltaMaxRows = 16;    // ... of at most 16 rows each: d_k <= 128
-constexpr int kDeltaCols = 128;      // value columns per block: 32 lanes x float4
-constexpr int kMoeSlices = 8;        // the input width is split over 8 warps
-constexpr int kMoeCols = 256;        // output columns per block: 32 lanes x 8 BF16 (16 bytes)
-constexpr int kMoeMaxRows = 8;       // rows of one expert multiplied per pass over its weights
-constexpr int kSparseTile = 32;  // records one sparse-decode block gathers per pass (a warp each)
+constexpr int kGqaMaxGroup = 8;         // query heads one GQA block serves (its KV head's group)
+constexpr int kGqaMaxHeadDim = 256;     // 16-byte loads: head_dim / 8 lanes per token row (<= 32)
+constexpr int kGqaSplitAlign = 64;      // split lengths are multiples of this many tokens
+constexpr int kDeltaWarps = 8;          // the state's key rows are split over 8 warps ...
+constexpr int kDeltaMaxRows = 16;       // ... of at most 16 rows each: d_k <= 128
+constexpr int kDeltaCols = 128;         // value columns per block: 32 lanes x float4
+constexpr int kMoeSlices = 8;           // the input width is split over 8 warps
+constexpr int kMoeCols = 256;           // output columns per block: 32 lanes x 8 BF16 (16 bytes)
+constexpr int kMoeMaxRows = 8;          // rows of one expert multiplied per pass over its weights
+constexpr int kSparseTile = 32;         // records a sparse-decode block gathers per pass
+constexpr int kSparseWarps = 16;        // warps of a sparse-decode block ...
+constexpr int kSparseHeadsPerWarp = 4;  // ... each serving 4 heads: 64 heads per block
+constexpr int kSparseBlocks = 264;      // blocks wanted over the GPU (2 x 132 SMs on an H200)
 }  // namespace blocking
 
 /// Splits of a GQA decode's sequence.
@@ -108,6 +111,33 @@ inline int split_tokens_for(int batch, int kv_heads, int length, int blocks) {
   // Rounded down to the alignment, so the splits are at least as many as asked for.
   int t = (length + splits - 1) / splits / blocking::kGqaSplitAlign * blocking::kGqaSplitAlign;
   return t > 0 ? t : blocking::kGqaSplitAlign;
+}
+
+/// Blocks of heads of a sparse decode (each reads the request's records once).
+inline int sparse_head_blocks(const sparse_decode_params& p) {
+  const int per = blocking::kSparseWarps * blocking::kSparseHeadsPerWarp;
+  return (p.heads + per - 1) / per;
+}
+
+/// Records per split of a sparse decode: whole tiles, enough splits for kSparseBlocks blocks
+/// over (request, head block) where the records allow.
+inline int sparse_split_records(const sparse_decode_params& p) {
+  const int per = p.batch * sparse_head_blocks(p), n = p.window + p.selected;
+  const int splits = per >= blocking::kSparseBlocks ? 1 : (blocking::kSparseBlocks + per - 1) / per;
+  const int tiles = (n + blocking::kSparseTile - 1) / blocking::kSparseTile;
+  const int tiles_per = (tiles + splits - 1) / splits;
+  return (tiles_per > 0 ? tiles_per : 1) * blocking::kSparseTile;
+}
+
+/// Splits of a sparse decode's records (none empty).
+inline int sparse_splits(const sparse_decode_params& p) {
+  const int per = sparse_split_records(p);
+  return (p.window + p.selected + per - 1) / per;
+}
+
+/// Scratch of a sparse decode: per (request, head, split) the output, max and sum.
+inline long sparse_scratch_floats(const sparse_decode_params& p) {
+  return static_cast<long>(p.batch) * p.heads * sparse_splits(p) * (p.width + 2);
 }
 
 /// Scratch of a GQA decode: per (request, query head, split) the running max, sum and the

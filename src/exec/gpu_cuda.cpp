@@ -309,7 +309,7 @@ class runner {
     }
     if (s.kernel == "sparse_decode") {
       auto out = poisoned(out_size("out"));
-      auto scratch = poisoned(std::size_t(s.batch) * s.heads * (s.window + s.selected));
+      auto scratch = poisoned(std::size_t(sparse_scratch_floats(c.sparse)));
       CUDA_CHECK(sparse_decode(d.bf16.at("q").ptr, d.bf16.at("window").ptr,
                                d.bf16.at("entries").ptr, d.i32.at("selected").ptr, out.ptr,
                                scratch.ptr, c.sparse, nullptr));
@@ -319,7 +319,10 @@ class runner {
       auto y = poisoned(out_size("y"));
       moe_gemm_params p = c.moe;
       p.offsets = d.i32.at("offsets").ptr;
-      CUDA_CHECK(moe_gemm(d.bf16.at("x").ptr, d.bf16.at("w").ptr, y.ptr, c.moe_rows, p, nullptr));
+      device_buffer<const void*> ptrs(std::size_t(moe_pointer_count(p)));
+      blas_handle h;
+      CUDA_CHECK(moe_gemm(d.bf16.at("x").ptr, d.bf16.at("w").ptr, y.ptr, c.i32.at("offsets").data(),
+                          p, ptrs.ptr, h.h, nullptr));
       return {y.download()};
     }
     throw std::runtime_error("unknown kernel " + s.kernel);
@@ -565,7 +568,7 @@ void runner::timed(const ordered_json& j) {
                               seed);
     auto dsel = to_device(sel.i32.at("selected"));
     auto out = poisoned(std::size_t(qn));
-    device_buffer<float> scratch(std::size_t(s.batch) * s.heads * (s.window + s.selected));
+    device_buffer<float> scratch(std::size_t(sparse_scratch_floats(p)));
     launch = [&, p, q, win, ent, qn, wn, en, copies](int i) {
       long c = i % copies;
       CUDA_CHECK(sparse_decode(hb[q].ptr + c * qn, hb[win].ptr + c * wn, hb[ent].ptr + c * en,
@@ -594,8 +597,11 @@ void runner::timed(const ordered_json& j) {
     auto doff = to_device(offsets);
     auto y = poisoned(std::size_t(rows) * s.out);
     moe_gemm_params p{s.experts, s.in, s.out, doff.ptr};
-    launch = [&, p, x, w, wn, rows, copies](int i) {
-      CUDA_CHECK(moe_gemm(hb[x].ptr, hb[w].ptr + long(i % copies) * wn, y.ptr, rows, p, nullptr));
+    device_buffer<const void*> ptrs(std::size_t(moe_pointer_count(p)));
+    blas_handle h;
+    launch = [&, p, x, w, wn, copies](int i) {
+      CUDA_CHECK(moe_gemm(hb[x].ptr, hb[w].ptr + long(i % copies) * wn, y.ptr, offsets.data(), p,
+                          ptrs.ptr, h.h, nullptr));
     };
     launch(0);
     // The first expert's rows (copy 0) against the plain twin.
