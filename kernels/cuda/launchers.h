@@ -14,9 +14,10 @@ namespace calc::kernels {
 /// blocking::kGqaMaxGroup query heads per KV head.
 cudaError_t gqa_decode(const bf16_bits* q, const bf16_bits* k, const bf16_bits* v, float* out,
                        float* scratch, const gqa_decode_params& p, cudaStream_t stream);
-/// Absorbed decode through two cuBLAS batched GEMMs; scratch: mla_scratch_floats(p).
+/// Absorbed decode in one kernel reading the latent once per 64 heads; rank 64 or 512, rank +
+/// rope a multiple of 8; scratch: mla_scratch_floats(p).
 cudaError_t mla_decode(const bf16_bits* q, const bf16_bits* cache, float* out, float* scratch,
-                       const mla_decode_params& p, cublasHandle_t blas, cudaStream_t stream);
+                       const mla_decode_params& p, cudaStream_t stream);
 /// One-pass recurrent step; d_k <= 128, d_v a multiple of 4.
 cudaError_t delta_step(const float* q, const float* k, const float* v, const float* log_decay,
                        const float* beta, float* state, float* out, const delta_step_params& p,

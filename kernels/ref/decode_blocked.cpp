@@ -73,33 +73,48 @@ void gqa_decode_blocked(const bf16_bits* q, const bf16_bits* k, const bf16_bits*
 
 void mla_decode_blocked(const bf16_bits* q, const bf16_bits* cache, float* out,
                         const mla_decode_params& p) {
-  const int w = p.rank + p.rope;
+  const int w = p.rank + p.rope, tile = blocking::kSparseTile, per_split = mla_split_records(p);
   const float scale = 1.0f / std::sqrt(static_cast<float>(w));
-  std::vector<float> s(static_cast<std::size_t>(p.length));
   for (int b = 0; b < p.batch; ++b) {
     const bf16_bits* c = cache + as_long(b) * p.length * w;
     for (int h = 0; h < p.heads; ++h) {
       const bf16_bits* qh = q + (as_long(b) * p.heads + h) * w;
-      // GEMM 1: scores over the whole [latent, rope] record.
-      float top = -INFINITY;
-      for (int t = 0; t < p.length; ++t) {
-        float dot = 0;
-        for (int e = 0; e < w; ++e)
-          dot += bf16_to_float(qh[e]) * bf16_to_float(c[as_long(t) * w + e]);
-        s[static_cast<std::size_t>(t)] = dot * scale;
-        top = std::max(top, dot * scale);
+      std::vector<online_softmax> parts;
+      for (int j0 = 0; j0 < p.length; j0 += per_split) {  // one block per split
+        online_softmax run(p.rank);
+        for (int start = j0; start < std::min(p.length, j0 + per_split); start += tile) {
+          const int n = std::min({tile, p.length - start, j0 + per_split - start});
+          float s[blocking::kSparseTile], top = run.m;
+          for (int r = 0; r < n; ++r) {  // scores over the whole [latent, rope] record
+            float dot = 0;
+            for (int e = 0; e < w; ++e)
+              dot += bf16_to_float(qh[e]) * bf16_to_float(c[as_long(start + r) * w + e]);
+            s[r] = dot * scale;
+            top = std::max(top, s[r]);
+          }
+          const float keep = std::exp(run.m - top);  // the tile merged in one rescale
+          run.l *= keep;
+          for (float& a : run.acc) a *= keep;
+          for (int r = 0; r < n; ++r) {
+            const float wt = std::exp(s[r] - top);
+            run.l += wt;
+            for (int e = 0; e < p.rank; ++e)
+              run.acc[static_cast<std::size_t>(e)] +=
+                  wt * bf16_to_float(c[as_long(start + r) * w + e]);
+          }
+          run.m = top;
+        }
+        parts.push_back(run);
       }
-      // Softmax, normalised, rounded to BF16: the second GEMM's input format.
-      float total = 0;
-      for (float& x : s) total += (x = std::exp(x - top));
-      for (float& x : s) x = bf16_to_float(float_to_bf16(x / total));
-      // GEMM 2: the weighted latent.
+      float top = -INFINITY, total = 0;  // the combine over the splits
+      for (const online_softmax& x : parts) top = std::max(top, x.m);
+      for (const online_softmax& x : parts) total += x.l * std::exp(x.m - top);
       float* o = out + (as_long(b) * p.heads + h) * p.rank;
-      for (int r = 0; r < p.rank; ++r) {
+      for (int e = 0; e < p.rank; ++e) {
         float acc = 0;
-        for (int t = 0; t < p.length; ++t)
-          acc += s[static_cast<std::size_t>(t)] * bf16_to_float(c[as_long(t) * w + r]);
-        o[r] = acc;
+        for (const online_softmax& x : parts)
+          acc += x.acc[static_cast<std::size_t>(e)] * std::exp(x.m - top);
+        o[e] = acc / total;
       }
     }
   }
@@ -315,15 +330,15 @@ std::vector<traffic> gqa_decode_traffic(const gqa_decode_params& p) {
 }
 
 std::vector<traffic> mla_decode_traffic(const mla_decode_params& p) {
-  const long records = as_long(p.batch) * p.length;
-  const long scores = as_long(p.batch) * p.heads * p.length;
-  return {{"latent + rope records, read by the score GEMM", records * (p.rank + p.rope), "bf16", 1,
+  // A block per (split, head block, request) copies each of its records once into shared
+  // memory for up to 64 heads; the splits' partials make an FP32 round trip to the combine.
+  const long records = as_long(p.batch) * p.length * (p.rank + p.rope);
+  const long parts = as_long(p.batch) * p.heads * mla_splits(p) * (p.rank + 2);
+  return {{"latent + rope records, read once per head block", records, "bf16", mla_head_blocks(p),
            "state"},
-          {"latent records, read again by the value GEMM", records * p.rank, "bf16", 1, "state"},
-          {"scores, written by the GEMM and read by the softmax", scores, "fp32", 2, "scratch"},
-          {"softmax weights, written and read by the value GEMM", scores, "bf16", 2, "scratch"},
           {"queries", as_long(p.batch) * p.heads * (p.rank + p.rope), "bf16", 1, "activation"},
-          {"outputs", as_long(p.batch) * p.heads * p.rank, "fp32", 1, "activation"}};
+          {"outputs", as_long(p.batch) * p.heads * p.rank, "fp32", 1, "activation"},
+          {"split partials, written and read", parts, "fp32", 2, "scratch"}};
 }
 
 std::vector<traffic> delta_step_traffic(const delta_step_params& p) {

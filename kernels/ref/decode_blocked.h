@@ -1,6 +1,6 @@
 // CPU twins of the CUDA decode kernels, blocked the way the kernels are (decode_params.h's
-// `blocking`): split-sequence GQA with online softmax and a combine, MLA as two GEMMs around a
-// softmax rounded to BF16, the delta-rule step over column tiles and key-row slices, and the MoE
+// `blocking`): split-sequence GQA with online softmax and a combine, MLA over tiles of latent
+// records with a combine, the delta-rule step over column tiles and key-row slices, and the MoE
 // grouped GEMM over input slices, sparse decode over gathered tiles of records, and the chunked
 // delta rule (WY form) the prefill kernel implements. CI compares each with the plain twin of
 // decode_ref.h, so the kernels' arithmetic is checked without a GPU; on a GPU, the kernels are
@@ -17,8 +17,9 @@ namespace calc::kernels {
 /// combine of the splits' (max, sum, unnormalised output).
 void gqa_decode_blocked(const bf16_bits* q, const bf16_bits* k, const bf16_bits* v, float* out,
                         const gqa_decode_params& p);
-/// Scores of every head against the latent records (one GEMM per request), softmax weights
-/// rounded to BF16, then the weighted latent (a second GEMM), as the cuBLAS path does.
+/// Split over the records as the kernel splits them (mla_split_records); per split, tiles of
+/// blocking::kSparseTile records scored against the whole [latent, rope] record and merged into
+/// a running (max, sum, latent output) in FP32; then the combine of the splits.
 void mla_decode_blocked(const bf16_bits* q, const bf16_bits* cache, float* out,
                         const mla_decode_params& p);
 /// One pass over the state: each column's prediction and output summed per slice of

@@ -95,6 +95,8 @@ constexpr int kMoeMaxRows = 8;          // rows of one expert multiplied per pas
 constexpr int kSparseTile = 32;         // records a sparse-decode block gathers per pass
 constexpr int kSparseWarps = 16;        // warps of a sparse-decode block ...
 constexpr int kSparseHeadsPerWarp = 4;  // ... each serving 4 heads: 64 heads per block
+constexpr int kMlaWarps = 16;           // warps of an MLA decode block ...
+constexpr int kMlaHeadsPerWarp = 4;     // ... each serving 4 heads: 64 heads per block
 constexpr int kSparseBlocks = 264;      // blocks wanted over the GPU (2 x 132 SMs on an H200)
 }  // namespace blocking
 
@@ -146,17 +148,31 @@ inline long gqa_scratch_floats(const gqa_decode_params& p) {
   return static_cast<long>(p.batch) * p.q_heads * gqa_splits(p) * (p.head_dim + 2);
 }
 
-/// Where the BF16 softmax weights start in an MLA decode's scratch, in floats: after the scores
-/// [batch, heads, length] (float), rounded up to 256 bytes so the GEMM reads aligned rows.
-inline long mla_probs_offset(const mla_decode_params& p) {
-  long n = static_cast<long>(p.batch) * p.heads * p.length;
-  return (n + 63) / 64 * 64;
+/// Blocks of heads of an MLA decode (each reads the request's latent records once).
+inline int mla_head_blocks(const mla_decode_params& p) {
+  const int per = blocking::kMlaWarps * blocking::kMlaHeadsPerWarp;
+  return (p.heads + per - 1) / per;
 }
 
-/// Scratch of an MLA decode: the scores, then the softmax weights as BF16 (half a float each).
+/// Records per split of an MLA decode: whole tiles, enough splits for kSparseBlocks blocks
+/// over (request, head block) where the records allow.
+inline int mla_split_records(const mla_decode_params& p) {
+  const int per = p.batch * mla_head_blocks(p);
+  const int splits = per >= blocking::kSparseBlocks ? 1 : (blocking::kSparseBlocks + per - 1) / per;
+  const int tiles = (p.length + blocking::kSparseTile - 1) / blocking::kSparseTile;
+  const int tiles_per = (tiles + splits - 1) / splits;
+  return (tiles_per > 0 ? tiles_per : 1) * blocking::kSparseTile;
+}
+
+/// Splits of an MLA decode's records (none empty).
+inline int mla_splits(const mla_decode_params& p) {
+  const int per = mla_split_records(p);
+  return (p.length + per - 1) / per;
+}
+
+/// Scratch of an MLA decode: per (request, head, split) the output, max and sum.
 inline long mla_scratch_floats(const mla_decode_params& p) {
-  long n = static_cast<long>(p.batch) * p.heads * p.length;
-  return mla_probs_offset(p) + (n + 1) / 2;
+  return static_cast<long>(p.batch) * p.heads * mla_splits(p) * (p.rank + 2);
 }
 
 }  // namespace calc::kernels

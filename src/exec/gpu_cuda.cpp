@@ -281,9 +281,8 @@ class runner {
     if (s.kernel == "mla_decode") {
       auto out = poisoned(out_size("out"));
       auto scratch = poisoned(std::size_t(mla_scratch_floats(c.mla)));
-      blas_handle h;
       CUDA_CHECK(mla_decode(d.bf16.at("q").ptr, d.bf16.at("cache").ptr, out.ptr, scratch.ptr, c.mla,
-                            h.h, nullptr));
+                            nullptr));
       return {out.download()};
     }
     if (s.kernel == "delta_step" || s.kernel == "delta_chunk_then_step") {
@@ -499,11 +498,10 @@ void runner::timed(const ordered_json& j) {
     auto q = bf(qn, copies, -1, 1), cc = bf(cn, copies, -1, 1);
     auto out = poisoned(std::size_t(s.batch) * s.heads * s.rank);
     device_buffer<float> scratch(std::size_t(mla_scratch_floats(p)));
-    blas_handle h;
     launch = [&, p, q, cc, qn, cn, copies](int i) {
       long c = i % copies;
-      CUDA_CHECK(mla_decode(hb[q].ptr + c * qn, hb[cc].ptr + c * cn, out.ptr, scratch.ptr, p, h.h,
-                            nullptr));
+      CUDA_CHECK(
+          mla_decode(hb[q].ptr + c * qn, hb[cc].ptr + c * cn, out.ptr, scratch.ptr, p, nullptr));
     };
     launch(0);
     // Request 0 on its first kMlaCheckHeads heads: the plain twin is single-threaded, and 96

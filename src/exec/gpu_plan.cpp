@@ -155,7 +155,7 @@ void add_model(ordered_json& cases, const timed_model& t) {
           fmt::format("{} layer {}: decode_read x B (tally, compact path)", name, l->index), s,
           {{"bytes", bytes.value()},
            {"flops", decode_interaction(m, a, B, L).value()},
-           {"unit", "tensor_core_bf16"}}));
+           {"unit", "cuda_core_fp32"}}));  // the fused kernel multiplies on CUDA cores
     }
   }
   // Sparse decode: the first layer that selects top-k compressed entries. The kernel is main
@@ -235,7 +235,9 @@ void add_model(ordered_json& cases, const timed_model& t) {
         cases.push_back(timed_case(
             fmt::format("moe_gemm {} B={}", name, B),
             fmt::format("{} layer {}: routed_experts read bytes (tally)", name, l.index), s,
-            {{"bytes", bytes.value()}, {"flops", fl.value()}, {"unit", "cuda_core_fp32"}}));
+            {{"bytes", bytes.value()},
+             {"flops", fl.value()},
+             {"unit", "tensor_core_bf16"}}));  // cuBLAS grouped GEMM
       }
       break;
     }
