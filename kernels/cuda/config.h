@@ -8,9 +8,12 @@ namespace calc::kernels::config {
 
 constexpr int kThreads = 256;  // threads per block of the sparse decode and softmax kernels
 constexpr int kGqaWarps = 4;   // warps of one split-sequence GQA block
+constexpr int kGqaUnroll = 4;  // row groups of K and V each GQA warp loads before using any
 constexpr int kGqaCombineThreads = 128;
 constexpr int kDeltaThreads = 32 * blocking::kDeltaWarps;
 constexpr int kMoeThreads = 32 * blocking::kMoeSlices;
+constexpr int kSparseWarps = blocking::kSparseWarps;
+constexpr int kSparseHeadsPerWarp = blocking::kSparseHeadsPerWarp;
 constexpr int kReduceThreads = 512;  // read-only bandwidth probe
 constexpr int kReduceUnroll = 4;     // 16-byte loads in flight per thread per iteration
 constexpr int kReduceBlocksPerSm = 4;

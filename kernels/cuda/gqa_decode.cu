@@ -1,7 +1,8 @@
 // GQA decode over a contiguous or paged BF16 KV cache, split over the sequence (flash decoding):
 // one block per (split, KV head, request) serves the KV head's whole query group, so each K/V
 // row is read once; lanes read 16 bytes (8 BF16) each, a token row spread over head_dim / 8
-// lanes, with shuffle reductions for the dot products and a one-pass online softmax. A combine
+// lanes, config::kGqaUnroll row groups loaded before any is used (several KB in flight per
+// warp), with shuffle reductions for the dot products and a one-pass online softmax. A combine
 // kernel merges the splits' (max, sum, unnormalised output). Twin: gqa_decode_blocked.
 #include "config.h"
 #include "launchers.h"
@@ -66,31 +67,41 @@ __global__ void __launch_bounds__(config::kGqaWarps * 32)
     }
   }
   const int t0 = s * p.split_tokens, t1 = min(p.length, t0 + p.split_tokens);
+  // Each warp issues kGqaUnroll row groups of K and V loads (16 bytes per lane each) before
+  // using any: with head_dim 128 that is 4 KB in flight per warp, enough to cover HBM latency.
   // Every lane of a warp runs the same iterations, so the shuffles see the whole warp.
-  for (int base = t0 + warp * kRowsPerWarp; base < t1; base += kRows) {
-    const int t = base + sub;
-    const bool valid = t < t1;
-    float kf[8], vf[8];
-    if (valid) {
-      long off = token_offset(p, b, g, t) + slice * 8;
-      load8(k + off, kf);
-      load8(v + off, vf);
+  constexpr int kU = config::kGqaUnroll;
+  for (int base = t0 + warp * kRowsPerWarp * kU; base < t1; base += kRows * kU) {
+    float kf[kU][8], vf[kU][8];
+    bool valid[kU];
+#pragma unroll
+    for (int u = 0; u < kU; ++u) {
+      const int t = base + u * kRowsPerWarp + sub;
+      valid[u] = t < t1;
+      if (valid[u]) {
+        long off = token_offset(p, b, g, t) + slice * 8;
+        load8(k + off, kf[u]);
+        load8(v + off, vf[u]);
+      }
     }
 #pragma unroll
-    for (int h = 0; h < kGqaMaxGroup; ++h) {
-      if (h >= group) break;
-      float d = 0;
-      if (valid)
+    for (int u = 0; u < kU; ++u) {
 #pragma unroll
-        for (int i = 0; i < 8; ++i) d += qr[h][i] * kf[i];
+      for (int h = 0; h < kGqaMaxGroup; ++h) {
+        if (h >= group) break;
+        float d = 0;
+        if (valid[u])
 #pragma unroll
-      for (int o = kLanesPerRow / 2; o > 0; o >>= 1) d += __shfl_xor_sync(0xffffffffu, d, o);
-      if (valid) {
-        float m_new = fmaxf(m[h], d), c = __expf(m[h] - m_new), w = __expf(d - m_new);
-        l[h] = l[h] * c + w;
+          for (int i = 0; i < 8; ++i) d += qr[h][i] * kf[u][i];
 #pragma unroll
-        for (int i = 0; i < 8; ++i) acc[h][i] = acc[h][i] * c + w * vf[i];
-        m[h] = m_new;
+        for (int o = kLanesPerRow / 2; o > 0; o >>= 1) d += __shfl_xor_sync(0xffffffffu, d, o);
+        if (valid[u]) {
+          float m_new = fmaxf(m[h], d), c = __expf(m[h] - m_new), w = __expf(d - m_new);
+          l[h] = l[h] * c + w;
+#pragma unroll
+          for (int i = 0; i < 8; ++i) acc[h][i] = acc[h][i] * c + w * vf[u][i];
+          m[h] = m_new;
+        }
       }
     }
   }

@@ -73,33 +73,48 @@ void gqa_decode_blocked(const bf16_bits* q, const bf16_bits* k, const bf16_bits*
 
 void mla_decode_blocked(const bf16_bits* q, const bf16_bits* cache, float* out,
                         const mla_decode_params& p) {
-  const int w = p.rank + p.rope;
+  const int w = p.rank + p.rope, tile = blocking::kSparseTile, per_split = mla_split_records(p);
   const float scale = 1.0f / std::sqrt(static_cast<float>(w));
-  std::vector<float> s(static_cast<std::size_t>(p.length));
   for (int b = 0; b < p.batch; ++b) {
     const bf16_bits* c = cache + as_long(b) * p.length * w;
     for (int h = 0; h < p.heads; ++h) {
       const bf16_bits* qh = q + (as_long(b) * p.heads + h) * w;
-      // GEMM 1: scores over the whole [latent, rope] record.
-      float top = -INFINITY;
-      for (int t = 0; t < p.length; ++t) {
-        float dot = 0;
-        for (int e = 0; e < w; ++e)
-          dot += bf16_to_float(qh[e]) * bf16_to_float(c[as_long(t) * w + e]);
-        s[static_cast<std::size_t>(t)] = dot * scale;
-        top = std::max(top, dot * scale);
+      std::vector<online_softmax> parts;
+      for (int j0 = 0; j0 < p.length; j0 += per_split) {  // one block per split
+        online_softmax run(p.rank);
+        for (int start = j0; start < std::min(p.length, j0 + per_split); start += tile) {
+          const int n = std::min({tile, p.length - start, j0 + per_split - start});
+          float s[blocking::kSparseTile], top = run.m;
+          for (int r = 0; r < n; ++r) {  // scores over the whole [latent, rope] record
+            float dot = 0;
+            for (int e = 0; e < w; ++e)
+              dot += bf16_to_float(qh[e]) * bf16_to_float(c[as_long(start + r) * w + e]);
+            s[r] = dot * scale;
+            top = std::max(top, s[r]);
+          }
+          const float keep = std::exp(run.m - top);  // the tile merged in one rescale
+          run.l *= keep;
+          for (float& a : run.acc) a *= keep;
+          for (int r = 0; r < n; ++r) {
+            const float wt = std::exp(s[r] - top);
+            run.l += wt;
+            for (int e = 0; e < p.rank; ++e)
+              run.acc[static_cast<std::size_t>(e)] +=
+                  wt * bf16_to_float(c[as_long(start + r) * w + e]);
+          }
+          run.m = top;
+        }
+        parts.push_back(run);
       }
-      // Softmax, normalised, rounded to BF16: the second GEMM's input format.
-      float total = 0;
-      for (float& x : s) total += (x = std::exp(x - top));
-      for (float& x : s) x = bf16_to_float(float_to_bf16(x / total));
-      // GEMM 2: the weighted latent.
+      float top = -INFINITY, total = 0;  // the combine over the splits
+      for (const online_softmax& x : parts) top = std::max(top, x.m);
+      for (const online_softmax& x : parts) total += x.l * std::exp(x.m - top);
       float* o = out + (as_long(b) * p.heads + h) * p.rank;
-      for (int r = 0; r < p.rank; ++r) {
+      for (int e = 0; e < p.rank; ++e) {
         float acc = 0;
-        for (int t = 0; t < p.length; ++t)
-          acc += s[static_cast<std::size_t>(t)] * bf16_to_float(c[as_long(t) * w + r]);
-        o[r] = acc;
+        for (const online_softmax& x : parts)
+          acc += x.acc[static_cast<std::size_t>(e)] * std::exp(x.m - top);
+        o[e] = acc / total;
       }
     }
   }
@@ -141,6 +156,147 @@ void delta_step_blocked(const float* q, const float* k, const float* v, const fl
   }
 }
 
+void delta_chunk_blocked(const float* q, const float* k, const float* v, const float* log_decay,
+                         const float* beta, float* state, float* out, const delta_chunk_params& p) {
+  const int C = p.chunk, dk = p.dk, dv = p.dv, T = p.tokens;
+  std::vector<float> A(static_cast<std::size_t>(C) * C), B(A.size()),
+      G(static_cast<std::size_t>(C) * dk), W(G.size()), U(static_cast<std::size_t>(C) * dv);
+  auto at = [](std::vector<float>& m, long i) -> float& { return m[static_cast<std::size_t>(i)]; };
+  for (int h = 0; h < p.heads; ++h) {
+    float* S = state + as_long(h) * dk * dv;
+    const float* qh = q + as_long(h) * T * dk;
+    const float* kh = k + as_long(h) * T * dk;
+    const float* vh = v + as_long(h) * T * dv;
+    const float* lh = log_decay + as_long(h) * T * dk;
+    const float* bh = beta + as_long(h) * T;
+    float* oh = out + as_long(h) * T * dv;
+    for (int start = 0; start < T; start += C) {
+      const int c = std::min(C, T - start);
+      for (int e = 0; e < dk; ++e) {  // cumulative log decays within the chunk
+        float acc = 0;
+        for (int i = 0; i < c; ++i) at(G, i * dk + e) = acc += lh[as_long(start + i) * dk + e];
+      }
+      // A_ij = k_j . e^(G_i - G_j) k_i (j < i); B_ij = k_j . e^(G_i - G_j) q_i (j <= i).
+      for (int i = 0; i < c; ++i)
+        for (int j = 0; j < c; ++j) {
+          float a = 0, b = 0;
+          if (j <= i)
+            for (int e = 0; e < dk; ++e) {
+              float w =
+                  std::exp(at(G, i * dk + e) - at(G, j * dk + e)) * kh[as_long(start + j) * dk + e];
+              a += w * kh[as_long(start + i) * dk + e];
+              b += w * qh[as_long(start + i) * dk + e];
+            }
+          at(A, i * C + j) = j < i ? a : 0.0f;
+          at(B, i * C + j) = j <= i ? b : 0.0f;
+        }
+      // Forward substitution: (I + diag(beta) A) [W | U0] = diag(beta) [e^G k | v].
+      for (int i = 0; i < c; ++i) {
+        const float bi = bh[start + i];
+        for (int col = 0; col < dk + dv; ++col) {
+          float x = col < dk
+                        ? bi * std::exp(at(G, i * dk + col)) * kh[as_long(start + i) * dk + col]
+                        : bi * vh[as_long(start + i) * dv + (col - dk)];
+          for (int j = 0; j < i; ++j)
+            x -=
+                bi * at(A, i * C + j) * (col < dk ? at(W, j * dk + col) : at(U, j * dv + col - dk));
+          (col < dk ? at(W, i * dk + col) : at(U, i * dv + col - dk)) = x;
+        }
+      }
+      for (int i = 0; i < c; ++i)  // U = U0 - W S
+        for (int j = 0; j < dv; ++j) {
+          float ws = 0;
+          for (int e = 0; e < dk; ++e) ws += at(W, i * dk + e) * S[e * dv + j];
+          at(U, i * dv + j) -= ws;
+        }
+      for (int i = 0; i < c; ++i)  // out_i = (e^G_i q_i) S + sum_{r <= i} B_ir U_r
+        for (int j = 0; j < dv; ++j) {
+          float o = 0;
+          for (int e = 0; e < dk; ++e)
+            o += std::exp(at(G, i * dk + e)) * qh[as_long(start + i) * dk + e] * S[e * dv + j];
+          for (int r = 0; r <= i; ++r) o += at(B, i * C + r) * at(U, r * dv + j);
+          oh[as_long(start + i) * dv + j] = o;
+        }
+      // S = diag(e^G_last) S + sum_i (e^(G_last - G_i) k_i) U_i^T
+      for (int e = 0; e < dk; ++e)
+        for (int j = 0; j < dv; ++j) {
+          const float last = at(G, (c - 1) * dk + e);
+          float s = std::exp(last) * S[e * dv + j];
+          for (int i = 0; i < c; ++i)
+            s += std::exp(last - at(G, i * dk + e)) * kh[as_long(start + i) * dk + e] *
+                 at(U, i * dv + j);
+          S[e * dv + j] = s;
+        }
+    }
+  }
+}
+
+void sparse_decode_blocked(const bf16_bits* q, const bf16_bits* window, const bf16_bits* entries,
+                           const int* selected, float* out, const sparse_decode_params& p) {
+  const int w = p.width, n = p.window + p.selected, tile = blocking::kSparseTile;
+  const int per_split = sparse_split_records(p);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(w));
+  std::vector<float> rec(static_cast<std::size_t>(tile) * w);
+  for (int b = 0; b < p.batch; ++b) {
+    // parts[h][s]: head h's running (max, sum, output) over split s.
+    std::vector<std::vector<online_softmax>> parts(static_cast<std::size_t>(p.heads));
+    for (int j0 = 0; j0 < n; j0 += per_split) {  // one block per (split, request)
+      std::vector<online_softmax> heads(static_cast<std::size_t>(p.heads), online_softmax(w));
+      for (int start = j0; start < std::min(n, j0 + per_split); start += tile) {
+        const int c = std::min({tile, n - start, j0 + per_split - start});
+        for (int r = 0; r < c; ++r) {  // the gather: 16-byte loads of each record
+          const int j = start + r;
+          const bf16_bits* src =
+              j < p.window ? window + (as_long(b) * p.window + j) * w
+                           : entries + (as_long(b) * p.n_entries +
+                                        selected[as_long(b) * p.selected + (j - p.window)]) *
+                                           w;
+          for (int e = 0; e < w; ++e)
+            rec[static_cast<std::size_t>(r * w + e)] = bf16_to_float(src[e]);
+        }
+        for (int h = 0; h < p.heads; ++h) {
+          const bf16_bits* qh = q + (as_long(b) * p.heads + h) * w;
+          online_softmax& run = heads[static_cast<std::size_t>(h)];
+          float s[blocking::kSparseTile], top = run.m;
+          for (int r = 0; r < c; ++r) {
+            float dot = 0;
+            for (int e = 0; e < w; ++e)
+              dot += bf16_to_float(qh[e]) * rec[static_cast<std::size_t>(r * w + e)];
+            s[r] = dot * scale;
+            top = std::max(top, s[r]);
+          }
+          // Merge the tile: rescale the running sums once to the new max, then add the tile.
+          const float keep = std::exp(run.m - top);
+          run.l *= keep;
+          for (float& a : run.acc) a *= keep;
+          for (int r = 0; r < c; ++r) {
+            const float wt = std::exp(s[r] - top);
+            run.l += wt;
+            for (int e = 0; e < w; ++e)
+              run.acc[static_cast<std::size_t>(e)] += wt * rec[static_cast<std::size_t>(r * w + e)];
+          }
+          run.m = top;
+        }
+      }
+      for (int h = 0; h < p.heads; ++h)
+        parts[static_cast<std::size_t>(h)].push_back(heads[static_cast<std::size_t>(h)]);
+    }
+    for (int h = 0; h < p.heads; ++h) {  // the combine over the splits
+      const std::vector<online_softmax>& hp = parts[static_cast<std::size_t>(h)];
+      float top = -INFINITY, total = 0;
+      for (const online_softmax& x : hp) top = std::max(top, x.m);
+      for (const online_softmax& x : hp) total += x.l * std::exp(x.m - top);
+      float* o = out + (as_long(b) * p.heads + h) * w;
+      for (int e = 0; e < w; ++e) {
+        float acc = 0;
+        for (const online_softmax& x : hp)
+          acc += x.acc[static_cast<std::size_t>(e)] * std::exp(x.m - top);
+        o[e] = acc / total;
+      }
+    }
+  }
+}
+
 void moe_gemm_blocked(const bf16_bits* x, const bf16_bits* w, float* y, const moe_gemm_params& p) {
   const int slice = moe_slice(p.in);
   for (int e = 0; e < p.experts; ++e)
@@ -157,46 +313,66 @@ void moe_gemm_blocked(const bf16_bits* x, const bf16_bits* w, float* y, const mo
       }
 }
 
-// Byte counts: each term names the loads or stores it counts.
-kernel_bytes gqa_decode_bytes(const gqa_decode_params& p) {
-  kernel_bytes b;
-  double tokens = double(p.batch) * p.length;
-  b.state_read = 2.0 * tokens * p.kv_heads * p.head_dim * 2;     // K and V rows, BF16, read once
-  b.other = double(p.batch) * p.q_heads * p.head_dim * (2 + 4);  // q in, out (float)
-  if (p.page_tokens > 0) b.other += 4.0 * p.batch * p.pages_per_request;  // page table
-  return b;
+// Traffic: one entry per load or store stream of the kernel (kernels/cuda), each named.
+std::vector<traffic> gqa_decode_traffic(const gqa_decode_params& p) {
+  const long rows = as_long(p.batch) * p.length * p.kv_heads * p.head_dim;
+  const long q = as_long(p.batch) * p.q_heads * p.head_dim;
+  const long parts = as_long(p.batch) * p.q_heads * gqa_splits(p) * (p.head_dim + 2);
+  std::vector<traffic> t = {{"K rows, read once per KV head", rows, "bf16", 1, "state"},
+                            {"V rows, read once per KV head", rows, "bf16", 1, "state"},
+                            {"queries", q, "bf16", 1, "activation"},
+                            {"outputs", q, "fp32", 1, "activation"}};
+  // Every split's (max, sum, output) is written, then read by the combine kernel.
+  t.push_back({"split partials, written and read", parts, "fp32", 2, "scratch"});
+  if (p.page_tokens > 0)
+    t.push_back({"page table", as_long(p.batch) * p.pages_per_request, "int32", 1, "activation"});
+  return t;
 }
 
-kernel_bytes mla_decode_bytes(const mla_decode_params& p) {
-  kernel_bytes b;
-  b.state_read = double(p.batch) * p.length * (p.rank + p.rope) * 2;  // latent + rope records
-  b.other = double(p.batch) * p.heads * ((p.rank + p.rope) * 2.0 + p.rank * 4.0);
-  return b;
+std::vector<traffic> mla_decode_traffic(const mla_decode_params& p) {
+  // A block per (split, head block, request) copies each of its records once into shared
+  // memory for up to 64 heads; the splits' partials make an FP32 round trip to the combine.
+  const long records = as_long(p.batch) * p.length * (p.rank + p.rope);
+  const long parts = as_long(p.batch) * p.heads * mla_splits(p) * (p.rank + 2);
+  return {{"latent + rope records, read once per head block", records, "bf16", mla_head_blocks(p),
+           "state"},
+          {"queries", as_long(p.batch) * p.heads * (p.rank + p.rope), "bf16", 1, "activation"},
+          {"outputs", as_long(p.batch) * p.heads * p.rank, "fp32", 1, "activation"},
+          {"split partials, written and read", parts, "fp32", 2, "scratch"}};
 }
 
-kernel_bytes delta_step_bytes(const delta_step_params& p) {
-  kernel_bytes b;
-  double n = double(p.batch) * p.heads;
-  b.state_read = n * p.dk * p.dv * 4;               // FP32 state read once ...
-  b.state_write = n * p.dk * p.dv * 4;              // ... and written once
-  b.other = n * (3.0 * p.dk + 2.0 * p.dv + 1) * 4;  // q, k, decay, v, out, beta
-  return b;
+std::vector<traffic> delta_step_traffic(const delta_step_params& p) {
+  const long n = as_long(p.batch) * p.heads, state = n * p.dk * p.dv;
+  return {{"recurrent state, read once", state, "fp32", 1, "state"},
+          {"recurrent state, written once", state, "fp32", 1, "state"},
+          {"q, k, decay", 3 * n * p.dk, "fp32", 1, "activation"},
+          {"v, outputs", 2 * n * p.dv, "fp32", 1, "activation"},
+          {"beta", n, "fp32", 1, "activation"}};
 }
 
-kernel_bytes sparse_decode_bytes(const sparse_decode_params& p) {
-  kernel_bytes b;
-  b.state_read = double(p.batch) * (p.window + p.selected) * p.width * 2;  // records read
-  b.other = double(p.batch) * (p.heads * p.width * (2.0 + 4.0) + 4.0 * p.selected);
-  return b;
+std::vector<traffic> sparse_decode_traffic(const sparse_decode_params& p) {
+  // A block per (split, head block, request) gathers each of its records once into shared
+  // memory for all its heads; the splits' partials make an FP32 round trip to the combine.
+  const long hb = sparse_head_blocks(p), q = as_long(p.batch) * p.heads * p.width;
+  const long parts = as_long(p.batch) * p.heads * sparse_splits(p) * (p.width + 2);
+  return {{"window records, read once per head block", as_long(p.batch) * p.window * p.width,
+           "bf16", hb, "state"},
+          {"selected entries, read once per head block", as_long(p.batch) * p.selected * p.width,
+           "bf16", hb, "state"},
+          {"selected indices", as_long(p.batch) * p.selected, "int32", hb, "activation"},
+          {"queries", q, "bf16", 1, "activation"},
+          {"outputs", q, "fp32", 1, "activation"},
+          {"split partials, written and read", parts, "fp32", 2, "scratch"}};
 }
 
-kernel_bytes moe_gemm_bytes(const moe_gemm_params& p, int rows) {
-  kernel_bytes b;
-  int touched = 0;
+std::vector<traffic> moe_gemm_traffic(const moe_gemm_params& p, int rows) {
+  long touched = 0;
   for (int e = 0; e < p.experts; ++e) touched += p.offsets[e + 1] > p.offsets[e] ? 1 : 0;
-  b.weights = double(touched) * p.in * p.out * 2;  // each touched expert's BF16 weights once
-  b.other = double(rows) * (p.in * 2.0 + p.out * 4.0) + 4.0 * (p.experts + 1);
-  return b;
+  return {{"touched experts' weights, read once", touched * p.in * p.out, "bf16", 1, "state"},
+          {"input rows", as_long(rows) * p.in, "bf16", 1, "activation"},
+          {"output rows", as_long(rows) * p.out, "fp32", 1, "activation"},
+          {"expert offsets", p.experts + 1, "int32", 1, "activation"},
+          {"GEMM pointers, written and read", 3 * touched, "int64", 2, "scratch"}};
 }
 
 }  // namespace calc::kernels

@@ -1,10 +1,13 @@
 // CPU twins of the CUDA decode kernels, blocked the way the kernels are (decode_params.h's
-// `blocking`): split-sequence GQA with online softmax and a combine, MLA as two GEMMs around a
-// softmax rounded to BF16, the delta-rule step over column tiles and key-row slices, and the MoE
-// grouped GEMM over input slices. CI compares each with the plain twin of decode_ref.h, so the
-// kernels' arithmetic is checked without a GPU; on a GPU, the kernels are compared with the same
-// plain twins.
+// `blocking`): split-sequence GQA with online softmax and a combine, MLA over tiles of latent
+// records with a combine, the delta-rule step over column tiles and key-row slices, and the MoE
+// grouped GEMM over input slices, sparse decode over gathered tiles of records, and the chunked
+// delta rule (WY form) the prefill kernel implements. CI compares each with the plain twin of
+// decode_ref.h, so the kernels' arithmetic is checked without a GPU; on a GPU, the kernels are
+// compared with the same plain twins.
 #pragma once
+
+#include <vector>
 
 #include "decode_params.h"
 
@@ -14,15 +17,28 @@ namespace calc::kernels {
 /// combine of the splits' (max, sum, unnormalised output).
 void gqa_decode_blocked(const bf16_bits* q, const bf16_bits* k, const bf16_bits* v, float* out,
                         const gqa_decode_params& p);
-/// Scores of every head against the latent records (one GEMM per request), softmax weights
-/// rounded to BF16, then the weighted latent (a second GEMM), as the cuBLAS path does.
+/// Split over the records as the kernel splits them (mla_split_records); per split, tiles of
+/// blocking::kSparseTile records scored against the whole [latent, rope] record and merged into
+/// a running (max, sum, latent output) in FP32; then the combine of the splits.
 void mla_decode_blocked(const bf16_bits* q, const bf16_bits* cache, float* out,
                         const mla_decode_params& p);
 /// One pass over the state: each column's prediction and output summed per slice of
 /// blocking::kDeltaMaxRows-sized key rows, the slices then added in order.
 void delta_step_blocked(const float* q, const float* k, const float* v, const float* log_decay,
                         const float* beta, float* state, float* out, const delta_step_params& p);
-/// Each output summed per slice of the input width (blocking::kMoeSlices), then the slices.
+/// Chunked delta rule over `tokens` positions (prefill), blocked as linear_attention.cu is:
+/// per chunk the cumulative log decays G, the masked products A and B through e^(G_i - G_j),
+/// forward substitution for W and U, then the outputs and the state through e^(G_last - G_i).
+void delta_chunk_blocked(const float* q, const float* k, const float* v, const float* log_decay,
+                         const float* beta, float* state, float* out, const delta_chunk_params& p);
+/// The records split as the kernel splits them (sparse_split_records); per split, records
+/// gathered in tiles of blocking::kSparseTile (window records first, then the selected entries
+/// in index order), each tile's scores for every head, a one-pass merge of the tile into a
+/// running (max, sum, output) per head; then the combine of the splits.
+void sparse_decode_blocked(const bf16_bits* q, const bf16_bits* window, const bf16_bits* entries,
+                           const int* selected, float* out, const sparse_decode_params& p);
+/// Each output summed per slice of the input width (blocking::kMoeSlices), then the slices:
+/// a second implementation beside the plain twin (the kernel itself is cuBLAS's grouped GEMM).
 void moe_gemm_blocked(const bf16_bits* x, const bf16_bits* w, float* y, const moe_gemm_params& p);
 
 /// Rows of the key dimension one warp of the delta-rule step holds (ceil(d_k / warps)).
@@ -32,19 +48,24 @@ inline int delta_rows_per_warp(int dk) {
 /// Input elements one warp of the MoE GEMM sums (ceil(in / slices)).
 inline int moe_slice(int in) { return (in + blocking::kMoeSlices - 1) / blocking::kMoeSlices; }
 
-/// Bytes each kernel reads and writes at its parameters, counted from its own loads and stores
-/// (to compare with the tally's prediction of the same call).
-struct kernel_bytes {
-  double state_read = 0;   // cached KV, latents, records or recurrent state read
-  double state_write = 0;  // recurrent state written back
-  double weights = 0;      // expert weights read
-  double other = 0;        // queries, outputs, indices, small operands
+/// One stream of a kernel's memory traffic, as the kernel's loads and stores make it: `values`
+/// values in `format` (a calc format name, priced by the byte rule of common/dtype.h in
+/// src/exec), moved `times` times. `cls` says what the tally calls it: "state" (cache, latents,
+/// records, recurrent state or expert weights: what the tally's read rule counts), "activation"
+/// (queries, outputs, indices: outside that rule) or "scratch" (an HBM round trip between two
+/// launches of one kernel: a design cost the tally does not predict).
+struct traffic {
+  const char* what;
+  long values;
+  const char* format;
+  long times;
+  const char* cls;
 };
-kernel_bytes gqa_decode_bytes(const gqa_decode_params& p);
-kernel_bytes mla_decode_bytes(const mla_decode_params& p);
-kernel_bytes delta_step_bytes(const delta_step_params& p);
-kernel_bytes sparse_decode_bytes(const sparse_decode_params& p);
+std::vector<traffic> gqa_decode_traffic(const gqa_decode_params& p);
+std::vector<traffic> mla_decode_traffic(const mla_decode_params& p);
+std::vector<traffic> delta_step_traffic(const delta_step_params& p);
+std::vector<traffic> sparse_decode_traffic(const sparse_decode_params& p);
 /// `rows` rows in all; experts with no row are not read.
-kernel_bytes moe_gemm_bytes(const moe_gemm_params& p, int rows);
+std::vector<traffic> moe_gemm_traffic(const moe_gemm_params& p, int rows);
 
 }  // namespace calc::kernels

@@ -83,15 +83,21 @@ struct moe_gemm_params {
 /// How the kernels are blocked, shared by each CUDA kernel and its blocked CPU twin
 /// (decode_blocked.h) so the twin performs the same partial sums in the same groups.
 namespace blocking {
-constexpr int kGqaMaxGroup = 8;      // query heads one GQA block serves (its KV head's group)
-constexpr int kGqaMaxHeadDim = 256;  // 16-byte loads: head_dim / 8 lanes per token row (<= 32)
-constexpr int kGqaSplitAlign = 64;   // split lengths are multiples of this many tokens
-constexpr int kDeltaWarps = 8;       // the state's key rows are split over 8 warps ...
-constexpr int kDeltaMaxRows = 16;    // ... of at most 16 rows each: d_k <= 128
-constexpr int kDeltaCols = 128;      // value columns per block: 32 lanes x float4
-constexpr int kMoeSlices = 8;        // the input width is split over 8 warps
-constexpr int kMoeCols = 256;        // output columns per block: 32 lanes x 8 BF16 (16 bytes)
-constexpr int kMoeMaxRows = 8;       // rows of one expert multiplied per pass over its weights
+constexpr int kGqaMaxGroup = 8;         // query heads one GQA block serves (its KV head's group)
+constexpr int kGqaMaxHeadDim = 256;     // 16-byte loads: head_dim / 8 lanes per token row (<= 32)
+constexpr int kGqaSplitAlign = 64;      // split lengths are multiples of this many tokens
+constexpr int kDeltaWarps = 8;          // the state's key rows are split over 8 warps ...
+constexpr int kDeltaMaxRows = 16;       // ... of at most 16 rows each: d_k <= 128
+constexpr int kDeltaCols = 128;         // value columns per block: 32 lanes x float4
+constexpr int kMoeSlices = 8;           // the input width is split over 8 warps
+constexpr int kMoeCols = 256;           // output columns per block: 32 lanes x 8 BF16 (16 bytes)
+constexpr int kMoeMaxRows = 8;          // rows of one expert multiplied per pass over its weights
+constexpr int kSparseTile = 32;         // records a sparse-decode block gathers per pass
+constexpr int kSparseWarps = 16;        // warps of a sparse-decode block ...
+constexpr int kSparseHeadsPerWarp = 4;  // ... each serving 4 heads: 64 heads per block
+constexpr int kMlaWarps = 16;           // warps of an MLA decode block ...
+constexpr int kMlaHeadsPerWarp = 4;     // ... each serving 4 heads: 64 heads per block
+constexpr int kSparseBlocks = 264;      // blocks wanted over the GPU (2 x 132 SMs on an H200)
 }  // namespace blocking
 
 /// Splits of a GQA decode's sequence.
@@ -109,23 +115,64 @@ inline int split_tokens_for(int batch, int kv_heads, int length, int blocks) {
   return t > 0 ? t : blocking::kGqaSplitAlign;
 }
 
+/// Blocks of heads of a sparse decode (each reads the request's records once).
+inline int sparse_head_blocks(const sparse_decode_params& p) {
+  const int per = blocking::kSparseWarps * blocking::kSparseHeadsPerWarp;
+  return (p.heads + per - 1) / per;
+}
+
+/// Records per split of a sparse decode: whole tiles, enough splits for kSparseBlocks blocks
+/// over (request, head block) where the records allow.
+inline int sparse_split_records(const sparse_decode_params& p) {
+  const int per = p.batch * sparse_head_blocks(p), n = p.window + p.selected;
+  const int splits = per >= blocking::kSparseBlocks ? 1 : (blocking::kSparseBlocks + per - 1) / per;
+  const int tiles = (n + blocking::kSparseTile - 1) / blocking::kSparseTile;
+  const int tiles_per = (tiles + splits - 1) / splits;
+  return (tiles_per > 0 ? tiles_per : 1) * blocking::kSparseTile;
+}
+
+/// Splits of a sparse decode's records (none empty).
+inline int sparse_splits(const sparse_decode_params& p) {
+  const int per = sparse_split_records(p);
+  return (p.window + p.selected + per - 1) / per;
+}
+
+/// Scratch of a sparse decode: per (request, head, split) the output, max and sum.
+inline long sparse_scratch_floats(const sparse_decode_params& p) {
+  return static_cast<long>(p.batch) * p.heads * sparse_splits(p) * (p.width + 2);
+}
+
 /// Scratch of a GQA decode: per (request, query head, split) the running max, sum and the
 /// unnormalised output (head_dim + 2 floats).
 inline long gqa_scratch_floats(const gqa_decode_params& p) {
   return static_cast<long>(p.batch) * p.q_heads * gqa_splits(p) * (p.head_dim + 2);
 }
 
-/// Where the BF16 softmax weights start in an MLA decode's scratch, in floats: after the scores
-/// [batch, heads, length] (float), rounded up to 256 bytes so the GEMM reads aligned rows.
-inline long mla_probs_offset(const mla_decode_params& p) {
-  long n = static_cast<long>(p.batch) * p.heads * p.length;
-  return (n + 63) / 64 * 64;
+/// Blocks of heads of an MLA decode (each reads the request's latent records once).
+inline int mla_head_blocks(const mla_decode_params& p) {
+  const int per = blocking::kMlaWarps * blocking::kMlaHeadsPerWarp;
+  return (p.heads + per - 1) / per;
 }
 
-/// Scratch of an MLA decode: the scores, then the softmax weights as BF16 (half a float each).
+/// Records per split of an MLA decode: whole tiles, enough splits for kSparseBlocks blocks
+/// over (request, head block) where the records allow.
+inline int mla_split_records(const mla_decode_params& p) {
+  const int per = p.batch * mla_head_blocks(p);
+  const int splits = per >= blocking::kSparseBlocks ? 1 : (blocking::kSparseBlocks + per - 1) / per;
+  const int tiles = (p.length + blocking::kSparseTile - 1) / blocking::kSparseTile;
+  const int tiles_per = (tiles + splits - 1) / splits;
+  return (tiles_per > 0 ? tiles_per : 1) * blocking::kSparseTile;
+}
+
+/// Splits of an MLA decode's records (none empty).
+inline int mla_splits(const mla_decode_params& p) {
+  const int per = mla_split_records(p);
+  return (p.length + per - 1) / per;
+}
+
+/// Scratch of an MLA decode: per (request, head, split) the output, max and sum.
 inline long mla_scratch_floats(const mla_decode_params& p) {
-  long n = static_cast<long>(p.batch) * p.heads * p.length;
-  return mla_probs_offset(p) + (n + 1) / 2;
+  return static_cast<long>(p.batch) * p.heads * mla_splits(p) * (p.rank + 2);
 }
 
 }  // namespace calc::kernels

@@ -1,6 +1,8 @@
-// The plan of a CUDA run (gpu_plan.h). Timed shapes come from bundled models' layers, and their
-// predictions from the same tally rules `calc state` and `calc forward` use, so a measured byte
-// count that differs from the prediction is a finding about the tally or the kernel.
+// The plan of a CUDA run (gpu_plan.h). Timed shapes come from the layers of the models the
+// caller loaded, and their predictions from the same tally rules `calc state` and `calc
+// forward` use; the kernels' own traffic is priced by the same byte rule, so a kernel byte count
+// that differs from the prediction is a finding about the kernel's design (more: it re-reads or
+// round-trips data) or about the tally (fewer: the rule counts bytes the kernel never needs).
 #include "exec/gpu_plan.h"
 
 #include <fmt/format.h>
@@ -8,11 +10,11 @@
 #include <type_traits>
 #include <variant>
 
+#include "common/dtype.h"
 #include "common/error.h"
 #include "decode_blocked.h"
+#include "exec/gpu_shape.h"
 #include "graph/graph.h"
-#include "spec/gpu_spec.h"
-#include "spec/model_reader.h"
 #include "tally/rules.h"
 #include "twin_cases.h"
 
@@ -23,197 +25,227 @@ namespace {
 using nlohmann::ordered_json;
 using namespace calc::kernels;
 
-ordered_json shape_json(const case_shape& s) {
-  ordered_json j = {{"kernel", s.kernel}, {"batch", s.batch}};
-  auto put = [&](const char* k, int v) {
-    if (v) j[k] = v;
-  };
-  put("q_heads", s.q_heads), put("kv_heads", s.kv_heads), put("head_dim", s.head_dim);
-  put("length", s.length), put("page_tokens", s.page_tokens), put("heads", s.heads);
-  put("rank", s.rank), put("rope", s.rope), put("dk", s.dk), put("dv", s.dv);
-  put("tokens", s.tokens), put("chunk", s.chunk), put("width", s.width), put("window", s.window);
-  put("n_entries", s.n_entries), put("selected", s.selected), put("experts", s.experts);
-  put("top_k", s.top_k), put("in", s.in), put("out", s.out);
-  if (s.kernel.rfind("gqa", 0) == 0) j["split_blocks"] = s.split_blocks;
-  return j;
-}
-
-case_shape shape_from(const ordered_json& j) {
-  case_shape s;
-  s.kernel = j.at("kernel");
-  auto get = [&](const char* k, int& v) { v = j.value(k, v); };
-  get("batch", s.batch), get("q_heads", s.q_heads), get("kv_heads", s.kv_heads);
-  get("head_dim", s.head_dim), get("length", s.length), get("page_tokens", s.page_tokens);
-  get("heads", s.heads), get("rank", s.rank), get("rope", s.rope), get("dk", s.dk);
-  get("dv", s.dv), get("tokens", s.tokens), get("chunk", s.chunk), get("width", s.width);
-  get("window", s.window), get("n_entries", s.n_entries), get("selected", s.selected);
-  get("experts", s.experts), get("top_k", s.top_k), get("in", s.in), get("out", s.out);
-  get("split_blocks", s.split_blocks);
-  return s;
-}
-
 ordered_json check_case(const std::string& id, const case_shape& s) {
   return {{"id", id}, {"role", "check"}, {"shape", shape_json(s)}};
 }
 
-/// A bundled model, its graph and the first layer a predicate accepts.
-struct model_layer {
-  model_spec spec;
+/// A model's spec and graph, and the call context of its layers.
+struct model_view {
+  model_spec spec;  // a copy: the plan sets the execution path the kernel runs
   graph g;
-  const layer* l = nullptr;
   model_context ctx() const {
     return {spec.hidden, &spec.precision, &spec.connection, spec.layer_norm};
   }
+  /// The first layer whose attention is an A that `accept` takes, or null.
+  template <typename A, typename Accept>
+  const layer* first(Accept accept) const {
+    for (const layer& l : g.layers)
+      if (const auto* a = std::get_if<A>(&l.attention); a && accept(*a)) return &l;
+    return nullptr;
+  }
 };
 
-template <typename Attention>
-model_layer find_attention(const std::string& model) {
-  model_layer m{read_model_file(resolve_model_path(model)), {}, nullptr};
-  m.g = build_graph(m.spec);
-  for (const layer& l : m.g.layers)
-    if (const auto* a = std::get_if<Attention>(&l.attention)) {
-      if constexpr (std::is_same_v<Attention, attention_gqa>)
-        if (a->window) continue;  // full attention: the kernel reads the whole history
-      m.l = &l;
-      break;
-    }
-  if (!m.l)
-    throw spec_error("--device cuda", model + " has no layer of the kind a timed case needs");
-  return m;
+/// The kernel's traffic priced by the dtype byte rule, per class.
+struct priced {
+  ordered_json streams = ordered_json::array();
+  checked state = 0, activation = 0, scratch = 0;
+};
+
+priced price(const std::vector<traffic>& t) {
+  priced p;
+  for (const traffic& x : t) {
+    checked bytes = checked(x.times) * parse_dtype(x.format).bytes(checked(x.values));
+    const std::string cls = x.cls;
+    (cls == "state" ? p.state : cls == "scratch" ? p.scratch : p.activation) += bytes;
+    p.streams.push_back({{"what", x.what},
+                         {"values", x.values},
+                         {"format", x.format},
+                         {"times", x.times},
+                         {"bytes", bytes.value()},
+                         {"class", x.cls}});
+  }
+  return p;
+}
+
+/// The traffic of a case's kernel at its shape (kernels/ref/decode_blocked.h).
+std::vector<traffic> traffic_of(const case_shape& s) {
+  if (s.kernel == "gqa_decode")
+    return gqa_decode_traffic({s.batch, s.q_heads, s.kv_heads, s.head_dim, s.length, 0, 0, nullptr,
+                               split_tokens_for(s.batch, s.kv_heads, s.length, s.split_blocks)});
+  if (s.kernel == "mla_decode")
+    return mla_decode_traffic({s.batch, s.heads, s.rank, s.rope, s.length});
+  if (s.kernel == "delta_step") return delta_step_traffic({s.batch, s.heads, s.dk, s.dv});
+  if (s.kernel == "sparse_decode")
+    return sparse_decode_traffic({s.batch, s.heads, s.width, s.window, s.n_entries, s.selected});
+  if (s.kernel == "moe_gemm") {
+    std::vector<int> off = disjoint_routing(s.batch, s.top_k, s.experts);
+    return moe_gemm_traffic({s.experts, s.in, s.out, off.data()}, off.back());
+  }
+  throw std::invalid_argument("no traffic model for kernel " + s.kernel);
 }
 
 ordered_json timed_case(const std::string& id, const std::string& source, const case_shape& s,
                         ordered_json predicted) {
+  priced k = price(traffic_of(s));
   return {{"id", id},
           {"role", "timed"},
           {"source", source},
           {"shape", shape_json(s)},
-          {"predicted", std::move(predicted)}};
+          {"predicted", std::move(predicted)},
+          {"kernel_traffic", k.streams},
+          {"kernel_bytes",
+           {{"state", k.state.value()},
+            {"activation", k.activation.value()},
+            {"scratch", k.scratch.value()}}}};
 }
 
-/// Interaction (QK, AV) FLOPs of one layer for a decode call over `length` cached tokens:
-/// context length - 1 plus the new token, which attends to all `length`.
-checked decode_interaction(const model_layer& m, std::int64_t batch, std::int64_t length) {
+int as_int(std::int64_t v, const std::string& what) {
+  if (v <= 0 || v > 0x7fffffff)
+    throw spec_error("--device cuda", fmt::format("{} = {} is outside a kernel's range", what, v));
+  return static_cast<int>(v);
+}
+
+/// Interaction (QK, AV) FLOPs of one layer's attention `a` for a decode call over `length`
+/// cached tokens: context length - 1 plus the new token, which attends to all `length`.
+template <typename A>
+checked decode_interaction(const model_view& m, const A& a, std::int64_t batch,
+                           std::int64_t length) {
   call c = make_call(m.spec, batch, length - 1, 1);
-  return std::visit([&](const auto& a) { return flops(a, m.ctx(), c).interaction; },
-                    m.l->attention);
+  return flops(a, m.ctx(), c).interaction;
 }
 
-void add_timed(ordered_json& cases) {
-  {  // GQA decode: Qwen3-8B (head_dim 128, group 4) and Qwen3.6's full layers (256, group 8).
-    for (const auto& [model, shapes] :
-         std::vector<std::pair<std::string, std::vector<std::pair<int, int>>>>{
-             {"qwen3-8b", {{1, 65536}, {8, 16384}, {32, 8192}, {64, 8192}}},
-             {"qwen3.6-35b-a3b", {{8, 16384}}}}) {
-      model_layer m = find_attention<attention_gqa>(model);
-      const auto& a = std::get<attention_gqa>(m.l->attention);
-      for (auto [B, L] : shapes) {
-        case_shape s{.kernel = "gqa_decode",
-                     .batch = B,
-                     .q_heads = int(a.q_heads),
-                     .kv_heads = int(a.kv_heads),
-                     .head_dim = int(a.head_dim),
-                     .length = L};
-        checked bytes = checked(B) * decode_read(a, m.ctx(), m.spec.execution, L);
-        cases.push_back(
-            timed_case(fmt::format("gqa_decode {} B={} L={}", model, B, L),
-                       fmt::format("{} layer {}: decode_read x B (tally)", model, m.l->index), s,
-                       {{"bytes", bytes.value()},
-                        {"flops", decode_interaction(m, B, L).value()},
-                        {"unit", "cuda_core_fp32"}}));
-      }
+void add_model(ordered_json& cases, const timed_model& t) {
+  model_view m{*t.spec, {}};
+  m.spec.execution.mla = mla_path::compact;  // the MLA kernel reads the compact (absorbed) cache
+  m.g = build_graph(m.spec);
+  const std::string& name = t.name;
+  const std::size_t before = cases.size();
+  // GQA decode: the first full-attention layer (the kernel reads the whole history).
+  if (const layer* l = m.first<attention_gqa>([](const attention_gqa& a) { return !a.window; })) {
+    const auto& a = std::get<attention_gqa>(l->attention);
+    for (auto [B, L] : t.decode) {
+      case_shape s{.kernel = "gqa_decode",
+                   .batch = as_int(B, "batch"),
+                   .q_heads = as_int(a.q_heads, "q_heads"),
+                   .kv_heads = as_int(a.kv_heads, "kv_heads"),
+                   .head_dim = as_int(a.head_dim, "head_dim"),
+                   .length = as_int(L, "context")};
+      checked bytes = checked(B) * decode_read(a, m.ctx(), m.spec.execution, L);
+      cases.push_back(
+          timed_case(fmt::format("gqa_decode {} B={} L={}", name, B, L),
+                     fmt::format("{} layer {}: decode_read x B (tally)", name, l->index), s,
+                     {{"bytes", bytes.value()},
+                      {"flops", decode_interaction(m, a, B, L).value()},
+                      {"unit", "cuda_core_fp32"}}));
     }
   }
-  {  // Absorbed MLA decode: Kimi K3's MLA layers (96 heads over a 512 + 64 record).
-    model_layer m = find_attention<attention_mla>("kimi-k3");
-    const auto& a = std::get<attention_mla>(m.l->attention);
-    m.spec.execution.mla = mla_path::compact;  // the kernel reads the compact (absorbed) cache
-    const execution_spec& e = m.spec.execution;
-    for (auto [B, L] : std::vector<std::pair<int, int>>{{8, 32768}, {32, 8192}}) {
+  // Absorbed MLA decode over the compact [latent, rope] records.
+  if (const layer* l = m.first<attention_mla>([](const attention_mla&) { return true; })) {
+    const auto& a = std::get<attention_mla>(l->attention);
+    for (auto [B, L] : t.decode) {
       case_shape s{.kernel = "mla_decode",
-                   .batch = B,
-                   .length = L,
-                   .heads = int(a.heads),
-                   .rank = int(a.kv_rank),
-                   .rope = int(a.qk_rope)};
-      checked bytes = checked(B) * decode_read(a, m.ctx(), e, L);
+                   .batch = as_int(B, "batch"),
+                   .length = as_int(L, "context"),
+                   .heads = as_int(a.heads, "heads"),
+                   .rank = as_int(a.kv_rank, "kv_rank"),
+                   .rope = as_int(a.qk_rope, "qk_rope")};
+      checked bytes = checked(B) * decode_read(a, m.ctx(), m.spec.execution, L);
       cases.push_back(timed_case(
-          fmt::format("mla_decode kimi-k3 B={} L={}", B, L),
-          fmt::format("kimi-k3 layer {}: decode_read x B (tally, {} path)", m.l->index, "compact"),
+          fmt::format("mla_decode {} B={} L={}", name, B, L),
+          fmt::format("{} layer {}: decode_read x B (tally, compact path)", name, l->index), s,
+          {{"bytes", bytes.value()},
+           {"flops", decode_interaction(m, a, B, L).value()},
+           {"unit", "cuda_core_fp32"}}));  // the fused kernel multiplies on CUDA cores
+    }
+  }
+  // Sparse decode: the first layer that selects top-k compressed entries. The kernel is main
+  // attention only (the indexer is another kernel), so the prediction is the tally's rule for
+  // the same layer without its indexer, in the record formats the spec stores and the kernel
+  // reads (BF16 reference records).
+  if (const layer* l = m.first<attention_dsa>(
+          [](const attention_dsa& a) { return a.global && a.global->top_k > 0; })) {
+    attention_dsa a = std::get<attention_dsa>(l->attention);
+    a.indexer.reset();
+    const precision_spec& p = m.spec.precision;
+    if (p.window.name != "bf16" || p.kv.name != "bf16")
+      throw spec_error("--device cuda",
+                       fmt::format("{}: the sparse kernel reads BF16 records; the spec stores "
+                                   "window {} and entries {}",
+                                   name, p.window.name, p.kv.name));
+    for (auto [B, L] : t.decode) {
+      const std::int64_t entries = L / a.global->ratio;
+      case_shape s{.kernel = "sparse_decode",
+                   .batch = as_int(B, "batch"),
+                   .heads = as_int(a.heads, "heads"),
+                   .width = as_int(a.head_dim, "head_dim"),
+                   .window = as_int(std::min(L, a.window), "window"),
+                   .n_entries = as_int(entries, "entries"),
+                   .selected = as_int(std::min(entries, a.global->top_k), "top_k")};
+      checked bytes = checked(B) * decode_read(a, m.ctx(), m.spec.execution, L);
+      cases.push_back(timed_case(
+          fmt::format("sparse_decode {} B={} L={}", name, B, L),
+          fmt::format("{} layer {}: decode_read x B without the indexer (tally)", name, l->index),
           s,
           {{"bytes", bytes.value()},
-           {"flops", decode_interaction(m, B, L).value()},
-           {"unit", "tensor_core_bf16"}}));
+           {"flops", decode_interaction(m, a, B, L).value()},
+           {"unit", "cuda_core_fp32"}}));
     }
   }
-  // Delta-rule decode step: Kimi K3's KDA (96 heads) and Qwen3.6's Gated DeltaNet (32 heads).
-  auto delta = [&](const std::string& model, int heads, int dk, int dv, const model_layer& m,
-                   const std::vector<state_component>& comps, int B) {
-    checked rw = 0;
-    for (const state_component& c : comps)
-      if (c.name == "recurrent") rw = checked(2) * B * c.bytes(1);  // read + written each step
-    case_shape s{.kernel = "delta_step", .batch = B, .heads = heads, .dk = dk, .dv = dv};
-    cases.push_back(timed_case(
-        fmt::format("delta_step {} B={}", model, B),
-        fmt::format("{} layer {}: recurrent state read + write x B (tally)", model, m.l->index), s,
-        {{"bytes", rw.value()}, {"unit", "cuda_core_fp32"}}));
-  };
-  {
-    model_layer m = find_attention<attention_kda>("kimi-k3");
-    const auto& a = std::get<attention_kda>(m.l->attention);
-    auto comps = state(a, m.ctx(), m.spec.execution);
-    for (int B : {64, 256})
-      delta("kimi-k3", int(a.heads), int(a.key_dim), int(a.value_dim), m, comps, B);
-  }
-  {
-    model_layer m = find_attention<attention_gdn>("qwen3.6-35b-a3b");
-    const auto& a = std::get<attention_gdn>(m.l->attention);
-    auto comps = state(a, m.ctx(), m.spec.execution);
-    delta("qwen3.6-35b-a3b", int(a.v_heads), int(a.key_dim), int(a.value_dim), m, comps, 256);
-  }
-  // Sparse decode at V4's widths (64 heads, 512-wide records, window 128). The model stores
-  // 584-byte FP8/BF16 records; this kernel reads BF16 records, so there is no tally prediction
-  // of the same format: the row reports the kernel's own bytes.
-  for (auto [B, entries, top_k] :
-       std::vector<std::tuple<int, int, int>>{{64, 16384, 512}, {32, 16384, 2048}}) {
-    case_shape s{.kernel = "sparse_decode",
-                 .batch = B,
-                 .heads = 64,
-                 .width = 512,
-                 .window = 128,
-                 .n_entries = entries,
-                 .selected = top_k};
-    cases.push_back(timed_case(fmt::format("sparse_decode V4 widths B={} top-k {}", B, top_k),
-                               "V4 widths, BF16 records (no tally prediction: formats differ)", s,
-                               {{"unit", "cuda_core_fp32"}}));
-  }
-  {  // MoE decode: Qwen3.6's 256 experts, top-8, the three expert matrices as one [d, 3f] GEMM
-     // (the same weight bytes and FLOPs per row as gate, up and down).
-    model_layer m{read_model_file(resolve_model_path("qwen3.6-35b-a3b")), {}, nullptr};
-    m.g = build_graph(m.spec);
-    m.l = &m.g.layers.front();
-    const auto& f = std::get<ffn_moe>(m.l->ffn);
-    std::vector<tensor> ts;
-    add_tensors(f, m.ctx(), ts);
-    for (int B : {1, 8, 32}) {
-      call c = make_call(m.spec, B, 4095, 1);
-      checked bytes = 0, fl = 0;
-      for (const tensor& t : ts)
-        if (t.name == "routed_experts")
-          bytes = t.read_bytes(c), fl = checked(2) * t.gemm_weight_rows(c);
-      const int d = int(f.latent ? f.latent : m.spec.hidden);
-      case_shape s{.kernel = "moe_gemm",
-                   .batch = B,
-                   .experts = int(f.experts),
-                   .top_k = int(f.top_k),
-                   .in = d,
-                   .out = 3 * int(f.intermediate)};
+  // Delta-rule decode step: the recurrent state read and written once per step.
+  auto delta = [&](const layer& l, const auto& a, std::int64_t heads) {
+    checked per_request = 0;
+    for (const state_component& c : state(a, m.ctx(), m.spec.execution))
+      if (c.name == "recurrent") per_request = c.bytes(1);
+    for (std::int64_t B : t.state_batches) {
+      case_shape s{.kernel = "delta_step",
+                   .batch = as_int(B, "batch"),
+                   .heads = as_int(heads, "heads"),
+                   .dk = as_int(a.key_dim, "key_dim"),
+                   .dv = as_int(a.value_dim, "value_dim")};
       cases.push_back(timed_case(
-          fmt::format("moe_gemm qwen3.6-35b-a3b B={}", B),
-          fmt::format("qwen3.6-35b-a3b layer 0: routed_experts read bytes (tally)"), s,
-          {{"bytes", bytes.value()}, {"flops", fl.value()}, {"unit", "cuda_core_fp32"}}));
+          fmt::format("delta_step {} B={}", name, B),
+          fmt::format("{} layer {}: recurrent state read + write x B (tally)", name, l.index), s,
+          {{"bytes", (checked(2) * B * per_request).value()}, {"unit", "cuda_core_fp32"}}));
     }
-  }
+  };
+  if (const layer* l = m.first<attention_kda>([](const attention_kda&) { return true; }))
+    delta(*l, std::get<attention_kda>(l->attention), std::get<attention_kda>(l->attention).heads);
+  else if (const layer* g = m.first<attention_gdn>([](const attention_gdn&) { return true; }))
+    delta(*g, std::get<attention_gdn>(g->attention), std::get<attention_gdn>(g->attention).v_heads);
+  // Routed experts at decode: the three expert matrices as one [d, 3f] GEMM (the same weight
+  // bytes and FLOPs per row as gate, up and down).
+  if (!t.moe_batches.empty())
+    for (const layer& l : m.g.layers) {
+      const auto* f = std::get_if<ffn_moe>(&l.ffn);
+      if (!f) continue;
+      std::vector<tensor> ts;
+      add_tensors(*f, m.ctx(), ts);
+      for (std::int64_t B : t.moe_batches) {
+        call c = make_call(m.spec, B, 4095, 1);
+        checked bytes = 0, fl = 0;
+        for (const tensor& x : ts)
+          if (x.name == "routed_experts")
+            bytes = x.read_bytes(c), fl = checked(2) * x.gemm_weight_rows(c);
+        case_shape s{.kernel = "moe_gemm",
+                     .batch = as_int(B, "batch"),
+                     .experts = as_int(f->experts, "experts"),
+                     .top_k = as_int(f->top_k, "top_k"),
+                     .in = as_int(f->latent ? f->latent : m.spec.hidden, "hidden"),
+                     .out = as_int(3 * f->intermediate, "3 x intermediate")};
+        cases.push_back(timed_case(
+            fmt::format("moe_gemm {} B={}", name, B),
+            fmt::format("{} layer {}: routed_experts read bytes (tally)", name, l.index), s,
+            {{"bytes", bytes.value()},
+             {"flops", fl.value()},
+             {"unit", "tensor_core_bf16"}}));  // cuBLAS grouped GEMM
+      }
+      break;
+    }
+  if (cases.size() == before)
+    throw spec_error("--device cuda",
+                     fmt::format("{} has no layer of a kind the CUDA kernels run at the shapes "
+                                 "asked (full GQA, MLA, sparse top-k, KDA, Gated DeltaNet, MoE)",
+                                 name));
 }
 
 }  // namespace
@@ -223,11 +255,10 @@ nlohmann::ordered_json make_plan(const plan_options& o) {
   plan["seed"] = o.seed;
   plan["correctness_only"] = o.correctness_only;
   plan["repeats"] = std::max(20, o.repeats);
-  gpu_spec g = find_gpu(o.gpu);
-  plan["catalogue"] = {{"gpu", g.name},
-                       {"bf16_flops", g.bf16_tflops * 1e12},
-                       {"bandwidth", double(g.bandwidth)},
-                       {"source", g.source}};
+  plan["catalogue"] = {{"gpu", o.gpu.name},
+                       {"bf16_flops", o.gpu.bf16_tflops * 1e12},
+                       {"bandwidth", double(o.gpu.bandwidth)},
+                       {"source", o.gpu.source}};
   ordered_json cases = ordered_json::array();
   // Small cases (odd sizes, several splits and passes) and one production width per kernel.
   cases.push_back(check_case("gqa_decode small (d 64, 2 splits)", {.kernel = "gqa_decode",
@@ -311,10 +342,39 @@ nlohmann::ordered_json make_plan(const plan_options& o) {
   cases.push_back(check_case(
       "moe_gemm 256 experts top-8",
       {.kernel = "moe_gemm", .batch = 4, .experts = 256, .top_k = 8, .in = 512, .out = 384}));
-  add_timed(cases);
+  for (const timed_model& t : o.models) add_model(cases, t);
   plan["cases"] = cases;
   return plan;
 }
+
+namespace {
+
+/// One output's comparison as a row field.
+ordered_json output_json(const checked_output& ref, const comparison& r) {
+  return {{"output", ref.name},         {"max_abs_error", r.max_abs_error},
+          {"max_sigmas", r.max_sigmas}, {"nmse", r.nmse},
+          {"nmse_max", ref.nmse_max},   {"out_of_tolerance", r.out_of_tolerance},
+          {"non_finite", r.non_finite}, {"verdict", r.pass ? "pass" : "FAIL"}};
+}
+
+/// Whether every output of `got` passes.
+bool all_pass(const case_data& d, const std::vector<std::vector<float>>& got) {
+  if (got.size() != d.reference.size()) return false;
+  for (std::size_t i = 0; i < got.size(); ++i)
+    if (!compare_outputs(got[i], d.reference[i]).pass) return false;
+  return true;
+}
+
+/// "exact", or how the kernel's state traffic differs from the tally's prediction.
+std::string bytes_verdict(std::int64_t predicted, std::int64_t kernel) {
+  if (kernel == predicted) return "exact";
+  if (kernel > predicted)
+    return fmt::format("kernel reads {:.2f}x the tally's bytes (kernel design)",
+                       double(kernel) / double(predicted));
+  return "MISMATCH";  // the kernel needs fewer bytes than the rule counts: a tally finding
+}
+
+}  // namespace
 
 void run_cpu_side(const nlohmann::ordered_json& plan,
                   const std::function<void(const nlohmann::ordered_json&)>& on_row) {
@@ -324,7 +384,7 @@ void run_cpu_side(const nlohmann::ordered_json& plan,
   for (const ordered_json& c : plan.at("cases")) {
     const std::string id = c.at("id"), role = c.at("role");
     if (role == "timed" && correctness_only) continue;
-    case_shape s = shape_from(c.at("shape"));
+    case_shape s = shape_of(c.at("shape"));
     if (role == "check") {
       // The same seed the module uses for this case.
       case_data d = make_case(s, seed ^ std::hash<std::string>{}(id));
@@ -334,55 +394,50 @@ void run_cpu_side(const nlohmann::ordered_json& plan,
       for (std::size_t i = 0; i < d.reference.size() && i < got.size(); ++i) {
         comparison r = compare_outputs(got[i], d.reference[i]);
         pass = pass && r.pass;
-        outs.push_back({{"output", d.reference[i].name},
-                        {"max_abs_error", r.max_abs_error},
-                        {"nmse", r.nmse},
-                        {"out_of_tolerance", r.out_of_tolerance},
-                        {"non_finite", r.non_finite},
-                        {"verdict", r.pass ? "pass" : "FAIL"}});
+        outs.push_back(output_json(d.reference[i], r));
+      }
+      // The check must be able to fail: each fault the kernel could have, emulated.
+      ordered_json faults = ordered_json::array();
+      for (fault f : faults_of(s.kernel)) {
+        const bool caught = !all_pass(d, blocked_outputs(d, f));
+        pass = pass && caught;
+        faults.push_back({{"fault", fault_name(f)}, {"caught", caught}});
       }
       on_row({{"row", "twin"},
               {"id", id},
               {"kernel", s.kernel},
+              {"shape", c.at("shape")},
               {"compared", "blocked twin vs plain twin"},
               {"outputs", outs},
+              {"faults", faults},
               {"verdict", pass ? "pass" : "FAIL"}});
       on_row({{"row", "check"},
               {"id", id},
               {"kernel", s.kernel},
+              {"shape", c.at("shape")},
               {"gpu", "skipped"},
               {"verdict", "skipped"}});
       continue;
     }
-    // Timed: the kernel's own byte count against the tally's prediction, no GPU needed.
-    kernel_bytes kb;
-    if (s.kernel == "gqa_decode")
-      kb = gqa_decode_bytes({s.batch, s.q_heads, s.kv_heads, s.head_dim, s.length, 0, 0, nullptr,
-                             split_tokens_for(s.batch, s.kv_heads, s.length, s.split_blocks)});
-    else if (s.kernel == "mla_decode")
-      kb = mla_decode_bytes({s.batch, s.heads, s.rank, s.rope, s.length});
-    else if (s.kernel == "delta_step")
-      kb = delta_step_bytes({s.batch, s.heads, s.dk, s.dv});
-    else if (s.kernel == "sparse_decode")
-      kb = sparse_decode_bytes({s.batch, s.heads, s.width, s.window, s.n_entries, s.selected});
-    else if (s.kernel == "moe_gemm") {
-      std::vector<int> off = disjoint_routing(s.batch, s.top_k, s.experts);
-      kb = moe_gemm_bytes({s.experts, s.in, s.out, off.data()}, off.back());
-    }
-    const double moved = kb.state_read + kb.state_write + kb.weights;
+    // Timed: the kernel's own traffic against the tally's prediction, no GPU needed.
     const ordered_json& pred = c.at("predicted");
-    ordered_json row = {
-        {"row", "bytes"},        {"id", id},
-        {"kernel", s.kernel},    {"source", c.value("source", "")},
-        {"kernel_bytes", moved}, {"predicted_bytes", pred.value("bytes", ordered_json())}};
-    if (pred.contains("bytes"))
-      row["verdict"] = double(pred.at("bytes").get<std::int64_t>()) == moved ? "exact" : "MISMATCH";
-    else
-      row["verdict"] = "no prediction";
-    on_row(row);
+    const ordered_json& kb = c.at("kernel_bytes");
+    const std::int64_t state = kb.at("state"), predicted = pred.at("bytes");
+    on_row({{"row", "bytes"},
+            {"id", id},
+            {"kernel", s.kernel},
+            {"shape", c.at("shape")},
+            {"source", c.value("source", "")},
+            {"predicted_bytes", predicted},
+            {"kernel_state_bytes", state},
+            {"kernel_scratch_bytes", kb.at("scratch")},
+            {"kernel_activation_bytes", kb.at("activation")},
+            {"kernel_traffic", c.at("kernel_traffic")},
+            {"verdict", bytes_verdict(predicted, state)}});
     on_row({{"row", "timed"},
             {"id", id},
             {"kernel", s.kernel},
+            {"shape", c.at("shape")},
             {"gpu", "skipped"},
             {"verdict", "skipped"}});
   }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# ctest `cuda-module` (issue 10): plain commands load no GPU library, and `validate --device
-# cuda` fails in one clear line where the module or a GPU is missing.
+# ctest `cuda-module` (issue 10): plain commands load no GPU library, `validate --device cuda`
+# fails in one clear line where the module or a GPU is missing, and the device script
+# (run.sh) fails in one line before building where nvcc, cuBLAS or compute-sanitizer is missing.
 #   check_module.sh CALC_BINARY MODULE_BUILT(0|1)
 set -uo pipefail
 calc=${1:?usage: check_module.sh CALC MODULE_BUILT}
@@ -36,11 +37,34 @@ want="--device cuda: cannot load $tmp/libcalc_cuda.so: $tmp/libcalc_cuda.so: fil
 [ "$code" = 2 ] || fail "bad module: exit $code, want 2"
 [ "$err" = "$want" ] || fail "bad module: got '$err', want '$want'"
 
+# 4. The device script's preflight, before any build: each missing tool is one line and exit 2,
+#    in seconds (the stand-in toolkits below are empty files: nothing is built or run).
+run_sh=$(cd "$(dirname "$0")" && pwd)/run.sh
+preflight() {  # preflight PATH WANT: run.sh under PATH must exit 2 with exactly WANT
+  local err code
+  err=$(PATH=$1 timeout 20 bash "$run_sh" "$tmp/out" 2>&1); code=$?
+  [ "$code" = 2 ] || fail "preflight: exit $code, want 2 ($err)"
+  [ "$err" = "$2" ] || fail "preflight: got '$err', want '$2'"
+  [ ! -e "$tmp/out" ] || fail "preflight: wrote $tmp/out before failing"
+}
+if ! PATH=/usr/bin:/bin command -v nvcc > /dev/null; then
+  preflight /usr/bin:/bin "run.sh: nvcc not found on PATH (the CUDA toolkit builds the module)"
+fi
+mkdir -p "$tmp/nocublas/bin" "$tmp/cuda/bin" "$tmp/cuda/lib64"
+printf '#!/bin/sh\nexit 0\n' > "$tmp/nocublas/bin/nvcc"; chmod +x "$tmp/nocublas/bin/nvcc"
+cp "$tmp/nocublas/bin/nvcc" "$tmp/cuda/bin/nvcc"; : > "$tmp/cuda/lib64/libcublas.so.13"
+preflight "$tmp/nocublas/bin:/usr/bin:/bin" "run.sh: cuBLAS not found beside nvcc (looked in \
+$tmp/nocublas/lib64 and $tmp/nocublas/targets/*/lib)"
+if ! PATH=/usr/bin:/bin command -v compute-sanitizer > /dev/null; then
+  preflight "$tmp/cuda/bin:/usr/bin:/bin" \
+    "run.sh: compute-sanitizer not found on PATH (the run ends with memcheck and racecheck)"
+fi
+
 if [ "$built" = 1 ]; then
-  # 4. The module is beside the executable and carries the CUDA libraries itself.
+  # 5. The module is beside the executable and carries the CUDA libraries itself.
   [ -f "$dir/libcalc_cuda.so" ] || fail "no $dir/libcalc_cuda.so"
   [[ $(ldd "$dir/libcalc_cuda.so") == *libcublas* ]] || fail "the module does not link libcublas"
-  # 5. Here (no GPU, no driver) the module loads and says why it cannot run, in one line, from
+  # 6. Here (no GPU, no driver) the module loads and says why it cannot run, in one line, from
   #    a build folder and from an installed tree (<prefix>/bin/calc, <prefix>/lib/calc/).
   mkdir -p "$tmp/bin" "$tmp/lib/calc"
   cp "$calc" "$tmp/bin/calc" && cp "$dir/libcalc_cuda.so" "$tmp/lib/calc/"
