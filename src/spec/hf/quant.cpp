@@ -11,7 +11,7 @@ namespace calc::hf {
 using nlohmann::json;
 
 std::optional<quant_formats> read_quant(const hf_object& root, const hf_json* modelopt,
-                                        bool has_routers) {
+                                        bool has_routers, const std::string& block_scale) {
   std::optional<hf_object> q;
   if (modelopt) {
     q = hf_object(*modelopt, "").object("quantization");
@@ -40,10 +40,12 @@ std::optional<quant_formats> read_quant(const hf_object& root, const hf_json* mo
     std::vector<std::int64_t> block = q->integers("weight_block_size");
     if (block.size() != 2 || block[0] == 0 || block[1] == 0 || block[0] > 4096 || block[1] > 4096)
       q->fail("weight_block_size", "expected two block sides of 1 to 4096, e.g. [128, 128]");
-    // One FP32 scale per block of rows x columns; every matrix side of the models read here is a
-    // multiple of the block, so a block is a group of rows*columns values.
-    f.weights = fmt::format("fp8:g{}:fp32", block[0] * block[1]);
-    f.origin += fmt::format(" = fp8, weight_block_size {}x{}", block[0], block[1]);
+    // One scale per block of rows x columns (weight_scale_inv), stored as `block_scale`; a block
+    // is read as a group of rows*columns values, exact where both matrix sides are multiples of
+    // the block sides.
+    f.weights = fmt::format("fp8:g{}:{}", block[0] * block[1], block_scale);
+    f.origin += fmt::format(" = fp8, weight_block_size {}x{}, {} scales", block[0], block[1],
+                            block_scale);
   } else if (method == "FP8" || method == "fp8") {
     f.weights = "fp8";
     f.origin += " = FP8 with one scale per tensor (a few bytes a matrix, not counted)";
