@@ -196,3 +196,31 @@ TEST_CASE("safetensors headers: bad files are one-line errors naming the file") 
         std::string::npos);
   CHECK(error_of(len).find("the header says") != std::string::npos);
 }
+
+TEST_CASE("FP8 block scales: the family's default, unless the safetensors headers say") {
+  // Qwen3-30B-A3B-FP8 (quant_method fp8, weight_block_size [128, 128]): Qwen stores the block
+  // scales in BF16. Embedding and head 2*151936*2048*2 = 1,244,659,712 B; norms (48*2 + 1)*2048
+  // and Q/K norms 48*2*128 in BF16 = 421,888 B; routers 48*128*2048*2 = 25,165,824 B (listed in
+  // modules_to_not_convert). FP8 per layer: attention 18,874,368 values + 1,152 scales of
+  // 128 x 128, experts 603,979,776 values + 36,864 scales; BF16 scales make each layer
+  // 18,874,368 + 603,979,776 + 2 * 38,016 = 622,930,176 B, x48 = 29,900,648,448 B.
+  const std::int64_t bf16_scales = 1'244'659'712LL + 421'888 + 25'165'824 + 29'900'648'448LL;
+  std::ostringstream out, err;
+  REQUIRE(run_cli({"params", "--model", fixture("qwen3-30b-a3b-fp8.json"), "--format", "json"},
+                  out, err) == 0);
+  CHECK(json::parse(out.str())["weight_bytes"] == bf16_scales);  // 31,170,895,872 B
+
+  // The same config beside a shard whose header stores the scales in FP32: 2 more bytes for
+  // each of the 48 x 38,016 scales.
+  fs::path dir = testing::scratch_dir("calc-ckpt") / "qwen3-30b-a3b-fp8-f32-scales";
+  fs::create_directories(dir);
+  fs::copy_file(fixture("qwen3-30b-a3b-fp8.json"), dir / "config.json",
+                fs::copy_options::overwrite_existing);
+  header_writer h;
+  h.add("model.layers.0.mlp.experts.0.down_proj.weight", "F8_E4M3", {2048, 768});
+  h.add("model.layers.0.mlp.experts.0.down_proj.weight_scale_inv", "F32", {16, 6});
+  h.write(dir / "model-00001-of-00001.safetensors");
+  std::ostringstream out2, err2;
+  REQUIRE(run_cli({"params", "--model", dir.string(), "--format", "json"}, out2, err2) == 0);
+  CHECK(json::parse(out2.str())["weight_bytes"] == bf16_scales + 48 * 38'016 * 2);
+}

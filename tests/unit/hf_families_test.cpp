@@ -49,9 +49,9 @@ TEST_CASE("kimi_k2 (Kimi-K2-Instruct): DeepSeek-V3's architecture, 1,026,408,232
   // The published total: the paramCount of moonshotai/Kimi-K2-Instruct in a Fireworks model
   // listing, and the language-model row of Kimi-K2.5's parameter table (SOURCES.md). By hand:
   // MLA per layer (64 heads, q_rank 1536, kv_rank 512 + rope 64, nope 128, v 128)
-  // 7168*1536 + 1536 + 1536*64*192 + 7168*576 + 512 + 512*64*256 + 64*128*7168 = 85,459,968;
+  // 7168*1536 + 1536 + 1536*64*192 + 7168*576 + 512 + 512*64*256 + 64*128*7168 = 101,124,096;
   // 1 dense layer (SwiGLU 18432): 3*7168*18432 = 396,361,728; 60 MoE layers of 384 experts and
-  // one shared of 2048: 385*3*7168*2048 + router 384*7168 + bias 384 = 16,959,671,680;
+  // one shared of 2048: 385*3*7168*2048 + router 384*7168 + bias 384 = 16,958,226,816;
   // norms 2*7168 a layer; embedding and head 2*163840*7168; final norm 7168.
   CHECK(params(m) == 1'026'408'232'448);
   // Compact MLA cache: (512 + 64) BF16 values on 61 layers = 70,272 B/token.
@@ -63,8 +63,9 @@ TEST_CASE("glm4_moe_lite (GLM-4.7-Flash): MLA and 64 experts, 29,943,393,920 par
   testing::model m(fixture("zai-org--GLM-4.7-Flash"));
   // Published: the parameter count llama.cpp and Ollama report for GLM-4.7-Flash's main model
   // (SOURCES.md). By hand: MLA per layer (20 heads, q_rank 768, kv 512 + 64, nope 192, v 256)
-  // 2048*768 + 768 + 768*20*256 + 2048*576 + 512 + 512*20*448 + 20*256*2048 = 21,562,624;
-  // 1 dense layer 3*2048*10240; 46 MoE layers 65*3*2048*1536 + 64*2048 + 64; norms 2*2048;
+  // 2048*768 + 768 + 768*20*256 + 2048*576 + 512 + 512*20*448 + 20*256*2048 = 21,759,232;
+  // 1 dense layer 3*2048*10240 = 62,914,560; 46 MoE layers 65*3*2048*1536 + 64*2048 + 64 =
+  // 613,548,096; norms 2*2048;
   // embedding and head 2*154880*2048; final norm 2048.
   CHECK(params(m) == 29'943'393'920);
   // (512 + 64) * 2 B * 47 layers = 54,144 B/token.
@@ -157,4 +158,70 @@ TEST_CASE("bundled-model fixtures: Mixtral-8x7B and Qwen3-Coder-480B-A35B at the
   // norms, norms; the embedding and head 2*151936*6144: 480,154,875,392, the Hub's count.
   CHECK(params(testing::model(fixture("Qwen--Qwen3-Coder-480B-A35B-Instruct"))) ==
         480'154'875'392);
+}
+
+TEST_CASE("kimi_k25 (Kimi-K2.5-NVFP4): the text model in text_config, its ModelOpt list read") {
+  testing::model m(fixture("nvidia--Kimi-K2.5-NVFP4"));
+  // The published checkpoint's language model (the vision tower and projector, listed by the
+  // card as 416,866,032 + 54,277,888, are not counted).
+  CHECK(params(m) == 1'026'408'232'448);
+  // quantization_config.ignore names the head and every layer's self_attn under the wrapper's
+  // prefix (language_model.model.layers.N.self_attn*), and the vision modules, which are not
+  // counted. BF16: embedding and head 2*163840*7168*2 = 4,697,620,480 B; MLA 61 x 101,122,048
+  // matrix values = 12,336,889,856 B; norms 61*(1536 + 512 + 2*7168) + 7168 = 1,006,592 values =
+  // 2,013,184 B; routers 60*384*7168*2 = 330,301,440 B and their biases 60*384*2 = 46,080 B.
+  // NVFP4 (9 bytes per 16 values): routed experts 60*384*3*7168*2048 -> 570,760,888,320 B,
+  // shared experts 60*3*7168*2048 -> 1,486,356,480 B, the dense layer 3*7168*18432 ->
+  // 222,953,472 B.
+  CHECK(tally_params(m.g).weight_bytes.value() ==
+        4'697'620'480LL + 12'336'889'856LL + 2'013'184LL + 330'301'440LL + 46'080LL +
+            570'760'888'320LL + 1'486'356'480LL + 222'953'472LL);  // 589,837,069,312 B
+  // kv_cache_scheme {num_bits: 8, type: float}: an FP8 latent cache, 576 B/token on 61 layers.
+  CHECK(state(m, 8192) == 576LL * 61 * 8192);      // 287,834,112 B
+  CHECK(state(m, 131072) == 576LL * 61 * 131072);  // 4,605,345,792 B
+}
+
+TEST_CASE("qwen3_5 (Qwen3.5-27B) and qwen3_5_moe (Qwen3.5-122B-A10B): state at 8K and 128K") {
+  testing::model dense(fixture("Qwen--Qwen3.5-27B"));
+  // The published checkpoint sums to 27,781,427,952: this language model + the vision tower
+  // 460,730,096 + the MTP block 424,699,392 (tests/unit/hf_checkpoint_test.cpp lists them).
+  CHECK(params(dense) == 26'895'998'464);
+  // 16 full layers: 2 (K, V) * 4 heads * 256 * 2 B * 16 = 65,536 B/token. 48 GDN layers: 48 heads
+  // of 128 x 128 FP32 (3,145,728 B) and 4 conv slots x (2*16*128 + 48*128) = 10,240 channels in
+  // BF16 (81,920 B): 48 * 3,227,648 = 154,927,104 B fixed.
+  CHECK(state(dense, 8192) == 65'536LL * 8192 + 154'927'104);      // 691,798,016 B
+  CHECK(state(dense, 131072) == 65'536LL * 131072 + 154'927'104);  // 8,744,861,696 B
+  testing::model moe(fixture("Qwen--Qwen3.5-122B-A10B"));
+  // 12 full layers: 2 * 2 * 256 * 2 B * 12 = 24,576 B/token. 36 GDN layers: 64 heads of
+  // 128 x 128 FP32 (4,194,304 B) + 4 x 12,288 BF16 conv slots (98,304 B): 154,533,888 B.
+  CHECK(state(moe, 8192) == 24'576LL * 8192 + 154'533'888);      // 355,860,480 B
+  CHECK(state(moe, 131072) == 24'576LL * 131072 + 154'533'888);  // 3,375,759,360 B
+}
+
+TEST_CASE("nemotron_h (Nemotron-3-Nano): a stale expand is said, the relu2 MoE layers refused") {
+  // The published config (SOURCES.md) gives expand 2 beside 64 heads x 64: the mixer is read as
+  // 4096 wide, and the refusal is the MoE layers' (calc's experts are gated), not expand.
+  std::string e = folder_error("nvidia--NVIDIA-Nemotron-3-Nano-30B-A3B-BF16");
+  CHECK(e.find("hybrid_override_pattern: MoE layers (E) with ungated relu2 experts are not in "
+               "calc's schema") != std::string::npos);
+  CHECK(e.find("expand") == std::string::npos);
+}
+
+TEST_CASE("qwen3_vl 2B / 4B (tied heads) and qwen3_vl_moe 235B: the published totals less the ViT") {
+  // The vision towers by hand: patch embedding 3*2*16*16*w + w, position table 2304*w, `depth`
+  // blocks (qkv, proj, fc1, fc2 with biases, two LayerNorms), the merger (LayerNorm w, fc1
+  // 4w x 4w, fc2 4w x out) and 3 DeepStack mergers (LayerNorm 4w): w 1024, 24 blocks of 4096 for
+  // the 2B (out 2048) and 4B (out 2560); the 8B's for the 235B.
+  testing::model b2(fixture("Qwen--Qwen3-VL-2B-Instruct"));
+  CHECK(params(b2) + 406'957'056 == 2'127'532'032);  // tie_word_embeddings true: one table
+  testing::model b4(fixture("Qwen--Qwen3-VL-4B-Instruct"));
+  CHECK(params(b4) + 415'347'712 == 4'437'815'808);
+  testing::model b235(fixture("Qwen--Qwen3-VL-235B-A22B-Instruct"));
+  CHECK(params(b235) + 576'388'336 == 235'670'022'896);
+  // 2 * 8 * 128 * 2 B = 4,096 B a layer: 28 layers (2B) and 36 (4B); the 235B 2 * 4 * 128 * 2 B
+  // on 94 layers = 192,512 B/token.
+  CHECK(state(b2, 8192) == 4'096LL * 28 * 8192);
+  CHECK(state(b4, 131072) == 4'096LL * 36 * 131072);
+  CHECK(state(b235, 8192) == 192'512LL * 8192);
+  CHECK(state(b235, 131072) == 192'512LL * 131072);
 }

@@ -8,6 +8,10 @@
 #include <fstream>
 #include <string>
 
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "cli/cli.h"
 #include "scratch.h"
 #include "spec/hf/hub.h"
 #include "spec/model_reader.h"
@@ -103,4 +107,20 @@ TEST_CASE("the hub cache folder follows huggingface_hub's variables") {
   CHECK(hf::hub_cache_dir() == "/data/hf/hub");
   env_guard c("HF_HUB_CACHE", "/fast/hub");
   CHECK(hf::hub_cache_dir() == "/fast/hub");
+}
+
+TEST_CASE("calc models: every id a bundled model's source names resolves back to that model") {
+  std::ostringstream out, err;
+  REQUIRE(run_cli({"models", "--format", "json"}, out, err) == 0);
+  nlohmann::json j = nlohmann::json::parse(out.str());
+  int ids = 0;
+  for (const auto& m : j["models"]) {
+    if (m["id"].is_null()) continue;
+    ++ids;
+    CAPTURE(m["name"].get<std::string>());
+    CHECK(fs::path(resolve_model_path(m["id"].get<std::string>())).stem() ==
+          m["name"].get<std::string>());
+  }
+  CHECK(ids >= 35);
+  CHECK(j["models"].size() >= 40);
 }
