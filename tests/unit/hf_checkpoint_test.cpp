@@ -4,10 +4,9 @@
 // checkpoint's, with no tensor data behind them (calc never reads it).
 #include <doctest/doctest.h>
 
-#include <nlohmann/json.hpp>
-
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 
@@ -15,6 +14,7 @@
 #include "common/error.h"
 #include "scratch.h"
 #include "spec/hf/checkpoint.h"
+#include "spec/hf/import.h"
 
 using namespace calc;
 namespace fs = std::filesystem;
@@ -105,9 +105,9 @@ void write_qwen35_27b(const fs::path& dir) {
   rest.add("model.visual.patch_embed.proj.bias", "BF16", {1152});
   rest.add("model.visual.pos_embed.weight", "BF16", {2304, 1152});
   rest.add("mtp.fc.weight", "BF16", {5120, 10240});
-  for (const char* n : {"mtp.norm.weight", "mtp.pre_fc_norm_embedding.weight",
-                        "mtp.pre_fc_norm_hidden.weight", "mtp.layers.0.input_layernorm.weight",
-                        "mtp.layers.0.post_attention_layernorm.weight"})
+  for (const char* n :
+       {"mtp.norm.weight", "mtp.pre_fc_norm_embedding.weight", "mtp.pre_fc_norm_hidden.weight",
+        "mtp.layers.0.input_layernorm.weight", "mtp.layers.0.post_attention_layernorm.weight"})
     rest.add(n, "BF16", {5120});
   rest.add("mtp.layers.0.mlp.gate_proj.weight", "BF16", {17408, 5120});
   rest.add("mtp.layers.0.mlp.up_proj.weight", "BF16", {17408, 5120});
@@ -206,8 +206,8 @@ TEST_CASE("FP8 block scales: the family's default, unless the safetensors header
   // 18,874,368 + 603,979,776 + 2 * 38,016 = 622,930,176 B, x48 = 29,900,648,448 B.
   const std::int64_t bf16_scales = 1'244'659'712LL + 421'888 + 25'165'824 + 29'900'648'448LL;
   std::ostringstream out, err;
-  REQUIRE(run_cli({"params", "--model", fixture("qwen3-30b-a3b-fp8.json"), "--format", "json"},
-                  out, err) == 0);
+  REQUIRE(run_cli({"params", "--model", fixture("qwen3-30b-a3b-fp8.json"), "--format", "json"}, out,
+                  err) == 0);
   CHECK(json::parse(out.str())["weight_bytes"] == bf16_scales);  // 31,170,895,872 B
 
   // The same config beside a shard whose header stores the scales in FP32: 2 more bytes for
@@ -223,4 +223,26 @@ TEST_CASE("FP8 block scales: the family's default, unless the safetensors header
   std::ostringstream out2, err2;
   REQUIRE(run_cli({"params", "--model", dir.string(), "--format", "json"}, out2, err2) == 0);
   CHECK(json::parse(out2.str())["weight_bytes"] == bf16_scales + 48 * 38'016 * 2);
+}
+
+TEST_CASE("the headers' weight dtype decides over torch_dtype, and the YAML says so") {
+  // Qwen3-8B's config says bfloat16; a checkpoint whose matrices are stored in FP32 is read as
+  // fp32: 8,190,735,360 parameters x 4 bytes.
+  fs::path dir = testing::scratch_dir("calc-ckpt") / "qwen3-8b-f32";
+  fs::create_directories(dir);
+  fs::copy_file(fixture("qwen3-8b.json"), dir / "config.json",
+                fs::copy_options::overwrite_existing);
+  header_writer h;
+  h.add("model.embed_tokens.weight", "F32", {151936, 4096});
+  h.add("model.layers.0.self_attn.q_proj.weight", "F32", {4096, 4096});
+  h.add("model.layers.0.input_layernorm.weight", "BF16", {4096});
+  h.write(dir / "model.safetensors");
+  hf::imported y = hf::import_config(dir.string());
+  CHECK(y.yaml.find("weights: fp32") != std::string::npos);
+  CHECK(y.yaml.find("# safetensors headers: 2556428288 of 2556428288 bytes of weight matrices "
+                    "are fp32 (torch_dtype says bf16)") != std::string::npos);
+  std::ostringstream out, err;
+  REQUIRE(run_cli({"params", "--model", dir.string(), "--format", "json"}, out, err) == 0);
+  CHECK(json::parse(out.str())["weight_bytes"] ==
+        8'190'735'360LL * 4 - (36 * 2 + 1) * 4096 * 2 - 36 * 256 * 2);
 }

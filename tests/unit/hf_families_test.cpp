@@ -105,8 +105,9 @@ TEST_CASE("qwen3_5_moe (Qwen3.5-397B-A17B): the published config reads as the bu
   testing::model bundled("qwen3.5-397b-a17b");
   CHECK(params(m) == params(bundled));
   CHECK(m.spec.mtp.has_value());  // mtp_num_hidden_layers: 1, excluded from totals
-  // 15 full layers: 2 (K, V) * 2 heads * 256 * 2 B * 15 = 30,720 B/token. 45 GDN layers keep 64 x 128 x 128 FP32
-  // (4,194,304 B) and 4 conv slots x (2*16*128 + 64*128) BF16 (98,304 B): 193,167,360 B fixed.
+  // 15 full layers: 2 (K, V) * 2 heads * 256 * 2 B * 15 = 30,720 B/token. 45 GDN layers keep 64 x
+  // 128 x 128 FP32 (4,194,304 B) and 4 conv slots x (2*16*128 + 64*128) BF16 (98,304 B):
+  // 193,167,360 B fixed.
   CHECK(state(m, 8192) == 30'720LL * 8192 + 193'167'360);      // 444,825,600 B
   CHECK(state(m, 131072) == 30'720LL * 131072 + 193'167'360);  // 4,219,699,200 B
   CHECK(state(m, 131072) == state(bundled, 131072));
@@ -137,8 +138,7 @@ TEST_CASE("an unknown model_type whose architectures names a known class reads a
   CHECK(params(m) == 70'553'706'496);
   // Neither the type nor the classes known: the error lists the families.
   cfg.replace(cfg.find("LlamaForCausalLM"), 16, "NoSuchForCausalLM");
-  CHECK(testing::import_error(cfg).find("unknown model_type 'my_llama_fork'") !=
-        std::string::npos);
+  CHECK(testing::import_error(cfg).find("unknown model_type 'my_llama_fork'") != std::string::npos);
 }
 
 TEST_CASE("calc import names the model from its folder, and the source from Org--Name") {
@@ -150,14 +150,14 @@ TEST_CASE("calc import names the model from its folder, and the source from Org-
         std::string::npos);
 }
 
-TEST_CASE("bundled-model fixtures: Mixtral-8x7B and Qwen3-Coder-480B-A35B at their published totals") {
+TEST_CASE(
+    "bundled-model fixtures: Mixtral-8x7B and Qwen3-Coder-480B-A35B at their published totals") {
   // 32 layers of 8 experts (3*4096*14336 each) + router 8*4096, GQA 32/8 x 128, norms; the
   // embedding and head 2*32000*4096: 46,702,792,704 (SOURCES.md).
   CHECK(params(testing::model(fixture("mistralai--Mixtral-8x7B-v0.1"))) == 46'702'792'704);
   // 62 layers of 160 experts (3*6144*2560 each) + router 160*6144, GQA 96/8 x 128 with Q/K
   // norms, norms; the embedding and head 2*151936*6144: 480,154,875,392, the Hub's count.
-  CHECK(params(testing::model(fixture("Qwen--Qwen3-Coder-480B-A35B-Instruct"))) ==
-        480'154'875'392);
+  CHECK(params(testing::model(fixture("Qwen--Qwen3-Coder-480B-A35B-Instruct"))) == 480'154'875'392);
 }
 
 TEST_CASE("kimi_k25 (Kimi-K2.5-NVFP4): the text model in text_config, its ModelOpt list read") {
@@ -207,7 +207,8 @@ TEST_CASE("nemotron_h (Nemotron-3-Nano): a stale expand is said, the relu2 MoE l
   CHECK(e.find("expand") == std::string::npos);
 }
 
-TEST_CASE("qwen3_vl 2B / 4B (tied heads) and qwen3_vl_moe 235B: the published totals less the ViT") {
+TEST_CASE(
+    "qwen3_vl 2B / 4B (tied heads) and qwen3_vl_moe 235B: the published totals less the ViT") {
   // The vision towers by hand: patch embedding 3*2*16*16*w + w, position table 2304*w, `depth`
   // blocks (qkv, proj, fc1, fc2 with biases, two LayerNorms), the merger (LayerNorm w, fc1
   // 4w x 4w, fc2 4w x out) and 3 DeepStack mergers (LayerNorm 4w): w 1024, 24 blocks of 4096 for

@@ -6,10 +6,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <string>
-
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <string>
 
 #include "cli/cli.h"
 #include "scratch.h"
@@ -69,8 +68,7 @@ TEST_CASE("--model Org/Name: the bundled model whose source names it, in any cas
   CHECK(fs::path(resolve_model_path("qwen/QWEN3-8b")).filename() == "qwen3-8b.yaml");
   CHECK(fs::path(resolve_model_path("deepseek-ai/DeepSeek-V3")).filename() == "deepseek-v3.yaml");
   // A bundled subfolder is a name, not an organisation: the ordinary did-you-mean error.
-  CHECK(error_of("examples/no-such").find("unknown model 'examples/no-such'") !=
-        std::string::npos);
+  CHECK(error_of("examples/no-such").find("unknown model 'examples/no-such'") != std::string::npos);
 }
 
 TEST_CASE("--model Org/Name: the local Hugging Face cache, at refs/main") {
@@ -96,9 +94,10 @@ TEST_CASE("--model Org/Name: the local Hugging Face cache, at refs/main") {
 
   // Not there: one line saying where calc looked.
   std::string e = error_of("acme/Missing-Model");
-  CHECK(e == "--model: unknown model 'acme/Missing-Model': no bundled model's source names that "
-             "repository, and the Hugging Face cache has no " +
-                 (cache / "models--acme--Missing-Model").string() + " (no network is used)");
+  CHECK(e ==
+        "--model: unknown model 'acme/Missing-Model': no bundled model's source names that "
+        "repository, and the Hugging Face cache has no " +
+            (cache / "models--acme--Missing-Model").string() + " (no network is used)");
 }
 
 TEST_CASE("the hub cache folder follows huggingface_hub's variables") {

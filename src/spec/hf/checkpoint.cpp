@@ -26,10 +26,10 @@ namespace fs = std::filesystem;
 /// then taken from the offsets as stored, unchecked).
 std::int64_t dtype_bits(const std::string& d) {
   static const std::map<std::string, std::int64_t> bits = {
-      {"F64", 64},     {"I64", 64},     {"U64", 64},     {"F32", 32},     {"I32", 32},
-      {"U32", 32},     {"F16", 16},     {"BF16", 16},    {"I16", 16},     {"U16", 16},
-      {"I8", 8},       {"U8", 8},       {"BOOL", 8},     {"F8_E4M3", 8},  {"F8_E5M2", 8},
-      {"F8_E8M0", 8},  {"F4", 4},       {"F6_E2M3", 6},  {"F6_E3M2", 6}};
+      {"F64", 64},    {"I64", 64}, {"U64", 64},    {"F32", 32},    {"I32", 32},
+      {"U32", 32},    {"F16", 16}, {"BF16", 16},   {"I16", 16},    {"U16", 16},
+      {"I8", 8},      {"U8", 8},   {"BOOL", 8},    {"F8_E4M3", 8}, {"F8_E5M2", 8},
+      {"F8_E8M0", 8}, {"F4", 4},   {"F6_E2M3", 6}, {"F6_E3M2", 6}};
   auto it = bits.find(d);
   return it == bits.end() ? 0 : it->second;
 }
@@ -72,9 +72,9 @@ std::vector<stored_tensor> read_safetensors_header(const std::string& path) {
   std::vector<stored_tensor> out;
   for (const auto& [name, t] : header.items()) {
     if (name == "__metadata__") continue;
-    if (!t.is_object() || !t.contains("dtype") || !t["dtype"].is_string() ||
-        !t.contains("shape") || !t["shape"].is_array() || !t.contains("data_offsets") ||
-        !t["data_offsets"].is_array() || t["data_offsets"].size() != 2)
+    if (!t.is_object() || !t.contains("dtype") || !t["dtype"].is_string() || !t.contains("shape") ||
+        !t["shape"].is_array() || !t.contains("data_offsets") || !t["data_offsets"].is_array() ||
+        t["data_offsets"].size() != 2)
       fail(path, fmt::format("tensor '{}': expected dtype, shape and two data_offsets", name));
     stored_tensor s;
     s.name = name;
@@ -89,7 +89,8 @@ std::vector<stored_tensor> read_safetensors_header(const std::string& path) {
     }
     std::int64_t begin = json_size(t["data_offsets"][0], path, name + ": data_offsets");
     std::int64_t end = json_size(t["data_offsets"][1], path, name + ": data_offsets");
-    if (end < begin) fail(path, fmt::format("tensor '{}': data_offsets end before they begin", name));
+    if (end < begin)
+      fail(path, fmt::format("tensor '{}': data_offsets end before they begin", name));
     s.bytes = end - begin;
     if (std::int64_t bits = dtype_bits(s.dtype); bits > 0 && !overflow) {
       std::int64_t want = (elements * bits + 7) / 8;
@@ -115,8 +116,8 @@ std::optional<checkpoint> read_checkpoint(const std::string& model_path) {
   if (fs::exists(index, ec)) {
     c.index_file = index.string();
     if (fs::file_size(index, ec) > static_cast<std::uintmax_t>(limits::file_bytes))
-      fail(c.index_file, fmt::format("the index is larger than the limit of {} bytes",
-                                     limits::file_bytes));
+      fail(c.index_file,
+           fmt::format("the index is larger than the limit of {} bytes", limits::file_bytes));
     std::ifstream in(index);
     json j;
     try {
@@ -124,8 +125,7 @@ std::optional<checkpoint> read_checkpoint(const std::string& model_path) {
     } catch (const json::exception& e) {
       fail(c.index_file, fmt::format("not JSON ({})", e.what()));
     }
-    if (j.contains("metadata") && j["metadata"].is_object() &&
-        j["metadata"].contains("total_size"))
+    if (j.contains("metadata") && j["metadata"].is_object() && j["metadata"].contains("total_size"))
       c.index_total_size = json_size(j["metadata"]["total_size"], c.index_file, "total_size");
     if (j.contains("weight_map") && j["weight_map"].is_object())
       for (const auto& [tensor, file] : j["weight_map"].items())

@@ -118,8 +118,7 @@ std::optional<std::string> cached_snapshot(const std::string& id,
   }
   std::string commit = first_line(repo / "refs" / "main");
   fs::path snapshot;
-  if (!commit.empty() && commit.find('/') == std::string::npos && commit != "." &&
-      commit != "..") {
+  if (!commit.empty() && commit.find('/') == std::string::npos && commit != "." && commit != "..") {
     snapshot = repo / "snapshots" / commit;
   } else {
     // No refs/main (downloaded at a pinned revision): a single snapshot is unambiguous.

@@ -719,10 +719,53 @@ std::string quoted(const std::string& s) {
   return out + "\"";
 }
 
-/// `stored_scale`: the FP8 block-scale format the checkpoint's headers show ("" when there are
-/// none; the family's default then decides).
+/// What the safetensors headers beside a config say about formats; empty strings when the
+/// folder holds no headers (the config and the family's defaults then decide).
+struct stored_formats {
+  std::string block_scale;  // FP8 block scales (`*.weight_scale_inv`): "fp32", "bf16", "fp16"
+  std::string dtype;        // the dtype of most unquantised weight-matrix bytes
+  std::string dtype_why;    // how many bytes in which dtype, for the YAML comment
+};
+
+/// The formats the headers show. The headers decide over the config and the family's default:
+/// they are what the checkpoint holds. Matrices of a vision tower or MTP layers are left out.
+stored_formats formats_in_headers(const std::string& config_path) {
+  stored_formats out;
+  std::optional<checkpoint> c = read_checkpoint(config_path);
+  if (!c) return out;
+  static const std::map<std::string, std::string> calc_name = {
+      {"F32", "fp32"}, {"BF16", "bf16"}, {"F16", "fp16"}};
+  std::map<std::string, std::int64_t> bytes;  // "bf16" -> bytes of 2-D .weight tensors
+  for (const stored_tensor& t : c->tensors) {
+    auto name = calc_name.find(t.dtype);
+    if (t.name.ends_with(".weight_scale_inv") && out.block_scale.empty()) {
+      if (name == calc_name.end())
+        throw spec_error(source_location{c->folder, 0, 0}, t.name,
+                         fmt::format("an FP8 block scale stored as {}, which calc does not read "
+                                     "(F32, BF16, F16)",
+                                     t.dtype));
+      out.block_scale = name->second;
+    }
+    bool language_matrix = t.name.ends_with(".weight") && t.shape.size() == 2 &&
+                           !t.name.starts_with("mtp.") &&
+                           t.name.find("visual") == std::string::npos &&
+                           t.name.find("vision") == std::string::npos;
+    if (language_matrix && name != calc_name.end()) bytes[name->second] += t.bytes;
+  }
+  std::int64_t best = 0, total = 0;
+  for (const auto& [d, b] : bytes) {
+    total += b;
+    if (b > best) best = b, out.dtype = d;
+  }
+  if (!out.dtype.empty())
+    out.dtype_why = fmt::format("safetensors headers: {} of {} bytes of weight matrices are {}",
+                                best, total, out.dtype);
+  return out;
+}
+
+/// `stored`: the formats the checkpoint's safetensors headers show (empty when there are none).
 imported translate(const hf_json& doc, const std::string& name, const std::string& repo,
-                   const hf_json* modelopt, const std::string& stored_scale) {
+                   const hf_json* modelopt, const stored_formats& stored) {
   hf_object root(doc, "");
   std::string model_type = root.has("model_type") ? root.text("model_type") : "";
   std::vector<std::string> archs;
@@ -793,9 +836,13 @@ imported translate(const hf_json& doc, const std::string& name, const std::strin
       }
     }
   }
+  if (!stored.dtype.empty() && stored.dtype != dtype) {
+    dtype_origin = fmt::format("{} ({} says {})", stored.dtype_why, dtype_origin, dtype);
+    dtype = stored.dtype;
+  }
   std::optional<quant_formats> quant =
       read_quant(root, modelopt, /*has_routers=*/fam->ffn == ffn_family::moe,
-                 stored_scale.empty() ? fam->fp8_block_scale : stored_scale);
+                 stored.block_scale.empty() ? fam->fp8_block_scale : stored.block_scale);
   if (!quant) {
     precision.kids.push_back(scalar("weights", dtype, dtype_origin));
     precision.kids.push_back(
@@ -1005,25 +1052,6 @@ imported translate(const hf_json& doc, const std::string& name, const std::strin
   return {write(true), write(false), fam->model_type, doc.file()};
 }
 
-/// The format of the FP8 block scales (`*.weight_scale_inv`) the safetensors headers beside a
-/// config store, "fp32" or "bf16"; "" when the folder has no headers or no such tensor. The
-/// headers decide over the family's default: they are what the checkpoint holds.
-std::string block_scale_in_headers(const std::string& config_path) {
-  std::optional<checkpoint> c = read_checkpoint(config_path);
-  if (!c) return "";
-  for (const stored_tensor& t : c->tensors)
-    if (t.name.ends_with(".weight_scale_inv")) {
-      if (t.dtype == "F32") return "fp32";
-      if (t.dtype == "BF16") return "bf16";
-      if (t.dtype == "F16") return "fp16";
-      throw spec_error(source_location{c->folder, 0, 0}, t.name,
-                       fmt::format("an FP8 block scale stored as {}, which calc does not read "
-                                   "(F32, BF16, F16)",
-                                   t.dtype));
-    }
-  return "";
-}
-
 bool is_commit(const std::string& s) {
   return s.size() == 40 && std::all_of(s.begin(), s.end(), [](unsigned char c) {
            return std::isxdigit(c) != 0;
@@ -1093,19 +1121,19 @@ imported import_config(const std::string& path) {
   std::error_code ec;
   if (fs::is_directory(file, ec)) file /= "config.json";
   hf_json doc = hf_json::load(file.string());
-  std::string stored_scale = block_scale_in_headers(file.string());
+  stored_formats stored = formats_in_headers(file.string());
   fs::path quant = file.parent_path() / "hf_quant_config.json";
   if (fs::exists(quant, ec)) {
     hf_json q = hf_json::load(quant.string());
-    return translate(doc, model_name(file, doc), repo_of(file), &q, stored_scale);
+    return translate(doc, model_name(file, doc), repo_of(file), &q, stored);
   }
-  return translate(doc, model_name(file, doc), repo_of(file), nullptr, stored_scale);
+  return translate(doc, model_name(file, doc), repo_of(file), nullptr, stored);
 }
 
 imported import_text(const std::string& json_text, const std::string& file,
                      const std::string& name) {
   hf_json doc = hf_json::parse(json_text, file);
-  return translate(doc, name, "", nullptr, "");
+  return translate(doc, name, "", nullptr, stored_formats{});
 }
 
 }  // namespace calc::hf
