@@ -49,8 +49,10 @@ std::int64_t json_size(const json& v, const std::string& file, const std::string
 }  // namespace
 
 std::vector<stored_tensor> read_safetensors_header(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) fail(path, "cannot open the file");
+  const std::streamoff size = in.tellg();  // checked before a header buffer is allocated
+  in.seekg(0);
   unsigned char len[8];
   if (!in.read(reinterpret_cast<char*>(len), 8))
     fail(path, "shorter than the 8-byte header length");
@@ -59,6 +61,8 @@ std::vector<stored_tensor> read_safetensors_header(const std::string& path) {
   if (n > static_cast<std::uint64_t>(max_safetensors_header))
     fail(path, fmt::format("a header of {} bytes is longer than the limit of {}", n,
                            max_safetensors_header));
+  if (size < 8 || n > static_cast<std::uint64_t>(size - 8))
+    fail(path, fmt::format("the header says {} bytes, but the file ends first", n));
   std::string text(static_cast<std::size_t>(n), '\0');
   if (n > 0 && !in.read(text.data(), static_cast<std::streamsize>(n)))
     fail(path, fmt::format("the header says {} bytes, but the file ends first", n));
