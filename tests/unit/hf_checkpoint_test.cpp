@@ -227,7 +227,7 @@ TEST_CASE("FP8 block scales: the family's default, unless the safetensors header
 
 TEST_CASE("the headers' weight dtype decides over torch_dtype, and the YAML says so") {
   // Qwen3-8B's config says bfloat16; a checkpoint whose matrices are stored in FP32 is read as
-  // fp32: 8,190,735,360 parameters x 4 bytes.
+  // fp32 (the model dtype: matrices and norms): 8,190,735,360 parameters x 4 bytes.
   fs::path dir = testing::scratch_dir("calc-ckpt") / "qwen3-8b-f32";
   fs::create_directories(dir);
   fs::copy_file(fixture("qwen3-8b.json"), dir / "config.json",
@@ -243,6 +243,24 @@ TEST_CASE("the headers' weight dtype decides over torch_dtype, and the YAML says
                     "are fp32 (torch_dtype says bf16)") != std::string::npos);
   std::ostringstream out, err;
   REQUIRE(run_cli({"params", "--model", dir.string(), "--format", "json"}, out, err) == 0);
-  CHECK(json::parse(out.str())["weight_bytes"] ==
-        8'190'735'360LL * 4 - (36 * 2 + 1) * 4096 * 2 - 36 * 256 * 2);
+  // Every tensor in FP32, the norms too (a checkpoint keeps them in its dtype).
+  CHECK(json::parse(out.str())["weight_bytes"] == 8'190'735'360LL * 4);
+}
+
+TEST_CASE("a published index: Granite-3.1-1B-A400M's total_size is calc's FP32 weight bytes") {
+  // ibm-granite/granite-3.1-1b-a400m-instruct (granitemoe, torch_dtype float32, tied): 24 layers
+  // of GQA 16/8 x 64 (3,145,728), 32 experts of 3*1024*512 (50,331,648), a router 32*1024 and
+  // two norms; the embedding 49155*1024 and the final norm: 1,334,628,352 parameters, 4 bytes
+  // each = 5,338,513,408 B, the index's total_size (no shard is in the fixture folder).
+  std::ostringstream out, err;
+  REQUIRE(run_cli({"params", "--model", fixture("ibm-granite--granite-3.1-1b-a400m-instruct"),
+                   "--format", "json"},
+                  out, err) == 0);
+  json j = json::parse(out.str());
+  CHECK(j["total_params"] == 1'334'628'352LL);
+  CHECK(j["weight_bytes"] == 5'338'513'408LL);
+  CHECK(j["checkpoint_bytes"] == 5'338'513'408LL);
+  CHECK(j["checkpoint_unexplained_bytes"] == 0);
+  CHECK(j["checkpoint_differences"].empty());
+  CHECK(j["checkpoint_note"] == "index total_size only: no safetensors file to name the parts");
 }

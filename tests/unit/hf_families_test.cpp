@@ -226,3 +226,12 @@ TEST_CASE(
   CHECK(state(b235, 8192) == 192'512LL * 8192);
   CHECK(state(b235, 131072) == 192'512LL * 131072);
 }
+
+TEST_CASE("granitemoe (Granite-3.1-1B-A400M): 32 experts top-8, tied, FP32; state by hand") {
+  testing::model m(fixture("ibm-granite--granite-3.1-1b-a400m-instruct"));
+  // 1,334,628,352 = the published index's total_size 5,338,513,408 B / 4 (FP32 checkpoint).
+  CHECK(params(m) == 1'334'628'352);
+  // The cache keeps the model dtype (FP32): 2 * 8 * 64 * 4 B * 24 layers = 98,304 B/token.
+  CHECK(state(m, 8192) == 98'304LL * 8192);      // 805,306,368 B
+  CHECK(state(m, 131072) == 98'304LL * 131072);  // 12,884,901,888 B
+}

@@ -532,6 +532,19 @@ const std::vector<family>& families() {
        .defaults = gqa_defaults({{"shared_intermediate", "=moe_intermediate"},
                                  {"router_bias", true},
                                  {"kda_full_gate", false}})},
+      // GraniteMoeConfig (IBM Granite 3.x MoE): Llama's attention (attention_bias on Q/K/V and
+      // O), num_local_experts experts of intermediate_size (stored fused: input_linear holds gate
+      // and up, output_linear down; the same counts), a router without bias, no shared expert.
+      // embedding_multiplier, attention_multiplier, residual_multiplier and logits_scaling scale
+      // activations and count nothing.
+      {.model_type = "granitemoe",
+       .architectures = {"GraniteMoeForCausalLM"},
+       .ffn = ffn_family::moe,
+       .names = {{"experts", "num_local_experts"},
+                 {"moe_intermediate", "intermediate_size"},
+                 {"shared_experts", ""},
+                 {"mlp_bias", ""}},
+       .defaults = gqa_defaults({})},
   };
   return table;
 }

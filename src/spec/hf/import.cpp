@@ -887,6 +887,9 @@ imported translate(const hf_json& doc, const std::string& name, const std::strin
       precision.kids.push_back(
           scalar("kv", dtype, dtype_origin + " (the cache keeps the model dtype)"));
   }
+  if (dtype != "bf16")  // calc's norms default to bf16; a checkpoint keeps them in its dtype
+    precision.kids.push_back(
+        scalar("norms", dtype, dtype_origin + " (norm weights are stored in the model dtype)"));
   top.push_back(precision);
   if (!r.field("ssm_chunk").empty()) {
     // The SSD chunk the reference forward pads a prompt to: it sets the chunked-prefill FLOPs.
