@@ -235,3 +235,15 @@ TEST_CASE("granitemoe (Granite-3.1-1B-A400M): 32 experts top-8, tied, FP32; stat
   CHECK(state(m, 8192) == 98'304LL * 8192);      // 805,306,368 B
   CHECK(state(m, 131072) == 98'304LL * 131072);  // 12,884,901,888 B
 }
+
+TEST_CASE("smollm3 (SmolLM3-3B): tied head, NoPE layers count the same; 3,075,098,624") {
+  testing::model m(fixture("HuggingFaceTB--SmolLM3-3B"));
+  // The published index: total_parameters 3,075,098,624, total_size 6,150,197,248 B (BF16) and
+  // no lm_head (SOURCES.md). By hand: 36 layers of GQA 16/4 x 128 (10,485,760), SwiGLU 11008
+  // (67,633,152) and two norms; one 128256 x 2048 table; the final norm.
+  CHECK(params(m) == 3'075'098'624);
+  CHECK(tally_params(m.g).weight_bytes.value() == 6'150'197'248);
+  // 2 * 4 * 128 * 2 B * 36 = 73,728 B/token on every layer (layer_types: all full attention).
+  CHECK(state(m, 8192) == 73'728LL * 8192);      // 603,979,776 B
+  CHECK(state(m, 131072) == 73'728LL * 131072);  // 9,663,676,416 B
+}

@@ -545,6 +545,12 @@ const std::vector<family>& families() {
                  {"shared_experts", ""},
                  {"mlp_bias", ""}},
        .defaults = gqa_defaults({})},
+      // SmolLM3Config (HuggingFaceTB/SmolLM3-3B): Llama's layers with a tied head (the published
+      // config leaves tie_word_embeddings to the class default, and the checkpoint stores no
+      // lm_head); no_rope_layers marks the NoPE layers, which rotate nothing and count the same.
+      {.model_type = "smollm3",
+       .architectures = {"SmolLM3ForCausalLM"},
+       .defaults = gqa_defaults({{"tie", true}})},
   };
   return table;
 }
