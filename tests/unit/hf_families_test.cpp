@@ -3,16 +3,20 @@
 // parameters checked against a published total and its state at 8K and 128K worked by hand.
 // Families calc recognises but cannot read exactly are refused at the field that says why.
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
 
+#include "scratch.h"
 #include "spec/hf/import.h"
 #include "tally/tally.h"
 #include "test_model.h"
 
 using namespace calc;
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -246,4 +250,28 @@ TEST_CASE("smollm3 (SmolLM3-3B): tied head, NoPE layers count the same; 3,075,09
   // 2 * 4 * 128 * 2 B * 36 = 73,728 B/token on every layer (layer_types: all full attention).
   CHECK(state(m, 8192) == 73'728LL * 8192);      // 603,979,776 B
   CHECK(state(m, 131072) == 73'728LL * 131072);  // 9,663,676,416 B
+}
+
+TEST_CASE("ModelOpt lists per layer: block_sparse_moe.gate routers and self_attn* globs") {
+  // Mixtral-8x7B's config with an hf_quant_config.json written here in the form of
+  // nvidia/MiniMax-M2.5-NVFP4's (SOURCES.md: one block_sparse_moe.gate and one self_attn* entry
+  // per layer, and lm_head).
+  fs::path dir = testing::scratch_dir("calc-families") / "mixtral-nvfp4";
+  fs::create_directories(dir);
+  fs::copy_file(fixture("mistralai--Mixtral-8x7B-v0.1/config.json"), dir / "config.json",
+                fs::copy_options::overwrite_existing);
+  std::string list = "\"lm_head\"";
+  for (int i = 0; i < 32; ++i)
+    list += fmt::format(
+        ", \"model.layers.{0}.block_sparse_moe.gate\", \"model.layers.{0}.self_attn*\"", i);
+  std::ofstream(dir / "hf_quant_config.json")
+      << R"({"producer": {"name": "modelopt"}, "quantization": {"quant_algo": "NVFP4", )"
+      << R"("kv_cache_quant_algo": "FP8", "group_size": 16, "exclude_modules": [)" << list << "]}}";
+  testing::model m(dir.string());
+  // BF16: embedding and head 2*32000*4096*2 = 524,288,000 B; attention 32 x 41,943,040 values =
+  // 2,684,354,560 B; routers 32*8*4096*2 = 2,097,152 B; norms 65*4096*2 = 532,480 B. NVFP4
+  // experts: 32*8*3*4096*14336 = 45,097,156,608 values at 9 bytes per 16 = 25,367,150,592 B.
+  CHECK(tally_params(m.g).weight_bytes.value() ==
+        524'288'000LL + 2'684'354'560LL + 2'097'152LL + 532'480LL + 25'367'150'592LL);
+  CHECK(state(m, 8192) == 2LL * 8 * 128 * 32 * 8192);  // FP8 cache: 65,536 B/token
 }

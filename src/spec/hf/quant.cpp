@@ -200,10 +200,14 @@ std::optional<quant_formats> read_quant(const hf_object& root, const hf_json* mo
                                                      "q_a_proj", "q_b_proj", "kv_a_proj_with_mqa",
                                                      "kv_b_proj"};
         std::string sub = module.starts_with("self_attn.") ? module.substr(10) : "";
-        std::string role = module == "self_attn"                            ? "attention"
-                           : module == "mlp.gate" || module == "mlp.router" ? "router"
-                           : inputs.count(sub)                              ? "attention_in"
-                                                                            : "";
+        // The router's module: mlp.gate (Qwen, DeepSeek), mlp.router, block_sparse_moe.gate
+        // (Mixtral, MiniMax; ModelOpt lists it per layer).
+        static const std::set<std::string> routers = {"mlp.gate", "mlp.router",
+                                                      "block_sparse_moe.gate"};
+        std::string role = module == "self_attn"   ? "attention"
+                           : routers.count(module) ? "router"
+                           : inputs.count(sub)     ? "attention_in"
+                                                   : "";
         bool number = !index.empty() && std::all_of(index.begin(), index.end(), ::isdigit);
         if (role.empty() || (!number && index != "*"))
           throw spec_error(
