@@ -7,6 +7,9 @@
 #include "cli/support.h"
 #include "plan/plan.h"
 #include "spec/format_summary.h"
+#include "spec/hf/checkpoint.h"
+#include "spec/hf/import.h"
+#include "spec/model_reader.h"
 #include "tally/closed_form.h"
 #include "tally/tally.h"
 
@@ -159,6 +162,24 @@ result run_params(const options& o) {
   j["selected_expert_bytes_per_token"] = exact(p.selected_expert_bytes_per_token);
   j["embedding_table_bytes"] = exact(p.lookup_bytes);
   j["shared_read_bytes"] = exact(p.shared_read_bytes);
+  // A model folder with safetensors: the bytes its files store beside calc's weight_bytes,
+  // each difference named (spec/hf/checkpoint.h); headers only, never tensor data.
+  if (std::string path = resolve_model_path(o.model); hf::is_hf_config(path))
+    if (auto ck = hf::read_checkpoint(path)) {
+      hf::checkpoint_comparison c = hf::compare_checkpoint(
+          *ck, p.weight_bytes.value(), m.spec->layers.count, m.spec->tie_embeddings);
+      j["checkpoint_bytes"] = c.checkpoint_bytes;
+      ojson diffs = ojson::array();
+      for (const hf::checkpoint_difference& d : c.differences)
+        diffs.push_back({{"name", d.name}, {"bytes", d.bytes}, {"tensors", d.tensors}});
+      j["checkpoint_differences"] = diffs;
+      j["checkpoint_unexplained_bytes"] = c.unexplained_bytes;
+      if (!c.headers_complete)
+        j["checkpoint_note"] =
+            ck->shards.empty() ? "index total_size only: no safetensors file to name the parts"
+                               : fmt::format("{} shard(s) the index names are not in the folder",
+                                             ck->missing_shards.size());
+    }
   // Parameters by tensor name, summed over layers (one layer per group, times its size), in
   // order of first appearance.
   std::vector<std::pair<std::string, checked>> by_name;

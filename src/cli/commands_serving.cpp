@@ -13,6 +13,7 @@
 #include "spec/format_summary.h"
 #include "plan/speculative.h"
 #include "spec/gpu_spec.h"
+#include "spec/hf/hub.h"
 #include "spec/model_reader.h"
 #include "tally/tally.h"
 
@@ -261,7 +262,9 @@ result run_models(const options&) {
   for (const auto& name : bundled_models()) {
     model_spec s = read_model_file(resolve_model_path(name));
     graph g = build_graph(s);
+    std::optional<std::string> id = hf::repo_in_source(s.source);  // the Hugging Face id
     j["models"].push_back({{"name", name},
+                           {"id", id ? ojson(*id) : ojson(nullptr)},
                            {"layers", s.layers.count},
                            {"hidden", s.hidden},
                            {"total_params", exact(tally_params(g).total)},

@@ -9,6 +9,7 @@
 
 #include "common/limits.h"
 #include "common/names.h"
+#include "spec/hf/hub.h"
 #include "spec/hf/import.h"
 #include "spec/yaml_reader.h"
 
@@ -732,6 +733,20 @@ std::string resolve_model_path(const std::string& name_or_path) {
   std::vector<std::string> known = bundled_models();
   if (auto name = find_ignoring_case(name_or_path, known))  // `Qwen3-8B` is qwen3-8b
     return (fs::path(models_dir()) / (*name + ".yaml")).string();
+  // A Hugging Face id (Org/Name): the bundled model whose source names that repository, else
+  // its snapshot in the local Hugging Face cache; no network.
+  std::vector<std::string> looked;
+  if (hf::looks_like_repo_id(name_or_path) &&
+      !fs::is_directory(fs::path(models_dir()) / name_or_path.substr(0, name_or_path.find('/')),
+                        ec)) {  // "examples/..." is a bundled subfolder, not an organisation
+    if (auto name = hf::bundled_with_repo(name_or_path, models_dir(), known))
+      return (fs::path(models_dir()) / (*name + ".yaml")).string();
+    if (auto snapshot = hf::cached_snapshot(name_or_path, looked)) return *snapshot;
+    throw spec_error("--model", fmt::format("unknown model '{}': no bundled model's source names "
+                                            "that repository, and the Hugging Face cache has no "
+                                            "{} (no network is used)",
+                                            name_or_path, looked.back()));
+  }
   std::string message = fmt::format("unknown model '{}'", name_or_path);
   message += did_you_mean(suggest(name_or_path, known));
   message +=

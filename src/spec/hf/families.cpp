@@ -112,6 +112,38 @@ json gqa_defaults(json extra) {
   return d;
 }
 
+// DeepSeek-V3's table (DeepseekV3Config): MLA with query compression, 256 routed experts top-8
+// with one shared expert and the routing bias, 3 dense layers first. Kimi K2 and K2.5 publish
+// the same architecture under their own model_type.
+family deepseek_v3_like(std::string model_type, std::vector<std::string> archs,
+                        std::string scope = "", std::string not_counted = "") {
+  return {.model_type = std::move(model_type),
+          .architectures = std::move(archs),
+          .scope = std::move(scope),
+          .attention = attention_family::mla,
+          .ffn = ffn_family::moe,
+          .names = {{"experts", "n_routed_experts"}, {"qkv_bias", ""}, {"o_bias", ""}},
+          .defaults = gqa_defaults({{"q_rank", 1536},
+                                    {"kv_rank", 512},
+                                    {"qk_nope", 128},
+                                    {"qk_rope", 64},
+                                    {"v_head", 128},
+                                    {"experts", 256},
+                                    {"top_k", 8},
+                                    {"moe_intermediate", 2048},
+                                    {"shared_experts", 1},
+                                    {"shared_intermediate", "=moe_intermediate"},
+                                    {"first_dense", 3},
+                                    {"router_bias", true}}),
+          .not_counted = std::move(not_counted)};
+}
+
+constexpr const char* dsa_refusal =
+    "DeepSeek sparse attention's lightning indexer (index_n_heads heads, an index_head_dim key "
+    "cached per token, top index_topk) on MLA layers is not in calc's schema (calc has an "
+    "indexer only on DeepSeek V4's dsa attention); reading the MLA alone would undercount the "
+    "cache";
+
 }  // namespace
 
 const std::vector<family>& families() {
@@ -161,7 +193,9 @@ const std::vector<family>& families() {
                                  {"shared_experts", 1},
                                  {"shared_intermediate", 5632},
                                  {"shared_gate", true}})},
-      // Qwen3Config: per-head Q/K RMSNorm, head_dim 128, attention_bias on Q/K/V and O.
+      // Qwen3Config: per-head Q/K RMSNorm, head_dim 128, attention_bias on Q/K/V and O. Qwen's
+      // FP8 checkpoints (Qwen3-8B-FP8) store the 128 x 128 block scales in BF16, as do the other
+      // Qwen3 families below.
       {.model_type = "qwen3",
        .architectures = {"Qwen3ForCausalLM"},
        .layers = layer_rule::window_from,
@@ -171,7 +205,8 @@ const std::vector<family>& families() {
                                  {"qk_norm", true},
                                  {"window", 4096},
                                  {"window_switch", false},
-                                 {"window_from", 28}})},
+                                 {"window_from", 28}}),
+       .fp8_block_scale = "bf16"},
       // Qwen3MoeConfig: 128 experts, top-8, experts of 768, no shared expert.
       {.model_type = "qwen3_moe",
        .architectures = {"Qwen3MoeForCausalLM"},
@@ -186,7 +221,33 @@ const std::vector<family>& families() {
                                  {"window_from", 28},
                                  {"experts", 128},
                                  {"top_k", 8},
-                                 {"moe_intermediate", 768}})},
+                                 {"moe_intermediate", 768}}),
+       .fp8_block_scale = "bf16"},
+      // Qwen3VLConfig / Qwen3VLMoeConfig: the language model in text_config is Qwen3's (dense) or
+      // Qwen3-MoE's; the ViT and its DeepStack mergers (vision_config) are apart.
+      {.model_type = "qwen3_vl",
+       .architectures = {"Qwen3VLForConditionalGeneration"},
+       .scope = "text_config",
+       .layers = layer_rule::window_from,
+       .names = {{"mlp_bias", ""}},
+       .defaults = gqa_defaults({{"head_dim", 128},
+                                 {"qk_norm", true},
+                                 {"window", nullptr},
+                                 {"window_switch", false}}),
+       .not_counted = "the vision tower and its DeepStack mergers (vision_config)",
+       .fp8_block_scale = "bf16"},
+      {.model_type = "qwen3_vl_moe",
+       .architectures = {"Qwen3VLMoeForConditionalGeneration"},
+       .scope = "text_config",
+       .ffn = ffn_family::moe,
+       .layers = layer_rule::window_from,
+       .names = {{"mlp_bias", ""}, {"shared_experts", ""}},
+       .defaults = gqa_defaults({{"head_dim", 128},
+                                 {"qk_norm", true},
+                                 {"window", nullptr},
+                                 {"window_switch", false}}),
+       .not_counted = "the vision tower and its DeepStack mergers (vision_config)",
+       .fp8_block_scale = "bf16"},
       // Qwen3NextConfig: every 4th layer gated full attention, the others Gated DeltaNet; 512
       // experts, top-10, one gated shared expert.
       {.model_type = "qwen3_next",
@@ -209,7 +270,41 @@ const std::vector<family>& families() {
                                  {"moe_intermediate", 512},
                                  {"shared_experts", 1},
                                  {"shared_intermediate", 512},
-                                 {"shared_gate", true}})},
+                                 {"shared_gate", true}}),
+       .fp8_block_scale = "bf16"},
+      // Qwen3_5MoeConfig (Qwen3.5/3.6 MoE): the language model in text_config, as Qwen3-Next's
+      // (layer_types lists full_attention and linear_attention layers, gated full attention,
+      // one gated shared expert) with its MTP block spelt mtp_num_hidden_layers. No default is
+      // taken for the widths: the published configs give every one.
+      {.model_type = "qwen3_5_moe",
+       .architectures = {"Qwen3_5MoeForConditionalGeneration"},
+       .scope = "text_config",
+       .ffn = ffn_family::moe,
+       .layers = layer_rule::linear_interval,
+       .names = {{"mlp_bias", ""},
+                 {"shared_experts", ""},
+                 {"window", ""},
+                 {"output_gate", "attn_output_gate"},
+                 {"mtp_layers", "mtp_num_hidden_layers"}},
+       .defaults = gqa_defaults({{"qk_norm", true},
+                                 {"output_gate", true},
+                                 {"full_interval", 4},
+                                 {"shared_experts", 1},
+                                 {"shared_gate", true}}),
+       .not_counted = "the vision tower and its merger (vision_config)",
+       .fp8_block_scale = "bf16"},
+      // Qwen3_5Config (Qwen3.5/3.6 dense): the same layers with a dense SwiGLU feed-forward.
+      {.model_type = "qwen3_5",
+       .architectures = {"Qwen3_5ForConditionalGeneration"},
+       .scope = "text_config",
+       .layers = layer_rule::linear_interval,
+       .names = {{"mlp_bias", ""},
+                 {"window", ""},
+                 {"output_gate", "attn_output_gate"},
+                 {"mtp_layers", "mtp_num_hidden_layers"}},
+       .defaults = gqa_defaults({{"qk_norm", true}, {"output_gate", true}, {"full_interval", 4}}),
+       .not_counted = "the vision tower and its merger (vision_config)",
+       .fp8_block_scale = "bf16"},
       // Gemma2Config: head_dim 256, tied head, four norms per layer (pre/post attention and
       // feed-forward), sliding window 4096 on even layers.
       {.model_type = "gemma2",
@@ -261,23 +356,41 @@ const std::vector<family>& families() {
                                  {"moe_intermediate", 1407},
                                  {"shared_intermediate", "=moe_intermediate"}})},
       // DeepseekV3Config: as V2 with a routing bias (e_score_correction_bias) and MTP layers.
-      {.model_type = "deepseek_v3",
-       .architectures = {"DeepseekV3ForCausalLM"},
+      deepseek_v3_like("deepseek_v3", {"DeepseekV3ForCausalLM"}),
+      // Kimi K2 (moonshotai/Kimi-K2-Instruct): DeepSeek-V3's architecture and configuration class
+      // (configuration_deepseek.DeepseekV3Config) under its own model_type.
+      deepseek_v3_like("kimi_k2", {}),
+      // KimiK25Config (moonshotai/Kimi-K2.5): the language model is a DeepseekV3Config in
+      // text_config; the MoonViT vision tower and its patch-merger projector are apart.
+      deepseek_v3_like("kimi_k25", {"KimiK25ForConditionalGeneration"}, "text_config",
+                       "the MoonViT vision tower and its projector (vision_config)"),
+      // DeepseekV32Config (DeepSeek-V3.2) and GlmMoeDsaConfig (GLM-5): DeepSeek-V3's MLA and MoE
+      // plus DeepSeek sparse attention's lightning indexer on every layer (index_n_heads query
+      // heads and one index_head_dim key per token, cached beside the latent, top index_topk).
+      // calc's MLA has no indexer, and leaving it out would undercount weights, work and the
+      // cache, so both are refused by name until the schema has one.
+      [] {
+        family f = deepseek_v3_like("deepseek_v32", {"DeepseekV32ForCausalLM"});
+        f.refused = dsa_refusal;
+        f.refused_at = {"index_n_heads", "index_head_dim", "index_topk"};
+        return f;
+      }(),
+      [] {
+        family f = deepseek_v3_like("glm_moe_dsa", {"GlmMoeDsaForCausalLM"});
+        f.refused = dsa_refusal;
+        f.refused_at = {"index_n_heads", "index_head_dim", "index_topk"};
+        return f;
+      }(),
+      // Glm4MoeLiteConfig (zai-org/GLM-4.7-Flash): DeepSeek-V3's MLA and routed MoE with the
+      // routing bias; no table default is taken for the MLA widths or expert counts, so a
+      // config that leaves them out is an error rather than a guess.
+      {.model_type = "glm4_moe_lite",
+       .architectures = {"Glm4MoeLiteForCausalLM"},
        .attention = attention_family::mla,
        .ffn = ffn_family::moe,
        .names = {{"experts", "n_routed_experts"}, {"qkv_bias", ""}, {"o_bias", ""}},
-       .defaults = gqa_defaults({{"q_rank", 1536},
-                                 {"kv_rank", 512},
-                                 {"qk_nope", 128},
-                                 {"qk_rope", 64},
-                                 {"v_head", 128},
-                                 {"experts", 256},
-                                 {"top_k", 8},
-                                 {"moe_intermediate", 2048},
-                                 {"shared_experts", 1},
-                                 {"shared_intermediate", "=moe_intermediate"},
-                                 {"first_dense", 3},
-                                 {"router_bias", true}})},
+       .defaults = gqa_defaults(
+           {{"shared_intermediate", "=moe_intermediate"}, {"router_bias", true}})},
       // Glm4MoeConfig: Q/K/V biases only (attention_bias), optional per-head Q/K norm, routing
       // bias, first_k_dense_replace dense layers, MTP layers.
       {.model_type = "glm4_moe",
@@ -419,6 +532,25 @@ const std::vector<family>& families() {
        .defaults = gqa_defaults({{"shared_intermediate", "=moe_intermediate"},
                                  {"router_bias", true},
                                  {"kda_full_gate", false}})},
+      // GraniteMoeConfig (IBM Granite 3.x MoE): Llama's attention (attention_bias on Q/K/V and
+      // O), num_local_experts experts of intermediate_size (stored fused: input_linear holds gate
+      // and up, output_linear down; the same counts), a router without bias, no shared expert.
+      // embedding_multiplier, attention_multiplier, residual_multiplier and logits_scaling scale
+      // activations and count nothing.
+      {.model_type = "granitemoe",
+       .architectures = {"GraniteMoeForCausalLM"},
+       .ffn = ffn_family::moe,
+       .names = {{"experts", "num_local_experts"},
+                 {"moe_intermediate", "intermediate_size"},
+                 {"shared_experts", ""},
+                 {"mlp_bias", ""}},
+       .defaults = gqa_defaults({})},
+      // SmolLM3Config (HuggingFaceTB/SmolLM3-3B): Llama's layers with a tied head (the published
+      // config leaves tie_word_embeddings to the class default, and the checkpoint stores no
+      // lm_head); no_rope_layers marks the NoPE layers, which rotate nothing and count the same.
+      {.model_type = "smollm3",
+       .architectures = {"SmolLM3ForCausalLM"},
+       .defaults = gqa_defaults({{"tie", true}})},
   };
   return table;
 }
@@ -427,16 +559,26 @@ const family* find_family(const std::string& model_type, const std::vector<std::
   for (const family& f : families())
     if (f.model_type == model_type) return &f;
   if (!model_type.empty()) return nullptr;
+  std::string matched;
+  return find_family_by_architecture(archs, matched);
+}
+
+const family* find_family_by_architecture(const std::vector<std::string>& archs,
+                                          std::string& matched) {
   for (const std::string& a : archs)
     for (const family& f : families())
       for (const std::string& fa : f.architectures)
-        if (fa == a) return &f;
+        if (fa == a) {
+          matched = a;
+          return &f;
+        }
   return nullptr;
 }
 
 std::string family_names() {
   std::string s;
-  for (const family& f : families()) s += (s.empty() ? "" : ", ") + f.model_type;
+  for (const family& f : families())
+    if (f.refused.empty()) s += (s.empty() ? "" : ", ") + f.model_type;
   return s;
 }
 

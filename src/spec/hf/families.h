@@ -50,6 +50,13 @@ struct family {
   /// (head_dim = hidden / heads). A role with no default and no field value is an error.
   nlohmann::json defaults;
   std::string not_counted;  // parts of the checkpoint the import leaves out, said in the YAML
+  /// The format an FP8 block-quantised checkpoint of this family stores its block scales in
+  /// (weight_scale_inv): DeepSeek's FP32, Qwen's BF16. The config does not say it.
+  std::string fp8_block_scale = "fp32";
+  /// Set for a family calc recognises but cannot read exactly: why, said at the first field of
+  /// `refused_at` that the config gives, else at model_type. Never a silent approximation.
+  std::string refused;
+  std::vector<std::string> refused_at;
 };
 
 /// The config field of each role, shared by most families (e.g. heads -> num_attention_heads).
@@ -61,7 +68,12 @@ const std::vector<family>& families();
 /// The family of a config: by model_type, else by its first architecture; null when none fits.
 const family* find_family(const std::string& model_type, const std::vector<std::string>& archs);
 
-/// "llama, mistral, ..." for error messages.
+/// The family whose architecture class the config's `architectures` names (the first that one
+/// knows), and that class in `matched`; null when none. For a model_type calc does not know.
+const family* find_family_by_architecture(const std::vector<std::string>& archs,
+                                          std::string& matched);
+
+/// "llama, mistral, ..." for error messages: the families read (refused ones left out).
 std::string family_names();
 
 }  // namespace calc::hf

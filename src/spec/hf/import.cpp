@@ -13,8 +13,10 @@
 #include <set>
 #include <sstream>
 
+#include "spec/hf/checkpoint.h"
 #include "spec/hf/families.h"
 #include "spec/hf/hf_json.h"
+#include "spec/hf/hub.h"
 #include "spec/hf/quant.h"
 
 namespace calc::hf {
@@ -565,6 +567,13 @@ ynode attention_node(const family_reader& r, attn_kind kind, std::int64_t hidden
     } else {
       head_dim = r.positive("mamba_head_dim", o);
     }
+    // expand, where given, may say another inner width (expand x hidden); the reference
+    // mixers size in_proj and out_proj by heads x head_dim (Nemotron-3-Nano: 64 x 64 = 4096
+    // beside expand 2 x 2688), so that is the width read, and a stale expand is said, not read.
+    if (r.cfg().has("expand") && r.cfg().integer("expand") * hidden != heads * head_dim)
+      o += fmt::format("; inner = heads x head_dim = {} (expand x hidden_size = {} x {} is not "
+                       "read: the mixer is sized by its heads)",
+                       heads * head_dim, r.cfg().integer("expand"), hidden);
     a.kids.push_back(numbered("head_dim", head_dim, o));
     if (!r.field("mamba_inner").empty()) {
       std::string io;
@@ -574,11 +583,6 @@ ynode attention_node(const family_reader& r, attn_kind kind, std::int64_t hidden
                      fmt::format("{} heads x {} channels = {}, but the inner width is {} ({})",
                                  heads, head_dim, heads * head_dim, inner, io));
     }
-    // expand, where given, says the inner width expand x hidden; it must be heads x head_dim.
-    if (r.cfg().has("expand") && r.cfg().integer("expand") * hidden != heads * head_dim)
-      r.cfg().fail("expand", fmt::format("expand x hidden_size = {} x {}, but the heads give "
-                                         "{} x {} inner channels",
-                                         r.cfg().integer("expand"), hidden, heads, head_dim));
     a.kids.push_back(numbered("state_dim", r.positive("state_dim", o), o));
     a.kids.push_back(numbered("groups", r.positive("groups", o), o));
     a.kids.push_back(numbered("conv_kernel", r.positive("conv_kernel", o), o));
@@ -715,7 +719,53 @@ std::string quoted(const std::string& s) {
   return out + "\"";
 }
 
-imported translate(const hf_json& doc, const std::string& name, const hf_json* modelopt) {
+/// What the safetensors headers beside a config say about formats; empty strings when the
+/// folder holds no headers (the config and the family's defaults then decide).
+struct stored_formats {
+  std::string block_scale;  // FP8 block scales (`*.weight_scale_inv`): "fp32", "bf16", "fp16"
+  std::string dtype;        // the dtype of most unquantised weight-matrix bytes
+  std::string dtype_why;    // how many bytes in which dtype, for the YAML comment
+};
+
+/// The formats the headers show. The headers decide over the config and the family's default:
+/// they are what the checkpoint holds. Matrices of a vision tower or MTP layers are left out.
+stored_formats formats_in_headers(const std::string& config_path) {
+  stored_formats out;
+  std::optional<checkpoint> c = read_checkpoint(config_path);
+  if (!c) return out;
+  static const std::map<std::string, std::string> calc_name = {
+      {"F32", "fp32"}, {"BF16", "bf16"}, {"F16", "fp16"}};
+  std::map<std::string, std::int64_t> bytes;  // "bf16" -> bytes of 2-D .weight tensors
+  for (const stored_tensor& t : c->tensors) {
+    auto name = calc_name.find(t.dtype);
+    if (t.name.ends_with(".weight_scale_inv") && out.block_scale.empty()) {
+      if (name == calc_name.end())
+        throw spec_error(source_location{c->folder, 0, 0}, t.name,
+                         fmt::format("an FP8 block scale stored as {}, which calc does not read "
+                                     "(F32, BF16, F16)",
+                                     t.dtype));
+      out.block_scale = name->second;
+    }
+    bool language_matrix = t.name.ends_with(".weight") && t.shape.size() == 2 &&
+                           !t.name.starts_with("mtp.") &&
+                           t.name.find("visual") == std::string::npos &&
+                           t.name.find("vision") == std::string::npos;
+    if (language_matrix && name != calc_name.end()) bytes[name->second] += t.bytes;
+  }
+  std::int64_t best = 0, total = 0;
+  for (const auto& [d, b] : bytes) {
+    total += b;
+    if (b > best) best = b, out.dtype = d;
+  }
+  if (!out.dtype.empty())
+    out.dtype_why = fmt::format("safetensors headers: {} of {} bytes of weight matrices are {}",
+                                best, total, out.dtype);
+  return out;
+}
+
+/// `stored`: the formats the checkpoint's safetensors headers show (empty when there are none).
+imported translate(const hf_json& doc, const std::string& name, const std::string& repo,
+                   const hf_json* modelopt, const stored_formats& stored) {
   hf_object root(doc, "");
   std::string model_type = root.has("model_type") ? root.text("model_type") : "";
   std::vector<std::string> archs;
@@ -723,6 +773,15 @@ imported translate(const hf_json& doc, const std::string& name, const hf_json* m
     for (const json& a : root.value("architectures"))
       if (a.is_string()) archs.push_back(a.get<std::string>());
   const family* fam = find_family(model_type, archs);
+  std::string read_as;  // said in the YAML when the family came from `architectures`
+  if (!fam && !model_type.empty()) {
+    std::string cls;
+    fam = find_family_by_architecture(archs, cls);
+    if (fam)
+      read_as = fmt::format(
+          "model_type '{}' is not a family calc knows; read as {} because architectures names {}",
+          model_type, fam->model_type, cls);
+  }
   if (!fam) {
     if (model_type.empty())
       throw spec_error(doc.where(""), "model_type",
@@ -732,18 +791,36 @@ imported translate(const hf_json& doc, const std::string& name, const hf_json* m
     root.fail("model_type", fmt::format("unknown model_type '{}' (supported families: {})",
                                         model_type, family_names()));
   }
-  hf_object cfg = fam->scope.empty() ? root : root.object(fam->scope);
+  // The text model's object (text_config); a flattened copy that has none keeps the text
+  // model's fields at the top, where they are read instead.
+  hf_object cfg = fam->scope.empty() || !root.has(fam->scope) ? root : root.object(fam->scope);
+  if (!fam->refused.empty()) {
+    for (const std::string& f : fam->refused_at)
+      if (cfg.has(f)) cfg.fail(f, fmt::format("{}: {}", fam->model_type, fam->refused));
+    root.fail("model_type", fmt::format("{}: {}", fam->model_type, fam->refused));
+  }
   family_reader r(*fam, cfg);
   std::string o;
 
   std::vector<ynode> top;
   top.push_back(scalar("schema", "1", ""));
   top.push_back(scalar("name", quoted(name), ""));
-  top.push_back(scalar("source", quoted(fmt::format("calc import of {}", doc.file())), ""));
+  top.push_back(scalar("source",
+                      quoted(repo.empty()
+                                 ? fmt::format("calc import of {}", doc.file())
+                                 : fmt::format("{} config.json (calc import of {})", repo,
+                                               doc.file())),
+                      ""));
   top.push_back(numbered("vocab", r.positive("vocab", o), o));
   std::int64_t hidden = r.positive("hidden", o);
   top.push_back(scalar("hidden", std::to_string(hidden), o));
   bool tie = r.flag("tie", o);
+  if (!fam->scope.empty() && !r.given("tie") && root.has(r.field("tie"))) {
+    // A multimodal wrapper may say it once for the whole model (Qwen3-VL-2B: true at the top,
+    // absent in text_config); the wrapper's value is the one its loader ties by.
+    tie = root.boolean(r.field("tie"));
+    o = root.path_of(r.field("tie"));
+  }
   top.push_back(scalar("tie_embeddings", bool_text(tie), o));
   if (!fam->dense_mlp && r.flag("mlp_bias", o))
     cfg.fail(r.field("mlp_bias"), "biases on the gated MLP are not in calc's schema");
@@ -759,8 +836,13 @@ imported translate(const hf_json& doc, const std::string& name, const hf_json* m
       }
     }
   }
+  if (!stored.dtype.empty() && stored.dtype != dtype) {
+    dtype_origin = fmt::format("{} ({} says {})", stored.dtype_why, dtype_origin, dtype);
+    dtype = stored.dtype;
+  }
   std::optional<quant_formats> quant =
-      read_quant(root, modelopt, /*has_routers=*/fam->ffn == ffn_family::moe);
+      read_quant(root, modelopt, /*has_routers=*/fam->ffn == ffn_family::moe,
+                 stored.block_scale.empty() ? fam->fp8_block_scale : stored.block_scale);
   if (!quant) {
     precision.kids.push_back(scalar("weights", dtype, dtype_origin));
     precision.kids.push_back(
@@ -805,6 +887,9 @@ imported translate(const hf_json& doc, const std::string& name, const hf_json* m
       precision.kids.push_back(
           scalar("kv", dtype, dtype_origin + " (the cache keeps the model dtype)"));
   }
+  if (dtype != "bf16")  // calc's norms default to bf16; a checkpoint keeps them in its dtype
+    precision.kids.push_back(
+        scalar("norms", dtype, dtype_origin + " (norm weights are stored in the model dtype)"));
   top.push_back(precision);
   if (!r.field("ssm_chunk").empty()) {
     // The SSD chunk the reference forward pads a prompt to: it sets the chunked-prefill FLOPs.
@@ -952,6 +1037,7 @@ imported translate(const hf_json& doc, const std::string& name, const hf_json* m
         "# Each value names the config field it came from, or the family default it took.\n",
         doc.file(), fam->model_type, fam->model_type);
     if (!fam->not_counted.empty()) header += fmt::format("# Not counted: {}.\n", fam->not_counted);
+    if (!read_as.empty()) header += fmt::format("# Family: {}.\n", read_as);
     std::string out =
         annotate
             ? header
@@ -969,13 +1055,58 @@ imported translate(const hf_json& doc, const std::string& name, const hf_json* m
   return {write(true), write(false), fam->model_type, doc.file()};
 }
 
-std::string model_name(const std::filesystem::path& file) {
-  std::string stem = file.stem().string();
-  if (stem == "config" && file.has_parent_path()) {
-    std::string parent = std::filesystem::absolute(file).parent_path().filename().string();
-    if (!parent.empty()) return parent;
+bool is_commit(const std::string& s) {
+  return s.size() == 40 && std::all_of(s.begin(), s.end(), [](unsigned char c) {
+           return std::isxdigit(c) != 0;
+         });
+}
+
+/// The repository a config's folder names: a Hugging Face cache snapshot
+/// (models--Org--Name/snapshots/<commit>/config.json) or a folder named Org--Name, as the hub's
+/// cache and published copies spell it; "" otherwise.
+std::string repo_of(const std::filesystem::path& file) {
+  namespace fs = std::filesystem;
+  if (file.filename() != "config.json") return "";
+  fs::path dir = fs::absolute(file).parent_path();
+  std::string folder = dir.filename().string();
+  if (is_commit(folder) && dir.parent_path().filename() == "snapshots") {
+    folder = dir.parent_path().parent_path().filename().string();
+    if (!folder.starts_with("models--")) return "";
+    folder = folder.substr(8);
   }
-  return stem;
+  auto sep = folder.find("--");
+  if (sep == std::string::npos || sep == 0 || sep + 2 >= folder.size()) return "";
+  std::string id = folder.substr(0, sep) + "/" + folder.substr(sep + 2);
+  return looks_like_repo_id(id) ? id : "";
+}
+
+/// The model's name: the file's own name unless it is config.json; else the repository's name
+/// from the folder (a Hugging Face cache snapshot models--Org--Name/snapshots/<commit>, or a
+/// folder named Org--Name, gives Name; any other folder its own name); else the last part of
+/// the config's `_name_or_path`; "model" when nothing names it.
+std::string model_name(const std::filesystem::path& file, const hf_json& doc) {
+  namespace fs = std::filesystem;
+  std::string stem = file.stem().string();
+  if (stem != "config") return stem;
+  fs::path dir = fs::absolute(file).parent_path();
+  std::string folder = dir.filename().string();
+  auto repo_name = [](const std::string& f) {
+    auto sep = f.find("--");
+    return sep == std::string::npos ? f : f.substr(sep + 2);
+  };
+  if (is_commit(folder) && dir.parent_path().filename() == "snapshots") {
+    std::string repo = dir.parent_path().parent_path().filename().string();
+    if (repo.starts_with("models--")) return repo_name(repo.substr(8));
+  }
+  if (!folder.empty() && !is_commit(folder)) return repo_name(folder);
+  const json& root = doc.root();
+  if (root.contains("_name_or_path") && root["_name_or_path"].is_string()) {
+    std::string n = root["_name_or_path"].get<std::string>();
+    while (!n.empty() && n.back() == '/') n.pop_back();
+    if (auto slash = n.rfind('/'); slash != std::string::npos) n = n.substr(slash + 1);
+    if (!n.empty()) return n;
+  }
+  return "model";
 }
 
 }  // namespace
@@ -993,18 +1124,19 @@ imported import_config(const std::string& path) {
   std::error_code ec;
   if (fs::is_directory(file, ec)) file /= "config.json";
   hf_json doc = hf_json::load(file.string());
+  stored_formats stored = formats_in_headers(file.string());
   fs::path quant = file.parent_path() / "hf_quant_config.json";
   if (fs::exists(quant, ec)) {
     hf_json q = hf_json::load(quant.string());
-    return translate(doc, model_name(file), &q);
+    return translate(doc, model_name(file, doc), repo_of(file), &q, stored);
   }
-  return translate(doc, model_name(file), nullptr);
+  return translate(doc, model_name(file, doc), repo_of(file), nullptr, stored);
 }
 
 imported import_text(const std::string& json_text, const std::string& file,
                      const std::string& name) {
   hf_json doc = hf_json::parse(json_text, file);
-  return translate(doc, name, nullptr);
+  return translate(doc, name, "", nullptr, stored_formats{});
 }
 
 }  // namespace calc::hf

@@ -10,8 +10,31 @@ namespace calc::hf {
 
 using nlohmann::json;
 
+namespace {
+
+/// A module name as the text model's own config spells it: a multimodal wrapper's prefix
+/// (`language_model.model.`, `model.language_model.`) becomes `model.`, `language_model.lm_head`
+/// is `lm_head`, and a glob closing a module name (`model.layers.3.self_attn*`) is that module.
+/// "" for the modules of a vision tower or projector, which calc does not count.
+std::string module_of_text_model(std::string m) {
+  for (const char* p : {"vision_tower", "mm_projector", "multi_modal_projector", "model.visual",
+                        "visual.", "vision_model"})
+    if (m.starts_with(p)) return "";
+  for (const char* p : {"language_model.model.", "model.language_model."})
+    if (m.starts_with(p)) m = "model." + m.substr(std::string(p).size());
+  if (m == "language_model.lm_head") m = "lm_head";
+  if (m.ends_with("*") && m.starts_with("model.layers.")) {
+    // model.layers.N* (every layer from N on) stays as it is; model.layers.N.module* is module.
+    std::string rest = m.substr(13);
+    if (rest.find('.') != std::string::npos && !rest.ends_with(".*")) m.pop_back();
+  }
+  return m;
+}
+
+}  // namespace
+
 std::optional<quant_formats> read_quant(const hf_object& root, const hf_json* modelopt,
-                                        bool has_routers) {
+                                        bool has_routers, const std::string& block_scale) {
   std::optional<hf_object> q;
   if (modelopt) {
     q = hf_object(*modelopt, "").object("quantization");
@@ -40,10 +63,12 @@ std::optional<quant_formats> read_quant(const hf_object& root, const hf_json* mo
     std::vector<std::int64_t> block = q->integers("weight_block_size");
     if (block.size() != 2 || block[0] == 0 || block[1] == 0 || block[0] > 4096 || block[1] > 4096)
       q->fail("weight_block_size", "expected two block sides of 1 to 4096, e.g. [128, 128]");
-    // One FP32 scale per block of rows x columns; every matrix side of the models read here is a
-    // multiple of the block, so a block is a group of rows*columns values.
-    f.weights = fmt::format("fp8:g{}:fp32", block[0] * block[1]);
-    f.origin += fmt::format(" = fp8, weight_block_size {}x{}", block[0], block[1]);
+    // One scale per block of rows x columns (weight_scale_inv), stored as `block_scale`; a block
+    // is read as a group of rows*columns values, exact where both matrix sides are multiples of
+    // the block sides.
+    f.weights = fmt::format("fp8:g{}:{}", block[0] * block[1], block_scale);
+    f.origin += fmt::format(" = fp8, weight_block_size {}x{}, {} scales", block[0], block[1],
+                            block_scale);
   } else if (method == "FP8" || method == "fp8") {
     f.weights = "fp8";
     f.origin += " = FP8 with one scale per tensor (a few bytes a matrix, not counted)";
@@ -117,6 +142,16 @@ std::optional<quant_formats> read_quant(const hf_object& root, const hf_json* mo
                              method));
   }
   for (const char* k : {"kv_cache_quant_algo", "kv_cache_scheme"}) {
+    if (q->has(k) && q->value(k).is_object()) {
+      // compressed-tensors' form (ModelOpt writes it in config.json): {num_bits, type}.
+      hf_object kv = q->object(k);
+      bool fp8 = kv.has("num_bits") && kv.integer("num_bits") == 8 && kv.has("type") &&
+                 kv.text("type") == "float";
+      if (!fp8) q->fail(k, "a cache scheme other than 8-bit float is not mapped (calc reads FP8)");
+      f.kv = "fp8";
+      f.kv_origin = q->path_of(k) + " (8-bit float)";
+      continue;
+    }
     if (!q->has(k) || !q->value(k).is_string()) continue;
     std::string kv = q->text(k);
     if (kv != "FP8") q->fail(k, fmt::format("'{}' is not mapped (calc reads FP8)", kv));
@@ -127,7 +162,9 @@ std::optional<quant_formats> read_quant(const hf_object& root, const hf_json* mo
     const json& list = q->value(list_key);
     if (!list.is_array()) q->fail(list_key, "expected a list of module names");
     for (std::size_t i = 0; i < list.size(); ++i) {
-      std::string m = list[i].is_string() ? list[i].get<std::string>() : list[i].dump();
+      std::string m = module_of_text_model(
+          list[i].is_string() ? list[i].get<std::string>() : list[i].dump());
+      if (m.empty()) continue;  // a vision tower or projector module: not counted
       bool norm = m.ends_with("layernorm") || m.ends_with("_norm") || m.ends_with(".norm");
       if (m == "lm_head") {
         f.kept_dtype.push_back("head");
@@ -163,10 +200,14 @@ std::optional<quant_formats> read_quant(const hf_object& root, const hf_json* mo
                                                      "q_a_proj", "q_b_proj", "kv_a_proj_with_mqa",
                                                      "kv_b_proj"};
         std::string sub = module.starts_with("self_attn.") ? module.substr(10) : "";
-        std::string role = module == "self_attn"                            ? "attention"
-                           : module == "mlp.gate" || module == "mlp.router" ? "router"
-                           : inputs.count(sub)                              ? "attention_in"
-                                                                            : "";
+        // The router's module: mlp.gate (Qwen, DeepSeek), mlp.router, block_sparse_moe.gate
+        // (Mixtral, MiniMax; ModelOpt lists it per layer).
+        static const std::set<std::string> routers = {"mlp.gate", "mlp.router",
+                                                      "block_sparse_moe.gate"};
+        std::string role = module == "self_attn"   ? "attention"
+                           : routers.count(module) ? "router"
+                           : inputs.count(sub)     ? "attention_in"
+                                                   : "";
         bool number = !index.empty() && std::all_of(index.begin(), index.end(), ::isdigit);
         if (role.empty() || (!number && index != "*"))
           throw spec_error(

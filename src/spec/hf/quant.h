@@ -50,7 +50,10 @@ struct quant_formats {
 /// layer (self_attn, the router), or every layer's attention input projections (all of
 /// self_attn but o_proj); anything else would need a per-module format and is an error rather
 /// than a silently wrong byte count.
+/// `block_scale` is the format of the per-block scales of an FP8 block-quantised checkpoint
+/// (`weight_block_size`), whose config does not say it: the family's documented default
+/// ("fp32" for DeepSeek's, "bf16" for Qwen's), or what the checkpoint's headers store.
 std::optional<quant_formats> read_quant(const hf_object& root, const hf_json* modelopt,
-                                        bool has_routers);
+                                        bool has_routers, const std::string& block_scale);
 
 }  // namespace calc::hf

@@ -1,0 +1,34 @@
+// Hugging Face repository ids ("Org/Name") as model names: which bundled model a repository is,
+// and where the local Hugging Face cache keeps its config. No network: only files already here.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace calc::hf {
+
+/// True when `name` has the shape of a repository id: two parts joined by one '/', each of
+/// letters, digits, '.', '_' and '-', the first part starting with a letter or digit.
+bool looks_like_repo_id(const std::string& name);
+
+/// The repository id a `source:` line names ("...; Qwen/Qwen3-8B config.json" -> Qwen/Qwen3-8B):
+/// the first whitespace-separated token with exactly one '/' that is a repository id and not a
+/// file (.yaml, .json) or a URL. None when the source names no repository.
+std::optional<std::string> repo_in_source(const std::string& source);
+
+/// The bundled model (a name in `names`, a file `<dir>/<name>.yaml`) whose top-level `source:`
+/// line names repository `id`, compared ignoring case; none when no model does.
+std::optional<std::string> bundled_with_repo(const std::string& id, const std::string& dir,
+                                             const std::vector<std::string>& names);
+
+/// The Hugging Face hub cache folder: $HF_HUB_CACHE, else $HF_HOME/hub, else
+/// $XDG_CACHE_HOME/huggingface/hub, else ~/.cache/huggingface/hub (huggingface_hub's order).
+std::string hub_cache_dir();
+
+/// The snapshot folder of `id` in the hub cache (models--Org--Name/snapshots/<refs/main>),
+/// matched ignoring case, when it holds a config.json; none otherwise. `looked` receives the
+/// folders tried, for the error that says where calc looked.
+std::optional<std::string> cached_snapshot(const std::string& id, std::vector<std::string>& looked);
+
+}  // namespace calc::hf
