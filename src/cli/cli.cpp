@@ -120,7 +120,7 @@ const std::vector<command>& commands() {
              ->required();
          add_length_option(app, o,
                            "Context length per request, in tokens (required without --engine)");
-         app.add_option("--requests", o.requests, "Concurrent requests to hold")->required();
+         app.add_option("--requests", o.requests, "Concurrent requests to hold (required without --sla)");
          app.add_option("--workspace", o.workspace, "Reserved bytes per card (default 2GiB)");
          app.add_option("--node-gpus", o.node_gpus,
                         "Cards per server; beyond one server, whole servers (default 8)");
@@ -128,12 +128,23 @@ const std::vector<command>& commands() {
          add_format_options(app, o);
          add_execution_options(app, o, false);
          add_engine_options(app, o, true);
+         add_sla_options(app, o);  // time under load: commands_serve.cpp
        },
        [](const options& o) {
+         if (!o.sla.empty()) return run_plan_sla(o);  // time under load: commands_serve.cpp
+         if (o.requests < 0) throw spec_error("--requests", "is required (requests to hold)");
          if (!o.engine.empty()) return run_engine_plan(o);
          if (o.length < 0) throw spec_error("--length", "is required (tokens per request)");
          return run_plan(o);
        }},
+      {"serve",
+       "Time under load: TTFT, TPOT, tokens/s per GPU and per user at concurrencies, or a "
+       "simulation of a rate or trace",
+       add_serve_options, run_serve},
+      {"calibrate",
+       "Fit the time model's efficiencies to measured runs (--measurements), or predict them "
+       "and report the error (--evaluate)",
+       add_calibrate_options, run_calibrate},
       {"roofline", "Lower bounds on prefill and decode time: max(F / peak, R / bandwidth)",
        [](CLI::App& app, options& o) {
          add_model_options(app, o);
