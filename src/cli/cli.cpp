@@ -120,7 +120,8 @@ const std::vector<command>& commands() {
              ->required();
          add_length_option(app, o,
                            "Context length per request, in tokens (required without --engine)");
-         app.add_option("--requests", o.requests, "Concurrent requests to hold (required without --sla)");
+         app.add_option("--requests", o.requests,
+                        "Concurrent requests to hold (required without --sla)");
          app.add_option("--workspace", o.workspace, "Reserved bytes per card (default 2GiB)");
          app.add_option("--node-gpus", o.node_gpus,
                         "Cards per server; beyond one server, whole servers (default 8)");

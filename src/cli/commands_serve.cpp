@@ -38,7 +38,10 @@ struct serve_request {
 };
 
 calibration load_calibration(const std::string& path) {
-  return read_calibration(path.empty() ? default_calibration_path() : path);
+  if (!path.empty()) return read_calibration(path);
+  calibration c = read_calibration(default_calibration_path());
+  c.file = "models/calibration/default.yaml";  // as output names it, wherever calc is installed
+  return c;
 }
 
 batching_config engine_config_of(const std::string& engine, std::int64_t isl, std::int64_t osl,
@@ -73,7 +76,8 @@ serve_request read_serve(const options& o) {
   r.cfg = engine_config_of(r.engine, o.isl, o.osl, o.max_num_batched_tokens, o.max_num_seqs);
   int modes = (!o.concurrency.empty()) + (o.rate != 0) + (!o.trace.empty());
   if (modes != 1)
-    throw spec_error("--concurrency", "give exactly one of --concurrency LIST, --rate R or --trace FILE");
+    throw spec_error("--concurrency",
+                     "give exactly one of --concurrency LIST, --rate R or --trace FILE");
   for (const std::string& c : split_list(o.concurrency)) {
     auto n = parse_token_count(c);
     if (!n || *n < 1 || *n > limits::requests)
@@ -93,9 +97,12 @@ serve_request read_serve(const options& o) {
 ojson step_json(const step_time& t) {
   ojson ops = ojson::object();
   for (std::size_t i = 0; i < op_classes; ++i) ops[op_name(static_cast<op_class>(i))] = t.op_ms[i];
-  return {{"total_ms", t.total_ms},   {"weights_ms", t.weights_ms},
-          {"kv_ms", t.kv_ms},         {"compute_ms", t.compute_ms},
-          {"communication_ms", t.communication_ms}, {"overhead_ms", t.overhead_ms},
+  return {{"total_ms", t.total_ms},
+          {"weights_ms", t.weights_ms},
+          {"kv_ms", t.kv_ms},
+          {"compute_ms", t.compute_ms},
+          {"communication_ms", t.communication_ms},
+          {"overhead_ms", t.overhead_ms},
           {"ops_ms", ops}};
 }
 
@@ -110,8 +117,9 @@ std::string ms(double v) { return fmt::format("{:.2f}", v); }
 void add_serve_options(CLI::App& app, options& o) {
   add_model_options(app, o);
   app.add_option("--gpu", o.gpu, "Accelerator: a name from `calc gpus` or a path")->required();
-  app.add_option("--engine", o.engine, "Engine whose defaults and calibration apply: vllm, "
-                                       "sglang or trtllm (default vllm)");
+  app.add_option("--engine", o.engine,
+                 "Engine whose defaults and calibration apply: vllm, "
+                 "sglang or trtllm (default vllm)");
   app.add_option("--tp", o.tp, "Tensor parallel ranks per attention group");
   app.add_option("--ep", o.ep, "Expert parallel ranks (whole experts per rank)");
   app.add_option("--dp", o.dp, "Attention data-parallel groups (each --tp ranks)");
@@ -129,8 +137,9 @@ void add_serve_options(CLI::App& app, options& o) {
                  "Token budget of one step (default: the engine's)");
   app.add_option("--max-num-seqs,--max-running-requests", o.max_num_seqs,
                  "Running requests at most (default: the engine's)");
-  app.add_option("--calibration", o.calibration,
-                 "Calibration YAML from `calc calibrate` (default: models/calibration/default.yaml)");
+  app.add_option(
+      "--calibration", o.calibration,
+      "Calibration YAML from `calc calibrate` (default: models/calibration/default.yaml)");
   add_format_options(app, o);
 }
 
@@ -170,7 +179,8 @@ result run_serve(const options& o) {
   j["model"] = m.spec->name;
   j["gpu"] = gpu.name;
   j["engine"] = q.engine;
-  j["layout"] = {{"tp", q.layout.tp}, {"ep", q.layout.ep}, {"dp", q.layout.dp}, {"pp", q.layout.pp}};
+  j["layout"] = {
+      {"tp", q.layout.tp}, {"ep", q.layout.ep}, {"dp", q.layout.dp}, {"pp", q.layout.pp}};
   j["gpus"] = q.layout.gpus();
   j["weights_format"] = m.spec->precision.weights.name;
   j["kv_format"] = m.spec->precision.kv.name;
@@ -180,13 +190,14 @@ result run_serve(const options& o) {
   j["max_num_seqs"] = q.cfg.max_num_seqs;
   j["calibration"] = {{"file", cal.file}, {"entry", used}};
   j["points"] = ojson::array();
-  std::string md = fmt::format(
-      "# calc serve: {} on {} x {} ({}), tp {} ep {} dp {} pp {}, ISL {} OSL {}\n\n",
-      m.spec->name, q.layout.gpus(), gpu.display, q.engine, q.layout.tp, q.layout.ep, q.layout.dp,
-      q.layout.pp, q.cfg.isl, q.cfg.osl);
+  std::string md =
+      fmt::format("# calc serve: {} on {} x {} ({}), tp {} ep {} dp {} pp {}, ISL {} OSL {}\n\n",
+                  m.spec->name, q.layout.gpus(), gpu.display, q.engine, q.layout.tp, q.layout.ep,
+                  q.layout.dp, q.layout.pp, q.cfg.isl, q.cfg.osl);
   if (!q.concurrency.empty()) {
-    md += "| concurrency | TTFT ms | TPOT ms | e2e ms | tok/s | tok/s/GPU | tok/s/user | req/s | "
-          "KV fits | step ms (weights / KV / compute / comm / overhead) |\n";
+    md +=
+        "| concurrency | TTFT ms | TPOT ms | e2e ms | tok/s | tok/s/GPU | tok/s/user | req/s | "
+        "KV fits | step ms (weights / KV / compute / comm / overhead) |\n";
     md += "|---:|---:|---:|---:|---:|---:|---:|---:|:---:|---|\n";
     for (std::int64_t c : q.concurrency) {
       scenario s = make_scenario(d, q.cfg, c);
@@ -208,11 +219,13 @@ result run_serve(const options& o) {
                              {"prefill_chunk", s.chunk},
                              {"prefill_busy", st.prefill_busy},
                              {"step", step_json(t)}});
-      md += fmt::format("| {} | {} | {} | {} | {:.0f} | {:.0f} | {:.1f} | {:.2f} | {} | {} / {} / {} / {} / {} |\n",
-                        c, ms(st.ttft_ms), ms(st.tpot_ms), ms(st.e2e_ms), st.output_tokens_per_s,
-                        st.output_tokens_per_s / gpus, per_user, st.requests_per_s,
-                        s.kv_pool_fits ? "yes" : "no", ms(t.weights_ms), ms(t.kv_ms),
-                        ms(t.compute_ms), ms(t.communication_ms), ms(t.overhead_ms));
+      md += fmt::format(
+          "| {} | {} | {} | {} | {:.0f} | {:.0f} | {:.1f} | {:.2f} | {} | {} / {} / {} / {} / {} "
+          "|\n",
+          c, ms(st.ttft_ms), ms(st.tpot_ms), ms(st.e2e_ms), st.output_tokens_per_s,
+          st.output_tokens_per_s / gpus, per_user, st.requests_per_s, s.kv_pool_fits ? "yes" : "no",
+          ms(t.weights_ms), ms(t.kv_ms), ms(t.compute_ms), ms(t.communication_ms),
+          ms(t.overhead_ms));
     }
   } else {
     std::vector<arrival> arrivals =
@@ -241,19 +254,20 @@ result run_serve(const options& o) {
     p["max_waiting"] = sim.max_waiting;
     p["steps"] = sim.steps;
     j["points"].push_back(p);
-    md += q.trace.empty() ? fmt::format("Poisson arrivals at {} requests/s, {} requests, seed {}.\n\n",
-                                        q.rate, sim.requests, q.seed)
-                          : fmt::format("Trace {}: {} requests.\n\n", q.trace, sim.requests);
+    md += q.trace.empty()
+              ? fmt::format("Poisson arrivals at {} requests/s, {} requests, seed {}.\n\n", q.rate,
+                            sim.requests, q.seed)
+              : fmt::format("Trace {}: {} requests.\n\n", q.trace, sim.requests);
     md += "| metric (ms) | mean | p50 | p90 | p99 |\n|---|---:|---:|---:|---:|\n";
     for (auto [name, s] : {std::pair{"TTFT", sim.ttft}, std::pair{"TPOT", sim.tpot},
                            std::pair{"ITL", sim.itl}, std::pair{"e2e", sim.e2e}})
       md += fmt::format("| {} | {} | {} | {} | {} |\n", name, ms(s.mean), ms(s.p50), ms(s.p90),
                         ms(s.p99));
-    md += fmt::format("\n{:.0f} output tokens/s ({:.0f} per GPU), {:.2f} requests/s; longest queue "
-                      "{} requests{}.\n",
-                      sim.output_tokens_per_s, sim.output_tokens_per_s / gpus, sim.requests_per_s,
-                      sim.max_waiting,
-                      sim.kv_limited ? "; the KV pool held requests back" : "");
+    md += fmt::format(
+        "\n{:.0f} output tokens/s ({:.0f} per GPU), {:.2f} requests/s; longest queue "
+        "{} requests{}.\n",
+        sim.output_tokens_per_s, sim.output_tokens_per_s / gpus, sim.requests_per_s,
+        sim.max_waiting, sim.kv_limited ? "; the KV pool held requests back" : "");
   }
   md += fmt::format("\nCalibration: {} ({}). Step = the decode step at that concurrency.\n",
                     cal.file, used);
@@ -284,9 +298,10 @@ ojson summary_json(const evaluation& e) {
 }
 
 std::string stats_table(const std::string& title, const evaluation& e) {
-  std::string md = fmt::format("### {}\n\n| group | rows | TPOT median % | TPOT p90 % | TTFT "
-                               "median % | TTFT p90 % |\n|---|---:|---:|---:|---:|---:|\n",
-                               title);
+  std::string md = fmt::format(
+      "### {}\n\n| group | rows | TPOT median % | TPOT p90 % | TTFT "
+      "median % | TTFT p90 % |\n|---|---:|---:|---:|---:|---:|\n",
+      title);
   auto row = [&](const std::string& name, const error_stats& s) {
     md += fmt::format("| {} | {} | {:.1f} | {:.1f} | {:.1f} | {:.1f} |\n", name, s.rows,
                       s.tpot_median, s.tpot_p90, s.ttft_median, s.ttft_p90);
@@ -331,10 +346,11 @@ result run_calibrate(const options& o) {
       std::ofstream out(o.out);
       if (!out) throw spec_error("--out", fmt::format("cannot write '{}'", o.out));
       out << yaml;
-      r.markdown = fmt::format("# calc calibrate\n\nFitted {} entries on {} rows ({} refused); "
-                               "wrote {}.\n\n",
-                               fitted.entries.size(), mapped.size() - static_cast<std::size_t>(refused),
-                               refused, o.out) +
+      r.markdown = fmt::format(
+                       "# calc calibrate\n\nFitted {} entries on {} rows ({} refused); "
+                       "wrote {}.\n\n",
+                       fitted.entries.size(), mapped.size() - static_cast<std::size_t>(refused),
+                       refused, o.out) +
                    stats_table("In-sample |error|", e);
     }
     return r;
@@ -362,9 +378,10 @@ result run_calibrate(const options& o) {
     }
   }
   j["summary"] = summary_json(e);
-  std::string md = fmt::format("# calc calibrate --evaluate {}\n\nCalibration: {}. {} rows, {} "
-                               "modelled, {} refused.\n\n",
-                               file, base.file, mapped.size(), e.rows.size(), refused);
+  std::string md = fmt::format(
+      "# calc calibrate --evaluate {}\n\nCalibration: {}. {} rows, {} "
+      "modelled, {} refused.\n\n",
+      file, base.file, mapped.size(), e.rows.size(), refused);
   md += stats_table("In sample (the calibration's own fit)", e);
   if (o.cross_validate) {
     evaluation gpu_cv = cross_validate(mapped, base, [](const mapped_row& m) { return m.system; });
@@ -420,7 +437,8 @@ result run_plan_sla(const options& o) {
   if (!o.concurrency.empty()) {
     auto n = parse_token_count(o.concurrency);
     if (!n || *n < 1 || *n > limits::requests)
-      throw spec_error("--concurrency", fmt::format("'{}' is not a count of clients >= 1", o.concurrency));
+      throw spec_error("--concurrency",
+                       fmt::format("'{}' is not a count of clients >= 1", o.concurrency));
     q.concurrency = *n;
   }
   std::string engine = o.engine.empty() ? "vllm" : o.engine;
@@ -437,13 +455,16 @@ result run_plan_sla(const options& o) {
   j["gpu"] = gpu.name;
   j["engine"] = engine;
   j["sla"] = {{"ttft_ms", q.ttft_ms}, {"tpot_ms", q.tpot_ms}};
-  if (q.rate > 0) j["rate"] = q.rate; else j["concurrency"] = q.concurrency;
+  if (q.rate > 0)
+    j["rate"] = q.rate;
+  else
+    j["concurrency"] = q.concurrency;
   j["feasible"] = p.feasible;
   j["layouts_tried"] = p.layouts_tried;
-  std::string md = fmt::format("# calc plan --sla: {} on {} ({}), TTFT <= {} ms, TPOT <= {} ms, {}\n\n",
-                               m.spec->name, gpu.display, engine, q.ttft_ms, q.tpot_ms,
-                               q.rate > 0 ? fmt::format("{} requests/s", q.rate)
-                                          : fmt::format("{} clients", q.concurrency));
+  std::string md = fmt::format(
+      "# calc plan --sla: {} on {} ({}), TTFT <= {} ms, TPOT <= {} ms, {}\n\n", m.spec->name,
+      gpu.display, engine, q.ttft_ms, q.tpot_ms,
+      q.rate > 0 ? fmt::format("{} requests/s", q.rate) : fmt::format("{} clients", q.concurrency));
   if (!p.feasible) {
     j["binding"] = p.binding;
     j["reason"] = p.reason;
@@ -462,8 +483,9 @@ result run_plan_sla(const options& o) {
     j["tpot_ms"] = b.at.tpot_ms;
     j["requests_per_s_per_instance"] = b.at.requests_per_s;
     j["reason"] = p.reason;
-    md += "| GPUs | instances | tp | ep | dp | pp | clients / instance | TTFT ms | TPOT ms | req/s / "
-          "instance |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+    md +=
+        "| GPUs | instances | tp | ep | dp | pp | clients / instance | TTFT ms | TPOT ms | req/s / "
+        "instance |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
     md += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.2f} |\n\n", b.gpus,
                       b.instances, b.layout.tp, b.layout.ep, b.layout.dp, b.layout.pp,
                       b.concurrency_per_group * b.layout.dp, ms(b.at.ttft_ms), ms(b.at.tpot_ms),

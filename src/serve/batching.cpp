@@ -44,11 +44,11 @@ const std::vector<engine_defaults>& engines() {
 const engine_defaults& find_engine(const std::string& name) {
   for (const engine_defaults& e : engines())
     if (name == e.name) return e;
-  throw spec_error("--engine", fmt::format("unknown engine '{}' (known: vllm, sglang, trtllm)", name));
+  throw spec_error("--engine",
+                   fmt::format("unknown engine '{}' (known: vllm, sglang, trtllm)", name));
 }
 
-scenario make_scenario(const deployment& d, const batching_config& cfg,
-                       std::int64_t concurrency) {
+scenario make_scenario(const deployment& d, const batching_config& cfg, std::int64_t concurrency) {
   if (cfg.isl < 1) throw spec_error("--isl", "a request needs at least one input token");
   if (cfg.osl < 1) throw spec_error("--osl", "a request returns at least one token");
   if (concurrency < 1) throw spec_error("--concurrency", "must be at least 1");
@@ -66,10 +66,10 @@ scenario make_scenario(const deployment& d, const batching_config& cfg,
   double pool = cfg.fraction_of_free ? (memory - d.weight_bytes_per_rank) * cfg.memory_fraction
                                      : memory * cfg.memory_fraction - d.weight_bytes_per_rank;
   if (pool <= 0)
-    throw spec_error("--gpu", fmt::format("the weights ({:.1f} GB per rank) leave no KV pool in {:.0f} % "
-                                          "of {}'s memory; use more ranks",
-                                          d.weight_bytes_per_rank / 1e9,
-                                          cfg.memory_fraction * 100, d.gpu.name));
+    throw spec_error(
+        "--gpu", fmt::format("the weights ({:.1f} GB per rank) leave no KV pool in {:.0f} % "
+                             "of {}'s memory; use more ranks",
+                             d.weight_bytes_per_rank / 1e9, cfg.memory_fraction * 100, d.gpu.name));
   double per_request = tally_state(g, cfg.isl + cfg.osl).total.to_double() * d.kv_share /
                        static_cast<double>(d.layout.pp);
   double fit = per_request > 0 ? std::floor(pool / per_request) : 1e18;
@@ -77,13 +77,13 @@ scenario make_scenario(const deployment& d, const batching_config& cfg,
   s.kv_pool_fits = s.kv_requests >= concurrency;
   // A pipeline keeps pp micro-batches in flight: each step carries 1/pp of the requests.
   std::int64_t pp = d.layout.pp;
-  std::int64_t running = std::min({concurrency, cfg.max_num_seqs, std::max<std::int64_t>(
-                                                                      s.kv_requests, 1)});
+  std::int64_t running =
+      std::min({concurrency, cfg.max_num_seqs, std::max<std::int64_t>(s.kv_requests, 1)});
   s.running = running;
   std::int64_t per_step = (running + pp - 1) / pp;
   // Chunked prefill: the budget left after the decode tokens, at most the whole prompt.
-  std::int64_t budget = cfg.mixed_prefill ? cfg.max_num_batched_tokens - per_step
-                                          : cfg.max_num_batched_tokens;
+  std::int64_t budget =
+      cfg.mixed_prefill ? cfg.max_num_batched_tokens - per_step : cfg.max_num_batched_tokens;
   s.chunk = std::clamp<std::int64_t>(budget, 1, cfg.isl);
   s.chunks = (cfg.isl + s.chunk - 1) / s.chunk;
   std::int64_t context = cfg.isl + cfg.osl / 2;  // mean history of a decoding request
@@ -96,7 +96,8 @@ scenario make_scenario(const deployment& d, const batching_config& cfg,
   // queue for the token budget, a full budget per step.
   double burst_tokens = static_cast<double>(per_step) * static_cast<double>(cfg.isl);
   std::int64_t step_tokens = std::min<std::int64_t>(cfg.max_num_batched_tokens, per_step * cfg.isl);
-  s.burst_steps = static_cast<std::int64_t>(std::ceil(burst_tokens / static_cast<double>(step_tokens)));
+  s.burst_steps =
+      static_cast<std::int64_t>(std::ceil(burst_tokens / static_cast<double>(step_tokens)));
   s.burst = cost_step(d, {0, 0, step_tokens, 0});
   return s;
 }
@@ -124,8 +125,8 @@ steady_state solve_steady_state(const scenario& s, const coefficients& k) {
   double osl = static_cast<double>(s.cfg.osl);
   // The opening burst: a request of it waits on average for half the burst's prefill steps;
   // such requests are a share of the run.
-  double burst = k.burst_share * static_cast<double>(s.burst_steps) *
-                 time_step(d, s.burst, k).total_ms / 2;
+  double burst =
+      k.burst_share * static_cast<double>(s.burst_steps) * time_step(d, s.burst, k).total_ms / 2;
   double tpot = t_d, ttft = own + t_d / 2;
   double rho = 0;
   // Fixed point of the closed loop: C clients each start a request when the last one ends.
@@ -141,7 +142,8 @@ steady_state solve_steady_state(const scenario& s, const coefficients& k) {
     // Clients beyond the running cap wait for a slot: a request's whole life per extra round.
     double slots = std::max(0.0, c - running) / running * (own + (osl - 1) * next_tpot);
     double next_ttft = wait + own + slots + k.request_latency_ms + burst;
-    bool done = std::abs(next_tpot - tpot) < 1e-9 * tpot && std::abs(next_ttft - ttft) < 1e-9 * ttft;
+    bool done =
+        std::abs(next_tpot - tpot) < 1e-9 * tpot && std::abs(next_ttft - ttft) < 1e-9 * ttft;
     tpot = next_tpot;
     ttft = next_ttft;
     if (done) break;

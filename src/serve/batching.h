@@ -14,12 +14,12 @@ namespace calc::serve {
 
 /// What an engine does by default (one row per engine; docs/engines.md cites the sources).
 struct engine_defaults {
-  const char* name;                          // vllm, sglang, trtllm
-  std::int64_t max_num_batched_tokens = 0;   // token budget of one step
-  std::int64_t max_num_seqs = 0;             // running requests at most
-  bool mixed_prefill = true;                 // prefill chunks share a step with decodes
-  double memory_fraction = 0.9;              // of the card the engine may use (weights + KV)
-  bool fraction_of_free = false;             // the fraction applies to what the weights leave
+  const char* name;                         // vllm, sglang, trtllm
+  std::int64_t max_num_batched_tokens = 0;  // token budget of one step
+  std::int64_t max_num_seqs = 0;            // running requests at most
+  bool mixed_prefill = true;                // prefill chunks share a step with decodes
+  double memory_fraction = 0.9;             // of the card the engine may use (weights + KV)
+  bool fraction_of_free = false;            // the fraction applies to what the weights leave
   const char* source;
 };
 
@@ -50,14 +50,13 @@ struct scenario {
   std::int64_t kv_requests = 0;  // requests whose state fits the KV pool of a rank
   bool kv_pool_fits = true;
   step_costs decode, mixed, prefill;
-  step_costs burst;             // one full-budget prefill step of the opening burst
-  std::int64_t burst_steps = 0; // steps the opening burst's prefills take
+  step_costs burst;              // one full-budget prefill step of the opening burst
+  std::int64_t burst_steps = 0;  // steps the opening burst's prefills take
 };
 
 /// Costs the steps of `concurrency` clients per attention group (one instance has layout.dp
 /// groups); throws spec_error for zero tokens or a model whose weights do not fit.
-scenario make_scenario(const deployment& d, const batching_config& cfg,
-                       std::int64_t concurrency);
+scenario make_scenario(const deployment& d, const batching_config& cfg, std::int64_t concurrency);
 
 /// The steady state: TTFT includes waiting for prefill budget, TPOT the prefill chunks of other
 /// requests interleaved with this one's decodes.
@@ -65,10 +64,10 @@ struct steady_state {
   double ttft_ms = 0;
   double tpot_ms = 0;
   double e2e_ms = 0;
-  double requests_per_s = 0;         // per instance
-  double output_tokens_per_s = 0;    // per instance
-  double prefill_busy = 0;           // fraction of time spent on others' prefill
-  step_time decode_step;             // the decode step's breakdown
+  double requests_per_s = 0;       // per instance
+  double output_tokens_per_s = 0;  // per instance
+  double prefill_busy = 0;         // fraction of time spent on others' prefill
+  step_time decode_step;           // the decode step's breakdown
 };
 
 steady_state solve_steady_state(const scenario& s, const coefficients& k);

@@ -13,8 +13,8 @@ namespace calc::serve {
 namespace {
 
 constexpr std::array<const char*, coefficients::size> kKeys = {
-    "gemm_compute",      "gemm_memory",      "moe_compute",    "moe_memory",
-    "attention_compute", "attention_memory", "comm_bandwidth", "collective_latency_us",
+    "gemm_compute",      "gemm_memory",         "moe_compute",        "moe_memory",
+    "attention_compute", "attention_memory",    "comm_bandwidth",     "collective_latency_us",
     "step_overhead_ms",  "request_overhead_us", "request_latency_ms", "burst_share"};
 
 std::vector<std::string> text_list(const YAML::Node& n, const std::string& path,
@@ -38,16 +38,16 @@ double read_coefficient(yaml_map& m, std::size_t i) {
   bool eff = coefficients::efficiency(i);
   bool ok = std::isfinite(v) && (eff ? v > 0 && v <= 1 : v >= 0);
   if (!ok)
-    m.fail(kKeys[i], eff ? "a fraction must be a number in (0, 1]"
-                         : "a time must be a finite number >= 0");
+    m.fail(kKeys[i],
+           eff ? "a fraction must be a number in (0, 1]" : "a time must be a finite number >= 0");
   return v;
 }
 
 }  // namespace
 
 std::array<double, coefficients::size> coefficients::values() const {
-  return {gemm_compute,      gemm_memory,      moe_compute,    moe_memory,
-          attention_compute, attention_memory, comm_bandwidth, collective_latency_us,
+  return {gemm_compute,      gemm_memory,         moe_compute,        moe_memory,
+          attention_compute, attention_memory,    comm_bandwidth,     collective_latency_us,
           step_overhead_ms,  request_overhead_us, request_latency_ms, burst_share};
 }
 
@@ -148,9 +148,10 @@ std::string write_calibration(const calibration& c) {
     }
     return out + "\"";
   };
-  std::string out = "# Time-under-load calibration (calc serve): efficiencies and overheads per GPU "
-                    "family and engine.\n# Written by `calc calibrate`; see "
-                    "docs/validation/latency.md for how it was fitted and how well it predicts.\n";
+  std::string out =
+      "# Time-under-load calibration (calc serve): efficiencies and overheads per GPU "
+      "family and engine.\n# Written by `calc calibrate`; see "
+      "docs/validation/latency.md for how it was fitted and how well it predicts.\n";
   out += fmt::format("source: {}\n", quoted(c.source));
   out += c.families.empty() ? "families: {}\n" : "families:\n";
   for (const auto& [family, names] : c.families) {
@@ -163,7 +164,8 @@ std::string write_calibration(const calibration& c) {
   for (const auto& [id, name] : c.models) out += fmt::format("  {}: {}\n", quoted(id), name);
   out += c.entries.empty() ? "entries: []\n" : "entries:\n";
   for (const calibration_entry& e : c.entries) {
-    out += fmt::format("  - family: {}\n    engine: {}\n    rows: {}\n", e.family, e.engine, e.rows);
+    out +=
+        fmt::format("  - family: {}\n    engine: {}\n    rows: {}\n", e.family, e.engine, e.rows);
     if (!e.source.empty()) out += fmt::format("    source: {}\n", quoted(e.source));
     auto v = e.k.values();
     for (std::size_t k = 0; k < coefficients::size; ++k)

@@ -13,20 +13,20 @@ namespace calc::serve {
 
 /// The fitted coefficients of one (GPU family, engine).
 struct coefficients {
-  double gemm_compute = 0.6;           // dense GEMMs: fraction of the format's peak reached
-  double gemm_memory = 0.8;            // dense GEMMs: fraction of HBM bandwidth reading weights
-  double moe_compute = 0.4;            // routed expert GEMMs: fraction of peak
-  double moe_memory = 0.7;             // routed expert GEMMs: fraction of HBM bandwidth
-  double attention_compute = 0.4;      // QK^T and AV FLOPs: fraction of the BF16 peak
-  double attention_memory = 0.7;       // state read and written: fraction of HBM bandwidth
-  double comm_bandwidth = 0.6;         // collectives: fraction of the interconnect bandwidth
-  double collective_latency_us = 10;   // per collective launched
-  double step_overhead_ms = 2;         // per step: scheduler, launch, sampling setup
-  double request_overhead_us = 10;     // per decode request in the step: sampling, bookkeeping
-  double request_latency_ms = 20;      // per request before its first token: API server,
-                                       // tokenisation, scheduling, detokenisation
-  double burst_share = 0.1;            // share of a closed-loop run's requests sent in its first
-                                       // burst (all clients at once): 1 / requests per client
+  double gemm_compute = 0.6;          // dense GEMMs: fraction of the format's peak reached
+  double gemm_memory = 0.8;           // dense GEMMs: fraction of HBM bandwidth reading weights
+  double moe_compute = 0.4;           // routed expert GEMMs: fraction of peak
+  double moe_memory = 0.7;            // routed expert GEMMs: fraction of HBM bandwidth
+  double attention_compute = 0.4;     // QK^T and AV FLOPs: fraction of the BF16 peak
+  double attention_memory = 0.7;      // state read and written: fraction of HBM bandwidth
+  double comm_bandwidth = 0.6;        // collectives: fraction of the interconnect bandwidth
+  double collective_latency_us = 10;  // per collective launched
+  double step_overhead_ms = 2;        // per step: scheduler, launch, sampling setup
+  double request_overhead_us = 10;    // per decode request in the step: sampling, bookkeeping
+  double request_latency_ms = 20;     // per request before its first token: API server,
+                                      // tokenisation, scheduling, detokenisation
+  double burst_share = 0.1;           // share of a closed-loop run's requests sent in its first
+                                      // burst (all clients at once): 1 / requests per client
 
   static constexpr std::size_t size = 12;
   /// The coefficients in declaration order (the fit's parameter vector).
@@ -50,7 +50,7 @@ struct calibration_entry {
 
 /// The table plus what maps a GPU to its family and a Hugging Face id to a bundled model.
 struct calibration {
-  std::string source;  // provenance of the whole file
+  std::string source;                                        // provenance of the whole file
   std::map<std::string, std::vector<std::string>> families;  // family -> catalogue GPU names
   std::map<std::string, std::string> models;  // Hugging Face id -> bundled model (same shapes)
   std::vector<calibration_entry> entries;

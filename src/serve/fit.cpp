@@ -31,7 +31,8 @@ coefficients from_free(const vec& u) {
   std::array<double, P> v{};
   for (std::size_t i = 0; i < P; ++i) {
     double x = u[static_cast<Eigen::Index>(i)];
-    v[i] = coefficients::efficiency(i) ? 1 / (1 + std::exp(-x)) : std::exp(std::clamp(x, -30.0, 30.0));
+    v[i] =
+        coefficients::efficiency(i) ? 1 / (1 + std::exp(-x)) : std::exp(std::clamp(x, -30.0, 30.0));
   }
   coefficients k;
   k.set(v);
@@ -156,17 +157,20 @@ calibration fit_calibration(const std::vector<mapped_row>& rows, const calibrati
   coefficients start;
   if (auto it = groups.find({"any", "any"}); it != groups.end())
     start = fit_group(it->second, start);
-  out.entries.push_back({"any", "any", start, static_cast<std::int64_t>(groups[{"any", "any"}].size()), source});
+  out.entries.push_back(
+      {"any", "any", start, static_cast<std::int64_t>(groups[{"any", "any"}].size()), source});
   std::set<std::string> engines_seen;
   for (const auto& [key, members] : groups)
     if (key.first == "any" && key.second != "any") {
       coefficients k = fit_group(members, start);
-      out.entries.push_back({"any", key.second, k, static_cast<std::int64_t>(members.size()), source});
+      out.entries.push_back(
+          {"any", key.second, k, static_cast<std::int64_t>(members.size()), source});
     }
   for (const auto& [key, members] : groups) {
     if (key.first == "any" || static_cast<std::int64_t>(members.size()) < min_rows) continue;
     coefficients k = fit_group(members, out.lookup("any", key.second));
-    out.entries.push_back({key.first, key.second, k, static_cast<std::int64_t>(members.size()), source});
+    out.entries.push_back(
+        {key.first, key.second, k, static_cast<std::int64_t>(members.size()), source});
   }
   return out;
 }

@@ -19,8 +19,8 @@ namespace calc::serve {
 namespace {
 
 const std::vector<std::string> kRequired = {
-    "id",      "backend", "model_path", "system",     "isl",          "osl",
-    "batch_size", "tp_size", "pp_size", "gemm_quant_mode", "moe_quant_mode"};
+    "id",         "backend", "model_path", "system",          "isl",           "osl",
+    "batch_size", "tp_size", "pp_size",    "gemm_quant_mode", "moe_quant_mode"};
 
 /// Splits one CSV line (RFC 4180 quoting); nullopt on an unterminated quote.
 std::optional<std::vector<std::string>> split_csv(const std::string& line) {
@@ -230,8 +230,10 @@ mapped_row row_mapper::map(const measured_row& r) {
     if (gemm_mode.empty()) gemm_mode = r.at("precision");
     if (moe_mode.empty()) moe_mode = gemm_mode;
     std::string wf = format_of(gemm_mode), ef = format_of(moe_mode);
-    if (wf.empty()) return m.error = fmt::format("gemm_quant_mode '{}': no calc format", gemm_mode), m;
-    if (ef.empty()) return m.error = fmt::format("moe_quant_mode '{}': no calc format", moe_mode), m;
+    if (wf.empty())
+      return m.error = fmt::format("gemm_quant_mode '{}': no calc format", gemm_mode), m;
+    if (ef.empty())
+      return m.error = fmt::format("moe_quant_mode '{}': no calc format", moe_mode), m;
     std::string key = m.model + "|" + wf + "|" + ef;
     auto it = p_->models.find(key);
     if (it == p_->models.end()) {
@@ -239,8 +241,8 @@ mapped_row row_mapper::map(const measured_row& r) {
       try {
         path = resolve_model_path(m.model);
       } catch (const spec_error&) {
-        return m.error = fmt::format("model_path '{}': no bundled model '{}'",
-                                     r.at("model_path"), m.model),
+        return m.error = fmt::format("model_path '{}': no bundled model '{}'", r.at("model_path"),
+                                     m.model),
                m;
       }
       auto l = std::make_unique<impl::loaded>();
@@ -261,13 +263,14 @@ mapped_row row_mapper::map(const measured_row& r) {
                            [](const layer& l) { return std::holds_alternative<ffn_moe>(l.ffn); });
     if (!moe) lay.ep = 1;  // a dense model's moe_* columns describe nothing
     if (moe && moe_tp > 0 && r.at("moe_ep_size") != "" && moe_tp * lay.ep != lay.tp * lay.dp)
-      return m.error = fmt::format("layout: moe_tp {} x moe_ep {} differs from tp {} x "
-                                   "attention_dp {}",
-                                   moe_tp, lay.ep, lay.tp, lay.dp),
+      return m.error = fmt::format(
+                 "layout: moe_tp {} x moe_ep {} differs from tp {} x "
+                 "attention_dp {}",
+                 moe_tp, lay.ep, lay.tp, lay.dp),
              m;
     int bits = compute_bits(gemm_mode, g.spec->precision.weights);
-    std::string dkey = fmt::format("{}|{}|{}|{}|{}|{}|{}", key, m.gpu, lay.tp, lay.ep, lay.dp,
-                                   lay.pp, bits);
+    std::string dkey =
+        fmt::format("{}|{}|{}|{}|{}|{}|{}", key, m.gpu, lay.tp, lay.ep, lay.dp, lay.pp, bits);
     auto dit = p_->deployments.find(dkey);
     if (dit == p_->deployments.end()) {
       deployment d = make_deployment(g, *gpu, lay, bits);

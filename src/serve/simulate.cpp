@@ -54,8 +54,9 @@ class step_clock {
     // Step time is smooth in each: the decode count exact up to 32, then within 4 requests
     // (1/8 at worst) and 16 past 256; contexts within 512 tokens, prefill chunks within 128.
     std::int64_t b = decode <= 32 ? decode : decode <= 256 ? round(decode, 8) : round(decode, 32);
-    std::int64_t p = prefill <= 0 ? 0 : prefill < 256 ? std::max<std::int64_t>(32, round(prefill, 32))
-                                                      : round(prefill, 256);
+    std::int64_t p = prefill <= 0    ? 0
+                     : prefill < 256 ? std::max<std::int64_t>(32, round(prefill, 32))
+                                     : round(prefill, 256);
     step_shape s{b, round(context, 1024), p, round(prefill_context, 1024)};
     auto key = std::make_tuple(s.decode, s.decode_context, s.prefill, s.prefill_context);
     auto it = memo_.find(key);
@@ -125,7 +126,8 @@ std::vector<arrival> read_trace(const std::string& path) {
     out.push_back(a);
   }
   if (out.empty()) throw spec_error(source_location{path, n, 1}, "trace", "no requests");
-  if (out.size() > 1'000'000) throw spec_error(source_location{path, n, 1}, "trace", "more than 1,000,000 requests");
+  if (out.size() > 1'000'000)
+    throw spec_error(source_location{path, n, 1}, "trace", "more than 1,000,000 requests");
   return out;
 }
 
@@ -146,7 +148,9 @@ simulation simulate(const deployment& d, const batching_config& cfg, const coeff
   double per_request = tally_state(*d.g, static_cast<std::int64_t>(mean_len)).total.to_double() *
                        d.kv_share / static_cast<double>(d.layout.pp);
   if (pool <= 0) throw spec_error("--gpu", "the weights do not fit in the engine's memory");
-  std::int64_t kv_cap = per_request > 0 ? static_cast<std::int64_t>(std::min(pool / per_request, 1e9)) : 1'000'000'000;
+  std::int64_t kv_cap = per_request > 0
+                            ? static_cast<std::int64_t>(std::min(pool / per_request, 1e9))
+                            : 1'000'000'000;
   std::int64_t cap = std::max<std::int64_t>(1, std::min(cfg.max_num_seqs, kv_cap));
   step_clock clock(d, k);
   double first = arrivals.front().time_ms, last = first;
@@ -198,8 +202,12 @@ simulation simulate(const deployment& d, const batching_config& cfg, const coeff
         budget -= take;
       }
       if (!decode_now) decoding = 0;
-      double dt = clock.ms(decoding, decoding ? static_cast<std::int64_t>(context / static_cast<double>(decoding + (decode_now ? 0 : 1))) : 0,
-                           prefill, prefill_context);
+      double dt =
+          clock.ms(decoding,
+                   decoding ? static_cast<std::int64_t>(
+                                  context / static_cast<double>(decoding + (decode_now ? 0 : 1)))
+                            : 0,
+                   prefill, prefill_context);
       t += dt;
       ++out.steps;
       for (auto& [r, take] : chunks) {
@@ -222,7 +230,8 @@ simulation simulate(const deployment& d, const batching_config& cfg, const coeff
         live& r = running[i];
         if (r.prefilled == r.a->isl && r.generated >= r.a->osl) {
           e2e.push_back(r.last_ms - r.a->time_ms + k.request_latency_ms);
-          if (r.a->osl > 1) tpot.push_back((r.last_ms - r.first_ms) / static_cast<double>(r.a->osl - 1));
+          if (r.a->osl > 1)
+            tpot.push_back((r.last_ms - r.first_ms) / static_cast<double>(r.a->osl - 1));
           last = std::max(last, r.last_ms);
           running[i] = running.back();
           running.pop_back();

@@ -37,8 +37,8 @@ struct simulation {
   double requests_per_s = 0;           // per instance
   double output_tokens_per_s = 0;      // per instance
   std::int64_t steps = 0;
-  std::int64_t max_waiting = 0;        // longest queue seen
-  bool kv_limited = false;             // the KV pool (not max-num-seqs) held requests back
+  std::int64_t max_waiting = 0;  // longest queue seen
+  bool kv_limited = false;       // the KV pool (not max-num-seqs) held requests back
 };
 
 /// Runs every arrival to completion on one instance (its dp groups take arrivals in turn).

@@ -37,9 +37,10 @@ bool meets(const steady_state& s, const sla_request& r) {
 
 }  // namespace
 
-sla_plan plan_sla(const graph& g, const gpu_spec& gpu, const coefficients& k,
-                  const sla_request& r, int compute_bits) {
-  if (!(r.ttft_ms > 0) || !(r.tpot_ms > 0) || !std::isfinite(r.ttft_ms) || !std::isfinite(r.tpot_ms))
+sla_plan plan_sla(const graph& g, const gpu_spec& gpu, const coefficients& k, const sla_request& r,
+                  int compute_bits) {
+  if (!(r.ttft_ms > 0) || !(r.tpot_ms > 0) || !std::isfinite(r.ttft_ms) ||
+      !std::isfinite(r.tpot_ms))
     throw spec_error("--sla", "give positive targets, e.g. ttft=500,tpot=30");
   if (r.rate <= 0 && r.concurrency <= 0)
     throw spec_error("--rate/--concurrency", "give the load: a rate or a concurrency");
@@ -123,14 +124,16 @@ sla_plan plan_sla(const graph& g, const gpu_spec& gpu, const coefficients& k,
   if (feasible.empty()) {
     if (best_tpot > r.tpot_ms) {
       out.binding = "tpot";
-      out.reason = fmt::format("tpot {} ms is below the fastest step any layout reaches ({:.3g} ms "
-                               "at one request)",
-                               r.tpot_ms, best_tpot);
+      out.reason = fmt::format(
+          "tpot {} ms is below the fastest step any layout reaches ({:.3g} ms "
+          "at one request)",
+          r.tpot_ms, best_tpot);
     } else if (best_ttft > r.ttft_ms) {
       out.binding = "ttft";
-      out.reason = fmt::format("ttft {} ms is below the fastest first token any layout reaches "
-                               "({:.3g} ms at one request)",
-                               r.ttft_ms, best_ttft);
+      out.reason = fmt::format(
+          "ttft {} ms is below the fastest first token any layout reaches "
+          "({:.3g} ms at one request)",
+          r.ttft_ms, best_ttft);
     } else if (std::isinf(best_tpot) && any_memory) {
       out.binding = "memory";
       out.reason = "the weights and one request's state fit on no layout of up to the node's GPUs";
@@ -162,14 +165,15 @@ sla_plan plan_sla(const graph& g, const gpu_spec& gpu, const coefficients& k,
                                 : static_cast<double>(s.o.concurrency_per_group * s.o.layout.dp));
       if (load > most) {
         most = load;
-        which = fmt::format("tp {} dp {} ep {} pp {}", s.o.layout.tp, s.o.layout.dp,
-                            s.o.layout.ep, s.o.layout.pp);
+        which = fmt::format("tp {} dp {} ep {} pp {}", s.o.layout.tp, s.o.layout.dp, s.o.layout.ep,
+                            s.o.layout.pp);
       }
     }
     out.reason =
         r.rate > 0
-            ? fmt::format("{} GPUs serve at most {:.3g} requests/s within the targets ({}), below {}",
-                          n - 1, most, which.empty() ? "no layout fits" : which, r.rate)
+            ? fmt::format(
+                  "{} GPUs serve at most {:.3g} requests/s within the targets ({}), below {}",
+                  n - 1, most, which.empty() ? "no layout fits" : which, r.rate)
             : fmt::format("{} GPUs hold at most {:.0f} clients within the targets ({}), below {}",
                           n - 1, most, which.empty() ? "no layout fits" : which, r.concurrency);
   } else {

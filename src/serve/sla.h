@@ -43,7 +43,7 @@ struct sla_plan {
 
 /// Searches every layout of up to max_gpus GPUs (tp, dp powers of two within a node, ep
 /// spanning the stage's ranks for MoE, pp across nodes).
-sla_plan plan_sla(const graph& g, const gpu_spec& gpu, const coefficients& k,
-                  const sla_request& r, int compute_bits = 0);
+sla_plan plan_sla(const graph& g, const gpu_spec& gpu, const coefficients& k, const sla_request& r,
+                  int compute_bits = 0);
 
 }  // namespace calc::serve

@@ -91,7 +91,8 @@ std::string layout_problem(const graph& g, const serve_layout& l) {
 
 deployment make_deployment(const graph& g, const gpu_spec& gpu, const serve_layout& l,
                            int compute_bits) {
-  if (std::string why = layout_problem(g, l); !why.empty()) throw spec_error("--tp/--ep/--dp/--pp", why);
+  if (std::string why = layout_problem(g, l); !why.empty())
+    throw spec_error("--tp/--ep/--dp/--pp", why);
   deployment d;
   d.g = &g;
   d.gpu = gpu;
@@ -116,10 +117,9 @@ deployment make_deployment(const graph& g, const gpu_spec& gpu, const serve_layo
   d.routed_weight_bytes = routed;
   d.dense_weight_bytes = pt.shared_read_bytes.to_double() - routed;
   double stage = 1.0 / static_cast<double>(l.pp);
-  d.weight_bytes_per_rank =
-      ((pt.weight_bytes.to_double() - routed) / static_cast<double>(l.tp) +
-       routed / static_cast<double>(l.tp * l.dp)) *
-      stage;
+  d.weight_bytes_per_rank = ((pt.weight_bytes.to_double() - routed) / static_cast<double>(l.tp) +
+                             routed / static_cast<double>(l.tp * l.dp)) *
+                            stage;
   d.activation_bytes = std::max<std::int64_t>(1, p.activations.bits / 8);
   return d;
 }

@@ -70,8 +70,8 @@ struct deployment {
   const graph* g = nullptr;
   gpu_spec gpu;
   serve_layout layout;
-  double peak_flops = 0;        // per GPU, at the weights' format (FP8 / FP4 peak where it has one)
-  double kv_share = 1;          // fraction of a request's state one rank reads (engine rules)
+  double peak_flops = 0;  // per GPU, at the weights' format (FP8 / FP4 peak where it has one)
+  double kv_share = 1;    // fraction of a request's state one rank reads (engine rules)
   double dense_weight_bytes = 0;     // weights every step reads, routed experts excluded
   double routed_weight_bytes = 0;    // all routed experts of the model
   double weight_bytes_per_rank = 0;  // what one rank stores

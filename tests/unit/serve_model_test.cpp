@@ -26,8 +26,7 @@ namespace {
 
 batching_config vllm(std::int64_t isl, std::int64_t osl) {
   const engine_defaults& e = find_engine("vllm");
-  return {isl, osl, e.max_num_batched_tokens, e.max_num_seqs, e.mixed_prefill,
-          e.memory_fraction};
+  return {isl, osl, e.max_num_batched_tokens, e.max_num_seqs, e.mixed_prefill, e.memory_fraction};
 }
 
 std::string error_of(const std::function<void()>& f) {
@@ -58,15 +57,17 @@ TEST_CASE("serve step: F and R per op come from the tallies, split over the TP r
   state_tally st = tally_state(m.g, 2048, 8);
   auto op = [](const step_costs& c, op_class k) { return c.ops[static_cast<std::size_t>(k)]; };
   // Dense GEMMs: every matrix FLOP but attention and the head; attention decode reads the KV.
-  CHECK(op(c1, op_class::dense_gemm).flops ==
-        doctest::Approx((f.flops - f.interaction_flops - f.state_flops - f.vocab_flops).to_double()));
+  CHECK(
+      op(c1, op_class::dense_gemm).flops ==
+      doctest::Approx((f.flops - f.interaction_flops - f.state_flops - f.vocab_flops).to_double()));
   CHECK(op(c1, op_class::attention_decode).bytes == doctest::Approx(st.decode_read.to_double()));
   CHECK(op(c1, op_class::dense_gemm).bytes ==
         doctest::Approx(tally_params(m.g).shared_read_bytes.to_double()));
   // TP 4: 8 KV heads split 4 ways, weights and FLOPs quartered, and an all-reduce appears.
   CHECK(op(c4, op_class::attention_decode).bytes ==
         doctest::Approx(op(c1, op_class::attention_decode).bytes / 4));
-  CHECK(op(c4, op_class::dense_gemm).bytes == doctest::Approx(op(c1, op_class::dense_gemm).bytes / 4));
+  CHECK(op(c4, op_class::dense_gemm).bytes ==
+        doctest::Approx(op(c1, op_class::dense_gemm).bytes / 4));
   CHECK(op(c1, op_class::tp_allreduce).collectives == 0);
   CHECK(op(c4, op_class::tp_allreduce).collectives == 2 * 32);
 }
@@ -82,7 +83,9 @@ TEST_CASE("serve step: MLA latents are read whole on every TP rank (engine rules
   // Experts touched grow with the tokens of the step, from calc's routing.
   step_costs small = cost_step(d8, {1, 1024, 0, 0});
   step_costs big = cost_step(d8, {64, 1024, 0, 0});
-  auto moe = [](const step_costs& c) { return c.ops[static_cast<std::size_t>(op_class::moe_gemm)]; };
+  auto moe = [](const step_costs& c) {
+    return c.ops[static_cast<std::size_t>(op_class::moe_gemm)];
+  };
   CHECK(moe(big).bytes > 10 * moe(small).bytes);
   CHECK(moe(big).bytes <= d8.routed_weight_bytes / 8 + 1);
 }
@@ -160,14 +163,16 @@ TEST_CASE("serve simulation: seeded, light load near the unloaded step, heavy lo
   step_time unloaded = time_step(d, cost_step(d, {1, 1024, 0, 0}), k);
   CHECK(light.tpot.p50 >= unloaded.total_ms * 0.99);
   CHECK(light.tpot.p50 < unloaded.total_ms * 1.5);
-  CHECK(error_of([] { poisson_arrivals(0, 10, 1, 1, 1); }) == "--rate: must be a positive number of requests per second");
+  CHECK(error_of([] { poisson_arrivals(0, 10, 1, 1, 1); }) ==
+        "--rate: must be a positive number of requests per second");
 }
 
 TEST_CASE("serve trace: JSON lines, a bad line named by file:line") {
-  std::string good = write_temp("calc_serve_trace.jsonl",
-                                "{\"arrival_ms\": 0, \"input_tokens\": 100, \"output_tokens\": 10}\n"
-                                "\n"
-                                "{\"arrival_ms\": 5, \"input_tokens\": 200, \"output_tokens\": 20}\n");
+  std::string good =
+      write_temp("calc_serve_trace.jsonl",
+                 "{\"arrival_ms\": 0, \"input_tokens\": 100, \"output_tokens\": 10}\n"
+                 "\n"
+                 "{\"arrival_ms\": 5, \"input_tokens\": 200, \"output_tokens\": 20}\n");
   auto t = read_trace(good);
   REQUIRE(t.size() == 2);
   CHECK(t[1].isl == 200);
@@ -183,11 +188,13 @@ TEST_CASE("serve measured CSV: malformed lines name file:line; a bad row is that
   std::string header =
       "id,backend,model_path,system,isl,osl,batch_size,tp_size,pp_size,gemm_quant_mode,"
       "moe_quant_mode,silicon_ttft_ms,silicon_tpot_ms\n";
-  std::string f = write_temp("calc_serve_rows.csv",
-                             header + "a,vllm,meta-llama/Llama-3.1-8B,h100_sxm,1024,128,4,1,1,,,50,7\n"
-                                      "b,vllm,no/such-model,h100_sxm,1024,128,4,1,1,,,50,7\n"
-                                      "c,vllm,meta-llama/Llama-3.1-8B,tpu_v9,1024,128,4,1,1,,,50,7\n"
-                                      "d,mystery,meta-llama/Llama-3.1-8B,h100_sxm,1024,128,4,1,1,,,50,7\n");
+  std::string f =
+      write_temp("calc_serve_rows.csv",
+                 header +
+                     "a,vllm,meta-llama/Llama-3.1-8B,h100_sxm,1024,128,4,1,1,,,50,7\n"
+                     "b,vllm,no/such-model,h100_sxm,1024,128,4,1,1,,,50,7\n"
+                     "c,vllm,meta-llama/Llama-3.1-8B,tpu_v9,1024,128,4,1,1,,,50,7\n"
+                     "d,mystery,meta-llama/Llama-3.1-8B,h100_sxm,1024,128,4,1,1,,,50,7\n");
   auto rows = read_measured(f);
   REQUIRE(rows.size() == 4);
   calibration cal;
@@ -195,7 +202,8 @@ TEST_CASE("serve measured CSV: malformed lines name file:line; a bad row is that
   CHECK(mapper.map(rows[0]).error == "");
   CHECK(mapper.map(rows[1]).error == "model_path 'no/such-model': no bundled model 'such-model'");
   CHECK(mapper.map(rows[2]).error == "system 'tpu_v9': no such GPU in the catalogue");
-  CHECK(mapper.map(rows[3]).error == "backend 'mystery': no such engine (known: vllm, sglang, trtllm)");
+  CHECK(mapper.map(rows[3]).error ==
+        "backend 'mystery': no such engine (known: vllm, sglang, trtllm)");
   std::string short_row = write_temp("calc_serve_short.csv", header + "a,vllm,x\n");
   CHECK(error_of([&] { read_measured(short_row); }) ==
         short_row + ":2:1: line: 3 fields where the header has 13");

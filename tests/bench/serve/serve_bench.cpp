@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <string>
 
+#include "common/dtype.h"
 #include "serve/batching.h"
 #include "serve/calibration.h"
 #include "serve/simulate.h"
@@ -28,12 +29,12 @@ double seconds_since(clock_type::time_point start) {
 
 batching_config vllm(std::int64_t isl, std::int64_t osl) {
   const engine_defaults& e = find_engine("vllm");
-  return {isl, osl, e.max_num_batched_tokens, e.max_num_seqs, e.mixed_prefill,
-          e.memory_fraction};
+  return {isl, osl, e.max_num_batched_tokens, e.max_num_seqs, e.mixed_prefill, e.memory_fraction};
 }
 
 void points(const std::string& name, const serve_layout& l, const calibration& cal) {
   model_spec s = read_model_file(resolve_model_path(name));
+  s.precision.set_weights(parse_dtype("fp8"));  // as served (DeepSeek-V3's checkpoint is FP8)
   graph g = build_graph(s);
   gpu_spec gpu = find_gpu("h200");
   const coefficients& k = cal.lookup(cal.family_of(gpu.name), "vllm");
@@ -82,9 +83,10 @@ int main() {
     auto arrivals = poisson_arrivals(20, 10'000, 1024, 256, 1);
     auto start = clock_type::now();
     simulation sim = simulate(d, vllm(1024, 256), k, arrivals);
-    std::printf("simulate     qwen3-8b on h100-sxm, 10,000 requests at 20/s: %.3f s, %lld steps, "
-                "TTFT p50 %.1f ms\n",
-                seconds_since(start), static_cast<long long>(sim.steps), sim.ttft.p50);
+    std::printf(
+        "simulate     qwen3-8b on h100-sxm, 10,000 requests at 20/s: %.3f s, %lld steps, "
+        "TTFT p50 %.1f ms\n",
+        seconds_since(start), static_cast<long long>(sim.steps), sim.ttft.p50);
   }
   return 0;
 }
