@@ -15,7 +15,8 @@ namespace {
 constexpr std::array<const char*, coefficients::size> kKeys = {
     "gemm_compute",      "gemm_memory",         "moe_compute",        "moe_memory",
     "attention_compute", "attention_memory",    "comm_bandwidth",     "collective_latency_us",
-    "step_overhead_ms",  "request_overhead_us", "request_latency_ms", "burst_share"};
+    "step_overhead_ms",  "request_overhead_us", "request_latency_ms", "burst_share",
+    "gemm_half_rows"};
 
 std::vector<std::string> text_list(const YAML::Node& n, const std::string& path,
                                    const std::string& file) {
@@ -48,7 +49,7 @@ double read_coefficient(yaml_map& m, std::size_t i) {
 std::array<double, coefficients::size> coefficients::values() const {
   return {gemm_compute,      gemm_memory,         moe_compute,        moe_memory,
           attention_compute, attention_memory,    comm_bandwidth,     collective_latency_us,
-          step_overhead_ms,  request_overhead_us, request_latency_ms, burst_share};
+          step_overhead_ms,  request_overhead_us, request_latency_ms, burst_share, gemm_half_rows};
 }
 
 void coefficients::set(const std::array<double, size>& v) {
@@ -64,6 +65,7 @@ void coefficients::set(const std::array<double, size>& v) {
   request_overhead_us = v[9];
   request_latency_ms = v[10];
   burst_share = v[11];
+  gemm_half_rows = v[12];
 }
 
 const char* coefficients::key(std::size_t i) { return kKeys[i]; }

@@ -28,7 +28,10 @@ struct coefficients {
   double burst_share = 0.1;           // share of a closed-loop run's requests sent in its first
                                       // burst (all clients at once): 1 / requests per client
 
-  static constexpr std::size_t size = 12;
+  double gemm_half_rows = 16;          // GEMM rows (M) at which a GEMM reaches half its
+                                       // large-M compute efficiency
+
+  static constexpr std::size_t size = 13;
   /// The coefficients in declaration order (the fit's parameter vector).
   std::array<double, size> values() const;
   void set(const std::array<double, size>& v);

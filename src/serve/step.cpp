@@ -171,10 +171,12 @@ step_costs cost_step(const deployment& d, const step_shape& s) {
     op_cost& m = at(op_class::moe_gemm);
     m.flops = e.flops.to_double() / expert_ranks / pp;
     m.bytes = e.weight_read_bytes / expert_ranks / pp;
+    m.rows = e.rows_per_expert;
   }
   op_cost& dense = at(op_class::dense_gemm);
   dense.flops = dense_flops * share;
   dense.bytes = d.dense_weight_bytes * share;
+  dense.rows = static_cast<double>(tokens);
   op_cost& head = at(op_class::embed_head);
   head.flops = head_flops / tp;  // the head is vocabulary-parallel over tp; on the last stage
   head.bytes = embed_bytes / tp;
@@ -237,7 +239,11 @@ step_time time_step(const deployment& d, const step_costs& c, const coefficients
           ce = k.attention_compute;
           me = k.attention_memory;
         }
-        double compute = o.flops / (peak * ce) * 1e3;
+        // A GEMM of M rows fills the tensor cores only in part: efficiency M / (M + M_half)
+        // of its large-M value (tiles of 64-128 rows; small-M GEMMs run at a fraction of peak).
+        if (cls == op_class::dense_gemm || cls == op_class::moe_gemm)
+          ce *= o.rows / (o.rows + k.gemm_half_rows + 1e-9);
+        double compute = ce > 0 ? o.flops / (peak * ce) * 1e3 : 0;
         double memory = o.bytes / (bw * me) * 1e3;
         ms = std::max(compute, memory);
         if (compute >= memory)

@@ -49,6 +49,7 @@ struct op_cost {
   double flops = 0;        // F per rank
   double bytes = 0;        // R per rank: HBM bytes (compute ops) or bytes sent (communication)
   double collectives = 0;  // communication ops launched (each pays the latency term)
+  double rows = 0;         // GEMM rows (M) of one matrix: tokens, or tokens per touched expert
 };
 
 /// One step's shape on one attention rank.

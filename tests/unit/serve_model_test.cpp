@@ -250,7 +250,7 @@ TEST_CASE("calibration file: strict keys, efficiencies in (0, 1]") {
                               "    attention_memory: 0.6\n    comm_bandwidth: 0.5\n"
                               "    collective_latency_us: 8\n    step_overhead_ms: 1.5\n"
                               "    request_overhead_us: 5\n    request_latency_ms: 12\n"
-                              "    burst_share: 0.1\n");
+                              "    burst_share: 0.1\n    gemm_half_rows: 16\n");
   calibration c = read_calibration(ok);
   CHECK(c.lookup("hopper", "vllm").gemm_compute == 0.5);
   calibration back = read_calibration(write_temp("calc_cal_back.yaml", write_calibration(c)));
