@@ -49,7 +49,8 @@ double read_coefficient(yaml_map& m, std::size_t i) {
 std::array<double, coefficients::size> coefficients::values() const {
   return {gemm_compute,      gemm_memory,         moe_compute,        moe_memory,
           attention_compute, attention_memory,    comm_bandwidth,     collective_latency_us,
-          step_overhead_ms,  request_overhead_us, request_latency_ms, burst_share, gemm_half_rows};
+          step_overhead_ms,  request_overhead_us, request_latency_ms, burst_share,
+          gemm_half_rows};
 }
 
 void coefficients::set(const std::array<double, size>& v) {

@@ -28,8 +28,8 @@ struct coefficients {
   double burst_share = 0.1;           // share of a closed-loop run's requests sent in its first
                                       // burst (all clients at once): 1 / requests per client
 
-  double gemm_half_rows = 16;          // GEMM rows (M) at which a GEMM reaches half its
-                                       // large-M compute efficiency
+  double gemm_half_rows = 16;  // GEMM rows (M) at which a GEMM reaches half its
+                               // large-M compute efficiency
 
   static constexpr std::size_t size = 13;
   /// The coefficients in declaration order (the fit's parameter vector).

@@ -9,9 +9,9 @@
 // does reach (docs/validation/latency.md), with a little room, so a change that makes them worse
 // fails. Tighten each toward the target as the model improves; never loosen one.
 namespace gate {
-constexpr double tpot_in_sample = 13;    // target 10
-constexpr double ttft_in_sample = 32;    // target 20
-constexpr double tpot_leave_gpu = 22;    // target 15
+constexpr double tpot_in_sample = 12.5;  // target 10
+constexpr double ttft_in_sample = 29;    // target 20
+constexpr double tpot_leave_gpu = 21.5;  // target 15
 constexpr double tpot_leave_model = 32;  // target 15
 }  // namespace gate
 #include <doctest/doctest.h>
