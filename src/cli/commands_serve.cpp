@@ -184,8 +184,10 @@ result run_serve(const options& o) {
   j["gpus"] = q.layout.gpus();
   j["weights_format"] = m.spec->precision.weights.name;
   j["kv_format"] = m.spec->precision.kv.name;
-  j["isl"] = q.cfg.isl;
-  j["osl"] = q.cfg.osl;
+  if (q.trace.empty()) {
+    j["isl"] = q.cfg.isl;
+    j["osl"] = q.cfg.osl;
+  }
   j["max_num_batched_tokens"] = q.cfg.max_num_batched_tokens;
   j["max_num_seqs"] = q.cfg.max_num_seqs;
   j["calibration"] = {{"file", cal.file}, {"entry", used}};

@@ -137,6 +137,13 @@ simulation simulate(const deployment& d, const batching_config& cfg, const coeff
                    [](const arrival& a, const arrival& b) { return a.time_ms < b.time_ms; });
   simulation out;
   out.requests = static_cast<std::int64_t>(arrivals.size());
+  // Each step touches every running request: bound the work so that no input runs for minutes.
+  double token_steps = 0;
+  for (const arrival& a : arrivals) token_steps += static_cast<double>(a.osl);
+  if (token_steps > 2e8)
+    throw spec_error("--requests", fmt::format("{:.3g} output tokens to simulate is more than the "
+                                               "limit of 2e8; simulate fewer requests",
+                                               token_steps));
   std::vector<double> ttft, tpot, itl, e2e;
   // KV pool of a rank in requests of the workload's mean final length.
   double mean_len = 0;

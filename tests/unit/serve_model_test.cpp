@@ -6,7 +6,10 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <nlohmann/json.hpp>
+#include <sstream>
 
+#include "cli/cli.h"
 #include "plan/plan.h"
 #include "serve/batching.h"
 #include "serve/calibration.h"
@@ -260,4 +263,49 @@ TEST_CASE("calibration file: strict keys, efficiencies in (0, 1]") {
   std::string bad = write_temp("calc_cal_bad.yaml", text);
   CHECK(error_of([&] { read_calibration(bad); }) ==
         bad + ":5:19: entries[0].gemm_compute: a fraction must be a number in (0, 1]");
+}
+
+TEST_CASE("serve, calibrate and plan --sla from the command line: JSON keys and bad input") {
+  auto run = [](const std::vector<std::string>& args, std::string& out, std::string& err) {
+    std::ostringstream o, e;
+    int rc = run_cli(args, o, e);
+    out = o.str();
+    err = e.str();
+    return rc;
+  };
+  std::string out, err;
+  REQUIRE(run({"serve", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--isl", "1K", "--osl", "256",
+               "--concurrency", "1,32", "--format", "json"},
+              out, err) == 0);
+  auto j = nlohmann::json::parse(out);
+  REQUIRE(j["points"].size() == 2);
+  for (const char* key : {"concurrency", "ttft_ms", "tpot_ms", "itl_ms", "e2e_ms",
+                          "output_tokens_per_s", "output_tokens_per_s_per_gpu",
+                          "output_tokens_per_s_per_user", "requests_per_s", "kv_pool_fits", "step"})
+    CHECK_MESSAGE(j["points"][1].contains(key), key);
+  CHECK(j["points"][1]["tpot_ms"].get<double>() > j["points"][0]["tpot_ms"].get<double>());
+  CHECK(run({"serve", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--isl", "0", "--osl", "10",
+             "--concurrency", "1"},
+            out, err) == 2);
+  CHECK(err == "--isl: must be at least 1, got 0\n");
+  REQUIRE(run({"plan", "--sla", "ttft=2000,tpot=50", "--rate", "2", "--isl", "1024", "--osl", "256",
+               "--model", "qwen3-8b", "--gpu", "h100-sxm", "--format", "json"},
+              out, err) == 0);
+  j = nlohmann::json::parse(out);
+  CHECK(j["feasible"] == true);
+  for (const char* key : {"gpus", "tp", "pp", "ep", "dp", "reason"})
+    CHECK_MESSAGE(j.contains(key), key);
+  std::string rows =
+      write_temp("calc_cli_rows.csv",
+                 "id,backend,model_path,system,isl,osl,batch_size,tp_size,pp_size,gemm_quant_mode,"
+                 "moe_quant_mode,silicon_ttft_ms,silicon_tpot_ms\n"
+                 "a,vllm,meta-llama/Llama-3.1-8B,h100_sxm,1024,128,4,1,1,,,50,7\n"
+                 "b,vllm,meta-llama/Llama-3.1-8B,tpu_v9,1024,128,4,1,1,,,50,7\n");
+  REQUIRE(run({"calibrate", "--evaluate", rows, "--format", "json"}, out, err) == 0);
+  j = nlohmann::json::parse(out);
+  REQUIRE(j["rows"].size() == 2);
+  CHECK(j["rows"][0].contains("tpot_ms"));
+  CHECK(j["rows"][0]["measured_tpot_ms"] == 7);
+  CHECK(j["rows"][1]["error"] == "system 'tpu_v9': no such GPU in the catalogue");
+  CHECK(j["summary"]["all"]["rows"] == 1);
 }
