@@ -90,8 +90,11 @@ scenario make_scenario(const deployment& d, const batching_config& cfg, std::int
   // The chunk's own history: half the prompt on average when it takes several chunks.
   std::int64_t chunk_context = s.chunks > 1 ? (cfg.isl - s.chunk) / 2 : 0;
   s.decode = cost_step(d, {per_step, context, 0, 0});
-  s.mixed = cost_step(d, {per_step, context, s.chunk, chunk_context});
-  s.prefill = cost_step(d, {0, 0, s.chunk, chunk_context});
+  // A mixing engine runs chunks beside the decodes; the others run them alone (only one is used).
+  if (cfg.mixed_prefill)
+    s.mixed = cost_step(d, {per_step, context, s.chunk, chunk_context});
+  else
+    s.prefill = cost_step(d, {0, 0, s.chunk, chunk_context});
   // The opening burst: every client sends at once, so the prompts of all `running` requests
   // queue for the token budget, a full budget per step.
   double burst_tokens = static_cast<double>(per_step) * static_cast<double>(cfg.isl);

@@ -38,8 +38,8 @@ struct batching_config {
   bool fraction_of_free = false;  // KV pool = fraction x (memory - weights), not fraction x memory
 };
 
-/// The three step shapes the steady state needs, costed once: decode alone, decode plus one
-/// prefill chunk, and a prefill chunk alone.
+/// The step shapes the steady state needs, costed once: decode alone, the prefill chunk (beside
+/// the decodes or alone, as the engine runs it), and a full-budget step of the opening burst.
 struct scenario {
   deployment d;
   batching_config cfg;
@@ -49,7 +49,9 @@ struct scenario {
   std::int64_t chunks = 0;       // steps one request's prefill takes
   std::int64_t kv_requests = 0;  // requests whose state fits the KV pool of a rank
   bool kv_pool_fits = true;
-  step_costs decode, mixed, prefill;
+  step_costs decode;
+  step_costs mixed;              // decode plus one chunk (engines that mix; empty otherwise)
+  step_costs prefill;            // one chunk alone (engines that do not mix; empty otherwise)
   step_costs burst;              // one full-budget prefill step of the opening burst
   std::int64_t burst_steps = 0;  // steps the opening burst's prefills take
 };
