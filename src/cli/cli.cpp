@@ -82,7 +82,8 @@ const std::vector<command>& commands() {
         g::engine},
        [](CLI::App& app, options& o) {
          app.get_option("--gpu")->required();
-         app.add_option("--requests", o.requests, "Concurrent requests to hold")->required();
+         app.add_option("--requests", o.requests,
+                        "Concurrent requests to hold (required without --sla)");
          static const command* self = nullptr;
          for (const command& c : commands())
            if (std::string(c.name) == "plan") self = &c;
@@ -90,12 +91,23 @@ const std::vector<command>& commands() {
                                 "Tokens per KV block / page (default: vLLM 16, SGLang 1)")
                      ->transform(token_suffixes()),
                  *self, kEngineOnly);
+         add_sla_options(app, o);  // time under load: commands_serve.cpp
        },
        [](const options& o) {
+         if (!o.sla.empty()) return run_plan_sla(o);  // time under load: commands_serve.cpp
+         if (o.requests < 0) throw spec_error("--requests", "is required (requests to hold)");
          if (!o.engine.empty()) return run_engine_plan(o);
          if (o.length < 0) throw spec_error("--length", "is required (tokens per request)");
          return run_plan(o);
        }},
+      {"serve",
+       "Time under load: TTFT, TPOT, tokens/s per GPU and per user at concurrencies, or a "
+       "simulation of a rate or trace",
+       {g::model, g::gpu, g::layout, g::formats}, add_serve_options, run_serve},
+      {"calibrate",
+       "Fit the time model's efficiencies to measured runs (--measurements), or predict them "
+       "and report the error (--evaluate)",
+       {}, add_calibrate_options, run_calibrate},
       {"roofline", "Lower bounds on prefill and decode time: max(F / peak, R / bandwidth)",
        {g::model, g::gpu, g::workload, g::batch, g::formats, g::execution_all},
        [](CLI::App& app, options& o) {

@@ -87,6 +87,17 @@ struct options {
   bool enable_prefix_caching = false;
   std::string speculative_config;           // --speculative-config: vLLM's JSON
   std::int64_t num_speculative_tokens = 0;  // --num-speculative-tokens
+  // Time under load (commands_serve.cpp); read into typed requests in one place there.
+  std::int64_t isl = 0, osl = 0;  // --isl, --osl
+  std::string concurrency;        // --concurrency: a list such as 1,8,64
+  double rate = 0;                // --rate: requests per second (Poisson)
+  std::string trace;              // --trace: JSON lines of arrivals
+  std::string calibration;        // --calibration: a calibration YAML (default: the shipped one)
+  std::string sla;                // plan --sla ttft=MS,tpot=MS
+  std::string measurements;       // calibrate --measurements FILE.csv
+  std::string evaluate;           // calibrate --evaluate FILE.csv
+  std::string out;                // calibrate --out FILE.yaml
+  bool cross_validate = false;    // calibrate --evaluate --cross-validate
 };
 
 struct result {
@@ -239,5 +250,12 @@ void add_engine_options(CLI::App& app, options& o, bool plan);
 result run_engine_capacity(const options& o);
 result run_engine_plan(const options& o);
 result run_report(const options& o);
+/// Time under load (commands_serve.cpp): `serve`, `calibrate`, and `plan --sla`.
+void add_serve_options(CLI::App& app, options& o);
+void add_calibrate_options(CLI::App& app, options& o);
+void add_sla_options(CLI::App& app, options& o);
+result run_serve(const options& o);
+result run_calibrate(const options& o);
+result run_plan_sla(const options& o);
 
 }  // namespace calc::cli

@@ -1,0 +1,500 @@
+// Time under load: `calc serve` (steady state at concurrencies, or a simulation of a rate or a
+// trace), `calc calibrate` (fit the calibration table to measured rows, or evaluate it), and the
+// `plan --sla` hook. Options are read into small typed requests in one place (read_serve and
+// friends); the answers come from src/serve/.
+#include <fmt/format.h>
+
+#include <cmath>
+#include <fstream>
+
+#include "cli/support.h"
+#include "common/error.h"
+#include "common/limits.h"
+#include "common/units.h"
+#include "serve/batching.h"
+#include "serve/calibration.h"
+#include "serve/fit.h"
+#include "serve/measured.h"
+#include "serve/simulate.h"
+#include "serve/sla.h"
+
+namespace calc::cli {
+
+namespace {
+
+using namespace calc::serve;
+
+/// What `serve` is asked, read from the options once.
+struct serve_request {
+  std::string engine = "vllm";
+  serve_layout layout;
+  batching_config cfg;
+  std::vector<std::int64_t> concurrency;  // steady-state points
+  double rate = 0;                        // or a simulation at this rate
+  std::int64_t requests = 1000;
+  std::string trace;  // or of this trace
+  std::uint64_t seed = 2026;
+  std::string calibration;  // file; "" = the shipped default
+};
+
+calibration load_calibration(const std::string& path) {
+  if (!path.empty()) return read_calibration(path);
+  calibration c = read_calibration(default_calibration_path());
+  c.file = "models/calibration/default.yaml";  // as output names it, wherever calc is installed
+  return c;
+}
+
+batching_config engine_config_of(const std::string& engine, std::int64_t isl, std::int64_t osl,
+                                 std::int64_t mnbt, std::int64_t seqs) {
+  const engine_defaults& e = find_engine(engine);
+  batching_config c;
+  c.isl = isl;
+  c.osl = osl;
+  c.max_num_batched_tokens = mnbt > 0 ? mnbt : e.max_num_batched_tokens;
+  c.max_num_seqs = seqs > 0 ? seqs : e.max_num_seqs;
+  c.mixed_prefill = e.mixed_prefill;
+  c.memory_fraction = e.memory_fraction;
+  c.fraction_of_free = e.fraction_of_free;
+  return c;
+}
+
+serve_request read_serve(const options& o) {
+  serve_request r;
+  if (!o.engine.empty()) r.engine = o.engine;
+  find_engine(r.engine);
+  check_limit("--tp", o.tp, 1, limits::cards, "cards");
+  check_limit("--ep", o.ep, 1, limits::cards, "cards");
+  check_limit("--dp", o.dp, 1, limits::cards, "cards");
+  check_limit("--pp", o.pp, 1, limits::cards, "cards");
+  // --tp --dp as capacity and plan read them (SGLang's --tp 8 --dp 8: 8 cards, each dp group of
+  // tp / dp cards runs attention); the step model counts tp per attention group.
+  if (o.tp % o.dp != 0)
+    throw spec_error("--dp", fmt::format("{} does not divide the tp group of {} cards", o.dp, o.tp));
+  r.layout = {o.tp / o.dp, o.ep, o.dp, o.pp};
+  if (o.trace.empty()) {
+    check_limit("--isl", o.isl, 1, limits::tokens, "tokens");
+    check_limit("--osl", o.osl, 1, limits::tokens, "tokens");
+  }
+  check_count("--max-num-batched-tokens", o.max_num_batched_tokens, 0);
+  check_count("--max-num-seqs", o.max_num_seqs, 0);
+  r.cfg = engine_config_of(r.engine, o.isl, o.osl, o.max_num_batched_tokens, o.max_num_seqs);
+  int modes = (!o.concurrency.empty()) + (o.rate != 0) + (!o.trace.empty());
+  if (modes != 1)
+    throw spec_error("--concurrency",
+                     "give exactly one of --concurrency LIST, --rate R or --trace FILE");
+  for (const std::string& c : split_list(o.concurrency)) {
+    auto n = parse_token_count(c);
+    if (!n || *n < 1 || *n > limits::requests)
+      throw spec_error("--concurrency", fmt::format("'{}' is not a count of clients >= 1", c));
+    r.concurrency.push_back(*n);
+  }
+  if (!o.concurrency.empty() && r.concurrency.empty())
+    throw spec_error("--concurrency", "give at least one count, e.g. 1,8,64");
+  r.rate = o.rate;
+  if (o.requests >= 0) r.requests = o.requests;
+  r.trace = o.trace;
+  r.seed = o.seed;
+  r.calibration = o.calibration;
+  return r;
+}
+
+ojson step_json(const step_time& t) {
+  ojson ops = ojson::object();
+  for (std::size_t i = 0; i < op_classes; ++i) ops[op_name(static_cast<op_class>(i))] = t.op_ms[i];
+  return {{"total_ms", t.total_ms},
+          {"weights_ms", t.weights_ms},
+          {"kv_ms", t.kv_ms},
+          {"compute_ms", t.compute_ms},
+          {"communication_ms", t.communication_ms},
+          {"overhead_ms", t.overhead_ms},
+          {"ops_ms", ops}};
+}
+
+ojson stats_json(const latency_stats& s) {
+  return {{"mean", s.mean}, {"p50", s.p50}, {"p90", s.p90}, {"p99", s.p99}};
+}
+
+std::string ms(double v) { return fmt::format("{:.2f}", v); }
+
+}  // namespace
+
+void add_serve_options(CLI::App& app, options& o) {
+  app.get_option("--gpu")->required();
+  app.add_option("--engine", o.engine,
+                 "Engine whose defaults and calibration apply: vllm, "
+                 "sglang or trtllm (default vllm)");
+  app.add_option("--isl", o.isl, "Input tokens per request")->transform(token_suffixes());
+  app.add_option("--osl", o.osl, "Output tokens per request")->transform(token_suffixes());
+  app.add_option("--concurrency", o.concurrency,
+                 "Closed-loop clients per attention group, a list such as 1,8,64");
+  app.add_option("--rate", o.rate, "Poisson arrivals, requests per second (simulated)");
+  app.add_option("--requests", o.requests, "Requests simulated with --rate (default 1000)");
+  app.add_option("--trace", o.trace,
+                 "JSON lines {arrival_ms, input_tokens, output_tokens} to simulate");
+  app.add_option("--seed", o.seed, "Seed of the Poisson arrivals (default 2026)");
+  app.add_option("--max-num-batched-tokens,--chunked-prefill-size", o.max_num_batched_tokens,
+                 "Token budget of one step (default: the engine's)");
+  app.add_option("--max-num-seqs,--max-running-requests", o.max_num_seqs,
+                 "Running requests at most (default: the engine's)");
+  app.add_option(
+      "--calibration", o.calibration,
+      "Calibration YAML from `calc calibrate` (default: models/calibration/default.yaml)");
+}
+
+void add_calibrate_options(CLI::App& app, options& o) {
+  app.add_option("--measurements", o.measurements,
+                 "Measured rows (CSV, aiconfigurator's silicon_sample columns) to fit");
+  app.add_option("--evaluate", o.evaluate, "Measured rows to predict with --calibration");
+  app.add_flag("--cross-validate", o.cross_validate,
+               "With --evaluate: also leave-one-GPU-out and leave-one-model-out errors");
+  app.add_option("--out", o.out, "Where --measurements writes the calibration (default: stdout)");
+  app.add_option("--calibration", o.calibration,
+                 "Calibration YAML (default: models/calibration/default.yaml); families and "
+                 "model aliases come from it when fitting");
+}
+
+void add_sla_options(CLI::App& app, options& o) {
+  app.add_option("--sla", o.sla, "Latency targets, ttft=MS,tpot=MS: plan for time under load");
+  app.add_option("--rate", o.rate, "With --sla: requests per second to serve");
+  app.add_option("--concurrency", o.concurrency, "With --sla: closed-loop clients to serve");
+  app.add_option("--isl", o.isl, "With --sla: input tokens per request")
+      ->transform(token_suffixes());
+  app.add_option("--osl", o.osl, "With --sla: output tokens per request")
+      ->transform(token_suffixes());
+  app.add_option("--calibration", o.calibration, "With --sla: calibration YAML");
+}
+
+result run_serve(const options& o) {
+  serve_request q = read_serve(o);
+  loaded_model m = load(o);
+  gpu_spec gpu = load_gpu(o.gpu);
+  calibration cal = load_calibration(q.calibration);
+  std::string family = cal.family_of(gpu.name), used;
+  const coefficients& k = cal.lookup(family, q.engine, &used);
+  deployment d = make_deployment(m.g, gpu, q.layout);
+  double gpus = static_cast<double>(q.layout.gpus());
+  ojson j;
+  j["model"] = m.spec->name;
+  j["gpu"] = gpu.name;
+  j["engine"] = q.engine;
+  j["layout"] = {
+      {"tp", q.layout.tp}, {"ep", q.layout.ep}, {"dp", q.layout.dp}, {"pp", q.layout.pp}};
+  j["gpus"] = q.layout.gpus();
+  j["weights_format"] = m.spec->precision.weights.name;
+  j["kv_format"] = m.spec->precision.kv.name;
+  if (q.trace.empty()) {
+    j["isl"] = q.cfg.isl;
+    j["osl"] = q.cfg.osl;
+  }
+  j["max_num_batched_tokens"] = q.cfg.max_num_batched_tokens;
+  j["max_num_seqs"] = q.cfg.max_num_seqs;
+  j["calibration"] = {{"file", cal.file}, {"entry", used}};
+  j["points"] = ojson::array();
+  std::string md =
+      fmt::format("# calc serve: {} on {} x {} ({}), tp {} ep {} dp {} pp {}, ISL {} OSL {}\n\n",
+                  m.spec->name, q.layout.gpus(), gpu.display, q.engine, q.layout.tp, q.layout.ep,
+                  q.layout.dp, q.layout.pp, q.cfg.isl, q.cfg.osl);
+  if (!q.concurrency.empty()) {
+    md +=
+        "| concurrency | TTFT ms | TPOT ms | e2e ms | tok/s | tok/s/GPU | tok/s/user | req/s | "
+        "KV fits | step ms (weights / KV / compute / comm / overhead) |\n";
+    md += "|---:|---:|---:|---:|---:|---:|---:|---:|:---:|---|\n";
+    for (std::int64_t c : q.concurrency) {
+      scenario s = make_scenario(d, q.cfg, c);
+      steady_state st = solve_steady_state(s, k);
+      const step_time& t = st.decode_step;
+      double per_user = 1e3 / st.tpot_ms;
+      j["points"].push_back({{"concurrency", c},
+                             {"ttft_ms", st.ttft_ms},
+                             {"tpot_ms", st.tpot_ms},
+                             {"itl_ms", st.tpot_ms},
+                             {"e2e_ms", st.e2e_ms},
+                             {"output_tokens_per_s", st.output_tokens_per_s},
+                             {"output_tokens_per_s_per_gpu", st.output_tokens_per_s / gpus},
+                             {"output_tokens_per_s_per_user", per_user},
+                             {"requests_per_s", st.requests_per_s},
+                             {"kv_pool_fits", s.kv_pool_fits},
+                             {"kv_pool_requests", s.kv_requests},
+                             {"running", s.running},
+                             {"prefill_chunk", s.chunk},
+                             {"prefill_busy", st.prefill_busy},
+                             {"step", step_json(t)}});
+      md += fmt::format(
+          "| {} | {} | {} | {} | {:.0f} | {:.0f} | {:.1f} | {:.2f} | {} | {} / {} / {} / {} / {} "
+          "|\n",
+          c, ms(st.ttft_ms), ms(st.tpot_ms), ms(st.e2e_ms), st.output_tokens_per_s,
+          st.output_tokens_per_s / gpus, per_user, st.requests_per_s, s.kv_pool_fits ? "yes" : "no",
+          ms(t.weights_ms), ms(t.kv_ms), ms(t.compute_ms), ms(t.communication_ms),
+          ms(t.overhead_ms));
+    }
+  } else {
+    std::vector<arrival> arrivals =
+        q.trace.empty() ? poisson_arrivals(q.rate, q.requests, q.cfg.isl, q.cfg.osl, q.seed)
+                        : read_trace(q.trace);
+    simulation sim = simulate(d, q.cfg, k, arrivals);
+    ojson p;
+    if (q.trace.empty())
+      p["rate"] = q.rate;
+    else
+      p["trace"] = q.trace;
+    p["requests"] = sim.requests;
+    p["ttft_ms"] = sim.ttft.mean;
+    p["tpot_ms"] = sim.tpot.mean;
+    p["itl_ms"] = sim.itl.mean;
+    p["e2e_ms"] = sim.e2e.mean;
+    p["ttft"] = stats_json(sim.ttft);
+    p["tpot"] = stats_json(sim.tpot);
+    p["itl"] = stats_json(sim.itl);
+    p["e2e"] = stats_json(sim.e2e);
+    p["output_tokens_per_s"] = sim.output_tokens_per_s;
+    p["output_tokens_per_s_per_gpu"] = sim.output_tokens_per_s / gpus;
+    p["output_tokens_per_s_per_user"] = sim.tpot.mean > 0 ? 1e3 / sim.tpot.mean : 0;
+    p["requests_per_s"] = sim.requests_per_s;
+    p["kv_pool_fits"] = !sim.kv_limited;
+    p["max_waiting"] = sim.max_waiting;
+    p["steps"] = sim.steps;
+    j["points"].push_back(p);
+    md += q.trace.empty()
+              ? fmt::format("Poisson arrivals at {} requests/s, {} requests, seed {}.\n\n", q.rate,
+                            sim.requests, q.seed)
+              : fmt::format("Trace {}: {} requests.\n\n", q.trace, sim.requests);
+    md += "| metric (ms) | mean | p50 | p90 | p99 |\n|---|---:|---:|---:|---:|\n";
+    for (auto [name, s] : {std::pair{"TTFT", sim.ttft}, std::pair{"TPOT", sim.tpot},
+                           std::pair{"ITL", sim.itl}, std::pair{"e2e", sim.e2e}})
+      md += fmt::format("| {} | {} | {} | {} | {} |\n", name, ms(s.mean), ms(s.p50), ms(s.p90),
+                        ms(s.p99));
+    md += fmt::format(
+        "\n{:.0f} output tokens/s ({:.0f} per GPU), {:.2f} requests/s; longest queue "
+        "{} requests{}.\n",
+        sim.output_tokens_per_s, sim.output_tokens_per_s / gpus, sim.requests_per_s,
+        sim.max_waiting, sim.kv_limited ? "; the KV pool held requests back" : "");
+  }
+  md += fmt::format("\nCalibration: {} ({}). Step = the decode step at that concurrency.\n",
+                    cal.file, used);
+  result r{j, "calc serve"};
+  r.markdown = md;
+  return r;
+}
+
+namespace {
+
+ojson stats_json(const error_stats& s) {
+  return {{"rows", s.rows},
+          {"ttft_median_pct", s.ttft_median},
+          {"ttft_p90_pct", s.ttft_p90},
+          {"tpot_median_pct", s.tpot_median},
+          {"tpot_p90_pct", s.tpot_p90}};
+}
+
+ojson summary_json(const evaluation& e) {
+  ojson s;
+  s["all"] = stats_json(e.all);
+  for (auto [key, m] : {std::pair{"by_system", &e.by_system}, std::pair{"by_engine", &e.by_engine},
+                        std::pair{"by_model", &e.by_model}}) {
+    s[key] = ojson::object();
+    for (const auto& [name, st] : *m) s[key][name] = stats_json(st);
+  }
+  return s;
+}
+
+std::string stats_table(const std::string& title, const evaluation& e) {
+  std::string md = fmt::format(
+      "### {}\n\n| group | rows | TPOT median % | TPOT p90 % | TTFT "
+      "median % | TTFT p90 % |\n|---|---:|---:|---:|---:|---:|\n",
+      title);
+  auto row = [&](const std::string& name, const error_stats& s) {
+    md += fmt::format("| {} | {} | {:.1f} | {:.1f} | {:.1f} | {:.1f} |\n", name, s.rows,
+                      s.tpot_median, s.tpot_p90, s.ttft_median, s.ttft_p90);
+  };
+  row("**all**", e.all);
+  for (const auto& [n, s] : e.by_system) row("gpu " + n, s);
+  for (const auto& [n, s] : e.by_engine) row("engine " + n, s);
+  for (const auto& [n, s] : e.by_model) row("model " + n, s);
+  return md + "\n";
+}
+
+}  // namespace
+
+result run_calibrate(const options& o) {
+  if (o.measurements.empty() == o.evaluate.empty())
+    throw spec_error("--measurements", "give one of --measurements FILE (fit) or --evaluate FILE");
+  std::string file = o.measurements.empty() ? o.evaluate : o.measurements;
+  std::vector<measured_row> rows = read_measured(file);
+  calibration base = load_calibration(o.calibration);
+  row_mapper mapper(base);
+  std::vector<mapped_row> mapped;
+  mapped.reserve(rows.size());
+  for (const measured_row& r : rows) mapped.push_back(mapper.map(r));
+  std::int64_t refused = 0;
+  for (const mapped_row& m : mapped) refused += m.s ? 0 : 1;
+  if (!o.measurements.empty()) {
+    calibration fitted = fit_calibration(
+        mapped, base,
+        fmt::format("fitted by `calc calibrate --measurements {}` on {} rows ({} refused)", file,
+                    mapped.size() - static_cast<std::size_t>(refused), refused));
+    std::string yaml = write_calibration(fitted);
+    evaluation e = evaluate(mapped, fitted);
+    ojson j;
+    j["rows"] = static_cast<std::int64_t>(mapped.size());
+    j["refused"] = refused;
+    j["entries"] = static_cast<std::int64_t>(fitted.entries.size());
+    j["summary"] = summary_json(e);
+    result r{j, "calc calibrate"};
+    if (o.out.empty()) {
+      r.markdown = yaml;
+    } else {
+      std::ofstream out(o.out);
+      if (!out) throw spec_error("--out", fmt::format("cannot write '{}'", o.out));
+      out << yaml;
+      r.markdown = fmt::format(
+                       "# calc calibrate\n\nFitted {} entries on {} rows ({} refused); "
+                       "wrote {}.\n\n",
+                       fitted.entries.size(), mapped.size() - static_cast<std::size_t>(refused),
+                       refused, o.out) +
+                   stats_table("In-sample |error|", e);
+    }
+    return r;
+  }
+  evaluation e = evaluate(mapped, base);
+  ojson j;
+  j["calibration"] = base.file;
+  j["rows"] = ojson::array();
+  std::size_t next = 0;
+  for (const mapped_row& m : mapped) {
+    if (!m.s) {
+      j["rows"].push_back({{"id", m.id}, {"error", m.error}});
+      continue;
+    }
+    if (next < e.rows.size() && e.rows[next].row == &m) {
+      const row_prediction& p = e.rows[next++];
+      j["rows"].push_back({{"id", m.id},
+                           {"ttft_ms", p.ttft_ms},
+                           {"tpot_ms", p.tpot_ms},
+                           {"measured_ttft_ms", m.ttft_ms},
+                           {"measured_tpot_ms", m.tpot_ms}});
+    } else {
+      steady_state s = predict(m, base);
+      j["rows"].push_back({{"id", m.id}, {"ttft_ms", s.ttft_ms}, {"tpot_ms", s.tpot_ms}});
+    }
+  }
+  j["summary"] = summary_json(e);
+  std::string md = fmt::format(
+      "# calc calibrate --evaluate {}\n\nCalibration: {}. {} rows, {} "
+      "modelled, {} refused.\n\n",
+      file, base.file, mapped.size(), e.rows.size(), refused);
+  md += stats_table("In sample (the calibration's own fit)", e);
+  if (o.cross_validate) {
+    evaluation gpu_cv = cross_validate(mapped, base, [](const mapped_row& m) { return m.system; });
+    evaluation model_cv = cross_validate(mapped, base, [](const mapped_row& m) { return m.model; });
+    j["cross_validation"] = {{"leave_one_gpu_out", summary_json(gpu_cv)},
+                             {"leave_one_model_out", summary_json(model_cv)}};
+    md += stats_table("Leave one GPU out (fit without the GPU, predict it)", gpu_cv);
+    md += stats_table("Leave one model out (fit without the model, predict it)", model_cv);
+  }
+  std::map<std::string, std::int64_t> reasons;
+  for (const mapped_row& m : mapped)
+    if (!m.s) ++reasons[m.error];
+  if (!reasons.empty()) {
+    md += "### Rows refused\n\n| rows | why |\n|---:|---|\n";
+    for (const auto& [why, n] : reasons) md += fmt::format("| {} | {} |\n", n, why);
+  }
+  result r{j, "calc calibrate --evaluate"};
+  r.markdown = md;
+  return r;
+}
+
+result run_plan_sla(const options& o) {
+  sla_request q;
+  for (const std::string& part : split_list(o.sla)) {
+    auto eq = part.find('=');
+    std::string key = part.substr(0, eq);
+    double v = NAN;
+    if (eq != std::string::npos) {
+      try {
+        std::size_t used = 0;
+        v = std::stod(part.substr(eq + 1), &used);
+        if (used != part.size() - eq - 1) v = NAN;
+      } catch (const std::exception&) {
+      }
+    }
+    if (!std::isfinite(v) || v <= 0)
+      throw spec_error("--sla", fmt::format("'{}' is not ttft=MS or tpot=MS with MS > 0", part));
+    if (key == "ttft")
+      q.ttft_ms = v;
+    else if (key == "tpot")
+      q.tpot_ms = v;
+    else
+      throw spec_error("--sla", fmt::format("unknown target '{}' (known: ttft, tpot)", key));
+  }
+  if (q.ttft_ms <= 0 || q.tpot_ms <= 0)
+    throw spec_error("--sla", "give both targets, e.g. ttft=500,tpot=30");
+  check_limit("--isl", o.isl, 1, limits::tokens, "tokens");
+  check_limit("--osl", o.osl, 1, limits::tokens, "tokens");
+  if ((o.rate > 0) == !o.concurrency.empty())
+    throw spec_error("--rate", "give one of --rate R or --concurrency C with --sla");
+  if (o.rate < 0 || !std::isfinite(o.rate)) throw spec_error("--rate", "must be a positive number");
+  q.rate = o.rate;
+  if (!o.concurrency.empty()) {
+    auto n = parse_token_count(o.concurrency);
+    if (!n || *n < 1 || *n > limits::requests)
+      throw spec_error("--concurrency",
+                       fmt::format("'{}' is not a count of clients >= 1", o.concurrency));
+    q.concurrency = *n;
+  }
+  std::string engine = o.engine.empty() ? "vllm" : o.engine;
+  q.cfg = engine_config_of(engine, o.isl, o.osl, o.max_num_batched_tokens, o.max_num_seqs);
+  q.node_gpus = o.node_gpus;
+  q.max_gpus = o.max_gpus;
+  loaded_model m = load(o);
+  gpu_spec gpu = load_gpu(o.gpu);
+  calibration cal = load_calibration(o.calibration);
+  const coefficients& k = cal.lookup(cal.family_of(gpu.name), engine);
+  sla_plan p = plan_sla(m.g, gpu, k, q);
+  ojson j;
+  j["model"] = m.spec->name;
+  j["gpu"] = gpu.name;
+  j["engine"] = engine;
+  j["sla"] = {{"ttft_ms", q.ttft_ms}, {"tpot_ms", q.tpot_ms}};
+  if (q.rate > 0)
+    j["rate"] = q.rate;
+  else
+    j["concurrency"] = q.concurrency;
+  j["feasible"] = p.feasible;
+  j["layouts_tried"] = p.layouts_tried;
+  std::string md = fmt::format(
+      "# calc plan --sla: {} on {} ({}), TTFT <= {} ms, TPOT <= {} ms, {}\n\n", m.spec->name,
+      gpu.display, engine, q.ttft_ms, q.tpot_ms,
+      q.rate > 0 ? fmt::format("{} requests/s", q.rate) : fmt::format("{} clients", q.concurrency));
+  if (!p.feasible) {
+    j["binding"] = p.binding;
+    j["reason"] = p.reason;
+    md += fmt::format("Infeasible ({}): {}.\n", p.binding, p.reason);
+  } else {
+    const sla_option& b = *p.best;
+    j["gpus"] = b.gpus;
+    j["tp"] = b.layout.tp;
+    j["pp"] = b.layout.pp;
+    j["ep"] = b.layout.ep;
+    j["dp"] = b.layout.dp;
+    j["instances"] = b.instances;
+    j["gpus_per_instance"] = b.layout.gpus();
+    j["concurrency_per_instance"] = b.concurrency_per_group * b.layout.dp;
+    j["ttft_ms"] = b.at.ttft_ms;
+    j["tpot_ms"] = b.at.tpot_ms;
+    j["requests_per_s_per_instance"] = b.at.requests_per_s;
+    j["reason"] = p.reason;
+    md +=
+        "| GPUs | instances | tp | ep | dp | pp | clients / instance | TTFT ms | TPOT ms | req/s / "
+        "instance |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+    md += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.2f} |\n\n", b.gpus,
+                      b.instances, b.layout.tp, b.layout.ep, b.layout.dp, b.layout.pp,
+                      b.concurrency_per_group * b.layout.dp, ms(b.at.ttft_ms), ms(b.at.tpot_ms),
+                      b.at.requests_per_s);
+    md += fmt::format("Why not fewer: {}.\n", p.reason);
+  }
+  result r{j, "calc plan --sla"};
+  r.markdown = md;
+  return r;
+}
+
+}  // namespace calc::cli

@@ -1,0 +1,164 @@
+#include "serve/batching.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "common/error.h"
+#include "tally/tally.h"
+
+namespace calc::serve {
+
+const std::vector<engine_defaults>& engines() {
+  static const std::vector<engine_defaults> rows = {
+      {.name = "vllm",
+       .max_num_batched_tokens = 8192,
+       .max_num_seqs = 1024,
+       .mixed_prefill = true,
+       .memory_fraction = 0.9,
+       .source = "vLLM V1 EngineArgs defaults for the OpenAI server on GPUs of 70 GiB or more "
+                 "(vllm/engine/arg_utils.py): chunked prefill on, 8192 batched tokens, 1024 "
+                 "sequences, gpu_memory_utilization 0.9"},
+      {.name = "sglang",
+       .max_num_batched_tokens = 8192,
+       .max_num_seqs = 4096,
+       .mixed_prefill = false,
+       .memory_fraction = 0.88,
+       .source = "SGLang ServerArgs defaults (sglang/srt/server_args.py): chunked_prefill_size "
+                 "8192 on large GPUs, prefill batches run apart from decode (enable_mixed_chunk "
+                 "off), max_running_requests bounded by the token pool, mem_fraction_static ~0.88"},
+      {.name = "trtllm",
+       .max_num_batched_tokens = 8192,
+       .max_num_seqs = 2048,
+       .mixed_prefill = true,
+       .memory_fraction = 0.9,
+       .fraction_of_free = true,
+       .source = "TensorRT-LLM PyTorch backend defaults (tensorrt_llm/llmapi/llm_args.py): "
+                 "max_num_tokens 8192, max_batch_size 2048, in-flight batching of context and "
+                 "generation, kv_cache free_gpu_memory_fraction 0.9"},
+  };
+  return rows;
+}
+
+const engine_defaults& find_engine(const std::string& name) {
+  for (const engine_defaults& e : engines())
+    if (name == e.name) return e;
+  throw spec_error("--engine",
+                   fmt::format("unknown engine '{}' (known: vllm, sglang, trtllm)", name));
+}
+
+scenario make_scenario(const deployment& d, const batching_config& cfg, std::int64_t concurrency) {
+  if (cfg.isl < 1) throw spec_error("--isl", "a request needs at least one input token");
+  if (cfg.osl < 1) throw spec_error("--osl", "a request returns at least one token");
+  if (concurrency < 1) throw spec_error("--concurrency", "must be at least 1");
+  if (cfg.max_num_batched_tokens < 1)
+    throw spec_error("--max-num-batched-tokens", "must be at least 1");
+  if (cfg.max_num_seqs < 1) throw spec_error("--max-num-seqs", "must be at least 1");
+  scenario s;
+  s.d = d;
+  s.cfg = cfg;
+  s.concurrency = concurrency;
+  const graph& g = *d.g;
+  // KV pool of one rank: what the engine may use less this rank's weights, over one request's
+  // state at its final length on this rank.
+  double memory = static_cast<double>(d.gpu.memory);
+  double pool = cfg.fraction_of_free ? (memory - d.weight_bytes_per_rank) * cfg.memory_fraction
+                                     : memory * cfg.memory_fraction - d.weight_bytes_per_rank;
+  if (pool <= 0)
+    throw spec_error(
+        "--gpu", fmt::format("the weights ({:.1f} GB per rank) leave no KV pool in {:.0f} % "
+                             "of {}'s memory; use more ranks",
+                             d.weight_bytes_per_rank / 1e9, cfg.memory_fraction * 100, d.gpu.name));
+  double per_request = tally_state(g, cfg.isl + cfg.osl).total.to_double() * d.kv_share /
+                       static_cast<double>(d.layout.pp);
+  double fit = per_request > 0 ? std::floor(pool / per_request) : 1e18;
+  s.kv_requests = static_cast<std::int64_t>(std::min(fit, 1e15));
+  s.kv_pool_fits = s.kv_requests >= concurrency;
+  // A pipeline keeps pp micro-batches in flight: each step carries 1/pp of the requests.
+  std::int64_t pp = d.layout.pp;
+  std::int64_t running =
+      std::min({concurrency, cfg.max_num_seqs, std::max<std::int64_t>(s.kv_requests, 1)});
+  s.running = running;
+  std::int64_t per_step = (running + pp - 1) / pp;
+  // Chunked prefill: the budget left after the decode tokens, at most the whole prompt.
+  std::int64_t budget =
+      cfg.mixed_prefill ? cfg.max_num_batched_tokens - per_step : cfg.max_num_batched_tokens;
+  s.chunk = std::clamp<std::int64_t>(budget, 1, cfg.isl);
+  s.chunks = (cfg.isl + s.chunk - 1) / s.chunk;
+  std::int64_t context = cfg.isl + cfg.osl / 2;  // mean history of a decoding request
+  // The chunk's own history: half the prompt on average when it takes several chunks.
+  std::int64_t chunk_context = s.chunks > 1 ? (cfg.isl - s.chunk) / 2 : 0;
+  s.decode = cost_step(d, {per_step, context, 0, 0});
+  // A mixing engine runs chunks beside the decodes; the others run them alone (only one is used).
+  if (cfg.mixed_prefill)
+    s.mixed = cost_step(d, {per_step, context, s.chunk, chunk_context});
+  else
+    s.prefill = cost_step(d, {0, 0, s.chunk, chunk_context});
+  // The opening burst: every client sends at once, so the prompts of all `running` requests
+  // queue for the token budget, a full budget per step.
+  double burst_tokens = static_cast<double>(per_step) * static_cast<double>(cfg.isl);
+  std::int64_t step_tokens = std::min<std::int64_t>(cfg.max_num_batched_tokens, per_step * cfg.isl);
+  s.burst_steps =
+      static_cast<std::int64_t>(std::ceil(burst_tokens / static_cast<double>(step_tokens)));
+  s.burst = cost_step(d, {0, 0, step_tokens, 0});
+  return s;
+}
+
+steady_state solve_steady_state(const scenario& s, const coefficients& k) {
+  steady_state r;
+  const deployment& d = s.d;
+  r.decode_step = time_step(d, s.decode, k);
+  double t_d = r.decode_step.total_ms;
+  double chunks = static_cast<double>(s.chunks);
+  // Prefill work one request adds to the engine (beyond the decode steps it rides on), and how
+  // long its own prefill takes.
+  double extra = 0, own = 0;
+  if (s.cfg.mixed_prefill) {
+    double t_m = time_step(d, s.mixed, k).total_ms;
+    extra = chunks * std::max(t_m - t_d, 0.0);
+    own = chunks * t_m;
+  } else {
+    double t_p = time_step(d, s.prefill, k).total_ms;
+    extra = chunks * t_p;
+    own = chunks * t_p;
+  }
+  double c = static_cast<double>(s.concurrency);
+  double running = static_cast<double>(s.running);
+  double osl = static_cast<double>(s.cfg.osl);
+  // The opening burst: a request of it waits on average for half the burst's prefill steps;
+  // such requests are a share of the run.
+  double burst =
+      k.burst_share * static_cast<double>(s.burst_steps) * time_step(d, s.burst, k).total_ms / 2;
+  double tpot = t_d, ttft = own + t_d / 2;
+  double rho = 0;
+  // Fixed point of the closed loop: C clients each start a request when the last one ends.
+  for (int i = 0; i < 200; ++i) {
+    double cycle = ttft + (osl - 1) * tpot;
+    double lambda = running / cycle;  // requests started per ms by the running clients
+    double next_rho = std::min(lambda * extra, 0.98);
+    rho = i == 0 ? next_rho : 0.5 * rho + 0.5 * next_rho;
+    double next_tpot = t_d / (1 - rho);
+    // Waiting for the prefill budget: an M/D/1 queue of prefills, service `extra`, load rho;
+    // and for the step in flight when the request arrives.
+    double wait = rho * extra / (2 * (1 - rho)) + t_d / 2;
+    // Clients beyond the running cap wait for a slot: a request's whole life per extra round.
+    double slots = std::max(0.0, c - running) / running * (own + (osl - 1) * next_tpot);
+    double next_ttft = wait + own + slots + k.request_latency_ms + burst;
+    bool done =
+        std::abs(next_tpot - tpot) < 1e-9 * tpot && std::abs(next_ttft - ttft) < 1e-9 * ttft;
+    tpot = next_tpot;
+    ttft = next_ttft;
+    if (done) break;
+  }
+  r.tpot_ms = tpot;
+  r.ttft_ms = ttft;
+  r.prefill_busy = rho;
+  r.e2e_ms = ttft + (osl - 1) * tpot;
+  double groups = static_cast<double>(d.layout.dp);
+  r.requests_per_s = c * groups / r.e2e_ms * 1e3;
+  r.output_tokens_per_s = r.requests_per_s * osl;
+  return r;
+}
+
+}  // namespace calc::serve

@@ -1,0 +1,77 @@
+// Continuous batching as the engines do it: each step runs the decode token of every running
+// request plus a prefill chunk under the token budget (max-num-batched-tokens) and the request
+// cap (max-num-seqs), with the KV pool bounding how many run at once. This file holds the engine
+// defaults (data, one row per engine) and the closed-loop steady state at a concurrency C.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "serve/step.h"
+
+namespace calc::serve {
+
+/// What an engine does by default (one row per engine; docs/engines.md cites the sources).
+struct engine_defaults {
+  const char* name;                         // vllm, sglang, trtllm
+  std::int64_t max_num_batched_tokens = 0;  // token budget of one step
+  std::int64_t max_num_seqs = 0;            // running requests at most
+  bool mixed_prefill = true;                // prefill chunks share a step with decodes
+  double memory_fraction = 0.9;             // of the card the engine may use (weights + KV)
+  bool fraction_of_free = false;            // the fraction applies to what the weights leave
+  const char* source;
+};
+
+/// The rows; throws spec_error naming --engine for an unknown engine.
+const engine_defaults& find_engine(const std::string& name);
+const std::vector<engine_defaults>& engines();
+
+/// A workload and the engine's knobs, per serving instance.
+struct batching_config {
+  std::int64_t isl = 0;  // input tokens per request
+  std::int64_t osl = 0;  // output tokens per request
+  std::int64_t max_num_batched_tokens = 0;
+  std::int64_t max_num_seqs = 0;
+  bool mixed_prefill = true;
+  double memory_fraction = 0.9;
+  bool fraction_of_free = false;  // KV pool = fraction x (memory - weights), not fraction x memory
+};
+
+/// The step shapes the steady state needs, costed once: decode alone, the prefill chunk (beside
+/// the decodes or alone, as the engine runs it), and a full-budget step of the opening burst.
+struct scenario {
+  deployment d;
+  batching_config cfg;
+  std::int64_t concurrency = 0;  // clients per attention group (closed loop)
+  std::int64_t running = 0;      // requests decoding at once (concurrency within the caps)
+  std::int64_t chunk = 0;        // prefill tokens per step
+  std::int64_t chunks = 0;       // steps one request's prefill takes
+  std::int64_t kv_requests = 0;  // requests whose state fits the KV pool of a rank
+  bool kv_pool_fits = true;
+  step_costs decode;
+  step_costs mixed;              // decode plus one chunk (engines that mix; empty otherwise)
+  step_costs prefill;            // one chunk alone (engines that do not mix; empty otherwise)
+  step_costs burst;              // one full-budget prefill step of the opening burst
+  std::int64_t burst_steps = 0;  // steps the opening burst's prefills take
+};
+
+/// Costs the steps of `concurrency` clients per attention group (one instance has layout.dp
+/// groups); throws spec_error for zero tokens or a model whose weights do not fit.
+scenario make_scenario(const deployment& d, const batching_config& cfg, std::int64_t concurrency);
+
+/// The steady state: TTFT includes waiting for prefill budget, TPOT the prefill chunks of other
+/// requests interleaved with this one's decodes.
+struct steady_state {
+  double ttft_ms = 0;
+  double tpot_ms = 0;
+  double e2e_ms = 0;
+  double requests_per_s = 0;       // per instance
+  double output_tokens_per_s = 0;  // per instance
+  double prefill_busy = 0;         // fraction of time spent on others' prefill
+  step_time decode_step;           // the decode step's breakdown
+};
+
+steady_state solve_steady_state(const scenario& s, const coefficients& k);
+
+}  // namespace calc::serve

@@ -1,0 +1,180 @@
+#include "serve/calibration.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "common/error.h"
+#include "spec/model_reader.h"
+#include "spec/yaml_reader.h"
+
+namespace calc::serve {
+
+namespace {
+
+constexpr std::array<const char*, coefficients::size> kKeys = {
+    "gemm_compute",      "gemm_memory",         "moe_compute",        "moe_memory",
+    "attention_compute", "attention_memory",    "comm_bandwidth",     "collective_latency_us",
+    "step_overhead_ms",  "request_overhead_us", "request_latency_ms", "burst_share",
+    "gemm_half_rows"};
+
+std::vector<std::string> text_list(const YAML::Node& n, const std::string& path,
+                                   const std::string& file) {
+  if (!n.IsSequence()) throw spec_error(location_of(n, file), path, "expected a list of names");
+  std::vector<std::string> out;
+  for (const YAML::Node& item : n) {
+    if (!item.IsScalar()) throw spec_error(location_of(item, file), path, "expected a name");
+    out.push_back(item.Scalar());
+  }
+  return out;
+}
+
+double read_coefficient(yaml_map& m, std::size_t i) {
+  YAML::Node n = m.required(kKeys[i]);
+  double v = NAN;
+  try {
+    v = n.as<double>();
+  } catch (const YAML::Exception&) {
+  }
+  bool eff = coefficients::efficiency(i);
+  bool ok = std::isfinite(v) && (eff ? v > 0 && v <= 1 : v >= 0);
+  if (!ok)
+    m.fail(kKeys[i],
+           eff ? "a fraction must be a number in (0, 1]" : "a time must be a finite number >= 0");
+  return v;
+}
+
+}  // namespace
+
+std::array<double, coefficients::size> coefficients::values() const {
+  return {gemm_compute,      gemm_memory,         moe_compute,        moe_memory,
+          attention_compute, attention_memory,    comm_bandwidth,     collective_latency_us,
+          step_overhead_ms,  request_overhead_us, request_latency_ms, burst_share,
+          gemm_half_rows};
+}
+
+void coefficients::set(const std::array<double, size>& v) {
+  gemm_compute = v[0];
+  gemm_memory = v[1];
+  moe_compute = v[2];
+  moe_memory = v[3];
+  attention_compute = v[4];
+  attention_memory = v[5];
+  comm_bandwidth = v[6];
+  collective_latency_us = v[7];
+  step_overhead_ms = v[8];
+  request_overhead_us = v[9];
+  request_latency_ms = v[10];
+  burst_share = v[11];
+  gemm_half_rows = v[12];
+}
+
+const char* coefficients::key(std::size_t i) { return kKeys[i]; }
+
+bool coefficients::efficiency(std::size_t i) { return i < 7 || i == 11; }
+
+std::string calibration::family_of(const std::string& gpu) const {
+  for (const auto& [family, names] : families)
+    for (const std::string& n : names)
+      if (n == gpu) return family;
+  return "any";
+}
+
+const coefficients& calibration::lookup(const std::string& family, const std::string& engine,
+                                        std::string* used) const {
+  static const coefficients kDefaults;
+  const std::pair<std::string, std::string> order[] = {
+      {family, engine}, {"any", engine}, {family, "any"}, {"any", "any"}};
+  for (const auto& [f, e] : order)
+    for (const calibration_entry& c : entries)
+      if (c.family == f && c.engine == e) {
+        if (used) *used = f + "/" + e;
+        return c.k;
+      }
+  if (used) *used = "built-in defaults";
+  return kDefaults;
+}
+
+calibration read_calibration(const std::string& path) {
+  YAML::Node root = load_yaml_file(path);
+  yaml_map m(root, "", path);
+  calibration c;
+  c.file = path;
+  c.source = m.text("source");
+  if (YAML::Node f = m.optional("families"); f.IsDefined()) {
+    if (!f.IsMap()) throw spec_error(location_of(f, path), "families", "expected a mapping");
+    for (const auto& kv : f) {
+      std::string name = key_text(kv.first, "families", path);
+      c.families[name] = text_list(kv.second, "families." + name, path);
+    }
+  }
+  if (YAML::Node f = m.optional("models"); f.IsDefined()) {
+    if (!f.IsMap()) throw spec_error(location_of(f, path), "models", "expected a mapping");
+    for (const auto& kv : f) {
+      std::string id = key_text(kv.first, "models", path);
+      if (!kv.second.IsScalar())
+        throw spec_error(location_of(kv.second, path), "models." + id, "expected a model name");
+      c.models[id] = kv.second.Scalar();
+    }
+  }
+  YAML::Node list = m.required("entries");
+  if (!list.IsSequence())
+    throw spec_error(location_of(list, path), "entries", "expected a list of entries");
+  std::size_t i = 0;
+  for (const YAML::Node& e : list) {
+    yaml_map em(e, fmt::format("entries[{}]", i++), path);
+    calibration_entry entry;
+    entry.family = em.text("family");
+    entry.engine = em.text("engine");
+    entry.rows = em.optional_integer("rows", 0).value_or(0);
+    entry.source = em.optional_text("source").value_or("");
+    std::array<double, coefficients::size> v{};
+    for (std::size_t k = 0; k < coefficients::size; ++k) v[k] = read_coefficient(em, k);
+    entry.k.set(v);
+    std::vector<std::string> known = {"family", "engine", "rows", "source"};
+    for (const char* k : kKeys) known.emplace_back(k);
+    em.finish(known);
+    c.entries.push_back(entry);
+  }
+  m.finish({"source", "families", "models", "entries"});
+  return c;
+}
+
+std::string default_calibration_path() { return models_dir() + "/calibration/default.yaml"; }
+
+std::string write_calibration(const calibration& c) {
+  auto quoted = [](const std::string& s) {
+    std::string out = "\"";
+    for (char ch : s) {
+      if (ch == '"' || ch == '\\') out += '\\';
+      out += ch;
+    }
+    return out + "\"";
+  };
+  std::string out =
+      "# Time-under-load calibration (calc serve): efficiencies and overheads per GPU "
+      "family and engine.\n# Written by `calc calibrate`; see "
+      "docs/validation/latency.md for how it was fitted and how well it predicts.\n";
+  out += fmt::format("source: {}\n", quoted(c.source));
+  out += c.families.empty() ? "families: {}\n" : "families:\n";
+  for (const auto& [family, names] : c.families) {
+    out += fmt::format("  {}: [", family);
+    for (std::size_t i = 0; i < names.size(); ++i) out += (i ? ", " : "") + names[i];
+    out += "]\n";
+  }
+  out += c.models.empty() ? "models: {}\n"
+                          : "models:  # Hugging Face id -> bundled model with the same shapes\n";
+  for (const auto& [id, name] : c.models) out += fmt::format("  {}: {}\n", quoted(id), name);
+  out += c.entries.empty() ? "entries: []\n" : "entries:\n";
+  for (const calibration_entry& e : c.entries) {
+    out +=
+        fmt::format("  - family: {}\n    engine: {}\n    rows: {}\n", e.family, e.engine, e.rows);
+    if (!e.source.empty()) out += fmt::format("    source: {}\n", quoted(e.source));
+    auto v = e.k.values();
+    for (std::size_t k = 0; k < coefficients::size; ++k)
+      out += fmt::format("    {}: {:.6g}\n", kKeys[k], v[k]);
+  }
+  return out;
+}
+
+}  // namespace calc::serve

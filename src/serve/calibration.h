@@ -1,0 +1,80 @@
+// The calibration table: the only numbers of the time model that are not tallies or datasheet
+// peaks. One set of coefficients per (GPU family, engine), each physically meaningful (an
+// efficiency in (0, 1], a latency or overhead >= 0), read from YAML data with its provenance
+// (models/calibration/default.yaml) and written back by `calc calibrate`.
+#pragma once
+
+#include <array>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace calc::serve {
+
+/// The fitted coefficients of one (GPU family, engine).
+struct coefficients {
+  double gemm_compute = 0.6;          // dense GEMMs: fraction of the format's peak reached
+  double gemm_memory = 0.8;           // dense GEMMs: fraction of HBM bandwidth reading weights
+  double moe_compute = 0.4;           // routed expert GEMMs: fraction of peak
+  double moe_memory = 0.7;            // routed expert GEMMs: fraction of HBM bandwidth
+  double attention_compute = 0.4;     // QK^T and AV FLOPs: fraction of the BF16 peak
+  double attention_memory = 0.7;      // state read and written: fraction of HBM bandwidth
+  double comm_bandwidth = 0.6;        // collectives: fraction of the interconnect bandwidth
+  double collective_latency_us = 10;  // per collective launched
+  double step_overhead_ms = 2;        // per step: scheduler, launch, sampling setup
+  double request_overhead_us = 10;    // per decode request in the step: sampling, bookkeeping
+  double request_latency_ms = 20;     // per request before its first token: API server,
+                                      // tokenisation, scheduling, detokenisation
+  double burst_share = 0.1;           // share of a closed-loop run's requests sent in its first
+                                      // burst (all clients at once): 1 / requests per client
+
+  double gemm_half_rows = 16;  // GEMM rows (M) at which a GEMM reaches half its
+                               // large-M compute efficiency
+
+  static constexpr std::size_t size = 13;
+  /// The coefficients in declaration order (the fit's parameter vector).
+  std::array<double, size> values() const;
+  void set(const std::array<double, size>& v);
+  /// YAML / JSON key of the i-th coefficient.
+  static const char* key(std::size_t i);
+  /// Whether the i-th coefficient is a fraction in (0, 1] (an efficiency, a share) rather than a
+  /// time (>= 0).
+  static bool efficiency(std::size_t i);
+};
+
+/// One row of the table.
+struct calibration_entry {
+  std::string family;  // GPU family name, or "any" (pooled over families)
+  std::string engine;  // vllm, sglang, trtllm, or "any"
+  coefficients k;
+  std::int64_t rows = 0;  // measured rows it was fitted on
+  std::string source;     // provenance: the file and command it was fitted with
+};
+
+/// The table plus what maps a GPU to its family and a Hugging Face id to a bundled model.
+struct calibration {
+  std::string source;                                        // provenance of the whole file
+  std::map<std::string, std::vector<std::string>> families;  // family -> catalogue GPU names
+  std::map<std::string, std::string> models;  // Hugging Face id -> bundled model (same shapes)
+  std::vector<calibration_entry> entries;
+  std::string file;  // where it was read from
+
+  /// The GPU family of a catalogue name ("any" when no family lists it).
+  std::string family_of(const std::string& gpu) const;
+  /// The entry for (family, engine), else (any, engine), else (family, any), else (any, any),
+  /// else the built-in defaults; `used` says which row answered.
+  const coefficients& lookup(const std::string& family, const std::string& engine,
+                             std::string* used = nullptr) const;
+};
+
+/// Reads a calibration file strictly (unknown keys, out-of-range coefficients: located
+/// spec_error).
+calibration read_calibration(const std::string& path);
+
+/// The shipped default: models/calibration/default.yaml beside the bundled models.
+std::string default_calibration_path();
+
+/// YAML text of a calibration, read back identically by read_calibration.
+std::string write_calibration(const calibration& c);
+
+}  // namespace calc::serve

@@ -1,0 +1,227 @@
+#include "serve/fit.h"
+
+#include <Eigen/Dense>
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+namespace calc::serve {
+
+namespace {
+
+using vec = Eigen::VectorXd;
+constexpr std::size_t P = coefficients::size;
+
+/// Unconstrained parameters: logit of an efficiency (kept below 1), log of a time.
+vec to_free(const coefficients& k) {
+  auto v = k.values();
+  vec u(P);
+  for (std::size_t i = 0; i < P; ++i) {
+    if (coefficients::efficiency(i)) {
+      double e = std::clamp(v[i], 1e-4, 0.9999);
+      u[static_cast<Eigen::Index>(i)] = std::log(e / (1 - e));
+    } else {
+      u[static_cast<Eigen::Index>(i)] = std::log(std::max(v[i], 1e-6));
+    }
+  }
+  return u;
+}
+
+coefficients from_free(const vec& u) {
+  std::array<double, P> v{};
+  for (std::size_t i = 0; i < P; ++i) {
+    double x = u[static_cast<Eigen::Index>(i)];
+    v[i] =
+        coefficients::efficiency(i) ? 1 / (1 + std::exp(-x)) : std::exp(std::clamp(x, -30.0, 30.0));
+  }
+  coefficients k;
+  k.set(v);
+  return k;
+}
+
+/// Cauchy loss as a residual: least squares on robust(r) minimises sum log(1 + (r/c)^2), so a
+/// row the physics cannot describe (an odd layout, a noisy run) pulls the fit by at most a
+/// bounded amount and the bulk of the rows decides. c = 0.15 (errors up to ~15 % count fully)
+/// gave the lowest in-sample medians of 0.05-0.3 tried (docs/validation/latency.md).
+double robust(double r) {
+  constexpr double c = 0.15;
+  double v = c * std::sqrt(std::log1p((r / c) * (r / c)));
+  return r < 0 ? -v : v;
+}
+
+/// Robust log ratios predicted / measured for TPOT and TTFT of every row, then the prior terms.
+vec residuals(const std::vector<const mapped_row*>& rows, const vec& u, const vec& prior,
+              double prior_weight) {
+  coefficients k = from_free(u);
+  vec r(static_cast<Eigen::Index>(2 * rows.size() + P));
+  Eigen::Index i = 0;
+  for (const mapped_row* m : rows) {
+    steady_state s = solve_steady_state(*m->s, k);
+    r[i++] = robust(std::log(s.tpot_ms / m->tpot_ms));
+    r[i++] = robust(std::log(s.ttft_ms / m->ttft_ms));
+  }
+  for (std::size_t j = 0; j < P; ++j, ++i) {
+    auto jj = static_cast<Eigen::Index>(j);
+    r[i] = prior_weight * (u[jj] - prior[jj]);
+  }
+  return r;
+}
+
+coefficients fit_group(const std::vector<const mapped_row*>& rows, const coefficients& start) {
+  vec prior = to_free(start);
+  vec u = prior;
+  double prior_weight = 0.3;
+  vec r = residuals(rows, u, prior, prior_weight);
+  double cost = r.squaredNorm();
+  double mu = 1e-2;
+  for (int iter = 0; iter < 40; ++iter) {
+    Eigen::MatrixXd J(r.size(), static_cast<Eigen::Index>(P));
+    const double h = 1e-4;
+    for (std::size_t j = 0; j < P; ++j) {
+      vec up = u;
+      up[static_cast<Eigen::Index>(j)] += h;
+      J.col(static_cast<Eigen::Index>(j)) = (residuals(rows, up, prior, prior_weight) - r) / h;
+    }
+    Eigen::MatrixXd A = J.transpose() * J;
+    vec g = J.transpose() * r;
+    bool improved = false;
+    for (int tries = 0; tries < 8 && !improved; ++tries) {
+      Eigen::MatrixXd D = A;
+      D.diagonal() += mu * (A.diagonal().array() + 1e-9).matrix();
+      vec step = D.ldlt().solve(-g);
+      vec next = u + step;
+      vec rn = residuals(rows, next, prior, prior_weight);
+      double c = rn.squaredNorm();
+      if (std::isfinite(c) && c < cost) {
+        improved = true;
+        bool small = cost - c < 1e-7 * cost;
+        u = next;
+        r = rn;
+        cost = c;
+        mu = std::max(mu / 3, 1e-7);
+        if (small) iter = 1000;
+      } else {
+        mu *= 4;
+      }
+    }
+    if (!improved) break;
+  }
+  return from_free(u);
+}
+
+double quantile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  double pos = q * static_cast<double>(v.size() - 1);
+  auto lo = static_cast<std::size_t>(std::floor(pos));
+  std::size_t hi = std::min(lo + 1, v.size() - 1);
+  return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
+}
+
+error_stats stats(const std::vector<const row_prediction*>& ps) {
+  error_stats s;
+  std::vector<double> t, f;
+  for (const row_prediction* p : ps) {
+    t.push_back(100 * std::abs(p->tpot_ms / p->row->tpot_ms - 1));
+    f.push_back(100 * std::abs(p->ttft_ms / p->row->ttft_ms - 1));
+  }
+  s.rows = static_cast<std::int64_t>(ps.size());
+  s.tpot_median = quantile(t, 0.5);
+  s.tpot_p90 = quantile(t, 0.9);
+  s.ttft_median = quantile(f, 0.5);
+  s.ttft_p90 = quantile(f, 0.9);
+  return s;
+}
+
+bool usable(const mapped_row& m) { return m.s && m.ttft_ms > 0 && m.tpot_ms > 0; }
+
+}  // namespace
+
+calibration fit_calibration(const std::vector<mapped_row>& rows, const calibration& base,
+                            const std::string& source, std::int64_t min_rows) {
+  calibration out;
+  out.source = source;
+  out.families = base.families;
+  out.models = base.models;
+  std::map<std::pair<std::string, std::string>, std::vector<const mapped_row*>> groups;
+  for (const mapped_row& m : rows) {
+    if (!usable(m)) continue;
+    groups[{m.family, m.engine}].push_back(&m);
+    groups[{"any", m.engine}].push_back(&m);
+    groups[{"any", "any"}].push_back(&m);
+  }
+  // Pooled rows first: they start (and regularise) the narrower fits.
+  // Start from the built-in priors, not from `base`'s entries: a refit of the same rows gives the
+  // same table whatever calibration is current.
+  coefficients start;
+  if (auto it = groups.find({"any", "any"}); it != groups.end())
+    start = fit_group(it->second, start);
+  out.entries.push_back(
+      {"any", "any", start, static_cast<std::int64_t>(groups[{"any", "any"}].size()), source});
+  std::set<std::string> engines_seen;
+  for (const auto& [key, members] : groups)
+    if (key.first == "any" && key.second != "any") {
+      coefficients k = fit_group(members, start);
+      out.entries.push_back(
+          {"any", key.second, k, static_cast<std::int64_t>(members.size()), source});
+    }
+  for (const auto& [key, members] : groups) {
+    if (key.first == "any" || static_cast<std::int64_t>(members.size()) < min_rows) continue;
+    coefficients k = fit_group(members, out.lookup("any", key.second));
+    out.entries.push_back(
+        {key.first, key.second, k, static_cast<std::int64_t>(members.size()), source});
+  }
+  return out;
+}
+
+void summarise(evaluation& e) {
+  std::vector<const row_prediction*> all;
+  std::map<std::string, std::vector<const row_prediction*>> sys, eng, mod;
+  for (const row_prediction& p : e.rows) {
+    all.push_back(&p);
+    sys[p.row->system].push_back(&p);
+    eng[p.row->engine].push_back(&p);
+    mod[p.row->model].push_back(&p);
+  }
+  e.all = stats(all);
+  e.by_system.clear();
+  e.by_engine.clear();
+  e.by_model.clear();
+  for (const auto& [k, v] : sys) e.by_system[k] = stats(v);
+  for (const auto& [k, v] : eng) e.by_engine[k] = stats(v);
+  for (const auto& [k, v] : mod) e.by_model[k] = stats(v);
+}
+
+evaluation evaluate(const std::vector<mapped_row>& rows, const calibration& c) {
+  evaluation e;
+  for (const mapped_row& m : rows) {
+    if (!usable(m)) continue;
+    steady_state s = predict(m, c);
+    e.rows.push_back({&m, s.ttft_ms, s.tpot_ms});
+  }
+  summarise(e);
+  return e;
+}
+
+evaluation cross_validate(const std::vector<mapped_row>& rows, const calibration& base,
+                          const std::function<std::string(const mapped_row&)>& group) {
+  std::set<std::string> keys;
+  for (const mapped_row& m : rows)
+    if (usable(m)) keys.insert(group(m));
+  evaluation out;
+  for (const std::string& key : keys) {
+    std::vector<mapped_row> train;
+    for (const mapped_row& m : rows)
+      if (usable(m) && group(m) != key) train.push_back(m);
+    calibration c = fit_calibration(train, base, "cross-validation fold");
+    for (const mapped_row& m : rows) {
+      if (!usable(m) || group(m) != key) continue;
+      steady_state s = predict(m, c);
+      out.rows.push_back({&m, s.ttft_ms, s.tpot_ms});
+    }
+  }
+  summarise(out);
+  return out;
+}
+
+}  // namespace calc::serve

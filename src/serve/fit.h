@@ -1,0 +1,56 @@
+// `calc calibrate`: fitting the calibration table to measured rows, and measuring how well a
+// table predicts rows it was not fitted on. The fit is physics, not rows: one set of
+// coefficients per (GPU family, engine), pooled rows per engine and over everything as the
+// fallback for GPUs and engines the file lacks; never a coefficient per row or per model.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "serve/measured.h"
+
+namespace calc::serve {
+
+/// Fits every (family, engine) with at least `min_rows` rows, every engine pooled over
+/// families, and everything pooled, by Levenberg-Marquardt (Eigen) on the log ratio of
+/// predicted to measured TPOT and TTFT. Efficiencies stay in (0, 1) and times positive by
+/// construction (logistic and exponential parameters); a weak prior pulls a coefficient the
+/// rows cannot see (MoE on a dense-only group) back to the built-in prior (the pooled fit for a
+/// narrower group). Families and model aliases are taken from `base`; its coefficients are not
+/// used, so a refit of the same rows is the same table.
+calibration fit_calibration(const std::vector<mapped_row>& rows, const calibration& base,
+                            const std::string& source, std::int64_t min_rows = 10);
+
+/// |error| statistics of a set of rows, in percent of the measured value.
+struct error_stats {
+  std::int64_t rows = 0;
+  double ttft_median = 0, ttft_p90 = 0;
+  double tpot_median = 0, tpot_p90 = 0;
+};
+
+/// One row's prediction.
+struct row_prediction {
+  const mapped_row* row = nullptr;
+  double ttft_ms = 0, tpot_ms = 0;
+};
+
+struct evaluation {
+  std::vector<row_prediction> rows;  // modelled rows with a measurement
+  error_stats all;
+  std::map<std::string, error_stats> by_system, by_engine, by_model;
+};
+
+/// Predicts every modelled row with `c` (never fitting on them).
+evaluation evaluate(const std::vector<mapped_row>& rows, const calibration& c);
+
+/// Summary statistics of predictions (used by evaluate and cross_validate).
+void summarise(evaluation& e);
+
+/// Leave-one-group-out: for each value of `group` (a row's GPU, or its model), fit on the
+/// other rows and predict that group's rows; the predictions of every fold together.
+evaluation cross_validate(const std::vector<mapped_row>& rows, const calibration& base,
+                          const std::function<std::string(const mapped_row&)>& group);
+
+}  // namespace calc::serve

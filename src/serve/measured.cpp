@@ -1,0 +1,302 @@
+#include "serve/measured.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <fstream>
+
+#include "common/dtype.h"
+#include "common/error.h"
+#include "common/limits.h"
+#include "graph/graph.h"
+#include "spec/gpu_spec.h"
+#include "spec/model_reader.h"
+
+namespace calc::serve {
+
+namespace {
+
+const std::vector<std::string> kRequired = {
+    "id",         "backend", "model_path", "system",          "isl",           "osl",
+    "batch_size", "tp_size", "pp_size",    "gemm_quant_mode", "moe_quant_mode"};
+
+/// Splits one CSV line (RFC 4180 quoting); nullopt on an unterminated quote.
+std::optional<std::vector<std::string>> split_csv(const std::string& line) {
+  std::vector<std::string> out;
+  std::string cell;
+  bool quoted = false;
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    char c = line[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
+        cell += '"';
+        ++i;
+      } else if (c == '"') {
+        quoted = false;
+      } else {
+        cell += c;
+      }
+    } else if (c == '"') {
+      quoted = true;
+    } else if (c == ',') {
+      out.push_back(cell);
+      cell.clear();
+    } else {
+      cell += c;
+    }
+  }
+  if (quoted) return std::nullopt;
+  out.push_back(cell);
+  return out;
+}
+
+std::optional<double> number(const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  double v = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(v))
+    return std::nullopt;
+  return v;
+}
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+/// A quant mode of the file as a calc format, or "" when calc has none for it.
+std::string format_of(const std::string& mode) {
+  std::string m = lower(mode);
+  if (m.empty() || m == "bf16" || m == "bfloat16" || m == "float16" || m == "fp16") return "bf16";
+  if (m == "fp8" || m == "fp8_tensor" || m == "fp8_static") return "fp8";
+  if (m == "fp8_block") return "fp8:g128:fp32";  // 128-wide blocks, one fp32 scale each
+  if (m == "nvfp4") return "nvfp4";
+  if (m == "w4a16_mxfp4" || m == "mxfp4" || m == "w4a8_mxfp4_fp8" || m == "w4a8_mxfp4_mxfp8")
+    return "mxfp4";
+  return "";
+}
+
+/// Bits the tensor cores multiply at: weight-only quantisation (w4a16) multiplies in 16 bits.
+int compute_bits(const std::string& mode, const dtype& weights) {
+  std::string m = lower(mode);
+  if (m.starts_with("w4a16") || m.starts_with("w8a16")) return 16;
+  if (m.starts_with("w4a8")) return 8;
+  return weights.bits;
+}
+
+std::int64_t whole(const measured_row& r, const std::string& column, std::int64_t fallback,
+                   std::int64_t min) {
+  const std::string& text = r.at(column);
+  if (text.empty()) return fallback;
+  auto v = number(text);
+  if (!v || *v != std::floor(*v) || *v < static_cast<double>(min) || *v > 1e12)
+    throw spec_error(column, fmt::format("'{}' is not a whole number >= {}", text, min));
+  return static_cast<std::int64_t>(*v);
+}
+
+}  // namespace
+
+const std::string& measured_row::at(const std::string& column) const {
+  static const std::string kEmpty;
+  auto it = fields.find(column);
+  return it == fields.end() ? kEmpty : it->second;
+}
+
+std::vector<measured_row> read_measured(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw spec_error(source_location{path, 0, 0}, "measurements", "cannot open the file");
+  std::string line;
+  int number_line = 0;
+  std::vector<std::string> header;
+  std::vector<measured_row> rows;
+  auto fail = [&](const std::string& field, const std::string& message) {
+    throw spec_error(source_location{path, number_line, 1}, field, message);
+  };
+  while (std::getline(in, line)) {
+    ++number_line;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    // A row is a few hundred characters; a megabyte line is not a measurement file.
+    constexpr std::size_t kMaxLine = 1 << 20;
+    if (line.size() > kMaxLine)
+      fail("line", fmt::format("a line of more than the limit of {} characters", kMaxLine));
+    auto cells = split_csv(line);
+    if (!cells) fail("line", "a quoted field is not closed");
+    if (header.empty()) {
+      header = *cells;
+      for (const std::string& col : kRequired)
+        if (std::find(header.begin(), header.end(), col) == header.end())
+          fail(col, "the header lacks this column (see docs/validation/latency.md)");
+      continue;
+    }
+    if (line.empty()) continue;
+    if (cells->size() != header.size())
+      fail("line", fmt::format("{} fields where the header has {}", cells->size(), header.size()));
+    measured_row r;
+    r.line = number_line;
+    for (std::size_t i = 0; i < header.size(); ++i) r.fields[header[i]] = (*cells)[i];
+    r.id = r.at("id");
+    if (r.id.empty()) fail("id", "empty row id");
+    for (const char* col : {"silicon_ttft_ms", "silicon_tpot_ms"}) {
+      const std::string& t = r.at(col);
+      if (t.empty()) continue;
+      auto v = number(t);
+      if (!v || *v <= 0) fail(col, fmt::format("'{}' is not a positive number of ms", t));
+      (std::string(col) == "silicon_ttft_ms" ? r.ttft_ms : r.tpot_ms) = *v;
+    }
+    rows.push_back(std::move(r));
+  }
+  if (header.empty()) fail("header", "the file is empty");
+  return rows;
+}
+
+struct row_mapper::impl {
+  const calibration& cal;
+  struct loaded {
+    std::unique_ptr<model_spec> spec;
+    graph g;
+  };
+  std::map<std::string, std::unique_ptr<loaded>> models;  // by name + formats
+  std::map<std::string, std::optional<gpu_spec>> gpus;
+  std::map<std::string, std::shared_ptr<const deployment>> deployments;
+
+  explicit impl(const calibration& c) : cal(c) {}
+
+  std::string model_name(const std::string& id) const {
+    if (auto it = cal.models.find(id); it != cal.models.end()) return it->second;
+    std::string last = lower(id.substr(id.find('/') == std::string::npos ? 0 : id.find('/') + 1));
+    // Checkpoint suffixes name a format or a fine-tune, not a shape: Llama-3.1-8B-Instruct-FP8
+    // has Llama-3.1-8B's shapes.
+    for (bool again = true; again;) {
+      again = false;
+      for (const std::string suffix : {"-instruct", "-fp8", "-nvfp4", "-fp4"})
+        if (last.ends_with(suffix)) {
+          last.erase(last.size() - suffix.size());
+          again = true;
+        }
+    }
+    if (auto it = cal.models.find(last); it != cal.models.end()) return it->second;
+    return last;
+  }
+
+  const gpu_spec* gpu(const std::string& system, std::string& name) {
+    auto it = gpus.find(system);
+    if (it == gpus.end()) {
+      std::optional<gpu_spec> found;
+      std::string n = lower(system);
+      std::replace(n.begin(), n.end(), '_', '-');
+      for (const std::string& candidate :
+           {n, n.ends_with("-sxm") ? n.substr(0, n.size() - 4) : std::string()}) {
+        if (candidate.empty() || found) continue;
+        try {
+          found = find_gpu(candidate);
+        } catch (const spec_error&) {
+        }
+      }
+      it = gpus.emplace(system, found).first;
+    }
+    if (!it->second) return nullptr;
+    name = it->second->name;
+    return &*it->second;
+  }
+};
+
+row_mapper::row_mapper(const calibration& c) : p_(std::make_unique<impl>(c)) {}
+row_mapper::~row_mapper() = default;
+
+mapped_row row_mapper::map(const measured_row& r) {
+  mapped_row m;
+  m.id = r.id;
+  m.system = r.at("system");
+  m.ttft_ms = r.ttft_ms;
+  m.tpot_ms = r.tpot_ms;
+  m.engine = lower(r.at("backend"));
+  try {
+    if (const std::string& mode = r.at("mode"); !mode.empty() && mode != "agg")
+      return m.error = fmt::format("mode '{}': only aggregated serving is modelled", mode), m;
+    const gpu_spec* gpu = p_->gpu(m.system, m.gpu);
+    if (!gpu)
+      return m.error = fmt::format("system '{}': no such GPU in the catalogue", m.system), m;
+    m.family = p_->cal.family_of(m.gpu);
+    const engine_defaults* found = nullptr;
+    for (const engine_defaults& e : engines())
+      if (m.engine == e.name) found = &e;
+    if (!found)
+      return m.error = fmt::format("backend '{}': no such engine (known: vllm, sglang, trtllm)",
+                                   r.at("backend")),
+             m;
+    const engine_defaults& eng = *found;
+    m.model = p_->model_name(r.at("model_path"));
+    std::string gemm_mode = r.at("gemm_quant_mode"), moe_mode = r.at("moe_quant_mode");
+    if (gemm_mode.empty()) gemm_mode = r.at("precision");
+    if (moe_mode.empty()) moe_mode = gemm_mode;
+    std::string wf = format_of(gemm_mode), ef = format_of(moe_mode);
+    if (wf.empty())
+      return m.error = fmt::format("gemm_quant_mode '{}': no calc format", gemm_mode), m;
+    if (ef.empty())
+      return m.error = fmt::format("moe_quant_mode '{}': no calc format", moe_mode), m;
+    std::string key = m.model + "|" + wf + "|" + ef;
+    auto it = p_->models.find(key);
+    if (it == p_->models.end()) {
+      std::string path;
+      try {
+        path = resolve_model_path(m.model);
+      } catch (const spec_error&) {
+        return m.error = fmt::format("model_path '{}': no bundled model '{}'", r.at("model_path"),
+                                     m.model),
+               m;
+      }
+      auto l = std::make_unique<impl::loaded>();
+      l->spec = std::make_unique<model_spec>(read_model_file(path));
+      l->spec->precision.set_weights(parse_dtype(wf));
+      l->spec->precision.experts = parse_dtype(ef);
+      l->g = build_graph(*l->spec);
+      it = p_->models.emplace(key, std::move(l)).first;
+    }
+    const graph& g = it->second->g;
+    serve_layout lay;
+    lay.tp = whole(r, "tp_size", 1, 1);
+    lay.pp = whole(r, "pp_size", 1, 1);
+    lay.dp = whole(r, "attention_dp_size", 1, 1);
+    lay.ep = std::max<std::int64_t>(1, whole(r, "moe_ep_size", 1, 0));
+    std::int64_t moe_tp = whole(r, "moe_tp_size", 0, 0);
+    bool moe = std::any_of(g.layers.begin(), g.layers.end(),
+                           [](const layer& l) { return std::holds_alternative<ffn_moe>(l.ffn); });
+    if (!moe) lay.ep = 1;  // a dense model's moe_* columns describe nothing
+    if (moe && moe_tp > 0 && r.at("moe_ep_size") != "" && moe_tp * lay.ep != lay.tp * lay.dp)
+      return m.error = fmt::format(
+                 "layout: moe_tp {} x moe_ep {} differs from tp {} x "
+                 "attention_dp {}",
+                 moe_tp, lay.ep, lay.tp, lay.dp),
+             m;
+    int bits = compute_bits(gemm_mode, g.spec->precision.weights);
+    std::string dkey =
+        fmt::format("{}|{}|{}|{}|{}|{}|{}", key, m.gpu, lay.tp, lay.ep, lay.dp, lay.pp, bits);
+    auto dit = p_->deployments.find(dkey);
+    if (dit == p_->deployments.end()) {
+      deployment d = make_deployment(g, *gpu, lay, bits);
+      dit = p_->deployments.emplace(dkey, std::make_shared<const deployment>(d)).first;
+    }
+    batching_config cfg;
+    cfg.isl = whole(r, "isl", 0, 1);
+    cfg.osl = whole(r, "osl", 0, 1);
+    cfg.max_num_batched_tokens = eng.max_num_batched_tokens;
+    cfg.max_num_seqs = eng.max_num_seqs;
+    cfg.mixed_prefill = eng.mixed_prefill;
+    cfg.memory_fraction = eng.memory_fraction;
+    cfg.fraction_of_free = eng.fraction_of_free;
+    std::int64_t c = whole(r, "batch_size", 0, 1);
+    m.s = std::make_shared<const scenario>(make_scenario(*dit->second, cfg, c));
+  } catch (const spec_error& e) {
+    m.error = e.field().empty() ? e.message() : e.field() + ": " + e.message();
+    m.s.reset();
+  }
+  return m;
+}
+
+steady_state predict(const mapped_row& r, const calibration& c) {
+  return solve_steady_state(*r.s, c.lookup(r.family, r.engine));
+}
+
+}  // namespace calc::serve

@@ -1,0 +1,65 @@
+// Measured serving runs (the column format of aiconfigurator's silicon_sample.csv, documented in
+// docs/validation/latency.md) and how calc maps one row onto a model, GPU, engine, formats,
+// layout and workload: backend -> engine; system -> GPU catalogue name (h100_sxm -> h100-sxm,
+// else without the -sxm suffix: h200_sxm -> h200); model_path -> the calibration file's
+// `models` table, else the bundled model named like the id's last part; gemm/moe quant modes ->
+// weight and expert formats; tp/pp/attention_dp/moe_ep -> layout; isl/osl/batch_size ->
+// workload (batch_size clients per attention-DP group).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "serve/batching.h"
+#include "serve/calibration.h"
+
+namespace calc::serve {
+
+/// One row as read: the columns calc uses, by name.
+struct measured_row {
+  std::string id;
+  int line = 0;  // 1-based line in the file
+  std::map<std::string, std::string> fields;
+  double ttft_ms = 0;  // silicon_ttft_ms (0 when absent: a row to predict only)
+  double tpot_ms = 0;  // silicon_tpot_ms
+  const std::string& at(const std::string& column) const;
+};
+
+/// Reads the CSV strictly: a header naming at least the columns calc maps, one row per line,
+/// quoted fields allowed. A malformed line is a spec_error `file:line: ...`.
+std::vector<measured_row> read_measured(const std::string& path);
+
+/// A row mapped onto calc: costed and ready to predict, or the one-line reason it cannot be.
+struct mapped_row {
+  std::string id;
+  std::string error;   // non-empty: the row cannot be modelled
+  std::string system;  // as in the file (h100_sxm)
+  std::string gpu;     // catalogue name
+  std::string family;  // the calibration's GPU family
+  std::string engine;
+  std::string model;  // bundled model name
+  double ttft_ms = 0, tpot_ms = 0;
+  std::shared_ptr<const scenario> s;
+};
+
+/// Models and GPUs read once for a whole file (rows share them).
+class row_mapper {
+ public:
+  explicit row_mapper(const calibration& c);
+  ~row_mapper();
+  row_mapper(const row_mapper&) = delete;
+  row_mapper& operator=(const row_mapper&) = delete;
+  mapped_row map(const measured_row& r);
+
+ private:
+  struct impl;
+  std::unique_ptr<impl> p_;
+};
+
+/// Predicted steady state of a mapped row under a calibration.
+steady_state predict(const mapped_row& r, const calibration& c);
+
+}  // namespace calc::serve

@@ -1,0 +1,185 @@
+#include "serve/sla.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "common/error.h"
+
+namespace calc::serve {
+
+namespace {
+
+struct probe {
+  bool memory_ok = true;
+  std::optional<steady_state> s;
+};
+
+probe at(const deployment& d, const sla_request& r, const coefficients& k, std::int64_t c) {
+  probe p;
+  try {
+    scenario sc = make_scenario(d, r.cfg, c);
+    if (!sc.kv_pool_fits) {
+      p.memory_ok = false;
+      return p;
+    }
+    p.s = solve_steady_state(sc, k);
+  } catch (const spec_error&) {
+    p.memory_ok = false;
+  }
+  return p;
+}
+
+bool meets(const steady_state& s, const sla_request& r) {
+  return s.ttft_ms <= r.ttft_ms && s.tpot_ms <= r.tpot_ms;
+}
+
+}  // namespace
+
+sla_plan plan_sla(const graph& g, const gpu_spec& gpu, const coefficients& k, const sla_request& r,
+                  int compute_bits) {
+  if (!(r.ttft_ms > 0) || !(r.tpot_ms > 0) || !std::isfinite(r.ttft_ms) ||
+      !std::isfinite(r.tpot_ms))
+    throw spec_error("--sla", "give positive targets, e.g. ttft=500,tpot=30");
+  if (r.rate <= 0 && r.concurrency <= 0)
+    throw spec_error("--rate/--concurrency", "give the load: a rate or a concurrency");
+  if (r.rate > 1e7 || !std::isfinite(r.rate)) throw spec_error("--rate", "beyond 10^7 requests/s");
+  bool moe = std::any_of(g.layers.begin(), g.layers.end(),
+                         [](const layer& l) { return std::holds_alternative<ffn_moe>(l.ffn); });
+  sla_plan out;
+  double best_ttft = INFINITY, best_tpot = INFINITY;
+  bool any_memory = false;
+  struct scored {
+    sla_option o;
+    double throughput;  // requests per second of one instance
+  };
+  std::vector<scored> feasible;
+  for (std::int64_t tp = 1; tp <= r.node_gpus; tp *= 2)
+    for (std::int64_t dp = 1; tp * dp <= r.node_gpus; dp *= 2) {
+      if (dp > 1 && !moe) continue;  // without experts, DP attention is just more instances
+      for (std::int64_t pp = 1; tp * dp * pp <= r.max_gpus && pp <= 16; pp *= 2) {
+        if (pp > 1 && tp * dp < r.node_gpus) continue;  // PP only across whole nodes
+        std::vector<std::int64_t> eps = {1};
+        if (moe && tp * dp > 1) eps.push_back(tp * dp);
+        for (std::int64_t ep : eps) {
+          if (ep == 1 && dp > 1) continue;  // DP attention goes with expert parallelism
+          serve_layout lay{tp, ep, dp, pp};
+          if (!layout_problem(g, lay).empty()) continue;
+          ++out.layouts_tried;
+          deployment d;
+          try {
+            d = make_deployment(g, gpu, lay, compute_bits);
+          } catch (const spec_error&) {
+            continue;
+          }
+          probe one = at(d, r, k, 1);
+          if (!one.s) {
+            any_memory = true;
+            continue;
+          }
+          best_ttft = std::min(best_ttft, one.s->ttft_ms);
+          best_tpot = std::min(best_tpot, one.s->tpot_ms);
+          if (!meets(*one.s, r)) continue;
+          // The largest concurrency per group that meets both targets: doubling, then bisection.
+          std::int64_t lo = 1, hi = 2;
+          steady_state lo_s = *one.s;
+          const std::int64_t cap = std::max<std::int64_t>(1, r.cfg.max_num_seqs);
+          while (hi <= cap) {
+            probe p = at(d, r, k, hi);
+            if (!p.s || !meets(*p.s, r)) break;
+            lo = hi;
+            lo_s = *p.s;
+            hi *= 2;
+          }
+          hi = std::min(hi, cap + 1);
+          while (hi - lo > 1) {
+            std::int64_t mid = lo + (hi - lo) / 2;
+            probe p = at(d, r, k, mid);
+            if (p.s && meets(*p.s, r)) {
+              lo = mid;
+              lo_s = *p.s;
+            } else {
+              hi = mid;
+            }
+          }
+          sla_option o;
+          o.layout = lay;
+          o.concurrency_per_group = lo;
+          o.at = lo_s;
+          double per_instance = lo_s.requests_per_s;
+          if (r.rate > 0) {
+            o.instances = static_cast<std::int64_t>(std::ceil(r.rate / per_instance - 1e-12));
+          } else {
+            std::int64_t per = lo * dp;
+            o.instances = (r.concurrency + per - 1) / per;
+          }
+          o.instances = std::max<std::int64_t>(o.instances, 1);
+          o.gpus = o.instances * lay.gpus();
+          if (o.gpus > r.max_gpus) continue;
+          feasible.push_back({o, per_instance});
+        }
+      }
+    }
+  if (feasible.empty()) {
+    if (best_tpot > r.tpot_ms) {
+      out.binding = "tpot";
+      out.reason = fmt::format(
+          "tpot {} ms is below the fastest step any layout reaches ({:.3g} ms "
+          "at one request)",
+          r.tpot_ms, best_tpot);
+    } else if (best_ttft > r.ttft_ms) {
+      out.binding = "ttft";
+      out.reason = fmt::format(
+          "ttft {} ms is below the fastest first token any layout reaches "
+          "({:.3g} ms at one request)",
+          r.ttft_ms, best_ttft);
+    } else if (std::isinf(best_tpot) && any_memory) {
+      out.binding = "memory";
+      out.reason = "the weights and one request's state fit on no layout of up to the node's GPUs";
+    } else {
+      out.binding = "gpus";
+      out.reason = fmt::format("the load needs more than --max-gpus {} GPUs", r.max_gpus);
+    }
+    return out;
+  }
+  // Fewest GPUs; then the most throughput per GPU (headroom), then fewer ranks per instance.
+  std::sort(feasible.begin(), feasible.end(), [](const scored& a, const scored& b) {
+    if (a.o.gpus != b.o.gpus) return a.o.gpus < b.o.gpus;
+    double ta = a.throughput / static_cast<double>(a.o.layout.gpus());
+    double tb = b.throughput / static_cast<double>(b.o.layout.gpus());
+    if (ta != tb) return ta > tb;
+    return a.o.layout.gpus() < b.o.layout.gpus();
+  });
+  out.feasible = true;
+  out.best = feasible.front().o;
+  std::int64_t n = out.best->gpus;
+  if (n > 1) {
+    // With one GPU fewer, the best layout serves at most this much.
+    double most = 0;
+    std::string which;
+    for (const scored& s : feasible) {
+      std::int64_t fit = (n - 1) / s.o.layout.gpus();
+      double load = static_cast<double>(fit) *
+                    (r.rate > 0 ? s.throughput
+                                : static_cast<double>(s.o.concurrency_per_group * s.o.layout.dp));
+      if (load > most) {
+        most = load;
+        which = fmt::format("tp {} dp {} ep {} pp {}", s.o.layout.tp, s.o.layout.dp, s.o.layout.ep,
+                            s.o.layout.pp);
+      }
+    }
+    out.reason =
+        r.rate > 0
+            ? fmt::format(
+                  "{} GPUs serve at most {:.3g} requests/s within the targets ({}), below {}",
+                  n - 1, most, which.empty() ? "no layout fits" : which, r.rate)
+            : fmt::format("{} GPUs hold at most {:.0f} clients within the targets ({}), below {}",
+                          n - 1, most, which.empty() ? "no layout fits" : which, r.concurrency);
+  } else {
+    out.reason = "one GPU meets the targets";
+  }
+  return out;
+}
+
+}  // namespace calc::serve

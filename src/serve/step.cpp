@@ -1,0 +1,270 @@
+#include "serve/step.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "common/error.h"
+#include "engine/engine.h"
+#include "plan/plan.h"
+#include "tally/tally.h"
+
+namespace calc::serve {
+
+namespace {
+
+/// Per-rank share of a request's cache under TP, from the engines' per-rank layer caches (GQA
+/// heads split down to one per rank, MLA latents replicated on every rank); 1/tp for a kind
+/// the engine rules do not cover.
+double cache_share(const graph& g, std::int64_t tp) {
+  if (tp == 1) return 1;
+  try {
+    auto sum = [&](std::int64_t t) {
+      engine::engine_config c;
+      c.tensor_parallel = t;
+      double s = 0;
+      for (const engine::layer_cache& l : engine::layer_caches(g, c))
+        s += l.token_bytes.to_double() + l.state_bytes.to_double();
+      return s;
+    };
+    double whole = sum(1);
+    return whole > 0 ? sum(tp) / whole : 1.0 / static_cast<double>(tp);
+  } catch (const spec_error&) {
+    return 1.0 / static_cast<double>(tp);
+  }
+}
+
+bool has_moe(const graph& g) {
+  return std::any_of(g.layers.begin(), g.layers.end(),
+                     [](const layer& l) { return std::holds_alternative<ffn_moe>(l.ffn); });
+}
+
+/// Expected distinct experts over random draws (calc's Zipf routing with s = 0: every expert
+/// equally likely), the realistic middle between `uniform` (every dispatch a new expert) and
+/// `concentrated`.
+const routing kRandomRouting{routing::kind::zipf, 0.0};
+
+}  // namespace
+
+const char* op_name(op_class c) {
+  switch (c) {
+    case op_class::dense_gemm:
+      return "dense_gemm";
+    case op_class::attention_prefill:
+      return "attention_prefill";
+    case op_class::attention_decode:
+      return "attention_decode";
+    case op_class::moe_gemm:
+      return "moe_gemm";
+    case op_class::embed_head:
+      return "embed_head";
+    case op_class::tp_allreduce:
+      return "tp_allreduce";
+    case op_class::ep_alltoall:
+      return "ep_alltoall";
+    case op_class::pp_handoff:
+      return "pp_handoff";
+    case op_class::count_:
+      break;
+  }
+  return "?";
+}
+
+std::string layout_problem(const graph& g, const serve_layout& l) {
+  if (l.tp < 1 || l.ep < 1 || l.dp < 1 || l.pp < 1) return "every degree must be at least 1";
+  if (l.pp > static_cast<std::int64_t>(g.layers.size()))
+    return fmt::format("pp {} is more than the {} layers", l.pp, g.layers.size());
+  if (l.ep > l.tp * l.dp)
+    return fmt::format("ep {} is more than the tp x dp = {} ranks of a stage", l.ep, l.tp * l.dp);
+  if ((l.tp * l.dp) % l.ep != 0)
+    return fmt::format("ep {} does not divide the tp x dp = {} ranks of a stage", l.ep,
+                       l.tp * l.dp);
+  for (const layer& ly : g.layers) {
+    if (const auto* m = std::get_if<ffn_moe>(&ly.ffn)) {
+      if (m->experts % l.ep != 0)
+        return fmt::format("ep {} does not divide the {} routed experts", l.ep, m->experts);
+      break;
+    }
+  }
+  return "";
+}
+
+deployment make_deployment(const graph& g, const gpu_spec& gpu, const serve_layout& l,
+                           int compute_bits) {
+  if (std::string why = layout_problem(g, l); !why.empty())
+    throw spec_error("--tp/--ep/--dp/--pp", why);
+  deployment d;
+  d.g = &g;
+  d.gpu = gpu;
+  d.layout = l;
+  const precision_spec& p = g.spec->precision;
+  // The tensor cores run at the weights' element width where the GPU has such units.
+  int bits = compute_bits > 0 ? compute_bits : p.weights.bits;
+  double tflops = gpu.bf16_tflops;
+  if (bits <= 8 && gpu.fp8_tflops > 0) tflops = gpu.fp8_tflops;
+  if (bits <= 4 && gpu.fp4_tflops > 0) tflops = gpu.fp4_tflops;
+  d.peak_flops = tflops * 1e12;
+  d.kv_share = cache_share(g, l.tp);
+  params_tally pt = tally_params(g);
+  d.layers = static_cast<std::int64_t>(g.layers.size());
+  double routed = 0;
+  if (has_moe(g)) {
+    experts_plan e = plan_experts(g, 1, kRandomRouting);
+    routed = e.all_routed_bytes.to_double();
+    d.moe_layers = e.moe_layers;
+    d.top_k = e.top_k;
+  }
+  d.routed_weight_bytes = routed;
+  d.dense_weight_bytes = pt.shared_read_bytes.to_double() - routed;
+  double stage = 1.0 / static_cast<double>(l.pp);
+  d.weight_bytes_per_rank = ((pt.weight_bytes.to_double() - routed) / static_cast<double>(l.tp) +
+                             routed / static_cast<double>(l.tp * l.dp)) *
+                            stage;
+  d.activation_bytes = std::max<std::int64_t>(1, p.activations.bits / 8);
+  return d;
+}
+
+step_costs cost_step(const deployment& d, const step_shape& s) {
+  const graph& g = *d.g;
+  const model_spec& spec = *g.spec;
+  const serve_layout& l = d.layout;
+  double tp = static_cast<double>(l.tp);
+  double pp = static_cast<double>(l.pp);
+  step_costs c;
+  c.requests = s.decode;
+  auto at = [&](op_class k) -> op_cost& { return c.ops[static_cast<std::size_t>(k)]; };
+  double dense_flops = 0, head_flops = 0, embed_bytes = 0;
+  // Per rank: a stage holds 1/pp of the layers; its tp ranks split heads and columns.
+  double share = 1.0 / (tp * pp);
+  if (s.decode > 0) {
+    forward_tally f = tally_forward(g, make_call(spec, s.decode, s.decode_context, 1));
+    state_tally st = tally_state(g, s.decode_context, s.decode);
+    dense_flops += (f.flops - f.interaction_flops - f.state_flops - f.vocab_flops).to_double();
+    head_flops += f.vocab_flops.to_double();
+    embed_bytes += f.embedding_read_bytes.to_double();
+    op_cost& a = at(op_class::attention_decode);
+    a.flops = (f.interaction_flops + f.state_flops).to_double() * share;
+    a.bytes = (st.decode_read + st.decode_state_rw + st.window_write).to_double() * d.kv_share / pp;
+  }
+  if (s.prefill > 0) {
+    forward_tally f = tally_forward(g, make_call(spec, 1, s.prefill_context, s.prefill));
+    state_tally before = tally_state(g, s.prefill_context, 1);
+    state_tally after = tally_state(g, s.prefill_context + s.prefill, 1);
+    dense_flops += (f.flops - f.interaction_flops - f.state_flops - f.vocab_flops).to_double();
+    head_flops += f.vocab_flops.to_double();
+    embed_bytes += f.embedding_read_bytes.to_double();
+    op_cost& a = at(op_class::attention_prefill);
+    a.flops = (f.interaction_flops + f.state_flops).to_double() * share;
+    // The cached history read once, the new state written.
+    a.bytes = (before.decode_read + (after.growing - before.growing) + after.decode_state_rw)
+                  .to_double() *
+              d.kv_share / pp;
+  }
+  std::int64_t tokens = s.decode + s.prefill;  // rows of this attention group
+  if (tokens == 0) return c;
+  // Routed experts: every attention group's tokens meet at the experts of a stage, which the
+  // tp x dp ranks of the stage hold in equal parts.
+  double expert_ranks = tp * static_cast<double>(l.dp);
+  if (d.moe_layers > 0) {
+    experts_plan e = plan_experts(g, tokens * l.dp, kRandomRouting);
+    dense_flops -= e.flops.to_double() / static_cast<double>(l.dp);
+    op_cost& m = at(op_class::moe_gemm);
+    m.flops = e.flops.to_double() / expert_ranks / pp;
+    m.bytes = e.weight_read_bytes / expert_ranks / pp;
+    m.rows = e.rows_per_expert;
+  }
+  op_cost& dense = at(op_class::dense_gemm);
+  dense.flops = dense_flops * share;
+  dense.bytes = d.dense_weight_bytes * share;
+  dense.rows = static_cast<double>(tokens);
+  op_cost& head = at(op_class::embed_head);
+  head.flops = head_flops / tp;  // the head is vocabulary-parallel over tp; on the last stage
+  head.bytes = embed_bytes / tp;
+  double hidden = static_cast<double>(spec.hidden);
+  double act = static_cast<double>(d.activation_bytes);
+  double rows = static_cast<double>(tokens);
+  double stage_layers = static_cast<double>(d.layers) / pp;
+  if (l.tp > 1) {
+    // Ring all-reduce: each rank sends 2 (tp-1)/tp of the tensor; after attention and after the
+    // feed-forward of every layer.
+    op_cost& ar = at(op_class::tp_allreduce);
+    ar.collectives = 2 * stage_layers;
+    ar.bytes = ar.collectives * 2 * (tp - 1) / tp * rows * hidden * act;
+  }
+  if (d.moe_layers > 0 && expert_ranks > 1 && (l.dp > 1 || l.ep > 1)) {
+    // Dispatch and combine: each routed copy of a token leaves the rank unless its expert lives
+    // there ((n-1)/n of them under random routing).
+    op_cost& a2a = at(op_class::ep_alltoall);
+    double moe_layers = static_cast<double>(d.moe_layers) / pp;
+    a2a.collectives = 2 * moe_layers;
+    a2a.bytes = 2 * moe_layers * rows * static_cast<double>(d.top_k) * hidden * act *
+                (expert_ranks - 1) / expert_ranks;
+  }
+  if (l.pp > 1) {
+    op_cost& h = at(op_class::pp_handoff);
+    // pp - 1 hand-offs per step; every cost here is per stage and multiplied back by pp.
+    h.collectives = (pp - 1) / pp;
+    h.bytes = h.collectives * rows * hidden * act / tp;
+  }
+  return c;
+}
+
+step_time time_step(const deployment& d, const step_costs& c, const coefficients& k) {
+  step_time t;
+  double bw = static_cast<double>(d.gpu.bandwidth);
+  double bf16 = d.gpu.bf16_tflops * 1e12;
+  double link = static_cast<double>(d.gpu.interconnect);
+  double pp = static_cast<double>(d.layout.pp);
+  for (std::size_t i = 0; i < op_classes; ++i) {
+    auto cls = static_cast<op_class>(i);
+    const op_cost& o = c.ops[i];
+    double ms = 0;
+    switch (cls) {
+      case op_class::tp_allreduce:
+      case op_class::ep_alltoall:
+      case op_class::pp_handoff: {
+        double wire = link > 0 ? o.bytes / (link * k.comm_bandwidth) : 0;
+        ms = (wire + o.collectives * k.collective_latency_us * 1e-6) * 1e3;
+        t.communication_ms += ms;
+        break;
+      }
+      default: {
+        double peak = d.peak_flops, ce = k.gemm_compute, me = k.gemm_memory;
+        if (cls == op_class::moe_gemm) {
+          ce = k.moe_compute;
+          me = k.moe_memory;
+        }
+        if (cls == op_class::attention_decode || cls == op_class::attention_prefill) {
+          peak = bf16;  // attention runs on BF16 tensor cores (FP8 attention is the exception)
+          ce = k.attention_compute;
+          me = k.attention_memory;
+        }
+        // A GEMM of M rows fills the tensor cores only in part: efficiency M / (M + M_half)
+        // of its large-M value (tiles of 64-128 rows; small-M GEMMs run at a fraction of peak).
+        if (cls == op_class::dense_gemm || cls == op_class::moe_gemm)
+          ce *= o.rows / (o.rows + k.gemm_half_rows + 1e-9);
+        double compute = ce > 0 ? o.flops / (peak * ce) * 1e3 : 0;
+        double memory = o.bytes / (bw * me) * 1e3;
+        ms = std::max(compute, memory);
+        if (compute >= memory)
+          t.compute_ms += ms;
+        else if (cls == op_class::attention_decode || cls == op_class::attention_prefill)
+          t.kv_ms += ms;
+        else
+          t.weights_ms += ms;
+      }
+    }
+    // A pipeline runs its stages in turn: a token's step passes every stage.
+    t.op_ms[i] = ms * pp;
+  }
+  t.weights_ms *= pp;
+  t.kv_ms *= pp;
+  t.compute_ms *= pp;
+  t.communication_ms *= pp;
+  t.overhead_ms =
+      k.step_overhead_ms + static_cast<double>(c.requests) * k.request_overhead_us * 1e-3;
+  t.total_ms = t.weights_ms + t.kv_ms + t.compute_ms + t.communication_ms + t.overhead_ms;
+  return t;
+}
+
+}  // namespace calc::serve

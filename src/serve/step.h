@@ -1,0 +1,109 @@
+// The time of one engine step (the decode tokens of the running requests plus the prefill chunk
+// admitted with them), as a sum over op classes. Each op's F and R come from the tallies
+// (tally_forward, tally_state, plan_experts, tally_params); only efficiencies and latencies come
+// from the calibration table (serve/calibration.h). Work is per rank of the layout.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+
+#include "graph/graph.h"
+#include "serve/calibration.h"
+#include "spec/gpu_spec.h"
+
+namespace calc::serve {
+
+/// One serving instance: tp ranks share heads and matrix columns, dp attention-data-parallel
+/// groups each hold their own requests, the routed experts spread over all tp x dp ranks of a
+/// stage (ep of them hold whole experts, the rest slice them), pp stages run layers in turn.
+struct serve_layout {
+  std::int64_t tp = 1;  // tensor parallel ranks of one attention group
+  std::int64_t ep = 1;  // expert parallel ranks (whole experts per rank)
+  std::int64_t dp = 1;  // attention data parallel groups (each tp ranks)
+  std::int64_t pp = 1;  // pipeline stages
+  std::int64_t gpus() const { return tp * dp * pp; }
+};
+
+/// Why a layout cannot run the model ("" when it can).
+std::string layout_problem(const graph& g, const serve_layout& l);
+
+/// The op classes a step is summed over.
+enum class op_class {
+  dense_gemm,         // every weight GEMM but routed experts and the head
+  attention_prefill,  // QK^T and AV of the prefill chunk, its state written
+  attention_decode,   // QK^T and AV of the decode tokens, the state they read
+  moe_gemm,           // routed expert GEMMs (experts touched by this step's tokens)
+  embed_head,         // embedding rows looked up, the vocabulary head
+  tp_allreduce,       // two all-reduces per layer of the activations, tp > 1
+  ep_alltoall,        // dispatch and combine of routed tokens, dp x tp > 1 with MoE
+  pp_handoff,         // activations passed between stages, pp > 1
+  count_
+};
+inline constexpr std::size_t op_classes = static_cast<std::size_t>(op_class::count_);
+/// JSON / table name of an op class ("dense_gemm", ...).
+const char* op_name(op_class c);
+
+/// F and R of one op class on one rank for one step.
+struct op_cost {
+  double flops = 0;        // F per rank
+  double bytes = 0;        // R per rank: HBM bytes (compute ops) or bytes sent (communication)
+  double collectives = 0;  // communication ops launched (each pays the latency term)
+  double rows = 0;         // GEMM rows (M) of one matrix: tokens, or tokens per touched expert
+};
+
+/// One step's shape on one attention rank.
+struct step_shape {
+  std::int64_t decode = 0;           // running requests taking one decode token each
+  std::int64_t decode_context = 0;   // tokens cached per decode request (mean)
+  std::int64_t prefill = 0;          // prefill tokens of the chunk admitted this step
+  std::int64_t prefill_context = 0;  // tokens already cached for that chunk's request
+};
+
+/// F and R per op class of one step, plus the request count the per-request overhead scales by.
+struct step_costs {
+  std::array<op_cost, op_classes> ops{};
+  std::int64_t requests = 0;  // decode requests (sampling and scheduling per request)
+};
+
+/// A model on a layout of one GPU kind: what does not change from step to step, tallied once.
+struct deployment {
+  const graph* g = nullptr;
+  gpu_spec gpu;
+  serve_layout layout;
+  double peak_flops = 0;  // per GPU, at the weights' format (FP8 / FP4 peak where it has one)
+  double kv_share = 1;    // fraction of a request's state one rank reads (engine rules)
+  double dense_weight_bytes = 0;     // weights every step reads, routed experts excluded
+  double routed_weight_bytes = 0;    // all routed experts of the model
+  double weight_bytes_per_rank = 0;  // what one rank stores
+  std::int64_t moe_layers = 0;
+  std::int64_t top_k = 0;
+  std::int64_t layers = 0;
+  std::int64_t activation_bytes = 2;  // bytes of one activation value sent between ranks
+};
+
+/// Tallies what a step needs once; throws spec_error when the layout cannot run the model.
+/// `compute_bits`: the width the tensor cores multiply at (0: the weights' width; 16 for
+/// weight-only quantisation such as w4a16).
+deployment make_deployment(const graph& g, const gpu_spec& gpu, const serve_layout& l,
+                           int compute_bits = 0);
+
+/// F and R per op class of one step on one rank, from the tallies.
+step_costs cost_step(const deployment& d, const step_shape& s);
+
+/// Milliseconds of one step, split the way `serve` reports them.
+struct step_time {
+  std::array<double, op_classes> op_ms{};
+  double weights_ms = 0;        // memory-bound time reading weights (dense, experts, head)
+  double kv_ms = 0;             // memory-bound time reading and writing request state
+  double compute_ms = 0;        // compute-bound time
+  double communication_ms = 0;  // collectives: bytes over the interconnect plus latency
+  double overhead_ms = 0;       // per step and per request
+  double total_ms = 0;
+};
+
+/// max(F / (peak x compute efficiency), R / (bandwidth x memory efficiency)) per op, plus
+/// bytes / (interconnect x efficiency) + collectives x latency, plus the overheads.
+step_time time_step(const deployment& d, const step_costs& c, const coefficients& k);
+
+}  // namespace calc::serve

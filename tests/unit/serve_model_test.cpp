@@ -1,0 +1,311 @@
+// Time under load (src/serve/): the step model takes its F and R from the tallies, the steady
+// state and the simulation behave as a scheduler must (more load never makes a request faster),
+// the SLA search is monotone, and bad inputs are refused with their location.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "cli/cli.h"
+#include "plan/plan.h"
+#include "serve/batching.h"
+#include "serve/calibration.h"
+#include "serve/measured.h"
+#include "serve/simulate.h"
+#include "serve/sla.h"
+#include "serve/step.h"
+#include "spec/gpu_spec.h"
+#include "tally/tally.h"
+#include "test_model.h"
+
+using namespace calc;
+using namespace calc::serve;
+using testing::model;
+
+namespace {
+
+batching_config vllm(std::int64_t isl, std::int64_t osl) {
+  const engine_defaults& e = find_engine("vllm");
+  return {isl, osl, e.max_num_batched_tokens, e.max_num_seqs, e.mixed_prefill, e.memory_fraction};
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const spec_error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+std::string write_temp(const std::string& name, const std::string& text) {
+  auto p = std::filesystem::temp_directory_path() / name;
+  std::ofstream(p) << text;
+  return p.string();
+}
+
+}  // namespace
+
+TEST_CASE("serve step: F and R per op come from the tallies, split over the TP ranks") {
+  model m("llama-3.1-8b");
+  gpu_spec h100 = find_gpu("h100-sxm");
+  deployment one = make_deployment(m.g, h100, {});
+  deployment four = make_deployment(m.g, h100, {.tp = 4});
+  step_costs c1 = cost_step(one, {8, 2048, 0, 0});
+  step_costs c4 = cost_step(four, {8, 2048, 0, 0});
+  forward_tally f = tally_forward(m.g, make_call(*m.g.spec, 8, 2048, 1));
+  state_tally st = tally_state(m.g, 2048, 8);
+  auto op = [](const step_costs& c, op_class k) { return c.ops[static_cast<std::size_t>(k)]; };
+  // Dense GEMMs: every matrix FLOP but attention and the head; attention decode reads the KV.
+  CHECK(
+      op(c1, op_class::dense_gemm).flops ==
+      doctest::Approx((f.flops - f.interaction_flops - f.state_flops - f.vocab_flops).to_double()));
+  CHECK(op(c1, op_class::attention_decode).bytes == doctest::Approx(st.decode_read.to_double()));
+  CHECK(op(c1, op_class::dense_gemm).bytes ==
+        doctest::Approx(tally_params(m.g).shared_read_bytes.to_double()));
+  // TP 4: 8 KV heads split 4 ways, weights and FLOPs quartered, and an all-reduce appears.
+  CHECK(op(c4, op_class::attention_decode).bytes ==
+        doctest::Approx(op(c1, op_class::attention_decode).bytes / 4));
+  CHECK(op(c4, op_class::dense_gemm).bytes ==
+        doctest::Approx(op(c1, op_class::dense_gemm).bytes / 4));
+  CHECK(op(c1, op_class::tp_allreduce).collectives == 0);
+  CHECK(op(c4, op_class::tp_allreduce).collectives == 2 * 32);
+}
+
+TEST_CASE("serve step: MLA latents are read whole on every TP rank (engine rules)") {
+  model m("deepseek-v3");
+  gpu_spec h200 = find_gpu("h200");
+  deployment d8 = make_deployment(m.g, h200, {.tp = 8, .ep = 8});
+  CHECK(d8.kv_share == doctest::Approx(1.0));
+  model l("llama-3.1-8b");
+  CHECK(make_deployment(l.g, h200, {.tp = 8}).kv_share == doctest::Approx(1.0 / 8));
+  CHECK(make_deployment(l.g, h200, {.tp = 16}).kv_share == doctest::Approx(1.0 / 8));  // 8 heads
+  // Experts touched grow with the tokens of the step, from calc's routing.
+  step_costs small = cost_step(d8, {1, 1024, 0, 0});
+  step_costs big = cost_step(d8, {64, 1024, 0, 0});
+  auto moe = [](const step_costs& c) {
+    return c.ops[static_cast<std::size_t>(op_class::moe_gemm)];
+  };
+  CHECK(moe(big).bytes > 10 * moe(small).bytes);
+  CHECK(moe(big).bytes <= d8.routed_weight_bytes / 8 + 1);
+}
+
+TEST_CASE("serve step: time is the slower of compute and memory per op, plus overheads") {
+  model m("qwen3-8b");
+  gpu_spec h100 = find_gpu("h100-sxm");
+  deployment d = make_deployment(m.g, h100, {});
+  coefficients k;
+  step_costs c = cost_step(d, {1, 1024, 0, 0});
+  step_time t = time_step(d, c, k);
+  const op_cost& dense = c.ops[0];
+  double memory_ms = dense.bytes / (static_cast<double>(h100.bandwidth) * k.gemm_memory) * 1e3;
+  CHECK(t.op_ms[0] == doctest::Approx(memory_ms));  // one token: weights dominate
+  CHECK(t.total_ms == doctest::Approx(t.weights_ms + t.kv_ms + t.compute_ms + t.communication_ms +
+                                      t.overhead_ms));
+  // A big prefill chunk is compute-bound.
+  step_time p = time_step(d, cost_step(d, {0, 0, 8192, 0}), k);
+  CHECK(p.compute_ms > p.weights_ms);
+  // Better efficiency is never slower.
+  coefficients fast = k;
+  fast.gemm_memory = 1;
+  CHECK(time_step(d, c, fast).total_ms < t.total_ms);
+}
+
+TEST_CASE("serve steady state: more clients never give a faster token or first token") {
+  model m("llama-3.1-8b");
+  deployment d = make_deployment(m.g, find_gpu("h100-sxm"), {});
+  coefficients k;
+  double ttft = 0, tpot = 0, throughput = 0;
+  for (std::int64_t c : {1, 2, 4, 16, 64, 256}) {
+    steady_state s = solve_steady_state(make_scenario(d, vllm(1024, 1024), c), k);
+    CHECK(s.tpot_ms >= tpot);
+    CHECK(s.ttft_ms >= ttft * 0.999);
+    CHECK(s.output_tokens_per_s > throughput);
+    tpot = s.tpot_ms;
+    ttft = s.ttft_ms;
+    throughput = s.output_tokens_per_s;
+  }
+  // Little's law ties the three figures of a closed loop.
+  steady_state s = solve_steady_state(make_scenario(d, vllm(1024, 1024), 32), k);
+  CHECK(s.requests_per_s == doctest::Approx(32 / (s.ttft_ms + 1023 * s.tpot_ms) * 1e3));
+}
+
+TEST_CASE("serve KV pool: a concurrency beyond the pool is reported and waits") {
+  model m("llama-3.1-8b");
+  deployment d = make_deployment(m.g, find_gpu("rtx-4090"), {});
+  scenario s = make_scenario(d, vllm(8192, 8192), 4096);
+  CHECK_FALSE(s.kv_pool_fits);
+  CHECK(s.running == s.kv_requests);
+  double per = tally_state(m.g, 16384).total.to_double();
+  double pool = static_cast<double>(d.gpu.memory) * 0.9 - d.weight_bytes_per_rank;
+  CHECK(s.kv_requests == static_cast<std::int64_t>(pool / per));
+  CHECK(make_scenario(d, vllm(1024, 1024), 8).kv_pool_fits);
+  model big("deepseek-v3");
+  CHECK(error_of([&] {
+          make_scenario(make_deployment(big.g, find_gpu("h100-sxm"), {}), vllm(1024, 1024), 1);
+        }).find("leave no KV pool") != std::string::npos);
+}
+
+TEST_CASE("serve simulation: seeded, light load near the unloaded step, heavy load queues") {
+  model m("qwen3-8b");
+  deployment d = make_deployment(m.g, find_gpu("h100-sxm"), {});
+  coefficients k;
+  auto a = poisson_arrivals(1, 200, 1024, 128, 7);
+  auto b = poisson_arrivals(1, 200, 1024, 128, 7);
+  REQUIRE(a.size() == 200);
+  CHECK(a[150].time_ms == b[150].time_ms);
+  simulation light = simulate(d, vllm(1024, 128), k, a);
+  simulation heavy = simulate(d, vllm(1024, 128), k, poisson_arrivals(200, 2000, 1024, 128, 7));
+  CHECK(light.requests == 200);
+  CHECK(light.tpot.p50 <= light.tpot.p99);
+  CHECK(heavy.ttft.mean > 5 * light.ttft.mean);
+  CHECK(heavy.tpot.mean > light.tpot.mean);
+  step_time unloaded = time_step(d, cost_step(d, {1, 1024, 0, 0}), k);
+  CHECK(light.tpot.p50 >= unloaded.total_ms * 0.99);
+  CHECK(light.tpot.p50 < unloaded.total_ms * 1.5);
+  CHECK(error_of([] { poisson_arrivals(0, 10, 1, 1, 1); }) ==
+        "--rate: must be a positive number of requests per second");
+}
+
+TEST_CASE("serve trace: JSON lines, a bad line named by file:line") {
+  std::string good =
+      write_temp("calc_serve_trace.jsonl",
+                 "{\"arrival_ms\": 0, \"input_tokens\": 100, \"output_tokens\": 10}\n"
+                 "\n"
+                 "{\"arrival_ms\": 5, \"input_tokens\": 200, \"output_tokens\": 20}\n");
+  auto t = read_trace(good);
+  REQUIRE(t.size() == 2);
+  CHECK(t[1].isl == 200);
+  std::string bad = write_temp("calc_serve_bad.jsonl",
+                               "{\"arrival_ms\": 0, \"input_tokens\": 100, \"output_tokens\": 10}\n"
+                               "{\"arrival_ms\": 1, \"input_tokens\": 0, \"output_tokens\": 10}\n");
+  CHECK(error_of([&] { read_trace(bad); }) == bad + ":2:1: input_tokens: must be a number >= 1");
+  std::string junk = write_temp("calc_serve_junk.jsonl", "not json\n");
+  CHECK(error_of([&] { read_trace(junk); }) == junk + ":1:1: line: not a JSON object");
+}
+
+TEST_CASE("serve measured CSV: malformed lines name file:line; a bad row is that row's error") {
+  std::string header =
+      "id,backend,model_path,system,isl,osl,batch_size,tp_size,pp_size,gemm_quant_mode,"
+      "moe_quant_mode,silicon_ttft_ms,silicon_tpot_ms\n";
+  std::string f =
+      write_temp("calc_serve_rows.csv",
+                 header +
+                     "a,vllm,meta-llama/Llama-3.1-8B,h100_sxm,1024,128,4,1,1,,,50,7\n"
+                     "b,vllm,no/such-model,h100_sxm,1024,128,4,1,1,,,50,7\n"
+                     "c,vllm,meta-llama/Llama-3.1-8B,tpu_v9,1024,128,4,1,1,,,50,7\n"
+                     "d,mystery,meta-llama/Llama-3.1-8B,h100_sxm,1024,128,4,1,1,,,50,7\n");
+  auto rows = read_measured(f);
+  REQUIRE(rows.size() == 4);
+  calibration cal;
+  row_mapper mapper(cal);
+  CHECK(mapper.map(rows[0]).error == "");
+  CHECK(mapper.map(rows[1]).error == "model_path 'no/such-model': no bundled model 'such-model'");
+  CHECK(mapper.map(rows[2]).error == "system 'tpu_v9': no such GPU in the catalogue");
+  CHECK(mapper.map(rows[3]).error ==
+        "backend 'mystery': no such engine (known: vllm, sglang, trtllm)");
+  std::string short_row = write_temp("calc_serve_short.csv", header + "a,vllm,x\n");
+  CHECK(error_of([&] { read_measured(short_row); }) ==
+        short_row + ":2:1: line: 3 fields where the header has 13");
+  std::string no_col = write_temp("calc_serve_nocol.csv", "id,backend\n");
+  CHECK(error_of([&] { read_measured(no_col); }) ==
+        no_col + ":1:1: model_path: the header lacks this column (see docs/validation/latency.md)");
+}
+
+TEST_CASE("plan --sla: stricter targets and more load never need fewer GPUs") {
+  model m("llama-3.1-8b");
+  gpu_spec h100 = find_gpu("h100-sxm");
+  coefficients k;
+  sla_request r;
+  r.cfg = vllm(1024, 256);
+  r.rate = 4;
+  r.ttft_ms = 2000;
+  r.tpot_ms = 40;
+  sla_plan base = plan_sla(m.g, h100, k, r);
+  REQUIRE(base.feasible);
+  std::int64_t gpus = base.best->gpus;
+  CHECK(base.best->at.ttft_ms <= r.ttft_ms);
+  CHECK(base.best->at.tpot_ms <= r.tpot_ms);
+  for (double rate : {8.0, 32.0, 128.0}) {
+    r.rate = rate;
+    sla_plan p = plan_sla(m.g, h100, k, r);
+    REQUIRE(p.feasible);
+    CHECK(p.best->gpus >= gpus);
+    gpus = p.best->gpus;
+  }
+  r.tpot_ms = 15;
+  sla_plan strict = plan_sla(m.g, h100, k, r);
+  if (strict.feasible) CHECK(strict.best->gpus >= gpus);
+  r.tpot_ms = 0.01;  // below any step
+  sla_plan impossible = plan_sla(m.g, h100, k, r);
+  CHECK_FALSE(impossible.feasible);
+  CHECK(impossible.binding == "tpot");
+}
+
+TEST_CASE("calibration file: strict keys, efficiencies in (0, 1]") {
+  std::string ok = write_temp("calc_cal_ok.yaml",
+                              "source: test\nentries:\n  - family: any\n    engine: any\n"
+                              "    gemm_compute: 0.5\n    gemm_memory: 0.8\n    moe_compute: 0.4\n"
+                              "    moe_memory: 0.7\n    attention_compute: 0.3\n"
+                              "    attention_memory: 0.6\n    comm_bandwidth: 0.5\n"
+                              "    collective_latency_us: 8\n    step_overhead_ms: 1.5\n"
+                              "    request_overhead_us: 5\n    request_latency_ms: 12\n"
+                              "    burst_share: 0.1\n    gemm_half_rows: 16\n");
+  calibration c = read_calibration(ok);
+  CHECK(c.lookup("hopper", "vllm").gemm_compute == 0.5);
+  calibration back = read_calibration(write_temp("calc_cal_back.yaml", write_calibration(c)));
+  CHECK(back.lookup("any", "any").values() == c.lookup("any", "any").values());
+  std::string text = std::string("source: test\nentries:\n  - family: any\n    engine: any\n") +
+                     "    gemm_compute: 1.5\n";
+  std::string bad = write_temp("calc_cal_bad.yaml", text);
+  CHECK(error_of([&] { read_calibration(bad); }) ==
+        bad + ":5:19: entries[0].gemm_compute: a fraction must be a number in (0, 1]");
+}
+
+TEST_CASE("serve, calibrate and plan --sla from the command line: JSON keys and bad input") {
+  auto run = [](const std::vector<std::string>& args, std::string& out, std::string& err) {
+    std::ostringstream o, e;
+    int rc = run_cli(args, o, e);
+    out = o.str();
+    err = e.str();
+    return rc;
+  };
+  std::string out, err;
+  REQUIRE(run({"serve", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--isl", "1K", "--osl", "256",
+               "--concurrency", "1,32", "--format", "json"},
+              out, err) == 0);
+  auto j = nlohmann::json::parse(out);
+  REQUIRE(j["points"].size() == 2);
+  for (const char* key : {"concurrency", "ttft_ms", "tpot_ms", "itl_ms", "e2e_ms",
+                          "output_tokens_per_s", "output_tokens_per_s_per_gpu",
+                          "output_tokens_per_s_per_user", "requests_per_s", "kv_pool_fits", "step"})
+    CHECK_MESSAGE(j["points"][1].contains(key), key);
+  CHECK(j["points"][1]["tpot_ms"].get<double>() > j["points"][0]["tpot_ms"].get<double>());
+  CHECK(run({"serve", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--isl", "0", "--osl", "10",
+             "--concurrency", "1"},
+            out, err) == 2);
+  CHECK(err == "--isl: must be at least 1, got 0\n");
+  REQUIRE(run({"plan", "--sla", "ttft=2000,tpot=50", "--rate", "2", "--isl", "1024", "--osl", "256",
+               "--model", "qwen3-8b", "--gpu", "h100-sxm", "--format", "json"},
+              out, err) == 0);
+  j = nlohmann::json::parse(out);
+  CHECK(j["feasible"] == true);
+  for (const char* key : {"gpus", "tp", "pp", "ep", "dp", "reason"})
+    CHECK_MESSAGE(j.contains(key), key);
+  std::string rows =
+      write_temp("calc_cli_rows.csv",
+                 "id,backend,model_path,system,isl,osl,batch_size,tp_size,pp_size,gemm_quant_mode,"
+                 "moe_quant_mode,silicon_ttft_ms,silicon_tpot_ms\n"
+                 "a,vllm,meta-llama/Llama-3.1-8B,h100_sxm,1024,128,4,1,1,,,50,7\n"
+                 "b,vllm,meta-llama/Llama-3.1-8B,tpu_v9,1024,128,4,1,1,,,50,7\n");
+  REQUIRE(run({"calibrate", "--evaluate", rows, "--format", "json"}, out, err) == 0);
+  j = nlohmann::json::parse(out);
+  REQUIRE(j["rows"].size() == 2);
+  CHECK(j["rows"][0].contains("tpot_ms"));
+  CHECK(j["rows"][0]["measured_tpot_ms"] == 7);
+  CHECK(j["rows"][1]["error"] == "system 'tpu_v9': no such GPU in the catalogue");
+  CHECK(j["summary"]["all"]["rows"] == 1);
+}
