@@ -10,6 +10,7 @@
 #include <ostream>
 
 #include "check/check.h"
+#include "cli/result_units.h"
 #include "cli/support.h"
 #include "common/units.h"
 #include "graph/graph.h"
@@ -226,6 +227,8 @@ const std::vector<command>& commands() {
          app.add_option("--max-gpus", o.max_gpus, "Largest card count to try (default 512)");
          app.add_option("--plot-dir", o.plot_dir,
                         "Also draw each chart as an SVG in this folder (gnuplot) and link it");
+         app.add_option("-o,--output", o.output,
+                        "Write the report to this file; links are relative to it");
          add_format_options(app, o);
          add_execution_options(app, o, false);
        },
@@ -559,11 +562,12 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   }
   try {
     result r = dispatch(p, subs);
+    if (r.units.of.empty()) r.units = units_of(p.cmd->name);
     if (p.format == output_format::md && !r.markdown.empty()) {
       out << r.markdown;
     } else {
       if (r.text.empty()) {
-        out << render(r.body, p.format, r.title);
+        out << render(r.body, p.format, r.title, r.units);
       } else {
         out << r.text;  // already rendered (not through a conditional: that would copy it)
       }
