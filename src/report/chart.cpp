@@ -76,18 +76,6 @@ std::pair<double, double> value_range(const chart& c) {
   return {lo, hi};
 }
 
-double first_value(const chart_series& s) {
-  for (double v : s.y)
-    if (!std::isnan(v)) return v;
-  return NAN;
-}
-
-double last_value(const chart_series& s) {
-  for (auto it = s.y.rbegin(); it != s.y.rend(); ++it)
-    if (!std::isnan(*it)) return *it;
-  return NAN;
-}
-
 }  // namespace
 
 line_style style_of(std::size_t line) {
@@ -156,17 +144,23 @@ std::string mermaid(const chart& c) {
     }
     out += "```\n\n";
   }
+  // The legend: each line's colour and its values at the first and last lengths (in the y
+  // axis unit), and why a line has gaps or is not drawn.
   std::vector<std::vector<std::string>> rows;
   for (std::size_t i = 0; i < c.lines.size(); ++i) {
     const chart_series& s = c.lines[i];
     bool any = drawn(s);
+    bool gaps = any && std::any_of(s.y.begin(), s.y.end(), [](double v) { return std::isnan(v); });
+    std::string note = s.note;
+    if (gaps) note += std::string(note.empty() ? "" : "; ") + "drawn at the axis floor there";
     rows.push_back({s.name, any ? style_of(i).name : "not drawn",
-                    any ? legend_value(first_value(s)) : "—",
-                    any ? legend_value(last_value(s)) : "—", s.note});
+                    s.y.empty() ? "—" : legend_value(s.y.front()),
+                    s.y.empty() ? "—" : legend_value(s.y.back()), note});
   }
-  out += aligned_table({"line", "colour", fmt::format("first ({})", c.y_label),
-                        fmt::format("last ({})", c.y_label), "note"},
-                       rows, {align::left, align::left, align::right, align::right, align::left});
+  std::string first = c.x.empty() ? "first" : "at " + human_tokens(c.x.front());
+  std::string last = c.x.empty() ? "last" : "at " + human_tokens(c.x.back());
+  out += aligned_table({"line", "colour", first, last, "note"}, rows,
+                       {align::left, align::left, align::right, align::right, align::left});
   std::string scales;
   if (log_x(c)) scales = " Lengths are evenly spaced as labelled (a log scale).";
   if (log) scales += " Values span decades: the chart draws their log10.";

@@ -271,7 +271,7 @@ std::string report_document(const ojson& body, const report_files& files) {
                        {align::left});
   out += "\n";
   out += by_length(body, "length", [](const ojson& p) { return bytes(p["state_bytes"]); });
-  out += figure(make_chart(body, stem, "state", "State per request", "GiB",
+  out += figure(make_chart(body, stem, "state", "State per request", "state per request (GiB)",
                            [](const ojson& p) { return number(p["state_bytes"]) / kGiB; }),
                 files, note);
   std::vector<std::size_t> cols = sample(lengths.size());
@@ -312,8 +312,8 @@ std::string report_document(const ojson& body, const report_files& files) {
     std::int64_t n = p["requests_per_card"].get<std::int64_t>();
     return n == 0 ? std::string("does not fit") : with_commas(n);
   });
-  chart requests =
-      make_chart(body, stem, "requests", "Requests per card", "requests", [](const ojson& p) {
+  chart requests = make_chart(
+      body, stem, "requests", "Requests per card", "requests per card", [](const ojson& p) {
         std::int64_t n = p["requests_per_card"].get<std::int64_t>();
         return n == 0 ? NAN : static_cast<double>(n);  // not a zero line: the legend says why
       });
@@ -355,7 +355,7 @@ std::string report_document(const ojson& body, const report_files& files) {
   out += aligned_table(
       {"length", "model", "prefill", "bound by", "decode step", "bound by"}, bounds,
       {align::left, align::left, align::right, align::left, align::right, align::left});
-  out += figure(make_chart(body, stem, "decode", "Decode step lower bound", "ms",
+  out += figure(make_chart(body, stem, "decode", "Decode step lower bound", "decode step (ms)",
                            [](const ojson& p) { return number(p["decode_bound_s"]) * 1e3; }),
                 files, note);
   if (!note.empty()) out += "\n> " + note + ".\n";

@@ -458,8 +458,9 @@ TEST_CASE("log axes where values span decades; the Mermaid chart has a legend ta
   std::string m = mermaid(c);
   CHECK(m.find("y-axis \"log10 of ms\" 0 --> 3") != std::string::npos);
   CHECK(m.find("line [0, 3]") != std::string::npos);
-  CHECK(m.find("| line | colour") != std::string::npos);
-  CHECK(m.find("| b    | not drawn") != std::string::npos);
+
+  CHECK(m.find("| b    | not drawn |     — |     — | does not fit |") != std::string::npos);
+  CHECK(m.find("| line | colour    | at 1K | at 1M | note") != std::string::npos);
   CHECK(m.find("does not fit") != std::string::npos);
   std::string gp = gnuplot_script(c, "x.dat", "x.svg");
   CHECK(gp.find("set logscale y 10") != std::string::npos);
