@@ -521,7 +521,13 @@ std::string tidy_csv(const ojson& result) {
     std::vector<std::vector<std::pair<std::string, ojson>>> rows;
     table_rows(result[name], cols, rows);
     std::vector<std::string> head = with_scalars ? scalar_head : std::vector<std::string>{};
-    for (const auto& c : cols) head.push_back(csv_escape(c));
+    // A column named like a single value (state's per_token_bytes) is named by its table too,
+    // so every header is unique.
+    for (const auto& c : cols) {
+      bool taken = with_scalars && std::any_of(scalars.begin(), scalars.end(),
+                                               [&](const auto& kv) { return kv.first == c; });
+      head.push_back(csv_escape(taken ? name + "." + c : c));
+    }
     std::string out = csv_line(head);
     for (const auto& flat : rows) {
       std::vector<std::string> line = with_scalars ? scalar_row : std::vector<std::string>{};

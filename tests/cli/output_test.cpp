@@ -313,6 +313,12 @@ TEST_CASE("CSV cells never hold JSON; several tables come as sections") {
         CHECK_FALSE((f.starts_with("{") || f.starts_with("[")));
       }
   }
+  // Every header names one column: a table column named like a single value takes its table's
+  // name.
+  outcome st = run({"state", "--model", "qwen3-8b", "--length", "8K", "--format", "csv"});
+  std::vector<std::string> head = csv_fields(lines_of(st.out).front());
+  CHECK(std::set<std::string>(head.begin(), head.end()).size() == head.size());
+  CHECK(std::find(head.begin(), head.end(), "components.per_token_bytes") != head.end());
   outcome one = run({"params", "--model", "qwen3-8b", "--format", "csv"});
   CHECK(one.out.starts_with("model,total_params,"));  // one table: the single values lead rows
 }
