@@ -4,6 +4,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <optional>
 
@@ -105,10 +106,15 @@ ojson model_section(const options& o, const gpu_spec& gpu, std::int64_t workspac
   return j;
 }
 
-/// Writes the report to --output; a file that cannot be written is bad input, named.
+/// Writes the report to --output, creating its folder; a file that cannot be written is bad
+/// input, named.
 void write_output_file(const std::string& path, const std::string& text) {
   std::string shown =
       path.size() <= 160 ? path : path.substr(0, 60) + "..." + path.substr(path.size() - 60);
+  std::error_code ec;
+  std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  if (!parent.empty()) std::filesystem::create_directories(parent, ec);
+  if (ec) throw spec_error("--output", fmt::format("cannot write {}: {}", shown, ec.message()));
   std::ofstream out(path, std::ios::binary);
   if (out) out << text;
   if (!out || !out.flush())

@@ -343,8 +343,7 @@ TEST_CASE("report -f csv: points, components and models sections, no JSON in cel
 TEST_CASE("report --output: chart links relative to the file, chart names unique per report") {
   namespace fs = std::filesystem;
   fs::path root = calc::testing::scratch_dir("calc-report-output");
-  fs::path docs = root / "docs", plots = root / "plots";
-  fs::create_directories(docs);
+  fs::path docs = root / "docs", plots = root / "plots";  // --output creates docs/
   outcome a = run({"report", "--model", "qwen3-8b", "--length", "4K,32K", "--plot-dir",
                    plots.string(), "--output", (docs / "a.md").string()});
   outcome b = run({"report", "--model", "qwen3.6-35b-a3b", "--length", "4K,32K", "--plot-dir",
@@ -370,11 +369,13 @@ TEST_CASE("report --output: chart links relative to the file, chart names unique
 }
 
 TEST_CASE("report --output to a file that cannot be written: one line, exit 2") {
-  outcome o = run({"report", "--model", "qwen3-8b", "--length", "4K", "--output",
-                   "/nonexistent-folder/x/report.md"});
+  // A folder that cannot exist: its parent is a file.
+  std::filesystem::path file = calc::testing::scratch_dir("calc-report-output") / "plain-file";
+  std::ofstream(file) << "x";
+  std::string path = (file / "x" / "report.md").string();
+  outcome o = run({"report", "--model", "qwen3-8b", "--length", "4K", "--output", path});
   CHECK(o.code == 2);
-  CHECK(o.err.rfind("--output: cannot write /nonexistent-folder/x/report.md", 0) !=
-        std::string::npos);
+  CHECK(o.err.rfind("--output: cannot write " + path + ": ", 0) != std::string::npos);
   CHECK(std::count(o.err.begin(), o.err.end(), '\n') == 1);
 }
 
