@@ -564,17 +564,29 @@ std::string render(const ojson& result, output_format format, const std::string&
   std::string time = time_unit(times);
   std::vector<std::vector<std::string>> rows;
   std::vector<std::string> shown;  // printed values, for distinct_rows
+  std::vector<std::string> shown_labels, left_out;
   for (const auto& [k, v] : scalars) {
     const unit* u = units.find(k);
     std::string value = cell(u, v, time);
     if (units.distinct_rows && !v.is_string()) {
-      if (std::find(shown.begin(), shown.end(), value) != shown.end()) continue;
+      auto same = std::find(shown.begin(), shown.end(), value);
+      if (same != shown.end()) {
+        left_out.push_back(label(k, u) + " = " + shown_labels[same - shown.begin()]);
+        continue;
+      }
       shown.push_back(value);
+      shown_labels.push_back(label(k, u));
     }
     rows.push_back({label(k, u), value});
   }
   if (!rows.empty())
     out += "\n" + aligned_table({"quantity", "value"}, rows, {align::left, align::left});
+  if (!left_out.empty()) {
+    std::string names;
+    for (const std::string& n : left_out) names += (names.empty() ? "" : ", ") + n;
+    out += fmt::format("\nNot shown, equal to a row above: {} (`--format json` has every key).\n",
+                       names);
+  }
   for (const auto& [k, v] : result.items())
     if (is_table(v)) out += md_table(k, v, units);
   return out;
