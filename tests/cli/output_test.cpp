@@ -245,7 +245,12 @@ TEST_CASE("a number's unit is declared, not read from its key") {
 }
 
 TEST_CASE("every number each command prints has a declared unit") {
-  for (const auto& args : commands()) {
+  std::vector<std::vector<std::string>> all = commands();
+  all.push_back({"validate", "--model", "kimi-k3", "--scale", "64", "--length", "160"});
+  all.push_back({"crossover", "--model", "qwen3-8b", "--budget", "256MiB"});
+  all.push_back({"capacity", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--length", "8K",
+                 "--requests", "64"});
+  for (const auto& args : all) {
     ojson body = evaluate(with(args, {"--format", "json"}));
     std::vector<std::string> paths;
     numbers(body, "", false, paths);
