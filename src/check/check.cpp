@@ -350,14 +350,35 @@ std::vector<claim> read_scenario_file(const std::string& path) {
   return out;
 }
 
+namespace {
+
+/// A path as an error message names it: whole when short, else its two ends and its length (a
+/// 5,000-character path would otherwise fill the screen).
+std::string path_for_message(const std::string& path) {
+  if (path.size() <= 160) return path;
+  return fmt::format("{}...{} ({} characters)", path.substr(0, 60), path.substr(path.size() - 60),
+                     path.size());
+}
+
+}  // namespace
+
 std::vector<claim> read_scenarios(const std::string& path) {
   namespace fs = std::filesystem;
-  if (!fs::exists(path))
-    throw spec_error(source_location{path, 0, 0}, "", "no such file or folder");
-  if (!fs::is_directory(path)) return read_scenario_file(path);
+  // Every file-system failure (no such file, a name too long, no permission) is bad input.
+  auto fail = [&](const std::string& why) {
+    return spec_error(source_location{path_for_message(path), 0, 0}, "", why);
+  };
+  std::error_code ec;
+  fs::file_status status = fs::status(path, ec);
+  if (ec && ec != std::errc::no_such_file_or_directory) throw fail(ec.message());
+  if (!fs::exists(status)) throw fail("no such file or folder");
+  if (!fs::is_directory(status)) return read_scenario_file(path);
   std::vector<std::string> files;
-  for (const auto& e : fs::recursive_directory_iterator(path))
-    if (e.is_regular_file() && e.path().extension() == ".yaml") files.push_back(e.path().string());
+  fs::recursive_directory_iterator it(path, ec), end;
+  for (; !ec && it != end; it.increment(ec))
+    if (it->is_regular_file(ec) && it->path().extension() == ".yaml")
+      files.push_back(it->path().string());
+  if (ec) throw fail(ec.message());
   std::sort(files.begin(), files.end());
   std::vector<claim> out;
   for (const auto& f : files) {
@@ -365,6 +386,21 @@ std::vector<claim> read_scenarios(const std::string& path) {
     out.insert(out.end(), part.begin(), part.end());
   }
   return out;
+}
+
+std::optional<std::string> repository_root(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path at = fs::absolute(path, ec);
+  if (ec) return std::nullopt;
+  at = at.lexically_normal();
+  if (!at.has_filename()) at = at.parent_path();  // "scenarios/" names the folder
+  // The nearest ancestor (or the path itself) named `scenarios`: its parent is the root.
+  for (fs::path p = at; !p.empty(); p = p.parent_path()) {
+    if (p.filename() == "scenarios" && fs::is_directory(p, ec)) return p.parent_path().string();
+    if (p == p.parent_path()) break;
+  }
+  return std::nullopt;
 }
 
 std::vector<claim_result> run_claims(const std::vector<claim>& claims, const evaluator& eval) {

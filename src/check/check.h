@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,8 +33,14 @@ struct claim {
 /// Reads every claim of one scenario file (strict: unknown keys are errors).
 std::vector<claim> read_scenario_file(const std::string& path);
 
-/// Reads every *.yaml under a folder (recursively, sorted) or one file.
+/// Reads every *.yaml under a folder (recursively, sorted) or one file. A path that cannot be
+/// read (missing, too long, no permission) is a spec_error naming it.
 std::vector<claim> read_scenarios(const std::string& path);
+
+/// The repository a scenario path belongs to: the folder holding the nearest `scenarios` folder
+/// at or above `path`. Claims name fixtures (tests/fixtures/...) relative to it, so they run
+/// from there whatever the working folder; nullopt for a scenario file outside such a folder.
+std::optional<std::string> repository_root(const std::string& path);
 
 struct claim_result {
   const claim* c = nullptr;

@@ -10,6 +10,7 @@
 #include <ostream>
 
 #include "check/check.h"
+#include "cli/result_units.h"
 #include "cli/support.h"
 #include "common/units.h"
 #include "graph/graph.h"
@@ -173,6 +174,8 @@ const std::vector<command>& commands() {
              "Concurrent requests a deployment holds, for the cards needed (default 16)");
          app.add_option("--plot-dir", o.plot_dir,
                         "Also draw each chart as an SVG in this folder (gnuplot) and link it");
+         app.add_option("-o,--output", o.output,
+                        "Write the report to this file; links are relative to it");
        },
        [](const options& o) {
          options v = o;
@@ -566,11 +569,12 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     result r = dispatch(p, subs);
     for (const std::string& line : warnings.lines())  // stderr only: stdout stays parseable
       err << fmt::format("calc {}: warning: {}\n", p.cmd ? p.cmd->name : "", line);
+    if (r.units.of.empty()) r.units = units_of(p.cmd->name);
     if (p.format == output_format::md && !r.markdown.empty()) {
       out << r.markdown;
     } else {
       if (r.text.empty()) {
-        out << render(r.body, p.format, r.title);
+        out << render(r.body, p.format, r.title, r.units);
       } else {
         out << r.text;  // already rendered (not through a conditional: that would copy it)
       }

@@ -1,16 +1,49 @@
 // `calc check`: every chapter claim in scenarios/.
 #include <fmt/format.h>
 
+#include <filesystem>
+
 #include "check/check.h"
 #include "cli/cli.h"
 #include "cli/support.h"
 
 namespace calc::cli {
 
+namespace {
+
+/// Runs the claims from `dir` and returns to the working folder after, even on a throw: claims
+/// name fixtures relative to the repository (`--model tests/fixtures/hf/qwen3-8b.json`).
+class working_folder {
+ public:
+  explicit working_folder(const std::optional<std::string>& dir) {
+    if (!dir) return;
+    std::error_code ec;
+    before_ = std::filesystem::current_path(ec);
+    if (!ec) std::filesystem::current_path(*dir, ec);
+    moved_ = !ec;
+  }
+  ~working_folder() {
+    std::error_code ec;
+    if (moved_) std::filesystem::current_path(before_, ec);
+  }
+  working_folder(const working_folder&) = delete;
+  working_folder& operator=(const working_folder&) = delete;
+
+ private:
+  std::filesystem::path before_;
+  bool moved_ = false;
+};
+
+}  // namespace
+
 result run_check(const options& o) {
   std::vector<claim> claims = read_scenarios(o.scenarios);
   model_cache_scope cache;  // each model file is read once, whatever the claims
-  std::vector<claim_result> results = run_claims(claims, evaluate);
+  std::vector<claim_result> results;
+  {
+    working_folder at_root(repository_root(o.scenarios));
+    results = run_claims(claims, evaluate);
+  }
   ojson j;
   std::int64_t passed = 0, failed = 0, open = 0;
   ojson rows = ojson::array(), open_rows = ojson::array();

@@ -2,6 +2,7 @@
 // once) and `calc sweep` (a model's state and decode cost over a range of lengths, for plots).
 #include <fmt/format.h>
 
+#include "cli/result_units.h"
 #include "cli/support.h"
 #include "common/limits.h"
 #include "spec/context_limit.h"
@@ -43,7 +44,7 @@ result run_compare(const options& o) {
   r.markdown = fmt::format(
       "## {}\n\nParameters, weight bytes in BF16, FLOPs of a {} prefill and of one decode step "
       "at {} cached tokens, and state per request at {}.\n{}",
-      r.title, n, n, n, markdown_table("models", rows));
+      r.title, n, n, n, markdown_table("models", rows, units_of("compare")));
   return r;
 }
 
@@ -95,13 +96,15 @@ void append_exact(std::string& out, const checked& v) {
 template <typename point_at>
 std::string sweep_csv(const std::string& model, const std::vector<std::int64_t>& lengths,
                       const point_at& at) {
-  std::string out = "key,value\nmodel," + csv_escape(model) + "\n\npoints";
+  // Tidy: one header, one row per length, the model named on each row (tidy_csv's form).
+  std::string out = "model";
   for (const char* c : kSweepColumns) out += fmt::format(",{}", c);
   out += '\n';
-  out.reserve(out.size() + lengths.size() * 120);  // a row: 6 numbers of up to 20 digits
+  std::string name = csv_escape(model);
+  out.reserve(out.size() + lengths.size() * (120 + name.size()));  // 6 numbers of <= 20 digits
   for (std::int64_t n : lengths) {
     sweep_point p = at(n);
-    out += "points";
+    out += name;
     append_exact(out, p.length);
     for (const checked& v :
          {p.state, p.decode_read, p.decode_state_rw, p.decode_flops, p.decode_interaction})

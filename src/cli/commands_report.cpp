@@ -2,6 +2,10 @@
 // gathers the exact figures (the JSON body); src/report/document.cpp writes them for people.
 #include <fmt/format.h>
 
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <optional>
 
 #include "cli/support.h"
@@ -104,6 +108,21 @@ ojson model_section(const options& o, const gpu_spec& gpu, std::int64_t workspac
   return j;
 }
 
+/// Writes the report to --output, creating its folder; a file that cannot be written is bad
+/// input, named.
+void write_output_file(const std::string& path, const std::string& text) {
+  std::string shown =
+      path.size() <= 160 ? path : path.substr(0, 60) + "..." + path.substr(path.size() - 60);
+  std::error_code ec;
+  std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  if (!parent.empty()) std::filesystem::create_directories(parent, ec);
+  if (ec) throw spec_error("--output", fmt::format("cannot write {}: {}", shown, ec.message()));
+  std::ofstream out(path, std::ios::binary);
+  if (out) out << text;
+  if (!out || !out.flush())
+    throw spec_error("--output", fmt::format("cannot write {}: {}", shown, std::strerror(errno)));
+}
+
 }  // namespace
 
 result run_report(const options& o) {
@@ -141,7 +160,18 @@ result run_report(const options& o) {
     j["models"].push_back(model_section(one, gpu, workspace));
   }
   result r{j, "calc report"};
-  r.markdown = report_document(j, o.plot_dir);
+  report_files files{o.plot_dir, o.output};
+  if (o.format == "csv") r.text = report_csv(j);
+  if (o.format == "md") r.markdown = report_document(j, files);
+  if (!o.output.empty()) {
+    // The document goes to the file (its chart links are relative to it); standard output says
+    // where it went.
+    std::string text = o.format == "md"    ? r.markdown
+                       : o.format == "csv" ? r.text
+                                           : j.dump(2) + "\n";
+    write_output_file(o.output, text);
+    r.markdown = r.text = fmt::format("calc report: wrote {}\n", o.output);
+  }
   return r;
 }
 

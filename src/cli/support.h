@@ -69,6 +69,7 @@ struct options {
   std::string jsonl;                // validate --device cuda: append each row here as measured
   std::vector<std::string> models;  // --model split at commas (compare, report: several)
   std::string plot_dir;             // report: where the SVG charts go (empty: Mermaid only)
+  std::string output;               // report --output: the file the report is written to
   std::string shell;                // completion: bash or zsh
   std::string scenarios = "scenarios";
   // Serving-engine knobs (commands_engine.cpp), spelled as vLLM / SGLang spell them.
@@ -108,6 +109,7 @@ struct result {
   std::string text;      // output already rendered in the requested format (a million-row CSV
                          // sweep skips the JSON tree); empty: render `body`
   std::string markdown;  // when set, the whole Markdown output (a document, not a generic table)
+  unit_map units;        // what each value of `body` measures, for Markdown (report/format.h)
 };
 
 /// Which of --model and --length take a comma list (or, for --length, a range) in a command.

@@ -15,23 +15,40 @@ namespace calc {
 
 namespace {
 
-// One colour per model, shared by both renderings so the Markdown caption matches the SVG.
+// Twenty colours (matplotlib's tab20 order: the ten strong ones, then their light partners),
+// shared by both renderings so the Markdown legend matches the SVG.
 struct colour {
   const char* hex;
   const char* name;
 };
-constexpr colour kColours[] = {{"#1f77b4", "blue"}, {"#ff7f0e", "orange"}, {"#2ca02c", "green"},
-                               {"#d62728", "red"},  {"#9467bd", "purple"}, {"#8c564b", "brown"},
-                               {"#e377c2", "pink"}, {"#7f7f7f", "grey"},   {"#bcbd22", "olive"},
-                               {"#17becf", "cyan"}};
+constexpr colour kColours[] = {
+    {"#1f77b4", "blue"},        {"#ff7f0e", "orange"},     {"#2ca02c", "green"},
+    {"#d62728", "red"},         {"#9467bd", "purple"},     {"#8c564b", "brown"},
+    {"#e377c2", "pink"},        {"#7f7f7f", "grey"},       {"#bcbd22", "olive"},
+    {"#17becf", "cyan"},        {"#aec7e8", "light blue"}, {"#ffbb78", "light orange"},
+    {"#98df8a", "light green"}, {"#ff9896", "light red"},  {"#c5b0d5", "light purple"},
+    {"#c49c94", "light brown"}, {"#f7b6d2", "light pink"}, {"#c7c7c7", "light grey"},
+    {"#dbdb8d", "light olive"}, {"#9edae5", "light cyan"}};
 constexpr std::size_t kColourCount = sizeof(kColours) / sizeof(kColours[0]);
-
-const colour& colour_of(std::size_t i) { return kColours[i % kColourCount]; }
+constexpr int kPoints[] = {7, 5, 9, 13};  // circle, square, triangle, diamond
 
 /// A value for a chart: four significant digits are plenty for a picture.
 std::string point(double v) {
   if (v == 0) return "0";
   return fmt::format("{:.4g}", v);
+}
+
+/// A value for the legend table: four significant digits, never scientific.
+std::string legend_value(double v) {
+  if (!std::isfinite(v)) return "—";
+  if (v == 0) return "0";
+  int digits = 4 - 1 - static_cast<int>(std::floor(std::log10(std::fabs(v))));
+  std::string s = fmt::format("{:.{}f}", v, std::clamp(digits, 0, 12));
+  if (s.find('.') != std::string::npos) {
+    while (s.back() == '0') s.pop_back();
+    if (s.back() == '.') s.pop_back();
+  }
+  return s;
 }
 
 /// Mermaid strings are double-quoted; a quote inside would end them.
@@ -40,53 +57,114 @@ std::string quoted(std::string text) {
   return "\"" + text + "\"";
 }
 
-double max_value(const chart& c) {
-  double top = 0;
+/// gnuplot strings are single-quoted: a quote inside is doubled.
+std::string gp_quoted(const std::string& text) {
+  std::string out = "'";
+  for (char c : text) out += c == '\'' ? std::string("''") : std::string(1, c);
+  return out + "'";
+}
+
+/// The smallest and largest values drawn (NaN: no value).
+std::pair<double, double> value_range(const chart& c) {
+  double lo = NAN, hi = NAN;
   for (const chart_series& s : c.lines)
-    for (double v : s.y) top = std::max(top, v);
-  return top;
+    for (double v : s.y) {
+      if (std::isnan(v)) continue;
+      lo = std::isnan(lo) ? v : std::min(lo, v);
+      hi = std::isnan(hi) ? v : std::max(hi, v);
+    }
+  return {lo, hi};
 }
 
 }  // namespace
+
+line_style style_of(std::size_t line) {
+  const colour& c = kColours[line % kColourCount];
+  return {c.hex, c.name, static_cast<int>((line / kColourCount) % 4) + 1, kPoints[(line / 10) % 4]};
+}
+
+std::string full_title(const chart& c) {
+  std::string context;
+  for (const std::string& part : {c.gpu, c.formats, c.layout})
+    if (!part.empty()) context += (context.empty() ? "" : ", ") + part;
+  return context.empty() ? c.title : c.title + " (" + context + ")";
+}
+
+bool drawn(const chart_series& s) {
+  return std::any_of(s.y.begin(), s.y.end(), [](double v) { return !std::isnan(v); });
+}
 
 bool log_x(const chart& c) {
   return c.x.size() > 1 && c.x.front() > 0 && c.x.back() >= 100 * c.x.front();
 }
 
 bool log_y(const chart& c) {
-  double lo = 0, hi = 0;
   for (const chart_series& s : c.lines)
-    for (double v : s.y) {
-      if (v <= 0) return false;
-      lo = lo == 0 ? v : std::min(lo, v);
-      hi = std::max(hi, v);
-    }
-  return lo > 0 && hi >= 100 * lo;
+    for (double v : s.y)
+      if (!std::isnan(v) && v <= 0) return false;
+  auto [lo, hi] = value_range(c);
+  return !std::isnan(lo) && lo > 0 && hi >= 100 * lo;
 }
 
 std::string mermaid(const chart& c) {
-  std::string palette;
+  bool log = log_y(c);
+  std::vector<std::size_t> shown;  // lines with at least one value
   for (std::size_t i = 0; i < c.lines.size(); ++i)
-    palette += (i ? ", " : "") + std::string(colour_of(i).hex);
-  std::string out = "```mermaid\n---\nconfig:\n  themeVariables:\n    xyChart:\n";
-  out += fmt::format("      plotColorPalette: \"{}\"\n---\nxychart-beta\n", palette);
-  out += fmt::format("  title {}\n", quoted(c.title));
-  std::string labels;
-  for (std::int64_t x : c.x) labels += (labels.empty() ? "" : ", ") + quoted(human_tokens(x));
-  out += fmt::format("  x-axis {} [{}]\n", quoted(c.x_label), labels);
-  double top = max_value(c);
-  out += fmt::format("  y-axis {} 0 --> {}\n", quoted(c.y_label), point(top > 0 ? top * 1.05 : 1));
-  for (const chart_series& s : c.lines) {
-    std::string values;
-    for (double v : s.y) values += (values.empty() ? "" : ", ") + point(v);
-    out += fmt::format("  line [{}]\n", values);
+    if (drawn(c.lines[i])) shown.push_back(i);
+  std::string out;
+  if (!shown.empty()) {
+    std::string palette;
+    for (std::size_t i : shown)
+      palette += (palette.empty() ? "" : ", ") + std::string(style_of(i).hex);
+    out = "```mermaid\n---\nconfig:\n  themeVariables:\n    xyChart:\n";
+    out += fmt::format("      plotColorPalette: \"{}\"\n---\nxychart-beta\n", palette);
+    out += fmt::format("  title {}\n", quoted(full_title(c)));
+    std::string labels;
+    for (std::int64_t x : c.x) labels += (labels.empty() ? "" : ", ") + quoted(human_tokens(x));
+    out += fmt::format("  x-axis {} [{}]\n", quoted(c.x_label), labels);
+    auto [lo, hi] = value_range(c);
+    // Mermaid has no log axis: values spanning decades are drawn as their log10.
+    if (log) {
+      out += fmt::format("  y-axis {} {} --> {}\n", quoted("log10 of " + c.y_label),
+                         point(std::floor(std::log10(lo))), point(std::ceil(std::log10(hi))));
+    } else {
+      out +=
+          fmt::format("  y-axis {} 0 --> {}\n", quoted(c.y_label), point(hi > 0 ? hi * 1.05 : 1));
+    }
+    for (std::size_t i : shown) {
+      std::string values;
+      // Mermaid lines cannot break: a length with no value is drawn at the axis floor and the
+      // legend says where.
+      for (double v : c.lines[i].y) {
+        double at =
+            std::isnan(v) ? (log ? std::floor(std::log10(lo)) : 0) : (log ? std::log10(v) : v);
+        values += (values.empty() ? "" : ", ") + point(at);
+      }
+      out += fmt::format("  line [{}]\n", values);
+    }
+    out += "```\n\n";
   }
-  out += "```\n\n";
-  std::string legend;
-  for (std::size_t i = 0; i < c.lines.size(); ++i)
-    legend += fmt::format("{}{} ({})", i ? ", " : "", c.lines[i].name, colour_of(i).name);
-  out += fmt::format("Lines: {}. Lengths are evenly spaced as labelled{}.\n", legend,
-                     log_x(c) ? " (a log scale)" : "");
+  // The legend: each line's colour and its values at the first and last lengths (in the y
+  // axis unit), and why a line has gaps or is not drawn.
+  std::vector<std::vector<std::string>> rows;
+  for (std::size_t i = 0; i < c.lines.size(); ++i) {
+    const chart_series& s = c.lines[i];
+    bool any = drawn(s);
+    bool gaps = any && std::any_of(s.y.begin(), s.y.end(), [](double v) { return std::isnan(v); });
+    std::string note = s.note;
+    if (gaps) note += std::string(note.empty() ? "" : "; ") + "drawn at the axis floor there";
+    rows.push_back({s.name, any ? style_of(i).name : "not drawn",
+                    s.y.empty() ? "—" : legend_value(s.y.front()),
+                    s.y.empty() ? "—" : legend_value(s.y.back()), note});
+  }
+  std::string first = c.x.empty() ? "first" : "at " + human_tokens(c.x.front());
+  std::string last = c.x.empty() ? "last" : "at " + human_tokens(c.x.back());
+  out += aligned_table({"line", "colour", first, last, "note"}, rows,
+                       {align::left, align::left, align::right, align::right, align::left});
+  std::string scales;
+  if (log_x(c)) scales = " Lengths are evenly spaced as labelled (a log scale).";
+  if (log) scales += " Values span decades: the chart draws their log10.";
+  if (!scales.empty()) out += "\n" + scales.substr(1) + "\n";
   return out;
 }
 
@@ -96,7 +174,8 @@ std::string gnuplot_data(const chart& c) {
   out += "\n";
   for (std::size_t i = 0; i < c.x.size(); ++i) {
     out += std::to_string(c.x[i]);
-    for (const chart_series& s : c.lines) out += " " + fmt::format("{:.9g}", s.y[i]);
+    for (const chart_series& s : c.lines)
+      out += " " + (std::isnan(s.y[i]) ? std::string("?") : fmt::format("{:.9g}", s.y[i]));
     out += "\n";
   }
   return out;
@@ -106,11 +185,11 @@ std::string gnuplot_script(const chart& c, const std::string& data_file,
                            const std::string& svg_file) {
   std::string out;
   out += "set terminal svg size 800,480 dynamic font 'sans,13' background '#ffffff'\n";
-  out += fmt::format("set output '{}'\n", svg_file);
-  out += fmt::format("set title '{}'\n", c.title);
-  out += fmt::format("set xlabel '{}'\n", c.x_label);
-  out += fmt::format("set ylabel '{}'\n", c.y_label);
-  out += "set grid\nset key outside right top box\n";
+  out += fmt::format("set output {}\n", gp_quoted(svg_file));
+  out += fmt::format("set title {} noenhanced\n", gp_quoted(full_title(c)));
+  out += fmt::format("set xlabel {} noenhanced\n", gp_quoted(c.x_label));
+  out += fmt::format("set ylabel {} noenhanced\n", gp_quoted(c.y_label));
+  out += "set grid\nset key outside right top box noenhanced\nset datafile missing '?'\n";
   if (log_x(c)) out += "set logscale x 2\n";
   if (log_y(c)) {
     out += "set logscale y 10\n";
@@ -123,11 +202,19 @@ std::string gnuplot_script(const chart& c, const std::string& data_file,
   for (std::size_t i = 0; i < c.x.size(); i += every)
     tics += fmt::format("{}\"{}\" {}", tics.empty() ? "" : ", ", human_tokens(c.x[i]), c.x[i]);
   out += fmt::format("set xtics ({})\n", tics);
-  out += "plot ";
-  for (std::size_t i = 0; i < c.lines.size(); ++i)
-    out += fmt::format("{}'{}' using 1:{} with linespoints lw 2 pt 7 ps 0.6 lc rgb '{}' title '{}'",
-                       i ? ", \\\n     " : "", data_file, i + 2, colour_of(i).hex, c.lines[i].name);
-  return out + "\n";
+  std::string plots;
+  for (std::size_t i = 0; i < c.lines.size(); ++i) {
+    if (!drawn(c.lines[i])) continue;  // said in the legend table, not drawn as a zero line
+    line_style st = style_of(i);
+    plots +=
+        fmt::format("{}{} using 1:{} with linespoints lw 2 dt {} pt {} ps 0.6 lc rgb '{}' title {}",
+                    plots.empty() ? "" : ", \\\n     ", gp_quoted(data_file), i + 2, st.dash,
+                    st.point, st.hex, gp_quoted(c.lines[i].name));
+  }
+  if (plots.empty())
+    return out +
+           "set label 1 'no model has a value here' at graph 0.5,0.5 center\nplot NaN notitle\n";
+  return out + "plot " + plots + "\n";
 }
 
 bool have_gnuplot() { return std::system("command -v gnuplot >/dev/null 2>&1") == 0; }
@@ -139,20 +226,20 @@ std::optional<std::string> draw_svg(const chart& c, const std::string& dir) {
                      fmt::format("'{}': a folder name with a quote is not supported", dir));
   std::error_code ec;
   fs::create_directories(dir, ec);
-  if (ec) throw spec_error("--plot-dir", fmt::format("cannot create {}: {}", dir, ec.message()));
+  if (ec) throw spec_error("--plot-dir", fmt::format("cannot create the folder: {}", ec.message()));
   fs::path data = fs::path(dir) / (c.id + ".dat");
   fs::path script = fs::path(dir) / (c.id + ".gp");
   std::ofstream(data) << gnuplot_data(c);
   // gnuplot runs inside DIR, so the script names its files without the folder.
   std::ofstream(script) << gnuplot_script(c, c.id + ".dat", c.id + ".svg");
-  if (!fs::exists(script))
+  if (!fs::exists(script, ec))
     throw spec_error("--plot-dir", fmt::format("cannot write {}", script.string()));
   if (!have_gnuplot())
     return "gnuplot is not installed: no SVG drawn (the .gp scripts are in " + dir +
            "); the Mermaid charts show the same data";
   std::string command =
       fmt::format("cd '{}' && gnuplot '{}.gp' 2>/dev/null", dir, c.id);  // dir from the user
-  if (std::system(command.c_str()) != 0 || !fs::exists(fs::path(dir) / (c.id + ".svg")))
+  if (std::system(command.c_str()) != 0 || !fs::exists(fs::path(dir) / (c.id + ".svg"), ec))
     return fmt::format("gnuplot failed on {}; the Mermaid charts show the same data",
                        script.string());
   return std::nullopt;

@@ -1,5 +1,6 @@
 // The `calc report` document: a Markdown page a person reads (summary, compact tables in human
-// units, Mermaid charts), written from the exact figures `calc report --format json` prints.
+// units, Mermaid charts with legend tables), written from the exact figures `calc report
+// --format json` prints; and the same figures as tidy CSV.
 #pragma once
 
 #include <string>
@@ -8,9 +9,26 @@
 
 namespace calc {
 
+/// Where a report's files go.
+struct report_files {
+  std::string plot_dir;  // SVG charts are drawn here (empty: Mermaid only)
+  std::string output;    // the file the document is written to (empty: standard output); chart
+                         // links are relative to its folder, chart names start with its stem
+};
+
 /// Writes the report body (see src/cli/commands_report.cpp for its keys) as Markdown. With a
-/// non-empty `plot_dir`, also draws each chart there as SVG (gnuplot) and links it; when gnuplot
-/// is missing the document says so in one line and keeps the Mermaid charts.
-std::string report_document(const ojson& body, const std::string& plot_dir);
+/// plot folder, also draws each chart there as SVG (gnuplot) and links it; when gnuplot is
+/// missing the document says so in one line and keeps the Mermaid charts. Chart files are named
+/// after the output file, or after a digest of the body, so two reports never share one.
+std::string report_document(const ojson& body, const report_files& files);
+
+/// The report as tidy CSV, in three sections (a `# name` line, a header, the rows): `points`
+/// (one row per model and length), `components` (one row per model, state component and
+/// length) and `models` (one row per model).
+std::string report_csv(const ojson& body);
+
+/// The stem every chart file of this report starts with: the output file's stem, else
+/// "report-" and eight hex digits of a digest of the body.
+std::string chart_stem(const ojson& body, const std::string& output);
 
 }  // namespace calc
