@@ -28,6 +28,17 @@ using namespace cli;
 
 result run_completion(const options& o);
 
+/// The time-under-load options of plan are read only with --sla.
+void refuse_sla_options(const options& o) {
+  const std::pair<const char*, bool> given[] = {
+      {"--rate", o.rate != 0},          {"--concurrency", !o.concurrency.empty()},
+      {"--isl", o.isl != 0},            {"--osl", o.osl != 0},
+      {"--calibration", !o.calibration.empty()}};
+  for (const auto& [name, is_given] : given)
+    if (is_given)
+      throw spec_error(name, "applies only with --sla ttft=MS,tpot=MS (plan for time under load)");
+}
+
 // ---- the command table -----------------------------------------------------------------------
 
 const std::vector<command>& commands() {
@@ -85,17 +96,16 @@ const std::vector<command>& commands() {
          app.get_option("--gpu")->required();
          app.add_option("--requests", o.requests,
                         "Concurrent requests to hold (required without --sla)");
-         static const command* self = nullptr;
-         for (const command& c : commands())
-           if (std::string(c.name) == "plan") self = &c;
-         only_in(app.add_option("--page-tokens,--block-size,--page-size", o.page_tokens,
-                                "Tokens per KV block / page (default: vLLM 16, SGLang 1)")
-                     ->transform(token_suffixes()),
-                 *self, kEngineOnly);
+         // Plan pages only in the engine's terms (plain plan holds whole histories).
+         app.add_option("--page-tokens,--block-size,--page-size", o.page_tokens,
+                        "Tokens per KV block / page (default: vLLM 16, SGLang 1)")
+             ->transform(token_suffixes())
+             ->group(kEngineOnly);
          add_sla_options(app, o);  // time under load: commands_serve.cpp
        },
        [](const options& o) {
          if (!o.sla.empty()) return run_plan_sla(o);  // time under load: commands_serve.cpp
+         refuse_sla_options(o);
          if (o.requests < 0) throw spec_error("--requests", "is required (requests to hold)");
          if (!o.engine.empty()) return run_engine_plan(o);
          if (o.length < 0) throw spec_error("--length", "is required (tokens per request)");
