@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <map>
 #include <set>
 #include <string>
@@ -89,7 +90,7 @@ const std::map<std::string, sample> kSamples = {
     {"--fp8", {"", "", true}},
     {"--budget", {"256MiB"}},
     {"--routing", {"concentrated"}},
-    {"--plot-dir", {"."}},
+    {"--plot-dir", {std::filesystem::temp_directory_path().string()}},  // never the source tree
     {"--num-speculative-tokens", {"2"}},
     {"--speculative-config", {R"({"method": "ngram", "num_speculative_tokens": 3})"}},
     {"--accepted", {"3"}},
