@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <climits>
 #include <functional>
+#include <map>
 #include <memory>
 #include <ostream>
 
@@ -499,6 +500,21 @@ result run_completion(const options& o) {
   return r;
 }
 
+/// An error as the user reads it: the layers below cli/ name the quantity that was wrong
+/// ("model", "gpu"), and where the user gave it as an option, this prints the option instead.
+/// A located error (a file position) or one that already names an option prints as raised.
+std::string as_given(const spec_error& e) {
+  static const std::map<std::string, std::string> option_of = {
+      {"model", "--model"}, {"gpu", "--gpu"},         {"mtp", "--mtp"},
+      {"scale", "--scale"}, {"storage", "--storage"}, {"cuda", "--device cuda"},
+  };
+  auto it = option_of.find(e.field());
+  // Unlocated: what() is exactly "field: message" (a located one starts with its file).
+  const std::string raised = e.what();
+  if (it == option_of.end() || raised != spec_error(e.field(), e.message()).what()) return raised;
+  return spec_error(it->second, e.message()).what();
+}
+
 }  // namespace
 
 std::vector<std::pair<std::string, std::vector<std::string>>> command_options() {
@@ -592,7 +608,7 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     }
     return r.exit_code;
   } catch (const spec_error& e) {
-    err << e.what() << "\n";
+    err << as_given(e) << "\n";
     return 2;
   } catch (const overflow_error& e) {
     // Counts are exact in 128 bits; past that the inputs (options or the model's sizes) are

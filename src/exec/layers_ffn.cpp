@@ -239,7 +239,7 @@ mat random_weight(std::mt19937_64& rng, std::int64_t in, std::int64_t out) {
 ref::state_buffer::format storage_of(const dtype& t) {
   ref::state_buffer::format f;
   if (!ref::storage_format(t.name, f))
-    throw spec_error("--storage",
+    throw spec_error("storage",
                      fmt::format("the reference executor stores bf16, fp32 or int64 state, "
                                  "not {}; validate the reference storage",
                                  t.name));

@@ -720,7 +720,7 @@ std::string models_dir() {
 std::string resolve_model_path(const std::string& name_or_path) {
   namespace fs = std::filesystem;
   if (static_cast<std::int64_t>(name_or_path.size()) > limits::path_chars)
-    throw spec_error("--model",
+    throw spec_error("model",
                      fmt::format("a path of {} characters is longer than the limit of {}",
                                  name_or_path.size(), limits::path_chars));
   std::error_code ec;  // an unusable name is simply not found
@@ -742,7 +742,7 @@ std::string resolve_model_path(const std::string& name_or_path) {
     if (auto name = hf::bundled_with_repo(name_or_path, models_dir(), known))
       return (fs::path(models_dir()) / (*name + ".yaml")).string();
     if (auto snapshot = hf::cached_snapshot(name_or_path, looked)) return *snapshot;
-    throw spec_error("--model", fmt::format("unknown model '{}': no bundled model's source names "
+    throw spec_error("model", fmt::format("unknown model '{}': no bundled model's source names "
                                             "that repository, and the Hugging Face cache has no "
                                             "{} (no network is used)",
                                             name_or_path, looked.back()));
@@ -752,7 +752,7 @@ std::string resolve_model_path(const std::string& name_or_path) {
   message +=
       "; `calc models` lists the bundled ones, or give a path to a YAML file or a Hugging Face "
       "config.json";
-  throw spec_error("--model", message);
+  throw spec_error("model", message);
 }
 
 std::vector<std::string> bundled_models() {

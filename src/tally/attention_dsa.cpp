@@ -208,7 +208,9 @@ namespace {
 /// one (one overload per kind, so a new kind must say).
 struct window_record_bytes {
   const model_context& m;
-  checked operator()(const attention_dsa& d) const { return record_of(d).bytes(m.precision->window); }
+  checked operator()(const attention_dsa& d) const {
+    return record_of(d).bytes(m.precision->window);
+  }
   checked operator()(const attention_gqa& g) const {
     // A layer without a window keeps history, not a window; a sharing layer writes nothing.
     return g.window && !g.kv_source ? record_of(g).bytes(m.precision->kv) : checked(0);

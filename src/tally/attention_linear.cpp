@@ -124,9 +124,8 @@ void add_tensors(const attention_kda& a, const model_context& m, std::vector<ten
   out.push_back(matrix("attention", "o_proj", category::attention, v_width, d,
                        m.precision->attention_out_weights()));
   if (a.conv_kernel > 0)
-    out.push_back(
-        {"conv", "q_k_v_conv1d", category::other, recurrent_of(a).conv_channels * a.conv_kernel,
-         conv_w});
+    out.push_back({"conv", "q_k_v_conv1d", category::other,
+                   recurrent_of(a).conv_channels * a.conv_kernel, conv_w});
   out.push_back({"norms", "A_log", category::other, a.heads, norms});
   out.push_back({"norms", "dt_bias", category::other, k_width, norms});  // per channel
   out.push_back({"norms", "o_norm", category::other, a.value_dim, norms});

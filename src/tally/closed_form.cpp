@@ -115,7 +115,7 @@ void closed_form::compile_head() {
     head_read_bytes_ += t.read_bytes(call{});  // none of these depends on the call's rows
     if (t.module == "connection" && t.gemm) head_row_flops_ += checked(2) * weights_per_row(t);
   }
-  head_row_flops_ += connection_mix_flops_per_row(s);  // AttnRes mixes
+  head_row_flops_ += connection_mix_flops_per_row(s);        // AttnRes mixes
   head_row_flops_ += checked(2) * s.rope_table_frequencies;  // positions x frequencies
   // A decode step's head: one vocabulary row, one new row.
   step_flops_.add(checked(2) * vocab_weights_ + head_row_flops_);
@@ -179,9 +179,7 @@ forward_totals closed_form::decode(std::int64_t batch, std::int64_t context) con
   return f;
 }
 
-checked closed_form::decode_flops(checked context) const {
-  return step_flops_.at(context);
-}
+checked closed_form::decode_flops(checked context) const { return step_flops_.at(context); }
 
 checked closed_form::decode_interaction(checked context) const {
   return step_interaction_.at(context);

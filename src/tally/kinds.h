@@ -85,10 +85,10 @@ record_shape record_of(const dsa_indexer& x);
 /// rewritten by every decode step, and a short convolution keeping `conv_kernel` slots per
 /// channel.
 struct recurrent_shape {
-  std::int64_t heads = 0;      // heads, each with its own state matrix
-  std::int64_t key_dim = 0;    // d_k (Mamba2: head_dim P)
-  std::int64_t value_dim = 0;  // d_v (Mamba2: state_dim N)
-  checked conv_channels;       // channels of the short convolution
+  std::int64_t heads = 0;        // heads, each with its own state matrix
+  std::int64_t key_dim = 0;      // d_k (Mamba2: head_dim P)
+  std::int64_t value_dim = 0;    // d_v (Mamba2: state_dim N)
+  checked conv_channels;         // channels of the short convolution
   std::int64_t conv_kernel = 0;  // convolution width; 0 = none
   /// key_dim x value_dim products per head in one recurrent step: the delta rule's S^T k,
   /// k (x) delta and S^T q (3); SSD's state update and readout (2).
@@ -99,13 +99,11 @@ struct recurrent_shape {
   /// Values of the state matrices, all heads.
   checked state_values() const { return checked(heads) * key_dim * value_dim; }
   /// Matrix FLOPs of one recurrent step of one token, all heads.
-  checked step_flops() const {
-    return checked(2) * step_products * heads * key_dim * value_dim;
-  }
+  checked step_flops() const { return checked(2) * step_products * heads * key_dim * value_dim; }
 };
 
-recurrent_shape recurrent_of(const attention_gdn& a);  // v_heads states; Q, K, V convolved
-recurrent_shape recurrent_of(const attention_kda& a);  // heads states; Q, K, V convolved
+recurrent_shape recurrent_of(const attention_gdn& a);     // v_heads states; Q, K, V convolved
+recurrent_shape recurrent_of(const attention_kda& a);     // heads states; Q, K, V convolved
 recurrent_shape recurrent_of(const attention_mamba2& a);  // heads x P x N; x, B, C convolved
 
 /// Mamba2's convolution channels (x, B and C) when B and C come in `groups` groups: the model's

@@ -258,8 +258,8 @@ void add_layer_work(const layer& l, const model_context& m, const call& lc, cons
   if (const auto* p = std::get_if<attention_parallel>(&l.attention)) {
     // A parallel hybrid's work stays apart by part, as its tensors' FLOPs do.
     work wa = flops(p->attention, m, lc), wm = flops(p->mixer, m, lc);
-    f.by_kind["gqa"] += (wa.interaction + wa.state) * count;
-    f.by_kind["mamba2"] += (wm.interaction + wm.state) * count;
+    f.by_kind[kind_name(attention_spec(p->attention))] += (wa.interaction + wa.state) * count;
+    f.by_kind[kind_name(attention_spec(p->mixer))] += (wm.interaction + wm.state) * count;
   } else if (!std::holds_alternative<attention_none>(l.attention)) {  // no mixer, no kind
     f.by_kind[kind_name(l.attention)] += interaction + state;
   }
@@ -370,7 +370,7 @@ std::vector<layer_entries> tally_entries(const graph& g, const call& c) {
 forward_tally tally_mtp(const graph& g, const call& c) {
   const model_spec& s = *g.spec;
   if (!s.mtp)
-    throw spec_error("--mtp", fmt::format("{} has no multi-token prediction block", s.name));
+    throw spec_error("mtp", fmt::format("{} has no multi-token prediction block", s.name));
   model_context m = context_of(g);
   forward_tally f;
   checked d = s.hidden;

@@ -41,8 +41,8 @@ struct decode_interaction {
       pairs += a.global->top_k > 0 ? min(entries, a.global->top_k) : entries;
       if (a.indexer) {
         std::int64_t pool = a.indexer->candidates;
-        scans = e.index_scan == pair_counting::rectangular || pool == 0 ? entries
-                                                                         : min(entries, pool);
+        scans =
+            e.index_scan == pair_counting::rectangular || pool == 0 ? entries : min(entries, pool);
       }
     }
     checked f = pair_of(a).flops() * pairs;
@@ -264,11 +264,11 @@ TEST_CASE("the engine's pages are the per-kind records and recurrent shapes") {
             REQUIRE(r.has_value());
             if (tp > 1) break;  // Mamba2 groups may be replicated over ranks
             // One rank keeps the tally's state matrices and kernel - 1 of its conv slots.
-            checked conv = p.conv.bytes(r->conv_channels * std::max<std::int64_t>(
-                                                               0, r->conv_kernel - 1));
+            checked conv =
+                p.conv.bytes(r->conv_channels * std::max<std::int64_t>(0, r->conv_kernel - 1));
             CHECK(lc.state_bytes == p.recurrent.bytes(r->state_values()) + conv);
-            std::vector<state_component> comps = std::visit(
-                [&](const auto& x) { return state(x, m, spec.execution); }, l.attention);
+            std::vector<state_component> comps =
+                std::visit([&](const auto& x) { return state(x, m, spec.execution); }, l.attention);
             auto rec = std::find_if(comps.begin(), comps.end(),
                                     [](const state_component& s) { return s.name == "recurrent"; });
             REQUIRE(rec != comps.end());
