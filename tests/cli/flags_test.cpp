@@ -50,6 +50,7 @@ const std::map<std::string, sample> kSamples = {
     {"--model", {"qwen3-32b"}},
     {"--set", {"layers.attention.kv_heads=4"}},
     {"--gpu", {"h200"}},
+    {"--memory", {"as-sold"}},
     {"--length", {"16K"}},
     {"--prompt", {"2K"}},
     {"--context", {"4K"}},
