@@ -28,6 +28,11 @@ std::string memory_text(const checked& bytes, const std::string& basis) {
   return basis == "runtime" ? human_bytes(bytes.value()) : human_decimal_bytes(bytes.value());
 }
 
+/// The basis in a title: "runtime memory" or "memory as sold".
+std::string basis_phrase(const std::string& basis) {
+  return basis == "runtime" ? "runtime memory" : "memory " + basis;
+}
+
 /// The capacity answer as JSON, keys as they have always been.
 ojson to_json(const capacity_result& r) {
   auto row_json = [](const capacity_row& row) {
@@ -193,8 +198,8 @@ result run_capacity(const options& o) {
   for (const std::string& name : split_list(o.gpu)) q.gpus.push_back(load_gpu(name));
   if (q.gpus.empty()) throw spec_error("--gpu", "name at least one GPU");
   capacity_result r = answer_capacity(m.g, q);
-  return {to_json(r), fmt::format("calc capacity: {} on {} x {}, memory {}", r.model, r.cards,
-                                  r.gpu_display, r.memory_basis)};
+  return {to_json(r), fmt::format("calc capacity: {} on {} x {}, {}", r.model, r.cards,
+                                  r.gpu_display, basis_phrase(r.memory_basis))};
 }
 
 result run_plan(const options& o) {
@@ -213,8 +218,8 @@ result run_plan(const options& o) {
   q.gpu = load_gpu(o.gpu);
   placement_result r = answer_plan(m.g, q);
   return {to_json(r),
-          fmt::format("calc plan: {} on {} cards (memory {}), {} requests of {} tokens",
-                      r.model, r.gpu, r.memory_basis, r.requests, r.length)};
+          fmt::format("calc plan: {} on {} cards ({}), {} requests of {} tokens", r.model,
+                      r.gpu, basis_phrase(r.memory_basis), r.requests, r.length)};
 }
 
 result run_roofline(const options& o) {

@@ -24,6 +24,12 @@ constexpr std::size_t kMaxColumns = 6;  // lengths shown side by side in a compo
 /// Vendor peaks as printed: 989.4, 1978.9.
 std::string decimal_tflops(double t) { return fmt::format("{:g}", t); }
 
+/// Card memory as its basis counts it: the runtime-visible figure in GiB as the CUDA runtime
+/// and engine logs print it, the figure as sold in decimal GB as vendors print it.
+std::string memory_text(std::int64_t bytes, const std::string& basis) {
+  return basis == "runtime" ? human_bytes(bytes) : human_decimal_bytes(bytes);
+}
+
 /// Bytes of an exact count, as read.
 std::string bytes(const checked& v) { return human_bytes(v.value()); }
 
@@ -160,7 +166,8 @@ std::string model_summary(const report_model& m, const report_data& r) {
     out += fmt::format("it does not fit: no deployment of up to {} {} cards holds one request",
                        m.searched_up_to, r.gpu.name);
   else if (last.requests > 0)
-    out += fmt::format("{} requests on {}", with_commas(last.requests), deployment_of(m, r));
+    out += fmt::format("{} {} on {}", with_commas(last.requests),
+                       last.requests == 1 ? "request" : "requests", deployment_of(m, r));
   else if (m.weight_bytes >= checked(r.gpu.memory) * m.lay.cards())
     out += fmt::format("it does not fit on {}: the weights alone exceed its memory",
                        deployment_of(m, r));
@@ -182,8 +189,9 @@ std::string fit_note(const report_model& m, const report_data& r) {
                        m.searched_up_to, human_tokens(r.lengths.back()));
   checked memory = checked(r.gpu.memory) * m.lay.cards();
   if (m.weight_bytes >= memory)
-    return fmt::format("does not fit on {}: its weights ({}) exceed its {} cards' memory",
-                       layout_name(m.lay), bytes(m.weight_bytes), m.lay.cards());
+    return fmt::format("does not fit on {}: its weights ({}) exceed its {} of memory",
+                       layout_name(m.lay), bytes(m.weight_bytes),
+                       memory_text(memory.value(), r.memory_basis));
   for (const report_point& p : m.points)
     if (p.requests == 0)
       return fmt::format("does not fit on {} from {} on: not one request beside the weights",
@@ -231,9 +239,9 @@ std::string report_document(const report_data& r, const report_files& files) {
   std::string note;  // why there are no SVGs, said once
 
   std::string out = fmt::format("# Serving report: {} on {}\n\n", list, gpu);
-  std::string memory = r.memory_basis == "runtime"
-                           ? human_bytes(r.gpu.memory) + " of memory as the CUDA runtime reports it"
-                           : human_decimal_bytes(r.gpu.memory) + " of memory as sold";
+  std::string memory = memory_text(r.gpu.memory, r.memory_basis) +
+                       (r.memory_basis == "runtime" ? " of memory as the CUDA runtime reports it"
+                                                    : " of memory as sold");
   out += fmt::format(
       "What {} need{} on {} ({}, {}, {} dense BF16 TFLOPs per card) at {}, on {}: weights, "
       "state per request, where the fixed state and the growing cache cross, requests per "
