@@ -26,29 +26,34 @@ checked request_state(const graph& g, std::int64_t length, std::int64_t page, st
 capacity_plan capacity_at(const graph& g, const gpu_spec& card, const capacity_request& q,
                           std::int64_t length, checked weights, checked prefix_bytes) {
   const layout& lay = q.lay;
-  capacity_plan c = plan_capacity(g, card, lay.cards(), length, q.workspace, weights);
+  capacity_plan c;
+  c.length = length;
+  c.memory = checked(card.memory) * lay.cards();
+  c.weight_bytes = weights;
+  c.workspace_bytes = q.workspace;
   c.per_request_bytes = request_state(g, length, q.page_tokens, q.shared_prefix);
-  c.free_bytes = c.memory - weights - q.workspace - prefix_bytes;
-  c.weights_fit = c.free_bytes >= 0;
-  c.requests = c.weights_fit && c.per_request_bytes > 0
-                   ? (c.free_bytes / c.per_request_bytes).value()
-                   : 0;
-  if (lay.cards() > 1 || lay.ep > 1) {
-    // Per card: every stage's card must hold its weights, the workspace and its share of each
-    // request's state; the tightest stage decides, each dp group holds its own requests. Free
-    // bytes are the deployment's: every card's, summed.
-    std::vector<card_load> loads = card_loads(g, lay, length);
-    checked free = 0;
-    bool fit_all = true;
-    for (const card_load& cl : loads) {
-      checked card_free = checked(card.memory) - cl.weight_bytes - q.workspace;
-      fit_all = fit_all && card_free >= 0;
-      free += card_free * lay.tp;
-    }
-    c.requests = fit_all ? layout_requests(loads, lay, checked(card.memory), q.workspace) : 0;
-    c.free_bytes = free;
-    c.weights_fit = fit_all;
+  if (lay.cards() == 1 && lay.ep == 1) {
+    // §2.6.2 on one card: a partial state holds no request, so round down.
+    c.free_bytes = c.memory - weights - q.workspace - prefix_bytes;
+    c.weights_fit = c.free_bytes >= 0;
+    if (c.weights_fit && c.per_request_bytes > 0)
+      c.requests = (c.free_bytes / c.per_request_bytes).value();
+    return c;
   }
+  // Per card: every stage's card must hold its weights, the workspace and its share of each
+  // request's state; the tightest stage decides, each dp group holds its own requests. Free
+  // bytes are the deployment's: every card's, summed.
+  std::vector<card_load> loads = card_loads(g, lay, length);
+  checked free = 0;
+  bool fit_all = true;
+  for (const card_load& cl : loads) {
+    checked card_free = checked(card.memory) - cl.weight_bytes - q.workspace;
+    fit_all = fit_all && card_free >= 0;
+    free += card_free * lay.tp;
+  }
+  c.requests = fit_all ? layout_requests(loads, lay, checked(card.memory), q.workspace) : 0;
+  c.free_bytes = free;
+  c.weights_fit = fit_all;
   return c;
 }
 
