@@ -63,8 +63,8 @@ const std::vector<command>& commands() {
        {g::model, g::workload, g::generate, g::execution_all}, [](CLI::App& app, options&) { app.get_option("--prompt")->required(); },
        run_request},
       {"capacity", "Concurrent requests that fit on a deployment; with --requests, the weight budget",
-       {g::model, g::gpu, g::length, g::layout, g::workspace, g::formats, g::execution,
-        g::engine},
+       {g::model, g::gpu, g::memory, g::length, g::layout, g::workspace, g::formats,
+        g::execution, g::engine},
        [](CLI::App& app, options& o) {
          // --weight-bytes, --requests and --shared-prefix are refused with --engine by the
          // engine question, each with its reason.
@@ -91,8 +91,8 @@ const std::vector<command>& commands() {
       {"plan",
        "Fewest cards and a layout engines run (TP/PP/EP/DP) that hold K requests of N tokens, and "
        "why fewer do not",
-       {g::model, g::gpu, g::length, g::workspace, g::search, g::formats, g::execution,
-        g::engine},
+       {g::model, g::gpu, g::memory, g::length, g::workspace, g::search, g::formats,
+        g::execution, g::engine},
        [](CLI::App& app, options& o) {
          app.get_option("--gpu")->required();
          app.add_option("--requests", o.requests,
@@ -176,9 +176,11 @@ const std::vector<command>& commands() {
        "A model's state, decode reads and decode FLOPs over a range of lengths (CSV for plots)",
        {g::model, g::length, g::execution}, none, run_sweep, length_list},
       {"report",
-       "One Markdown document for models on a GPU: weights, state, crossovers, requests per "
-       "card, cards needed, roofline bounds, with charts",
-       {g::model, g::gpu, g::length, g::workspace, g::search, g::formats, g::execution},
+       "One Markdown document for models on a deployment of each GPU (a comma list): weights, "
+       "state, crossovers, requests per deployment, cards needed, roofline bounds, with charts; "
+       "without --tp/--pp/--ep/--dp each model's layout is planned",
+       {g::model, g::gpu, g::memory, g::length, g::layout, g::workspace, g::search, g::formats,
+        g::execution},
        [](CLI::App& app, options& o) {
          app.add_option(
              "--requests", o.requests,
@@ -345,6 +347,8 @@ result dispatch(parsed& p, const std::vector<CLI::App*>& subs) {
       p.cmd = &commands()[i];
       refuse_extras(*subs[i]);
       read_lists(*p.cmd, given(*subs[i], "--model"), given(*subs[i], "--length"), p.opts);
+      for (const char* name : {"--tp", "--pp", "--ep", "--dp"})
+        p.opts.layout_given = p.opts.layout_given || given(*subs[i], name);
       check_mode_options(*subs[i], p.opts);
       engine_spellings(p.opts);
     }
