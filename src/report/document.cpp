@@ -320,8 +320,9 @@ std::string report_document(const report_data& r, const report_files& files) {
     deployments += fmt::format("\n- {}: {}", m.name, deployment_of(m, r));
   out += fmt::format(
       "Requests of each length that fit on each model's deployment beside the weights and a {} "
-      "workspace per card (whole requests, memory {}):\n{}\n\n",
-      bytes(r.workspace_bytes), r.memory_basis, deployments);
+      "workspace per card (whole requests, {}):\n{}\n\n",
+      bytes(r.workspace_bytes),
+      r.memory_basis == "runtime" ? "runtime-visible memory" : "memory as sold", deployments);
   out += by_length(r, "length", [](const report_point& p) {
     return p.requests == 0 ? std::string("does not fit") : with_commas(p.requests);
   });
