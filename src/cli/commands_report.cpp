@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <utility>
+#include <vector>
 
 #include "cli/support.h"
 #include "common/limits.h"
@@ -169,7 +171,8 @@ result run_report(const options& o) {
   std::vector<std::string> gpus = split_list(o.gpu.empty() ? "h100-sxm" : o.gpu);
   if (gpus.empty()) throw spec_error("--gpu", "name at least one GPU");
   ojson all = ojson::array();
-  std::string markdown, csv;
+  std::vector<report_data> reports;
+  std::string markdown;
   for (const std::string& gpu : gpus) {
     q.gpu = load_gpu(gpu);
     report_data data = answer_report(graphs, q);
@@ -178,14 +181,14 @@ result run_report(const options& o) {
     if (gpus.size() > 1) stem += "-" + data.gpu.name;  // one output file, a chart set per GPU
     report_files files{o.plot_dir, o.output, stem};
     if (o.format == "md") markdown += (markdown.empty() ? "" : "\n") + report_document(data, files);
-    if (o.format == "csv") csv += (csv.empty() ? "" : "\n") + report_csv(body);
     all.push_back(body);
+    reports.push_back(std::move(data));
   }
   // One GPU: the body as it always was; several: one body per GPU.
   ojson j = gpus.size() == 1 ? all.front() : ojson{{"reports", all}};
   result r{j, "calc report"};
   r.markdown = markdown;
-  r.text = csv;
+  if (o.format == "csv") r.text = report_csv(reports);
   if (!o.output.empty()) {
     // The document goes to the file (its chart links are relative to it); standard output says
     // where it went.

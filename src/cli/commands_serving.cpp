@@ -183,6 +183,8 @@ result run_capacity(const options& o) {
                        fmt::format("{} tokens is longer than the length {}: the shared prefix is "
                                    "part of every request",
                                    o.shared_prefix, l));
+  if (o.shared_prefix > 0 && (o.tp * o.pp > 1 || o.ep > 1))
+    throw spec_error("--shared-prefix", kSharedPrefixOnOneCard);
   capacity_request q;
   q.workspace = parse_size_option("--workspace", o.workspace);
   q.lay = layout{o.tp, o.pp, o.ep, o.dp};

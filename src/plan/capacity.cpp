@@ -13,11 +13,14 @@ namespace calc {
 
 namespace {
 
+/// The positions a request holds: paged serving allocates whole blocks of `page` tokens.
+std::int64_t kept_positions(std::int64_t length, std::int64_t page) {
+  return page > 0 ? (length + page - 1) / page * page : length;
+}
+
 /// One request's state on the cards, paged and net of a shared prefix (stored once apart).
 checked request_state(const graph& g, std::int64_t length, std::int64_t page, std::int64_t prefix) {
-  // Paged serving allocates whole blocks of `page` tokens per request.
-  std::int64_t kept = page > 0 ? (length + page - 1) / page * page : length;
-  checked own = tally_state(g, kept).total;
+  checked own = tally_state(g, kept_positions(length, page)).total;
   if (prefix > 0) own = own - tally_state(g, std::min(prefix, length)).global_history;
   return own;
 }
@@ -43,7 +46,7 @@ capacity_plan capacity_at(const graph& g, const gpu_spec& card, const capacity_r
   // Per card: every stage's card must hold its weights, the workspace and its share of each
   // request's state; the tightest stage decides, each dp group holds its own requests. Free
   // bytes are the deployment's: every card's, summed.
-  std::vector<card_load> loads = card_loads(g, lay, length);
+  std::vector<card_load> loads = card_loads(g, lay, kept_positions(length, q.page_tokens));
   checked free = 0;
   bool fit_all = true;
   for (const card_load& cl : loads) {
@@ -87,6 +90,8 @@ capacity_result answer_capacity(const graph& g, const capacity_request& q) {
       throw spec_error("shared_prefix",
                        fmt::format("{} tokens is longer than the length {}", q.shared_prefix, l));
   if (std::string why = layout_problem(g, q.lay); !why.empty()) throw spec_error("layout", why);
+  if (q.shared_prefix > 0 && (q.lay.cards() > 1 || q.lay.ep > 1))
+    throw spec_error("shared_prefix", kSharedPrefixOnOneCard);
   const model_spec& s = *g.spec;
   capacity_result r;
   r.model = s.name;

@@ -87,8 +87,15 @@ struct capacity_result {
   std::optional<budget> weight_budget;
 };
 
+/// Why a shared prefix is refused on a layout of several cards: how its stored-once history
+/// splits over stages and tp ranks is not modelled (only one card's arithmetic is).
+inline constexpr const char* kSharedPrefixOnOneCard =
+    "is counted on one card only: how a prefix stored once splits over a layout's cards is not "
+    "modelled; drop it or the layout";
+
 /// Throws spec_error (naming request fields) for no card, no length, a shared prefix longer
-/// than a length or a layout the model cannot take.
+/// than a length or given with a layout of several cards, or a layout the model cannot take.
+/// Paged histories (page_tokens) are counted on every layout.
 capacity_result answer_capacity(const graph& g, const capacity_request& q);
 
 /// The fewest cards, and their layout, that hold `requests` requests of `length` tokens.

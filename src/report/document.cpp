@@ -320,8 +320,9 @@ std::string report_document(const report_data& r, const report_files& files) {
     deployments += fmt::format("\n- {}: {}", m.name, deployment_of(m, r));
   out += fmt::format(
       "Requests of each length that fit on each model's deployment beside the weights and a {} "
-      "workspace per card (whole requests, memory {}):\n{}\n\n",
-      bytes(r.workspace_bytes), r.memory_basis, deployments);
+      "workspace per card (whole requests, {}):\n{}\n\n",
+      bytes(r.workspace_bytes),
+      r.memory_basis == "runtime" ? "runtime-visible memory" : "memory as sold", deployments);
   out += by_length(r, "length", [](const report_point& p) {
     return p.requests == 0 ? std::string("does not fit") : with_commas(p.requests);
   });
@@ -378,78 +379,97 @@ std::string report_document(const report_data& r, const report_files& files) {
 
 namespace {
 
-/// A JSON value as one CSV field (plain values only).
-std::string field(const ojson& v) {
-  if (v.is_null()) return "";
-  if (v.is_string()) return csv_escape(v.get<std::string>());
-  return v.dump();
-}
-
 std::string line(const std::vector<std::string>& fields) {
   std::string out;
   for (std::size_t i = 0; i < fields.size(); ++i) out += (i ? "," : "") + fields[i];
   return out + "\n";
 }
 
+/// An exact count as its integer (the JSON value's text: past 64 bits, still exact).
+std::string cell(const checked& v) {
+  ojson e = exact(v);
+  return e.is_string() ? e.get<std::string>() : e.dump();
+}
+std::string cell(std::int64_t v) { return std::to_string(v); }
+std::string cell(double v) { return ojson(v).dump(); }
+std::string cell(const std::string& v) { return csv_escape(v); }
+std::string cell(const fraction& f) {
+  return f.is_integer() ? cell(f.num) : cell(f.value());  // as the JSON writes it
+}
+std::string cell(const std::optional<fraction>& f) { return f ? cell(*f) : ""; }
+std::string cell(bool v) { return v ? "true" : "false"; }
+
 }  // namespace
 
-std::string report_csv(const ojson& body) {
-  // Section 1: one row per model and length, the deployment's values repeated on each.
-  std::vector<std::string> deployment;
-  for (const auto& [k, v] : body.items())
-    if (!v.is_structured()) deployment.push_back(k);
-  std::vector<std::string> point_cols;
-  for (const ojson& m : body["models"])
-    for (const ojson& p : m["points"])
-      for (const auto& [k, v] : p.items())
-        if (std::find(point_cols.begin(), point_cols.end(), k) == point_cols.end())
-          point_cols.push_back(k);
-  std::vector<std::string> head = {"model"};
-  head.insert(head.end(), point_cols.begin(), point_cols.end());
-  head.insert(head.end(), deployment.begin(), deployment.end());
-  std::string out = "# points\n" + line(head);
-  for (const ojson& m : body["models"])
-    for (const ojson& p : m["points"]) {
-      std::vector<std::string> row = {field(m["model"])};
-      for (const std::string& c : point_cols) row.push_back(p.contains(c) ? field(p[c]) : "");
-      for (const std::string& k : deployment) row.push_back(field(body[k]));
-      out += line(row);
-    }
-  // Section 2: state by component, one row per model, component and length.
+std::string report_csv(const std::vector<report_data>& reports) {
+  // Section 1: one row per GPU, model and length; the deployment's values on each row.
+  std::string out =
+      "# points\n" +
+      line({"model", "length", "state_bytes", "decode_read_bytes", "batch_read_crossover",
+            "requests", "layout", "gpus", "cards_for_requests", "cards", "cards_layout",
+            "prefill_flops", "prefill_bound_s", "prefill_regime", "decode_bytes",
+            "decode_bound_s", "decode_regime", "gpu", "memory_bytes", "memory_basis",
+            "bandwidth_bytes", "bf16_tflops", "workspace_bytes"});
+  for (const report_data& r : reports)
+    for (const report_model& m : r.models)
+      for (const report_point& p : m.points)
+        out += line(
+            {cell(m.name), cell(p.length), cell(p.state_bytes), cell(p.decode_read_bytes),
+             p.batch_read_crossover ? cell(*p.batch_read_crossover) : "", cell(p.requests),
+             m.deployable ? cell(layout_name(m.lay)) : "",
+             m.deployable ? cell(m.lay.cards()) : "", cell(r.requests),
+             p.cards ? cell(p.cards->cards()) : "",
+             p.cards ? cell(deployment_name(*p.cards))
+                     : cell(fmt::format("none of up to {} cards", p.searched_up_to)),
+             p.prefill ? cell(p.prefill->flops) : "", p.prefill ? cell(p.prefill->bound_s) : "",
+             cell(p.prefill ? p.prefill->regime : std::string("beyond 64-bit FLOPs")),
+             cell(p.decode.bytes), cell(p.decode.bound_s), cell(p.decode.regime),
+             cell(r.gpu.name), cell(r.gpu.memory), cell(r.memory_basis), cell(r.gpu.bandwidth),
+             cell(r.gpu.bf16_tflops), cell(r.workspace_bytes)});
+  // Section 2: state by component, one row per model, component and length (the same on
+  // every GPU: written once).
   out += "\n# components\n" +
          line({"model", "component", "class", "layers", "per_token_bytes", "length", "bytes"});
-  for (const ojson& m : body["models"])
-    for (const ojson& c : m["components"])
-      for (std::size_t i = 0; i < c["bytes"].size() && i < body["lengths"].size(); ++i)
-        out += line({field(m["model"]), field(c["name"]), field(c["class"]), field(c["layers"]),
-                     field(c["per_token_bytes"]), field(body["lengths"][i]), field(c["bytes"][i])});
-  // Section 3: one row per model; weights under each format as columns.
-  std::vector<std::string> model_cols;
-  for (const ojson& m : body["models"])
-    for (const auto& [k, v] : m.items())
-      if (!v.is_structured() &&
-          std::find(model_cols.begin(), model_cols.end(), k) == model_cols.end())
-        model_cols.push_back(k);
+  if (!reports.empty())
+    for (const report_model& m : reports.front().models)
+      for (const report_component& c : m.components)
+        for (std::size_t i = 0; i < c.bytes.size() && i < reports.front().lengths.size(); ++i)
+          out += line({cell(m.name), cell(c.name), cell(std::string(state_class_name(c.kind))),
+                       cell(c.layers), cell(c.per_token), cell(reports.front().lengths[i]),
+                       cell(c.bytes[i])});
+  // Section 3: one row per GPU and model; weights under each format as columns.
+  std::vector<std::string> head = {"model",        "gpu",           "layers",
+                                   "total_params", "active_params", "weights_format",
+                                   "weight_bytes", "kv_format",     "formats",
+                                   "fixed_bytes",  "per_token_bytes", "crossover_tokens",
+                                   "weight_read_bytes", "deployable", "layout",
+                                   "gpus",         "layout_planned"};
   std::vector<std::string> formats;
-  for (const ojson& m : body["models"])
-    for (const ojson& w : m["weights"])
-      if (std::find(formats.begin(), formats.end(), w["format"].get<std::string>()) ==
-          formats.end())
-        formats.push_back(w["format"].get<std::string>());
-  head = model_cols;
+  for (const report_data& r : reports)
+    for (const report_model& m : r.models)
+      for (const auto& w : m.weights)
+        if (std::find(formats.begin(), formats.end(), w.first) == formats.end())
+          formats.push_back(w.first);
   for (const std::string& f : formats) head.push_back(f + "_weight_bytes");
   out += "\n# models\n" + line(head);
-  for (const ojson& m : body["models"]) {
-    std::vector<std::string> row;
-    for (const std::string& c : model_cols) row.push_back(m.contains(c) ? field(m[c]) : "");
-    for (const std::string& f : formats) {
-      std::string cell;
-      for (const ojson& w : m["weights"])
-        if (w["format"] == f) cell = field(w["bytes"]);
-      row.push_back(cell);
+  for (const report_data& r : reports)
+    for (const report_model& m : r.models) {
+      std::vector<std::string> row = {
+          cell(m.name),           cell(r.gpu.name),         cell(m.layers),
+          cell(m.total_params),   cell(m.active_params),    cell(m.formats.weights),
+          cell(m.weight_bytes),   cell(m.formats.kv),       cell(m.formats.summary),
+          cell(m.fixed_bytes),    cell(m.per_token),        cell(m.crossover_tokens),
+          cell(m.weight_read_bytes), cell(m.deployable),
+          m.deployable ? cell(layout_name(m.lay)) : "",
+          m.deployable ? cell(m.lay.cards()) : "", cell(m.planned)};
+      for (const std::string& f : formats) {
+        std::string c;
+        for (const auto& w : m.weights)
+          if (w.first == f) c = cell(w.second);
+        row.push_back(c);
+      }
+      out += line(row);
     }
-    out += line(row);
-  }
   return out;
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "report/data.h"
 #include "report/format.h"
@@ -24,10 +25,11 @@ struct report_files {
 /// share one.
 std::string report_document(const report_data& r, const report_files& files);
 
-/// The report as tidy CSV, in three sections (a `# name` line, a header, the rows): `points`
-/// (one row per model and length), `components` (one row per model, state component and
-/// length) and `models` (one row per model).
-std::string report_csv(const ojson& body);
+/// The reports (one per GPU) as tidy CSV, in three sections (a `# name` line, a header, the
+/// rows): `points` (one row per GPU, model and length, the deployment's values on each),
+/// `components` (one row per model, state component and length) and `models` (one row per GPU
+/// and model, its weight bytes under each format as columns).
+std::string report_csv(const std::vector<report_data>& reports);
 
 /// The stem every chart file of this report starts with: the output file's stem, else
 /// "report-" and eight hex digits of a digest of the body.

@@ -272,7 +272,7 @@ layers:
 
 TEST_CASE("report: a document with Mermaid charts, exact JSON, SVGs with --plot-dir") {
   outcome md = run({"report", "--model", "qwen3-8b,deepseek-v3", "--gpu", "h200", "--length",
-                    "4K,32K,128K", "--requests", "8"});
+                    "4K,32K,128K", "--requests", "8", "--memory", "as-sold"});
   REQUIRE_MESSAGE(md.code == 0, md.err);
   CHECK(md.out.rfind("# Serving report: qwen3-8b and deepseek-v3 on NVIDIA H200 SXM 141GB\n", 0) ==
         0);
@@ -282,8 +282,11 @@ TEST_CASE("report: a document with Mermaid charts, exact JSON, SVGs with --plot-
   CHECK(contains(squeeze(md.out), "| qwen3-8b | blue |"));
   CHECK(contains(md.out, "## Parameters and weights"));
   CHECK(contains(squeeze(md.out), "| qwen3-8b | 8.191 B params |"));
-  // The H200 has no runtime figure in the catalogue: its memory as sold, said so.
+  // Memory as sold, said so.
   CHECK(contains(md.out, "141 GB of memory as sold, 4.8 TB/s"));
+  outcome runtime =
+      run({"report", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--length", "4K"});
+  CHECK(contains(runtime.out, "79.205 GiB of memory as the CUDA runtime reports it"));
   auto j = json_of({"report", "--model", "qwen3-8b", "--gpu", "h200", "--length", "8K"});
   CHECK(j["models"][0]["points"][0]["state_bytes"] == 1207959552);
   CHECK(j["models"][0]["weights"][0]["bytes"] == 16381470720LL);

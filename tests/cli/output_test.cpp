@@ -340,6 +340,16 @@ TEST_CASE("report -f csv: points, components and models sections, no JSON in cel
   CHECK(ls[6].empty());
   CHECK(ls[7] == "# components");
   CHECK(o.out.find("\n# models\n") != std::string::npos);
+  std::vector<std::string> head = csv_fields(ls[1]);
+  CHECK(std::set<std::string>(head.begin(), head.end()).size() == head.size());
+  // Several GPUs: still one points section, a row per GPU, model and length.
+  outcome two = run({"report", "--model", "qwen3-8b", "--gpu", "h100-sxm,h200", "--length",
+                     "4K,32K", "--format", "csv"});
+  REQUIRE(two.code == 0);
+  std::vector<std::string> rows = lines_of(two.out);
+  CHECK(std::count(rows.begin(), rows.end(), "# points") == 1);
+  CHECK(rows[6].empty());  // header + 2 GPUs x 2 lengths
+  CHECK(rows[4].find(",h200,") != std::string::npos);
   for (const std::string& l : ls)
     for (const std::string& f : csv_fields(l))
       CHECK_FALSE((f.starts_with("{") || f.starts_with("[")));

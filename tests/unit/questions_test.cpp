@@ -108,6 +108,26 @@ TEST_CASE("answer_capacity: a layout is counted per card, the weight budget on t
   CHECK_THROWS_AS(answer_capacity(m.g, q), spec_error);
 }
 
+TEST_CASE("answer_capacity: pages count on a layout; a shared prefix there is refused") {
+  model m("qwen3-8b");
+  capacity_request q = one_card("h100-sxm", 1000, memory_basis::as_sold);
+  q.lay = layout{2, 1, 1, 1};
+  q.page_tokens = 256;  // 1000 tokens held as 1024
+  capacity_result paged = answer_capacity(m.g, q);
+  CHECK(paged.first().plan.requests ==
+        layout_requests(card_loads(m.g, q.lay, 1024), q.lay, checked(80'000'000'000),
+                        q.workspace));
+  q.page_tokens = 0;
+  CHECK(answer_capacity(m.g, q).first().plan.requests > paged.first().plan.requests);
+  q.shared_prefix = 512;
+  try {
+    answer_capacity(m.g, q);
+    FAIL("a shared prefix on two cards was accepted");
+  } catch (const spec_error& e) {
+    CHECK(e.field() == "shared_prefix");
+  }
+}
+
 TEST_CASE("answer_plan: the placement search on the card as counted") {
   model m("qwen3-8b");
   placement_request q;
