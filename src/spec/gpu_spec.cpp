@@ -87,7 +87,7 @@ gpu_spec find_gpu(const std::string& name_or_path) {
   namespace fs = std::filesystem;
   if (static_cast<std::int64_t>(name_or_path.size()) > limits::path_chars)
     throw spec_error("gpu", fmt::format("a path of {} characters is longer than the limit of {}",
-                                          name_or_path.size(), limits::path_chars));
+                                        name_or_path.size(), limits::path_chars));
   if (name_or_path.find('/') != std::string::npos || name_or_path.ends_with(".yaml"))
     return read_gpu_file(name_or_path);
   fs::path p = fs::path(gpus_dir()) / (name_or_path + ".yaml");

@@ -738,9 +738,8 @@ std::string models_dir() {
 std::string resolve_model_path(const std::string& name_or_path) {
   namespace fs = std::filesystem;
   if (static_cast<std::int64_t>(name_or_path.size()) > limits::path_chars)
-    throw spec_error("model",
-                     fmt::format("a path of {} characters is longer than the limit of {}",
-                                 name_or_path.size(), limits::path_chars));
+    throw spec_error("model", fmt::format("a path of {} characters is longer than the limit of {}",
+                                          name_or_path.size(), limits::path_chars));
   std::error_code ec;  // an unusable name is simply not found
   if (name_or_path.ends_with(".yaml") || name_or_path.ends_with(".json") ||
       fs::exists(name_or_path, ec))
@@ -761,9 +760,9 @@ std::string resolve_model_path(const std::string& name_or_path) {
       return (fs::path(models_dir()) / (*name + ".yaml")).string();
     if (auto snapshot = hf::cached_snapshot(name_or_path, looked)) return *snapshot;
     throw spec_error("model", fmt::format("unknown model '{}': no bundled model's source names "
-                                            "that repository, and the Hugging Face cache has no "
-                                            "{} (no network is used)",
-                                            name_or_path, looked.back()));
+                                          "that repository, and the Hugging Face cache has no "
+                                          "{} (no network is used)",
+                                          name_or_path, looked.back()));
   }
   std::string message = fmt::format("unknown model '{}'", name_or_path);
   message += did_you_mean(suggest(name_or_path, known));

@@ -229,6 +229,33 @@ call layer_call(const model_spec& s, const call& c, std::int64_t layer) {
   return lc;
 }
 
+/// Adds a mixer's non-weight work (interaction, state) to the FLOPs by kind: under the layer's
+/// own kind; a parallel hybrid's parts under theirs, as its tensors' FLOPs are; nothing for a
+/// layer without a mixer. One overload per kind, so a new kind must say where its work goes.
+struct work_by_kind {
+  const model_context& m;
+  const call& c;
+  checked count;
+  std::map<std::string, checked>& by_kind;
+
+  template <typename kind>
+  void own(const kind& a) const {  // called by each single-mixer overload below
+    work w = flops(a, m, c);
+    by_kind[kind_name(attention_spec(a))] += (w.interaction + w.state) * count;
+  }
+  void operator()(const attention_gqa& a) const { own(a); }
+  void operator()(const attention_mla& a) const { own(a); }
+  void operator()(const attention_gdn& a) const { own(a); }
+  void operator()(const attention_kda& a) const { own(a); }
+  void operator()(const attention_dsa& a) const { own(a); }
+  void operator()(const attention_mamba2& a) const { own(a); }
+  void operator()(const attention_parallel& a) const {
+    own(a.attention);
+    own(a.mixer);
+  }
+  void operator()(const attention_none&) const {}  // no mixer, no kind
+};
+
 /// Adds `count` identical layers' work (same structure, same call) to the tally.
 void add_layer_work(const layer& l, const model_context& m, const call& lc, const char* body_stage,
                     const model_spec& s, forward_tally& f, checked count = 1) {
@@ -255,14 +282,7 @@ void add_layer_work(const layer& l, const model_context& m, const call& lc, cons
   checked interaction = w.interaction * count, state = w.state * count;
   f.interaction_flops += interaction;
   f.state_flops += state;
-  if (const auto* p = std::get_if<attention_parallel>(&l.attention)) {
-    // A parallel hybrid's work stays apart by part, as its tensors' FLOPs do.
-    work wa = flops(p->attention, m, lc), wm = flops(p->mixer, m, lc);
-    f.by_kind[kind_name(attention_spec(p->attention))] += (wa.interaction + wa.state) * count;
-    f.by_kind[kind_name(attention_spec(p->mixer))] += (wm.interaction + wm.state) * count;
-  } else if (!std::holds_alternative<attention_none>(l.attention)) {  // no mixer, no kind
-    f.by_kind[kind_name(l.attention)] += interaction + state;
-  }
+  std::visit(work_by_kind{m, lc, count, f.by_kind}, l.attention);
   add_module(f.modules, "attention interaction (QK, AV, index)", interaction, 0);
   if (state > 0) add_module(f.modules, "linear-attention state and conv", state, 0);
   add_module(f.stages, body_stage, interaction + state, 0);
