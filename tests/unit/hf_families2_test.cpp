@@ -1,0 +1,197 @@
+// Families the Hugging Face import reads since issue 21's second round (src/spec/hf/families.cpp):
+// phi, starcoder2, olmo2, cohere, minimax_m2. Each from a public config (tests/fixtures/hf,
+// sources and how faithful each copy is in SOURCES.md), its parameters checked against the
+// published total and its state at 8K and 128K worked by hand in the comment.
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "spec/hf/import.h"
+#include "tally/tally.h"
+#include "test_model.h"
+
+using namespace calc;
+
+namespace {
+
+std::string fixture(const std::string& name) {
+  return std::string(CALC_SOURCE_DIR) + "/tests/fixtures/hf/" + name;
+}
+
+std::int64_t params(const testing::model& m) { return tally_params(m.g).total.value(); }
+std::int64_t weight_bytes(const testing::model& m) {
+  return tally_params(m.g).weight_bytes.value();
+}
+std::int64_t state(const testing::model& m, std::int64_t n) {
+  return tally_state(m.g, n).total.value();
+}
+
+}  // namespace
+
+TEST_CASE("phi (Phi-2): LayerNorms with biases, biased MLP and head; 2,779,683,840 parameters") {
+  testing::model m(fixture("microsoft--phi-2"));
+  // Published: microsoft/phi-2's safetensors hold 2,779,683,840 parameters (the model card's
+  // 2.7B). By hand: per layer Q, K, V and dense 4 x (2560^2 + 2560) = 26,224,640; fc1 2560 x
+  // 10240 + 10240 and fc2 10240 x 2560 + 2560 = 52,441,600; one LayerNorm 2 x 2560; x 32
+  // layers = 2,517,483,520; embedding and untied head 2 x 51200 x 2560 = 262,144,000; the
+  // head's bias 51,200; the final LayerNorm 5,120.
+  CHECK(params(m) == 2'779'683'840);
+  CHECK(weight_bytes(m) == 2LL * 2'779'683'840);  // float16 throughout
+  // MHA, 32 heads x 80, FP16: 2 x 32 x 80 x 2 B x 32 layers = 327,680 B/token.
+  CHECK(state(m, 8192) == 327'680LL * 8192);      // 2,684,354,560 B
+  CHECK(state(m, 131072) == 327'680LL * 131072);  // 42,949,672,960 B
+  CHECK(m.spec.head_bias);
+  CHECK(m.spec.layer_norm);
+  REQUIRE(m.spec.max_position_embeddings);
+  CHECK(*m.spec.max_position_embeddings == 2048);
+}
+
+TEST_CASE("phi: a tied Phi-2 head cannot carry lm_head's bias") {
+  CHECK(testing::import_error(R"({"model_type": "phi", "tie_word_embeddings": true})")
+            .find("tie_word_embeddings") != std::string::npos);
+}
+
+TEST_CASE("starcoder2 (StarCoder2-3B): LayerNorm, biases, GELU MLP, window 4096; 3,030,371,328") {
+  testing::model m(fixture("starcoder2-3b.json"));
+  // Published: bigcode/starcoder2-3b, 3,030,371,328 parameters (3.03B). By hand: per layer
+  // Q and O 3072^2 + 3072 each, K and V 3072 x 256 + 256 each (20,453,888); c_fc and c_proj
+  // 2 x 3072 x 12288 + 12288 + 3072 (75,512,832); two LayerNorms 4 x 3072; x 30 layers =
+  // 2,879,370,240; one tied 49152 x 3072 table 150,994,944; the final LayerNorm 6,144.
+  CHECK(params(m) == 3'030'371'328);
+  // Every layer slides over 4096 tokens: 2 x 2 x 128 x 2 B x 30 = 30,720 B/token, at most 4096.
+  CHECK(state(m, 8192) == 30'720LL * 4096);    // 125,829,120 B
+  CHECK(state(m, 131072) == 30'720LL * 4096);  // the same: the window caps the cache
+}
+
+TEST_CASE("olmo2 (OLMo-2-0425-1B): Q/K norms over all heads; 1,484,916,736 parameters") {
+  testing::model m(fixture("olmo-2-0425-1b.json"));
+  // Published: allenai/OLMo-2-0425-1B, 1,484,916,736 parameters (1.48B). By hand: per layer
+  // MHA 4 x 2048^2 = 16,777,216, q_norm and k_norm 2048 each (over all 16 heads of 128, not
+  // one 128-wide vector), SwiGLU 3 x 2048 x 8192 = 50,331,648, two norms 4,096; x 16 =
+  // 1,073,872,896; untied embedding and head 2 x 100352 x 2048; the final norm 2,048.
+  CHECK(params(m) == 1'484'916'736);
+  // 2 x 16 x 128 x 2 B x 16 layers = 131,072 B/token (BF16: the copy has no torch_dtype).
+  CHECK(state(m, 8192) == 131'072LL * 8192);      // 1,073,741,824 B
+  CHECK(state(m, 131072) == 131'072LL * 131072);  // 17,179,869,184 B
+}
+
+TEST_CASE("cohere (Aya-23-8B's config): one bias-free LayerNorm per layer; 8,028,033,024") {
+  testing::model m(fixture("aya-23-8b.json"));
+  // Published: CohereForAI/aya-23-8B, 8.03B parameters. By hand: per layer GQA 32/8 x 128
+  // 2 x 4096^2 + 2 x 4096 x 1024 = 41,943,040; SwiGLU 3 x 4096 x 14336 = 176,160,768; one
+  // LayerNorm without bias 4,096; x 32 = 6,979,452,928; one tied 256000 x 4096 table
+  // 1,048,576,000; the final norm 4,096.
+  CHECK(params(m) == 8'028'033'024);
+  CHECK_FALSE(m.spec.layer_norm);  // no bias: one weight vector per norm, as an RMSNorm
+  // 2 x 8 x 128 x 2 B x 32 layers = 131,072 B/token.
+  CHECK(state(m, 8192) == 131'072LL * 8192);      // 1,073,741,824 B
+  CHECK(state(m, 131072) == 131'072LL * 131072);  // 17,179,869,184 B
+}
+
+TEST_CASE("cohere: use_qk_norm spans every head (Command R+)") {
+  // The same layers with use_qk_norm: CohereLayerNorm((heads, head_dim)) without bias adds
+  // 32 x 128 + 8 x 128 = 5,120 weights per layer.
+  testing::model plain(fixture("aya-23-8b.json"));
+  std::string json = R"({"model_type": "cohere", "hidden_size": 4096, "intermediate_size": 14336,
+    "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
+    "vocab_size": 256000, "use_qk_norm": true})";
+  testing::model normed = testing::model::from_text(hf::import_text(json, "c.json", "c").plain);
+  CHECK(params(normed) - params(plain) == 32LL * (32 * 128 + 8 * 128));
+}
+
+TEST_CASE("minimax_m2 (MiniMax-M2.5): per_layer Q/K norms, 256 experts; 228,689,764,864") {
+  testing::model m(fixture("minimax-m2.5-bf16.json"));
+  // Published: MiniMax-M2.5's model card, 230B total parameters (10B active); the main model
+  // without the MTP modules counts 228,689,764,864. By hand: per layer GQA 48/8 x 128
+  // 3072 x 6144 + 2 x 3072 x 1024 + 6144 x 3072 = 44,040,192; q_norm 6144 and k_norm 1024
+  // (qk_norm_type per_layer: over all heads); 256 experts 3 x 3072 x 1536 = 3,623,878,656,
+  // the router 256 x 3072 and its correction bias 256; two norms 6,144; x 62 =
+  // 227,460,568,576; untied embedding and head 2 x 200064 x 3072; the final norm 3,072.
+  CHECK(params(m) == 228'689'764'864);
+  // 2 x 8 x 128 x 2 B x 62 layers = 253,952 B/token.
+  CHECK(state(m, 8192) == 253'952LL * 8192);      // 2,080,374,784 B
+  CHECK(state(m, 131072) == 253'952LL * 131072);  // 33,285,996,544 B
+}
+
+TEST_CASE("minimax_m2: a per-head norm or a linear-attention layer is refused at its field") {
+  CHECK(testing::import_error(R"({"model_type": "minimax_m2", "qk_norm_type": "per_head"})")
+            .find("qk_norm_type") != std::string::npos);
+  CHECK(testing::import_error(R"({"model_type": "minimax_m2", "attn_type_list": [1, 0]})")
+            .find("attn_type_list") != std::string::npos);
+  CHECK(testing::import_error(R"({"model_type": "minimax_m2", "shared_intermediate_size": 512})")
+            .find("shared_intermediate_size") != std::string::npos);
+}
+
+TEST_CASE("internlm2 (InternLM2.5-7B-Chat): fused wqkv, one bias flag; 7,737,708,544 parameters") {
+  testing::model m(fixture("internlm2_5-7b-chat.json"));
+  // Published: internlm/internlm2_5-7b-chat, 7.74B parameters. By hand: per layer wqkv 4096 x
+  // (4096 + 2 x 1024) = 25,165,824, wo 4096^2, SwiGLU 3 x 4096 x 14336 = 176,160,768, two
+  // norms 8,192; x 32 = 6,979,584,000; untied embedding and head 2 x 92544 x 4096 =
+  // 758,120,448; the final norm 4,096. bias: false, so no biases.
+  CHECK(params(m) == 7'737'708'544);
+  // 2 x 8 x 128 x 2 B x 32 layers = 131,072 B/token.
+  CHECK(state(m, 8192) == 131'072LL * 8192);      // 1,073,741,824 B
+  CHECK(state(m, 131072) == 131'072LL * 131072);  // 17,179,869,184 B
+}
+
+TEST_CASE("schema: qk_norm_full needs qk_norm; head_bias needs an untied head") {
+  const std::string base = R"(name: t
+vocab: 100
+hidden: 64
+layers:
+  count: 2
+  ffn: {kind: swiglu, intermediate: 128}
+)";
+  CHECK(testing::error_of(base + "  attention: {kind: gqa, q_heads: 4, kv_heads: 2, head_dim: 16, "
+                                 "qk_norm_full: true}\n")
+            .find("qk_norm_full: needs qk_norm") != std::string::npos);
+  CHECK(testing::error_of("tie_embeddings: true\nhead_bias: true\n" + base +
+                          "  attention: {kind: gqa, q_heads: 4, kv_heads: 2, head_dim: 16}\n")
+            .find("head_bias") != std::string::npos);
+  // Counts: q_norm 4 x 16 and k_norm 2 x 16 per layer against 16 + 16; the head's bias V values.
+  testing::model per_head = testing::model::from_text(
+      base + "  attention: {kind: gqa, q_heads: 4, kv_heads: 2, head_dim: 16, qk_norm: true}\n");
+  testing::model full = testing::model::from_text(
+      base + "  attention: {kind: gqa, q_heads: 4, kv_heads: 2, head_dim: 16, qk_norm: true, "
+             "qk_norm_full: true}\n");
+  CHECK(params(full) - params(per_head) == 2 * ((64 + 32) - (16 + 16)));
+  testing::model biased = testing::model::from_text(
+      "head_bias: true\n" + base + "  attention: {kind: gqa, q_heads: 4, kv_heads: 2, head_dim: 16, "
+                                   "qk_norm: true}\n");
+  CHECK(params(biased) - params(per_head) == 100);
+}
+
+TEST_CASE("granitemoehybrid (Granite-4.0-H-350M): Mamba2 and NoPE attention by layer_types") {
+  testing::model m(fixture("granite-4.0-h-350m.json"));
+  // Published: 340M parameters (Ollama's granite4:350m-h; SOURCES.md). By hand, inner = 48 x 32
+  // = 1536, G = 1 x 128: 28 Mamba2 layers of in_proj 768 x (2 x 1536 + 2 x 128 + 48) =
+  // 2,592,768, out_proj 1536 x 768, conv1d (1536 + 256) x 4 and its bias 1792, dt_bias, A_log
+  // and D 3 x 48, the gated norm 1536 (3,783,056 each); 4 attention layers of GQA 12/4 x 64
+  // (1,572,864 each); on all 32 layers the shared SwiGLU MLP 3 x 768 x 2048 = 4,718,592 and two
+  // norms; one tied 100352 x 768 table; the final norm.
+  CHECK(params(m) == 340'332'224);
+  // KV: 2 x 4 x 64 x 2 B x 4 attention layers = 4,096 B/token. Fixed per request, on each of
+  // the 28 Mamba2 layers: the recurrent state 48 x 32 x 128 FP32 = 786,432 B and the conv slots
+  // (1536 + 256) x 4 BF16 = 14,336 B: 22,421,504 B.
+  CHECK(state(m, 8192) == 4'096LL * 8192 + 22'421'504);      // 55,975,936 B
+  CHECK(state(m, 131072) == 4'096LL * 131072 + 22'421'504);  // 559,292,416 B
+}
+
+TEST_CASE("granitemoehybrid: routed experts join the shared MLP; an unknown layer type is refused") {
+  // The 350M layers with 8 experts of 512, top 2 (Granite 4.0-H-Tiny's form): every layer adds
+  // 8 x 3 x 768 x 512 expert weights and a 8 x 768 router beside the shared MLP.
+  std::string layers = R"("num_hidden_layers": 2,
+    "hidden_size": 768, "num_attention_heads": 12, "num_key_value_heads": 4, "vocab_size": 1000,
+    "mamba_n_heads": 48, "mamba_d_head": 32, "mamba_d_state": 128, "shared_intermediate_size": 2048,
+    "intermediate_size": 512, "model_type": "granitemoehybrid")";
+  const std::string types = R"(, "layer_types": ["mamba", "attention"])";
+  testing::model dense =
+      testing::model::from_text(hf::import_text("{" + layers + types + "}", "g.json", "g").plain);
+  testing::model moe = testing::model::from_text(
+      hf::import_text("{" + layers + types + R"(, "num_local_experts": 8, "num_experts_per_tok": 2})",
+                      "g.json", "g")
+          .plain);
+  CHECK(params(moe) - params(dense) == 2LL * (8 * 3 * 768 * 512 + 8 * 768));
+  CHECK(testing::import_error("{" + layers + R"(, "layer_types": ["mamba", "linear"]})")
+            .find("layer_types[1]: unknown layer type 'linear'") != std::string::npos);
+}
