@@ -195,3 +195,45 @@ TEST_CASE("granitemoehybrid: routed experts join the shared MLP; an unknown laye
   CHECK(testing::import_error("{" + layers + R"(, "layer_types": ["mamba", "linear"]})")
             .find("layer_types[1]: unknown layer type 'linear'") != std::string::npos);
 }
+
+TEST_CASE("seed_oss (Seed-OSS-36B): Q/K/V biases, no output bias; 36,151,104,512 parameters") {
+  testing::model m(fixture("seed-oss-36b-instruct.json"));
+  // Published: ByteDance-Seed/Seed-OSS-36B-Instruct, 36B parameters (36.15B). By hand: per
+  // layer q_proj 5120 x 10240 (80 heads x 128, not hidden / heads = 64) with its bias 10,240;
+  // k_proj and v_proj 5120 x 1024 with biases 1,024 each; o_proj 10240 x 5120 without bias
+  // (attention_out_bias false); SwiGLU 3 x 5120 x 27648; two norms; x 64 layers =
+  // 34,562,506,752; untied embedding and head 2 x 155136 x 5120; the final norm.
+  CHECK(params(m) == 36'151'104'512);
+  // 2 x 8 x 128 x 2 B x 64 layers = 262,144 B/token.
+  CHECK(state(m, 8192) == 262'144LL * 8192);      // 2,147,483,648 B
+  CHECK(state(m, 131072) == 262'144LL * 131072);  // 34,359,738,368 B
+}
+
+TEST_CASE("ernie4_5_moe (ERNIE-4.5-21B-A3B): MoE on layers 1-27, two shared; 21,825,437,888") {
+  testing::model m(fixture("ernie-4.5-21b-a3b.json"));
+  // Published: baidu/ERNIE-4.5-21B-A3B, 21B total (21.8B) and 3B active parameters. By hand:
+  // attention on all 28 layers GQA 20/4 x 128: 2 x 2560^2 + 2 x 2560 x 512 = 15,728,640, and
+  // two norms; layer 0 (before moe_layer_start_index 1) a SwiGLU of 12288: 94,371,840; layers
+  // 1 to 27 (moe_layer_end_index) 64 experts 3 x 2560 x 1536 each = 754,974,720, two shared
+  // experts of 1536 as one SwiGLU of 3072 = 23,592,960, the router 64 x 2560 and its
+  // correction bias 64; one tied 103424 x 2560 table; the final norm.
+  CHECK(params(m) == 21'825'437'888);
+  // 2 x 4 x 128 x 2 B x 28 layers = 57,344 B/token.
+  CHECK(state(m, 8192) == 57'344LL * 8192);      // 469,762,048 B
+  CHECK(state(m, 131072) == 57'344LL * 131072);  // 7,516,192,768 B
+}
+
+TEST_CASE("ernie4_5_moe: moe_layer_end_index bounds the MoE layers; negative means the last") {
+  std::string base = R"({"model_type": "ernie4_5_moe", "hidden_size": 64, "intermediate_size": 128,
+    "moe_intermediate_size": 32, "num_hidden_layers": 4, "num_attention_heads": 4,
+    "num_key_value_heads": 2, "moe_num_experts": 4, "moe_k": 2, "moe_layer_start_index": 1,
+    "vocab_size": 100, )";
+  auto count = [&](const std::string& end) {
+    return params(testing::model::from_text(
+        hf::import_text(base + R"("moe_layer_end_index": )" + end + "}", "e.json", "e").plain));
+  };
+  // Ending at layer 2 leaves layer 3 dense: one MoE block (4 x 3 x 64 x 32 + 4 x 64 + 4) fewer,
+  // one SwiGLU of 128 (3 x 64 x 128) more.
+  CHECK(count("3") - count("2") == (4 * 3 * 64 * 32 + 4 * 64 + 4) - 3 * 64 * 128);
+  CHECK(count("-1") == count("3"));
+}

@@ -83,6 +83,7 @@ const std::map<std::string, std::string>& common_names() {
       {"head_bias", ""},
       {"qk_norm_full", ""},
       {"max_positions", "max_position_embeddings"},
+      {"last_moe", ""},
   };
   return names;
 }
@@ -668,6 +669,37 @@ const std::vector<family>& families() {
                                  {"proj_bias", false},
                                  {"ssm_chunk", 256}}),
        .only = {{"normalization_function", "rmsnorm"}}},
+      // SeedOssConfig (ByteDance-Seed/Seed-OSS-36B): Llama's layers with biases on Q/K/V
+      // (attention_bias) and none on the output (attention_out_bias), head_dim given apart from
+      // hidden / heads.
+      {.model_type = "seed_oss",
+       .architectures = {"SeedOssForCausalLM"},
+       .names = {{"o_bias", "attention_out_bias"}, {"window", ""}},
+       .defaults = gqa_defaults({{"qkv_bias", true}})},
+      // Ernie4_5_MoeConfig (baidu/ERNIE-4.5-*-A*B): GQA with use_bias on Q/K/V and O;
+      // moe_num_experts experts of moe_intermediate_size, top moe_k, on the layers from
+      // moe_layer_start_index to moe_layer_end_index every moe_layer_interval-th ((i + 1) %
+      // interval), with moe_num_shared_experts shared experts of moe_intermediate_size each (one
+      // MLP of their sum, the same count) and the router's e_score_correction_bias
+      // (moe_statics); the other layers a SwiGLU of intermediate_size.
+      {.model_type = "ernie4_5_moe",
+       .architectures = {"Ernie4_5_MoeForCausalLM"},
+       .ffn = ffn_family::moe,
+       .names = {{"experts", "moe_num_experts"},
+                 {"top_k", "moe_k"},
+                 {"shared_experts", "moe_num_shared_experts"},
+                 {"shared_intermediate", ""},
+                 {"first_dense", "moe_layer_start_index"},
+                 {"sparse_step", "moe_layer_interval"},
+                 {"moe_freq", ""},
+                 {"last_moe", "moe_layer_end_index"},
+                 {"qkv_bias", "use_bias"},
+                 {"o_bias", "use_bias"},
+                 {"mlp_bias", "use_bias"},
+                 {"window", ""}},
+       .defaults = gqa_defaults({{"shared_intermediate", "=moe_intermediate"},
+                                 {"router_bias", true},
+                                 {"tie", true}})},
       // MiniMaxM2Config (MiniMaxAI/MiniMax-M2, M2.1, M2.5): GQA with RMSNorms on Q and K over all
       // heads (qk_norm_type per_layer), partial rotary (rotary_dim; counts nothing), every layer
       // full softmax attention (attn_type_list all 1) and a MoE of num_local_experts experts of

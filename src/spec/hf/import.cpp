@@ -525,8 +525,16 @@ std::vector<ffn_kind> ffn_kinds(const family_reader& r, std::int64_t count, std:
   for (const std::string& o : {o1, o2, o3, o4})
     if (!o.starts_with("fixed") && !o.starts_with("default"))
       origin += (origin.empty() ? "" : ", ") + o;
+  // The last MoE layer where a family names it (ERNIE 4.5's moe_layer_end_index; negative:
+  // none, every layer from the first on).
+  std::int64_t last = count - 1;
+  if (std::string lf = r.field("last_moe"); !lf.empty() && r.cfg().has(lf)) {
+    const json& v = r.cfg().value(lf);
+    if (!(v.is_number_integer() && v.get<std::int64_t>() < 0)) last = r.cfg().integer(lf);
+    origin += (origin.empty() ? "" : ", ") + lf;
+  }
   for (std::int64_t i = 0; i < count; ++i) {
-    bool moe = i >= first && i % freq == 0 && (i + 1) % step == 0 &&
+    bool moe = i >= first && i <= last && i % freq == 0 && (i + 1) % step == 0 &&
                std::find(only.begin(), only.end(), i) == only.end();
     kinds[static_cast<std::size_t>(i)] = moe ? ffn_kind::moe : ffn_kind::dense;
   }
