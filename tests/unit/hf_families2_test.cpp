@@ -237,3 +237,37 @@ TEST_CASE("ernie4_5_moe: moe_layer_end_index bounds the MoE layers; negative mea
   CHECK(count("3") - count("2") == (4 * 3 * 64 * 32 + 4 * 64 + 4) - 3 * 64 * 128);
   CHECK(count("-1") == count("3"));
 }
+
+TEST_CASE("exaone4 (EXAONE-4.0-32B): 3 local layers to 1 global, per-head Q/K norms; 32,003,216,384") {
+  testing::model m(fixture("exaone-4.0-32b.json"));
+  // Published: LGAI-EXAONE/EXAONE-4.0-32B, 30.95B parameters without embeddings (the model
+  // card); with the untied embedding and head 2 x 102400 x 5120 = 1,048,576,000, 32.0B. By
+  // hand: per layer GQA 40/8 x 128 2 x 5120^2 + 2 x 5120 x 1024 = 62,914,560, q_norm and k_norm
+  // 128 each, SwiGLU 3 x 5120 x 27392 = 420,741,120, two post-norms 10,240; x 64 =
+  // 30,954,635,264; the final norm 5,120.
+  CHECK(params(m) == 32'003'216'384);
+  // sliding_window_pattern 4: layers 3, 7, ... global (16), the other 48 slide over 4096 tokens.
+  // Per token and layer 2 x 8 x 128 x 2 B = 4,096 B: global 16 x 4,096 = 65,536 B/token; local
+  // 48 x 4,096 x 4096 tokens = 805,306,368 B once the window is full.
+  CHECK(state(m, 8192) == 65'536LL * 8192 + 805'306'368);      // 1,342,177,280 B
+  CHECK(state(m, 131072) == 65'536LL * 131072 + 805'306'368);  // 9,395,240,960 B
+}
+
+TEST_CASE("exaone4: the letters form LLLG and no window read as the reference does") {
+  std::string base = R"({"model_type": "exaone4", "hidden_size": 64, "intermediate_size": 128,
+    "num_hidden_layers": 8, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16,
+    "vocab_size": 100, )";
+  auto at = [&](const std::string& tail, std::int64_t n) {
+    return state(testing::model::from_text(
+                     hf::import_text(base + tail + "}", "x.json", "x").plain),
+                 n);
+  };
+  // Per token and layer 2 x 2 x 16 x 2 B = 128 B; window 4 on 6 of 8 layers.
+  std::int64_t letters = at(R"("sliding_window": 4, "sliding_window_pattern": "LLLG")", 100);
+  CHECK(letters == at(R"("sliding_window": 4, "sliding_window_pattern": 4)", 100));
+  CHECK(letters == 2 * 128 * 100 + 6 * 128 * 4);
+  // EXAONE-4.0-1.2B's form: no window, every layer full.
+  CHECK(at(R"("sliding_window": null, "sliding_window_pattern": "LLLG")", 100) == 8 * 128 * 100);
+  CHECK(testing::import_error(base + R"("sliding_window": 4, "sliding_window_pattern": "LLXG"})")
+            .find("sliding_window_pattern") != std::string::npos);
+}

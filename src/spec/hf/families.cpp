@@ -669,6 +669,15 @@ const std::vector<family>& families() {
                                  {"proj_bias", false},
                                  {"ssm_chunk", 256}}),
        .only = {{"normalization_function", "rmsnorm"}}},
+      // Exaone4Config (LGAI-EXAONE/EXAONE-4.0-*): post-norm (two norms a layer, after attention
+      // and the feed-forward), per-head RMSNorms on Q and K, and where sliding_window is set a
+      // local/global pattern (sliding_window_pattern: a period, or letters such as "LLLG"; or
+      // layer_types); the global layers are NoPE and count the same.
+      {.model_type = "exaone4",
+       .architectures = {"Exaone4ForCausalLM"},
+       .layers = layer_rule::sliding_pattern,
+       .names = {{"mlp_bias", ""}, {"qkv_bias", ""}, {"o_bias", ""}, {"qk_norm", ""}},
+       .defaults = gqa_defaults({{"qk_norm", true}, {"sliding_pattern", 4}})},
       // SeedOssConfig (ByteDance-Seed/Seed-OSS-36B): Llama's layers with biases on Q/K/V
       // (attention_bias) and none on the output (attention_out_bias), head_dim given apart from
       // hidden / heads.

@@ -459,6 +459,20 @@ std::vector<attn_kind> attention_kinds(const family_reader& r, std::int64_t coun
         kinds[static_cast<std::size_t>(i)] = attn_kind::sliding;
       break;
     case layer_rule::sliding_pattern: {
+      if (!has_window) break;  // no window (EXAONE-4.0-1.2B): every layer full
+      if (valued v = r.get("sliding_pattern"); v.value.is_string()) {
+        // EXAONE 4 spells the period as letters, "LLLG": L a local (sliding) layer, G a global
+        // (full) one, repeated over the layers.
+        std::string p = v.value.get<std::string>();
+        if (p.empty() || p.find_first_not_of("LG") != std::string::npos)
+          r.fail("sliding_pattern",
+                 fmt::format("expected a period or letters L and G, got \"{}\"", p));
+        origin = fmt::format("{} = \"{}\" (L sliding, G full)", v.origin, p);
+        for (std::int64_t i = 0; i < count; ++i)
+          if (p[static_cast<std::size_t>(i) % p.size()] == 'L')
+            kinds[static_cast<std::size_t>(i)] = attn_kind::sliding;
+        break;
+      }
       std::int64_t p = r.positive("sliding_pattern", o);
       origin = fmt::format("full every {} layers: {}", p, o);
       for (std::int64_t i = 0; i < count; ++i)
