@@ -271,3 +271,16 @@ TEST_CASE("exaone4: the letters form LLLG and no window read as the reference do
   CHECK(testing::import_error(base + R"("sliding_window": 4, "sliding_window_pattern": "LLXG"})")
             .find("sliding_window_pattern") != std::string::npos);
 }
+
+TEST_CASE("olmoe (OLMoE-1B-7B): 64 experts top-8, Q/K norms over all heads; 6,919,161,856") {
+  testing::model m(fixture("olmoe-1b-7b.json"));
+  // Published: allenai/OLMoE-1B-7B-0924, 6.92B parameters (1B active). By hand: per layer MHA
+  // 4 x 2048^2 = 16,777,216, q_norm and k_norm 2048 each, 64 experts 3 x 2048 x 1024 =
+  // 402,653,184, the router 64 x 2048, two norms; x 16 = 6,713,114,624; untied embedding and
+  // head 2 x 50304 x 2048 = 206,045,184; the final norm.
+  CHECK(params(m) == 6'919'161'856);
+  CHECK(weight_bytes(m) == 4LL * 6'919'161'856);  // float32 throughout
+  // FP32 cache (the model dtype): 2 x 16 x 128 x 4 B x 16 layers = 262,144 B/token.
+  CHECK(state(m, 8192) == 262'144LL * 8192);      // 2,147,483,648 B
+  CHECK(state(m, 131072) == 262'144LL * 131072);  // 34,359,738,368 B
+}

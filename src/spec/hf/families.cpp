@@ -613,6 +613,22 @@ const std::vector<family>& families() {
        .architectures = {"Olmo2ForCausalLM"},
        .names = {{"mlp_bias", ""}, {"window", ""}},
        .defaults = gqa_defaults({{"qk_norm", true}, {"qk_norm_full", true}})},
+      // OlmoeConfig (allenai/OLMoE-1B-7B): OLMo's attention with RMSNorms on Q and K over all
+      // heads (q_norm hidden-wide, k_norm n_KV*d_h), pre-norms, and num_experts experts of
+      // intermediate_size, top num_experts_per_tok, a router without bias, no shared expert;
+      // clip_qkv clamps activations and counts nothing.
+      {.model_type = "olmoe",
+       .architectures = {"OlmoeForCausalLM"},
+       .ffn = ffn_family::moe,
+       .names = {{"moe_intermediate", "intermediate_size"},
+                 {"shared_experts", ""},
+                 {"mlp_bias", ""},
+                 {"qk_norm", ""},
+                 {"window", ""}},
+       .defaults = gqa_defaults({{"qk_norm", true},
+                                 {"qk_norm_full", true},
+                                 {"experts", 64},
+                                 {"top_k", 8}})},
       // CohereConfig (Command R, Aya 23): attention and the SwiGLU MLP side by side after one
       // LayerNorm without a bias (one weight vector per norm: it counts as an RMSNorm does), a
       // tied head scaled by logit_scale (a multiplier, counted nothing); use_qk_norm adds
