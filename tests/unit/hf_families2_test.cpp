@@ -284,3 +284,18 @@ TEST_CASE("olmoe (OLMoE-1B-7B): 64 experts top-8, Q/K norms over all heads; 6,91
   CHECK(state(m, 8192) == 262'144LL * 8192);      // 2,147,483,648 B
   CHECK(state(m, 131072) == 262'144LL * 131072);  // 34,359,738,368 B
 }
+
+TEST_CASE("mistral3 (Mistral Small 3.x 24B): the text model in text_config; 23,572,403,200") {
+  testing::model m(fixture("mistral-small-3.2-24b.json"));
+  // Published: 23,572,403,200 parameters for the text model (mistralai/Mistral-Small-24B-Base-
+  // 2501, the same language model; the 3.1 / 3.2 repositories' 24B adds the Pixtral tower,
+  // which is not counted here). By hand: per layer q_proj 5120 x 4096 (32 heads x 128), k and v
+  // 5120 x 1024, o_proj 4096 x 5120 = 52,428,800; SwiGLU 3 x 5120 x 32768 = 503,316,480; two
+  // norms; x 40 = 22,230,220,800; untied embedding and head 2 x 131072 x 5120; the final norm.
+  CHECK(params(m) == 23'572'403'200);
+  // sliding_window null: full attention on every layer. 2 x 8 x 128 x 2 B x 40 = 163,840 B/token.
+  CHECK(state(m, 8192) == 163'840LL * 8192);      // 1,342,177,280 B
+  CHECK(state(m, 131072) == 163'840LL * 131072);  // 21,474,836,480 B
+  CHECK(hf::import_config(fixture("mistral-small-3.2-24b.json")).yaml.find(
+            "# Not counted: the Pixtral vision tower") != std::string::npos);
+}

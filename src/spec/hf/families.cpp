@@ -166,6 +166,15 @@ const std::vector<family>& families() {
        .architectures = {"MistralForCausalLM"},
        .names = {{"qkv_bias", ""}, {"o_bias", ""}, {"mlp_bias", ""}},
        .defaults = gqa_defaults({{"kv_heads", 8}, {"window", 4096}})},
+      // Mistral3Config (Mistral Small 3.1 / 3.2, Magistral, Devstral Small): the language model in
+      // text_config is Mistral's (a sliding window only where the text config sets one); the
+      // Pixtral vision tower and the patch-merger projector (vision_config) are apart.
+      {.model_type = "mistral3",
+       .architectures = {"Mistral3ForConditionalGeneration"},
+       .scope = "text_config",
+       .names = {{"qkv_bias", ""}, {"o_bias", ""}, {"mlp_bias", ""}},
+       .defaults = gqa_defaults({{"kv_heads", 8}, {"window", 4096}}),
+       .not_counted = "the Pixtral vision tower and its multimodal projector (vision_config)"},
       // MixtralConfig: 8 local experts, top-2, each expert of intermediate_size; no window.
       {.model_type = "mixtral",
        .architectures = {"MixtralForCausalLM"},
