@@ -166,15 +166,6 @@ const std::vector<family>& families() {
        .architectures = {"MistralForCausalLM"},
        .names = {{"qkv_bias", ""}, {"o_bias", ""}, {"mlp_bias", ""}},
        .defaults = gqa_defaults({{"kv_heads", 8}, {"window", 4096}})},
-      // Mistral3Config (Mistral Small 3.1 / 3.2, Magistral, Devstral Small): the language model in
-      // text_config is Mistral's (a sliding window only where the text config sets one); the
-      // Pixtral vision tower and the patch-merger projector (vision_config) are apart.
-      {.model_type = "mistral3",
-       .architectures = {"Mistral3ForConditionalGeneration"},
-       .scope = "text_config",
-       .names = {{"qkv_bias", ""}, {"o_bias", ""}, {"mlp_bias", ""}},
-       .defaults = gqa_defaults({{"kv_heads", 8}, {"window", 4096}}),
-       .not_counted = "the Pixtral vision tower and its multimodal projector (vision_config)"},
       // MixtralConfig: 8 local experts, top-2, each expert of intermediate_size; no window.
       {.model_type = "mixtral",
        .architectures = {"MixtralForCausalLM"},
@@ -734,6 +725,15 @@ const std::vector<family>& families() {
        .defaults = gqa_defaults({{"shared_intermediate", "=moe_intermediate"},
                                  {"router_bias", true},
                                  {"tie", true}})},
+      // Mistral3Config (Mistral Small 3.1 / 3.2, Magistral, Devstral Small): the language model in
+      // text_config is Mistral's (a sliding window only where the text config sets one); the
+      // Pixtral vision tower and the patch-merger projector (vision_config) are apart.
+      {.model_type = "mistral3",
+       .architectures = {"Mistral3ForConditionalGeneration"},
+       .scope = "text_config",
+       .names = {{"qkv_bias", ""}, {"o_bias", ""}, {"mlp_bias", ""}},
+       .defaults = gqa_defaults({{"kv_heads", 8}, {"window", 4096}}),
+       .not_counted = "the Pixtral vision tower and its multimodal projector (vision_config)"},
       // MiniMaxM2Config (MiniMaxAI/MiniMax-M2, M2.1, M2.5): GQA with RMSNorms on Q and K over all
       // heads (qk_norm_type per_layer), partial rotary (rotary_dim; counts nothing), every layer
       // full softmax attention (attn_type_list all 1) and a MoE of num_local_experts experts of
