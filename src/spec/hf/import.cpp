@@ -855,11 +855,13 @@ imported translate(const hf_json& doc, const std::string& name, const std::strin
       if (cfg.has(f)) cfg.fail(f, fmt::format("{}: {}", fam->model_type, fam->refused));
     root.fail("model_type", fmt::format("{}: {}", fam->model_type, fam->refused));
   }
-  for (const auto& [field, want] : fam->only) {
+  for (const auto& pinned : fam->only) {  // no structured binding: a lambda captures the value
+    const std::string& field = pinned.first;
+    const json& want = pinned.second;
     if (!cfg.has(field)) continue;
     const json& got = cfg.value(field);
     bool ok = got.is_array() ? std::all_of(got.begin(), got.end(),
-                                           [&](const json& e) { return e == want; })
+                                           [&want](const json& e) { return e == want; })
                              : got == want;
     if (!ok)
       cfg.fail(field, fmt::format("{} is read only with {}{} (got {})", fam->model_type,
