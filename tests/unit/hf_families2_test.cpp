@@ -299,3 +299,14 @@ TEST_CASE("mistral3 (Mistral Small 3.x 24B): the text model in text_config; 23,5
   CHECK(hf::import_config(fixture("mistral-small-3.2-24b.json")).yaml.find(
             "# Not counted: the Pixtral vision tower") != std::string::npos);
 }
+
+TEST_CASE("granite (Granite-3.3-2B): Llama's layers, tied head, µP multipliers; 2,533,539,840") {
+  testing::model m(fixture("granite-3.3-2b.json"));
+  // Published: ibm-granite/granite-3.3-2b-instruct, 2.53B parameters. By hand: per layer GQA
+  // 32/8 x 64: 2 x 2048^2 + 2 x 2048 x 512 = 10,485,760; SwiGLU 3 x 2048 x 8192 = 50,331,648;
+  // two norms; x 40 = 2,432,860,160; one tied 49159 x 2048 table 100,677,632; the final norm.
+  CHECK(params(m) == 2'533'539'840);
+  // 2 x 8 x 64 x 2 B x 40 layers = 81,920 B/token.
+  CHECK(state(m, 8192) == 81'920LL * 8192);      // 671,088,640 B
+  CHECK(state(m, 131072) == 81'920LL * 131072);  // 10,737,418,240 B
+}

@@ -544,6 +544,13 @@ const std::vector<family>& families() {
        .defaults = gqa_defaults({{"shared_intermediate", "=moe_intermediate"},
                                  {"router_bias", true},
                                  {"kda_full_gate", false}})},
+      // GraniteConfig (IBM Granite 3.x dense): Llama's layers, attention_bias on Q/K/V and O,
+      // the SwiGLU MLP (mlp_bias, where set, is refused: calc's gated MLP has no biases); the µP
+      // multipliers (embedding, attention, residual, logits_scaling) count nothing.
+      {.model_type = "granite",
+       .architectures = {"GraniteForCausalLM"},
+       .names = {{"window", ""}},
+       .defaults = gqa_defaults({})},
       // GraniteMoeConfig (IBM Granite 3.x MoE): Llama's attention (attention_bias on Q/K/V and
       // O), num_local_experts experts of intermediate_size (stored fused: input_linear holds gate
       // and up, output_linear down; the same counts), a router without bias, no shared expert.
