@@ -4,6 +4,8 @@
 // published total and its state at 8K and 128K worked by hand in the comment.
 #include <doctest/doctest.h>
 
+#include <fstream>
+#include <sstream>
 #include <string>
 
 #include "spec/hf/import.h"
@@ -16,6 +18,13 @@ namespace {
 
 std::string fixture(const std::string& name) {
   return std::string(CALC_SOURCE_DIR) + "/tests/fixtures/hf/" + name;
+}
+
+std::string text_of(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
 }
 
 std::int64_t params(const testing::model& m) { return tally_params(m.g).total.value(); }
@@ -309,4 +318,27 @@ TEST_CASE("granite (Granite-3.3-2B): Llama's layers, tied head, µP multipliers;
   // 2 x 8 x 64 x 2 B x 40 layers = 81,920 B/token.
   CHECK(state(m, 8192) == 81'920LL * 8192);      // 671,088,640 B
   CHECK(state(m, 131072) == 81'920LL * 131072);  // 10,737,418,240 B
+}
+
+TEST_CASE("minimax_m2: the published FP8 config's modules_to_not_convert reads") {
+  // MiniMax-M2.x publish FP8 blocks of 128 x 128 with gate (the router), e_score_correction_bias
+  // and lm_head left out: the bias is a vector calc never converts, the router and head keep
+  // BF16.
+  std::string json = text_of(fixture("minimax-m2.5-bf16.json"));
+  const std::string dtype = R"("torch_dtype": "bfloat16")";
+  json.replace(json.find(dtype), dtype.size(),
+               R"("torch_dtype": "bfloat16", "quantization_config": {"quant_method": "fp8",
+      "fmt": "float8_e4m3fn", "weight_block_size": [128, 128], "activation_scheme": "dynamic",
+      "modules_to_not_convert": ["gate", "e_score_correction_bias", "lm_head"]})");
+  testing::model m =
+      testing::model::from_text(hf::import_text(json, "minimax.json", "minimax").plain);
+  CHECK(params(m) == 228'689'764'864);
+  // By hand, per layer: FP8 attention 44,040,192 B and experts 3,623,878,656 B, one FP32
+  // scale per 16,384 values of each matrix (q and o 1,152 blocks each, k and v 192 each: 10,752
+  // B; the experts 221,184 blocks: 884,736 B); x 62 = 227,466,488,832 B. BF16: embedding and
+  // head 2 x 200064 x 3072 x 2 B = 2,458,386,432; per layer the router 256 x 3072, its bias 256,
+  // two norms 6,144 and q_norm 6,144 + k_norm 1,024 (800,000 values, x 62 x 2 B = 99,200,000);
+  // the final norm 6,144 B. Total 230,024,081,408 B (214.2 GiB; the published shards hold
+  // about 230 GB).
+  CHECK(weight_bytes(m) == 230'024'081'408);
 }
