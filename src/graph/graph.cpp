@@ -69,8 +69,9 @@ struct signature_visitor {
     return v ? std::to_string(*v) : "-";
   }
   std::string operator()(const attention_gqa& a) const {
-    return fmt::format("gqa {} {} {} {}{}{}{} {} {}{} {}", a.q_heads, a.kv_heads, a.head_dim,
-                       a.qk_norm, a.output_gate, a.qkv_bias, a.o_bias, opt(a.window), a.sinks,
+    return fmt::format("gqa {} {} {} {}{}{}{}{} {} {}{} {}", a.q_heads, a.kv_heads, a.head_dim,
+                       a.qk_norm, a.qk_norm_full, a.output_gate, a.qkv_bias, a.o_bias,
+                       opt(a.window), a.sinks,
                        a.k_is_v, opt(a.kv_source));
   }
   std::string operator()(const attention_mamba2& a) const {

@@ -39,6 +39,8 @@ attention_spec read_gqa(yaml_map& m) {
   a.kv_heads = m.integer("kv_heads");
   a.head_dim = m.integer("head_dim");
   a.qk_norm = m.boolean("qk_norm", false);
+  a.qk_norm_full = m.boolean("qk_norm_full", false);
+  if (a.qk_norm_full && !a.qk_norm) m.fail("qk_norm_full", "needs qk_norm: true");
   a.output_gate = m.boolean("output_gate", false);
   a.qkv_bias = m.boolean("qkv_bias", false);
   a.o_bias = m.boolean("o_bias", false);
@@ -49,8 +51,8 @@ attention_spec read_gqa(yaml_map& m) {
   if (a.q_heads % a.kv_heads != 0)
     m.fail("kv_heads",
            fmt::format("{} KV heads do not divide {} query heads", a.kv_heads, a.q_heads));
-  m.finish({"kind", "q_heads", "kv_heads", "head_dim", "qk_norm", "output_gate", "qkv_bias",
-            "o_bias", "window", "sinks", "k_is_v", "kv_source"});
+  m.finish({"kind", "q_heads", "kv_heads", "head_dim", "qk_norm", "qk_norm_full", "output_gate",
+            "qkv_bias", "o_bias", "window", "sinks", "k_is_v", "kv_source"});
   return a;
 }
 
@@ -651,6 +653,9 @@ model_spec read_model(const YAML::Node& root, const std::string& file) {
   spec.hidden = m.integer("hidden");
   spec.tie_embeddings = m.boolean("tie_embeddings", false);
   spec.final_norm = m.boolean("final_norm", true);
+  spec.head_bias = m.boolean("head_bias", false);
+  if (spec.head_bias && spec.tie_embeddings)
+    m.fail("head_bias", "a tied head has no bias of its own (set tie_embeddings: false)");
   read_choice<bool>(m, "norm", {{"rmsnorm", false}, {"layernorm", true}}, spec.layer_norm);
   spec.position_embeddings = m.optional_integer("position_embeddings", 0).value_or(0);
   spec.max_position_embeddings = m.optional_integer("max_position_embeddings", 1);
@@ -696,7 +701,8 @@ model_spec read_model(const YAML::Node& root, const std::string& file) {
     m.optional("mtp");
   }
   validate_sources(spec, m, root);
-  m.finish({"schema", "name", "source", "vocab", "hidden", "tie_embeddings", "final_norm", "norm",
+  m.finish({"schema", "name", "source", "vocab", "hidden", "tie_embeddings", "final_norm",
+            "head_bias", "norm",
             "position_embeddings", "max_position_embeddings", "precision", "execution", "connection", "rope_table_frequencies",
             "token_history", "ced", "mtp", "layers"});
   spec.defaulted = m.defaulted();

@@ -23,6 +23,8 @@ struct attention_gqa {
   std::int64_t kv_heads = 0;           // n_KV; divides q_heads
   std::int64_t head_dim = 0;           // d_h
   bool qk_norm = false;                // per-head RMSNorm on Q and K (d_h weights each)
+  bool qk_norm_full = false;  // the Q and K norms span all heads (n_Q*d_h and n_KV*d_h weights:
+                              // OLMo 2, MiniMax-M2's per_layer, Cohere's per-head LayerNorms)
   bool output_gate = false;            // Q projection also produces a sigmoid gate (width n_Q*d_h)
   bool qkv_bias = false;               // biases on the Q, K and V projections (Qwen2, GPT-2)
   bool o_bias = false;                 // a bias on the output projection (GPT-2)
@@ -373,6 +375,7 @@ struct model_spec {
   bool tie_embeddings = false;
   bool final_norm = true;
   bool layer_norm = false;  // LayerNorm (weight and bias per norm) instead of RMSNorm (weight)
+  bool head_bias = false;   // the vocabulary head has a bias of V values (Phi-2's lm_head)
   std::int64_t position_embeddings = 0;  // a learned position table of this many rows; 0 = none
   /// The model's context limit, `max_position_embeddings` of its published config.json: the
   /// default end of length ranges, and past it commands warn (lengths are not refused there).

@@ -38,9 +38,13 @@ void add_tensors(const attention_gqa& a, const model_context& m, std::vector<ten
   if (a.sinks) out.push_back({"norms", "sinks", category::other, a.q_heads, &m.precision->norms});
   if (a.o_bias) out.push_back({"norms", "o_bias", category::other, d, &m.precision->norms});
   if (a.qk_norm) {
+    // Per head: one d_h vector shared by the heads; across heads (qk_norm_full): n_Q*d_h for Q
+    // and n_KV*d_h for K.
     checked width = checked(a.head_dim) * m.norm_vectors();
-    out.push_back({"norms", "q_norm", category::other, width, &m.precision->norms});
-    tensor kn{"norms", "k_norm", category::other, width, &m.precision->norms};
+    checked q_width_n = a.qk_norm_full ? width * a.q_heads : width;
+    checked k_width_n = a.qk_norm_full ? width * a.kv_heads : width;
+    out.push_back({"norms", "q_norm", category::other, q_width_n, &m.precision->norms});
+    tensor kn{"norms", "k_norm", category::other, k_width_n, &m.precision->norms};
     kn.idle = shared;
     out.push_back(kn);
   }

@@ -128,6 +128,9 @@ void model_level_tensors(const model_spec& s, const model_context& m, std::vecto
     tensor head{"head", "lm_head", category::embedding_output, vd, &s.precision.head};
     head.inputs = s.hidden;  // a hidden x vocab matrix (its FLOPs are counted apart)
     out.push_back(head);
+    if (s.head_bias)  // added to the logits, not multiplied
+      out.push_back({"head", "lm_head_bias", category::embedding_output, checked(s.vocab),
+                     &s.precision.head});
   }
   if (s.position_embeddings > 0)  // learned positions: looked up by rows like the token table
     out.push_back({"embedding", "position_embeddings", category::embedding_output,

@@ -76,6 +76,14 @@ const std::map<std::string, std::string>& common_names() {
       {"kda_heads", ""},
       {"kda_head_dim", ""},
       {"kda_full_gate", ""},
+      // Roles of the families read since: LayerNorm with a bias (StarCoder2, Phi-2), a biased
+      // vocabulary head (Phi-2), Q/K norms over all heads (OLMo 2, MiniMax-M2, Cohere), and the
+      // context limit every config gives.
+      {"layer_norm", ""},
+      {"head_bias", ""},
+      {"qk_norm_full", ""},
+      {"max_positions", "max_position_embeddings"},
+      {"last_moe", ""},
   };
   return names;
 }
@@ -107,7 +115,11 @@ json gqa_defaults(json extra) {
             {"sinks", false},
             {"expert_bias", false},
             {"mla_nope", false},
-            {"mla_gate", false}};
+            {"mla_gate", false},
+            {"layer_norm", false},
+            {"head_bias", false},
+            {"qk_norm_full", false},
+            {"max_positions", nullptr}};
   for (auto& [k, v] : extra.items()) d[k] = v;
   return d;
 }
@@ -532,6 +544,13 @@ const std::vector<family>& families() {
        .defaults = gqa_defaults({{"shared_intermediate", "=moe_intermediate"},
                                  {"router_bias", true},
                                  {"kda_full_gate", false}})},
+      // GraniteConfig (IBM Granite 3.x dense): Llama's layers, attention_bias on Q/K/V and O,
+      // the SwiGLU MLP (mlp_bias, where set, is refused: calc's gated MLP has no biases); the µP
+      // multipliers (embedding, attention, residual, logits_scaling) count nothing.
+      {.model_type = "granite",
+       .architectures = {"GraniteForCausalLM"},
+       .names = {{"window", ""}},
+       .defaults = gqa_defaults({})},
       // GraniteMoeConfig (IBM Granite 3.x MoE): Llama's attention (attention_bias on Q/K/V and
       // O), num_local_experts experts of intermediate_size (stored fused: input_linear holds gate
       // and up, output_linear down; the same counts), a router without bias, no shared expert.
@@ -551,6 +570,200 @@ const std::vector<family>& families() {
       {.model_type = "smollm3",
        .architectures = {"SmolLM3ForCausalLM"},
        .defaults = gqa_defaults({{"tie", true}})},
+      // PhiConfig (microsoft/phi-2): attention and the MLP side by side after one LayerNorm
+      // (one norm per layer, weight and bias; the parallel sum counts nothing), biases on Q/K/V
+      // and the dense output, an ungated GELU MLP fc1/fc2 with biases, a final LayerNorm, and
+      // an untied lm_head with a bias. Partial rotary (partial_rotary_factor) rotates part of
+      // each head and counts nothing; qk_layernorm adds per-head LayerNorms on Q and K.
+      {.model_type = "phi",
+       .architectures = {"PhiForCausalLM"},
+       .dense_mlp = true,
+       .names = {{"qkv_bias", ""},
+                 {"o_bias", ""},
+                 {"mlp_bias", ""},
+                 {"qk_norm", "qk_layernorm"},
+                 {"window", ""}},
+       .defaults = gqa_defaults({{"vocab", 51200},
+                                 {"hidden", 2048},
+                                 {"intermediate", 8192},
+                                 {"layers", 24},
+                                 {"heads", 32},
+                                 {"qkv_bias", true},
+                                 {"o_bias", true},
+                                 {"mlp_bias", true},
+                                 {"norms", 1},
+                                 {"layer_norm", true},
+                                 {"head_bias", true}})},
+      // Starcoder2Config (bigcode/starcoder2-*): LayerNorm with bias (two per layer and a final
+      // one), use_bias on Q/K/V, the output and the ungated GELU MLP c_fc/c_proj, GQA with a
+      // sliding window on every layer, a tied head by default (the class's
+      // tie_word_embeddings).
+      {.model_type = "starcoder2",
+       .architectures = {"Starcoder2ForCausalLM"},
+       .dense_mlp = true,
+       .names = {{"qkv_bias", "use_bias"}, {"o_bias", "use_bias"}, {"mlp_bias", "use_bias"}},
+       .defaults = gqa_defaults({{"vocab", 49152},
+                                 {"hidden", 3072},
+                                 {"intermediate", 12288},
+                                 {"layers", 30},
+                                 {"heads", 24},
+                                 {"kv_heads", 2},
+                                 {"tie", true},
+                                 {"qkv_bias", true},
+                                 {"o_bias", true},
+                                 {"mlp_bias", true},
+                                 {"layer_norm", true}})},
+      // Olmo2Config (allenai/OLMo-2-*): Llama's projections with RMSNorms on Q and K over all
+      // heads (q_norm n_Q*d_h, k_norm n_KV*d_h) and two norms per layer after attention and the
+      // feed-forward (post-norm, the same count as Llama's pre-norms).
+      {.model_type = "olmo2",
+       .architectures = {"Olmo2ForCausalLM"},
+       .names = {{"mlp_bias", ""}, {"window", ""}},
+       .defaults = gqa_defaults({{"qk_norm", true}, {"qk_norm_full", true}})},
+      // OlmoeConfig (allenai/OLMoE-1B-7B): OLMo's attention with RMSNorms on Q and K over all
+      // heads (q_norm hidden-wide, k_norm n_KV*d_h), pre-norms, and num_experts experts of
+      // intermediate_size, top num_experts_per_tok, a router without bias, no shared expert;
+      // clip_qkv clamps activations and counts nothing.
+      {.model_type = "olmoe",
+       .architectures = {"OlmoeForCausalLM"},
+       .ffn = ffn_family::moe,
+       .names = {{"moe_intermediate", "intermediate_size"},
+                 {"shared_experts", ""},
+                 {"mlp_bias", ""},
+                 {"qk_norm", ""},
+                 {"window", ""}},
+       .defaults = gqa_defaults({{"qk_norm", true},
+                                 {"qk_norm_full", true},
+                                 {"experts", 64},
+                                 {"top_k", 8}})},
+      // CohereConfig (Command R, Aya 23): attention and the SwiGLU MLP side by side after one
+      // LayerNorm without a bias (one weight vector per norm: it counts as an RMSNorm does), a
+      // tied head scaled by logit_scale (a multiplier, counted nothing); use_qk_norm adds
+      // LayerNorms without bias over every head (n_Q*d_h and n_KV*d_h weights).
+      {.model_type = "cohere",
+       .architectures = {"CohereForCausalLM"},
+       .names = {{"mlp_bias", ""}, {"qk_norm", "use_qk_norm"}, {"window", ""}},
+       .defaults = gqa_defaults({{"vocab", 256000},
+                                 {"tie", true},
+                                 {"norms", 1},
+                                 {"qk_norm_full", true}})},
+      // InternLM2Config (internlm/internlm2-*, internlm2_5-*): Llama's layers with Q/K/V fused
+      // into wqkv (the same counts) and one `bias` flag for wqkv and wo; the MLP w1/w2/w3 has
+      // none.
+      {.model_type = "internlm2",
+       .architectures = {"InternLM2ForCausalLM"},
+       .names = {{"qkv_bias", "bias"}, {"o_bias", "bias"}, {"mlp_bias", ""}, {"window", ""}},
+       .defaults = gqa_defaults({{"qkv_bias", true}, {"o_bias", true}})},
+      // GraniteMoeHybridConfig (IBM Granite 4.0): layer_types puts a Mamba2 mixer or GQA attention
+      // (position_embedding_type nope or rope: counts the same) on each layer, and
+      // every layer ends in the feed-forward: num_local_experts routed experts of
+      // intermediate_size (top num_experts_per_tok, router without bias) plus the shared SwiGLU
+      // MLP of shared_intermediate_size, or the shared MLP alone when num_local_experts is 0
+      // (H-Micro, the H nano models). The mixer's inner width is mamba_n_heads x mamba_d_head
+      // (mamba_expand x hidden_size in the published configs), with the gated RMSNorm. The µP
+      // multipliers count nothing.
+      {.model_type = "granitemoehybrid",
+       .architectures = {"GraniteMoeHybridForCausalLM"},
+       .ffn = ffn_family::moe,
+       .layers = layer_rule::typed_hybrid,
+       .names = {{"experts", "num_local_experts"},
+                 {"moe_intermediate", "intermediate_size"},
+                 {"intermediate", "shared_intermediate_size"},
+                 {"shared_intermediate", "shared_intermediate_size"},
+                 {"shared_experts", ""},
+                 {"mlp_bias", ""},
+                 {"window", ""},
+                 {"mamba_heads", "mamba_n_heads"},
+                 {"mamba_head_dim", "mamba_d_head"},
+                 {"state_dim", "mamba_d_state"},
+                 {"groups", "mamba_n_groups"},
+                 {"conv_kernel", "mamba_d_conv"},
+                 {"conv_bias", "mamba_conv_bias"},
+                 {"proj_bias", "mamba_proj_bias"},
+                 {"ssm_chunk", "mamba_chunk_size"}},
+       .defaults = gqa_defaults({{"experts", 0},
+                                 {"shared_experts", 1},
+                                 {"mamba_heads", 128},
+                                 {"mamba_head_dim", 64},
+                                 {"state_dim", 256},
+                                 {"groups", 1},
+                                 {"conv_kernel", 4},
+                                 {"conv_bias", true},
+                                 {"proj_bias", false},
+                                 {"ssm_chunk", 256}}),
+       .only = {{"normalization_function", "rmsnorm"}}},
+      // Exaone4Config (LGAI-EXAONE/EXAONE-4.0-*): post-norm (two norms a layer, after attention
+      // and the feed-forward), per-head RMSNorms on Q and K, and where sliding_window is set a
+      // local/global pattern (sliding_window_pattern: a period, or letters such as "LLLG"; or
+      // layer_types); the global layers are NoPE and count the same.
+      {.model_type = "exaone4",
+       .architectures = {"Exaone4ForCausalLM"},
+       .layers = layer_rule::sliding_pattern,
+       .names = {{"mlp_bias", ""}, {"qkv_bias", ""}, {"o_bias", ""}, {"qk_norm", ""}},
+       .defaults = gqa_defaults({{"qk_norm", true}, {"sliding_pattern", 4}})},
+      // SeedOssConfig (ByteDance-Seed/Seed-OSS-36B): Llama's layers with biases on Q/K/V
+      // (attention_bias) and none on the output (attention_out_bias), head_dim given apart from
+      // hidden / heads.
+      {.model_type = "seed_oss",
+       .architectures = {"SeedOssForCausalLM"},
+       .names = {{"o_bias", "attention_out_bias"}, {"window", ""}},
+       .defaults = gqa_defaults({{"qkv_bias", true}})},
+      // Ernie4_5_MoeConfig (baidu/ERNIE-4.5-*-A*B): GQA with use_bias on Q/K/V and O;
+      // moe_num_experts experts of moe_intermediate_size, top moe_k, on the layers from
+      // moe_layer_start_index to moe_layer_end_index every moe_layer_interval-th ((i + 1) %
+      // interval), with moe_num_shared_experts shared experts of moe_intermediate_size each (one
+      // MLP of their sum, the same count) and the router's e_score_correction_bias
+      // (moe_statics); the other layers a SwiGLU of intermediate_size.
+      {.model_type = "ernie4_5_moe",
+       .architectures = {"Ernie4_5_MoeForCausalLM"},
+       .ffn = ffn_family::moe,
+       .names = {{"experts", "moe_num_experts"},
+                 {"top_k", "moe_k"},
+                 {"shared_experts", "moe_num_shared_experts"},
+                 {"shared_intermediate", ""},
+                 {"first_dense", "moe_layer_start_index"},
+                 {"sparse_step", "moe_layer_interval"},
+                 {"moe_freq", ""},
+                 {"last_moe", "moe_layer_end_index"},
+                 {"qkv_bias", "use_bias"},
+                 {"o_bias", "use_bias"},
+                 {"mlp_bias", "use_bias"},
+                 {"window", ""}},
+       .defaults = gqa_defaults({{"shared_intermediate", "=moe_intermediate"},
+                                 {"router_bias", true},
+                                 {"tie", true}})},
+      // Mistral3Config (Mistral Small 3.1 / 3.2, Magistral, Devstral Small): the language model in
+      // text_config is Mistral's (a sliding window only where the text config sets one); the
+      // Pixtral vision tower and the patch-merger projector (vision_config) are apart.
+      {.model_type = "mistral3",
+       .architectures = {"Mistral3ForConditionalGeneration"},
+       .scope = "text_config",
+       .names = {{"qkv_bias", ""}, {"o_bias", ""}, {"mlp_bias", ""}},
+       .defaults = gqa_defaults({{"kv_heads", 8}, {"window", 4096}}),
+       .not_counted = "the Pixtral vision tower and its multimodal projector (vision_config)"},
+      // MiniMaxM2Config (MiniMaxAI/MiniMax-M2, M2.1, M2.5): GQA with RMSNorms on Q and K over all
+      // heads (qk_norm_type per_layer), partial rotary (rotary_dim; counts nothing), every layer
+      // full softmax attention (attn_type_list all 1) and a MoE of num_local_experts experts of
+      // intermediate_size, sigmoid routing with e_score_correction_bias (use_routing_bias), no
+      // shared expert.
+      {.model_type = "minimax_m2",
+       .architectures = {"MiniMaxM2ForCausalLM"},
+       .ffn = ffn_family::moe,
+       .names = {{"experts", "num_local_experts"},
+                 {"moe_intermediate", "intermediate_size"},
+                 {"shared_experts", ""},
+                 {"mlp_bias", ""},
+                 {"qkv_bias", ""},
+                 {"o_bias", ""},
+                 {"qk_norm", "use_qk_norm"},
+                 {"router_bias", "use_routing_bias"},
+                 {"mtp_layers", ""},
+                 {"window", ""}},
+       .defaults = gqa_defaults({{"qk_norm_full", true}, {"router_bias", true}}),
+       .not_counted = "the MTP modules (num_mtp_modules, use_mtp): calc does not read them",
+       .only = {{"qk_norm_type", "per_layer"},
+                {"attn_type_list", 1},
+                {"shared_intermediate_size", 0}}},
   };
   return table;
 }

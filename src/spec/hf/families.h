@@ -31,6 +31,9 @@ enum class layer_rule {
   parallel_hybrid,    // Falcon-H1: every layer attention and a Mamba2 mixer side by side, then
                       // the feed-forward (attn_layer_indices, where set, is not read: an error)
   layer_lists,        // Kimi Linear: 1-based lists of full-attention and linear (KDA) layers
+  typed_hybrid,       // Granite 4.0-H: layer_types says "mamba" (a Mamba2 mixer) or "attention"
+                      // per layer; every layer then has the feed-forward (routed experts and
+                      // the shared MLP, or the shared MLP alone when there are no experts)
 };
 
 /// One architecture family: the table the translator reads.
@@ -57,6 +60,11 @@ struct family {
   /// `refused_at` that the config gives, else at model_type. Never a silent approximation.
   std::string refused;
   std::vector<std::string> refused_at;
+  /// Config fields the table reads in one form only: field -> the value it must have when the
+  /// config gives it (a list: every element must be that value). Any other value is an error at
+  /// the field, never read as this family (MiniMax-M2's qk_norm_type must be per_layer, every
+  /// entry of attn_type_list 1, full softmax attention).
+  std::map<std::string, nlohmann::json> only;
 };
 
 /// The config field of each role, shared by most families (e.g. heads -> num_attention_heads).

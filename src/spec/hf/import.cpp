@@ -341,6 +341,35 @@ bool hybrid_kinds(const family_reader& r, std::int64_t count, std::vector<attn_k
     ffn.assign(static_cast<std::size_t>(count), ffn_kind::dense);
     return true;
   }
+  if (r.fam().layers == layer_rule::typed_hybrid) {
+    // Granite 4.0-H: layer_types names each layer's mixer; the feed-forward follows every mixer,
+    // MoE (with the shared MLP as its shared expert) when the config has routed experts, else
+    // the shared MLP alone.
+    origin = "layer_types";
+    if (!cfg.has("layer_types") || !cfg.value("layer_types").is_array() ||
+        static_cast<std::int64_t>(cfg.value("layer_types").size()) != count)
+      cfg.fail("layer_types",
+               fmt::format("expected a list of {} layer types (num_hidden_layers)", count));
+    std::string eo;
+    ffn_kind f = r.integer("experts", eo) > 0 ? ffn_kind::moe : ffn_kind::dense;
+    const json& v = cfg.value("layer_types");
+    attn.resize(v.size());
+    ffn.assign(v.size(), f);
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      std::string t = v[i].is_string() ? v[i].get<std::string>() : v[i].dump();
+      if (t == "mamba") {
+        attn[i] = attn_kind::mamba;
+      } else if (t == "attention") {
+        attn[i] = attn_kind::full;
+      } else {
+        throw spec_error(cfg.doc().where(fmt::format("{}/layer_types/{}", cfg.pointer(), i)),
+                         fmt::format("{}[{}]", cfg.path_of("layer_types"), i),
+                         fmt::format("unknown layer type '{}' for {} (calc reads mamba, attention)",
+                                     t, r.fam().model_type));
+      }
+    }
+    return true;
+  }
   if (r.fam().layers != layer_rule::hybrid_pattern) return false;
   std::string o;
   std::string pattern = r.get("hybrid").value.get<std::string>();
@@ -430,6 +459,20 @@ std::vector<attn_kind> attention_kinds(const family_reader& r, std::int64_t coun
         kinds[static_cast<std::size_t>(i)] = attn_kind::sliding;
       break;
     case layer_rule::sliding_pattern: {
+      if (!has_window) break;  // no window (EXAONE-4.0-1.2B): every layer full
+      if (valued v = r.get("sliding_pattern"); v.value.is_string()) {
+        // EXAONE 4 spells the period as letters, "LLLG": L a local (sliding) layer, G a global
+        // (full) one, repeated over the layers.
+        std::string p = v.value.get<std::string>();
+        if (p.empty() || p.find_first_not_of("LG") != std::string::npos)
+          r.fail("sliding_pattern",
+                 fmt::format("expected a period or letters L and G, got \"{}\"", p));
+        origin = fmt::format("{} = \"{}\" (L sliding, G full)", v.origin, p);
+        for (std::int64_t i = 0; i < count; ++i)
+          if (p[static_cast<std::size_t>(i) % p.size()] == 'L')
+            kinds[static_cast<std::size_t>(i)] = attn_kind::sliding;
+        break;
+      }
       std::int64_t p = r.positive("sliding_pattern", o);
       origin = fmt::format("full every {} layers: {}", p, o);
       for (std::int64_t i = 0; i < count; ++i)
@@ -477,6 +520,7 @@ std::vector<attn_kind> attention_kinds(const family_reader& r, std::int64_t coun
     case layer_rule::hybrid_pattern:
     case layer_rule::mixer_only:
     case layer_rule::parallel_hybrid:
+    case layer_rule::typed_hybrid:
       break;  // hybrid_kinds() reads these
   }
   return kinds;
@@ -495,8 +539,16 @@ std::vector<ffn_kind> ffn_kinds(const family_reader& r, std::int64_t count, std:
   for (const std::string& o : {o1, o2, o3, o4})
     if (!o.starts_with("fixed") && !o.starts_with("default"))
       origin += (origin.empty() ? "" : ", ") + o;
+  // The last MoE layer where a family names it (ERNIE 4.5's moe_layer_end_index; negative:
+  // none, every layer from the first on).
+  std::int64_t last = count - 1;
+  if (std::string lf = r.field("last_moe"); !lf.empty() && r.cfg().has(lf)) {
+    const json& v = r.cfg().value(lf);
+    if (!(v.is_number_integer() && v.get<std::int64_t>() < 0)) last = r.cfg().integer(lf);
+    origin += (origin.empty() ? "" : ", ") + lf;
+  }
   for (std::int64_t i = 0; i < count; ++i) {
-    bool moe = i >= first && i % freq == 0 && (i + 1) % step == 0 &&
+    bool moe = i >= first && i <= last && i % freq == 0 && (i + 1) % step == 0 &&
                std::find(only.begin(), only.end(), i) == only.end();
     kinds[static_cast<std::size_t>(i)] = moe ? ffn_kind::moe : ffn_kind::dense;
   }
@@ -661,7 +713,11 @@ ynode attention_node(const family_reader& r, attn_kind kind, std::int64_t hidden
   a.kids.push_back(scalar("kv_heads", std::to_string(kv), o));
   a.kids.push_back(numbered("head_dim", r.positive("head_dim", o), o));
   (void)hidden;
-  if (r.flag("qk_norm", o)) a.kids.push_back(scalar("qk_norm", "true", o));
+  if (r.flag("qk_norm", o)) {
+    a.kids.push_back(scalar("qk_norm", "true", o));
+    if (r.flag("qk_norm_full", o))
+      a.kids.push_back(scalar("qk_norm_full", "true", o + ": the norms span all heads"));
+  }
   if (r.flag("output_gate", o)) a.kids.push_back(scalar("output_gate", "true", o));
   if (r.flag("qkv_bias", o)) a.kids.push_back(scalar("qkv_bias", "true", o));
   if (r.flag("o_bias", o)) a.kids.push_back(scalar("o_bias", "true", o));
@@ -799,6 +855,18 @@ imported translate(const hf_json& doc, const std::string& name, const std::strin
       if (cfg.has(f)) cfg.fail(f, fmt::format("{}: {}", fam->model_type, fam->refused));
     root.fail("model_type", fmt::format("{}: {}", fam->model_type, fam->refused));
   }
+  for (const auto& pinned : fam->only) {  // no structured binding: a lambda captures the value
+    const std::string& field = pinned.first;
+    const json& want = pinned.second;
+    if (!cfg.has(field)) continue;
+    const json& got = cfg.value(field);
+    bool ok = got.is_array() ? std::all_of(got.begin(), got.end(),
+                                           [&want](const json& e) { return e == want; })
+                             : got == want;
+    if (!ok)
+      cfg.fail(field, fmt::format("{} is read only with {}{} (got {})", fam->model_type,
+                                  got.is_array() ? "every entry " : "", want.dump(), got.dump()));
+  }
   family_reader r(*fam, cfg);
   std::string o;
 
@@ -822,6 +890,16 @@ imported translate(const hf_json& doc, const std::string& name, const std::strin
     o = root.path_of(r.field("tie"));
   }
   top.push_back(scalar("tie_embeddings", bool_text(tie), o));
+  if (r.flag("layer_norm", o))
+    top.push_back(scalar("norm", "layernorm", o + ": LayerNorm, a weight and a bias per norm"));
+  if (r.flag("head_bias", o)) {
+    if (tie) cfg.fail(r.field("tie"), "a tied head cannot carry the family's lm_head bias");
+    top.push_back(scalar("head_bias", "true", o + ": lm_head has a bias"));
+  }
+  if (auto limit = r.optional_integer("max_positions", o)) {
+    if (*limit <= 0) r.fail("max_positions", fmt::format("must be positive, got {}", *limit));
+    top.push_back(numbered("max_position_embeddings", *limit, o));
+  }
   if (!fam->dense_mlp && r.flag("mlp_bias", o))
     cfg.fail(r.field("mlp_bias"), "biases on the gated MLP are not in calc's schema");
 

@@ -172,6 +172,8 @@ std::optional<quant_formats> read_quant(const hf_object& root, const hf_json* mo
         f.kept_dtype.push_back("embedding");
       } else if (norm) {
         continue;  // norms have their own format already
+      } else if (m == "e_score_correction_bias" || m.ends_with(".e_score_correction_bias")) {
+        continue;  // the routing bias is a vector, never converted (MiniMax-M2 lists it anyway)
       } else if (m == "gate" || m == "mlp.gate") {
         // AutoAWQ's short form: every layer's router (mlp.gate) stays unquantised.
         quant_formats::kept_role& k = f.kept_roles["router"];
