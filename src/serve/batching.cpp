@@ -113,15 +113,18 @@ steady_state solve_steady_state(const scenario& s, const coefficients& k) {
   double chunks = static_cast<double>(s.chunks);
   // Prefill work one request adds to the engine (beyond the decode steps it rides on), and how
   // long its own prefill takes.
+  // The last chunk holds what is left of the prompt: its prefill work is that share of a full
+  // chunk's (`work` full chunks), though it still takes a whole step.
+  double work = static_cast<double>(s.cfg.isl) / static_cast<double>(s.chunk);
   double extra = 0, own = 0;
   if (s.cfg.mixed_prefill) {
     double t_m = time_step(d, s.mixed, k).total_ms;
-    extra = chunks * std::max(t_m - t_d, 0.0);
-    own = chunks * t_m;
+    extra = work * std::max(t_m - t_d, 0.0);
+    own = chunks * t_d + extra;
   } else {
     double t_p = time_step(d, s.prefill, k).total_ms;
-    extra = chunks * t_p;
-    own = chunks * t_p;
+    extra = work * t_p;
+    own = extra;
   }
   double c = static_cast<double>(s.concurrency);
   double running = static_cast<double>(s.running);
