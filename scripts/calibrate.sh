@@ -42,10 +42,14 @@ What stops the targets (residuals by group, 2026-12 analysis of these rows):
 - **TTFT**: the closed loop's queueing is modelled (prefill budget, M/D/1 wait, clients beyond
   the running cap, the opening burst as a share of the run), and a per-engine
   `request_latency_ms` carries what happens before the first step (API server, tokenisation);
-  the fitted one (40-300 ms) is larger than those costs, so a term is still missing, not found
-  yet. A synchronised-cohort model (the prompts of one burst step returning together) and waves
-  for engines that prefill apart from decode were tried and made TTFT worse (30-31 % median), so
-  arrivals in these runs are staggered, as the shipped model assumes.
+  fitted at 20-120 ms. Requests are partly synchronised: the prompts that shared a step of the
+  opening burst return together while their lengths keep them in step (TensorRT-LLM Llama-3.1-70B
+  at concurrency 4: TTFT falls with TP as one step of all four prompts would, 562 ms at TP 1 to
+  230 ms at TP 4 on H200, where the 1024 x 8192 runs of the same layout show one prompt's
+  prefill). The fitted `cohort_share` says how many arrive so; it took in-sample TTFT from 25.2 %
+  to 23.1 % and p90 from 117 % to 94 %. Treating every request as synchronised (share 1), or
+  every round of an engine that prefills apart from decode as a wave, made TTFT worse (30-31 %).
+  What is left is not identified yet.
 - **Repeated points** (87 groups of rows with the same engine, GPU, model, format, layout,
   lengths and concurrency, from different runs) agree on TTFT (max / min: median 1.00, 75th
   percentile 1.08) but not on TPOT (75th percentile 1.29): part of the TPOT error is between
@@ -55,8 +59,8 @@ What stops the targets (residuals by group, 2026-12 analysis of these rows):
   model), vLLM Llama-3.1-8B-FP8 on H200 (89 % over), TensorRT-LLM DeepSeek-R1/V3 whose runs
   split into two modes (-30 % to -50 % and +25 % to +80 %), most likely multi-token prediction
   on some runs, which the file does not record. Batching the prompts that arrive during one step
-  into one prefill (sharing weight reads and overhead) moved TPOT only from 10.7 % to 10.5 % and
-  TTFT from 25.2 % to 27.5 %; it is not shipped.
+  into one prefill (sharing weight reads and overhead), tried before `cohort_share`, moved TPOT
+  only from 10.7 % to 10.5 % and TTFT from 25.2 % to 27.5 %; it is not shipped.
 - **Leave one model out** is the weakest figure: a model's MoE path (expert GEMM efficiency at
   few tokens per expert, FP8-block and MXFP4 kernels) is fitted from the other MoE models, and
   three of the seven models are MoE with different expert shapes.

@@ -30,8 +30,11 @@ struct coefficients {
 
   double gemm_half_rows = 16;  // GEMM rows (M) at which a GEMM reaches half its
                                // large-M compute efficiency
+  double cohort_share = 0.1;   // share of requests that arrive with the others of their cohort
+                               // (the prompts that shared a step of the opening burst finish
+                               // and return together while their lengths keep them in step)
 
-  static constexpr std::size_t size = 13;
+  static constexpr std::size_t size = 14;
   /// The coefficients in declaration order (the fit's parameter vector).
   std::array<double, size> values() const;
   void set(const std::array<double, size>& v);
