@@ -26,10 +26,11 @@ percent, per row; medians and 90th percentiles by GPU, engine and model.
 - **Leave one model out**: for each model, refit without its rows and predict them.
 
 Targets (issue "Time under load"): TPOT median <= 10 % and TTFT median <= 20 % in sample, TPOT
-median <= 15 % under each cross-validation. **In-sample TPOT meets its target; the others are not
-met yet** (figures below). tests/unit/serve_calibration_test.cpp gates in-sample TPOT at the
-target and the others at the figures reached, with a little room, so that a change making them
-worse fails; they are tightened as the model improves.
+median <= 15 % under each cross-validation. **TPOT meets its targets in sample and for a GPU
+left out; TTFT in sample and TPOT for a model left out do not yet** (figures below).
+tests/unit/serve_calibration_test.cpp gates the two met at their targets and the others at the
+figures reached, with a little room, so that a change making them worse fails; they are tightened
+as the model improves.
 
 What moved the figures (2026-12; before: TPOT 11.6 %, TTFT 27.7 % in sample, 20.1 % / 31.0 %
 cross-validated):
@@ -42,6 +43,13 @@ cross-validated):
   layer; with it the per-collective latency fell from 18-28 us to 3-11 us, what an NVLink
   all-reduce of a few kilobytes takes, and the per-step overhead to 0.2-0.9 ms. In-sample TPOT
   10.8 -> 9.7 %, leave-one-model-out 25.3 -> 22.8 %.
+- a (GPU family, engine) fit is pulled toward its engine's pooled fit with weight 3 (in log
+  space; 0.3 before) on the hardware coefficients, the scheduling ones (`request_latency_ms`,
+  `burst_share`, `cohort_share`) keeping 0.3: a family's rows come from few GPUs and models, and
+  pulled weakly its coefficients learned those models rather than the GPUs. Weights 0.3 / 1 / 3:
+  leave-one-GPU-out TPOT 15.8 / 15.2 / 14.3 %, leave-one-model-out 22.8 / 19.3 / 18.2 %,
+  in-sample TPOT 9.7 / 9.7 / 9.9 %, in-sample TTFT 23.2 / 26.3 / 26.9 %. The shipped 3 trades
+  in-sample TTFT for the figures that judge GPUs and models the file lacks.
 
 How a row maps onto calc (backend -> engine, system -> GPU, model_path -> bundled model, quant
 modes -> formats, layout, workload) is described in docs/commands.md (`calc calibrate`). One rule
