@@ -95,6 +95,12 @@ scenario make_scenario(const deployment& d, const batching_config& cfg, std::int
     s.mixed = cost_step(d, {per_step, context, s.chunk, chunk_context});
   else
     s.prefill = cost_step(d, {0, 0, s.chunk, chunk_context});
+  if (s.chunks == 1) {
+    s.cohort = std::clamp<std::int64_t>(budget / cfg.isl, 1, per_step);
+    if (s.cohort > 1)
+      s.cohort_step = cost_step(d, {cfg.mixed_prefill ? per_step : 0,
+                                    cfg.mixed_prefill ? context : 0, cfg.isl, 0, s.cohort});
+  }
   // The opening burst: every client sends at once, so the prompts of all `running` requests
   // queue for the token budget, a full budget per step.
   double burst_tokens = static_cast<double>(per_step) * static_cast<double>(cfg.isl);
@@ -113,15 +119,28 @@ steady_state solve_steady_state(const scenario& s, const coefficients& k) {
   double chunks = static_cast<double>(s.chunks);
   // Prefill work one request adds to the engine (beyond the decode steps it rides on), and how
   // long its own prefill takes.
+  // The last chunk holds what is left of the prompt: its prefill work is that share of a full
+  // chunk's (`work` full chunks), though it still takes a whole step.
+  double work = static_cast<double>(s.cfg.isl) / static_cast<double>(s.chunk);
   double extra = 0, own = 0;
   if (s.cfg.mixed_prefill) {
     double t_m = time_step(d, s.mixed, k).total_ms;
-    extra = chunks * std::max(t_m - t_d, 0.0);
-    own = chunks * t_m;
+    extra = work * std::max(t_m - t_d, 0.0);
+    own = chunks * t_d + extra;
   } else {
     double t_p = time_step(d, s.prefill, k).total_ms;
-    extra = chunks * t_p;
-    own = chunks * t_p;
+    extra = work * t_p;
+    own = extra;
+  }
+  if (s.cohort > 1) {
+    // A share of requests arrives with its cohort: it waits for the cohort's whole step, whose
+    // prefill work the cohort shares.
+    double t_c = time_step(d, s.cohort_step, k).total_ms;
+    double work_c = s.cfg.mixed_prefill ? std::max(t_c - t_d, 0.0) : t_c;
+    double own_c = s.cfg.mixed_prefill ? t_d + work_c : t_c;
+    double sh = k.cohort_share;
+    extra = (1 - sh) * extra + sh * work_c / static_cast<double>(s.cohort);
+    own = (1 - sh) * own + sh * own_c;
   }
   double c = static_cast<double>(s.concurrency);
   double running = static_cast<double>(s.running);

@@ -52,6 +52,10 @@ struct scenario {
   step_costs decode;
   step_costs mixed;              // decode plus one chunk (engines that mix; empty otherwise)
   step_costs prefill;            // one chunk alone (engines that do not mix; empty otherwise)
+  // A cohort: the whole prompts that filled one step of the opening burst (as many as the
+  // budget holds), prefilled together in one step, beside the decodes where the engine mixes.
+  std::int64_t cohort = 1;  // its prompts (1: a prompt fills the budget alone)
+  step_costs cohort_step;
   step_costs burst;              // one full-budget prefill step of the opening burst
   std::int64_t burst_steps = 0;  // steps the opening burst's prefills take
 };

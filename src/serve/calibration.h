@@ -30,8 +30,15 @@ struct coefficients {
 
   double gemm_half_rows = 16;  // GEMM rows (M) at which a GEMM reaches half its
                                // large-M compute efficiency
+  double cohort_share = 0.1;   // share of requests that arrive with the others of their cohort
+                               // (the prompts that shared a step of the opening burst finish
+                               // and return together while their lengths keep them in step)
 
-  static constexpr std::size_t size = 13;
+  double layer_latency_us = 4;  // per layer per step: the floor of its chain of kernels
+                                // (norms, projections, attention, activation), each a few
+                                // microseconds however little it has to do
+
+  static constexpr std::size_t size = 15;
   /// The coefficients in declaration order (the fit's parameter vector).
   std::array<double, size> values() const;
   void set(const std::array<double, size>& v);

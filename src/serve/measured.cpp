@@ -264,6 +264,21 @@ mapped_row row_mapper::map(const measured_row& r) {
     bool moe = std::any_of(g.layers.begin(), g.layers.end(),
                            [](const layer& l) { return std::holds_alternative<ffn_moe>(l.ffn); });
     if (!moe) lay.ep = 1;  // a dense model's moe_* columns describe nothing
+    std::int64_t clients_per_group = 1;  // batch_size's multiplier when dp is read anew
+    // The engines' `--tp N --ep N` is N ranks whose experts are split N ways (EP is carved out
+    // of the tp x dp ranks). Some rows count it twice: moe_tp = moe_ep = N and tp x dp = N x N,
+    // a tensor-parallel group wider than the GPU's NVLink domain, which no aggregated engine
+    // runs. Such a row is read as the N ranks it ran on.
+    if (moe && moe_tp > 1 && moe_tp == lay.ep && lay.tp * lay.dp == moe_tp * moe_tp &&
+        lay.tp * lay.dp > gpu->nvlink_domain) {
+      if (lay.tp > 1) lay.tp = moe_tp;
+      // batch_size is per attention-DP group: the clients of the row stay batch_size x dp.
+      if (lay.dp > 1) {
+        clients_per_group = lay.dp / moe_tp;
+        lay.dp = moe_tp;
+      }
+      moe_tp = 1;
+    }
     if (moe && moe_tp > 0 && r.at("moe_ep_size") != "" && moe_tp * lay.ep != lay.tp * lay.dp)
       return m.error = fmt::format(
                  "layout: moe_tp {} x moe_ep {} differs from tp {} x "
@@ -286,7 +301,7 @@ mapped_row row_mapper::map(const measured_row& r) {
     cfg.mixed_prefill = eng.mixed_prefill;
     cfg.memory_fraction = eng.memory_fraction;
     cfg.fraction_of_free = eng.fraction_of_free;
-    std::int64_t c = whole(r, "batch_size", 0, 1);
+    std::int64_t c = whole(r, "batch_size", 0, 1) * clients_per_group;
     m.s = std::make_shared<const scenario>(make_scenario(*dit->second, cfg, c));
   } catch (const spec_error& e) {
     m.error = e.field().empty() ? e.message() : e.field() + ": " + e.message();

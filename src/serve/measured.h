@@ -3,8 +3,10 @@
 // layout and workload: backend -> engine; system -> GPU catalogue name (h100_sxm -> h100-sxm,
 // else without the -sxm suffix: h200_sxm -> h200); model_path -> the calibration file's
 // `models` table, else the bundled model named like the id's last part; gemm/moe quant modes ->
-// weight and expert formats; tp/pp/attention_dp/moe_ep -> layout; isl/osl/batch_size ->
-// workload (batch_size clients per attention-DP group).
+// weight and expert formats; tp/pp/attention_dp/moe_ep -> layout (a MoE row with moe_tp = moe_ep
+// = N and tp x attention_dp = N x N wider than the GPU's NVLink domain is `--tp N --ep N` with EP
+// counted twice: N ranks); isl/osl/batch_size -> workload (batch_size clients per attention-DP
+// group).
 #pragma once
 
 #include <cstdint>

@@ -147,9 +147,10 @@ step_costs cost_step(const deployment& d, const step_shape& s) {
     a.bytes = (st.decode_read + st.decode_state_rw + st.window_write).to_double() * d.kv_share / pp;
   }
   if (s.prefill > 0) {
-    forward_tally f = tally_forward(g, make_call(spec, 1, s.prefill_context, s.prefill));
-    state_tally before = tally_state(g, s.prefill_context, 1);
-    state_tally after = tally_state(g, s.prefill_context + s.prefill, 1);
+    std::int64_t n = std::max<std::int64_t>(1, s.prefill_requests);
+    forward_tally f = tally_forward(g, make_call(spec, n, s.prefill_context, s.prefill));
+    state_tally before = tally_state(g, s.prefill_context, n);
+    state_tally after = tally_state(g, s.prefill_context + s.prefill, n);
     dense_flops += (f.flops - f.interaction_flops - f.state_flops - f.vocab_flops).to_double();
     head_flops += f.vocab_flops.to_double();
     embed_bytes += f.embedding_read_bytes.to_double();
@@ -160,7 +161,8 @@ step_costs cost_step(const deployment& d, const step_shape& s) {
                   .to_double() *
               d.kv_share / pp;
   }
-  std::int64_t tokens = s.decode + s.prefill;  // rows of this attention group
+  std::int64_t tokens =  // rows of this attention group
+      s.decode + (s.prefill > 0 ? s.prefill * std::max<std::int64_t>(1, s.prefill_requests) : 0);
   if (tokens == 0) return c;
   // Routed experts: every attention group's tokens meet at the experts of a stage, which the
   // tp x dp ranks of the stage hold in equal parts.
@@ -261,8 +263,10 @@ step_time time_step(const deployment& d, const step_costs& c, const coefficients
   t.kv_ms *= pp;
   t.compute_ms *= pp;
   t.communication_ms *= pp;
-  t.overhead_ms =
-      k.step_overhead_ms + static_cast<double>(c.requests) * k.request_overhead_us * 1e-3;
+  // Every layer's kernels run one after another, each with a floor however small its work.
+  t.overhead_ms = k.step_overhead_ms +
+                  static_cast<double>(c.requests) * k.request_overhead_us * 1e-3 +
+                  static_cast<double>(d.layers) * k.layer_latency_us * 1e-3;
   t.total_ms = t.weights_ms + t.kv_ms + t.compute_ms + t.communication_ms + t.overhead_ms;
   return t;
 }

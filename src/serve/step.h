@@ -56,8 +56,9 @@ struct op_cost {
 struct step_shape {
   std::int64_t decode = 0;           // running requests taking one decode token each
   std::int64_t decode_context = 0;   // tokens cached per decode request (mean)
-  std::int64_t prefill = 0;          // prefill tokens of the chunk admitted this step
-  std::int64_t prefill_context = 0;  // tokens already cached for that chunk's request
+  std::int64_t prefill = 0;           // prefill tokens admitted this step, per prefilled request
+  std::int64_t prefill_context = 0;   // tokens already cached for each prefilled request
+  std::int64_t prefill_requests = 1;  // requests prefilled together, `prefill` tokens each
 };
 
 /// F and R per op class of one step, plus the request count the per-request overhead scales by.

@@ -5,14 +5,15 @@
 // prints the same figures by group.
 //
 // The targets are TPOT median <= 10 % and TTFT median <= 20 % in sample, TPOT median
-// <= 15 % cross-validated. The model does not reach them yet; these gates hold the figures it
-// does reach (docs/validation/latency.md), with a little room, so a change that makes them worse
-// fails. Tighten each toward the target as the model improves; never loosen one.
+// <= 15 % cross-validated. In-sample TPOT and leave-one-GPU-out TPOT meet their targets, which
+// are their gates; the others are not reached yet, and their gates hold the figures reached (docs/validation/latency.md), with a
+// little room, so a change that makes them worse fails. Tighten each toward the target as the
+// model improves; never loosen one.
 namespace gate {
-constexpr double tpot_in_sample = 12.5;  // target 10
-constexpr double ttft_in_sample = 29;    // target 20
-constexpr double tpot_leave_gpu = 21.5;  // target 15
-constexpr double tpot_leave_model = 32;  // target 15
+constexpr double tpot_in_sample = 10;    // target 10; reached 9.9 (the target is the gate)
+constexpr double ttft_in_sample = 27.5;  // target 20; reached 26.9
+constexpr double tpot_leave_gpu = 15;    // target 15; reached 14.3 (the target is the gate)
+constexpr double tpot_leave_model = 19;  // target 15; reached 18.2
 }  // namespace gate
 #include <doctest/doctest.h>
 

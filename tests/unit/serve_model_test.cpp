@@ -215,6 +215,65 @@ TEST_CASE("serve measured CSV: malformed lines name file:line; a bad row is that
         no_col + ":1:1: model_path: the header lacks this column (see docs/validation/latency.md)");
 }
 
+TEST_CASE("serve measured CSV: --tp N --ep N counted twice is read as N ranks") {
+  std::string header =
+      "id,backend,model_path,system,isl,osl,batch_size,tp_size,pp_size,attention_dp_size,"
+      "moe_tp_size,moe_ep_size,gemm_quant_mode,moe_quant_mode,silicon_ttft_ms,silicon_tpot_ms\n";
+  std::string f = write_temp("calc_serve_ep_twice.csv",
+                             header +
+                                 "tp,trtllm,deepseek-ai/DeepSeek-R1,h200_sxm,1024,1024,4,64,1,1,8,8,"
+                                 "fp8,fp8_block,300,15\n"
+                                 "dp,trtllm,deepseek-ai/DeepSeek-R1,h200_sxm,1024,1024,2,1,1,64,8,8,"
+                                 "fp8,fp8_block,300,15\n"
+                                 "ok,trtllm,deepseek-ai/DeepSeek-R1,h200_sxm,1024,1024,4,8,1,1,2,4,"
+                                 "fp8,fp8_block,300,15\n");
+  auto rows = read_measured(f);
+  REQUIRE(rows.size() == 3);
+  calibration cal = read_calibration(default_calibration_path());
+  row_mapper mapper(cal);
+  mapped_row tp = mapper.map(rows[0]), dp = mapper.map(rows[1]), ok = mapper.map(rows[2]);
+  REQUIRE(tp.error == "");
+  REQUIRE(dp.error == "");
+  REQUIRE(ok.error == "");
+  // 64 = 8 x 8 is wider than the H200's NVLink domain of 8: 8 ranks, experts split 8 ways.
+  CHECK(tp.s->d.layout.tp == 8);
+  CHECK(tp.s->d.layout.ep == 8);
+  CHECK(tp.s->d.layout.gpus() == 8);
+  // Attention DP: 8 groups, and the row's 2 x 64 clients stay 128 (16 per group).
+  CHECK(dp.s->d.layout.dp == 8);
+  CHECK(dp.s->d.layout.tp == 1);
+  CHECK(dp.s->concurrency == 16);
+  // Within the NVLink domain the columns are taken as written: tp 8, moe_tp 2 x moe_ep 4.
+  CHECK(ok.s->d.layout.tp == 8);
+  CHECK(ok.s->d.layout.ep == 4);
+}
+
+TEST_CASE("serve step: a floor per layer; a cohort waits for its whole step") {
+  model m("qwen3-8b");
+  gpu_spec h100 = find_gpu("h100-sxm");
+  deployment d = make_deployment(m.g, h100, {});
+  coefficients k;
+  step_costs c = cost_step(d, {1, 1024, 0, 0});
+  coefficients slow = k;
+  slow.layer_latency_us = k.layer_latency_us + 10;
+  double layers = static_cast<double>(m.g.layers.size());
+  CHECK(time_step(d, c, slow).overhead_ms - time_step(d, c, k).overhead_ms ==
+        doctest::Approx(layers * 10 * 1e-3));
+  // Several whole prompts in one step: the prefill F is theirs together, the weights read once.
+  step_costs one = cost_step(d, {0, 0, 1024, 0, 1});
+  step_costs four = cost_step(d, {0, 0, 1024, 0, 4});
+  CHECK(four.ops[0].flops == doctest::Approx(4 * one.ops[0].flops));
+  CHECK(four.ops[0].bytes == doctest::Approx(one.ops[0].bytes));
+  CHECK(four.ops[1].flops == doctest::Approx(4 * one.ops[1].flops));
+  // A request that arrives with its cohort waits for the cohort's step: TTFT grows with the share.
+  scenario s = make_scenario(d, vllm(1024, 256), 16);
+  REQUIRE(s.cohort > 1);
+  coefficients alone = k, together = k;
+  alone.cohort_share = 0.01;
+  together.cohort_share = 1;
+  CHECK(solve_steady_state(s, together).ttft_ms > solve_steady_state(s, alone).ttft_ms);
+}
+
 TEST_CASE("plan --sla: stricter targets and more load never need fewer GPUs") {
   model m("llama-3.1-8b");
   gpu_spec h100 = find_gpu("h100-sxm");
@@ -256,6 +315,16 @@ TEST_CASE("calibration file: strict keys, efficiencies in (0, 1]") {
                               "    burst_share: 0.1\n    gemm_half_rows: 16\n");
   calibration c = read_calibration(ok);
   CHECK(c.lookup("hopper", "vllm").gemm_compute == 0.5);
+  // A file written before cohort_share and layer_latency_us takes their built-in values.
+  CHECK(c.lookup("any", "any").cohort_share == coefficients{}.cohort_share);
+  CHECK(c.lookup("any", "any").layer_latency_us == coefficients{}.layer_latency_us);
+  std::ifstream in(ok);
+  std::stringstream text_ok;
+  text_ok << in.rdbuf();
+  std::string share =
+      write_temp("calc_cal_share.yaml", text_ok.str() + "    cohort_share: 1.5\n");
+  CHECK(error_of([&] { read_calibration(share); }) ==
+        share + ":18:19: entries[0].cohort_share: a fraction must be a number in (0, 1]");
   calibration back = read_calibration(write_temp("calc_cal_back.yaml", write_calibration(c)));
   CHECK(back.lookup("any", "any").values() == c.lookup("any", "any").values());
   std::string text = std::string("source: test\nentries:\n  - family: any\n    engine: any\n") +
