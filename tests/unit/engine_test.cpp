@@ -930,6 +930,43 @@ TEST_CASE("engine: a per-rank --kv-memory list keeps the smallest rank's blocks"
                     "rank, or one per rank");
 }
 
+TEST_CASE("engine: plain plan and plan --engine choose the same layout") {
+  // Both search plan/placement.h's deployable_layouts (TP a power of two within the NVLink
+  // domain, PP only across domains, replicas) with the same preferences; where both need the
+  // same cards they pick the same layout. Qwen3-235B-A22B at 32K x 64 on H100: 24 cards as
+  // tp 8 x pp 3 (the old engine search also tried tp 6 and tp 3 shapes first).
+  struct input {
+    const char* model;
+    const char* length;
+    const char* requests;
+  };
+  for (const input& in : {input{"qwen3-8b", "32768", "4"}, input{"qwen3-8b", "32768", "40"},
+                          input{"llama-3.1-70b", "8192", "16"},
+                          input{"llama-3.1-70b", "32768", "64"},
+                          input{"qwen3-235b-a22b", "32768", "64"}}) {
+    CAPTURE(in.model);
+    CAPTURE(in.requests);
+    std::vector<std::string> args = {"plan",       "--model",    in.model, "--gpu", "h100-sxm",
+                                     "--length",   in.length,    "--requests", in.requests, "-f",
+                                     "json"};
+    ojson plain = engine_run(args);
+    args.insert(args.begin() + 1, {"--engine", "vllm"});
+    ojson engine = engine_run(args);
+    REQUIRE(engine["gpus"].is_number());
+    CHECK(engine["gpus"] == plain["gpus"]);
+    CHECK(engine["tensor_parallel_size"] == plain["tp"]);
+    CHECK(engine["pipeline_parallel_size"] == plain["pp"]);
+    CHECK(engine["instances"] == plain["instances"]);
+    auto tp = engine["tensor_parallel_size"].get<std::int64_t>();
+    CHECK((tp & (tp - 1)) == 0);  // a power of two
+  }
+  ojson big = engine_run({"plan", "--engine", "vllm", "--model", "qwen3-235b-a22b", "--gpu",
+                          "h100-sxm", "--length", "32768", "--requests", "64", "-f", "json"});
+  CHECK(big["gpus"] == 24);
+  CHECK(big["tensor_parallel_size"] == 8);
+  CHECK(big["pipeline_parallel_size"] == 3);
+}
+
 TEST_CASE("engine: every option of plain capacity and plan is applied or refused") {
   std::vector<std::string> base = {
       "capacity", "--engine",    "vllm",  "--model", "qwen3-8b", "--max-model-len",
