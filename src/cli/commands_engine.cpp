@@ -271,16 +271,15 @@ ojson to_json(const loaded_model& m, const engine::capacity_result& r) {
   if (r.activation_bytes > 0) j["activation_estimate_bytes"] = exact(r.activation_bytes);
   if (r.card_memory > 0) j["card_memory_bytes"] = exact(r.card_memory);
   if (r.budget) {
-    // The estimate term by term (docs/engines.md, "Available memory").
+    // The estimate term by term (docs/engines.md, "Available memory"); the card memory, the
+    // weights per rank and the result are the top-level keys of the same names.
     const engine::budget_terms& t = r.terms;
     ojson b;
     b["rules"] = r.budget->versions;
     b["rules_source"] = r.budget->source;
-    b["card_memory_bytes"] = exact(t.card_memory);
     b["fraction"] = t.fraction;
     b["fraction_source"] = t.fraction_source;
     b["engine_share_bytes"] = exact(t.engine_share);
-    b["weight_bytes_per_rank"] = exact(r.weight_bytes_per_rank);
     if (std::string(rules.engine) == "vllm") {
       b["batched_tokens"] = t.batched_tokens;
       b["sampler_rows"] = t.sampler_rows;
@@ -292,7 +291,6 @@ ojson to_json(const loaded_model& m, const engine::capacity_result& r) {
       if (r.memory_source.find("--activation-memory") != std::string::npos)
         b["activation_memory_given_bytes"] = exact(r.activation_bytes);
     }
-    b["available_kv_bytes"] = exact(e.available_kv_bytes);
     j["budget"] = b;
   }
   j["available_kv_bytes"] = exact(e.available_kv_bytes);

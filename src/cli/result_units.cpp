@@ -98,10 +98,9 @@ unit_map capacity_units() {
         "activation_estimate_bytes", "available_kv_bytes", "page_bytes", "max_model_len_kv_bytes",
         "k_pool_bytes", "v_pool_bytes", "groups.request_bytes", "card_memory_bytes",
         // --engine without --kv-memory: the budget term by term
-        "budget.card_memory_bytes", "budget.engine_share_bytes", "budget.weight_bytes_per_rank",
-        "budget.forward_peak_bytes", "budget.sampler_peak_bytes", "budget.activation_peak_bytes",
-        "budget.non_torch_bytes", "budget.cuda_graph_bytes", "budget.activation_memory_given_bytes",
-        "budget.available_kv_bytes"}},
+        "budget.engine_share_bytes", "budget.forward_peak_bytes", "budget.sampler_peak_bytes",
+        "budget.activation_peak_bytes", "budget.non_torch_bytes", "budget.cuda_graph_bytes",
+        "budget.activation_memory_given_bytes"}},
       {unit::tokens, {"budget.batched_tokens"}},
       {unit::count, {"budget.sampler_rows"}},
       {unit::ratio, {"budget.fraction"}},

@@ -721,7 +721,6 @@ TEST_CASE("engine: without --kv-memory the memory is estimated, and weights can 
   CHECK(j["activation_estimate_bytes"] == deducted);
   CHECK(j["card_memory_bytes"] == 85045477376LL);
   CHECK(j["available_kv_bytes"] == 85045477376LL * 9 / 10 - 16381470720LL - deducted);
-  CHECK(b["available_kv_bytes"] == j["available_kv_bytes"]);
   CHECK(j["available_kv_source"].get<std::string>().find("runtime-visible memory") !=
         std::string::npos);
   // vLLM 0.20 captures its graphs after sizing (nothing deducted); 0.21 deducts the pool.
@@ -809,7 +808,7 @@ TEST_CASE("engine: the budget without --kv-memory against vLLM's memory-profilin
     const ojson& b = j["budget"];
     auto in_gib = [&](const char* key) { return b[key].get<double>() / gib; };
     // The weights per rank and the instance's share as the log prints them (two decimals).
-    CHECK(two(in_gib("weight_bytes_per_rank")) ==
+    CHECK(two(j["weight_bytes_per_rank"].get<double>() / gib) ==
           doctest::Approx(std::stod(run["weights_gib"].as<std::string>())));
     CHECK(two(in_gib("engine_share_bytes")) ==
           doctest::Approx(std::stod(run["can_use_gib"].as<std::string>())));
