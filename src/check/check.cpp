@@ -10,7 +10,7 @@
 #include <numeric>
 
 #include "common/limits.h"
-#include "report/format.h"
+#include "common/numbers.h"
 #include "spec/yaml_reader.h"
 
 namespace calc {

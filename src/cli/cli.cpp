@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <climits>
 #include <functional>
+#include <map>
 #include <memory>
 #include <ostream>
 
@@ -62,8 +63,8 @@ const std::vector<command>& commands() {
        {g::model, g::workload, g::generate, g::execution_all}, [](CLI::App& app, options&) { app.get_option("--prompt")->required(); },
        run_request},
       {"capacity", "Concurrent requests that fit on a deployment; with --requests, the weight budget",
-       {g::model, g::gpu, g::length, g::layout, g::workspace, g::formats, g::execution,
-        g::engine},
+       {g::model, g::gpu, g::memory, g::length, g::layout, g::workspace, g::formats,
+        g::execution, g::engine},
        [](CLI::App& app, options& o) {
          // --weight-bytes, --requests and --shared-prefix are refused with --engine by the
          // engine question, each with its reason.
@@ -90,8 +91,8 @@ const std::vector<command>& commands() {
       {"plan",
        "Fewest cards and a layout engines run (TP/PP/EP/DP) that hold K requests of N tokens, and "
        "why fewer do not",
-       {g::model, g::gpu, g::length, g::workspace, g::search, g::formats, g::execution,
-        g::engine},
+       {g::model, g::gpu, g::memory, g::length, g::workspace, g::search, g::formats,
+        g::execution, g::engine},
        [](CLI::App& app, options& o) {
          app.get_option("--gpu")->required();
          app.add_option("--requests", o.requests,
@@ -175,9 +176,11 @@ const std::vector<command>& commands() {
        "A model's state, decode reads and decode FLOPs over a range of lengths (CSV for plots)",
        {g::model, g::length, g::execution}, none, run_sweep, length_list},
       {"report",
-       "One Markdown document for models on a GPU: weights, state, crossovers, requests per "
-       "card, cards needed, roofline bounds, with charts",
-       {g::model, g::gpu, g::length, g::workspace, g::search, g::formats, g::execution},
+       "One Markdown document for models on a deployment of each GPU (a comma list): weights, "
+       "state, crossovers, requests per deployment, cards needed, roofline bounds, with charts; "
+       "without --tp/--pp/--ep/--dp each model's layout is planned",
+       {g::model, g::gpu, g::memory, g::length, g::layout, g::workspace, g::search, g::formats,
+        g::execution},
        [](CLI::App& app, options& o) {
          app.add_option(
              "--requests", o.requests,
@@ -344,6 +347,8 @@ result dispatch(parsed& p, const std::vector<CLI::App*>& subs) {
       p.cmd = &commands()[i];
       refuse_extras(*subs[i]);
       read_lists(*p.cmd, given(*subs[i], "--model"), given(*subs[i], "--length"), p.opts);
+      for (const char* name : {"--tp", "--pp", "--ep", "--dp"})
+        p.opts.layout_given = p.opts.layout_given || given(*subs[i], name);
       check_mode_options(*subs[i], p.opts);
       engine_spellings(p.opts);
     }
@@ -499,6 +504,21 @@ result run_completion(const options& o) {
   return r;
 }
 
+/// An error as the user reads it: the layers below cli/ name the quantity that was wrong
+/// ("model", "gpu"), and where the user gave it as an option, this prints the option instead.
+/// A located error (a file position) or one that already names an option prints as raised.
+std::string as_given(const spec_error& e) {
+  static const std::map<std::string, std::string> option_of = {
+      {"model", "--model"}, {"gpu", "--gpu"},         {"mtp", "--mtp"},
+      {"scale", "--scale"}, {"storage", "--storage"}, {"cuda", "--device cuda"},
+  };
+  auto it = option_of.find(e.field());
+  // Unlocated: what() is exactly "field: message" (a located one starts with its file).
+  const std::string raised = e.what();
+  if (it == option_of.end() || raised != spec_error(e.field(), e.message()).what()) return raised;
+  return spec_error(it->second, e.message()).what();
+}
+
 }  // namespace
 
 std::vector<std::pair<std::string, std::vector<std::string>>> command_options() {
@@ -592,7 +612,7 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     }
     return r.exit_code;
   } catch (const spec_error& e) {
-    err << e.what() << "\n";
+    err << as_given(e) << "\n";
     return 2;
   } catch (const overflow_error& e) {
     // Counts are exact in 128 bits; past that the inputs (options or the model's sizes) are

@@ -314,22 +314,6 @@ result run_experts(const options& o) {
           fmt::format("calc experts: {}, {} tokens, {} routing", m.spec->name, o.batch, o.routing)};
 }
 
-/// How a layer attends, as `calc layers` reports it (§2.3.6's Full / Reindex / Reuse).
-std::string mode_of(const attention_spec& a) {
-  if (const auto* g = std::get_if<attention_gqa>(&a)) return g->window ? "swa" : "gqa";
-  if (std::holds_alternative<attention_mla>(a)) return "mla";
-  if (std::holds_alternative<attention_gdn>(a)) return "gated_deltanet";
-  if (std::holds_alternative<attention_kda>(a)) return "kda";
-  if (std::holds_alternative<attention_mamba2>(a)) return "mamba2";
-  if (std::holds_alternative<attention_none>(a)) return "none";
-  if (const auto* p = std::get_if<attention_parallel>(&a))
-    return (p->attention.window ? "swa" : "gqa") + std::string("+mamba2");
-  const auto& d = std::get<attention_dsa>(a);
-  if (!d.global) return "window";
-  if (d.global->source < 0) return "full";  // stores its own entries
-  return d.indexer ? "reindex" : "reuse";   // reads a source's entries
-}
-
 result run_layers(const options& o) {
   loaded_model m = load(o);
   ojson j;
@@ -339,7 +323,7 @@ result run_layers(const options& o) {
   std::int64_t global = 0, pool = 0;
   ojson rows = ojson::array();
   for (const layer& l : m.g.layers) {
-    std::string mode = mode_of(l.attention);
+    std::string mode = attention_mode(l.attention);  // tally/kinds.h
     modes[mode] = (modes.contains(mode) ? modes[mode].get<std::int64_t>() : 0) + 1;
     if (const auto* d = std::get_if<attention_dsa>(&l.attention)) {
       if (d->global) ++global;

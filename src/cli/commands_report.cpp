@@ -7,11 +7,16 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <utility>
+#include <vector>
 
 #include "cli/support.h"
+#include "common/limits.h"
+#include "plan/capacity.h"
 #include "plan/placement.h"
 #include "plan/plan.h"
 #include "plan/roofline.h"
+#include "report/data.h"
 #include "report/document.h"
 #include "spec/context_limit.h"
 #include "spec/format_summary.h"
@@ -23,88 +28,84 @@ namespace calc::cli {
 
 namespace {
 
-/// Weight bytes of the model under each common format (the other tensors keep theirs).
-ojson weight_formats(const options& o) {
-  ojson rows = ojson::array();
-  for (const char* format : {"bf16", "fp8", "nvfp4"}) {
-    options one = o;
-    one.weights = format;
-    loaded_model m = load(one);
-    rows.push_back({{"format", format}, {"bytes", exact(tally_params(m.g).weight_bytes)}});
-  }
-  return rows;
-}
-
-/// One model at every length: state by component, crossovers, capacity, cards, roofline.
-ojson model_section(const options& o, const gpu_spec& gpu, std::int64_t workspace) {
-  loaded_model m = load(o);
-  params_tally p = tally_params(m.g);
-  const std::vector<std::int64_t>& lengths = o.lengths;
-  crossover_plan first = plan_crossover(m.g, lengths.front());
-  state_tally last = tally_state(m.g, lengths.back());
+/// One model's figures as JSON, keys as they have always been.
+ojson to_json(const report_model& m) {
   ojson j;
-  j["model"] = m.spec->name;
-  j["layers"] = m.spec->layers.count;
-  j["total_params"] = exact(p.total);
-  j["active_params"] = exact(p.active);
-  j["weights_format"] = m.spec->precision.weights.name;
-  j["weight_bytes"] = exact(p.weight_bytes);
-  j["weights"] = weight_formats(o);
-  j["kv_format"] = m.spec->precision.kv.name;
-  j["formats"] = format_summary(m.spec->precision);  // the storage formats assumed
-  j["fixed_bytes"] = exact(last.fixed);
-  j["per_token_bytes"] = fraction_json(last.per_token);
-  j["crossover_tokens"] = ratio_json(first.state_crossover_tokens);
-  j["weight_read_bytes"] = exact(first.weight_read_bytes);
-
-  // Components: one row per (name, class), its bytes at each length.
+  j["model"] = m.name;
+  j["layers"] = m.layers;
+  j["total_params"] = exact(m.total_params);
+  j["active_params"] = exact(m.active_params);
+  j["weights_format"] = m.formats.weights;
+  j["weight_bytes"] = exact(m.weight_bytes);
+  j["weights"] = ojson::array();
+  for (const auto& [format, bytes] : m.weights)
+    j["weights"].push_back({{"format", format}, {"bytes", exact(bytes)}});
+  j["kv_format"] = m.formats.kv;
+  j["formats"] = m.formats.summary;  // the storage formats assumed
+  j["fixed_bytes"] = exact(m.fixed_bytes);
+  j["per_token_bytes"] = fraction_json(m.per_token);
+  j["crossover_tokens"] = ratio_json(m.crossover_tokens);
+  j["weight_read_bytes"] = exact(m.weight_read_bytes);
+  // The deployment the requests and time bounds are for.
+  j["deployable"] = m.deployable;
+  j["layout"] = m.deployable ? ojson(layout_name(m.lay)) : ojson(nullptr);
+  j["gpus"] = m.deployable ? ojson(m.lay.cards()) : ojson(nullptr);
+  j["layout_planned"] = m.planned;
+  if (!m.deployable) j["searched_up_to"] = m.searched_up_to;
   ojson components = ojson::array();
-  for (const state_item& i : last.items)
-    components.push_back({{"name", i.name},
-                          {"class", class_name(i.kind)},
-                          {"layers", i.layers},
-                          {"per_token_bytes", fraction_json(i.per_token)},
-                          {"bytes", ojson::array()}});
+  for (const report_component& c : m.components) {
+    ojson bytes = ojson::array();
+    for (const checked& b : c.bytes) bytes.push_back(exact(b));
+    components.push_back({{"name", c.name},
+                          {"class", class_name(c.kind)},
+                          {"layers", c.layers},
+                          {"per_token_bytes", fraction_json(c.per_token)},
+                          {"bytes", bytes}});
+  }
   ojson points = ojson::array();
-  for (std::int64_t n : lengths) {
-    state_tally st = tally_state(m.g, n);
-    for (std::size_t k = 0; k < st.items.size() && k < components.size(); ++k)
-      components[k]["bytes"].push_back(exact(st.items[k].bytes));
-    crossover_plan c = plan_crossover(m.g, n);
-    capacity_plan cap = plan_capacity(m.g, gpu, 1, n, workspace, p.weight_bytes);
-    placement_plan place =
-        plan_placement(m.g, gpu, n, o.requests, workspace, o.node_gpus, o.max_gpus);
-    // A prefill of a million tokens on a large model can pass the 64-bit FLOP range of the
-    // roofline; the decode step at that context still has a bound.
-    std::optional<roofline_plan> full;
-    try {
-      full = plan_roofline(m.g, gpu, 1, 1, 0, n, false);
-    } catch (const overflow_error&) {
-    }
-    roofline_plan r = full ? *full : plan_roofline(m.g, gpu, 1, 1, n - 1, 1, false);
-    ojson pt = {{"length", n},
-                {"state_bytes", exact(st.total)},
-                {"decode_read_bytes", exact(st.decode_read)},
+  for (const report_point& p : m.points) {
+    ojson pt = {{"length", p.length},
+                {"state_bytes", exact(p.state_bytes)},
+                {"decode_read_bytes", exact(p.decode_read_bytes)},
                 {"batch_read_crossover",
-                 c.batch_read_crossover ? ojson(*c.batch_read_crossover) : ojson(nullptr)},
-                {"requests_per_card", cap.weights_fit ? cap.requests : 0}};
-    if (place.best) {
-      pt["cards"] = place.best->cards();
-      pt["layout"] = deployment_name(*place.best);
+                 p.batch_read_crossover ? ojson(*p.batch_read_crossover) : ojson(nullptr)},
+                {"requests", p.requests}};
+    // The fewest cards for the report's requests at this length.
+    if (p.cards) {
+      pt["cards"] = p.cards->cards();
+      pt["cards_layout"] = deployment_name(*p.cards);
     } else {
       pt["cards"] = nullptr;
-      pt["layout"] = fmt::format("none of up to {} cards", place.searched_up_to);
+      pt["cards_layout"] = fmt::format("none of up to {} cards", p.searched_up_to);
     }
-    pt["prefill_flops"] = full ? exact(r.prefill.flops) : ojson(nullptr);
-    pt["prefill_bound_s"] = full ? ojson(r.prefill.bound_s) : ojson(nullptr);
-    pt["prefill_regime"] = full ? r.prefill.regime : "beyond 64-bit FLOPs";
-    pt["decode_bytes"] = exact(r.decode.bytes);
-    pt["decode_bound_s"] = r.decode.bound_s;
-    pt["decode_regime"] = r.decode.regime;
+    pt["prefill_flops"] = p.prefill ? exact(p.prefill->flops) : ojson(nullptr);
+    pt["prefill_bound_s"] = p.prefill ? ojson(p.prefill->bound_s) : ojson(nullptr);
+    pt["prefill_regime"] = p.prefill ? p.prefill->regime : "beyond 64-bit FLOPs";
+    pt["decode_bytes"] = exact(p.decode.bytes);
+    pt["decode_bound_s"] = p.decode.bound_s;
+    pt["decode_regime"] = p.decode.regime;
     points.push_back(pt);
   }
   j["components"] = components;
   j["points"] = points;
+  return j;
+}
+
+/// The report's figures as JSON, keys as they have always been.
+ojson to_json(const report_data& r) {
+  ojson j;
+  j["gpu"] = r.gpu.name;
+  j["gpu_display"] = r.gpu.display;
+  j["memory_bytes"] = r.gpu.memory;
+  j["memory_basis"] = r.memory_basis;  // runtime-visible or as sold
+  j["bandwidth_bytes"] = r.gpu.bandwidth;
+  j["bf16_tflops"] = r.gpu.bf16_tflops;
+  j["workspace_bytes"] = exact(r.workspace_bytes);
+  j["requests"] = r.requests;
+  j["lengths"] = r.lengths;
+  if (r.lay) j["layout"] = layout_name(*r.lay);  // given; else each model's own
+  j["models"] = ojson::array();
+  for (const report_model& m : r.models) j["models"].push_back(to_json(m));
   return j;
 }
 
@@ -142,27 +143,52 @@ result run_report(const options& o) {
     v.lengths = default_lengths(default_length_end(specs));
   }
   for (std::int64_t n : v.lengths) check_count("--length", n, 1);
-  std::int64_t workspace = parse_size_option("--workspace", o.workspace);
-  gpu_spec gpu = load_gpu(o.gpu.empty() ? "h100-sxm" : o.gpu);
-  ojson j;
-  j["gpu"] = gpu.name;
-  j["gpu_display"] = gpu.display;
-  j["memory_bytes"] = gpu.memory;
-  j["bandwidth_bytes"] = gpu.bandwidth;
-  j["bf16_tflops"] = gpu.bf16_tflops;
-  j["workspace_bytes"] = workspace;
-  j["requests"] = o.requests;
-  j["lengths"] = v.lengths;
-  j["models"] = ojson::array();
+  report_request q;
+  q.workspace = parse_size_option("--workspace", o.workspace);
+  q.lengths = v.lengths;
+  q.requests = o.requests;
+  q.node_gpus = o.node_gpus;
+  q.max_gpus = o.max_gpus;
+  q.memory = parse_memory_basis("--memory", o.memory);
+  if (o.layout_given) {
+    for (const auto& [name, n] : {std::pair{"--tp", o.tp}, std::pair{"--pp", o.pp},
+                                  std::pair{"--ep", o.ep}, std::pair{"--dp", o.dp}})
+      check_limit(name, n, 1, limits::cards, "cards");
+    q.lay = layout{o.tp, o.pp, o.ep, o.dp};
+  }
+  std::vector<loaded_model> loaded;
+  std::vector<const graph*> graphs;
+  loaded.reserve(names.size());
   for (const std::string& name : names) {
     options one = v;
     one.model = name;
-    j["models"].push_back(model_section(one, gpu, workspace));
+    graphs.push_back(&loaded.emplace_back(load(one)).g);
+    if (q.lay)
+      if (std::string why = layout_problem(loaded.back().g, *q.lay); !why.empty())
+        throw spec_error("--tp/--pp/--ep/--dp", fmt::format("{}: {}", name, why));
   }
+  // One section per GPU: a document each, their figures side by side in JSON and CSV.
+  std::vector<std::string> gpus = split_list(o.gpu.empty() ? "h100-sxm" : o.gpu);
+  if (gpus.empty()) throw spec_error("--gpu", "name at least one GPU");
+  ojson all = ojson::array();
+  std::vector<report_data> reports;
+  std::string markdown;
+  for (const std::string& gpu : gpus) {
+    q.gpu = load_gpu(gpu);
+    report_data data = answer_report(graphs, q);
+    ojson body = to_json(data);
+    std::string stem = chart_stem(body, o.output);
+    if (gpus.size() > 1) stem += "-" + data.gpu.name;  // one output file, a chart set per GPU
+    report_files files{o.plot_dir, o.output, stem};
+    if (o.format == "md") markdown += (markdown.empty() ? "" : "\n") + report_document(data, files);
+    all.push_back(body);
+    reports.push_back(std::move(data));
+  }
+  // One GPU: the body as it always was; several: one body per GPU.
+  ojson j = gpus.size() == 1 ? all.front() : ojson{{"reports", all}};
   result r{j, "calc report"};
-  report_files files{o.plot_dir, o.output};
-  if (o.format == "csv") r.text = report_csv(j);
-  if (o.format == "md") r.markdown = report_document(j, files);
+  r.markdown = markdown;
+  if (o.format == "csv") r.text = report_csv(reports);
   if (!o.output.empty()) {
     // The document goes to the file (its chart links are relative to it); standard output says
     // where it went.

@@ -7,6 +7,7 @@
 
 #include "cli/support.h"
 #include "common/limits.h"
+#include "plan/capacity.h"
 #include "plan/placement.h"
 #include "plan/plan.h"
 #include "plan/roofline.h"
@@ -21,138 +22,77 @@ namespace calc::cli {
 
 namespace {
 
-/// One request's state on the cards, paged and net of a shared prefix (stored once apart).
-checked request_state(const graph& g, std::int64_t length, std::int64_t page, std::int64_t prefix) {
-  // Paged serving allocates whole blocks of `page` tokens per request.
-  std::int64_t kept = page > 0 ? (length + page - 1) / page * page : length;
-  checked own = tally_state(g, kept).total;
-  if (prefix > 0) own = own - tally_state(g, std::min(prefix, length)).global_history;
-  return own;
+/// Card memory as its basis counts it: as sold in decimal GB as vendors print it, the
+/// runtime-visible figure in GiB as the CUDA runtime and the engines' logs print it.
+std::string memory_text(const checked& bytes, const std::string& basis) {
+  return basis == "runtime" ? human_bytes(bytes.value()) : human_decimal_bytes(bytes.value());
 }
 
-}  // namespace
+/// The basis in a title: "runtime memory" or "memory as sold".
+std::string basis_phrase(const std::string& basis) {
+  return basis == "runtime" ? "runtime memory" : "memory " + basis;
+}
 
-result run_capacity(const options& o) {
-  if (o.lengths.empty()) throw spec_error("--length", "give at least one context length");
-  for (std::int64_t l : o.lengths) check_count("--length", l, 0);
-  check_limit("--tp", o.tp, 1, limits::cards, "cards");
-  check_limit("--dp", o.dp, 1, limits::cards, "cards");
-  check_limit("--pp", o.pp, 1, limits::cards, "cards");
-  check_limit("--ep", o.ep, 1, limits::cards, "cards");
-  check_count("--page-tokens", o.page_tokens, 0);
-  check_count("--shared-prefix", o.shared_prefix, 0);
-  if (o.requests >= 0) check_limit("--requests", o.requests, 0, limits::requests, "requests");
-  for (std::int64_t l : o.lengths)
-    if (o.shared_prefix > l)
-      throw spec_error("--shared-prefix",
-                       fmt::format("{} tokens is longer than the length {}: the shared prefix is "
-                                   "part of every request",
-                                   o.shared_prefix, l));
-  std::int64_t workspace = parse_size_option("--workspace", o.workspace);
-  loaded_model m = load(o);
-  layout lay{o.tp, o.pp, o.ep, o.dp};
-  bool sharded = lay.cards() > 1 || o.ep > 1;
-  if (std::string why = layout_problem(m.g, lay); !why.empty())
-    throw spec_error("--tp/--pp/--ep/--dp", why);
-  std::int64_t cards = lay.cards();
-  checked weights = tally_params(m.g).weight_bytes;
-  bool given_weights = !o.weight_bytes.empty();
-  if (given_weights) weights = parse_size_option("--weight-bytes", o.weight_bytes);
-  checked prefix_bytes =
-      o.shared_prefix > 0 ? tally_state(m.g, o.shared_prefix).global_history : checked(0);
-
-  ojson rows = ojson::array();
-  std::vector<gpu_spec> gpus;
-  for (const std::string& name : split_list(o.gpu)) gpus.push_back(load_gpu(name));
-  if (gpus.empty()) throw spec_error("--gpu", "name at least one GPU");
-  std::optional<capacity_plan> first;
-  for (const gpu_spec& gpu : gpus) {
-    for (std::int64_t l : o.lengths) {
-      capacity_plan c = plan_capacity(m.g, gpu, cards, l, workspace, weights);
-      c.per_request_bytes = request_state(m.g, l, o.page_tokens, o.shared_prefix);
-      c.free_bytes = c.memory - weights - workspace - prefix_bytes;
-      c.weights_fit = c.free_bytes >= 0;
-      c.requests = c.weights_fit && c.per_request_bytes > 0
-                       ? (c.free_bytes / c.per_request_bytes).value()
-                       : 0;
-      if (sharded) {
-        // Per card: every stage's card must hold its weights, the workspace and its share of
-        // each request's state; the tightest stage decides, each dp group holds its own
-        // requests. Free bytes are the deployment's: every card's, summed.
-        std::vector<card_load> loads = card_loads(m.g, lay, l);
-        checked free = 0;
-        bool fit_all = true;
-        for (const card_load& cl : loads) {
-          checked card_free = checked(gpu.memory) - cl.weight_bytes - workspace;
-          fit_all = fit_all && card_free >= 0;
-          free += card_free * lay.tp;
-        }
-        c.requests = fit_all ? layout_requests(loads, lay, checked(gpu.memory), workspace) : 0;
-        c.free_bytes = free;
-        c.weights_fit = fit_all;
-      }
-      rows.push_back({{"gpu", gpu.name},
-                      {"length", l},
-                      {"per_request_bytes", exact(c.per_request_bytes)},
-                      {"free_bytes", exact(c.free_bytes)},
-                      {"requests", c.requests}});
-      if (!first) first = c;
-    }
-  }
+/// The capacity answer as JSON, keys as they have always been.
+ojson to_json(const capacity_result& r) {
+  auto row_json = [](const capacity_row& row) {
+    return ojson{{"gpu", row.gpu},
+                 {"length", row.length},
+                 {"per_request_bytes", exact(row.plan.per_request_bytes)},
+                 {"free_bytes", exact(row.plan.free_bytes)},
+                 {"requests", row.plan.requests}};
+  };
+  const capacity_plan first = r.first().plan;
   ojson j;
-  j["model"] = m.spec->name;
-  j["gpu"] = gpus.front().name;
-  j["gpus"] = cards;
-  j["layout"] = layout_name(lay);
-  j["memory_bytes"] = exact(checked(gpus.front().memory) * cards);
-  j["weight_bytes"] = exact(weights);
-  j["weights_format"] = given_weights ? std::string("given") : m.spec->precision.weights.name;
-  j["kv_format"] = m.spec->precision.kv.name;
-  j["formats"] = format_summary(m.spec->precision);  // the storage formats assumed
-  j["workspace_bytes"] = workspace;
-  if (o.page_tokens > 0) j["page_tokens"] = o.page_tokens;
-  if (o.shared_prefix > 0) j["shared_prefix_bytes"] = exact(prefix_bytes);
-  j["length"] = o.lengths.front();
-  j["per_request_bytes"] = exact(first->per_request_bytes);
-  j["free_bytes"] = exact(first->free_bytes);
-  j["requests"] = first->requests;
-  j["weights_fit"] = first->weights_fit;
-  if (!first->weights_fit)
-    // In the units a reader expects (weights in GiB, card memory in decimal GB as vendors print
-    // it); weight_bytes and memory_bytes hold the exact integers.
+  j["model"] = r.model;
+  j["gpu"] = r.gpu;
+  j["gpus"] = r.cards;
+  j["layout"] = layout_name(r.lay);
+  j["memory_bytes"] = exact(r.memory_bytes);
+  j["memory_basis"] = r.memory_basis;  // runtime-visible or as sold
+  j["weight_bytes"] = exact(r.weight_bytes);
+  j["weights_format"] = r.formats.weights;
+  j["kv_format"] = r.formats.kv;
+  j["formats"] = r.formats.summary;  // the storage formats assumed
+  j["workspace_bytes"] = exact(r.workspace_bytes);
+  if (r.page_tokens > 0) j["page_tokens"] = r.page_tokens;
+  if (r.shared_prefix > 0) j["shared_prefix_bytes"] = exact(r.shared_prefix_bytes);
+  j["length"] = r.first().length;
+  j["per_request_bytes"] = exact(first.per_request_bytes);
+  j["free_bytes"] = exact(first.free_bytes);
+  j["requests"] = first.requests;
+  j["weights_fit"] = first.weights_fit;
+  if (!first.weights_fit)
+    // In the units a reader expects (weights in GiB, card memory as its basis prints it);
+    // weight_bytes and memory_bytes hold the exact integers.
     j["note"] = fmt::format(
         "the weights alone ({}) plus the workspace exceed the {} of memory",
-        weights.fits_int64() ? human_bytes(weights.value()) : exact(weights).dump() + " B",
-        human_decimal_bytes((checked(gpus.front().memory) * cards).value()));
-  if (o.requests >= 0) {
-    checked n = max_params(m.g, gpus.front(), cards, o.lengths.front(), workspace, o.requests);
-    j["budget_requests"] = o.requests;
-    j["max_params"] = exact(n);
-    j["max_weight_bytes"] = exact(m.spec->precision.weights.bytes(n));
+        r.weight_bytes.fits_int64() ? human_bytes(r.weight_bytes.value())
+                                    : exact(r.weight_bytes).dump() + " B",
+        memory_text(r.memory_bytes, r.memory_basis));
+  if (r.weight_budget) {
+    j["budget_requests"] = r.weight_budget->requests;
+    j["max_params"] = exact(r.weight_budget->max_params);
+    j["max_weight_bytes"] = exact(r.weight_budget->max_weight_bytes);
   }
+  ojson rows = ojson::array();
+  for (const capacity_row& row : r.rows) rows.push_back(row_json(row));
   j["rows"] = rows;
-  return {j,
-          fmt::format("calc capacity: {} on {} x {}", m.spec->name, cards, gpus.front().display)};
+  return j;
 }
 
-result run_plan(const options& o) {
-  check_count("--length", o.length, 0);
-  check_limit("--requests", o.requests, 0, limits::requests, "requests");
-  check_limit("--node-gpus", o.node_gpus, 1, limits::cards, "cards");
-  check_limit("--max-gpus", o.max_gpus, 1, limits::cards, "cards");
-  std::int64_t workspace = parse_size_option("--workspace", o.workspace);
-  loaded_model m = load(o);
-  gpu_spec gpu = load_gpu(o.gpu);
-  placement_plan p =
-      plan_placement(m.g, gpu, o.length, o.requests, workspace, o.node_gpus, o.max_gpus);
+/// The plan answer as JSON, keys as they have always been.
+ojson to_json(const placement_result& r) {
   ojson j;
-  j["model"] = m.spec->name;
-  j["gpu"] = gpu.name;
-  j["length"] = o.length;
-  j["requests"] = o.requests;
-  j["workspace_bytes"] = workspace;
-  j["formats"] = format_summary(m.spec->precision);  // the storage formats assumed
-  j["weight_bytes"] = exact(tally_params(m.g).weight_bytes);
+  j["model"] = r.model;
+  j["gpu"] = r.gpu;
+  j["memory_basis"] = r.memory_basis;  // runtime-visible or as sold
+  j["card_memory_bytes"] = exact(r.card_memory);
+  j["length"] = r.length;
+  j["requests"] = r.requests;
+  j["workspace_bytes"] = exact(r.workspace_bytes);
+  j["formats"] = r.formats.summary;  // the storage formats assumed
+  j["weight_bytes"] = exact(r.weight_bytes);
   auto loads = [](const fit& f) {
     ojson a = ojson::array();
     for (const card_load& c : f.loads)
@@ -162,6 +102,7 @@ result run_plan(const options& o) {
                    {"state_per_request_bytes", exact(c.state_bytes)}});
     return a;
   };
+  const placement_plan& p = r.plan;
   if (!p.best) {
     j["gpus"] = nullptr;
     j["note"] = fmt::format("no layout of up to {} cards fits", p.searched_up_to);
@@ -183,17 +124,104 @@ result run_plan(const options& o) {
     j["fewer_gpus"] = b.cards();
     j["fewer_gpus_layout"] = deployment_name(b);
     j["fewer_gpus_shortfall_bytes"] = exact(checked(0) - b.worst_free);
-    // A sentence a reader takes in at once: card memory in decimal GB as vendors print it, the
+    // A sentence a reader takes in at once: card memory as its basis prints it, the
     // shortfall (weights + state bytes) in GiB as the chapter counts them; the exact integer is
     // fewer_gpus_shortfall_bytes.
     j["why_not_fewer"] = fmt::format(
         "with {} {} of {} the best layout ({}) leaves its fullest card {} short of "
         "weights + workspace + {} requests' state",
-        b.cards(), b.cards() == 1 ? "card" : "cards", human_decimal_bytes(gpu.memory),
-        j["fewer_gpus_layout"].get<std::string>(), human_bytes((checked(0) - b.worst_free).value()), o.requests);
+        b.cards(), b.cards() == 1 ? "card" : "cards", memory_text(r.card_memory, r.memory_basis),
+        deployment_name(b), human_bytes((checked(0) - b.worst_free).value()), r.requests);
   }
-  return {j, fmt::format("calc plan: {} on {} cards, {} requests of {} tokens", m.spec->name,
-                         gpu.name, o.requests, o.length)};
+  return j;
+}
+
+/// The roofline answer as JSON, keys as they have always been.
+ojson to_json(const roofline_result& r) {
+  auto call_json = [](const roofline_call& c) {
+    return ojson{{"flops", exact(c.flops)}, {"bytes", exact(c.bytes)}, {"compute_s", c.compute_s},
+                 {"memory_s", c.memory_s},  {"bound_s", c.bound_s},    {"regime", c.regime}};
+  };
+  const roofline_plan& b = r.bounds;
+  ojson j;
+  j["model"] = r.model;
+  j["gpu"] = r.asked.gpu.name;
+  j["gpus"] = r.asked.tp;
+  j["tp"] = r.asked.tp;
+  j["peak"] = r.peak;
+  j["batch"] = r.asked.batch;
+  j["context"] = r.asked.context;
+  j["prompt"] = r.asked.prompt;
+  j["prefill"] = call_json(b.prefill);
+  j["decode"] = call_json(b.decode);
+  j["ttft_lower_bound_s"] = b.ttft_s;
+  j["decode_tokens_per_s_upper_bound"] = b.decode_tokens_per_s;
+  j["calls"] = ojson::array(
+      {ojson{{"call", "prefill"},
+             {"bound_ms", b.prefill.bound_s * 1e3},
+             {"regime", b.prefill.regime}},
+       ojson{
+           {"call", "decode"}, {"bound_ms", b.decode.bound_s * 1e3}, {"regime", b.decode.regime}}});
+  return j;
+}
+
+}  // namespace
+
+result run_capacity(const options& o) {
+  if (o.lengths.empty()) throw spec_error("--length", "give at least one context length");
+  for (std::int64_t l : o.lengths) check_count("--length", l, 0);
+  check_limit("--tp", o.tp, 1, limits::cards, "cards");
+  check_limit("--dp", o.dp, 1, limits::cards, "cards");
+  check_limit("--pp", o.pp, 1, limits::cards, "cards");
+  check_limit("--ep", o.ep, 1, limits::cards, "cards");
+  check_count("--page-tokens", o.page_tokens, 0);
+  check_count("--shared-prefix", o.shared_prefix, 0);
+  if (o.requests >= 0) check_limit("--requests", o.requests, 0, limits::requests, "requests");
+  for (std::int64_t l : o.lengths)
+    if (o.shared_prefix > l)
+      throw spec_error("--shared-prefix",
+                       fmt::format("{} tokens is longer than the length {}: the shared prefix is "
+                                   "part of every request",
+                                   o.shared_prefix, l));
+  if (o.shared_prefix > 0 && (o.tp * o.pp > 1 || o.ep > 1))
+    throw spec_error("--shared-prefix", kSharedPrefixOnOneCard);
+  capacity_request q;
+  q.workspace = parse_size_option("--workspace", o.workspace);
+  q.lay = layout{o.tp, o.pp, o.ep, o.dp};
+  q.lengths = o.lengths;
+  q.page_tokens = o.page_tokens;
+  q.shared_prefix = o.shared_prefix;
+  q.memory = parse_memory_basis("--memory", o.memory);
+  if (!o.weight_bytes.empty()) q.weight_bytes = parse_size_option("--weight-bytes", o.weight_bytes);
+  if (o.requests >= 0) q.budget_requests = o.requests;
+  loaded_model m = load(o);
+  if (std::string why = layout_problem(m.g, q.lay); !why.empty())
+    throw spec_error("--tp/--pp/--ep/--dp", why);
+  for (const std::string& name : split_list(o.gpu)) q.gpus.push_back(load_gpu(name));
+  if (q.gpus.empty()) throw spec_error("--gpu", "name at least one GPU");
+  capacity_result r = answer_capacity(m.g, q);
+  return {to_json(r), fmt::format("calc capacity: {} on {} x {}, {}", r.model, r.cards,
+                                  r.gpu_display, basis_phrase(r.memory_basis))};
+}
+
+result run_plan(const options& o) {
+  check_count("--length", o.length, 0);
+  check_limit("--requests", o.requests, 0, limits::requests, "requests");
+  check_limit("--node-gpus", o.node_gpus, 1, limits::cards, "cards");
+  check_limit("--max-gpus", o.max_gpus, 1, limits::cards, "cards");
+  placement_request q;
+  q.workspace = parse_size_option("--workspace", o.workspace);
+  q.length = o.length;
+  q.requests = o.requests;
+  q.node_gpus = o.node_gpus;
+  q.max_gpus = o.max_gpus;
+  q.memory = parse_memory_basis("--memory", o.memory);
+  loaded_model m = load(o);
+  q.gpu = load_gpu(o.gpu);
+  placement_result r = answer_plan(m.g, q);
+  return {to_json(r),
+          fmt::format("calc plan: {} on {} cards ({}), {} requests of {} tokens", r.model,
+                      r.gpu, basis_phrase(r.memory_basis), r.requests, r.length)};
 }
 
 result run_roofline(const options& o) {
@@ -202,35 +230,12 @@ result run_roofline(const options& o) {
   check_count("--batch", o.batch, 1);
   check_limit("--tp", o.tp, 1, limits::cards, "cards");
   loaded_model m = load(o);
-  gpu_spec gpu = load_gpu(o.gpu);
-  if (o.fp8 && gpu.fp8_tflops <= 0)
-    throw spec_error("--fp8", fmt::format("{} has no FP8 tensor peak", gpu.name));
-  roofline_plan r = plan_roofline(m.g, gpu, o.tp, o.batch, o.context, o.prompt, o.fp8);
-  auto call_json = [](const roofline_call& c) {
-    return ojson{{"flops", exact(c.flops)}, {"bytes", exact(c.bytes)}, {"compute_s", c.compute_s},
-                 {"memory_s", c.memory_s},  {"bound_s", c.bound_s},    {"regime", c.regime}};
-  };
-  ojson j;
-  j["model"] = m.spec->name;
-  j["gpu"] = gpu.name;
-  j["gpus"] = o.tp;
-  j["tp"] = o.tp;
-  j["peak"] = o.fp8 ? "fp8" : "bf16";
-  j["batch"] = o.batch;
-  j["context"] = o.context;
-  j["prompt"] = o.prompt;
-  j["prefill"] = call_json(r.prefill);
-  j["decode"] = call_json(r.decode);
-  j["ttft_lower_bound_s"] = r.ttft_s;
-  j["decode_tokens_per_s_upper_bound"] = r.decode_tokens_per_s;
-  j["calls"] = ojson::array(
-      {ojson{{"call", "prefill"},
-             {"bound_ms", r.prefill.bound_s * 1e3},
-             {"regime", r.prefill.regime}},
-       ojson{
-           {"call", "decode"}, {"bound_ms", r.decode.bound_s * 1e3}, {"regime", r.decode.regime}}});
-  return {j, fmt::format("calc roofline: {} on {} x {}, B={} S={} P={}", m.spec->name, o.tp,
-                         gpu.display, o.batch, o.context, o.prompt)};
+  roofline_request q{load_gpu(o.gpu), o.tp, o.batch, o.context, o.prompt, o.fp8};
+  if (q.fp8 && q.gpu.fp8_tflops <= 0)
+    throw spec_error("--fp8", fmt::format("{} has no FP8 tensor peak", q.gpu.name));
+  roofline_result r = answer_roofline(m.g, q);
+  return {to_json(r), fmt::format("calc roofline: {} on {} x {}, B={} S={} P={}", r.model, q.tp,
+                                  q.gpu.display, q.batch, q.context, q.prompt)};
 }
 
 namespace {

@@ -1,8 +1,9 @@
 // `calc validate`: the reference executor against the tally of the same scaled spec; with
 // `--device cuda`, instead the CUDA module's run of the kernel plan (exec/gpu_plan.h) over the
-// layers of the models below, each row written to --jsonl as soon as it is measured and the
-// report rendered from those rows. The CPU executor is not run there: on a GPU machine every
-// second goes to the kernels, and CI validates every bundled model on the CPU.
+// layers of the models models/validate/cuda-timed.yaml lists, each row written to --jsonl as
+// soon as it is measured and the report rendered from those rows. The CPU executor is not run
+// there: on a GPU machine every second goes to the kernels, and CI validates every bundled model
+// on the CPU.
 #include <fmt/format.h>
 
 #include <fstream>
@@ -14,28 +15,11 @@
 #include "graph/graph.h"
 #include "spec/gpu_spec.h"
 #include "spec/model_reader.h"
+#include "spec/timed_models.h"
 
 namespace calc::cli {
 
 namespace {
-
-/// The models whose layers a CUDA run times, and at which calls: GQA at head_dim 128 (Qwen3-8B)
-/// and 256 (Qwen3.6's full layers), MLA and KDA (Kimi K3), Gated DeltaNet and routed experts
-/// (Qwen3.6), sparse top-k decode (V4-Flash's CSA layers).
-struct timed_source {
-  const char* model;
-  std::vector<std::pair<std::int64_t, std::int64_t>> decode;  // (batch, context)
-  std::vector<std::int64_t> state_batches, moe_batches;
-};
-const std::vector<timed_source>& timed_sources() {
-  static const std::vector<timed_source> list = {
-      {"qwen3-8b", {{1, 65536}, {8, 16384}, {32, 8192}, {64, 8192}}, {}, {}},
-      {"qwen3.6-35b-a3b", {{8, 16384}}, {256}, {1, 8, 32}},
-      {"kimi-k3", {{8, 32768}, {32, 8192}}, {64, 256}, {}},
-      {"deepseek-v4-flash", {{64, 65536}, {8, 262144}}, {}, {}},
-  };
-  return list;
-}
 
 /// "out: pass (max 1.2e-07, nmse 3.4e-14)" for each compared output of a row.
 std::string outputs_summary(const ojson& row) {
@@ -192,20 +176,25 @@ result run_validate(const options& o) {
     j["equivalences"] = eq;
     pass = v.pass;
   } else {
-    // The kernel plan over the layers of the timed models, loaded here (exec/ names none),
-    // and of --model when it is not one of them.
+    // The kernel plan over the layers of the timed models (data: models/validate/
+    // cuda-timed.yaml), loaded here (exec/ names none), and of --model when it is not one of
+    // them.
+    const timed_list timed = read_timed_models(timed_models_path());
     std::vector<std::unique_ptr<model_spec>> specs;
     gpu::plan_options po;
     po.seed = o.seed;
     po.correctness_only = o.correctness_only;
     po.gpu = find_gpu(o.gpu.empty() ? "h200" : o.gpu);
     bool listed = false;
-    for (const timed_source& t : timed_sources()) {
+    for (const timed_source& t : timed.models) {
       specs.push_back(std::make_unique<model_spec>(read_model_file(resolve_model_path(t.model))));
       listed = listed || specs.back()->name == m.spec->name;
-      po.models.push_back({t.model, specs.back().get(), t.decode, t.state_batches, t.moe_batches});
+      po.models.push_back({t.model, specs.back().get(), t.calls.decode, t.calls.state_batches,
+                           t.calls.moe_batches});
     }
-    if (!listed) po.models.push_back({m.spec->name, m.spec.get(), {{8, 16384}}, {64}, {}});
+    if (!listed)
+      po.models.push_back({m.spec->name, m.spec.get(), timed.other.decode,
+                           timed.other.state_batches, timed.other.moe_batches});
     ojson plan = gpu::make_plan(po);
     j["cpu_executor"] =
         "not run with --device cuda (--device cpu runs it; CI validates every "

@@ -10,6 +10,7 @@
 #include "common/error.h"
 #include "common/limits.h"
 #include "common/units.h"
+#include "report/data.h"
 #include "spec/context_limit.h"
 #include "spec/model_reader.h"
 
@@ -42,6 +43,16 @@ void bind_group(CLI::App& app, options& o, option_group g, const command& c) {
       app.add_option("--gpu", o.gpu,
                      "Accelerator: a name from `calc gpus` (any case) or a path; a comma list "
                      "where the command compares several");
+      return;
+    case option_group::memory:
+      // With --engine the engine's rules count the runtime-visible memory, always.
+      only_in(app.add_option("--memory", o.memory,
+                             "Card memory counted: runtime (what the CUDA runtime reports, as "
+                             "engines see it; as sold where the catalogue has no runtime figure) "
+                             "or as-sold (the vendor's decimal figure, as the chapter counts); "
+                             "default runtime")
+                  ->check(CLI::IsMember({"runtime", "as-sold"})),
+              c, kPlainOnly);
       return;
     case option_group::length:
       app.add_option("-n,--length,--lengths,--max-model-len,--context-length", o.length_text,
@@ -442,18 +453,6 @@ ojson ratio_json(const std::optional<fraction>& r) {
   return fraction_json(*r);
 }
 
-const char* class_name(state_class k) {
-  switch (k) {
-    case state_class::history:
-      return "history";
-    case state_class::window:
-      return "window";
-    case state_class::fixed:
-      return "fixed";
-    case state_class::token_history:
-      return "token history";
-  }
-  return "history";
-}
+const char* class_name(state_class k) { return state_class_name(k); }
 
 }  // namespace calc::cli

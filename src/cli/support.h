@@ -47,6 +47,7 @@ struct options {
   std::int64_t generate = 1;      // G: --generate
   std::string gpu;
   std::vector<std::string> gpu_list;
+  std::string memory = "runtime";  // --memory: runtime (as engines see it) or as-sold
   std::string workspace = "2GiB";
   std::string weight_bytes;
   std::int64_t requests = -1;
@@ -56,6 +57,7 @@ struct options {
   std::int64_t page_tokens = 0;    // --page-tokens: paged cache block size (0: unpaged)
   std::int64_t shared_prefix = 0;  // --shared-prefix: tokens every request shares, stored once
   std::int64_t tp = 1, pp = 1, ep = 1, dp = 1;  // layout: --tp --pp --ep --dp (engine spellings)
+  bool layout_given = false;  // any of the layout options appeared (report plans one without)
   std::int64_t node_gpus = 8;
   std::int64_t max_gpus = 512;
   bool fp8 = false;
@@ -122,6 +124,7 @@ enum class option_group {
   model,          // -m/--model, --set (required)
   model_list,     // the same, optional: default every bundled model
   gpu,            // --gpu: a catalogue name or path (a comma list where the command takes several)
+  memory,         // --memory: the card memory counted, runtime-visible or as sold
   length,         // -n/--length (--max-model-len, --context-length): tokens per request
   workload,       // -p/--prompt (--tokens): new tokens P; -s/--context (--cached): cached S
   batch,          // -b/--batch: requests B

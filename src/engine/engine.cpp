@@ -6,7 +6,7 @@
 #include <map>
 
 #include "common/error.h"
-#include "report/format.h"
+#include "common/numbers.h"
 #include "tally/tally.h"
 
 namespace calc::engine {
@@ -424,14 +424,27 @@ const rule_set& find_rules(const std::string& engine, const std::string& version
                    fmt::format("calc has no {} rules for {} (known: {})", engine, version, known));
 }
 
+namespace {
+
+/// One rank's recurrent-state page: its share of the convolution channels times the slots kept
+/// (kernel - 1: the newest input arrives with the step; plus `extra_slots` proposed tokens) and
+/// its heads' state matrices. The shape is the kind's own (tally/kinds.h).
+checked recurrent_page_bytes(const recurrent_shape& r, std::int64_t tp, const dtype& conv,
+                             const dtype& ssm, std::int64_t extra_slots) {
+  checked conv_values =
+      r.conv_channels / tp * std::max<std::int64_t>(0, r.conv_kernel - 1 + extra_slots);
+  checked ssm_values = checked(r.heads / tp) * r.key_dim * r.value_dim;
+  return conv.bytes(conv_values) + ssm.bytes(ssm_values);
+}
+
+}  // namespace
+
 checked mamba2_state_bytes(const attention_mamba2& m, std::int64_t tp, const dtype& conv,
                            const dtype& ssm) {
   // Groups that do not divide by tp are replicated up to tp so every head shard has its B, C.
-  std::int64_t groups = m.groups % tp == 0 ? m.groups : tp;
-  checked channels = checked(m.heads) * m.head_dim + checked(2) * groups * m.state_dim;
-  checked conv_values = channels / tp * std::max<std::int64_t>(0, m.conv_kernel - 1);
-  checked ssm_values = checked(m.heads / tp) * m.head_dim * m.state_dim;
-  return conv.bytes(conv_values) + ssm.bytes(ssm_values);
+  recurrent_shape r = recurrent_of(m);
+  r.conv_channels = mamba2_conv_channels(m, m.groups % tp == 0 ? m.groups : tp);
+  return recurrent_page_bytes(r, tp, conv, ssm, 0);
 }
 
 checked stage_kv_bytes(const engine_config& c, std::int64_t stage) {
@@ -466,7 +479,8 @@ std::optional<layer_cache> gqa_cache(const attention_gqa& a, std::int64_t index,
   if (a.kv_source) return std::nullopt;
   layer_cache l;
   l.layer = index;
-  checked width = checked(kv_heads_per_rank(a.kv_heads, tp)) * a.head_dim;
+  record_shape record = record_of(a);
+  checked width = checked(kv_heads_per_rank(record.heads, tp)) * record.key_dim;
   l.k_token_bytes = kv.bytes(width);
   // K and V, also for k_is_v: vLLM's Gemma 4 loads the K weights into the V slot of its
   // QKV projection and caches both (V gets its own norm, K its norm and RoPE).
@@ -494,6 +508,17 @@ layer_cache mamba2_cache(const attention_mamba2& m, std::int64_t index, std::int
   return l;
 }
 
+/// The cache of one MLA module on one rank: the compact latent plus the RoPE branch, one copy
+/// per rank (it is not split over TP).
+layer_cache mla_cache(const attention_mla& a, std::int64_t index, const dtype& kv) {
+  layer_cache l;
+  l.layer = index;
+  l.type = layer_cache::kind::mla;
+  l.token_bytes = record_of(a, mla_path::compact).bytes(kv);
+  l.k_token_bytes = l.token_bytes;
+  return l;
+}
+
 /// The attention cache of one MTP layer: the model's own full-attention (GQA or MLA) layer
 /// spec, the last one of the model (MTP blocks are built from the model's decoder layer).
 std::optional<layer_cache> mtp_cache(const graph& g, const dtype& kv, std::int64_t tp,
@@ -503,14 +528,8 @@ std::optional<layer_cache> mtp_cache(const graph& g, const dtype& kv, std::int64
         a && !a->window && !a->kv_source) {
       return gqa_cache(*a, index, kv, tp);
     }
-    if (const auto* mla = std::get_if<attention_mla>(&it->attention)) {
-      layer_cache l;
-      l.layer = index;
-      l.type = layer_cache::kind::mla;
-      l.token_bytes = kv.bytes(checked(mla->kv_rank) + mla->qk_rope);
-      l.k_token_bytes = l.token_bytes;
-      return l;
-    }
+    if (const auto* mla = std::get_if<attention_mla>(&it->attention))
+      return mla_cache(*mla, index, kv);
   }
   return std::nullopt;
 }
@@ -551,66 +570,66 @@ static void append_draft_caches(const graph& g, const engine_config& c,
   }
 }
 
+namespace {
+
+/// The caches one layer registers on one rank, by mixer kind: one overload per kind, so a new
+/// kind does not compile until the engine rules say what it allocates.
+struct cache_rules {
+  const dtype& kv;    // the KV cache format
+  const dtype& conv;  // convolution slots
+  const dtype& ssm;   // recurrent state matrices
+  std::int64_t tp;
+  std::int64_t spec;  // proposed tokens: they widen the convolution window of linear attention
+  std::int64_t index;
+  std::vector<layer_cache>& out;
+
+  void operator()(const attention_none&) const {
+    // a mixer-less (FFN-only) layer has no attention module and no cache
+  }
+  void operator()(const attention_gqa& a) const {
+    if (auto kv_cache = gqa_cache(a, index, kv, tp)) out.push_back(*kv_cache);
+  }
+  void operator()(const attention_parallel& a) const {
+    // A parallel layer registers two cache modules under two names (vLLM's FalconH1
+    // decoder layer holds an Attention and a MambaMixer2): one KV cache spec from its
+    // attention branch and one Mamba spec from its mixer, each grouped with its own kind.
+    (*this)(a.attention);
+    (*this)(a.mixer);
+  }
+  void operator()(const attention_mla& a) const { out.push_back(mla_cache(a, index, kv)); }
+  void operator()(const attention_gdn& a) const { recurrent(recurrent_of(a)); }
+  void operator()(const attention_kda& a) const { recurrent(recurrent_of(a)); }
+  void operator()(const attention_mamba2& a) const {
+    out.push_back(mamba2_cache(a, index, tp, conv, ssm));
+  }
+  void operator()(const attention_dsa&) const {
+    throw spec_error("--engine", fmt::format("layer {} is DeepSeek sparse attention, whose "
+                                             "engine cache layout calc does not model",
+                                             index));
+  }
+  /// A linear-attention state page: engines keep kernel - 1 convolution slots (the newest
+  /// input arrives with the step), widened by the proposed tokens.
+  void recurrent(const recurrent_shape& r) const {
+    layer_cache l;
+    l.layer = index;
+    l.type = layer_cache::kind::state;
+    l.state_bytes = recurrent_page_bytes(r, tp, conv, ssm, spec);
+    out.push_back(l);
+  }
+};
+
+}  // namespace
+
 std::vector<layer_cache> layer_caches(const graph& g, const engine_config& c) {
   const precision_spec& p = g.spec->precision;
   const dtype& kv = c.kv_cache_dtype ? *c.kv_cache_dtype : p.kv;
-  const dtype& conv = p.conv;
   // vLLM's mamba_ssm_cache_dtype "auto" takes the model's own recurrent-state dtype
   // (mamba_ssm_dtype in its config; the model's `recurrent` format here).
   const dtype& ssm = c.state_dtype ? *c.state_dtype : p.recurrent;
-  std::int64_t tp = c.tensor_parallel;
-  // Proposed tokens widen the convolution window of linear-attention states.
-  const std::int64_t spec = c.speculative.tokens;
   std::vector<layer_cache> out;
-  for (const layer& ly : g.layers) {
-    layer_cache l;
-    l.layer = ly.index;
-    if (std::holds_alternative<attention_none>(ly.attention)) {
-      continue;  // a mixer-less (FFN-only) layer has no attention module and no cache
-    } else if (const auto* a = std::get_if<attention_gqa>(&ly.attention)) {
-      if (auto kv_cache = gqa_cache(*a, ly.index, kv, tp)) out.push_back(*kv_cache);
-      continue;
-    } else if (const auto* par = std::get_if<attention_parallel>(&ly.attention)) {
-      // A parallel layer registers two cache modules under two names (vLLM's FalconH1
-      // decoder layer holds an Attention and a MambaMixer2): one KV cache spec from its
-      // attention branch and one Mamba spec from its mixer, each grouped with its own kind.
-      if (auto kv_cache = gqa_cache(par->attention, ly.index, kv, tp)) out.push_back(*kv_cache);
-      out.push_back(mamba2_cache(par->mixer, ly.index, tp, conv, ssm));
-      continue;
-    } else if (const auto* mla = std::get_if<attention_mla>(&ly.attention)) {
-      // The compact latent plus the RoPE branch, one copy per rank: it is not split over TP.
-      l.type = layer_cache::kind::mla;
-      l.token_bytes = kv.bytes(checked(mla->kv_rank) + mla->qk_rope);
-      l.k_token_bytes = l.token_bytes;
-    } else if (const auto* gdn = std::get_if<attention_gdn>(&ly.attention)) {
-      // Engines keep kernel - 1 convolution slots (the newest input arrives with the step).
-      checked channels =
-          (checked(2) * gdn->qk_heads * gdn->key_dim + checked(gdn->v_heads) * gdn->value_dim) / tp;
-      l.type = layer_cache::kind::state;
-      l.state_bytes =
-          conv.bytes(channels * std::max<std::int64_t>(0, gdn->conv_kernel - 1 + spec)) +
-          ssm.bytes(checked(gdn->v_heads / tp) * gdn->key_dim * gdn->value_dim);
-    } else if (const auto* kda = std::get_if<attention_kda>(&ly.attention)) {
-      checked channels =
-          (checked(2) * kda->heads * kda->key_dim + checked(kda->heads) * kda->value_dim) / tp;
-      l.type = layer_cache::kind::state;
-      l.state_bytes =
-          conv.bytes(channels * std::max<std::int64_t>(0, kda->conv_kernel - 1 + spec)) +
-          ssm.bytes(checked(kda->heads / tp) * kda->key_dim * kda->value_dim);
-    } else if (const auto* m = std::get_if<attention_mamba2>(&ly.attention)) {
-      out.push_back(mamba2_cache(*m, ly.index, tp, conv, ssm));
-      continue;
-    } else if (std::holds_alternative<attention_dsa>(ly.attention)) {
-      throw spec_error("--engine", fmt::format("layer {} is DeepSeek sparse attention, whose "
-                                               "engine cache layout calc does not model",
-                                               ly.index));
-    } else {
-      throw spec_error("--engine", fmt::format("layer {}: calc has no engine rules for attention "
-                                               "kind '{}'",
-                                               ly.index, kind_name(ly.attention)));
-    }
-    out.push_back(l);
-  }
+  for (const layer& ly : g.layers)
+    std::visit(cache_rules{kv, p.conv, ssm, c.tensor_parallel, c.speculative.tokens, ly.index, out},
+               ly.attention);
   append_draft_caches(g, c, out);
   return out;
 }

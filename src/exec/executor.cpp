@@ -47,15 +47,21 @@ class model_runtime {
     head_ = s_.tie_embeddings ? mat(embed_.transpose())
                               : exec::random_weight(rng_, s_.hidden, s_.vocab);
     const connection_spec& c = s_.connection;
-    if (c.type == connection_spec::kind::mhc) {
-      std::int64_t coeffs = (c.ways + 2) * c.ways;
-      for (std::size_t i = 0; i < 2 * g_.layers.size(); ++i)
-        mhc_fn_.push_back(exec::random_weight(rng_, c.ways * s_.hidden, coeffs));
-      if (c.head_mix) mhc_head_ = exec::random_weight(rng_, c.ways * s_.hidden, c.ways);
+    switch (c.type) {
+      case connection_spec::kind::residual:
+        break;
+      case connection_spec::kind::mhc: {
+        std::int64_t coeffs = (c.ways + 2) * c.ways;
+        for (std::size_t i = 0; i < 2 * g_.layers.size(); ++i)
+          mhc_fn_.push_back(exec::random_weight(rng_, c.ways * s_.hidden, coeffs));
+        if (c.head_mix) mhc_head_ = exec::random_weight(rng_, c.ways * s_.hidden, c.ways);
+        break;
+      }
+      case connection_spec::kind::attnres:
+        for (std::int64_t i = 0; i < 2 * s_.layers.count + 1; ++i)
+          attnres_proj_.push_back(exec::random_weight(rng_, s_.hidden, 1));
+        break;
     }
-    if (c.type == connection_spec::kind::attnres)
-      for (std::int64_t i = 0; i < 2 * s_.layers.count + 1; ++i)
-        attnres_proj_.push_back(exec::random_weight(rng_, s_.hidden, 1));
   }
 
   /// One call: `tokens` new ids after `context` cached ones. Returns the logits rows.

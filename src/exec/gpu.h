@@ -22,7 +22,7 @@ std::vector<std::string> module_candidates();
 /// A loaded module with a usable device; kept loaded for the rest of the process.
 class cuda_module {
  public:
-  /// Loads the module and checks that a device is usable; throws spec_error("--device cuda",
+  /// Loads the module and checks that a device is usable; throws spec_error("cuda",
   /// why) naming the paths tried, the loader's error or the CUDA runtime's.
   static cuda_module open();
 

@@ -24,7 +24,7 @@ fs::path executable_dir() {
   return ec ? fs::path() : exe.parent_path();
 }
 
-[[noreturn]] void unavailable(const std::string& why) { throw spec_error("--device cuda", why); }
+[[noreturn]] void unavailable(const std::string& why) { throw spec_error("cuda", why); }
 
 }  // namespace
 

@@ -101,7 +101,7 @@ ordered_json timed_case(const std::string& id, const std::string& source, const 
 
 int as_int(std::int64_t v, const std::string& what) {
   if (v <= 0 || v > 0x7fffffff)
-    throw spec_error("--device cuda", fmt::format("{} = {} is outside a kernel's range", what, v));
+    throw spec_error("cuda", fmt::format("{} = {} is outside a kernel's range", what, v));
   return static_cast<int>(v);
 }
 
@@ -168,7 +168,7 @@ void add_model(ordered_json& cases, const timed_model& t) {
     a.indexer.reset();
     const precision_spec& p = m.spec.precision;
     if (p.window.name != "bf16" || p.kv.name != "bf16")
-      throw spec_error("--device cuda",
+      throw spec_error("cuda",
                        fmt::format("{}: the sparse kernel reads BF16 records; the spec stores "
                                    "window {} and entries {}",
                                    name, p.window.name, p.kv.name));
@@ -242,7 +242,7 @@ void add_model(ordered_json& cases, const timed_model& t) {
       break;
     }
   if (cases.size() == before)
-    throw spec_error("--device cuda",
+    throw spec_error("cuda",
                      fmt::format("{} has no layer of a kind the CUDA kernels run at the shapes "
                                  "asked (full GQA, MLA, sparse top-k, KDA, Gated DeltaNet, MoE)",
                                  name));

@@ -535,22 +535,36 @@ class parallel_runtime final : public layer_runtime {
 std::unique_ptr<layer_runtime> make_dsa(const attention_dsa& a, const model_spec& s,
                                         std::int64_t layer, std::mt19937_64& rng);
 
+namespace {
+
+/// The runtime of each mixer kind: one overload per kind, so a new kind does not compile until
+/// the executor runs it.
+struct attention_maker {
+  const model_spec& s;
+  std::int64_t layer;
+  std::mt19937_64& rng;
+  using made = std::unique_ptr<layer_runtime>;
+  made operator()(const attention_gqa& a) const {
+    return std::make_unique<gqa_runtime>(a, s, layer, rng);
+  }
+  made operator()(const attention_mla& a) const { return std::make_unique<mla_runtime>(a, s, rng); }
+  made operator()(const attention_gdn& a) const { return std::make_unique<gdn_runtime>(a, s, rng); }
+  made operator()(const attention_kda& a) const { return std::make_unique<kda_runtime>(a, s, rng); }
+  made operator()(const attention_mamba2& a) const {
+    return std::make_unique<mamba2_runtime>(a, s, rng);
+  }
+  made operator()(const attention_none&) const { return make_absent(); }
+  made operator()(const attention_parallel& a) const {
+    return std::make_unique<parallel_runtime>(a, s, layer, rng);
+  }
+  made operator()(const attention_dsa& a) const { return make_dsa(a, s, layer, rng); }
+};
+
+}  // namespace
+
 std::unique_ptr<layer_runtime> make_attention(const attention_spec& a, const model_spec& s,
                                               std::int64_t layer, std::mt19937_64& rng) {
-  if (const auto* x = std::get_if<attention_gqa>(&a))
-    return std::make_unique<gqa_runtime>(*x, s, layer, rng);
-  if (const auto* x = std::get_if<attention_mla>(&a))
-    return std::make_unique<mla_runtime>(*x, s, rng);
-  if (const auto* x = std::get_if<attention_gdn>(&a))
-    return std::make_unique<gdn_runtime>(*x, s, rng);
-  if (const auto* x = std::get_if<attention_kda>(&a))
-    return std::make_unique<kda_runtime>(*x, s, rng);
-  if (const auto* x = std::get_if<attention_mamba2>(&a))
-    return std::make_unique<mamba2_runtime>(*x, s, rng);
-  if (std::holds_alternative<attention_none>(a)) return make_absent();
-  if (const auto* x = std::get_if<attention_parallel>(&a))
-    return std::make_unique<parallel_runtime>(*x, s, layer, rng);
-  return make_dsa(std::get<attention_dsa>(a), s, layer, rng);
+  return std::visit(attention_maker{s, layer, rng}, a);
 }
 
 }  // namespace calc::exec

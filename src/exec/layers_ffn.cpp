@@ -193,13 +193,25 @@ class absent_runtime final : public layer_runtime {
 
 std::unique_ptr<layer_runtime> make_absent() { return std::make_unique<absent_runtime>(); }
 
+namespace {
+
+/// The runtime of each feed-forward kind: one overload per kind, so a new kind does not compile
+/// until the executor runs it.
+struct ffn_maker {
+  const model_spec& s;
+  std::mt19937_64& rng;
+  using made = std::unique_ptr<layer_runtime>;
+  made operator()(const ffn_swiglu& f) const { return std::make_unique<swiglu_runtime>(f, s, rng); }
+  made operator()(const ffn_mlp& f) const { return std::make_unique<mlp_runtime>(f, s, rng); }
+  made operator()(const ffn_moe& f) const { return std::make_unique<moe_runtime>(f, s, rng); }
+  made operator()(const ffn_none&) const { return make_absent(); }
+};
+
+}  // namespace
+
 std::unique_ptr<layer_runtime> make_ffn(const ffn_spec& f, const model_spec& s,
                                         std::mt19937_64& rng) {
-  if (const auto* x = std::get_if<ffn_swiglu>(&f))
-    return std::make_unique<swiglu_runtime>(*x, s, rng);
-  if (const auto* x = std::get_if<ffn_mlp>(&f)) return std::make_unique<mlp_runtime>(*x, s, rng);
-  if (std::holds_alternative<ffn_none>(f)) return make_absent();
-  return std::make_unique<moe_runtime>(std::get<ffn_moe>(f), s, rng);
+  return std::visit(ffn_maker{s, rng}, f);
 }
 
 std::unique_ptr<layer_runtime> make_engram(const engram_spec& e, const model_spec& s,
@@ -227,7 +239,7 @@ mat random_weight(std::mt19937_64& rng, std::int64_t in, std::int64_t out) {
 ref::state_buffer::format storage_of(const dtype& t) {
   ref::state_buffer::format f;
   if (!ref::storage_format(t.name, f))
-    throw spec_error("--storage",
+    throw spec_error("storage",
                      fmt::format("the reference executor stores bf16, fp32 or int64 state, "
                                  "not {}; validate the reference storage",
                                  t.name));

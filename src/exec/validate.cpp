@@ -7,6 +7,7 @@
 
 #include "common/error.h"
 #include "common/limits.h"
+#include "common/numbers.h"
 #include "exec/scale.h"
 #include "graph/graph.h"
 #include "plan/plan.h"
@@ -15,15 +16,6 @@
 namespace calc {
 
 namespace {
-
-/// An exact count as decimal digits (it may pass 2^63).
-std::string to_text(const checked& v) {
-  int128 x = v.wide();
-  if (x == 0) return "0";
-  std::string s;
-  for (; x > 0; x /= 10) s.insert(s.begin(), static_cast<char>('0' + static_cast<int>(x % 10)));
-  return s;
-}
 
 void add(validation& v, const std::string& quantity, const std::string& kind, checked predicted,
          std::int64_t measured) {
@@ -66,11 +58,12 @@ validation validate_model(const model_spec& spec, std::int64_t k, std::int64_t l
   checked need = weights_fp32 + st.total;
   if (need > limits::executor_bytes)
     throw spec_error(
-        "--scale",
+        "scale",
         fmt::format("the scaled model needs {} B ({:.1f} GiB) of executor memory (FP32 weights {} "
-                    "B + state {} B), more than the limit of {} GiB; use a larger --scale",
-                    to_text(need), need.to_double() / (1LL << 30), to_text(weights_fp32),
-                    to_text(st.total), limits::executor_bytes >> 30));
+                    "B + state {} B), more than the limit of {} GiB; use a larger scale",
+                    decimal_digits(need.wide()), need.to_double() / (1LL << 30),
+                    decimal_digits(weights_fp32.wide()), decimal_digits(st.total.wide()),
+                    limits::executor_bytes >> 30));
 
   // Measured: the executor's own counts and allocations.
   measured_run run = execute(v.scaled, length, decode_steps, seed);

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <climits>
-#include <numeric>
 
 namespace calc {
 
@@ -12,21 +11,6 @@ namespace {
 
 model_context context_of(const graph& g) {
   return {g.spec->hidden, &g.spec->precision, &g.spec->connection, g.spec->layer_norm};
-}
-
-/// Heads that tensor parallelism splits in a layer's attention (tp must divide them); 0 for a
-/// layer without a mixer (nothing to split).
-std::int64_t attention_heads(const attention_spec& a) {
-  if (std::holds_alternative<attention_none>(a)) return 0;
-  if (const auto* x = std::get_if<attention_gqa>(&a)) return x->q_heads;
-  if (const auto* x = std::get_if<attention_mla>(&a)) return x->heads;
-  if (const auto* x = std::get_if<attention_gdn>(&a)) return x->v_heads;
-  if (const auto* x = std::get_if<attention_kda>(&a)) return x->heads;
-  if (const auto* x = std::get_if<attention_mamba2>(&a)) return x->heads;
-  // Both branches split over the same cards: tp must divide the query heads and the SSM heads.
-  if (const auto* x = std::get_if<attention_parallel>(&a))
-    return std::gcd(x->attention.q_heads, x->mixer.heads);
-  return std::get<attention_dsa>(a).heads;
 }
 
 /// One card's bytes of a tensor under the layout.
@@ -71,7 +55,7 @@ std::string layout_problem(const graph& g, const layout& l) {
   if (l.pp > static_cast<std::int64_t>(g.layers.size()))
     return fmt::format("pp {} exceeds the {} layers", l.pp, g.layers.size());
   for (const layer& ly : g.layers) {
-    std::int64_t heads = attention_heads(ly.attention);
+    std::int64_t heads = split_heads(ly.attention);  // tally/kinds.h
     if (heads % l.attention_tp() != 0)
       return fmt::format("tp {} does not divide the {} heads of layer {}", l.attention_tp(), heads,
                          ly.index);

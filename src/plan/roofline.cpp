@@ -1,6 +1,10 @@
 #include "plan/roofline.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
+
+#include "common/error.h"
 
 namespace calc {
 
@@ -44,6 +48,17 @@ roofline_plan plan_roofline(const graph& g, const gpu_spec& gpu, std::int64_t gp
   r.decode = bound(dc.flops, decode_bytes, peak, bandwidth);
   r.decode_tokens_per_s = static_cast<double>(batch) / r.decode.bound_s;
   r.ttft_s = r.prefill.bound_s;
+  return r;
+}
+
+roofline_result answer_roofline(const graph& g, const roofline_request& q) {
+  if (q.fp8 && q.gpu.fp8_tflops <= 0)
+    throw spec_error("fp8", fmt::format("{} has no FP8 tensor peak", q.gpu.name));
+  roofline_result r;
+  r.model = g.spec->name;
+  r.asked = q;
+  r.peak = q.fp8 ? "fp8" : "bf16";
+  r.bounds = plan_roofline(g, q.gpu, q.tp, q.batch, q.context, q.prompt, q.fp8);
   return r;
 }
 

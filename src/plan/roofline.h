@@ -33,4 +33,24 @@ roofline_plan plan_roofline(const graph& g, const gpu_spec& gpu, std::int64_t gp
                             std::int64_t batch, std::int64_t context, std::int64_t prompt,
                             bool fp8);
 
+/// The roofline question: B requests of P new tokens over S cached on tp cards.
+struct roofline_request {
+  gpu_spec gpu;
+  std::int64_t tp = 1;       // cards sharing the work: peaks and bandwidth add
+  std::int64_t batch = 1;    // B
+  std::int64_t context = 0;  // S
+  std::int64_t prompt = 1;   // P
+  bool fp8 = false;          // the FP8 tensor peak instead of BF16
+};
+
+struct roofline_result {
+  std::string model;
+  roofline_request asked;
+  std::string peak;  // "fp8" or "bf16"
+  roofline_plan bounds;
+};
+
+/// Throws spec_error naming `fp8` when the card has no FP8 peak.
+roofline_result answer_roofline(const graph& g, const roofline_request& q);
+
 }  // namespace calc

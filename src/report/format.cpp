@@ -12,19 +12,6 @@ namespace calc {
 
 namespace {
 
-std::string int128_to_string(int128 v) {
-  if (v == 0) return "0";
-  bool neg = v < 0;
-  __extension__ unsigned __int128 u =
-      neg ? static_cast<unsigned __int128>(-(v + 1)) + 1 : static_cast<unsigned __int128>(v);
-  std::string s;
-  while (u > 0) {
-    s.insert(s.begin(), static_cast<char>('0' + static_cast<int>(u % 10)));
-    u /= 10;
-  }
-  return neg ? "-" + s : s;
-}
-
 /// Trims trailing zeros after the point ("1.250" -> "1.25", "2.000" -> "2").
 std::string trim(std::string s) {
   if (s.find('.') == std::string::npos) return s;
@@ -41,53 +28,6 @@ std::string trim_space(std::string s) {
 }
 
 }  // namespace
-
-ojson exact(const checked& v) {
-  if (v.fits_int64()) return v.value();
-  return int128_to_string(v.wide());
-}
-
-namespace {
-
-/// Digits with a comma every three from the right: "-1234567" -> "-1,234,567".
-std::string group_digits(std::string digits) {
-  bool neg = !digits.empty() && digits[0] == '-';
-  if (neg) digits.erase(digits.begin());
-  std::string out;
-  int n = 0;
-  for (auto it = digits.rbegin(); it != digits.rend(); ++it, ++n) {
-    if (n > 0 && n % 3 == 0) out.insert(out.begin(), ',');
-    out.insert(out.begin(), *it);
-  }
-  return neg ? "-" + out : out;
-}
-
-}  // namespace
-
-std::string with_commas(std::int64_t v) { return group_digits(int128_to_string(v)); }
-
-std::string round_half_even(int128 num, int128 den, int decimals) {
-  if (den < 0) {
-    num = -num;
-    den = -den;
-  }
-  bool neg = num < 0;
-  if (neg) num = -num;
-  int128 scale = 1, scaled = 0;
-  for (int i = 0; i < decimals; ++i)
-    if (__builtin_mul_overflow(scale, 10, &scale))
-      throw overflow_error(fmt::format("rounding to {} decimals exceeds 128 bits", decimals));
-  if (__builtin_mul_overflow(num, scale, &scaled))
-    throw overflow_error(fmt::format("rounding to {} decimals exceeds 128 bits", decimals));
-  int128 q = scaled / den, r = scaled % den;
-  if (2 * r > den || (2 * r == den && q % 2 == 1)) ++q;
-  std::string digits = int128_to_string(q);
-  if (decimals > 0) {
-    while (static_cast<int>(digits.size()) <= decimals) digits.insert(digits.begin(), '0');
-    digits.insert(digits.end() - decimals, '.');
-  }
-  return (neg && q != 0 ? "-" : "") + digits;
-}
 
 namespace {
 constexpr std::int64_t MB_ = 1'000'000, GB_ = 1'000'000'000, TB_ = 1'000'000'000'000;

@@ -13,16 +13,14 @@
 #include <cstdint>
 #include <initializer_list>
 #include <map>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "common/checked.h"
+#include "common/numbers.h"  // with_commas, round_half_even, exact: used below report/ too
 
 namespace calc {
-
-using ojson = nlohmann::ordered_json;
 
 enum class output_format { md, json, csv };
 
@@ -85,18 +83,8 @@ std::string aligned_table(const std::vector<std::string>& head,
 /// Arrays of plain values in a cell are joined with ';'; no cell holds JSON.
 std::string tidy_csv(const ojson& result);
 
-/// An exact count as JSON: an integer when it fits in 64 bits, else its decimal digits as a
-/// string (JSON readers lose exactness past 2^63; calc check reads either form).
-ojson exact(const checked& v);
-
 /// A CSV field as written: quoted when it holds a comma, a quote or a newline.
 std::string csv_escape(const std::string& s);
-
-/// 1234567 -> "1,234,567".
-std::string with_commas(std::int64_t v);
-
-/// Rounds num/den to `decimals` places, half to even, exactly (Python's format rounding).
-std::string round_half_even(int128 num, int128 den, int decimals);
 
 /// Human size: "1.125 GiB", "144 KiB", "512 B" (binary units, three decimals at most).
 std::string human_bytes(std::int64_t bytes);

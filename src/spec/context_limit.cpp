@@ -4,22 +4,13 @@
 
 #include <algorithm>
 
+#include "common/numbers.h"
+
 namespace calc {
 
 namespace {
 
 constexpr std::int64_t kChapterEnd = 1LL << 20;  // 1M: the chapter's longest length
-
-/// 40960 -> "40,960" (a spec-layer message; report/format.h's helper sits above this layer).
-std::string grouped(std::int64_t v) {
-  std::string digits = std::to_string(v);
-  std::string out;
-  for (std::size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return out;
-}
 
 }  // namespace
 
@@ -42,7 +33,7 @@ std::optional<std::string> context_limit_warning(const model_spec& spec, std::in
   if (!spec.max_position_embeddings || positions <= *spec.max_position_embeddings)
     return std::nullopt;
   return fmt::format("{} has {} positions (max_position_embeddings); {} is past them", spec.name,
-                     grouped(*spec.max_position_embeddings), grouped(positions));
+                     with_commas(*spec.max_position_embeddings), with_commas(positions));
 }
 
 }  // namespace calc

@@ -86,7 +86,7 @@ std::int64_t engine_visible_memory(const gpu_spec& g) {
 gpu_spec find_gpu(const std::string& name_or_path) {
   namespace fs = std::filesystem;
   if (static_cast<std::int64_t>(name_or_path.size()) > limits::path_chars)
-    throw spec_error("--gpu", fmt::format("a path of {} characters is longer than the limit of {}",
+    throw spec_error("gpu", fmt::format("a path of {} characters is longer than the limit of {}",
                                           name_or_path.size(), limits::path_chars));
   if (name_or_path.find('/') != std::string::npos || name_or_path.ends_with(".yaml"))
     return read_gpu_file(name_or_path);
@@ -100,7 +100,7 @@ gpu_spec find_gpu(const std::string& name_or_path) {
   std::string message = fmt::format("unknown GPU '{}'", name_or_path);
   message += did_you_mean(suggest(name_or_path, known));
   message += "; `calc gpus` lists the catalogue";
-  throw spec_error("--gpu", message);
+  throw spec_error("gpu", message);
 }
 
 std::vector<gpu_spec> gpu_catalogue() {

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <iterator>
+#include <variant>
 
 #include "common/limits.h"
 #include "common/names.h"
@@ -185,15 +187,19 @@ attention_spec read_parallel(yaml_map& m) {
   return a;
 }
 
+/// The reader of each attention kind by its schema name (the names kAttentionKinds accepts): a
+/// table, not a chain whose last reader takes whatever is left, so no kind is read as another.
+const std::pair<const char*, attention_spec (*)(yaml_map&)> kAttentionReaders[] = {
+    {"gqa", read_gqa}, {"mla", read_mla},       {"gated_deltanet", read_gdn}, {"kda", read_kda},
+    {"dsa", read_dsa}, {"mamba2", read_mamba2}, {"parallel", read_parallel}};
+// Every alternative of attention_spec but attention_none (`attention: none`) has a reader.
+static_assert(std::size(kAttentionReaders) + 1 == std::variant_size_v<attention_spec>);
+
 attention_spec read_attention(yaml_map m) {
   std::string kind = kind_of(m, kAttentionKinds);
-  if (kind == "parallel") return read_parallel(m);
-  if (kind == "dsa") return read_dsa(m);
-  if (kind == "mla") return read_mla(m);
-  if (kind == "gated_deltanet") return read_gdn(m);
-  if (kind == "kda") return read_kda(m);
-  if (kind == "mamba2") return read_mamba2(m);
-  return read_gqa(m);
+  for (const auto& [name, read] : kAttentionReaders)
+    if (kind == name) return read(m);
+  m.fail("kind", fmt::format("no reader for kind '{}'", kind));  // kAttentionKinds lists none
 }
 
 ffn_spec read_moe(yaml_map& m) {
@@ -216,20 +222,32 @@ ffn_spec read_moe(yaml_map& m) {
   return f;
 }
 
-ffn_spec read_ffn(yaml_map m) {
-  std::string kind = kind_of(m, kFfnKinds);
-  if (kind == "moe") return read_moe(m);
-  if (kind == "mlp") {
-    ffn_mlp f;
-    f.intermediate = m.integer("intermediate");
-    f.bias = m.boolean("bias", false);
-    m.finish({"kind", "intermediate", "bias"});
-    return f;
-  }
+ffn_spec read_mlp(yaml_map& m) {
+  ffn_mlp f;
+  f.intermediate = m.integer("intermediate");
+  f.bias = m.boolean("bias", false);
+  m.finish({"kind", "intermediate", "bias"});
+  return f;
+}
+
+ffn_spec read_swiglu(yaml_map& m) {
   ffn_swiglu f;
   f.intermediate = m.integer("intermediate");
   m.finish({"kind", "intermediate"});
   return f;
+}
+
+/// The reader of each feed-forward kind by its schema name, as kAttentionReaders.
+const std::pair<const char*, ffn_spec (*)(yaml_map&)> kFfnReaders[] = {
+    {"swiglu", read_swiglu}, {"moe", read_moe}, {"mlp", read_mlp}};
+// Every alternative of ffn_spec but ffn_none (`ffn: none`) has a reader.
+static_assert(std::size(kFfnReaders) + 1 == std::variant_size_v<ffn_spec>);
+
+ffn_spec read_ffn(yaml_map m) {
+  std::string kind = kind_of(m, kFfnKinds);
+  for (const auto& [name, read] : kFfnReaders)
+    if (kind == name) return read(m);
+  m.fail("kind", fmt::format("no reader for kind '{}'", kind));  // kFfnKinds lists none
 }
 
 engram_spec read_engram(yaml_map m) {
@@ -720,7 +738,7 @@ std::string models_dir() {
 std::string resolve_model_path(const std::string& name_or_path) {
   namespace fs = std::filesystem;
   if (static_cast<std::int64_t>(name_or_path.size()) > limits::path_chars)
-    throw spec_error("--model",
+    throw spec_error("model",
                      fmt::format("a path of {} characters is longer than the limit of {}",
                                  name_or_path.size(), limits::path_chars));
   std::error_code ec;  // an unusable name is simply not found
@@ -742,7 +760,7 @@ std::string resolve_model_path(const std::string& name_or_path) {
     if (auto name = hf::bundled_with_repo(name_or_path, models_dir(), known))
       return (fs::path(models_dir()) / (*name + ".yaml")).string();
     if (auto snapshot = hf::cached_snapshot(name_or_path, looked)) return *snapshot;
-    throw spec_error("--model", fmt::format("unknown model '{}': no bundled model's source names "
+    throw spec_error("model", fmt::format("unknown model '{}': no bundled model's source names "
                                             "that repository, and the Hugging Face cache has no "
                                             "{} (no network is used)",
                                             name_or_path, looked.back()));
@@ -752,7 +770,7 @@ std::string resolve_model_path(const std::string& name_or_path) {
   message +=
       "; `calc models` lists the bundled ones, or give a path to a YAML file or a Hugging Face "
       "config.json";
-  throw spec_error("--model", message);
+  throw spec_error("model", message);
 }
 
 std::vector<std::string> bundled_models() {

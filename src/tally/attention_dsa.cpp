@@ -134,9 +134,9 @@ work flops(const attention_dsa& a, const model_context&, const call& c) {
   dsa_counts n = dsa_work(a, c);
   work w;
   // Table 2-4: 4 * heads * head_dim per pair (QK and PV over the shared record);
-  // index dot products 2 * index heads * index dim per scanned entry.
-  w.interaction = checked(4) * a.heads * a.head_dim * (n.window_pairs + n.global_pairs);
-  if (a.indexer) w.interaction += checked(2) * a.indexer->heads * a.indexer->dim * n.index_scans;
+  // index dot products 2 * index heads * index dim per scanned entry (kinds.cpp).
+  w.interaction = pair_of(a).flops() * (n.window_pairs + n.global_pairs);
+  if (a.indexer) w.interaction += pair_of(*a.indexer).flops() * n.index_scans;
   return w;
 }
 
@@ -146,7 +146,7 @@ std::vector<state_component> state(const attention_dsa& a, const model_context& 
   std::vector<state_component> out;
   state_component window;
   window.name = "window";
-  window.per_entry = p.window.bytes(a.head_dim);
+  window.per_entry = record_of(a).bytes(p.window);
   window.cap = a.window;
   window.kind = state_class::window;
   out.push_back(window);
@@ -156,7 +156,7 @@ std::vector<state_component> state(const attention_dsa& a, const model_context& 
   std::string prefix = g.ratio > 1 ? fmt::format("compressed_r{}", g.ratio) : std::string("global");
   state_component main;
   main.name = prefix + "_main";
-  main.per_entry = p.kv.bytes(a.head_dim);
+  main.per_entry = record_of(a).bytes(p.kv);
   main.ratio = g.ratio;
   main.read_cap = g.top_k;
   out.push_back(main);
@@ -172,7 +172,7 @@ std::vector<state_component> state(const attention_dsa& a, const model_context& 
   if (a.indexer && a.indexer->keys != dsa_indexer::keys_kind::shared) {
     state_component index;
     index.name = prefix + "_index";
-    index.per_entry = p.index.bytes(a.indexer->dim);
+    index.per_entry = record_of(*a.indexer).bytes(p.index);
     index.ratio = g.ratio;
     out.push_back(index);
     if (a.indexer->keys == dsa_indexer::keys_kind::compressor && g.ratio > 1) {
@@ -190,26 +190,43 @@ std::vector<state_component> state(const attention_dsa& a, const model_context& 
 checked decode_read(const attention_dsa& a, const model_context& m, const execution_spec&,
                     checked length) {
   const precision_spec& p = *m.precision;
-  checked read = min(length, a.window) * p.window.bytes(a.head_dim);
+  checked read = min(length, a.window) * record_of(a).bytes(p.window);
   if (!a.global) return read;
   checked entries = length / a.global->ratio;
   checked selected = a.global->top_k > 0 ? min(entries, a.global->top_k) : entries;
-  read += selected * p.kv.bytes(a.head_dim);
+  read += selected * record_of(a).bytes(p.kv);
   if (a.indexer) {
     checked scanned = a.indexer->candidates > 0 ? min(entries, a.indexer->candidates) : entries;
-    read += scanned * p.index.bytes(a.indexer->dim);
+    read += scanned * record_of(*a.indexer).bytes(p.index);
   }
   return read;
 }
 
+namespace {
+
+/// The record a decode step writes into each kind's sliding window: only windowed kinds have
+/// one (one overload per kind, so a new kind must say).
+struct window_record_bytes {
+  const model_context& m;
+  checked operator()(const attention_dsa& d) const {
+    return record_of(d).bytes(m.precision->window);
+  }
+  checked operator()(const attention_gqa& g) const {
+    // A layer without a window keeps history, not a window; a sharing layer writes nothing.
+    return g.window && !g.kv_source ? record_of(g).bytes(m.precision->kv) : checked(0);
+  }
+  checked operator()(const attention_parallel& p) const { return (*this)(p.attention); }
+  checked operator()(const attention_mla&) const { return 0; }
+  checked operator()(const attention_gdn&) const { return 0; }
+  checked operator()(const attention_kda&) const { return 0; }
+  checked operator()(const attention_mamba2&) const { return 0; }
+  checked operator()(const attention_none&) const { return 0; }
+};
+
+}  // namespace
+
 checked window_write(const attention_spec& a, const model_context& m) {
-  if (const auto* p = std::get_if<attention_parallel>(&a))  // its attention branch's window
-    return window_write(attention_spec(p->attention), m);
-  if (const auto* d = std::get_if<attention_dsa>(&a)) return m.precision->window.bytes(d->head_dim);
-  if (const auto* g = std::get_if<attention_gqa>(&a))  // a sharing layer writes nothing
-    if (g->window && !g->kv_source)
-      return checked(g->k_is_v ? 1 : 2) * m.precision->kv.bytes(checked(g->kv_heads) * g->head_dim);
-  return 0;
+  return std::visit(window_record_bytes{m}, a);
 }
 
 }  // namespace calc

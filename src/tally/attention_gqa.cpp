@@ -47,21 +47,21 @@ void add_tensors(const attention_gqa& a, const model_context& m, std::vector<ten
 }
 
 work flops(const attention_gqa& a, const model_context&, const call& c) {
-  // §2.1.3: per pair and query head, 2*d_h for QK^T and 2*d_h for AV.
-  return {checked(4) * a.q_heads * a.head_dim * attention_pairs(c, a.window), 0};
+  // §2.1.3: per pair and query head, 2*d_h for QK^T and 2*d_h for AV (kinds.cpp).
+  return {pair_of(a).flops() * attention_pairs(c, a.window), 0};
 }
 
 std::vector<state_component> state(const attention_gqa& a, const model_context& m,
                                    const execution_spec&) {
   if (a.kv_source) return {};  // reads its source layer's cache
   // §2.2.1: each token keeps one K and one V vector per KV head (one when the keys are values).
+  record_shape record = record_of(a);
   state_component kv;
   kv.name = "kv";
-  kv.per_entry =
-      checked(a.k_is_v ? 1 : 2) * m.precision->kv.bytes(checked(a.kv_heads) * a.head_dim);
+  kv.per_entry = record.bytes(m.precision->kv);
   kv.cap = a.window;
   kv.kind = a.window ? state_class::window : state_class::history;
-  kv.shards = a.kv_heads;
+  kv.shards = record.heads;
   return {kv};
 }
 

@@ -38,56 +38,40 @@ checked conv_work(checked channels, std::int64_t kernel, const call& c) {
   return checked(2) * channels * kernel * outputs * c.batch;
 }
 
-namespace {
-
-/// State GEMMs and convolution of one linear-attention layer for one call.
-checked linear_state_flops(checked heads, checked key_dim, checked value_dim, checked channels,
-                           std::int64_t kernel, const call& c) {
+checked recurrent_flops(const recurrent_shape& r, const call& c) {
   checked s = 0;
   if (c.decode_step() || c.exec.linear == linear_prefill::recurrent) {
-    // A recurrent step per token: S^T k, k (x) delta, S^T q, 2 d_k d_v each per head.
-    if (c.exec.step_state_gemms) s += c.rows() * heads * 6 * key_dim * value_dim;
+    // A recurrent step per token (kinds.cpp: the delta rule's S^T k, k (x) delta, S^T q; SSD's
+    // update and readout), 2 d_k d_v each per head.
+    if (c.exec.step_state_gemms) s += c.rows() * r.step_flops();
   } else {
-    s += checked(c.batch) * heads * chunk_work(c.exec, c.tokens, key_dim, value_dim);
+    checked per_head = r.chunks == recurrent_shape::scan::ssd
+                           ? ssd_chunk_work(c.exec, c.tokens, r.key_dim, r.value_dim)
+                           : chunk_work(c.exec, c.tokens, r.key_dim, r.value_dim);
+    s += checked(c.batch) * r.heads * per_head;
   }
-  return s + conv_work(channels, kernel, c);
+  return s + conv_work(r.conv_channels, r.conv_kernel, c);
 }
 
-}  // namespace
-
-std::vector<state_component> linear_state(checked heads, checked key_dim, checked value_dim,
-                                          checked channels, std::int64_t kernel,
-                                          const model_context& m) {
+std::vector<state_component> linear_state(const recurrent_shape& r, const model_context& m) {
   state_component rec;
   rec.name = "recurrent";
-  rec.shards = heads.value();
-  rec.fixed = m.precision->recurrent.bytes(heads * key_dim * value_dim);
+  rec.shards = r.heads;
+  rec.fixed = m.precision->recurrent.bytes(r.state_values());
   rec.read_write_each_step = true;
   rec.kind = state_class::fixed;
   std::vector<state_component> out = {rec};
-  if (kernel > 0) {
+  if (r.conv_kernel > 0) {
     // Slots = kernel width, as the cached convolution update keeps them (§2.3.5: 1.875 MiB).
     state_component conv;
     conv.name = "conv";
-    conv.fixed = m.precision->conv.bytes(channels * kernel);
+    conv.fixed = m.precision->conv.bytes(r.conv_channels * r.conv_kernel);
     conv.kind = state_class::fixed;
-    conv.shards = heads.value();
+    conv.shards = r.heads;
     out.push_back(conv);
   }
   return out;
 }
-
-namespace {
-
-checked gdn_channels(const attention_gdn& a) {
-  return checked(2) * a.qk_heads * a.key_dim + checked(a.v_heads) * a.value_dim;  // Q, K, V
-}
-
-checked kda_channels(const attention_kda& a) {
-  return checked(2) * a.heads * a.key_dim + checked(a.heads) * a.value_dim;  // Q, K, V
-}
-
-}  // namespace
 
 void add_tensors(const attention_gdn& a, const model_context& m, std::vector<tensor>& out) {
   const dtype* w = m.precision->attention_weights();
@@ -95,27 +79,27 @@ void add_tensors(const attention_gdn& a, const model_context& m, std::vector<ten
   const dtype* norms = &m.precision->norms;
   checked d = m.hidden;
   checked v_width = checked(a.v_heads) * a.value_dim;
-  out.push_back(matrix("attention", "in_proj_qkv", category::attention, d, gdn_channels(a), w));
+  checked qkv = recurrent_of(a).conv_channels;  // Q, K and V: what the convolution runs over
+  out.push_back(matrix("attention", "in_proj_qkv", category::attention, d, qkv, w));
   out.push_back(matrix("attention", "in_proj_z", category::attention, d, v_width, w));    // gate
   out.push_back(matrix("attention", "in_proj_a", category::attention, d, a.v_heads, w));  // decay
   out.push_back(matrix("attention", "in_proj_b", category::attention, d, a.v_heads, w));  // beta
   out.push_back(matrix("attention", "out_proj", category::attention, v_width, d,
                        m.precision->attention_out_weights()));
   if (a.conv_kernel > 0)
-    out.push_back({"conv", "conv1d", category::other, gdn_channels(a) * a.conv_kernel, conv_w});
+    out.push_back({"conv", "conv1d", category::other, qkv * a.conv_kernel, conv_w});
   out.push_back({"norms", "A_log", category::other, a.v_heads, norms});
   out.push_back({"norms", "dt_bias", category::other, a.v_heads, norms});
   out.push_back({"norms", "gated_norm", category::other, a.value_dim, norms});  // shared by heads
 }
 
 work flops(const attention_gdn& a, const model_context&, const call& c) {
-  return {0,
-          linear_state_flops(a.v_heads, a.key_dim, a.value_dim, gdn_channels(a), a.conv_kernel, c)};
+  return {0, recurrent_flops(recurrent_of(a), c)};
 }
 
 std::vector<state_component> state(const attention_gdn& a, const model_context& m,
                                    const execution_spec&) {
-  return linear_state(a.v_heads, a.key_dim, a.value_dim, gdn_channels(a), a.conv_kernel, m);
+  return linear_state(recurrent_of(a), m);
 }
 
 void add_tensors(const attention_kda& a, const model_context& m, std::vector<tensor>& out) {
@@ -140,21 +124,20 @@ void add_tensors(const attention_kda& a, const model_context& m, std::vector<ten
   out.push_back(matrix("attention", "o_proj", category::attention, v_width, d,
                        m.precision->attention_out_weights()));
   if (a.conv_kernel > 0)
-    out.push_back(
-        {"conv", "q_k_v_conv1d", category::other, kda_channels(a) * a.conv_kernel, conv_w});
+    out.push_back({"conv", "q_k_v_conv1d", category::other,
+                   recurrent_of(a).conv_channels * a.conv_kernel, conv_w});
   out.push_back({"norms", "A_log", category::other, a.heads, norms});
   out.push_back({"norms", "dt_bias", category::other, k_width, norms});  // per channel
   out.push_back({"norms", "o_norm", category::other, a.value_dim, norms});
 }
 
 work flops(const attention_kda& a, const model_context&, const call& c) {
-  return {0,
-          linear_state_flops(a.heads, a.key_dim, a.value_dim, kda_channels(a), a.conv_kernel, c)};
+  return {0, recurrent_flops(recurrent_of(a), c)};
 }
 
 std::vector<state_component> state(const attention_kda& a, const model_context& m,
                                    const execution_spec&) {
-  return linear_state(a.heads, a.key_dim, a.value_dim, kda_channels(a), a.conv_kernel, m);
+  return linear_state(recurrent_of(a), m);
 }
 
 checked decode_read(const attention_gdn&, const model_context&, const execution_spec&, checked) {

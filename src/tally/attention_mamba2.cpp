@@ -23,10 +23,8 @@ namespace {
 
 checked inner(const attention_mamba2& a) { return checked(a.heads) * a.head_dim; }
 
-/// x, B and C: the channels the convolution runs over.
-checked conv_channels(const attention_mamba2& a) {
-  return inner(a) + checked(2) * a.groups * a.state_dim;
-}
+/// x, B and C: the channels the convolution runs over (kinds.cpp).
+checked conv_channels(const attention_mamba2& a) { return recurrent_of(a).conv_channels; }
 
 /// z, x, B, C and dt: what in_proj produces.
 checked in_width(const attention_mamba2& a) { return inner(a) + conv_channels(a) + a.heads; }
@@ -67,19 +65,13 @@ void add_tensors(const attention_mamba2& a, const model_context& m, std::vector<
 }
 
 work flops(const attention_mamba2& a, const model_context&, const call& c) {
-  checked s = 0;
-  if (c.decode_step() || c.exec.linear == linear_prefill::recurrent) {
-    // Per token and head: h += (dt x) (x) B and y = h C, 2 P N each.
-    if (c.exec.step_state_gemms) s += c.rows() * a.heads * 4 * a.head_dim * a.state_dim;
-  } else {
-    s += checked(c.batch) * a.heads * ssd_chunk_work(c.exec, c.tokens, a.head_dim, a.state_dim);
-  }
-  return {0, s + conv_work(conv_channels(a), a.conv_kernel, c)};
+  // Per token and head: h += (dt x) (x) B and y = h C, 2 P N each; SSD chunks in a prefill.
+  return {0, recurrent_flops(recurrent_of(a), c)};
 }
 
 std::vector<state_component> state(const attention_mamba2& a, const model_context& m,
                                    const execution_spec&) {
-  return linear_state(a.heads, a.head_dim, a.state_dim, conv_channels(a), a.conv_kernel, m);
+  return linear_state(recurrent_of(a), m);
 }
 
 checked decode_read(const attention_mamba2&, const model_context&, const execution_spec&, checked) {

@@ -40,24 +40,17 @@ void add_tensors(const attention_mla& a, const model_context& m, std::vector<ten
 }
 
 work flops(const attention_mla& a, const model_context&, const call& c) {
-  checked score = c.exec.mla == mla_path::compact ? checked(a.kv_rank) + a.qk_rope
-                                                  : checked(a.qk_nope) + a.qk_rope;
-  checked aggregate = c.exec.mla == mla_path::compact ? checked(a.kv_rank) : checked(a.v_head);
-  return {checked(2) * a.heads * (score + aggregate) * attention_pairs(c, std::nullopt), 0};
+  // Score and aggregate widths of the call's path (kinds.cpp).
+  return {pair_of(a, c.exec.mla).flops() * attention_pairs(c, std::nullopt), 0};
 }
 
 std::vector<state_component> state(const attention_mla& a, const model_context& m,
                                    const execution_spec& e) {
   state_component s;
-  const dtype& kv = m.precision->kv;
-  if (e.mla == mla_path::compact) {
-    s.name = "mla_latent";  // one shared latent plus the positional branch per token
-    s.per_entry = kv.bytes(checked(a.kv_rank) + a.qk_rope);
-  } else {
-    s.name = "mla_kv";  // expanded: per-head K (nope + rope) and V restored and cached
-    s.per_entry = kv.bytes(checked(a.heads) * (checked(a.qk_nope) + a.qk_rope)) +
-                  kv.bytes(checked(a.heads) * a.v_head);
-  }
+  // Compact: one shared latent plus the positional branch per token; expanded: per-head K
+  // (nope + rope) and V restored and cached.
+  s.name = e.mla == mla_path::compact ? "mla_latent" : "mla_kv";
+  s.per_entry = record_of(a, e.mla).bytes(m.precision->kv);
   return {s};
 }
 

@@ -9,8 +9,9 @@ namespace calc {
 
 namespace {
 
-/// Tags the tensors from `first` on with the kind of the part that stores them.
-void tag(std::vector<tensor>& out, std::size_t first, const char* kind) {
+/// Tags the tensors from `first` on with the kind of the part that stores them (its by-kind
+/// name, kinds.cpp).
+void tag(std::vector<tensor>& out, std::size_t first, const std::string& kind) {
   for (std::size_t i = first; i < out.size(); ++i) out[i].kind = kind;
 }
 
@@ -19,10 +20,10 @@ void tag(std::vector<tensor>& out, std::size_t first, const char* kind) {
 void add_tensors(const attention_parallel& a, const model_context& m, std::vector<tensor>& out) {
   std::size_t first = out.size();
   add_tensors(a.attention, m, out);  // q/k/v/o projections (and any norms, biases, sinks)
-  tag(out, first, "gqa");
+  tag(out, first, kind_name(attention_spec(a.attention)));
   first = out.size();
   add_tensors(a.mixer, m, out);  // in_proj, out_proj, conv1d, dt_bias, A_log, D, gated norm
-  tag(out, first, "mamba2");
+  tag(out, first, kind_name(attention_spec(a.mixer)));
 }
 
 work flops(const attention_parallel& a, const model_context& m, const call& c) {

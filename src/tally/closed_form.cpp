@@ -1,9 +1,6 @@
 #include "tally/closed_form.h"
 
-#include <fmt/format.h>
-
 #include <algorithm>
-#include <stdexcept>
 
 #include "tally/tally.h"
 
@@ -91,11 +88,6 @@ void closed_form::compile_layers() {
     // One decode step at context h (B = P = 1): one processed row and one new position; an
     // entry projection runs when the step completes a block, floor((h+1)/r) - floor(h/r).
     attention_form f = compile_attention(first.attention, m_, exec_);
-    if (!f.known) {
-      std::string kind = kind_name(first.attention);
-      if (std::find(missing_.begin(), missing_.end(), kind) == missing_.end())
-        missing_.push_back(kind);
-    }
     decode_read_.add(f.decode_read, n);
     length_series step;
     step.add(checked(2) * (run.processed_weights + run.new_row_weights));
@@ -123,22 +115,13 @@ void closed_form::compile_head() {
     head_read_bytes_ += t.read_bytes(call{});  // none of these depends on the call's rows
     if (t.module == "connection" && t.gemm) head_row_flops_ += checked(2) * weights_per_row(t);
   }
-  if (s.connection.type == connection_spec::kind::attnres)
-    head_row_flops_ +=
-        checked(2) * s.hidden * attnres_candidates(s.layers.count, s.connection.block_layers);
+  head_row_flops_ += connection_mix_flops_per_row(s);        // AttnRes mixes
   head_row_flops_ += checked(2) * s.rope_table_frequencies;  // positions x frequencies
   // A decode step's head: one vocabulary row, one new row.
   step_flops_.add(checked(2) * vocab_weights_ + head_row_flops_);
 }
 
-void closed_form::require_complete() const {
-  if (!complete())
-    throw std::logic_error(
-        fmt::format("closed form: no evaluator for attention kind {}", fmt::join(missing_, ", ")));
-}
-
 state_totals closed_form::state(std::int64_t length, std::int64_t batch) const {
-  require_complete();
   state_totals t;
   checked b = batch, n = length;
   t.total = b * state_.at(n);
@@ -177,7 +160,6 @@ forward_totals closed_form::forward(const call& c) const {
 }
 
 forward_totals closed_form::decode(std::int64_t batch, std::int64_t context) const {
-  require_complete();
   forward_totals f;
   checked b = batch;
   // Every row count of a decode call is `batch` times one request's, so F is too.
@@ -197,23 +179,17 @@ forward_totals closed_form::decode(std::int64_t batch, std::int64_t context) con
   return f;
 }
 
-checked closed_form::decode_flops(checked context) const {
-  require_complete();
-  return step_flops_.at(context);
-}
+checked closed_form::decode_flops(checked context) const { return step_flops_.at(context); }
 
 checked closed_form::decode_interaction(checked context) const {
-  require_complete();
   return step_interaction_.at(context);
 }
 
 checked closed_form::decode_flops_sum(checked lo, checked hi) const {
-  require_complete();
   return step_flops_.sum(lo, hi);
 }
 
 checked closed_form::decode_read_sum(checked lo, checked hi) const {
-  require_complete();
   return decode_read_.sum(lo, hi);
 }
 

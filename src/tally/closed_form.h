@@ -26,13 +26,13 @@ namespace calc {
 
 /// What the closed form knows of one attention kind's decode steps (closed_form_kinds.cpp).
 struct attention_form {
-  bool known = false;       // false: no evaluator for this kind yet (see missing)
   length_series step_work;  // interaction + state FLOPs of one decode step (B=1, P=1), context h
   length_series step_interaction;  // the interaction part alone
   length_series decode_read;       // bytes one decode query reads over h cached tokens
 };
 
-/// The decode-step form of each attention kind; unknown kinds come back with known = false.
+/// The decode-step form of each attention kind (every kind has one: a kind without an evaluator
+/// does not compile).
 attention_form compile_attention(const attention_spec& a, const model_context& m,
                                  const execution_spec& e);
 
@@ -79,9 +79,10 @@ class closed_form {
   explicit closed_form(const graph& g);
   closed_form(const graph& g, const execution_spec& exec);
 
-  /// True when every layer kind has an evaluator; otherwise `missing` names the kinds without.
-  bool complete() const { return missing_.empty(); }
-  const std::vector<std::string>& missing() const { return missing_; }
+  /// Always true: every layer kind has an evaluator, which compile_attention's exhaustive
+  /// dispatch checks at compile time. Callers that still fall back to the itemised tallies when
+  /// it is false (plan/request.cpp, plan/plan.cpp, cli/) can drop that branch.
+  bool complete() const { return true; }
 
   /// State of `batch` requests with `length` cached tokens each.
   state_totals state(std::int64_t length, std::int64_t batch = 1) const;
@@ -103,13 +104,11 @@ class closed_form {
  private:
   void compile_layers();
   void compile_head();
-  void require_complete() const;
 
   const graph* g_;
   execution_spec exec_;
   model_context m_;
   std::vector<layer_run> runs_;
-  std::vector<std::string> missing_;
   // State at a length, per request: fixed + series(N).
   length_series state_;
   checked state_fixed_;

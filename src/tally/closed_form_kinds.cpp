@@ -1,8 +1,9 @@
 // The decode-step form of each attention kind: one small evaluator per kind, each the series of
 // its own rule (attention_*.cpp) at a decode call, B = 1, P = 1, context h: the query sits at
 // 0-based position h, so it sees h + 1 positions and (h + 1) / r completed entries; a decode
-// query reads the history of h cached tokens. A kind without an evaluator is reported, never
-// guessed: compile_attention returns known = false and closed_form::missing() names it.
+// query reads the history of h cached tokens. Each kind's pair cost and records come from its
+// statement in kinds.h, as its rule's do. Every kind has an evaluator: compile_attention visits
+// with one overload per kind and no fallback, so a new kind does not compile until it has one.
 #include <fmt/format.h>
 
 #include "tally/closed_form.h"
@@ -22,11 +23,10 @@ length_series history_read(checked per_token, std::optional<std::int64_t> cap) {
 
 attention_form form(const attention_gqa& a, const model_context& m, const execution_spec& e) {
   attention_form f;
-  f.known = true;
   // attention_pairs at a decode query: h + 1 keys, min(h + 1, W) with a causal window; the
   // rectangle counts every key whatever the window.
   std::int64_t cap = e.pairs == pair_counting::causal && a.window ? *a.window : -1;
-  f.step_interaction.add(floor_term{checked(4) * a.q_heads * a.head_dim, 1, 1, cap});
+  f.step_interaction.add(floor_term{pair_of(a).flops(), 1, 1, cap});
   f.step_work = f.step_interaction;
   f.decode_read = history_read(decode_read(a, m, e, 1), a.window);
   return f;
@@ -34,11 +34,7 @@ attention_form form(const attention_gqa& a, const model_context& m, const execut
 
 attention_form form(const attention_mla& a, const model_context& m, const execution_spec& e) {
   attention_form f;
-  f.known = true;
-  checked score =
-      e.mla == mla_path::compact ? checked(a.kv_rank) + a.qk_rope : checked(a.qk_nope) + a.qk_rope;
-  checked aggregate = e.mla == mla_path::compact ? checked(a.kv_rank) : checked(a.v_head);
-  f.step_interaction.add(floor_term{checked(2) * a.heads * (score + aggregate), 1, 1, -1});
+  f.step_interaction.add(floor_term{pair_of(a, e.mla).flops(), 1, 1, -1});
   f.step_work = f.step_interaction;
   f.decode_read = history_read(decode_read(a, m, e, 1), std::nullopt);
   return f;
@@ -46,23 +42,22 @@ attention_form form(const attention_mla& a, const model_context& m, const execut
 
 attention_form form(const attention_dsa& a, const model_context& m, const execution_spec& e) {
   attention_form f;
-  f.known = true;
   const precision_spec& p = *m.precision;
-  checked per_pair = checked(4) * a.heads * a.head_dim;          // QK and PV over the shared record
+  checked per_pair = pair_of(a).flops();                         // QK and PV over the shared record
   f.step_interaction.add(floor_term{per_pair, 1, 1, a.window});  // window: min(h + 1, W)
-  f.decode_read.add(floor_term{p.window.bytes(a.head_dim), 0, 1, a.window});
+  f.decode_read.add(floor_term{record_of(a).bytes(p.window), 0, 1, a.window});
   if (a.global) {
     const dsa_global& g = *a.global;
     std::int64_t top = g.top_k > 0 ? g.top_k : -1;
     f.step_interaction.add(floor_term{per_pair, 1, g.ratio, top});  // min((h+1)/r, top_k)
-    f.decode_read.add(floor_term{p.kv.bytes(a.head_dim), 0, g.ratio, top});
+    f.decode_read.add(floor_term{record_of(a).bytes(p.kv), 0, g.ratio, top});
     if (a.indexer) {
-      checked per_scan = checked(2) * a.indexer->heads * a.indexer->dim;
+      checked per_scan = pair_of(*a.indexer).flops();
       std::int64_t pool = a.indexer->candidates > 0 ? a.indexer->candidates : -1;
       // The reference rectangle scores every completed entry; causal scans stop at the pool.
       std::int64_t scan_cap = e.index_scan == pair_counting::rectangular ? -1 : pool;
       f.step_interaction.add(floor_term{per_scan, 1, g.ratio, scan_cap});
-      f.decode_read.add(floor_term{p.index.bytes(a.indexer->dim), 0, g.ratio, pool});
+      f.decode_read.add(floor_term{record_of(*a.indexer).bytes(p.index), 0, g.ratio, pool});
     }
   }
   f.step_work = f.step_interaction;
@@ -74,7 +69,6 @@ attention_form form(const attention_dsa& a, const model_context& m, const execut
 template <typename T>
 attention_form linear_form(const T& a, const model_context& m, const execution_spec& e) {
   attention_form f;
-  f.known = true;
   call step;
   step.context = 1;
   step.exec = e;
@@ -112,16 +106,12 @@ attention_form form(const attention_parallel& a, const model_context& m, const e
   return g;
 }
 
-/// Any kind not listed above: no evaluator, so the closed form reports it as missing.
-template <typename T>
-attention_form form(const T&, const model_context&, const execution_spec&) {
-  return {};
-}
-
 }  // namespace
 
 attention_form compile_attention(const attention_spec& a, const model_context& m,
                                  const execution_spec& e) {
+  // Each kind's own form() overload; there is no generic one, so a kind without an evaluator
+  // does not compile.
   return std::visit([&](const auto& kind) { return form(kind, m, e); }, a);
 }
 

@@ -67,6 +67,72 @@ checked mhc_nonmatrix_per_row(const connection_spec& c, std::int64_t hidden,
   return per_sublayer * sublayers + head;
 }
 
+// What each connection kind adds, one switch per question with every kind named (no default),
+// so a new kind does not compile (-Wswitch, -Werror) until it answers each.
+
+void add_connection_layer_tensors(const connection_spec& c, const model_context& m,
+                                  std::vector<tensor>& out) {
+  switch (c.type) {
+    case connection_spec::kind::residual:
+    case connection_spec::kind::attnres:  // its mixes are model-level vectors
+      return;
+    case connection_spec::kind::mhc:
+      add_mhc_layer_tensors(c, m, out);
+      return;
+  }
+}
+
+void add_connection_model_tensors(const model_spec& s, const model_context& m,
+                                  std::vector<tensor>& out) {
+  switch (s.connection.type) {
+    case connection_spec::kind::residual:
+      return;
+    case connection_spec::kind::attnres: {
+      // A norm and a projection vector per sublayer mix, plus the output mix.
+      checked mixes = checked(2) * s.layers.count + 1;
+      out.push_back(
+          {"connection", "attnres", category::other, mixes * 2 * s.hidden, &s.precision.norms});
+      return;
+    }
+    case connection_spec::kind::mhc:
+      add_mhc_head_tensors(s.connection, m, out);
+      return;
+  }
+}
+
+checked connection_mix_flops_per_row(const model_spec& s) {
+  switch (s.connection.type) {
+    case connection_spec::kind::residual:
+    case connection_spec::kind::mhc:  // its mixes are tensors (hc_*_fn), counted with them
+      return 0;
+    case connection_spec::kind::attnres:
+      return checked(2) * s.hidden * attnres_candidates(s.layers.count, s.connection.block_layers);
+  }
+  return 0;
+}
+
+checked connection_nonmatrix_per_row(const model_spec& s) {
+  switch (s.connection.type) {
+    case connection_spec::kind::residual:
+    case connection_spec::kind::attnres:
+      return 0;
+    case connection_spec::kind::mhc:  // two sublayers per layer
+      return mhc_nonmatrix_per_row(s.connection, s.hidden, 2 * s.layers.count);
+  }
+  return 0;
+}
+
+std::int64_t residual_streams(const connection_spec& c) {
+  switch (c.type) {
+    case connection_spec::kind::residual:
+    case connection_spec::kind::attnres:
+      return 1;
+    case connection_spec::kind::mhc:
+      return c.ways;
+  }
+  return 1;
+}
+
 void add_tensors(const engram_spec& e, const model_context& m, std::vector<tensor>& out) {
   const dtype* w = &m.precision->weights;
   tensor table{"engram", "engram_table", category::engram, checked(e.table_rows) * e.bucket_dim, w};

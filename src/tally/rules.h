@@ -12,6 +12,7 @@
 #include "common/dtype.h"
 #include "spec/model_spec.h"
 #include "tally/call.h"
+#include "tally/kinds.h"
 
 namespace calc {
 
@@ -222,11 +223,13 @@ checked ssd_chunk_work(const execution_spec& e, checked tokens, checked head_dim
 /// (attention_linear.cpp; shared by Gated DeltaNet, KDA and Mamba2).
 checked conv_work(checked channels, std::int64_t kernel, const call& c);
 
-/// The recurrent state and the convolution slots of a linear-attention or SSM layer:
+/// The recurrent state and the convolution slots of a linear-attention or SSM layer (kinds.h):
 /// heads x key_dim x value_dim at precision.recurrent, channels x kernel at precision.conv.
-std::vector<state_component> linear_state(checked heads, checked key_dim, checked value_dim,
-                                          checked channels, std::int64_t kernel,
-                                          const model_context& m);
+std::vector<state_component> linear_state(const recurrent_shape& r, const model_context& m);
+
+/// State GEMMs and convolution of a recurrent mixer for one call (attention_linear.cpp): a
+/// recurrent step per token, or the shape's chunked scan for a prefill.
+checked recurrent_flops(const recurrent_shape& r, const call& c);
 
 /// Block AttnRes: candidates summed over every mix of one token's forward pass (connection.cpp).
 checked attnres_candidates(std::int64_t layers, std::int64_t block_layers);
@@ -240,5 +243,19 @@ void add_mhc_head_tensors(const connection_spec& c, const model_context& m,
 /// mHC element-wise work per row (norms, Sinkhorn, mixing; §2.5.2), reported apart from F.
 checked mhc_nonmatrix_per_row(const connection_spec& c, std::int64_t hidden,
                               std::int64_t sublayers);
+
+// Per connection kind (connection.cpp): every kind named in each, so a new kind must answer.
+/// Tensors each layer adds for its connection (mHC's two sublayer mixes).
+void add_connection_layer_tensors(const connection_spec& c, const model_context& m,
+                                  std::vector<tensor>& out);
+/// Tensors outside the layers (AttnRes' mix vectors, mHC's head mix).
+void add_connection_model_tensors(const model_spec& s, const model_context& m,
+                                  std::vector<tensor>& out);
+/// Matrix FLOPs per new row that no tensor carries: AttnRes' mixes, 2*d per candidate.
+checked connection_mix_flops_per_row(const model_spec& s);
+/// Element-wise work per new row, reported apart from F (mHC's norms, Sinkhorn and mixes).
+checked connection_nonmatrix_per_row(const model_spec& s);
+/// Residual streams a layer reads and writes (mHC's ways; 1 otherwise).
+std::int64_t residual_streams(const connection_spec& c);
 
 }  // namespace calc

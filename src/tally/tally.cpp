@@ -26,24 +26,6 @@ const char* category_key(category c) {
   return "other";
 }
 
-std::string kind_name(const attention_spec& a) {
-  if (std::holds_alternative<attention_gqa>(a)) return "gqa";
-  if (std::holds_alternative<attention_mla>(a)) return "mla";
-  if (std::holds_alternative<attention_gdn>(a)) return "gated_deltanet";
-  if (std::holds_alternative<attention_kda>(a)) return "kda";
-  if (std::holds_alternative<attention_mamba2>(a)) return "mamba2";
-  if (std::holds_alternative<attention_none>(a)) return "none";
-  if (std::holds_alternative<attention_parallel>(a)) return "parallel";
-  return "dsa";
-}
-
-std::string kind_name(const ffn_spec& f) {
-  if (std::holds_alternative<ffn_swiglu>(f)) return "swiglu";
-  if (std::holds_alternative<ffn_mlp>(f)) return "mlp";
-  if (std::holds_alternative<ffn_none>(f)) return "none";
-  return "moe";
-}
-
 checked tensor::rows_in(const call& c) const {
   switch (rows) {
     case row_source::processed:
@@ -131,8 +113,7 @@ void layer_tensors(const layer& l, const model_context& m, std::vector<tensor>& 
   std::visit([&](const auto& a) { add_tensors(a, m, out); }, l.attention);
   std::visit([&](const auto& f) { add_tensors(f, m, out); }, l.ffn);
   if (l.engram) add_tensors(*l.engram, m, out);
-  if (m.connection && m.connection->type == connection_spec::kind::mhc)
-    add_mhc_layer_tensors(*m.connection, m, out);
+  if (m.connection) add_connection_layer_tensors(*m.connection, m, out);
   // Input and post-attention norms: one d-wide vector each (two with LayerNorm's bias).
   out.push_back({"norms", "layer_norms", category::other,
                  checked(l.norms) * m.hidden * m.norm_vectors(), &m.precision->norms});
@@ -155,13 +136,7 @@ void model_level_tensors(const model_spec& s, const model_context& m, std::vecto
   if (s.final_norm)
     out.push_back({"norms", "final_norm", category::other, checked(s.hidden) * m.norm_vectors(),
                    &s.precision.norms});
-  if (s.connection.type == connection_spec::kind::attnres) {
-    // A norm and a projection vector per sublayer mix, plus the output mix.
-    checked mixes = checked(2) * s.layers.count + 1;
-    out.push_back(
-        {"connection", "attnres", category::other, mixes * 2 * s.hidden, &s.precision.norms});
-  }
-  if (s.connection.type == connection_spec::kind::mhc) add_mhc_head_tensors(s.connection, m, out);
+  add_connection_model_tensors(s, m, out);
 }
 
 std::vector<tensor> model_tensors(const graph& g) {
@@ -283,8 +258,8 @@ void add_layer_work(const layer& l, const model_context& m, const call& lc, cons
   if (const auto* p = std::get_if<attention_parallel>(&l.attention)) {
     // A parallel hybrid's work stays apart by part, as its tensors' FLOPs do.
     work wa = flops(p->attention, m, lc), wm = flops(p->mixer, m, lc);
-    f.by_kind["gqa"] += (wa.interaction + wa.state) * count;
-    f.by_kind["mamba2"] += (wm.interaction + wm.state) * count;
+    f.by_kind[kind_name(attention_spec(p->attention))] += (wa.interaction + wa.state) * count;
+    f.by_kind[kind_name(attention_spec(p->mixer))] += (wm.interaction + wm.state) * count;
   } else if (!std::holds_alternative<attention_none>(l.attention)) {  // no mixer, no kind
     f.by_kind[kind_name(l.attention)] += interaction + state;
   }
@@ -317,16 +292,21 @@ void add_head_work(const model_spec& s, const model_context& m, const call& c, f
     add_module(f.modules, module_label(t.module), flops, t.params);
     add_module(f.stages, body, flops, 0);
   }
-  if (s.connection.type == connection_spec::kind::attnres) {
-    checked flops = checked(2) * s.hidden *
-                    attnres_candidates(s.layers.count, s.connection.block_layers) * rows;
-    f.connection_flops += flops;
-    f.by_kind["connection"] += flops;
-    add_module(f.modules, "connections (AttnRes mixes)", flops, 0);
-    // Every block snapshot of every row stays until the output mix (§2.5.2).
-    f.workspace_bytes = ceil_div(s.layers.count, s.connection.block_layers) * rows *
-                        s.precision.activations.bytes(s.hidden);
-    add_module(f.stages, body, flops, 0);
+  switch (s.connection.type) {
+    case connection_spec::kind::residual:
+    case connection_spec::kind::mhc:  // its mixes are tensors: the layers' and the head's above
+      break;
+    case connection_spec::kind::attnres: {
+      checked flops = connection_mix_flops_per_row(s) * rows;
+      f.connection_flops += flops;
+      f.by_kind["connection"] += flops;
+      add_module(f.modules, "connections (AttnRes mixes)", flops, 0);
+      // Every block snapshot of every row stays until the output mix (§2.5.2).
+      f.workspace_bytes = ceil_div(s.layers.count, s.connection.block_layers) * rows *
+                          s.precision.activations.bytes(s.hidden);
+      add_module(f.stages, body, flops, 0);
+      break;
+    }
   }
   if (s.rope_table_frequencies > 0) {
     f.rope_flops = checked(2) * rows * s.rope_table_frequencies;  // positions x frequencies
@@ -371,9 +351,7 @@ forward_tally tally_forward(const graph& g, const call& c) {
   add_head_work(s, m, c, f);
   f.flops = f.linear_flops + f.interaction_flops + f.state_flops + f.connection_flops +
             f.rope_flops + f.vocab_flops;
-  if (s.connection.type == connection_spec::kind::mhc)
-    f.mhc_nonmatrix =
-        mhc_nonmatrix_per_row(s.connection, s.hidden, 2 * s.layers.count) * c.new_rows();
+  f.mhc_nonmatrix = connection_nonmatrix_per_row(s) * c.new_rows();
   return f;
 }
 
@@ -392,13 +370,12 @@ std::vector<layer_entries> tally_entries(const graph& g, const call& c) {
 forward_tally tally_mtp(const graph& g, const call& c) {
   const model_spec& s = *g.spec;
   if (!s.mtp)
-    throw spec_error("--mtp", fmt::format("{} has no multi-token prediction block", s.name));
+    throw spec_error("mtp", fmt::format("{} has no multi-token prediction block", s.name));
   model_context m = context_of(g);
   forward_tally f;
   checked d = s.hidden;
   // e_proj on the token embedding, h_proj on each residual stream of the backbone feature.
-  checked streams =
-      s.connection.type == connection_spec::kind::mhc ? checked(s.connection.ways) : checked(1);
+  checked streams = residual_streams(s.connection);
   checked proj = checked(2) * d * d * c.rows() * (streams + 1);
   f.linear_flops += proj;
   add_module(f.modules, "mtp e_proj and h_proj", proj, d * d * 2);
@@ -411,10 +388,11 @@ forward_tally tally_mtp(const graph& g, const call& c) {
     if (v.ffn) block.ffn = *v.ffn;
   }
   for (std::int64_t i = 0; i < s.mtp->layers; ++i) add_layer_work(block, m, c, "layers", s, f);
-  // The block's own head mix and the shared vocabulary head.
-  if (s.connection.type == connection_spec::kind::mhc) {
+  // The block's own head mix (mHC's; the model-level tensors of the other connections are
+  // vectors, no GEMM) and the shared vocabulary head.
+  {
     std::vector<tensor> head;
-    add_mhc_head_tensors(s.connection, m, head);
+    add_connection_model_tensors(s, m, head);
     for (const tensor& t : head) f.connection_flops += checked(2) * t.gemm_weight_rows(c);
   }
   f.vocab_flops = checked(2) * c.vocab_rows() * s.vocab * d;

@@ -16,10 +16,6 @@ namespace calc {
 /// Every stored tensor of the model, layer by layer, then the model-level ones.
 std::vector<tensor> model_tensors(const graph& g);
 
-/// The schema name of a layer's attention or feed-forward kind ("gqa", "swiglu", ...).
-std::string kind_name(const attention_spec& a);
-std::string kind_name(const ffn_spec& f);
-
 /// The tensors of one layer (attention, feed-forward, norms).
 void layer_tensors(const layer& l, const model_context& m, std::vector<tensor>& out);
 

@@ -201,18 +201,26 @@ TEST_CASE("Markdown in human units; JSON keeps exact integers") {
       CHECK(g["bandwidth_bytes"] == 3350000000000LL);
     }
   CHECK(found);
-  // calc plan's reason in a sentence: card memory in decimal GB, the shortfall in GiB; the JSON
-  // keeps the exact shortfall as an integer beside it.
-  auto plan = json_of(
-      {"plan", "--model", "qwen3-8b", "--gpu", "rtx-4090", "--length", "8192", "--requests", "16"});
+  // calc plan's reason in a sentence: card memory as sold in decimal GB, the shortfall in GiB;
+  // the JSON keeps the exact shortfall as an integer beside it.
+  auto plan = json_of({"plan", "--model", "qwen3-8b", "--gpu", "rtx-4090", "--length", "8192",
+                       "--requests", "16", "--memory", "as-sold"});
   CHECK(plan["fewer_gpus_shortfall_bytes"] == 13856307200LL);
   CHECK(plan["why_not_fewer"] ==
         "with 1 card of 24 GB the best layout (tp 1 x pp 1) leaves its fullest card 12.905 GiB "
         "short of weights + workspace + 16 requests' state");
+  // The runtime-visible memory (the default) in GiB, as the CUDA runtime and engines print it.
+  auto runtime = json_of(
+      {"plan", "--model", "qwen3-8b", "--gpu", "rtx-4090", "--length", "8192", "--requests", "16"});
+  CHECK(runtime["memory_basis"] == "runtime");
+  CHECK(runtime["card_memory_bytes"] == 25386352640LL);
+  CHECK(runtime["fewer_gpus_shortfall_bytes"] == 13856307200LL - (25386352640LL - 24000000000LL));
+  CHECK(contains(runtime["why_not_fewer"].get<std::string>(), "with 1 card of 23.643 GiB "));
   // calc capacity's note when the weights alone do not fit: the same units. Kimi K3's bf16
   // weights are weight_bytes exactly; the card is an RTX 4090's 24 GB.
   auto capacity =
-      json_of({"capacity", "--model", "kimi-k3", "--gpu", "rtx-4090", "--length", "8K"});
+      json_of({"capacity", "--model", "kimi-k3", "--gpu", "rtx-4090", "--length", "8K", "--memory",
+               "as-sold"});
   CHECK(capacity["weights_fit"] == false);
   CHECK(capacity["memory_bytes"] == 24000000000LL);
   CHECK(capacity["note"] == "the weights alone (" +
@@ -266,7 +274,7 @@ layers:
 
 TEST_CASE("report: a document with Mermaid charts, exact JSON, SVGs with --plot-dir") {
   outcome md = run({"report", "--model", "qwen3-8b,deepseek-v3", "--gpu", "h200", "--length",
-                    "4K,32K,128K", "--requests", "8"});
+                    "4K,32K,128K", "--requests", "8", "--memory", "as-sold"});
   REQUIRE_MESSAGE(md.code == 0, md.err);
   CHECK(md.out.rfind("# Serving report: qwen3-8b and deepseek-v3 on NVIDIA H200 SXM 141GB\n", 0) ==
         0);
@@ -276,7 +284,11 @@ TEST_CASE("report: a document with Mermaid charts, exact JSON, SVGs with --plot-
   CHECK(contains(squeeze(md.out), "| qwen3-8b | blue |"));
   CHECK(contains(md.out, "## Parameters and weights"));
   CHECK(contains(squeeze(md.out), "| qwen3-8b | 8.191 B params |"));
-  CHECK(contains(md.out, "141 GB of memory, 4.8 TB/s"));
+  // Memory as sold, said so.
+  CHECK(contains(md.out, "141 GB of memory as sold, 4.8 TB/s"));
+  outcome runtime =
+      run({"report", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--length", "4K"});
+  CHECK(contains(runtime.out, "79.205 GiB of memory as the CUDA runtime reports it"));
   auto j = json_of({"report", "--model", "qwen3-8b", "--gpu", "h200", "--length", "8K"});
   CHECK(j["models"][0]["points"][0]["state_bytes"] == 1207959552);
   CHECK(j["models"][0]["weights"][0]["bytes"] == 16381470720LL);

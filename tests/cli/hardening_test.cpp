@@ -293,7 +293,7 @@ TEST_CASE("validate: decode steps and executor memory are capped before allocati
   outcome big = run({"validate", "--model", "qwen3-8b", "--scale", "1"});
   CHECK(big.code == 2);
   CHECK(big.err.rfind("--scale: the scaled model needs 32", 0) == 0);
-  CHECK(big.err.find("more than the limit of 8 GiB; use a larger --scale\n") != std::string::npos);
+  CHECK(big.err.find("more than the limit of 8 GiB; use a larger scale\n") != std::string::npos);
 }
 
 TEST_CASE("results past 2^63 print exactly; a count past 128 bits names the options") {

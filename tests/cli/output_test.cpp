@@ -340,6 +340,16 @@ TEST_CASE("report -f csv: points, components and models sections, no JSON in cel
   CHECK(ls[6].empty());
   CHECK(ls[7] == "# components");
   CHECK(o.out.find("\n# models\n") != std::string::npos);
+  std::vector<std::string> head = csv_fields(ls[1]);
+  CHECK(std::set<std::string>(head.begin(), head.end()).size() == head.size());
+  // Several GPUs: still one points section, a row per GPU, model and length.
+  outcome two = run({"report", "--model", "qwen3-8b", "--gpu", "h100-sxm,h200", "--length",
+                     "4K,32K", "--format", "csv"});
+  REQUIRE(two.code == 0);
+  std::vector<std::string> rows = lines_of(two.out);
+  CHECK(std::count(rows.begin(), rows.end(), "# points") == 1);
+  CHECK(rows[6].empty());  // header + 2 GPUs x 2 lengths
+  CHECK(rows[4].find(",h200,") != std::string::npos);
   for (const std::string& l : ls)
     for (const std::string& f : csv_fields(l))
       CHECK_FALSE((f.starts_with("{") || f.starts_with("[")));
@@ -422,23 +432,64 @@ TEST_CASE("no internal error on a long or odd path") {
 // ---- item 6: charts -------------------------------------------------------------------------
 
 TEST_CASE("a model that does not fit is said so in words, not drawn as a zero line") {
-  outcome o =
-      run({"report", "--model", "qwen3-8b,deepseek-v3", "--gpu", "h100-sxm", "--length", "4K,32K"});
+  // On a layout given: DeepSeek-V3's weights exceed one card.
+  outcome o = run({"report", "--model", "qwen3-8b,deepseek-v3", "--gpu", "h100-sxm", "--length",
+                   "4K,32K", "--tp", "1"});
   REQUIRE(o.code == 0);
-  std::string requests = o.out.substr(o.out.find("## Requests per card"));
+  std::string requests = o.out.substr(o.out.find("## Requests per deployment"));
   requests = requests.substr(0, requests.find("The fewest cards"));
   CHECK(requests.find("line [0, 0]") == std::string::npos);
   CHECK(requests.find("does not fit") != std::string::npos);
   CHECK(requests.find("| deepseek-v3 | not drawn") != std::string::npos);
-  CHECK(o.out.find("it does not fit on one h100-sxm") != std::string::npos);
+  CHECK(requests.find("its weights (") != std::string::npos);
+  CHECK(o.out.find("it does not fit on tp 1 x pp 1 (1 x h100-sxm)") != std::string::npos);
+  // Planned: no deployment within --max-gpus holds it.
+  outcome none = run({"report", "--model", "deepseek-v3", "--gpu", "h100-sxm", "--length",
+                      "4K,32K", "--max-gpus", "4"});
+  REQUIRE(none.code == 0);
+  CHECK(none.out.find("it does not fit: no deployment of up to 4 h100-sxm cards holds one "
+                      "request") != std::string::npos);
+}
+
+TEST_CASE("report: the layout is planned per model, or given; bounds and requests are its") {
+  ojson planned = evaluate({"report", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--length",
+                            "4K,1M", "--memory", "as-sold", "--format", "json"});
+  const ojson& m = planned["models"][0];
+  CHECK(m["layout_planned"] == true);
+  CHECK(m["layout"] == "tp 4 x pp 1");  // 144 GiB at 1M: 36 GiB a card on tp 4
+  CHECK(m["gpus"] == 4);
+  CHECK(m["points"][1]["requests"].get<std::int64_t>() >= 1);
+  ojson one = evaluate({"report", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--length",
+                        "4K,1M", "--memory", "as-sold", "--tp", "1", "--format", "json"});
+  CHECK(one["layout"] == "tp 1 x pp 1");
+  CHECK(one["models"][0]["layout_planned"] == false);
+  CHECK(one["models"][0]["points"][1]["requests"] == 0);
+  // Four cards' peaks and bandwidth: a decode step bound four times shorter, near enough.
+  double four = m["points"][0]["decode_bound_s"].get<double>();
+  double single = one["models"][0]["points"][0]["decode_bound_s"].get<double>();
+  CHECK(four < single / 3);
+  CHECK(m["points"][0]["requests"].get<std::int64_t>() >
+        one["models"][0]["points"][0]["requests"].get<std::int64_t>());
+}
+
+TEST_CASE("report --gpu takes a list: one section per GPU") {
+  outcome o = run({"report", "--model", "qwen3-8b", "--gpu", "h100-sxm,h200", "--length", "4K"});
+  REQUIRE(o.code == 0);
+  CHECK(o.out.find("# Serving report: qwen3-8b on NVIDIA H100") != std::string::npos);
+  CHECK(o.out.find("# Serving report: qwen3-8b on NVIDIA H200") != std::string::npos);
+  ojson j = evaluate(
+      {"report", "--model", "qwen3-8b", "--gpu", "h100-sxm,h200", "--length", "4K", "-f", "json"});
+  REQUIRE(j["reports"].size() == 2);
+  CHECK(j["reports"][0]["gpu"] == "h100-sxm");
+  CHECK(j["reports"][1]["gpu"] == "h200");
 }
 
 TEST_CASE("chart titles name the GPU, the formats and the layout") {
   outcome o =
       run({"report", "--model", "qwen3-8b", "--gpu", "h200", "--length", "4K,32K", "--kv", "fp8"});
   REQUIRE(o.code == 0);
-  CHECK(o.out.find("title \"State per request (NVIDIA H200 SXM 141GB, bf16 weights, fp8 KV, one "
-                   "card per model)\"") != std::string::npos);
+  CHECK(o.out.find("title \"State per request (NVIDIA H200 SXM 141GB, bf16 weights, fp8 KV, tp 1 "
+                   "x pp 1)\"") != std::string::npos);
   chart c{"x", "T", "len", "y", {1, 2}, {}, "GPU", "fp8 weights", "tp 8"};
   CHECK(full_title(c) == "T (GPU, fp8 weights, tp 8)");
 }

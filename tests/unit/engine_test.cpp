@@ -969,8 +969,10 @@ TEST_CASE("engine: a per-rank --kv-memory list keeps the smallest rank's blocks"
 TEST_CASE("engine: plain plan and plan --engine choose the same layout") {
   // Both search plan/placement.h's deployable_layouts (TP a power of two within the NVLink
   // domain, PP only across domains, replicas) with the same preferences; where both need the
-  // same cards they pick the same layout. Qwen3-235B-A22B at 32K x 64 on H100: 24 cards as
-  // tp 8 x pp 3 (the old engine search also tried tp 6 and tp 3 shapes first).
+  // same cards they pick the same layout. (What "holds" means differs: the engine's budget
+  // against plain capacity's, so the card counts can differ: Qwen3-235B-A22B at 32K x 64 on H100
+  // takes 16 cards in plain plan and 24 under vLLM's budget, tp 8 x pp 2 and tp 8 x pp 3, both
+  // PP only once TP fills the 8-card domain; the old engine search tried tp 6 and tp 3 first.)
   struct input {
     const char* model;
     const char* length;
@@ -978,8 +980,7 @@ TEST_CASE("engine: plain plan and plan --engine choose the same layout") {
   };
   for (const input& in : {input{"qwen3-8b", "32768", "4"}, input{"qwen3-8b", "32768", "40"},
                           input{"llama-3.1-70b", "8192", "16"},
-                          input{"llama-3.1-70b", "32768", "64"},
-                          input{"qwen3-235b-a22b", "32768", "64"}}) {
+                          input{"llama-3.1-70b", "32768", "64"}}) {
     CAPTURE(in.model);
     CAPTURE(in.requests);
     std::vector<std::string> args = {"plan",       "--model",    in.model, "--gpu", "h100-sxm",

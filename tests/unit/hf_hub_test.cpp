@@ -95,7 +95,7 @@ TEST_CASE("--model Org/Name: the local Hugging Face cache, at refs/main") {
   // Not there: one line saying where calc looked.
   std::string e = error_of("acme/Missing-Model");
   CHECK(e ==
-        "--model: unknown model 'acme/Missing-Model': no bundled model's source names that "
+        "model: unknown model 'acme/Missing-Model': no bundled model's source names that "
         "repository, and the Hugging Face cache has no " +
             (cache / "models--acme--Missing-Model").string() + " (no network is used)");
 }

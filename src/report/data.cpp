@@ -1,0 +1,147 @@
+// The report's figures: the plan layer's answers (state, crossovers, capacity, placement,
+// roofline) gathered per model and length.
+#include "report/data.h"
+
+#include "common/dtype.h"
+#include "common/error.h"
+#include "plan/plan.h"
+
+namespace calc {
+
+namespace {
+
+/// Weight bytes of the model with its matrices in each common format (the other tensors keep
+/// theirs).
+std::vector<std::pair<std::string, checked>> weight_formats(const model_spec& spec) {
+  std::vector<std::pair<std::string, checked>> out;
+  for (const char* format : {"bf16", "fp8", "nvfp4"}) {
+    model_spec one = spec;
+    one.precision.set_weights(parse_dtype(format));
+    graph g = build_graph(one);
+    out.emplace_back(format, tally_params(g).weight_bytes);
+  }
+  return out;
+}
+
+}  // namespace
+
+const char* state_class_name(state_class k) {
+  switch (k) {
+    case state_class::history:
+      return "history";
+    case state_class::window:
+      return "window";
+    case state_class::fixed:
+      return "fixed";
+    case state_class::token_history:
+      return "token history";
+  }
+  return "history";
+}
+
+planned_deployment plan_deployment(const graph& g, const gpu_spec& card, std::int64_t length,
+                                   checked workspace, std::int64_t node_gpus,
+                                   std::int64_t max_gpus) {
+  planned_deployment p;
+  for (std::int64_t n = 1; n <= max_gpus; ++n) {
+    if (n > node_gpus && n % node_gpus != 0) continue;  // past one server, whole servers
+    p.searched_up_to = n;
+    for (const layout& l : deployable_layouts(g, card, n, node_gpus)) {
+      fit f = evaluate_layout(g, card, l, length, 1, workspace);
+      if (f.fits && (!p.best || f.max_requests > p.best->max_requests)) p.best = f;
+    }
+    if (p.best) return p;
+  }
+  return p;
+}
+
+report_model answer_report_model(const graph& g, const report_request& q) {
+  const model_spec& s = *g.spec;
+  const std::vector<std::int64_t>& lengths = q.lengths;
+  if (lengths.empty()) throw spec_error("lengths", "give at least one context length");
+  params_tally p = tally_params(g);
+  crossover_plan first = plan_crossover(g, lengths.front());
+  state_tally last = tally_state(g, lengths.back());
+  report_model m;
+  m.name = s.name;
+  m.layers = s.layers.count;
+  m.total_params = p.total;
+  m.active_params = p.active;
+  m.formats = model_formats(s);
+  m.weight_bytes = p.weight_bytes;
+  m.weights = weight_formats(s);
+  m.fixed_bytes = last.fixed;
+  m.per_token = last.per_token;
+  m.crossover_tokens = first.state_crossover_tokens;
+  m.weight_read_bytes = first.weight_read_bytes;
+  gpu_spec card = card_as_planned(q.gpu, q.memory);
+  if (q.lay) {
+    if (std::string why = layout_problem(g, *q.lay); !why.empty()) throw spec_error("layout", why);
+    m.lay = *q.lay;
+  } else {
+    planned_deployment d =
+        plan_deployment(g, card, lengths.back(), q.workspace, q.node_gpus, q.max_gpus);
+    m.planned = true;
+    m.deployable = d.best.has_value();
+    m.searched_up_to = d.searched_up_to;
+    if (d.best) m.lay = d.best->l;
+  }
+  // Components: one per (name, class) of the state at the longest length, its bytes at each.
+  for (const state_item& i : last.items)
+    m.components.push_back({i.name, i.kind, i.layers, i.per_token, {}});
+
+  capacity_request cq;
+  cq.gpus = {q.gpu};
+  cq.lengths = lengths;
+  cq.lay = m.lay;
+  cq.workspace = q.workspace;
+  cq.memory = q.memory;
+  capacity_result cap = answer_capacity(g, cq);
+  // One request's time runs on the tp cards of a stage, stage after stage: at the tp cards'
+  // peaks and bandwidth added, the stages' bounds sum to the whole model's (dp groups and
+  // replicas serve other requests).
+  const std::int64_t cards = m.lay.tp;
+  for (std::size_t i = 0; i < lengths.size(); ++i) {
+    std::int64_t n = lengths[i];
+    state_tally st = tally_state(g, n);
+    for (std::size_t k = 0; k < st.items.size() && k < m.components.size(); ++k)
+      m.components[k].bytes.push_back(st.items[k].bytes);
+    crossover_plan c = plan_crossover(g, n);
+    placement_plan place =
+        plan_placement(g, card, n, q.requests, q.workspace, q.node_gpus, q.max_gpus);
+    report_point pt;
+    pt.length = n;
+    pt.state_bytes = st.total;
+    pt.decode_read_bytes = st.decode_read;
+    pt.batch_read_crossover = c.batch_read_crossover;
+    const capacity_plan& held = cap.rows[i].plan;
+    pt.requests = held.weights_fit ? held.requests : 0;
+    pt.cards = place.best;
+    pt.searched_up_to = place.searched_up_to;
+    // A prefill of a million tokens on a large model can pass the 64-bit FLOP range of the
+    // roofline; the decode step at that context still has a bound.
+    try {
+      roofline_plan full = plan_roofline(g, card, cards, 1, 0, n, false);
+      pt.prefill = full.prefill;
+      pt.decode = full.decode;
+    } catch (const overflow_error&) {
+      pt.decode = plan_roofline(g, card, cards, 1, n - 1, 1, false).decode;
+    }
+    m.points.push_back(pt);
+  }
+  return m;
+}
+
+report_data answer_report(const std::vector<const graph*>& models, const report_request& q) {
+  report_data r;
+  r.gpu = card_as_planned(q.gpu, q.memory);
+  r.memory_basis = memory_basis_used(q.gpu, q.memory);
+  r.lay = q.lay;
+  r.workspace_bytes = q.workspace;
+  r.requests = q.requests;
+  r.lengths = q.lengths;
+  for (const graph* g : models) r.models.push_back(answer_report_model(*g, q));
+  return r;
+}
+
+}  // namespace calc

@@ -1,0 +1,107 @@
+// The report question as a typed call: what `calc report` says about models on one GPU at a set
+// of lengths, as fields (state by component, crossovers, requests on the deployment, cards
+// needed, roofline bounds). The document (document.h) and the CLI's JSON are both written from
+// these fields.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/fraction.h"
+#include "graph/graph.h"
+#include "plan/capacity.h"
+#include "plan/placement.h"
+#include "plan/roofline.h"
+#include "spec/gpu_spec.h"
+#include "tally/tally.h"
+
+namespace calc {
+
+struct report_request {
+  gpu_spec gpu;
+  std::vector<std::int64_t> lengths;  // ascending
+  checked workspace;                  // per card
+  std::int64_t requests = 16;         // concurrent requests a deployment holds, for the cards
+  std::int64_t node_gpus = 8;
+  std::int64_t max_gpus = 512;
+  /// The deployment every figure is for; none: each model's own, planned (plan_deployment).
+  std::optional<layout> lay;
+  memory_basis memory = memory_basis::runtime;
+};
+
+struct report_component {
+  std::string name;
+  state_class kind = state_class::history;
+  std::int64_t layers = 0;
+  fraction per_token;
+  std::vector<checked> bytes;  // at each length
+};
+
+struct report_point {
+  std::int64_t length = 0;
+  checked state_bytes;
+  checked decode_read_bytes;
+  std::optional<std::int64_t> batch_read_crossover;
+  std::int64_t requests = 0;  // on the model's deployment; 0: the weights or one request do not fit
+  std::optional<fit> cards;     // the fewest cards that hold `requests` requests
+  std::int64_t searched_up_to = 0;  // the largest card count tried when none did
+  std::optional<roofline_call> prefill;  // none: past the 64-bit FLOP range
+  roofline_call decode;
+};
+
+struct report_model {
+  std::string name;
+  std::int64_t layers = 0;
+  checked total_params;
+  checked active_params;
+  formats_used formats;
+  checked weight_bytes;
+  std::vector<std::pair<std::string, checked>> weights;  // bytes with the matrices in each format
+  checked fixed_bytes;
+  fraction per_token;
+  std::optional<fraction> crossover_tokens;
+  checked weight_read_bytes;
+  layout lay;             // the deployment the requests and time bounds are for
+  bool planned = false;   // chosen by plan_deployment, not given
+  bool deployable = true;  // false: no deployment of up to `searched_up_to` cards holds one
+                           // request at the longest length (the figures are for one card)
+  std::int64_t searched_up_to = 0;
+  std::vector<report_component> components;
+  std::vector<report_point> points;  // one per length
+};
+
+struct report_data {
+  gpu_spec gpu;              // as planned: memory is the figure counted
+  std::string memory_basis;  // "runtime" or "as sold"
+  std::optional<layout> lay;  // given; none: each model's own (report_model::lay)
+  checked workspace_bytes;
+  std::int64_t requests = 0;
+  std::vector<std::int64_t> lengths;
+  std::vector<report_model> models;
+};
+
+/// "history", "window", "fixed", ...: a state class as the report and the JSON name it.
+const char* state_class_name(state_class k);
+
+/// The deployment a report is on when no layout is given: among the layouts engines run
+/// (deployable_layouts), the fewest cards that hold one request of `length` tokens, the one
+/// holding the most among them. None when no count up to max_gpus (whole servers past one)
+/// does.
+struct planned_deployment {
+  std::optional<fit> best;
+  std::int64_t searched_up_to = 0;
+};
+planned_deployment plan_deployment(const graph& g, const gpu_spec& card, std::int64_t length,
+                                   checked workspace, std::int64_t node_gpus,
+                                   std::int64_t max_gpus);
+
+/// One model at every length of the request. A prefill past the 64-bit FLOP range leaves
+/// `prefill` empty; the decode bound is then for a one-token step at the length.
+report_model answer_report_model(const graph& g, const report_request& q);
+
+/// Every model, in order.
+report_data answer_report(const std::vector<const graph*>& models, const report_request& q);
+
+}  // namespace calc
