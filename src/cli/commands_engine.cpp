@@ -238,7 +238,9 @@ engine::capacity_request capacity_request_of(const options& o, std::int64_t tp, 
     q.memory.gpu = load_gpu(gpu_name);
   }
   q.memory.gpu_memory_utilization = o.gpu_memory_utilization;
-  q.memory.mem_fraction_static = o.mem_fraction_static;
+  // 0: not given, SGLang's computed default (options::mem_fraction_static).
+  if (o.mem_fraction_static != 0) q.memory.mem_fraction_static = o.mem_fraction_static;
+  q.memory.engine_version = o.engine_version;
   if (!o.activation_memory.empty())
     q.memory.activation = parse_memory("--activation-memory", o.activation_memory);
   return q;
@@ -268,6 +270,29 @@ ojson to_json(const loaded_model& m, const engine::capacity_result& r) {
   j["weight_bytes_per_rank"] = exact(r.weight_bytes_per_rank);
   if (r.activation_bytes > 0) j["activation_estimate_bytes"] = exact(r.activation_bytes);
   if (r.card_memory > 0) j["card_memory_bytes"] = exact(r.card_memory);
+  if (r.budget) {
+    // The estimate term by term (docs/engines.md, "Available memory"); the card memory, the
+    // weights per rank and the result are the top-level keys of the same names.
+    const engine::budget_terms& t = r.terms;
+    ojson b;
+    b["rules"] = r.budget->versions;
+    b["rules_source"] = r.budget->source;
+    b["fraction"] = t.fraction;
+    b["fraction_source"] = t.fraction_source;
+    b["engine_share_bytes"] = exact(t.engine_share);
+    if (std::string(rules.engine) == "vllm") {
+      b["batched_tokens"] = t.batched_tokens;
+      b["sampler_rows"] = t.sampler_rows;
+      b["forward_peak_bytes"] = exact(t.forward_peak);
+      b["sampler_peak_bytes"] = exact(t.sampler_peak);
+      b["activation_peak_bytes"] = exact(t.activation_peak);
+      b["non_torch_bytes"] = exact(t.non_torch);
+      b["cuda_graph_bytes"] = exact(t.cuda_graph);
+      if (r.memory_source.find("--activation-memory") != std::string::npos)
+        b["activation_memory_given_bytes"] = exact(r.activation_bytes);
+    }
+    j["budget"] = b;
+  }
   j["available_kv_bytes"] = exact(e.available_kv_bytes);
   if (!c.rank_kv_bytes.empty()) {
     ojson ranks = ojson::array();
@@ -333,7 +358,8 @@ void add_engine_options(CLI::App& app, options& o, bool plan) {
   app.add_option("--gpu-memory-utilization", o.gpu_memory_utilization,
                  "vLLM: fraction of the card vLLM may use (default 0.9)");
   app.add_option("--mem-fraction-static", o.mem_fraction_static,
-                 "SGLang: fraction of the card for weights and KV pool (default 0.88)");
+                 "SGLang: fraction of the card for weights and KV pool (default: SGLang's, "
+                 "computed from the card and the layout)");
   app.add_option("--max-num-seqs,--max-running-requests", o.max_num_seqs,
                  "Engine: most requests scheduled at once (reported)");
   app.add_option("--max-num-batched-tokens,--chunked-prefill-size", o.max_num_batched_tokens,
@@ -351,7 +377,8 @@ void add_engine_options(CLI::App& app, options& o, bool plan) {
   app.add_option("--num-speculative-tokens", o.num_speculative_tokens,
                  "Engine: tokens proposed per step (alone: no draft layers in the pool)");
   app.add_option("--activation-memory", o.activation_memory,
-                 "Engine: activation + CUDA graph reservation per rank instead of the estimate");
+                 "Engine (vLLM): activation peak + non-torch memory + CUDA graph pool per rank "
+                 "instead of the estimate");
   (void)plan;
 }
 
@@ -379,6 +406,7 @@ result run_engine_plan(const options& o) {
   lengths = lengths_or_limit(lengths, m);
   std::optional<loaded_model> draft;  // the EAGLE draft, alive while the question runs
   q.capacity = capacity_request_of(o, 1, 1, lengths, o.gpu, draft);
+  q.card = load_gpu(o.gpu);
   q.requests = o.requests;
   q.node_gpus = o.node_gpus;
   q.max_gpus = o.max_gpus;
@@ -396,6 +424,7 @@ result run_engine_plan(const options& o) {
   }
   ojson j = to_json(m, *p.best);
   j["gpus"] = p.gpus;
+  j["instances"] = p.instances;
   j["requests"] = o.requests;
   return {j, fmt::format("calc plan --engine {}: {} on {} cards, {} requests of {} tokens",
                          o.engine, m.spec->name, p.gpus, o.requests, len)};

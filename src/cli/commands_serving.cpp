@@ -281,17 +281,28 @@ result run_models(const options&) {
 result run_gpus(const options&) {
   ojson j;
   j["gpus"] = ojson::array();
-  for (const gpu_spec& g : gpu_catalogue())
+  // The runtime-visible memory's records: an index keyed by card, so JSON has them and the
+  // Markdown table keeps a short column (docs/gpus.md).
+  ojson runtime = ojson::object();
+  for (const gpu_spec& g : gpu_catalogue()) {
     j["gpus"].push_back({{"name", g.name},
                          {"display", g.display},
                          {"memory_bytes", g.memory},
+                         {"runtime_memory_bytes",
+                          g.runtime_memory > 0 ? ojson(g.runtime_memory) : ojson(nullptr)},
                          {"bandwidth_bytes", g.bandwidth},
                          {"bf16_tflops", g.bf16_tflops},
                          {"fp8_tflops", g.fp8_tflops},
                          {"fp4_tflops", g.fp4_tflops},
                          {"interconnect_bytes", g.interconnect},
                          {"source", g.source}});
-  return {j, "calc gpus: dense tensor peaks; memory as sold, bandwidths per second"};
+    if (g.runtime_memory > 0)
+      runtime[g.name] = {{"bytes", g.runtime_memory}, {"source", g.runtime_memory_source}};
+  }
+  j["runtime_memory_sources"] = runtime;
+  return {j,
+          "calc gpus: dense tensor peaks; memory as sold and as the CUDA runtime reports it, "
+          "bandwidths per second"};
 }
 
 }  // namespace calc::cli

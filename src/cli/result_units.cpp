@@ -96,7 +96,15 @@ unit_map capacity_units() {
        {"weight_bytes", "workspace_bytes", "shared_prefix_bytes", "per_request_bytes", "free_bytes",
         "max_weight_bytes", "rows.per_request_bytes", "rows.free_bytes", "weight_bytes_per_rank",
         "activation_estimate_bytes", "available_kv_bytes", "page_bytes", "max_model_len_kv_bytes",
-        "k_pool_bytes", "v_pool_bytes", "groups.request_bytes", "card_memory_bytes"}}};
+        "k_pool_bytes", "v_pool_bytes", "groups.request_bytes", "card_memory_bytes",
+        // --engine without --kv-memory: the budget term by term
+        "budget.engine_share_bytes", "budget.forward_peak_bytes", "budget.sampler_peak_bytes",
+        "budget.activation_peak_bytes", "budget.non_torch_bytes", "budget.cuda_graph_bytes",
+        "budget.activation_memory_given_bytes"}},
+      {unit::tokens, {"budget.batched_tokens"}},
+      {unit::count, {"budget.sampler_rows"}},
+      {unit::ratio, {"budget.fraction"}},
+      {unit::source, {"budget.rules_source"}}};
 }
 
 unit_map plan_units() {
@@ -138,6 +146,7 @@ unit_map models_units() {
 
 unit_map gpus_units() {
   return {{unit::bytes_as_sold, {"gpus.memory_bytes"}},
+          {unit::bytes, {"gpus.runtime_memory_bytes"}},
           {unit::rate, {"gpus.bandwidth_bytes", "gpus.interconnect_bytes"}},
           {unit::tflops, {"gpus.bf16_tflops", "gpus.fp8_tflops", "gpus.fp4_tflops"}},
           {unit::source, {"gpus.source"}}};

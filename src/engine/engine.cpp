@@ -365,6 +365,46 @@ const std::vector<rule_set>& rule_sets() {
   return table;
 }
 
+const std::vector<rule_boundary>& rule_boundaries() {
+  static const std::vector<rule_boundary> table = {
+      {"vllm", 8, "pool: block_uniform (the V1 engine's KV cache manager)",
+       "V1 engine on by default (VLLM_USE_V1=1), release 0.8.0",
+       "0.8.x logs print 'GPU KV cache size' (PR #13596, 2025-02); fixture "
+       "deepseek-v2-lite-vllm-0.8.3-too-long",
+       true},
+      {"vllm", 10,
+       "pool: block_hybrid (groups of equal layer count, one page size; sliding layers charged "
+       "for window + batch)",
+       "hybrid KV cache manager (_get_kv_cache_groups_uniform_page_size); hybrid attention/SSM "
+       "models on V1, PR #20016",
+       "fixtures qwen3-30b-a3b-vllm-0.10-fp8-* and qwen3-coder-480b-vllm-0.10-dp8-* reproduce "
+       "only with the grouped allocator",
+       true},
+      {"vllm", 14, "whole_model_check: the fits check merges every stage's KV cache specs",
+       "PR #29431 (get_kv_cache_configs merges the workers' specs), release 0.14.0",
+       "the function's v0.14.0 documentation; issue #32105 (0.15.0rc1) names #29431 as the "
+       "regression",
+       true},
+      {"vllm", 16, "whole_model_check off again: each stage checked against its own layers",
+       "PR #33698 ('Fix PP KV cache sharding memory validation')",
+       "a 0.15.2rc1 build of 2026-02-08 (issue #34076) still had the merged check; 0.16 is the "
+       "first minor after it",
+       false},
+      {"vllm", 24,
+       "tokens: concurrency_x_len ('GPU KV cache size' = int(max_concurrency x max_model_len)); "
+       "state_pages_prefix_caching: 2 (Mamba align mode)",
+       "PR #38364 (derived print, opened 2026-03-27); PR #30877 (align mode: "
+       "max_memory_usage_bytes = page x (2 + speculative blocks), merged 2026-01-19, opt-in "
+       "with --mamba-cache-mode align), selected by --enable-prefix-caching for models without "
+       "'all' mode (PR #46778's account, 2026-06)",
+       "a 0.19.0 log still prints the per-group formula (issue #40691); vllm-ascend PR #7103 "
+       "needs --mamba-cache-mode align on 0.17.0; fixtures qwen3.6-35b-a3b-vllm-0.24-* show both "
+       "at 0.24",
+       false},
+  };
+  return table;
+}
+
 const rule_set& find_rules(const std::string& engine, const std::string& version) {
   const rule_set* newest = nullptr;
   for (const rule_set& r : rule_sets())

@@ -59,6 +59,20 @@ struct rule_set {
 /// The rules table, oldest first per engine.
 const std::vector<rule_set>& rule_sets();
 
+/// Where a rule changes between engine versions, pinned to the change that made it (data beside
+/// rule_sets(); docs/engines.md, "Version boundaries").
+struct rule_boundary {
+  const char* engine;
+  int version = 0;        // major * 1000 + minor of the first release calc applies it to
+  const char* rule;       // what changes, in the rule-set fields' terms
+  const char* change;     // the pull request (and release) that introduced it
+  const char* evidence;   // what pins the release: a log, a release note, a later report
+  bool release_pinned = false;  // false: the PR is known, the first release carrying it is not
+};
+
+/// The boundaries, oldest first; every rule-set row but the first of each engine starts at one.
+const std::vector<rule_boundary>& rule_boundaries();
+
 /// The rule set for `engine` at `version` ("" = the newest); throws spec_error naming
 /// --engine or --engine-version.
 const rule_set& find_rules(const std::string& engine, const std::string& version);

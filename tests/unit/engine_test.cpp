@@ -14,6 +14,7 @@
 
 #include "cli/cli.h"
 #include "common/error.h"
+#include "engine/question.h"
 #include "spec/gpu_spec.h"
 #include "test_model.h"
 
@@ -698,27 +699,69 @@ TEST_CASE("engine: a Hugging Face config.json goes through the same engine rules
 
 TEST_CASE("engine: without --kv-memory the memory is estimated, and weights can leave none") {
   // qwen3-8b on one H100 SXM at 0.9 of the memory the CUDA runtime reports (85,045,477,376 B,
-  // models/gpus/h100-sxm.yaml) - 16,381,470,720 B of weights - the activation estimate
-  // 8192 x (4 x 4096 + 2 x 12288) x 2 B + 1 GiB.
+  // models/gpus/h100-sxm.yaml) - 16,381,470,720 B of weights - the profile run's peak - the
+  // non-torch memory - the CUDA graph pool (newest rules, >= 0.21). The peak is the larger of
+  // the forward pass, 8,192 x (2 x 4,096 + 3 x 12,288) x 2 B, and the sampler, 1,024 rows
+  // (vllm serve's max_num_seqs on a card of >= 70 GiB) x 151,936 logits x 14 B.
   ojson j = engine_run({"capacity", "--engine", "vllm", "--model", "qwen3-8b", "--gpu", "h100-sxm",
                         "--max-model-len", "32768", "-f", "json"});
-  std::int64_t activation = 8192LL * (4 * 4096 + 2 * 12288) * 2 + (1LL << 30);
-  CHECK(j["activation_estimate_bytes"] == activation);
+  const std::int64_t forward = 8192LL * (2 * 4096 + 3 * 12288) * 2;
+  const std::int64_t sampler = 1024LL * 151936 * 14;
+  const std::int64_t non_torch = 256LL << 20, graphs = 256LL << 20;
+  REQUIRE(j.contains("budget"));
+  const ojson& b = j["budget"];
+  CHECK(b["forward_peak_bytes"] == forward);
+  CHECK(b["sampler_peak_bytes"] == sampler);
+  CHECK(b["activation_peak_bytes"] == std::max(forward, sampler));
+  CHECK(b["non_torch_bytes"] == non_torch);
+  CHECK(b["cuda_graph_bytes"] == graphs);
+  CHECK(b["sampler_rows"] == 1024);
+  CHECK(b["engine_share_bytes"] == 85045477376LL * 9 / 10);
+  std::int64_t deducted = std::max(forward, sampler) + non_torch + graphs;
+  CHECK(j["activation_estimate_bytes"] == deducted);
   CHECK(j["card_memory_bytes"] == 85045477376LL);
-  CHECK(j["available_kv_bytes"] == 85045477376LL * 9 / 10 - 16381470720LL - activation);
+  CHECK(j["available_kv_bytes"] == 85045477376LL * 9 / 10 - 16381470720LL - deducted);
   CHECK(j["available_kv_source"].get<std::string>().find("runtime-visible memory") !=
         std::string::npos);
+  // vLLM 0.20 captures its graphs after sizing (nothing deducted); 0.21 deducts the pool.
+  ojson v20 = engine_run({"capacity", "--engine", "vllm", "--engine-version", "0.20", "--model",
+                          "qwen3-8b", "--gpu", "h100-sxm", "--max-model-len", "32768", "-f",
+                          "json"});
+  ojson v21 = engine_run({"capacity", "--engine", "vllm", "--engine-version", "0.21.0",
+                          "--model", "qwen3-8b", "--gpu", "h100-sxm", "--max-model-len", "32768",
+                          "-f", "json"});
+  CHECK(v20["budget"]["cuda_graph_bytes"] == 0);
+  CHECK(v21["budget"]["cuda_graph_bytes"] == graphs);
+  CHECK(v20["available_kv_bytes"].get<std::int64_t>() - v21["available_kv_bytes"].get<std::int64_t>() ==
+        graphs);
+  // TP 2: the communication buffers (2 GiB per rank) replace the TP 1 figure.
+  ojson tp2 = engine_run({"capacity", "--engine", "vllm", "--model", "qwen3-8b", "--gpu",
+                          "h100-sxm", "--tp", "2", "--max-model-len", "32768", "-f", "json"});
+  CHECK(tp2["budget"]["non_torch_bytes"] == (2LL << 30));
+  // The sampler's rows follow --max-num-seqs (and never exceed the batched tokens).
+  ojson few = engine_run({"capacity", "--engine", "vllm", "--model", "qwen3-8b", "--gpu",
+                          "h100-sxm", "--max-model-len", "32768", "--max-num-seqs", "16", "-f",
+                          "json"});
+  CHECK(few["budget"]["sampler_rows"] == 16);
+  CHECK(few["budget"]["activation_peak_bytes"] == forward);
   // SGLang: the fraction of the same runtime figure covers weights and pool; no activation term.
   ojson s =
       engine_run({"capacity", "--engine", "sglang", "--model", "qwen3-8b", "--gpu", "h100-sxm",
                   "--max-model-len", "32768", "--mem-fraction-static", "0.8", "-f", "json"});
   CHECK(s["available_kv_bytes"] == 85045477376LL * 8 / 10 - 16381470720LL);
-  // A card without a runtime figure in the catalogue (H200) falls back to the memory as sold,
-  // and says so. DeepSeek-V3 in bf16 does not fit 8 x H200 at all.
+  CHECK(s["budget"]["fraction_source"] == "--mem-fraction-static");
+  // Without it, SGLang's computed default for an 81,106 MiB card at TP 1: 512 + 8,192 x 1.5 +
+  // 256 x 2 + 1 / 8 x 1,024 = 13,440 MiB reserved, 1 - 13,440 / 81,106 = 0.834.
+  ojson sd = engine_run({"capacity", "--engine", "sglang", "--model", "qwen3-8b", "--gpu",
+                         "h100-sxm", "--max-model-len", "32768", "-f", "json"});
+  CHECK(sd["budget"]["fraction"] == doctest::Approx(0.834));
+  CHECK(sd["available_kv_bytes"] == 85045477376LL * 834 / 1000 - 16381470720LL);
+  // A card without a runtime figure in the catalogue falls back to the memory as sold, and
+  // says so. DeepSeek-V3 in bf16 does not fit 8 x A10 at all.
   ojson none = engine_run({"capacity", "--engine", "vllm", "--model", "deepseek-v3", "--gpu",
-                           "h200", "--tp", "8", "--max-model-len", "32768", "--weights", "bf16",
+                           "a10", "--tp", "8", "--max-model-len", "32768", "--weights", "bf16",
                            "-f", "json"});
-  CHECK(none["card_memory_bytes"] == 141000000000LL);
+  CHECK(none["card_memory_bytes"] == calc::find_gpu("a10").memory);
   CHECK(none["available_kv_source"].get<std::string>().find("memory as sold (no runtime figure)") !=
         std::string::npos);
   CHECK(none["fits"] == false);
@@ -726,9 +769,26 @@ TEST_CASE("engine: without --kv-memory the memory is estimated, and weights can 
   CHECK(none["reason"].get<std::string>().rfind("no memory is left for the KV cache", 0) == 0);
 }
 
+TEST_CASE("engine: SGLang's default --mem-fraction-static by card and layout") {
+  // server_args.py _handle_gpu_memory_settings (PR #10975): reserved MiB = 512 + max(chunked
+  // prefill, 2048) x 1.5 + graph batch x 2 + tp x pp / 8 x 1024, at least 10 GiB above 60 GiB.
+  using calc::engine::sglang_default_fraction;
+  CHECK(sglang_default_fraction(81106, 1, 1) == doctest::Approx(0.834));  // H100: 13,440 MiB
+  CHECK(sglang_default_fraction(81106, 8, 1) == doctest::Approx(0.817));  // 14,848 MiB
+  CHECK(sglang_default_fraction(24210, 1, 1) == doctest::Approx(0.845));  // RTX 4090: 3,760 MiB
+  CHECK(sglang_default_fraction(24210, 4, 1) == doctest::Approx(0.824));  // graph batch 80
+  CHECK(sglang_default_fraction(45403, 1, 1) == doctest::Approx(0.849));  // 4,096-token chunks
+  // Above 60 GiB the reservation is at least 10 GiB: 196,592 MiB (MI300X) at TP 1 reserves
+  // 512 + 24,576 + 1,024 + 128 = 26,240 MiB.
+  CHECK(sglang_default_fraction(196592, 1, 1) == doctest::Approx(0.867));
+}
+
 TEST_CASE("engine: the budget without --kv-memory against vLLM's memory-profiling log") {
-  // tests/fixtures/engine-logs/profiles/llama-3-8b-vllm-0.6-h100.yaml: calc's weights per rank
-  // and the budget's structure, with the log's non-torch and activation terms given.
+  // tests/fixtures/engine-logs/profiles/llama-3-8b-vllm-0.6-h100.yaml: every term of the
+  // estimate against the log's own line, and the available KV memory within 0.1 GiB, at TP 1
+  // and TP 2. The sampler term (256 rows x 128,256 logits x 41 B) and the non-torch memory by
+  // TP degree decide it: a peak that scaled with TP, or one non-torch figure for every TP,
+  // misses the TP 2 line by more than the tolerance.
   YAML::Node f =
       YAML::LoadFile(source("tests/fixtures/engine-logs/profiles/llama-3-8b-vllm-0.6-h100.yaml"));
   REQUIRE(f["source"].as<std::string>().rfind("https://", 0) == 0);
@@ -736,24 +796,104 @@ TEST_CASE("engine: the budget without --kv-memory against vLLM's memory-profilin
   for (const auto& run : f["runs"]) {
     std::string tp = run["tp"].as<std::string>();
     CAPTURE(tp);
-    double rest = std::stod(run["non_torch_gib"].as<std::string>()) +
-                  std::stod(run["activation_gib"].as<std::string>());
-    ojson j = engine_run({"capacity", "--engine", "vllm", "--engine-version",
-                          f["version"].as<std::string>(), "--model", f["model"].as<std::string>(),
-                          "--gpu", source(f["gpu"].as<std::string>()), "--gpu-memory-utilization",
-                          f["gpu_memory_utilization"].as<std::string>(), "--max-model-len", "8192",
-                          "--tensor-parallel-size", tp, "--activation-memory",
-                          calc::engine::two_decimals(rest) + "GiB", "-f", "json"});
-    // The weights per rank as the log prints them (two decimals of GiB).
+    std::vector<std::string> args = {"capacity", "--engine", "vllm", "--engine-version",
+                                     f["version"].as<std::string>(), "--model",
+                                     f["model"].as<std::string>(), "--gpu",
+                                     source(f["gpu"].as<std::string>()),
+                                     "--gpu-memory-utilization",
+                                     f["gpu_memory_utilization"].as<std::string>(),
+                                     "--max-model-len", "8192", "--tensor-parallel-size", tp, "-f",
+                                     "json"};
+    ojson j = engine_run(args);
+    const ojson& b = j["budget"];
+    auto in_gib = [&](const char* key) { return b[key].get<double>() / gib; };
+    // The weights per rank and the instance's share as the log prints them (two decimals).
     CHECK(two(j["weight_bytes_per_rank"].get<double>() / gib) ==
           doctest::Approx(std::stod(run["weights_gib"].as<std::string>())));
-    // The instance's share: runtime total x utilisation.
-    CHECK(two(j["card_memory_bytes"].get<double>() * 0.9 / gib) ==
+    CHECK(two(in_gib("engine_share_bytes")) ==
           doctest::Approx(std::stod(run["can_use_gib"].as<std::string>())));
-    // The rest, within the rounding of the log's four two-decimal terms.
+    // The non-torch memory and the activation peak, term by term.
+    CHECK(two(in_gib("non_torch_bytes")) ==
+          doctest::Approx(std::stod(run["non_torch_gib"].as<std::string>())));
+    CHECK(std::abs(in_gib("activation_peak_bytes") -
+                   std::stod(run["activation_gib"].as<std::string>())) <= 0.05);
+    // The whole budget, predicted: within 0.1 GiB of the log's available KV memory.
     double available = j["available_kv_bytes"].get<double>() / gib;
-    CHECK(std::abs(available - std::stod(run["available_gib"].as<std::string>())) <= 0.03);
+    CHECK(std::abs(available - std::stod(run["available_gib"].as<std::string>())) <= 0.1);
+    // With the log's own non-torch and activation terms given, within the four terms' rounding.
+    double rest = std::stod(run["non_torch_gib"].as<std::string>()) +
+                  std::stod(run["activation_gib"].as<std::string>());
+    args.insert(args.end() - 2, {"--activation-memory", calc::engine::two_decimals(rest) + "GiB"});
+    ojson given = engine_run(args);
+    CHECK(std::abs(given["available_kv_bytes"].get<double>() / gib -
+                   std::stod(run["available_gib"].as<std::string>())) <= 0.03);
   }
+}
+
+TEST_CASE("engine: the profile run's forward pass grows with the batched tokens (RTX 3090 log)") {
+  // tests/fixtures/engine-logs/profiles/llama-3.1-8b-vllm-0.6-rtx3090.yaml: three runs of one
+  // 0.6.x build that differ in the tokens of the profile batch (20,000, 29,000 and 512). The
+  // log's peak_torch_memory - weights is the forward pass there; calc's forward term,
+  // tokens x (2 x 4,096 + 3 x 14,336) x 2 B, lies within 0.25 GiB of it at all three. A term
+  // that did not grow with the tokens (or grew with the context length instead) misses the
+  // 512-token run by a GiB or more.
+  YAML::Node f = YAML::LoadFile(
+      source("tests/fixtures/engine-logs/profiles/llama-3.1-8b-vllm-0.6-rtx3090.yaml"));
+  REQUIRE(f["source"].as<std::string>().rfind("https://", 0) == 0);
+  const double gib = static_cast<double>(1LL << 30);
+  const double weights = std::stod(f["weights_gib"].as<std::string>());
+  for (const auto& run : f["runs"]) {
+    std::string len = run["max_model_len"].as<std::string>();
+    CAPTURE(len);
+    ojson j = engine_run({"capacity", "--engine", "vllm", "--engine-version",
+                          f["version"].as<std::string>(), "--model", f["model"].as<std::string>(),
+                          "--gpu", f["gpu"].as<std::string>(), "--gpu-memory-utilization",
+                          f["gpu_memory_utilization"].as<std::string>(), "--max-model-len", len,
+                          "--max-num-batched-tokens", run["batched_tokens"].as<std::string>(),
+                          "-f", "json"});
+    double forward = j["budget"]["forward_peak_bytes"].get<double>() / gib;
+    double logged = std::stod(run["peak_torch_gib"].as<std::string>()) - weights;
+    CHECK(std::abs(forward - logged) <= 0.25);
+    if (run["available_gib"]) {
+      // Explained miss: this pre-#10511 build reports 0.35 GiB of non-torch memory and no
+      // sampler peak; calc's 0.6 row keeps PR #10511's figures, so it predicts less memory by
+      // the non-torch difference and the sampler term. If the rules come to match this build,
+      // revisit the fixture.
+      double available = j["available_kv_bytes"].get<double>() / gib;
+      double miss = std::stod(run["available_gib"].as<std::string>()) - available;
+      CHECK(miss > 1.0);
+      CHECK(miss < 2.0);
+    }
+  }
+}
+
+TEST_CASE("engine: every rule-set row starts at a boundary pinned to its pull request") {
+  // rule_boundaries() is the data behind docs/engines.md's "Version boundaries": each row of
+  // rule_sets() after an engine's first starts at one, and each cites the change that made it.
+  const auto& boundaries = calc::engine::rule_boundaries();
+  std::string previous_engine;
+  for (const calc::engine::rule_set& r : calc::engine::rule_sets()) {
+    CAPTURE(r.versions);
+    bool first = previous_engine != r.engine;
+    previous_engine = r.engine;
+    if (first) continue;
+    bool found = false;
+    for (const auto& b : boundaries)
+      if (std::string(b.engine) == r.engine && b.version == r.min_version) found = true;
+    CHECK(found);
+  }
+  for (const auto& b : boundaries) {
+    CAPTURE(b.rule);
+    // The pull request, or the release whose notes made the change.
+    std::string change = b.change;
+    CHECK((change.find("PR #") != std::string::npos || change.find("release 0.") != std::string::npos));
+    CHECK(std::string(b.evidence).size() > 20);
+  }
+  // The budget rules' own boundary: the CUDA graph pool from 0.21.
+  CHECK(calc::engine::find_budget_rules("vllm", "0.20.2").cuda_graph == 0);
+  CHECK(calc::engine::find_budget_rules("vllm", "0.21.0").cuda_graph > 0);
+  CHECK(calc::engine::find_budget_rules("vllm", "0.6").sampler_bytes_per_logit == 41);
+  CHECK(calc::engine::find_budget_rules("sglang", "").computed_fraction);
 }
 
 TEST_CASE("engine: the catalogue's runtime-visible memory needs its source") {
@@ -765,6 +905,15 @@ TEST_CASE("engine: the catalogue's runtime-visible memory needs its source") {
   calc::gpu_spec h200 = calc::find_gpu("h200");
   CHECK(h200.runtime_memory == 0);
   CHECK(calc::engine_visible_memory(h200) == 141000000000LL);
+  // Records given in two decimals of GiB (a vLLM or PyTorch message) are stored as that value
+  // in bytes: B200 178.35 GiB, T4 14.58 GiB; MI300X's HIP query in whole MiB (196,592).
+  CHECK(calc::find_gpu("b200").runtime_memory == 191501854310LL);
+  CHECK(calc::find_gpu("t4").runtime_memory == 15655155794LL);
+  CHECK(calc::find_gpu("mi300x").runtime_memory == 196592LL << 20);
+  int with_runtime = 0;
+  for (const calc::gpu_spec& g : calc::gpu_catalogue())
+    if (g.runtime_memory > 0) ++with_runtime;
+  CHECK(with_runtime >= 16);
   // Every runtime figure of the catalogue has a source and lies within 10 % of the figure as
   // sold (ECC and driver reservations, or GiB sold as "GB"), so a typo cannot pass.
   for (const calc::gpu_spec& g : calc::gpu_catalogue()) {
@@ -815,6 +964,44 @@ TEST_CASE("engine: a per-rank --kv-memory list keeps the smallest rank's blocks"
   CHECK_THROWS_WITH(run("6GiB,7GiB,3GiB", "2", "2"),
                     "--kv-memory: 3 values for 4 ranks (tp 2 x pp 2): give one value for every "
                     "rank, or one per rank");
+}
+
+TEST_CASE("engine: plain plan and plan --engine choose the same layout") {
+  // Both search plan/placement.h's deployable_layouts (TP a power of two within the NVLink
+  // domain, PP only across domains, replicas) with the same preferences; where both need the
+  // same cards they pick the same layout. (What "holds" means differs: the engine's budget
+  // against plain capacity's, so the card counts can differ: Qwen3-235B-A22B at 32K x 64 on H100
+  // takes 16 cards in plain plan and 24 under vLLM's budget, tp 8 x pp 2 and tp 8 x pp 3, both
+  // PP only once TP fills the 8-card domain; the old engine search tried tp 6 and tp 3 first.)
+  struct input {
+    const char* model;
+    const char* length;
+    const char* requests;
+  };
+  for (const input& in : {input{"qwen3-8b", "32768", "4"}, input{"qwen3-8b", "32768", "40"},
+                          input{"llama-3.1-70b", "8192", "16"},
+                          input{"llama-3.1-70b", "32768", "64"}}) {
+    CAPTURE(in.model);
+    CAPTURE(in.requests);
+    std::vector<std::string> args = {"plan",       "--model",    in.model, "--gpu", "h100-sxm",
+                                     "--length",   in.length,    "--requests", in.requests, "-f",
+                                     "json"};
+    ojson plain = engine_run(args);
+    args.insert(args.begin() + 1, {"--engine", "vllm"});
+    ojson engine = engine_run(args);
+    REQUIRE(engine["gpus"].is_number());
+    CHECK(engine["gpus"] == plain["gpus"]);
+    CHECK(engine["tensor_parallel_size"] == plain["tp"]);
+    CHECK(engine["pipeline_parallel_size"] == plain["pp"]);
+    CHECK(engine["instances"] == plain["instances"]);
+    auto tp = engine["tensor_parallel_size"].get<std::int64_t>();
+    CHECK((tp & (tp - 1)) == 0);  // a power of two
+  }
+  ojson big = engine_run({"plan", "--engine", "vllm", "--model", "qwen3-235b-a22b", "--gpu",
+                          "h100-sxm", "--length", "32768", "--requests", "64", "-f", "json"});
+  CHECK(big["gpus"] == 24);
+  CHECK(big["tensor_parallel_size"] == 8);
+  CHECK(big["pipeline_parallel_size"] == 3);
 }
 
 TEST_CASE("engine: every option of plain capacity and plan is applied or refused") {
