@@ -44,17 +44,17 @@ const std::vector<engine_defaults>& engines() {
 const engine_defaults& find_engine(const std::string& name) {
   for (const engine_defaults& e : engines())
     if (name == e.name) return e;
-  throw spec_error("--engine",
+  throw spec_error("engine",
                    fmt::format("unknown engine '{}' (known: vllm, sglang, trtllm)", name));
 }
 
 scenario make_scenario(const deployment& d, const batching_config& cfg, std::int64_t concurrency) {
-  if (cfg.isl < 1) throw spec_error("--isl", "a request needs at least one input token");
-  if (cfg.osl < 1) throw spec_error("--osl", "a request returns at least one token");
-  if (concurrency < 1) throw spec_error("--concurrency", "must be at least 1");
+  if (cfg.isl < 1) throw spec_error("isl", "a request needs at least one input token");
+  if (cfg.osl < 1) throw spec_error("osl", "a request returns at least one token");
+  if (concurrency < 1) throw spec_error("concurrency", "must be at least 1");
   if (cfg.max_num_batched_tokens < 1)
-    throw spec_error("--max-num-batched-tokens", "must be at least 1");
-  if (cfg.max_num_seqs < 1) throw spec_error("--max-num-seqs", "must be at least 1");
+    throw spec_error("max_num_batched_tokens", "must be at least 1");
+  if (cfg.max_num_seqs < 1) throw spec_error("max_num_seqs", "must be at least 1");
   scenario s;
   s.d = d;
   s.cfg = cfg;
@@ -67,7 +67,7 @@ scenario make_scenario(const deployment& d, const batching_config& cfg, std::int
                                      : memory * cfg.memory_fraction - d.weight_bytes_per_rank;
   if (pool <= 0)
     throw spec_error(
-        "--gpu", fmt::format("the weights ({:.1f} GB per rank) leave no KV pool in {:.0f} % "
+        "gpu", fmt::format("the weights ({:.1f} GB per rank) leave no KV pool in {:.0f} % "
                              "of {}'s memory; use more ranks",
                              d.weight_bytes_per_rank / 1e9, cfg.memory_fraction * 100, d.gpu.name));
   double per_request = tally_state(g, cfg.isl + cfg.osl).total.to_double() * d.kv_share /

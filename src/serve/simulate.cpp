@@ -77,10 +77,10 @@ class step_clock {
 std::vector<arrival> poisson_arrivals(double rate, std::int64_t requests, std::int64_t isl,
                                       std::int64_t osl, std::uint64_t seed) {
   if (!(rate > 0) || !std::isfinite(rate))
-    throw spec_error("--rate", "must be a positive number of requests per second");
-  if (rate > 1e7) throw spec_error("--rate", fmt::format("{} requests/s is beyond 10^7", rate));
+    throw spec_error("rate", "must be a positive number of requests per second");
+  if (rate > 1e7) throw spec_error("rate", fmt::format("{} requests/s is beyond 10^7", rate));
   if (requests < 1 || requests > 1'000'000)
-    throw spec_error("--requests", "must be between 1 and 1,000,000");
+    throw spec_error("requests", "must be between 1 and 1,000,000");
   std::mt19937_64 gen(seed);
   std::exponential_distribution<double> gap(rate / 1e3);  // per ms
   std::vector<arrival> out;
@@ -141,7 +141,7 @@ simulation simulate(const deployment& d, const batching_config& cfg, const coeff
   double token_steps = 0;
   for (const arrival& a : arrivals) token_steps += static_cast<double>(a.osl);
   if (token_steps > 2e8)
-    throw spec_error("--requests", fmt::format("{:.3g} output tokens to simulate is more than the "
+    throw spec_error("requests", fmt::format("{:.3g} output tokens to simulate is more than the "
                                                "limit of 2e8; simulate fewer requests",
                                                token_steps));
   std::vector<double> ttft, tpot, itl, e2e;
@@ -154,7 +154,7 @@ simulation simulate(const deployment& d, const batching_config& cfg, const coeff
                                      : memory * cfg.memory_fraction - d.weight_bytes_per_rank;
   double per_request = tally_state(*d.g, static_cast<std::int64_t>(mean_len)).total.to_double() *
                        d.kv_share / static_cast<double>(d.layout.pp);
-  if (pool <= 0) throw spec_error("--gpu", "the weights do not fit in the engine's memory");
+  if (pool <= 0) throw spec_error("gpu", "the weights do not fit in the engine's memory");
   std::int64_t kv_cap = per_request > 0
                             ? static_cast<std::int64_t>(std::min(pool / per_request, 1e9))
                             : 1'000'000'000;

@@ -41,10 +41,10 @@ sla_plan plan_sla(const graph& g, const gpu_spec& gpu, const coefficients& k, co
                   int compute_bits) {
   if (!(r.ttft_ms > 0) || !(r.tpot_ms > 0) || !std::isfinite(r.ttft_ms) ||
       !std::isfinite(r.tpot_ms))
-    throw spec_error("--sla", "give positive targets, e.g. ttft=500,tpot=30");
+    throw spec_error("sla", "give positive targets, e.g. ttft=500,tpot=30");
   if (r.rate <= 0 && r.concurrency <= 0)
-    throw spec_error("--rate/--concurrency", "give the load: a rate or a concurrency");
-  if (r.rate > 1e7 || !std::isfinite(r.rate)) throw spec_error("--rate", "beyond 10^7 requests/s");
+    throw spec_error("load", "give the load: a rate or a concurrency");
+  if (r.rate > 1e7 || !std::isfinite(r.rate)) throw spec_error("rate", "beyond 10^7 requests/s");
   bool moe = std::any_of(g.layers.begin(), g.layers.end(),
                          [](const layer& l) { return std::holds_alternative<ffn_moe>(l.ffn); });
   sla_plan out;

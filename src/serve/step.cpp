@@ -92,7 +92,7 @@ std::string layout_problem(const graph& g, const serve_layout& l) {
 deployment make_deployment(const graph& g, const gpu_spec& gpu, const serve_layout& l,
                            int compute_bits) {
   if (std::string why = layout_problem(g, l); !why.empty())
-    throw spec_error("--tp/--ep/--dp/--pp", why);
+    throw spec_error("deployment.layout", why);
   deployment d;
   d.g = &g;
   d.gpu = gpu;

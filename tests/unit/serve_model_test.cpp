@@ -167,7 +167,7 @@ TEST_CASE("serve simulation: seeded, light load near the unloaded step, heavy lo
   CHECK(light.tpot.p50 >= unloaded.total_ms * 0.99);
   CHECK(light.tpot.p50 < unloaded.total_ms * 1.5);
   CHECK(error_of([] { poisson_arrivals(0, 10, 1, 1, 1); }) ==
-        "--rate: must be a positive number of requests per second");
+        "rate: must be a positive number of requests per second");
 }
 
 TEST_CASE("serve trace: JSON lines, a bad line named by file:line") {
