@@ -507,16 +507,45 @@ result run_completion(const options& o) {
 /// An error as the user reads it: the layers below cli/ name the quantity that was wrong
 /// ("model", "gpu"), and where the user gave it as an option, this prints the option instead.
 /// A located error (a file position) or one that already names an option prints as raised.
-std::string as_given(const spec_error& e) {
+spec_error as_given(const spec_error& e) {
   static const std::map<std::string, std::string> option_of = {
-      {"model", "--model"}, {"gpu", "--gpu"},         {"mtp", "--mtp"},
-      {"scale", "--scale"}, {"storage", "--storage"}, {"cuda", "--device cuda"},
+      {"model", "--model"},
+      {"gpu", "--gpu"},
+      {"mtp", "--mtp"},
+      {"scale", "--scale"},
+      {"storage", "--storage"},
+      {"cuda", "--device cuda"},
+      {"plot_dir", "--plot-dir"},
+      {"routing", "--routing"},
+      // The engine rules (src/engine/): the engines' own spellings, as the user gave them.
+      {"engine", "--engine"},
+      {"engine_version", "--engine-version"},
+      {"tensor_parallel", "--tensor-parallel-size"},
+      {"pipeline_parallel", "--pipeline-parallel-size"},
+      {"speculative", "--speculative-config"},
+      {"max_model_len", "--max-model-len"},
+      {"kv_memory", "--kv-memory"},
+      // calc speculative (src/plan/speculative.cpp).
+      {"decode_time", "--decode-ms"},
+      {"round_time", "--round-ms"},
+      {"accepted", "--accepted"},
+      // The serving model (src/serve/).
+      {"isl", "--isl"},
+      {"osl", "--osl"},
+      {"concurrency", "--concurrency"},
+      {"rate", "--rate"},
+      {"load", "--rate/--concurrency"},
+      {"requests", "--requests"},
+      {"sla", "--sla"},
+      {"max_num_batched_tokens", "--max-num-batched-tokens"},
+      {"max_num_seqs", "--max-num-seqs"},
+      {"deployment.layout", "--tp/--ep/--dp/--pp"},
   };
   auto it = option_of.find(e.field());
   // Unlocated: what() is exactly "field: message" (a located one starts with its file).
   const std::string raised = e.what();
-  if (it == option_of.end() || raised != spec_error(e.field(), e.message()).what()) return raised;
-  return spec_error(it->second, e.message()).what();
+  if (it == option_of.end() || raised != spec_error(e.field(), e.message()).what()) return e;
+  return spec_error(it->second, e.message());
 }
 
 }  // namespace
@@ -552,7 +581,11 @@ ojson evaluate(const std::vector<std::string>& args) {
     throw spec_error("", e.what());
   }
   warning_sink dropped;  // a claim's lengths may be past a model's limit on purpose
-  return dispatch(p, subs).body;
+  try {
+    return dispatch(p, subs).body;
+  } catch (const spec_error& e) {
+    throw as_given(e);  // the line run_cli would print
+  }
 }
 
 int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
@@ -612,7 +645,7 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     }
     return r.exit_code;
   } catch (const spec_error& e) {
-    err << as_given(e) << "\n";
+    err << as_given(e).what() << "\n";
     return 2;
   } catch (const overflow_error& e) {
     // Counts are exact in 128 bits; past that the inputs (options or the model's sizes) are

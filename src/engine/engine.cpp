@@ -100,7 +100,7 @@ std::vector<std::size_t> layers_of_stage(const std::vector<layer_cache>& caches,
 void fail_if_state(const std::vector<layer_cache>& caches, const rule_set& r) {
   for (const layer_cache& l : caches)
     if (l.type == layer_cache::kind::state)
-      throw spec_error("--engine-version",
+      throw spec_error("engine_version",
                        fmt::format("{} ({}) has no allocator for recurrent-state layers (layer "
                                    "{}); use a newer version",
                                    r.engine, r.versions, l.layer));
@@ -194,7 +194,7 @@ engine_capacity plan_hybrid(const std::vector<layer_cache>& caches, const rule_s
         block_of[key] = attn_bs;
       } else {
         if (page.value() % l.token_bytes.value() != 0)
-          throw spec_error("--engine",
+          throw spec_error("engine",
                            fmt::format("layer {}: its page of {} B per token does not divide the "
                                        "{} B page; vLLM cannot unify the page sizes",
                                        l.layer, l.token_bytes.value(), page.value()));
@@ -278,7 +278,7 @@ engine_capacity plan_token_pool(const std::vector<layer_cache>& caches, const en
   engine_capacity e;
   for (const layer_cache& l : caches)
     if (l.type == layer_cache::kind::sliding || l.type == layer_cache::kind::state)
-      throw spec_error("--engine",
+      throw spec_error("engine",
                        fmt::format("layer {} keeps {}: SGLang's SWA and Mamba pools are not "
                                    "modelled by calc (only full-attention and MLA token pools)",
                                    l.layer, group_name(l)));
@@ -409,18 +409,18 @@ const rule_set& find_rules(const std::string& engine, const std::string& version
   const rule_set* newest = nullptr;
   for (const rule_set& r : rule_sets())
     if (engine == r.engine) newest = &r;
-  if (!newest) throw spec_error("--engine", fmt::format("'{}' is not vllm or sglang", engine));
+  if (!newest) throw spec_error("engine", fmt::format("'{}' is not vllm or sglang", engine));
   if (version.empty()) return *newest;
   std::optional<int> v = version_number(version);
   if (!v)
-    throw spec_error("--engine-version",
+    throw spec_error("engine_version",
                      fmt::format("'{}' is not a version such as 0.10 or 0.9.2", version));
   for (const rule_set& r : rule_sets())
     if (engine == r.engine && *v >= r.min_version && *v <= r.max_version) return r;
   std::string known;
   for (const rule_set& r : rule_sets())
     if (engine == r.engine) known += fmt::format("{}{}", known.empty() ? "" : ", ", r.versions);
-  throw spec_error("--engine-version",
+  throw spec_error("engine_version",
                    fmt::format("calc has no {} rules for {} (known: {})", engine, version, known));
 }
 
@@ -497,7 +497,7 @@ std::optional<layer_cache> gqa_cache(const attention_gqa& a, std::int64_t index,
 layer_cache mamba2_cache(const attention_mamba2& m, std::int64_t index, std::int64_t tp,
                          const dtype& conv, const dtype& ssm) {
   if (m.heads % tp != 0 || (m.groups % tp != 0 && m.groups > tp))
-    throw spec_error("--tensor-parallel-size",
+    throw spec_error("tensor_parallel",
                      fmt::format("layer {}: {} Mamba2 heads in {} groups do not split over "
                                  "{} ranks",
                                  index, m.heads, m.groups, tp));
@@ -544,7 +544,7 @@ static void append_draft_caches(const graph& g, const engine_config& c,
   if (s.draft == speculative_config::drafter::mtp) {
     std::int64_t n = g.spec->mtp ? g.spec->mtp->layers : 0;
     if (n <= 0)
-      throw spec_error("--speculative-config",
+      throw spec_error("speculative",
                        fmt::format("method '{}' drafts with the model's MTP layers, and {} has "
                                    "none (mtp in its file, num_nextn_predict_layers in a "
                                    "config.json)",
@@ -553,7 +553,7 @@ static void append_draft_caches(const graph& g, const engine_config& c,
     for (std::int64_t i = 0; i < n; ++i) {
       std::optional<layer_cache> l = mtp_cache(g, kv, c.tensor_parallel, next++);
       if (!l)
-        throw spec_error("--speculative-config",
+        throw spec_error("speculative",
                          fmt::format("{} has no full-attention layer for its MTP layers to "
                                      "repeat; calc has no rule for their cache",
                                      g.spec->name));
@@ -603,7 +603,7 @@ struct cache_rules {
     out.push_back(mamba2_cache(a, index, tp, conv, ssm));
   }
   void operator()(const attention_dsa&) const {
-    throw spec_error("--engine", fmt::format("layer {} is DeepSeek sparse attention, whose "
+    throw spec_error("engine", fmt::format("layer {} is DeepSeek sparse attention, whose "
                                              "engine cache layout calc does not model",
                                              index));
   }
@@ -660,11 +660,11 @@ static std::int64_t estimate_max_model_len(const graph& g, const rule_set& r,
 }
 
 engine_capacity plan_engine(const graph& g, const rule_set& r, const engine_config& c) {
-  if (c.max_model_len < 1) throw spec_error("--max-model-len", "give the context length (>= 1)");
+  if (c.max_model_len < 1) throw spec_error("max_model_len", "give the context length (>= 1)");
   if (!r.kv_sharing)
     for (const layer& ly : g.layers)
       if (const auto* a = std::get_if<attention_gqa>(&ly.attention); a && a->kv_source)
-        throw spec_error("--engine",
+        throw spec_error("engine",
                          fmt::format("layer {} reads layer {}'s cache (kv_source): calc has no {} "
                                      "{} rule for cross-layer KV sharing",
                                      ly.index, *a->kv_source, r.engine, r.versions));
@@ -672,7 +672,7 @@ engine_capacity plan_engine(const graph& g, const rule_set& r, const engine_conf
     for (const layer& ly : g.layers)
       if (std::holds_alternative<attention_parallel>(ly.attention))
         throw spec_error(
-            std::string(r.engine) == "sglang" ? "--engine" : "--engine-version",
+            std::string(r.engine) == "sglang" ? "engine" : "engine_version",
             fmt::format("layer {} runs attention and a Mamba2 mixer in parallel, which calc's "
                         "{} {} rules do not cover: {}",
                         ly.index, r.engine, r.versions, r.parallel_refusal));
@@ -681,18 +681,18 @@ engine_capacity plan_engine(const graph& g, const rule_set& r, const engine_conf
     // V0 ran a draft model in its own worker with its own cache engine; SGLang keeps draft
     // pools of its own. Neither is modelled: an input error, not a guess.
     if (r.layout == rule_set::pool::block_all_layers || r.layout == rule_set::pool::token_pool)
-      throw spec_error("--speculative-config",
+      throw spec_error("speculative",
                        fmt::format("calc's {} {} rules do not model speculative decoding "
                                    "(the draft's cache is allocated apart from the pool)",
                                    r.engine, r.versions));
   }
   std::vector<layer_cache> caches = layer_caches(g, c);
   if (caches.empty())
-    throw spec_error("--model",
+    throw spec_error("model",
                      fmt::format("{} keeps no KV cache or state in any layer", g.spec->name));
   auto layers = static_cast<std::int64_t>(g.layers.size());
   if (c.pipeline_parallel > layers)
-    throw spec_error("--pipeline-parallel-size",
+    throw spec_error("pipeline_parallel",
                      fmt::format("{} stages exceed the {} layers", c.pipeline_parallel, layers));
   std::int64_t bs = c.block_size > 0 ? c.block_size : r.default_block_size;
   engine_capacity e;

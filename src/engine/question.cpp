@@ -80,13 +80,13 @@ const budget_rules& find_budget_rules(const std::string& engine, const std::stri
   const budget_rules* newest = nullptr;
   for (const budget_rules& b : budget_rule_sets())
     if (engine == b.engine) newest = &b;
-  if (!newest) throw spec_error("--engine", fmt::format("'{}' is not vllm or sglang", engine));
+  if (!newest) throw spec_error("engine", fmt::format("'{}' is not vllm or sglang", engine));
   if (version.empty()) return *newest;
   if (std::optional<int> v = version_of(version))
     for (const budget_rules& b : budget_rule_sets())
       if (engine == b.engine && *v >= b.min_version && *v <= b.max_version) return b;
   // find_rules has already refused a version outside the allocation rule sets.
-  throw spec_error("--engine-version",
+  throw spec_error("engine_version",
                    fmt::format("calc has no {} memory-budget rules for {}", engine, version));
 }
 
@@ -155,7 +155,7 @@ void logged_budget(const memory_request& m, capacity_result& r) {
     return;
   }
   if (m.logged.size() != ranks)
-    throw spec_error("--kv-memory",
+    throw spec_error("kv_memory",
                      fmt::format("{} values for {} ranks (tp {} x pp {}): give one value for "
                                  "every rank, or one per rank",
                                  m.logged.size(), ranks, c.tensor_parallel, c.pipeline_parallel));
@@ -171,7 +171,7 @@ void logged_budget(const memory_request& m, capacity_result& r) {
 /// and (from 0.21) the CUDA graph pool.
 void estimated_budget(const graph& g, const memory_request& m, capacity_result& r) {
   if (!m.gpu)
-    throw spec_error("--kv-memory", "give --kv-memory (the engine's logged KV memory) or --gpu");
+    throw spec_error("kv_memory", "give --kv-memory (the engine's logged KV memory) or --gpu");
   engine_config& c = r.config;
   bool sglang = std::string(r.rules->engine) == "sglang";
   const budget_rules& b = find_budget_rules(r.rules->engine, m.engine_version);
@@ -235,7 +235,7 @@ capacity_result budget(const graph& g, const capacity_request& q) {
   r.config = q.config;
   layout lay{r.config.tensor_parallel, r.config.pipeline_parallel, 1};
   if (std::string why = layout_problem(g, lay); !why.empty())
-    throw spec_error("--tensor-parallel-size", why);
+    throw spec_error("tensor_parallel", why);
   for (const card_load& cl : card_loads(g, lay, 0))
     r.weight_bytes_per_rank = max(r.weight_bytes_per_rank, cl.weight_bytes);
   if (!q.memory.logged.empty()) {
@@ -256,7 +256,7 @@ capacity_result answer_capacity(const graph& g, const capacity_request& q) {
 
 plan_result answer_plan(const graph& g, const plan_request& q) {
   if (q.capacity.memory.logged.size() > 1)
-    throw spec_error("--kv-memory", "plan tries several layouts: give one value for every rank");
+    throw spec_error("kv_memory", "plan tries several layouts: give one value for every rank");
   // The card bounds TP by its NVLink domain; without one, TP stays within a server.
   gpu_spec card = q.card ? *q.card : q.capacity.memory.gpu.value_or(gpu_spec{});
   if (!q.card && !q.capacity.memory.gpu) card.nvlink_domain = q.node_gpus;

@@ -106,7 +106,7 @@ routing parse_routing(const std::string& text) {
     } catch (const std::logic_error&) {
     }
   }
-  throw spec_error("--routing",
+  throw spec_error("routing",
                    fmt::format("'{}' is not uniform, concentrated or zipf:S (S >= 0)", text));
 }
 
@@ -139,7 +139,7 @@ experts_plan plan_experts(const graph& g, std::int64_t tokens, const routing& r)
           break;
         case routing::kind::zipf: {  // expected distinct experts over m*k independent draws
           if (t.instances > limits::zipf_experts)
-            throw spec_error("--routing",
+            throw spec_error("routing",
                              fmt::format("zipf routing sums one term per expert: {} experts is "
                                          "more than the limit of {}",
                                          t.instances, limits::zipf_experts));
@@ -179,7 +179,7 @@ experts_plan plan_experts(const graph& g, std::int64_t tokens, const routing& r)
     }
   }
   if (p.moe_layers == 0)
-    throw spec_error("--model", fmt::format("{} has no mixture-of-experts layer", g.spec->name));
+    throw spec_error("model", fmt::format("{} has no mixture-of-experts layer", g.spec->name));
   return p;
 }
 

@@ -12,16 +12,16 @@ namespace calc {
 speculative_result plan_speculative(const speculative_request& q) {
   // nan compares false with everything and inf gives 0 or inf: both are refused by name.
   if (!std::isfinite(q.decode) || q.decode <= 0)
-    throw spec_error("--decode-ms", fmt::format("give the time of one ordinary decode step (a "
+    throw spec_error("decode_time", fmt::format("give the time of one ordinary decode step (a "
                                                 "finite number > 0), got {}",
                                                 q.decode));
   if (!std::isfinite(q.round) || q.round <= 0)
-    throw spec_error("--round-ms", fmt::format("give the draft + verify time of one round (a "
+    throw spec_error("round_time", fmt::format("give the draft + verify time of one round (a "
                                                "finite number > 0), got {}",
                                                q.round));
   if (!std::isfinite(q.accepted))
-    throw spec_error("--accepted", fmt::format("expected a finite number, got {}", q.accepted));
-  if (q.accepted < 1) throw spec_error("--accepted", "a round yields at least one valid token");
+    throw spec_error("accepted", fmt::format("expected a finite number, got {}", q.accepted));
+  if (q.accepted < 1) throw spec_error("accepted", "a round yields at least one valid token");
   // §2.5.3: amortised time per output (T_s + T_v) / g, worth it when below T_d.
   speculative_result r;
   r.amortised = q.round / q.accepted;

@@ -222,18 +222,18 @@ bool have_gnuplot() { return std::system("command -v gnuplot >/dev/null 2>&1") =
 std::optional<std::string> draw_svg(const chart& c, const std::string& dir) {
   namespace fs = std::filesystem;
   if (dir.find('\'') != std::string::npos)  // the folder is quoted in a shell command below
-    throw spec_error("--plot-dir",
+    throw spec_error("plot_dir",
                      fmt::format("'{}': a folder name with a quote is not supported", dir));
   std::error_code ec;
   fs::create_directories(dir, ec);
-  if (ec) throw spec_error("--plot-dir", fmt::format("cannot create the folder: {}", ec.message()));
+  if (ec) throw spec_error("plot_dir", fmt::format("cannot create the folder: {}", ec.message()));
   fs::path data = fs::path(dir) / (c.id + ".dat");
   fs::path script = fs::path(dir) / (c.id + ".gp");
   std::ofstream(data) << gnuplot_data(c);
   // gnuplot runs inside DIR, so the script names its files without the folder.
   std::ofstream(script) << gnuplot_script(c, c.id + ".dat", c.id + ".svg");
   if (!fs::exists(script, ec))
-    throw spec_error("--plot-dir", fmt::format("cannot write {}", script.string()));
+    throw spec_error("plot_dir", fmt::format("cannot write {}", script.string()));
   if (!have_gnuplot())
     return "gnuplot is not installed: no SVG drawn (the .gp scripts are in " + dir +
            "); the Mermaid charts show the same data";
