@@ -68,13 +68,6 @@ sweep_point sweep_at(const closed_form& cf, std::int64_t n) {
           cf.decode_interaction(n)};
 }
 
-/// Through the itemised tallies, for a layer kind the closed form has no evaluator for yet.
-sweep_point sweep_itemised(const loaded_model& m, std::int64_t n) {
-  state_tally st = tally_state(m.g, n);
-  forward_tally d = tally_forward(m.g, make_call(*m.spec, 1, n, 1));
-  return {n, st.total, st.decode_read, st.decode_state_rw, d.flops, d.interaction_flops};
-}
-
 constexpr const char* kSweepColumns[] = {"length",
                                          "state_bytes",
                                          "decode_read_bytes",
@@ -122,7 +115,7 @@ result run_sweep(const options& o) {
   const std::vector<std::int64_t> lengths =
       o.lengths.empty() ? default_lengths(default_length_end({m.spec.get()})) : o.lengths;
   closed_form cf(m.g);
-  auto at = [&](std::int64_t n) { return cf.complete() ? sweep_at(cf, n) : sweep_itemised(m, n); };
+  auto at = [&](std::int64_t n) { return sweep_at(cf, n); };
   std::string title = fmt::format("calc sweep: {} over {} lengths", m.spec->name, lengths.size());
   if (o.format == "csv") {
     result r;

@@ -38,8 +38,6 @@ inline constexpr std::int64_t tokens = 1LL << 32;
 inline constexpr std::int64_t requests = 1LL << 32;
 /// Cards of a layout or a search (--tp, --pp, --ep, --gpus, --node-gpus, --max-gpus).
 inline constexpr std::int64_t cards = 4096;
-/// Decode steps `calc request` sums one at a time, for a model without a closed form.
-inline constexpr std::int64_t stepwise_decode_steps = 1'000'000;
 /// Rows of `calc sweep`.
 inline constexpr std::int64_t sweep_rows = 10'000'000;
 /// Experts that zipf routing sums over, one term each (uniform and concentrated are closed form).

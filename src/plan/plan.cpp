@@ -67,11 +67,9 @@ std::optional<std::int64_t> max_tokens_within(const graph& g, checked budget) {
   state_tally zero = tally_state(g, 0);
   if (zero.fixed > budget) return std::nullopt;
   if (tally_state(g, 1).total == zero.total) return INT64_MAX;
-  // The bisection evaluates the state some 80 times: compile it once when every kind allows.
+  // The bisection evaluates the state some 80 times: compile it once.
   closed_form cf(g);
-  auto total_at = [&](std::int64_t n) {
-    return cf.complete() ? cf.state(n).total : tally_state(g, n).total;
-  };
+  auto total_at = [&](std::int64_t n) { return cf.state(n).total; };
   // State is monotone in length: bisect for the last length that fits (windows cap growth).
   std::int64_t lo = 0, hi = 1;
   while (hi < (1LL << 40) && total_at(hi) <= budget) {

@@ -33,7 +33,7 @@ request_plan plan_request(const graph& g, std::int64_t cached, std::int64_t prom
                           std::int64_t generate);
 
 /// The same, step by step through the itemised tallies: the oracle the closed form is tested
-/// against, and the path for a layer kind the closed form has no evaluator for yet.
+/// against (every layer kind has a closed form, so plan_request never falls back to it).
 request_plan plan_request_stepwise(const graph& g, std::int64_t cached, std::int64_t prompt,
                                    std::int64_t generate);
 

@@ -79,11 +79,6 @@ class closed_form {
   explicit closed_form(const graph& g);
   closed_form(const graph& g, const execution_spec& exec);
 
-  /// Always true: every layer kind has an evaluator, which compile_attention's exhaustive
-  /// dispatch checks at compile time. Callers that still fall back to the itemised tallies when
-  /// it is false (plan/request.cpp, plan/plan.cpp, cli/) can drop that branch.
-  bool complete() const { return true; }
-
   /// State of `batch` requests with `length` cached tokens each.
   state_totals state(std::int64_t length, std::int64_t batch = 1) const;
   /// FLOPs and weight reads of one call (its exec must be the compiled one).
