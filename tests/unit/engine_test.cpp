@@ -320,7 +320,7 @@ layers:
   calc::engine::engine_config c;
   c.tensor_parallel = 4;
   CHECK_THROWS_WITH(calc::engine::layer_caches(m.g, c),
-                    "--tensor-parallel-size: layer 0: 24 Mamba2 heads in 6 groups do not split "
+                    "tensor_parallel: layer 0: 24 Mamba2 heads in 6 groups do not split "
                     "over 4 ranks");
   // TP 2 divides both: (384 + 2 x 6 x 16) / 2 = 288 channels x 3 x 2 B (bf16 conv) = 1,728 B;
   // 12 x 16 x 16 values x 4 B (fp32 recurrent) = 12,288 B.
