@@ -5,6 +5,7 @@
 #include <climits>
 #include <cmath>
 
+#include "cli/result_units.h"
 #include "cli/support.h"
 #include "common/limits.h"
 #include "plan/capacity.h"
@@ -200,8 +201,15 @@ result run_capacity(const options& o) {
   for (const std::string& name : split_list(o.gpu)) q.gpus.push_back(load_gpu(name));
   if (q.gpus.empty()) throw spec_error("--gpu", "name at least one GPU");
   capacity_result r = answer_capacity(m.g, q);
-  return {to_json(r), fmt::format("calc capacity: {} on {} x {}, {}", r.model, r.cards,
-                                  r.gpu_display, basis_phrase(r.memory_basis))};
+  result out{to_json(r), fmt::format("calc capacity: {} on {} x {}, {}", r.model, r.cards,
+                                     r.gpu_display, basis_phrase(r.memory_basis))};
+  // The runtime figure is what the CUDA runtime reports, a binary quantity (H100: 79.19 GiB):
+  // printed in GiB as the engines' logs print it; the figure as sold stays in decimal GB.
+  if (r.memory_basis == "runtime") {
+    out.units = units_of("capacity");
+    out.units.of["memory_bytes"] = unit::bytes;
+  }
+  return out;
 }
 
 result run_plan(const options& o) {
