@@ -42,6 +42,8 @@ void refuse_sla_options(const options& o) {
 
 // ---- the command table -----------------------------------------------------------------------
 
+const command& command_named(const std::string& name);
+
 const std::vector<command>& commands() {
   using g = option_group;
   auto none = [](CLI::App&, options&) {};
@@ -66,20 +68,30 @@ const std::vector<command>& commands() {
        {g::model, g::gpu, g::memory, g::length, g::layout, g::workspace, g::formats,
         g::execution, g::engine},
        [](CLI::App& app, options& o) {
-         // --weight-bytes, --requests and --shared-prefix are refused with --engine by the
-         // engine question, each with its reason.
-         app.add_option("--weight-bytes", o.weight_bytes,
-                        "Use this weight size instead of the model's, e.g. 39.5GB");
-         app.add_option("--requests", o.requests,
-                        "Requests to reserve state for; reports the largest parameter count that "
-                        "fits");
+         // Read without --engine only; with it each is refused with its reason.
+         const command& self = command_named("capacity");
+         only_in(app.add_option("--weight-bytes", o.weight_bytes,
+                                "Use this weight size instead of the model's, e.g. 39.5GB"),
+                 self, kPlainOnly,
+                 "not taken with --engine: the weights per rank come from the model's "
+                 "placement over the layout");
+         only_in(app.add_option("--requests", o.requests,
+                                "Requests to reserve state for; reports the largest parameter "
+                                "count that fits"),
+                 self, kPlainOnly,
+                 "not taken by capacity --engine, which answers how many requests the pool "
+                 "holds; `calc plan --engine --requests N` finds the cards for N");
          app.add_option("--page-tokens,--block-size,--page-size", o.page_tokens,
                         "Tokens per KV block / page: each request's history rounded up to whole "
                         "blocks (engine default: vLLM 16, SGLang 1)")
              ->transform(token_suffixes());
-         app.add_option("--shared-prefix", o.shared_prefix,
-                        "Tokens of prefix every request shares, whose history is stored once")
-             ->transform(token_suffixes());
+         only_in(app.add_option("--shared-prefix", o.shared_prefix,
+                                "Tokens of prefix every request shares, whose history is stored "
+                                "once")
+                     ->transform(token_suffixes()),
+                 self, kPlainOnly,
+                 "not taken with --engine: the engines' prefix caches share blocks at run time "
+                 "and do not change the pool sized at start-up; give --enable-prefix-caching");
        },
        [](const options& o) {
          if (!o.engine.empty()) return run_engine_capacity(o);
@@ -178,9 +190,10 @@ const std::vector<command>& commands() {
       {"report",
        "One Markdown document for models on a deployment of each GPU (a comma list): weights, "
        "state, crossovers, requests per deployment, cards needed, roofline bounds, with charts; "
-       "without --tp/--pp/--ep/--dp each model's layout is planned",
+       "without --tp/--pp/--ep/--dp each model's layout is planned; with --engine the requests "
+       "are the engine's",
        {g::model, g::gpu, g::memory, g::length, g::layout, g::workspace, g::search, g::formats,
-        g::execution},
+        g::execution, g::engine},
        [](CLI::App& app, options& o) {
          app.add_option(
              "--requests", o.requests,
@@ -282,6 +295,13 @@ void build_app(CLI::App& app, parsed& p, std::vector<CLI::App*>& subs,
   }
 }
 
+/// A row of the table, for a command's own options that say in which mode they are read.
+const command& command_named(const std::string& name) {
+  for (const command& c : commands())
+    if (c.name == name) return c;
+  throw std::logic_error("no command " + name);
+}
+
 /// Options a retired spelling had, with what replaces it.
 const char* retired_hint(const std::string& name) {
   if (name == "--gpus")
@@ -326,9 +346,14 @@ void refuse_extras(const CLI::App& sub) {
 
 /// With --engine, the shared spellings feed the engine's own fields: --length is its
 /// max-model-len, --page-tokens its block size, --kv its kv-cache-dtype (read by the engine
-/// rules, not applied to the model a second time).
-void engine_spellings(options& o) {
+/// rules, not applied to the model a second time). The report's other figures (state, cards)
+/// are the model's own at each of its lengths: there --kv applies to both.
+void engine_spellings(options& o, const std::string& command) {
   if (o.engine.empty()) return;
+  if (command == "report") {
+    o.kv_cache_dtype = o.kv;
+    return;
+  }
   if (o.length > 0) o.max_model_len = o.length;
   o.block_size = o.page_tokens;
   o.kv_cache_dtype = o.kv;
@@ -350,7 +375,7 @@ result dispatch(parsed& p, const std::vector<CLI::App*>& subs) {
       for (const char* name : {"--tp", "--pp", "--ep", "--dp"})
         p.opts.layout_given = p.opts.layout_given || given(*subs[i], name);
       check_mode_options(*subs[i], p.opts);
-      engine_spellings(p.opts);
+      engine_spellings(p.opts, p.cmd->name);
     }
   if (p.opts.format == "json") p.format = output_format::json;
   if (p.opts.format == "csv") p.format = output_format::csv;

@@ -105,35 +105,6 @@ std::vector<std::int64_t> lengths_or_limit(std::vector<std::int64_t> lengths,
   return lengths;
 }
 
-/// Options plain capacity and plan take whose meaning no engine shares: refused with --engine,
-/// naming what the engine takes instead (docs/engines.md, "Options with --engine").
-void refuse_plain_options(const options& o, bool plan) {
-  if (o.workspace != "2GiB")
-    throw spec_error("--workspace",
-                     "not taken with --engine: the engine reserves its own activation and "
-                     "non-torch memory; give --activation-memory (vLLM) or --kv-memory");
-  if (plan) return;
-  if (o.shared_prefix != 0)
-    throw spec_error("--shared-prefix",
-                     "not taken with --engine: the engines' prefix caches share blocks at run "
-                     "time and do not change the pool sized at start-up; give "
-                     "--enable-prefix-caching");
-  if (o.requests >= 0)
-    throw spec_error("--requests",
-                     "not taken by capacity --engine, which answers how many "
-                     "requests the pool holds; `calc plan --engine --requests N` "
-                     "finds the cards for N");
-  if (o.ep != 1)
-    throw spec_error("--ep",
-                     "not taken with --engine: calc's engine rules split experts over "
-                     "the tensor-parallel ranks (the same bytes per rank as vLLM's "
-                     "--enable-expert-parallel at data parallel 1)");
-  if (!o.weight_bytes.empty())
-    throw spec_error("--weight-bytes",
-                     "not taken with --engine: the weights per rank come from "
-                     "the model's placement over the layout");
-}
-
 /// The engine's block size: --block-size, or --page-tokens, which names the same thing (a
 /// request's history in whole blocks of this many tokens).
 std::int64_t block_size(const options& o) {
@@ -345,7 +316,13 @@ std::int64_t pp_of(const options& o) { return o.pp; }
 
 }  // namespace
 
-void add_engine_options(CLI::App& app, options& o, bool plan) {
+engine::capacity_request engine_request_of(const options& o, std::int64_t length,
+                                           const std::string& gpu_name,
+                                           std::optional<loaded_model>& draft) {
+  return capacity_request_of(o, 1, 1, {length}, gpu_name, draft);
+}
+
+void add_engine_options(CLI::App& app, options& o, bool report) {
   app.add_option("--engine", o.engine,
                  "Answer in a serving engine's terms: vllm or sglang (docs/engines.md)")
       ->check(CLI::IsMember({"vllm", "sglang"}));
@@ -360,8 +337,9 @@ void add_engine_options(CLI::App& app, options& o, bool plan) {
   app.add_option("--mem-fraction-static", o.mem_fraction_static,
                  "SGLang: fraction of the card for weights and KV pool (default: SGLang's, "
                  "computed from the card and the layout)");
-  app.add_option("--max-num-seqs,--max-running-requests", o.max_num_seqs,
-                 "Engine: most requests scheduled at once (reported)");
+  if (!report)
+    app.add_option("--max-num-seqs,--max-running-requests", o.max_num_seqs,
+                   "Engine: most requests scheduled at once (reported)");
   app.add_option("--max-num-batched-tokens,--chunked-prefill-size", o.max_num_batched_tokens,
                  "Engine: tokens per scheduler step; sliding layers keep window + this (default "
                  "8192)");
@@ -369,21 +347,23 @@ void add_engine_options(CLI::App& app, options& o, bool plan) {
       "--mamba-ssm-cache-dtype", o.mamba_ssm_cache_dtype,
       "Engine: recurrent-state format of linear-attention and Mamba2 layers (default: the "
       "model's recurrent format)");
-  app.add_flag("--enable-prefix-caching", o.enable_prefix_caching,
-               "Engine: prefix caching on (reported; block tables are unchanged)");
-  app.add_option("--speculative-config", o.speculative_config,
-                 "Engine: vLLM's speculative decoding JSON, e.g. '{\"method\": \"mtp\", "
-                 "\"num_speculative_tokens\": 2}'; draft layers share the pool");
-  app.add_option("--num-speculative-tokens", o.num_speculative_tokens,
-                 "Engine: tokens proposed per step (alone: no draft layers in the pool)");
+  // The report counts the requests the pool holds: knobs that are only reported beside it
+  // (the scheduler's cap, prefix caching, speculation) are capacity's and plan's.
+  if (!report) {
+    app.add_flag("--enable-prefix-caching", o.enable_prefix_caching,
+                 "Engine: prefix caching on (reported; block tables are unchanged)");
+    app.add_option("--speculative-config", o.speculative_config,
+                   "Engine: vLLM's speculative decoding JSON, e.g. '{\"method\": \"mtp\", "
+                   "\"num_speculative_tokens\": 2}'; draft layers share the pool");
+    app.add_option("--num-speculative-tokens", o.num_speculative_tokens,
+                   "Engine: tokens proposed per step (alone: no draft layers in the pool)");
+  }
   app.add_option("--activation-memory", o.activation_memory,
                  "Engine (vLLM): activation peak + non-torch memory + CUDA graph pool per rank "
                  "instead of the estimate");
-  (void)plan;
 }
 
 result run_engine_capacity(const options& o) {
-  refuse_plain_options(o, false);
   loaded_model m = load(o);
   if (o.gpu.find(',') != std::string::npos) throw spec_error("--gpu", "name one GPU with --engine");
   std::optional<loaded_model> draft;  // the EAGLE draft, alive while the question runs
@@ -395,7 +375,6 @@ result run_engine_capacity(const options& o) {
 }
 
 result run_engine_plan(const options& o) {
-  refuse_plain_options(o, true);
   check_count("--requests", o.requests, 1);
   check_count("--node-gpus", o.node_gpus, 1);
   loaded_model m = load(o);

@@ -103,6 +103,7 @@ ojson to_json(const report_data& r) {
   j["workspace_bytes"] = exact(r.workspace_bytes);
   j["requests"] = r.requests;
   j["lengths"] = r.lengths;
+  if (!r.engine.empty()) j["requests_by"] = r.engine;  // the engine's rules; absent: plain
   if (r.lay) j["layout"] = layout_name(*r.lay);  // given; else each model's own
   j["models"] = ojson::array();
   for (const report_model& m : r.models) j["models"].push_back(to_json(m));
@@ -156,6 +157,7 @@ result run_report(const options& o) {
       check_limit(name, n, 1, limits::cards, "cards");
     q.lay = layout{o.tp, o.pp, o.ep, o.dp};
   }
+  std::optional<loaded_model> draft;  // an EAGLE draft, alive while the question runs
   std::vector<loaded_model> loaded;
   std::vector<const graph*> graphs;
   loaded.reserve(names.size());
@@ -175,6 +177,7 @@ result run_report(const options& o) {
   std::string markdown;
   for (const std::string& gpu : gpus) {
     q.gpu = load_gpu(gpu);
+    if (!o.engine.empty()) q.engine = engine_request_of(o, v.lengths.front(), gpu, draft);
     report_data data = answer_report(graphs, q);
     ojson body = to_json(data);
     std::string stem = chart_stem(body, o.output);

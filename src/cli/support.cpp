@@ -16,10 +16,23 @@
 
 namespace calc::cli {
 
-CLI::Option* only_in(CLI::Option* opt, const command& c, const char* mode) {
+namespace {
+
+/// The reason an option is refused in the other mode, by "command --option": the parser is
+/// rebuilt per command line, so an option's address is no key.
+std::map<std::string, std::string>& refusal_reasons() {
+  static std::map<std::string, std::string> reasons;
+  return reasons;
+}
+
+}  // namespace
+
+CLI::Option* only_in(CLI::Option* opt, const command& c, const char* mode, const char* why) {
   bool has_engine =
       std::find(c.groups.begin(), c.groups.end(), option_group::engine) != c.groups.end();
-  if (has_engine) opt->group(mode);
+  if (!has_engine) return opt;
+  opt->group(mode);
+  if (why != nullptr) refusal_reasons()[fmt::format("{} {}", c.name, opt->get_name())] = why;
   return opt;
 }
 
@@ -130,20 +143,25 @@ void bind_group(CLI::App& app, options& o, option_group g, const command& c) {
                      "Tensor-parallel cards: heads and matrix columns split over them (default 1)");
       app.add_option("--pp,--pipeline-parallel-size", o.pp,
                      "Pipeline stages: contiguous layers per card group (default 1)");
-      // With --engine, --ep is refused by the engine question with its reason.
-      app.add_option("--ep,--expert-parallel-size", o.ep,
-                     "Expert-parallel cards within the tp group: whole routed experts spread "
-                     "over them (default 1)");
+      only_in(app.add_option("--ep,--expert-parallel-size", o.ep,
+                             "Expert-parallel cards within the tp group: whole routed experts "
+                             "spread over them (default 1)"),
+              c, kPlainOnly,
+              "not taken with --engine: calc's engine rules split experts over the "
+              "tensor-parallel ranks (the same bytes per rank as vLLM's "
+              "--enable-expert-parallel at data parallel 1)");
       only_in(app.add_option("--dp,--data-parallel-size", o.dp,
                              "Attention data parallel within the tp group: each of dp groups runs "
                              "attention for its own requests (SGLang's DP attention; default 1)"),
               c, kPlainOnly);
       return;
     case option_group::workspace:
-      // With --engine, refused by the engine question, which names what replaces it.
-      app.add_option("--workspace", o.workspace,
-                     "Reserved bytes per card (activations, buffers), e.g. 2GiB (default 2GiB); "
-                     "with --engine the engine's own budget replaces it");
+      only_in(app.add_option("--workspace", o.workspace,
+                             "Reserved bytes per card (activations, buffers), e.g. 2GiB (default "
+                             "2GiB); with --engine the engine's own budget replaces it"),
+              c, kPlainOnly,
+              "not taken with --engine: the engine reserves its own activation and non-torch "
+              "memory; give --activation-memory (vLLM) or --kv-memory");
       return;
     case option_group::search:
       app.add_option("--node-gpus", o.node_gpus,
@@ -154,7 +172,7 @@ void bind_group(CLI::App& app, options& o, option_group g, const command& c) {
       {
         // Every engine knob but --engine itself is read only with --engine.
         std::size_t before = app.get_options().size();
-        add_engine_options(app, o, c.name == std::string("plan"));
+        add_engine_options(app, o, c.name == std::string("report"));
         std::vector<CLI::Option*> all = app.get_options();
         for (std::size_t i = before; i < all.size(); ++i)
           if (all[i]->get_name() != "--engine") all[i]->group(kEngineOnly);
@@ -179,11 +197,14 @@ void check_mode_options(const CLI::App& sub, const options& o) {
                        fmt::format("applies only with --engine vllm or sglang (`calc {}` without "
                                    "--engine does not read it)",
                                    sub.get_name()));
-    if (engine && opt->get_group() == kPlainOnly)
+    if (engine && opt->get_group() == kPlainOnly) {
+      auto why = refusal_reasons().find(fmt::format("{} {}", sub.get_name(), opt->get_name()));
+      if (why != refusal_reasons().end()) throw spec_error(opt->get_name(), why->second);
       throw spec_error(opt->get_name(),
                        fmt::format("is not read with --engine {} (the engine's rules decide it); "
                                    "drop it or drop --engine",
                                    o.engine));
+    }
   }
 }
 

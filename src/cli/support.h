@@ -12,6 +12,7 @@
 
 #include "common/fraction.h"
 #include "common/limits.h"
+#include "engine/question.h"
 #include "graph/graph.h"
 #include "report/format.h"
 #include "spec/gpu_spec.h"
@@ -155,14 +156,18 @@ struct command {
 inline constexpr const char* kEngineOnly = "Engine (with --engine)";
 inline constexpr const char* kPlainOnly = "Without --engine";
 
-/// Marks an option of a command that has the engine group as read in one mode only.
-CLI::Option* only_in(CLI::Option* opt, const command& c, const char* mode);
+/// Marks an option of a command that has the engine group as read in one mode only. `why`, when
+/// given, is the whole message of the refusal in the other mode (what to give instead);
+/// without it the refusal is the mode's generic line.
+CLI::Option* only_in(CLI::Option* opt, const command& c, const char* mode,
+                     const char* why = nullptr);
 
 /// Registers one group's options on a command.
 void bind_group(CLI::App& app, options& o, option_group g, const command& c);
 
 /// Options that apply only in one mode of a command (with or without --engine): given in the
-/// other mode, they are refused by name instead of being silently ignored.
+/// other mode, they are refused by name instead of being silently ignored. The option groups
+/// (only_in) are the one place that decides which options these are.
 void check_mode_options(const CLI::App& sub, const options& o);
 
 /// A model read from YAML with --set applied, then the execution-path options.
@@ -250,11 +255,17 @@ result run_validate(const options& o);
 result run_compare(const options& o);
 result run_sweep(const options& o);
 result run_import(const options& o);
-/// The serving-engine knobs of `capacity --engine` and `plan --engine` (commands_engine.cpp).
-void add_engine_options(CLI::App& app, options& o, bool plan);
+/// The serving-engine knobs of `capacity --engine` and `plan --engine` (commands_engine.cpp);
+/// `report --engine` takes those that size the pool.
+void add_engine_options(CLI::App& app, options& o, bool report);
 result run_engine_capacity(const options& o);
 result run_engine_plan(const options& o);
 result run_report(const options& o);
+/// The engine options bound into the engine's capacity question at one context length, one rank
+/// (the report sets the layout and length per point); `draft` keeps an EAGLE draft alive.
+engine::capacity_request engine_request_of(const options& o, std::int64_t length,
+                                           const std::string& gpu_name,
+                                           std::optional<loaded_model>& draft);
 /// Time under load (commands_serve.cpp): `serve`, `calibrate`, and `plan --sla`.
 void add_serve_options(CLI::App& app, options& o);
 void add_calibrate_options(CLI::App& app, options& o);

@@ -2,6 +2,10 @@
 // roofline) gathered per model and length.
 #include "report/data.h"
 
+#include <fmt/format.h>
+
+#include <cmath>
+
 #include "common/dtype.h"
 #include "common/error.h"
 #include "plan/plan.h"
@@ -23,6 +27,24 @@ std::vector<std::pair<std::string, checked>> weight_formats(const model_spec& sp
   return out;
 }
 
+/// Requests of `length` tokens the engine holds at once on one instance of `lay` (tp x pp ranks;
+/// EP within the tp group keeps the same bytes per rank): floor(max_concurrency), 0 when one
+/// request does not fit. A model the engine's rules cannot take is named.
+std::int64_t engine_requests(const graph& g, engine::capacity_request q, const layout& lay,
+                             const gpu_spec& card, std::int64_t length) {
+  q.config.max_model_len = length;
+  q.config.tensor_parallel = lay.tp;
+  q.config.pipeline_parallel = lay.pp;
+  if (q.memory.logged.empty()) q.memory.gpu = card;
+  try {
+    engine::capacity_result r = engine::answer_capacity(g, q);
+    if (!r.capacity.fits || r.no_memory_left() || !(r.capacity.max_concurrency >= 1)) return 0;
+    return static_cast<std::int64_t>(std::floor(r.capacity.max_concurrency));
+  } catch (const spec_error& e) {
+    throw spec_error(e.field(), fmt::format("{}: {}", g.spec->name, e.message()));
+  }
+}
+
 }  // namespace
 
 const char* state_class_name(state_class k) {
@@ -41,12 +63,13 @@ const char* state_class_name(state_class k) {
 
 planned_deployment plan_deployment(const graph& g, const gpu_spec& card, std::int64_t length,
                                    checked workspace, std::int64_t node_gpus,
-                                   std::int64_t max_gpus) {
+                                   std::int64_t max_gpus, bool dp_attention) {
   planned_deployment p;
   for (std::int64_t n = 1; n <= max_gpus; ++n) {
     if (n > node_gpus && n % node_gpus != 0) continue;  // past one server, whole servers
     p.searched_up_to = n;
     for (const layout& l : deployable_layouts(g, card, n, node_gpus)) {
+      if (!dp_attention && l.dp > 1) continue;
       fit f = evaluate_layout(g, card, l, length, 1, workspace);
       if (f.fits && (!p.best || f.max_requests > p.best->max_requests)) p.best = f;
     }
@@ -79,8 +102,8 @@ report_model answer_report_model(const graph& g, const report_request& q) {
     if (std::string why = layout_problem(g, *q.lay); !why.empty()) throw spec_error("layout", why);
     m.lay = *q.lay;
   } else {
-    planned_deployment d =
-        plan_deployment(g, card, lengths.back(), q.workspace, q.node_gpus, q.max_gpus);
+    planned_deployment d = plan_deployment(g, card, lengths.back(), q.workspace, q.node_gpus,
+                                           q.max_gpus, !q.engine.has_value());
     m.planned = true;
     m.deployable = d.best.has_value();
     m.searched_up_to = d.searched_up_to;
@@ -116,6 +139,7 @@ report_model answer_report_model(const graph& g, const report_request& q) {
     pt.batch_read_crossover = c.batch_read_crossover;
     const capacity_plan& held = cap.rows[i].plan;
     pt.requests = held.weights_fit ? held.requests : 0;
+    if (q.engine) pt.requests = m.deployable ? engine_requests(g, *q.engine, m.lay, q.gpu, n) : 0;
     pt.cards = place.best;
     pt.searched_up_to = place.searched_up_to;
     // A prefill of a million tokens on a large model can pass the 64-bit FLOP range of the
@@ -140,6 +164,7 @@ report_data answer_report(const std::vector<const graph*>& models, const report_
   r.workspace_bytes = q.workspace;
   r.requests = q.requests;
   r.lengths = q.lengths;
+  if (q.engine) r.engine = fmt::format("{} {}", q.engine->rules->engine, q.engine->rules->versions);
   for (const graph* g : models) r.models.push_back(answer_report_model(*g, q));
   return r;
 }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/fraction.h"
+#include "engine/question.h"
 #include "graph/graph.h"
 #include "plan/capacity.h"
 #include "plan/placement.h"
@@ -29,6 +30,11 @@ struct report_request {
   /// The deployment every figure is for; none: each model's own, planned (plan_deployment).
   std::optional<layout> lay;
   memory_basis memory = memory_basis::runtime;
+  /// With an engine, requests per deployment are what its rules hold (its KV budget on each
+  /// rank, in whole blocks) instead of the plain count; its config's max_model_len, tensor and
+  /// pipeline degrees (and the card, unless a KV figure is logged) are set per model and
+  /// length. Layouts planned for it keep DP attention off, which calc's engine rules lack.
+  std::optional<engine::capacity_request> engine;
 };
 
 struct report_component {
@@ -80,6 +86,9 @@ struct report_data {
   std::int64_t requests = 0;
   std::vector<std::int64_t> lengths;
   std::vector<report_model> models;
+  /// The rules the requests per deployment are counted by ("vllm 0.16-0.23 (...)"); empty: the
+  /// plain count (whole histories beside the weights and the workspace).
+  std::string engine;
 };
 
 /// "history", "window", "fixed", ...: a state class as the report and the JSON name it.
@@ -95,7 +104,7 @@ struct planned_deployment {
 };
 planned_deployment plan_deployment(const graph& g, const gpu_spec& card, std::int64_t length,
                                    checked workspace, std::int64_t node_gpus,
-                                   std::int64_t max_gpus);
+                                   std::int64_t max_gpus, bool dp_attention = true);
 
 /// One model at every length of the request. A prefill past the 64-bit FLOP range leaves
 /// `prefill` empty; the decode bound is then for a one-token step at the length.

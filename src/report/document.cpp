@@ -318,11 +318,19 @@ std::string report_document(const report_data& r, const report_files& files) {
   std::string deployments;
   for (const report_model& m : models)
     deployments += fmt::format("\n- {}: {}", m.name, deployment_of(m, r));
-  out += fmt::format(
-      "Requests of each length that fit on each model's deployment beside the weights and a {} "
-      "workspace per card (whole requests, {}):\n{}\n\n",
-      bytes(r.workspace_bytes),
-      r.memory_basis == "runtime" ? "runtime-visible memory" : "memory as sold", deployments);
+  if (r.engine.empty())
+    out += fmt::format(
+        "Requests of each length that fit on each model's deployment beside the weights and a "
+        "{} workspace per card (whole requests, {}):\n{}\n\n",
+        bytes(r.workspace_bytes),
+        r.memory_basis == "runtime" ? "runtime-visible memory" : "memory as sold", deployments);
+  else
+    out += fmt::format(
+        "Requests of each length (as max_model_len) that {} holds at once on one instance of "
+        "each model's deployment, by its rules: the KV budget of each rank (the card's "
+        "runtime-visible memory x the engine's memory fraction, less the weights and the "
+        "engine's own reservations) in whole blocks:\n{}\n\n",
+        r.engine, deployments);
   out += by_length(r, "length", [](const report_point& p) {
     return p.requests == 0 ? std::string("does not fit") : with_commas(p.requests);
   });

@@ -128,7 +128,7 @@ const std::set<std::string> kAliases = {
     "--max-running-requests", "--chunked-prefill-size", "--output"};
 
 /// The engine knobs are read only with --engine: they are walked a second time with it.
-const std::set<std::string> kEngineCommands = {"capacity", "plan"};
+const std::set<std::string> kEngineCommands = {"capacity", "plan", "report"};
 
 /// The engine whose knob an option is (SGLang's own spellings), else vLLM.
 std::string engine_of(const std::string& option) {
@@ -226,6 +226,35 @@ TEST_CASE("an option and its engine spelling give the same answer") {
     REQUIRE_MESSAGE(a.code == 0, a.err);
     CHECK(a.out == b.out);
   }
+}
+
+TEST_CASE("the option groups alone decide what --engine refuses, whatever the value") {
+  // Given at its default value the option is still refused: the declaration (only_in) decides,
+  // not a comparison with the default in the handler. Each keeps its one-line reason.
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--workspace", "2GiB"}, "--workspace: not taken with --engine: the engine reserves"},
+      {{"--ep", "1"}, "--ep: not taken with --engine: calc's engine rules split experts"},
+      {{"--shared-prefix", "0"}, "--shared-prefix: not taken with --engine: the engines' prefix"},
+      {{"--dp", "1"}, "--dp: is not read with --engine vllm (the engine's rules decide it)"},
+      {{"--gpu-memory-utilization", "0.9", "--engine", "sglang"},
+       "--gpu-memory-utilization: is vllm's knob"},
+  };
+  for (const auto& c : cases) {
+    std::vector<std::string> args = {"capacity", "--model", "qwen3-8b", "--gpu", "h100-sxm",
+                                     "--length", "8K"};
+    args.insert(args.end(), c.first.begin(), c.first.end());
+    if (std::find(args.begin(), args.end(), "--engine") == args.end())
+      args.insert(args.end(), {"--engine", "vllm"});
+    outcome o = run(args);
+    CAPTURE(c.second);
+    CHECK(o.code == 2);
+    CHECK(o.err.starts_with(c.second));
+    CHECK(std::count(o.err.begin(), o.err.end(), '\n') == 1);
+  }
+  // The same options without --engine are read.
+  CHECK(run({"capacity", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--length", "8K",
+             "--workspace", "2GiB", "--ep", "1"})
+            .code == 0);
 }
 
 TEST_CASE("a mistyped option gets a guess; another command's option names who takes it") {

@@ -318,6 +318,36 @@ TEST_CASE("report: a document with Mermaid charts, exact JSON, SVGs with --plot-
   }
 }
 
+TEST_CASE("report --engine: requests per deployment are the engine's, named in the text") {
+  std::vector<std::string> base = {"report", "--model", "qwen3-8b", "--gpu", "h100-sxm",
+                                   "--length", "8K", "--tp", "2"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> a = base;
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  };
+  auto plain = json_of(base);
+  auto vllm = json_of(with({"--engine", "vllm", "--kv-memory", "10GiB"}));
+  // The same question asked of capacity --engine: floor(max_concurrency) on the same layout.
+  auto cap = json_of({"capacity", "--engine", "vllm", "--model", "qwen3-8b", "--max-model-len",
+                      "8192", "--tp", "2", "--kv-memory", "10GiB"});
+  auto held = static_cast<std::int64_t>(cap["max_concurrency"].get<double>());
+  REQUIRE(held > 0);
+  CHECK(vllm["models"][0]["points"][0]["requests"] == held);
+  CHECK(vllm["models"][0]["points"][0]["requests"] != plain["models"][0]["points"][0]["requests"]);
+  CHECK(vllm["requests_by"].get<std::string>().starts_with("vllm "));
+  CHECK(!plain.contains("requests_by"));
+  // The budget estimated from the card: SGLang's rules give their own count, said in words.
+  outcome md = run(with({"--engine", "sglang"}));
+  REQUIRE_MESSAGE(md.code == 0, md.err);
+  CHECK(contains(md.out, "that sglang "));
+  CHECK(contains(md.out, "holds at once on one instance of each model's deployment"));
+  // Options the engine does not read are refused as by capacity --engine.
+  outcome ws = run(with({"--engine", "vllm", "--workspace", "4GiB"}));
+  CHECK(ws.code == 2);
+  CHECK(contains(ws.err, "--workspace: not taken with --engine"));
+}
+
 TEST_CASE("charts: log length axis across decades, one coloured line per model") {
   chart c{"s",
           "State",
