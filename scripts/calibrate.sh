@@ -70,7 +70,19 @@ What stops the targets (residuals by group, 2026-12 analysis of these rows):
   prefill). The fitted `cohort_share` says how many arrive so; it took in-sample TTFT from 25.2 %
   to 23.1 % and p90 from 117 % to 94 %. Treating every request as synchronised (share 1), or
   every round of an engine that prefills apart from decode as a wave, made TTFT worse (30-31 %).
-  What is left is not identified yet.
+  One part is identified and not shipped: SGLang Qwen3-32B on H100 at OSL 128-512 (52 rows) is
+  predicted at 0.45 of its TTFT and 1.27 x its TPOT while its cycle, TTFT + (OSL - 1) x TPOT, is
+  right (predicted / measured 1.06): the clients spend 28 % of the cycle waiting for their first
+  token (12 % predicted), so fewer requests decode at once than are running. Sizing the decode
+  step at the decoding share of the clients (Little's law, (OSL - 1) x TPOT over the cycle less
+  the slot wait and opening burst) fixed those rows' TTFT (54.7 -> 8.4 %) and took in-sample TTFT
+  26.9 -> 24.5 % (leave-one-GPU-out TPOT 14.3 -> 14.2 %, leave-one-model-out 18.2 -> 18.1 %),
+  but in-sample TPOT went 9.9 -> 10.1 % (those rows' TPOT 1.27 -> 1.44 x: the fit raised the
+  prefill cost to queue them), so it would lose the met TPOT target. Variants tried with it:
+  SGLang only 25.1 / 10.05 %, the API latency left out of the cycle 24.7 / 10.1 %, TTFT weighted
+  0.75-0.85 in the fit 25.5-26.2 / 10.00-10.04 %, SGLang prefill waves on top 24.6 / 10.0 %. What
+  keeps those SGLang rows' TPOT below one decode step per token plus the prefill pauses is the
+  missing piece.
 - **Repeated points** (87 groups of rows with the same engine, GPU, model, format, layout,
   lengths and concurrency, from different runs) agree on TTFT (max / min: median 1.00, 75th
   percentile 1.08) but not on TPOT (75th percentile 1.29): part of the TPOT error is between
