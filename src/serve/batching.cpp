@@ -90,6 +90,13 @@ scenario make_scenario(const deployment& d, const batching_config& cfg, std::int
   // The chunk's own history: half the prompt on average when it takes several chunks.
   std::int64_t chunk_context = s.chunks > 1 ? (cfg.isl - s.chunk) / 2 : 0;
   s.decode = cost_step(d, {per_step, context, 0, 0});
+  for (std::size_t j = 0; j < s.decode_part.size(); ++j) {
+    std::int64_t n = std::max<std::int64_t>(
+        1, (per_step * static_cast<std::int64_t>(j + 1) + 2) / 4);
+    s.decode_batch[j] = static_cast<double>(n);
+    s.decode_part[j] = cost_step(d, {n, context, 0, 0});
+  }
+  s.decode_batch[3] = static_cast<double>(per_step);
   // A mixing engine runs chunks beside the decodes; the others run them alone (only one is used).
   if (cfg.mixed_prefill)
     s.mixed = cost_step(d, {per_step, context, s.chunk, chunk_context});
@@ -116,6 +123,23 @@ steady_state solve_steady_state(const scenario& s, const coefficients& k) {
   const deployment& d = s.d;
   r.decode_step = time_step(d, s.decode, k);
   double t_d = r.decode_step.total_ms;
+  std::array<double, 4> t_part{};
+  for (std::size_t j = 0; j < s.decode_part.size(); ++j)
+    t_part[j] = time_step(d, s.decode_part[j], k).total_ms;
+  t_part[3] = t_d;
+  // The decode step when `share` of the running requests decode (the rest wait for their first
+  // token), interpolated between the costed batches.
+  auto decode_at = [&](double share) {
+    double n = share * s.decode_batch[3];
+    if (n <= s.decode_batch[0]) return t_part[0];
+    for (std::size_t j = 1; j < 4; ++j)
+      if (n <= s.decode_batch[j]) {
+        double span = s.decode_batch[j] - s.decode_batch[j - 1];
+        double f = span > 0 ? (n - s.decode_batch[j - 1]) / span : 1;
+        return t_part[j - 1] + f * (t_part[j] - t_part[j - 1]);
+      }
+    return t_d;
+  };
   double chunks = static_cast<double>(s.chunks);
   // Prefill work one request adds to the engine (beyond the decode steps it rides on), and how
   // long its own prefill takes.
@@ -151,13 +175,20 @@ steady_state solve_steady_state(const scenario& s, const coefficients& k) {
       k.burst_share * static_cast<double>(s.burst_steps) * time_step(d, s.burst, k).total_ms / 2;
   double tpot = t_d, ttft = own + t_d / 2;
   double rho = 0;
+  double waited = 0;  // the slot wait and burst share of ttft
   // Fixed point of the closed loop: C clients each start a request when the last one ends.
   for (int i = 0; i < 200; ++i) {
     double cycle = ttft + (osl - 1) * tpot;
     double lambda = running / cycle;  // requests started per ms by the running clients
     double next_rho = std::min(lambda * extra, 0.98);
     rho = i == 0 ? next_rho : 0.5 * rho + 0.5 * next_rho;
-    double next_tpot = t_d / (1 - rho);
+    // Little's law: a client decodes for (OSL - 1) x TPOT of its cycle and waits for its first
+    // token the rest; only the decoding ones are in the decode batch.
+    // (A running request's cycle leaves out the wait for a slot, which only clients beyond the
+    // running cap see, and the opening burst, which is not the steady state.)
+    double engaged = (osl - 1) * tpot;
+    double decoding = osl > 1 ? engaged / (engaged + ttft - waited) : 1.0;
+    double next_tpot = decode_at(decoding) / (1 - rho);
     // Waiting for the prefill budget: an M/D/1 queue of prefills, service `extra`, load rho;
     // and for the step in flight when the request arrives.
     double wait = rho * extra / (2 * (1 - rho)) + t_d / 2;
@@ -168,6 +199,7 @@ steady_state solve_steady_state(const scenario& s, const coefficients& k) {
         std::abs(next_tpot - tpot) < 1e-9 * tpot && std::abs(next_ttft - ttft) < 1e-9 * ttft;
     tpot = next_tpot;
     ttft = next_ttft;
+    waited = slots + burst;
     if (done) break;
   }
   r.tpot_ms = tpot;

@@ -4,6 +4,7 @@
 // defaults (data, one row per engine) and the closed-loop steady state at a concurrency C.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -50,6 +51,11 @@ struct scenario {
   std::int64_t kv_requests = 0;  // requests whose state fits the KV pool of a rank
   bool kv_pool_fits = true;
   step_costs decode;
+  // The decode step at fewer running requests: a closed loop's clients spend part of each cycle
+  // waiting for their first token (queue and prefill), out of the decode batch. Costed at
+  // 1/4, 1/2 and 3/4 of `decode`'s requests (the full batch is `decode`) and interpolated.
+  std::array<step_costs, 3> decode_part{};
+  std::array<double, 4> decode_batch{};  // the requests of decode_part[0..2] and of decode
   step_costs mixed;              // decode plus one chunk (engines that mix; empty otherwise)
   step_costs prefill;            // one chunk alone (engines that do not mix; empty otherwise)
   // A cohort: the whole prompts that filled one step of the opening burst (as many as the

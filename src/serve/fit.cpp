@@ -176,8 +176,10 @@ calibration fit_calibration(const std::vector<mapped_row>& rows, const calibrati
     // would learn those models rather than the GPUs, and predict a GPU the file lacks worse.
     // Weights 0.3 / 1 / 3 toward the engine's pooled fit gave leave-one-GPU-out TPOT 15.8 /
     // 15.2 / 14.3 %, leave-one-model-out 22.8 / 19.3 / 18.2 %, in-sample TTFT 23.2 / 26.3 /
-    // 26.9 % (docs/validation/latency.md).
-    constexpr double kFamilyPrior = 3;
+    // 26.9 %; with the decode batch sized by Little's law (serve/batching.cpp) 1.5 / 2 / 3 gave
+    // in-sample TPOT 9.8 / 10.0 / 10.1 %, the only one meeting 10 % being 1.5 (leave one GPU
+    // out 14.9 %, one model out 18.8 %, in-sample TTFT 24.3 %; docs/validation/latency.md).
+    constexpr double kFamilyPrior = 1.5;
     coefficients k = fit_group(members, out.lookup("any", key.second), kFamilyPrior);
     out.entries.push_back(
         {key.first, key.second, k, static_cast<std::int64_t>(members.size()), source});

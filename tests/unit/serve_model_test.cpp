@@ -133,6 +133,27 @@ TEST_CASE("serve steady state: more clients never give a faster token or first t
   CHECK(s.requests_per_s == doctest::Approx(32 / (s.ttft_ms + 1023 * s.tpot_ms) * 1e3));
 }
 
+TEST_CASE("serve steady state: clients waiting for their first token are out of the decode batch") {
+  model m("qwen3-32b");
+  deployment d = make_deployment(m.g, find_gpu("h100-sxm"), {.tp = 2});
+  coefficients k;
+  // Long prompts and short answers: a client spends much of its cycle waiting for its first
+  // token, so fewer requests decode at once than are running and a token comes faster than a
+  // full batch's decode step plus the prefill pauses.
+  scenario sc = make_scenario(d, vllm(4096, 128), 64);
+  steady_state s = solve_steady_state(sc, k);
+  double decoding = 127 * s.tpot_ms / (s.ttft_ms + 127 * s.tpot_ms);
+  CHECK(decoding < 0.95);
+  CHECK(s.tpot_ms < s.decode_step.total_ms / (1 - s.prefill_busy) * 0.999);
+  // The costed smaller batches are cheaper steps, in order.
+  CHECK(sc.decode_batch[0] < sc.decode_batch[1]);
+  CHECK(sc.decode_batch[2] < sc.decode_batch[3]);
+  CHECK(time_step(d, sc.decode_part[0], k).total_ms < time_step(d, sc.decode, k).total_ms);
+  // Long answers: nearly every client decodes, and the token time is the full batch's.
+  steady_state l = solve_steady_state(make_scenario(d, vllm(128, 8192), 64), k);
+  CHECK(l.tpot_ms == doctest::Approx(l.decode_step.total_ms / (1 - l.prefill_busy)).epsilon(0.02));
+}
+
 TEST_CASE("serve KV pool: a concurrency beyond the pool is reported and waits") {
   model m("llama-3.1-8b");
   deployment d = make_deployment(m.g, find_gpu("rtx-4090"), {});
