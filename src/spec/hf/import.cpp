@@ -744,10 +744,12 @@ ynode ffn_node(const family_reader& r, ffn_kind kind) {
     f.kids.push_back(numbered("intermediate", r.positive("intermediate", o), o));
     return f;
   }
-  if (r.fam().dense_mlp)  // calc's experts are gated (SwiGLU); relu2 experts have two matrices
-    r.cfg().fail(r.field("hybrid"),
-                 "MoE layers (E) with ungated relu2 experts are not in calc's schema");
   f.kids.push_back(scalar("kind", "moe", fmt::format("{} experts", r.fam().model_type)));
+  // A family whose MLP is ungated (Nemotron-H's relu2) has ungated experts too, routed and
+  // shared: up and down only, two matrices each where SwiGLU has three.
+  if (r.fam().dense_mlp)
+    f.kids.push_back(scalar("gated", "false",
+                            fmt::format("up and down only, no gate ({})", r.fam().model_type)));
   std::int64_t experts = r.positive("experts", o);
   f.kids.push_back(scalar("experts", std::to_string(experts), o));
   std::int64_t top_k = r.positive("top_k", o);
