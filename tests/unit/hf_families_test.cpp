@@ -219,13 +219,17 @@ TEST_CASE("nemotron_h (Nemotron-3-Nano-30B-A3B): ungated relu2 experts, 31,577,9
   // *: q 2688 x 4096, k and v 2688 x 256, o 4096 x 2688 = 23,396,352 (+ 2688);
   // embedding and head untied 2 x 131072 x 2688; final norm 2688.
   CHECK(params(m) == 31'577'940'288);
-  // Active: 6 of 128 experts per token, so each E layer uses 6*2*2688*1856 of its experts.
-  CHECK(tally_params(m.g).active.value() == 3'580'076'352);  // 3.6B including embeddings
+  // Active: 6 of 128 experts per token, so each E layer uses 6*2*2688*1856 of its experts; the
+  // input embedding table is not active (one row a token): 3,580,076,352 with it (the card's
+  // "3.6B including embeddings"), 3,227,754,816 without (its "3.2B active").
+  CHECK(tally_params(m.g).active.value() == 3'227'754'816);
   // State: 6 attention layers x 2 (K, V) x 2 heads x 128 x 2 B = 6,144 B/token; 23 Mamba2
-  // layers keep conv (4 - 1) x 6144 BF16 = 36,864 B and the SSM state 64 x 64 x 128 in FP32
-  // (mamba_ssm_cache_dtype) = 2,097,152 B: 49,082,368 B whatever the length.
-  CHECK(state(m, 8192) == 6'144LL * 8192 + 49'082'368);      // 99,414,016 B
-  CHECK(state(m, 131072) == 6'144LL * 131072 + 49'082'368);  // 854,392,832 B
+  // layers keep the conv window, conv_kernel 4 columns of 4096 + 2*8*128 = 6144 channels in
+  // BF16 (49,152 B, as transformers' Mamba2 cache holds it), and the SSM state 64 heads x 64 x
+  // 128 in FP32 (2,097,152 B; the config's mamba_ssm_cache_dtype float32 agrees with calc's
+  // default): 23 x 2,146,304 = 49,364,992 B whatever the length.
+  CHECK(state(m, 8192) == 6'144LL * 8192 + 49'364'992);      // 99,696,640 B
+  CHECK(state(m, 131072) == 6'144LL * 131072 + 49'364'992);  // 854,671,360 B
 }
 
 TEST_CASE("nemotron_h (Nemotron-3-Nano): ungated experts run in the reference executor") {
