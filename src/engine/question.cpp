@@ -97,14 +97,16 @@ budget_terms activation_terms(const graph& g, const budget_rules& b, std::int64_
   t.sampler_rows = std::min(seqs, batched);
   // The forward pass: the residual stream and the hidden state stay while the widest FFN's
   // transients live: a gated MLP's gate-up output (2 f / tp) and its activation (f / tp); a
-  // MoE layer's per-token expert copies (top_k of them) of those plus the expert outputs.
+  // MoE layer's per-token expert copies (top_k of them) of those plus the expert outputs (an
+  // ungated expert: up's output and its activation, 2 f / tp).
   checked widest;
   for (const layer& l : g.layers) {
     checked width;
     if (const auto* f = std::get_if<ffn_swiglu>(&l.ffn)) width = checked(3) * f->intermediate / tp;
     if (const auto* f = std::get_if<ffn_mlp>(&l.ffn)) width = checked(2) * f->intermediate / tp;
     if (const auto* f = std::get_if<ffn_moe>(&l.ffn))
-      width = checked(f->top_k) * (checked(3) * f->intermediate / tp + g.spec->hidden);
+      width = checked(f->top_k) *
+              (checked(f->gated ? 3 : 2) * f->intermediate / tp + g.spec->hidden);
     widest = max(widest, width);
   }
   t.forward_peak = checked(batched) * (checked(2) * g.spec->hidden + widest) * 2;

@@ -213,7 +213,7 @@ void add_model(ordered_json& cases, const timed_model& t) {
   else if (const layer* g = m.first<attention_gdn>([](const attention_gdn&) { return true; }))
     delta(*g, std::get<attention_gdn>(g->attention), std::get<attention_gdn>(g->attention).v_heads);
   // Routed experts at decode: the three expert matrices as one [d, 3f] GEMM (the same weight
-  // bytes and FLOPs per row as gate, up and down).
+  // bytes and FLOPs per row as gate, up and down); [d, 2f] for ungated experts (up, down).
   if (!t.moe_batches.empty())
     for (const layer& l : m.g.layers) {
       const auto* f = std::get_if<ffn_moe>(&l.ffn);
@@ -231,7 +231,8 @@ void add_model(ordered_json& cases, const timed_model& t) {
                      .experts = as_int(f->experts, "experts"),
                      .top_k = as_int(f->top_k, "top_k"),
                      .in = as_int(f->latent ? f->latent : m.spec.hidden, "hidden"),
-                     .out = as_int(3 * f->intermediate, "3 x intermediate")};
+                     .out = as_int((f->gated ? 3 : 2) * f->intermediate,
+                                   "matrices x intermediate")};
         cases.push_back(timed_case(
             fmt::format("moe_gemm {} B={}", name, B),
             fmt::format("{} layer {}: routed_experts read bytes (tally)", name, l.index), s,

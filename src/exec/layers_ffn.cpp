@@ -32,6 +32,28 @@ struct swiglu_weights {
   }
 };
 
+/// One MoE expert: SwiGLU when gated, else up, squared ReLU, down (Nemotron-H's relu2 experts:
+/// two matrices, so two GEMMs where SwiGLU runs three).
+struct expert_weights {
+  swiglu_weights swiglu;
+  mat up, down;
+  bool gated = true;
+  expert_weights(std::mt19937_64& rng, std::int64_t in, std::int64_t f, bool is_gated)
+      : gated(is_gated) {
+    if (gated) {
+      swiglu = swiglu_weights(rng, in, f);
+    } else {
+      up = random_weight(rng, in, f);
+      down = random_weight(rng, f, in);
+    }
+  }
+  mat run(const mat& x, std::int64_t* flops) const {
+    if (gated) return swiglu.run(x, flops);
+    mat h = gemm(x, up, flops).unaryExpr([](float v) { return v > 0.0f ? v * v : 0.0f; });
+    return gemm(h, down, flops);
+  }
+};
+
 class swiglu_runtime final : public layer_runtime {
  public:
   swiglu_runtime(const ffn_swiglu& f, const model_spec& s, std::mt19937_64& rng)
@@ -82,9 +104,10 @@ class moe_runtime final : public layer_runtime {
       latent_in_ = random_weight(rng, s.hidden, f.latent);
       latent_out_ = random_weight(rng, f.latent, s.hidden);
     }
-    for (std::int64_t e = 0; e < f.experts; ++e) experts_.emplace_back(rng, width, f.intermediate);
+    for (std::int64_t e = 0; e < f.experts; ++e)
+      experts_.emplace_back(rng, width, f.intermediate, f.gated);
     for (std::int64_t e = 0; e < f.shared_experts; ++e)
-      shared_.emplace_back(rng, s.hidden, f.shared_intermediate);
+      shared_.emplace_back(rng, s.hidden, f.shared_intermediate, f.gated);
     if (f.shared_gate) gate_ = random_weight(rng, s.hidden, 1);
   }
 
@@ -114,7 +137,7 @@ class moe_runtime final : public layer_runtime {
     }
     last_touched_ = touched;
     mat out = f_.latent > 0 ? gemm(acc, latent_out_, &lin) : acc;
-    for (const swiglu_weights& s : shared_) {
+    for (const expert_weights& s : shared_) {
       mat y = s.run(x, &lin);
       if (f_.shared_gate) {
         mat g = gemm(x, gate_, &lin);
@@ -132,7 +155,7 @@ class moe_runtime final : public layer_runtime {
  private:
   ffn_moe f_;
   mat router_, latent_in_, latent_out_, gate_;
-  std::vector<swiglu_weights> experts_, shared_;
+  std::vector<expert_weights> experts_, shared_;
   std::int64_t last_touched_ = 0;
 };
 

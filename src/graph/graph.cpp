@@ -57,6 +57,7 @@ struct describe_visitor {
     std::string s = fmt::format("moe {}e top-{} x{}", f.experts, f.top_k, f.intermediate);
     if (f.shared_experts > 0) s += fmt::format(" + {} shared", f.shared_experts);
     if (f.latent > 0) s += fmt::format(" latent {}", f.latent);
+    if (!f.gated) s += " ungated";
     return s;
   }
 };
@@ -113,9 +114,9 @@ struct signature_visitor {
     return fmt::format("mlp {} {}", f.intermediate, f.bias);
   }
   std::string operator()(const ffn_moe& f) const {
-    return fmt::format("moe {} {} {} {} {} {}{}{} {} {} {}", f.experts, f.top_k, f.intermediate,
-                       f.shared_experts, f.shared_intermediate, f.shared_gate, f.router,
-                       f.router_bias, f.latent, f.latent_norm, f.expert_bias);
+    return fmt::format("moe {} {} {} {} {} {}{}{} {} {} {} {}", f.experts, f.top_k,
+                       f.intermediate, f.shared_experts, f.shared_intermediate, f.shared_gate,
+                       f.router, f.router_bias, f.latent, f.latent_norm, f.expert_bias, f.gated);
   }
 };
 

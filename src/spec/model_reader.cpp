@@ -217,10 +217,11 @@ ffn_spec read_moe(yaml_map& m) {
   f.expert_bias = m.boolean("expert_bias", false);
   f.latent = m.optional_integer("latent", 0).value_or(0);
   f.latent_norm = m.boolean("latent_norm", false);
+  f.gated = m.boolean("gated", true);
   if (f.top_k > f.experts)
     m.fail("top_k", fmt::format("top_k {} exceeds the {} experts", f.top_k, f.experts));
   m.finish({"kind", "experts", "top_k", "intermediate", "shared_experts", "shared_intermediate",
-            "shared_gate", "router", "router_bias", "expert_bias", "latent", "latent_norm"});
+            "shared_gate", "router", "router_bias", "expert_bias", "latent", "latent_norm", "gated"});
   return f;
 }
 

@@ -196,7 +196,8 @@ struct ffn_mlp {
 };
 
 /// Mixture of experts (§2.4): a router picks top_k of `experts` SwiGLU experts per token; shared
-/// experts run on every token; experts may work in a narrower latent space (Kimi K3).
+/// experts run on every token; experts may work in a narrower latent space (Kimi K3). Experts
+/// may instead be ungated two-matrix MLPs (Nemotron-H's relu2: up, squared ReLU, down).
 struct ffn_moe {
   std::int64_t experts = 0;              // E routed experts
   std::int64_t top_k = 0;                // k selected per token
@@ -211,6 +212,8 @@ struct ffn_moe {
                              // 2f and down d_e per expert
   std::int64_t latent = 0;   // d_e when experts run in a latent space; 0 = d
   bool latent_norm = false;  // a d_e-wide norm on the latent input
+  bool gated = true;  // routed and shared experts have gate, up and down (SwiGLU); false: up and
+                      // down only, an element-wise activation between (Nemotron-H's relu2)
 
   bool operator==(const ffn_moe&) const = default;
 };

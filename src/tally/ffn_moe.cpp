@@ -1,5 +1,6 @@
 // Mixture of experts (§2.4, §2.5.1). Routed experts are one tensor of E instances of which each
-// token uses top_k: with no dropped tokens, sum_e t_e = m*k rows pass through 3*d_e*f weights.
+// token uses top_k: with no dropped tokens, sum_e t_e = m*k rows pass through 3*d_e*f weights
+// (2*d_e*f when the experts are ungated: up and down only).
 #include "tally/rules.h"
 
 namespace calc {
@@ -9,6 +10,8 @@ void add_tensors(const ffn_moe& f, const model_context& m, std::vector<tensor>& 
   const dtype* norms = &m.precision->norms;
   checked d = m.hidden;
   checked width = f.latent > 0 ? checked(f.latent) : d;  // d_e: where the experts compute
+  // Matrices taking d_e inputs per expert: gate and up when gated, up alone otherwise.
+  checked in_mats = f.gated ? 2 : 1;
   if (f.router) {
     tensor router = matrix("router", "gate", category::other, d, f.experts, w);
     router.shards = 1;  // every card routes its own tokens
@@ -24,11 +27,12 @@ void add_tensors(const ffn_moe& f, const model_context& m, std::vector<tensor>& 
   tensor experts{"experts",
                  "routed_experts",
                  category::routed_experts,
-                 checked(f.experts) * 3 * width * f.intermediate,
+                 checked(f.experts) * (in_mats + 1) * width * f.intermediate,
                  m.precision->expert_weights(),
                  true};
-  // Each expert stores gate and up (width inputs each) and down (intermediate inputs).
-  experts.inputs = checked(f.experts) * (checked(2) * width + f.intermediate);
+  // Each expert stores gate and up (width inputs each; up alone when ungated) and down
+  // (intermediate inputs).
+  experts.inputs = checked(f.experts) * (in_mats * width + f.intermediate);
   experts.instances = f.experts;
   experts.per_token = f.top_k;
   out.push_back(experts);
@@ -36,22 +40,23 @@ void add_tensors(const ffn_moe& f, const model_context& m, std::vector<tensor>& 
     // gpt-oss: gate_up_proj_bias [E, 2f] and down_proj_bias [E, d]; added, not multiplied, and
     // read only for the experts a call touches.
     tensor bias{"experts", "expert_biases", category::routed_experts,
-                checked(f.experts) * (checked(2) * f.intermediate + width), norms};
+                checked(f.experts) * (in_mats * f.intermediate + width), norms};
     bias.instances = f.experts;
     bias.per_token = f.top_k;
     out.push_back(bias);
   }
   if (f.shared_experts > 0) {
     // Stored as one MLP of intermediate shared_experts * shared_intermediate (Qwen2-MoE's
-    // shared_expert, DeepSeek's shared_experts): gate and up take d inputs, down the rest.
+    // shared_expert, DeepSeek's shared_experts): gate and up take d inputs, down the rest;
+    // ungated shared experts (Nemotron-H) have up and down only, as the routed ones.
     checked inter = checked(f.shared_experts) * f.shared_intermediate;
     tensor shared{"shared_experts",
                   "shared_experts",
                   category::dense_shared_ffn,
-                  checked(3) * d * inter,
+                  (in_mats + 1) * d * inter,
                   m.precision->shared_expert_weights(),
                   true};
-    shared.inputs = checked(2) * d + inter;
+    shared.inputs = in_mats * d + inter;
     out.push_back(shared);
   }
   if (f.shared_gate)

@@ -10,6 +10,7 @@
 #include <sstream>
 #include <string>
 
+#include "cli/cli.h"
 #include "scratch.h"
 #include "spec/hf/import.h"
 #include "tally/tally.h"
@@ -202,13 +203,71 @@ TEST_CASE("qwen3_5 (Qwen3.5-27B) and qwen3_5_moe (Qwen3.5-122B-A10B): state at 8
   CHECK(state(moe, 131072) == 24'576LL * 131072 + 154'533'888);  // 3,375,759,360 B
 }
 
-TEST_CASE("nemotron_h (Nemotron-3-Nano): a stale expand is said, the relu2 MoE layers refused") {
+TEST_CASE("nemotron_h (Nemotron-3-Nano-30B-A3B): ungated relu2 experts, 31,577,940,288 params") {
   // The published config (SOURCES.md) gives expand 2 beside 64 heads x 64: the mixer is read as
-  // 4096 wide, and the refusal is the MoE layers' (calc's experts are gated), not expand.
-  std::string e = folder_error("nvidia--NVIDIA-Nemotron-3-Nano-30B-A3B-BF16");
-  CHECK(e.find("hybrid_override_pattern: MoE layers (E) with ungated relu2 experts are not in "
-               "calc's schema") != std::string::npos);
-  CHECK(e.find("expand") == std::string::npos);
+  // heads x head_dim = 4096 wide, as the reference implementation sizes it, and the stale
+  // expand (2 x 2688 = 5376) refuses nothing.
+  CHECK(folder_error("nvidia--NVIDIA-Nemotron-3-Nano-30B-A3B-BF16").empty());
+  testing::model m(fixture("nvidia--NVIDIA-Nemotron-3-Nano-30B-A3B-BF16"));
+  // Published: 31.6B total, 3.2B-3.6B active (the model card's figures, as model listings repeat
+  // them). By hand, d 2688, pattern of 23 M, 23 E and 6 * layers, one norm (2688) a layer:
+  // M: in_proj 2688 x (2*4096 + 2*8*128 + 64) + conv 6144 x 4 + bias 6144 + dt_bias, A_log, D
+  //    3*64 + gated norm 4096 + out_proj 4096 x 2688 = 38,742,208 (+ 2688 norm);
+  // E: router 128 x 2688 + e_score_correction_bias 128 + 128 relu2 experts of up and down only
+  //    128*2*2688*1856 + shared 2*2688*3712 = 1,297,465,472 (+ 2688);
+  //    (a gate matrix on each routed and shared expert would add 648,560,640 a layer);
+  // *: q 2688 x 4096, k and v 2688 x 256, o 4096 x 2688 = 23,396,352 (+ 2688);
+  // embedding and head untied 2 x 131072 x 2688; final norm 2688.
+  CHECK(params(m) == 31'577'940'288);
+  // Active: 6 of 128 experts per token, so each E layer uses 6*2*2688*1856 of its experts; the
+  // input embedding table is not active (one row a token): 3,580,076,352 with it (the card's
+  // "3.6B including embeddings"), 3,227,754,816 without (its "3.2B active").
+  CHECK(tally_params(m.g).active.value() == 3'227'754'816);
+  // State: 6 attention layers x 2 (K, V) x 2 heads x 128 x 2 B = 6,144 B/token; 23 Mamba2
+  // layers keep the conv window, conv_kernel 4 columns of 4096 + 2*8*128 = 6144 channels in
+  // BF16 (49,152 B, as transformers' Mamba2 cache holds it), and the SSM state 64 heads x 64 x
+  // 128 in FP32 (2,097,152 B; the config's mamba_ssm_cache_dtype float32 agrees with calc's
+  // default): 23 x 2,146,304 = 49,364,992 B whatever the length.
+  CHECK(state(m, 8192) == 6'144LL * 8192 + 49'364'992);      // 99,696,640 B
+  CHECK(state(m, 131072) == 6'144LL * 131072 + 49'364'992);  // 854,671,360 B
+}
+
+TEST_CASE("nemotron_h (Nemotron-3-Nano): ungated experts run in the reference executor") {
+  // `calc validate` executes the scaled model and compares every counted quantity with the
+  // tally: two GEMMs an ungated expert, routed and shared, where a gated one runs three.
+  std::ostringstream out, err;
+  std::string nano = fixture("nvidia--NVIDIA-Nemotron-3-Nano-30B-A3B-BF16");
+  int code = run_cli({"validate", "--model", nano, "--scale", "16", "--length", "160",
+                      "--decode-steps", "2"},
+                     out, err);
+  CAPTURE(out.str());
+  CAPTURE(err.str());
+  CHECK(code == 0);
+}
+
+TEST_CASE("nemotron_h: experts in a latent space (moe_latent_size) are refused at that field") {
+  std::string e;
+  try {
+    hf::import_text(R"({"model_type": "nemotron_h", "moe_latent_size": 1024})", "config.json",
+                    "nano");
+  } catch (const spec_error& x) {
+    e = x.what();
+  }
+  CHECK(e.find("moe_latent_size: nemotron_h is read only with null (got 1024)") !=
+        std::string::npos);
+}
+
+TEST_CASE("llama4 (Scout, Maverick): refused by name at the chunked attention, not miscounted") {
+  // Llama 4's chunked local attention is neither a sliding window nor full attention: the
+  // error names text_config.attention_chunk_size and why, not an unknown model_type.
+  for (const char* name : {"meta-llama--Llama-4-Scout-17B-16E-Instruct",
+                           "meta-llama--Llama-4-Maverick-17B-128E-Instruct"}) {
+    std::string e = folder_error(name);
+    CAPTURE(e);
+    CHECK(e.find("text_config.attention_chunk_size") != std::string::npos);
+    CHECK(e.find("llama4: chunked local attention") != std::string::npos);
+    CHECK(e.find("unknown model_type") == std::string::npos);
+  }
 }
 
 TEST_CASE(

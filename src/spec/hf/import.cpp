@@ -744,10 +744,12 @@ ynode ffn_node(const family_reader& r, ffn_kind kind) {
     f.kids.push_back(numbered("intermediate", r.positive("intermediate", o), o));
     return f;
   }
-  if (r.fam().dense_mlp)  // calc's experts are gated (SwiGLU); relu2 experts have two matrices
-    r.cfg().fail(r.field("hybrid"),
-                 "MoE layers (E) with ungated relu2 experts are not in calc's schema");
   f.kids.push_back(scalar("kind", "moe", fmt::format("{} experts", r.fam().model_type)));
+  // A family whose MLP is ungated (Nemotron-H's relu2) has ungated experts too, routed and
+  // shared: up and down only, two matrices each where SwiGLU has three.
+  if (r.fam().dense_mlp)
+    f.kids.push_back(scalar("gated", "false",
+                            fmt::format("up and down only, no gate ({})", r.fam().model_type)));
   std::int64_t experts = r.positive("experts", o);
   f.kids.push_back(scalar("experts", std::to_string(experts), o));
   std::int64_t top_k = r.positive("top_k", o);
@@ -1091,6 +1093,19 @@ imported translate(const hf_json& doc, const std::string& name, const std::strin
     }
     layers.kids.push_back(variants);
   }
+  // A layer of the base kind where the pattern puts another (Nemotron-3-Nano's tail) needs a
+  // variant of its own: an override names a variant, and `base` is none. It spells the base's
+  // kinds in full, so no variant named from a difference to the base can take its name.
+  const std::string base_again = std::string(attn_name(base.attn)) + "_" + ffn_name(base.ffn);
+  if (exceptions.count(base)) {
+    ynode v{base_again, "", "", {}};
+    ynode a = block_of(base.attn);
+    a.comment = "the base kind, where the pattern has another";
+    v.kids.push_back(a);
+    v.kids.push_back(ffn_node(r, base.ffn));
+    if (used.empty()) layers.kids.push_back(ynode{"variants", "", "", {v}});
+    else layers.kids.back().kids.push_back(v);
+  }
   if (best_p > 1 || !(best_pattern[0] == base)) {
     std::string p;
     for (const combo& c : best_pattern) p += (p.empty() ? "" : ", ") + variant_name(c);
@@ -1103,8 +1118,11 @@ imported translate(const hf_json& doc, const std::string& name, const std::strin
     std::string why = c.ffn != best_pattern[static_cast<std::size_t>(at[0]) % best_p].ffn
                           ? ffn_origin
                           : attn_origin;
-    overrides.push_back(
-        {"", fmt::format("{{at: {}, variant: {}}}", int_list(at), variant_name(c)), why, {}});
+    overrides.push_back({"",
+                         fmt::format("{{at: {}, variant: {}}}", int_list(at),
+                                     c == base ? base_again : variant_name(c)),
+                         why,
+                         {}});
   }
 
   std::int64_t mtp = r.integer("mtp_layers", o);
