@@ -509,13 +509,17 @@ layer_cache mamba2_cache(const attention_mamba2& m, std::int64_t index, std::int
 }
 
 /// The cache of one MLA module on one rank: the compact latent plus the RoPE branch, one copy
-/// per rank (it is not split over TP).
-layer_cache mla_cache(const attention_mla& a, std::int64_t index, const dtype& kv) {
+/// per rank (it is not split over TP). A sparse layer's indexer caches its key per token too, in
+/// the model's index format (vLLM registers it as its own cache layer beside the latent, with the
+/// same block size, so per token the two add).
+layer_cache mla_cache(const attention_mla& a, std::int64_t index, const dtype& kv,
+                      const dtype& index_keys) {
   layer_cache l;
   l.layer = index;
   l.type = layer_cache::kind::mla;
   l.token_bytes = record_of(a, mla_path::compact).bytes(kv);
   l.k_token_bytes = l.token_bytes;
+  if (a.indexer) l.token_bytes += record_of(*a.indexer).bytes(index_keys);
   return l;
 }
 
@@ -529,7 +533,7 @@ std::optional<layer_cache> mtp_cache(const graph& g, const dtype& kv, std::int64
       return gqa_cache(*a, index, kv, tp);
     }
     if (const auto* mla = std::get_if<attention_mla>(&it->attention))
-      return mla_cache(*mla, index, kv);
+      return mla_cache(*mla, index, kv, g.spec->precision.index);
   }
   return std::nullopt;
 }
@@ -582,6 +586,7 @@ struct cache_rules {
   std::int64_t spec;  // proposed tokens: they widen the convolution window of linear attention
   std::int64_t index;
   std::vector<layer_cache>& out;
+  const dtype& index_keys;  // a sparse MLA layer's index keys (the model's index format)
 
   void operator()(const attention_none&) const {
     // a mixer-less (FFN-only) layer has no attention module and no cache
@@ -596,7 +601,9 @@ struct cache_rules {
     (*this)(a.attention);
     (*this)(a.mixer);
   }
-  void operator()(const attention_mla& a) const { out.push_back(mla_cache(a, index, kv)); }
+  void operator()(const attention_mla& a) const {
+    out.push_back(mla_cache(a, index, kv, index_keys));
+  }
   void operator()(const attention_gdn& a) const { recurrent(recurrent_of(a)); }
   void operator()(const attention_kda& a) const { recurrent(recurrent_of(a)); }
   void operator()(const attention_mamba2& a) const {
@@ -628,7 +635,8 @@ std::vector<layer_cache> layer_caches(const graph& g, const engine_config& c) {
   const dtype& ssm = c.state_dtype ? *c.state_dtype : p.recurrent;
   std::vector<layer_cache> out;
   for (const layer& ly : g.layers)
-    std::visit(cache_rules{kv, p.conv, ssm, c.tensor_parallel, c.speculative.tokens, ly.index, out},
+    std::visit(cache_rules{kv, p.conv, ssm, c.tensor_parallel, c.speculative.tokens, ly.index, out,
+                           p.index},
                ly.attention);
   append_draft_caches(g, c, out);
   return out;

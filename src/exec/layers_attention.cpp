@@ -547,7 +547,14 @@ struct attention_maker {
   made operator()(const attention_gqa& a) const {
     return std::make_unique<gqa_runtime>(a, s, layer, rng);
   }
-  made operator()(const attention_mla& a) const { return std::make_unique<mla_runtime>(a, s, rng); }
+  made operator()(const attention_mla& a) const {
+    // Sparse MLA's indexer and top-k selection are not executed: refuse rather than count a
+    // dense MLA layer the tally does not describe.
+    if (a.indexer)
+      throw spec_error("attention.indexer",
+                       "the reference executor does not run sparse MLA (a lightning indexer)");
+    return std::make_unique<mla_runtime>(a, s, rng);
+  }
   made operator()(const attention_gdn& a) const { return std::make_unique<gdn_runtime>(a, s, rng); }
   made operator()(const attention_kda& a) const { return std::make_unique<kda_runtime>(a, s, rng); }
   made operator()(const attention_mamba2& a) const {

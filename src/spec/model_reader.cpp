@@ -66,8 +66,19 @@ attention_spec read_mla(yaml_map& m) {
   a.v_head = m.integer("v_head");
   a.rope_branch = m.boolean("rope_branch", true);
   a.output_gate = m.boolean("output_gate", false);
+  if (m.has("indexer")) {
+    yaml_map x = m.map("indexer");
+    mla_indexer ix;
+    ix.heads = x.integer("heads");
+    ix.dim = x.integer("dim");
+    ix.top_k = x.integer("top_k");
+    x.finish({"heads", "dim", "top_k"});
+    a.indexer = ix;
+  } else {
+    m.optional("indexer");
+  }
   m.finish({"kind", "heads", "q_rank", "kv_rank", "qk_nope", "qk_rope", "v_head", "rope_branch",
-            "output_gate"});
+            "output_gate", "indexer"});
   return a;
 }
 

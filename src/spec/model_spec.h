@@ -39,6 +39,19 @@ struct attention_gqa {
   bool operator==(const attention_gqa&) const = default;
 };
 
+/// DeepSeek sparse attention's lightning indexer on an MLA layer (DeepSeek-V3.2, GLM-5): its own
+/// query heads from the query latent (wq_b: q_rank -> heads*dim), one key per token from the
+/// input (wk: d -> dim, then a LayerNorm of dim with bias), a per-head weight from the input
+/// (weights_proj: d -> heads). Each token's key is cached (precision.index); every query scores
+/// every earlier key and main attention reads only the top_k best-scored tokens.
+struct mla_indexer {
+  std::int64_t heads = 0;  // index_n_heads
+  std::int64_t dim = 0;    // index_head_dim: width of the cached index key
+  std::int64_t top_k = 0;  // index_topk: tokens main attention reads per query
+
+  bool operator==(const mla_indexer&) const = default;
+};
+
 /// Multi-head latent attention (§2.3.2, Tables 2-3, 2-5): a shared latent of kv_rank plus a
 /// qk_rope-wide branch is cached (compact path), or per-head K/V are restored (expanded path).
 struct attention_mla {
@@ -50,6 +63,7 @@ struct attention_mla {
   std::int64_t v_head = 0;   // per-head value width (128)
   bool rope_branch = true;   // false: the branch carries no rotation (NoPE) but is still cached
   bool output_gate = false;  // full-rank sigmoid gate d -> heads * v_head
+  std::optional<mla_indexer> indexer;  // sparse: attend only to the indexer's top_k tokens
 
   bool operator==(const attention_mla&) const = default;
 };

@@ -5,6 +5,11 @@
 // weights per row as applying kv_b to the new tokens. They differ in what is cached and in the
 // width of each query-key pair: compact scores over kv_rank + qk_rope and aggregates over
 // kv_rank; expanded scores over qk_nope + qk_rope and aggregates over v_head per head.
+//
+// With a lightning indexer (DeepSeek-V3.2, GLM-5) every query scores every earlier token's index
+// key, and main attention reads only the top_k best: the pairs are min(t + 1, top_k) per query
+// at 0-based position t, the index scans t + 1 (the whole rectangle under
+// `index_scan: rectangular`). The index key is cached beside the latent, one per token.
 #include "tally/rules.h"
 
 namespace calc {
@@ -37,11 +42,32 @@ void add_tensors(const attention_mla& a, const model_context& m, std::vector<ten
   if (a.output_gate)
     out.push_back(
         matrix("attention", "g_proj", category::attention, d, checked(a.heads) * a.v_head, w));
+  if (a.indexer) {
+    // The indexer's query heads come from the query latent (from the input without one); its key
+    // and per-head weights from the input. Engines replicate the indexer on every card.
+    const mla_indexer& x = *a.indexer;
+    checked q_in = a.q_rank > 0 ? checked(a.q_rank) : d;
+    tensor wq = matrix("attention", "indexer_wq_b", category::attention, q_in,
+                       checked(x.heads) * x.dim, w);
+    tensor wk = matrix("attention", "indexer_wk", category::attention, d, x.dim, w);
+    tensor wp = matrix("attention", "indexer_weights_proj", category::attention, d, x.heads, w);
+    wq.shards = wk.shards = wp.shards = 1;
+    out.push_back(wq);
+    out.push_back(wk);
+    out.push_back(wp);
+    // k_norm is a LayerNorm: a weight and a bias of the key width.
+    out.push_back({"norms", "indexer_k_norm", category::other, checked(2) * x.dim, norms});
+  }
 }
 
 work flops(const attention_mla& a, const model_context&, const call& c) {
   // Score and aggregate widths of the call's path (kinds.cpp).
-  return {pair_of(a, c.exec.mla).flops() * attention_pairs(c, std::nullopt), 0};
+  if (!a.indexer) return {pair_of(a, c.exec.mla).flops() * attention_pairs(c, std::nullopt), 0};
+  const mla_indexer& x = *a.indexer;
+  // Causal: min(t + 1, top_k) pairs per query; the rectangle is every pair, masked afterwards.
+  checked pairs = attention_pairs(c, x.top_k);
+  checked scans = c.exec.index_scan == pair_counting::rectangular ? n_rect(c) : n_pair(c);
+  return {pair_of(a, c.exec.mla).flops() * pairs + pair_of(x).flops() * scans, 0};
 }
 
 std::vector<state_component> state(const attention_mla& a, const model_context& m,
@@ -51,12 +77,20 @@ std::vector<state_component> state(const attention_mla& a, const model_context& 
   // (nope + rope) and V restored and cached.
   s.name = e.mla == mla_path::compact ? "mla_latent" : "mla_kv";
   s.per_entry = record_of(a, e.mla).bytes(m.precision->kv);
-  return {s};
+  if (!a.indexer) return {s};
+  s.read_cap = a.indexer->top_k;  // a query reads only the selected tokens
+  state_component index;
+  index.name = "mla_index";  // one index key per token (precision.index)
+  index.per_entry = record_of(*a.indexer).bytes(m.precision->index);
+  return {s, index};
 }
 
 checked decode_read(const attention_mla& a, const model_context& m, const execution_spec& e,
                     checked length) {
-  return state(a, m, e).front().bytes(length);
+  std::vector<state_component> parts = state(a, m, e);
+  if (!a.indexer) return parts.front().bytes(length);
+  // The indexer reads every index key; main attention reads the top_k selected records.
+  return parts[0].per_entry * min(length, a.indexer->top_k) + parts[1].bytes(length);
 }
 
 }  // namespace calc

@@ -34,9 +34,22 @@ attention_form form(const attention_gqa& a, const model_context& m, const execut
 
 attention_form form(const attention_mla& a, const model_context& m, const execution_spec& e) {
   attention_form f;
-  f.step_interaction.add(floor_term{pair_of(a, e.mla).flops(), 1, 1, -1});
+  if (!a.indexer) {
+    f.step_interaction.add(floor_term{pair_of(a, e.mla).flops(), 1, 1, -1});
+    f.step_work = f.step_interaction;
+    f.decode_read = history_read(decode_read(a, m, e, 1), std::nullopt);
+    return f;
+  }
+  // Sparse MLA: main attention over min(h + 1, top_k) selected tokens (every pair in the
+  // rectangle), the indexer's scores over all h + 1; a step reads top_k latents at most and
+  // every index key.
+  const mla_indexer& x = *a.indexer;
+  std::int64_t cap = e.pairs == pair_counting::causal ? x.top_k : -1;
+  f.step_interaction.add(floor_term{pair_of(a, e.mla).flops(), 1, 1, cap});
+  f.step_interaction.add(floor_term{pair_of(x).flops(), 1, 1, -1});
   f.step_work = f.step_interaction;
-  f.decode_read = history_read(decode_read(a, m, e, 1), std::nullopt);
+  f.decode_read.add(floor_term{record_of(a, e.mla).bytes(m.precision->kv), 0, 1, x.top_k});
+  f.decode_read.add(floor_term{record_of(x).bytes(m.precision->index), 0, 1, -1});
   return f;
 }
 

@@ -41,7 +41,7 @@ struct heads_of {
 /// How each kind attends (attention_mode).
 struct mode_of {
   std::string operator()(const attention_gqa& a) const { return a.window ? "swa" : "gqa"; }
-  std::string operator()(const attention_mla&) const { return "mla"; }
+  std::string operator()(const attention_mla& a) const { return a.indexer ? "mla_sparse" : "mla"; }
   std::string operator()(const attention_gdn&) const { return "gated_deltanet"; }
   std::string operator()(const attention_kda&) const { return "kda"; }
   std::string operator()(const attention_mamba2&) const { return "mamba2"; }
@@ -79,6 +79,8 @@ pair_shape pair_of(const attention_dsa& a) {
 
 pair_shape pair_of(const dsa_indexer& x) { return {x.heads, x.dim, 0}; }
 
+pair_shape pair_of(const mla_indexer& x) { return {x.heads, x.dim, 0}; }
+
 record_shape record_of(const attention_gqa& a) {
   // §2.2.1: one K and one V vector per KV head; one tensor when the keys are the values.
   return {a.kv_heads, a.head_dim, a.k_is_v ? 0 : a.head_dim};
@@ -93,6 +95,8 @@ record_shape record_of(const attention_mla& a, mla_path path) {
 record_shape record_of(const attention_dsa& a) { return {1, a.head_dim, 0}; }
 
 record_shape record_of(const dsa_indexer& x) { return {1, x.dim, 0}; }
+
+record_shape record_of(const mla_indexer& x) { return {1, x.dim, 0}; }
 
 recurrent_shape recurrent_of(const attention_gdn& a) {
   recurrent_shape r;

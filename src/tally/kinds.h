@@ -24,7 +24,8 @@ namespace calc {
 std::string kind_name(const attention_spec& a);
 std::string kind_name(const ffn_spec& f);
 
-/// How a layer attends, as `calc layers` reports it: "gqa" or "swa" (a window), "mla",
+/// How a layer attends, as `calc layers` reports it: "gqa" or "swa" (a window), "mla" (or
+/// "mla_sparse" with a lightning indexer),
 /// "gated_deltanet", "kda", "mamba2", "none", a parallel hybrid's "gqa+mamba2" / "swa+mamba2",
 /// and sparse attention's "window" (no global branch), "full" (stores its own entries),
 /// "reindex" or "reuse" (reads a source's entries, with or without its own indexer; §2.3.6).
@@ -46,6 +47,9 @@ pair_shape pair_of(const attention_gqa& a);
 /// MLA: compact scores over kv_rank + qk_rope and aggregates kv_rank; expanded scores over
 /// qk_nope + qk_rope and aggregates v_head (§2.3.2).
 pair_shape pair_of(const attention_mla& a, mla_path path);
+/// An MLA layer's lightning indexer (DeepSeek-V3.2, GLM-5): the score of one earlier token, index
+/// heads dot products of index dim, no aggregation.
+pair_shape pair_of(const mla_indexer& x);
 /// DeepSeek sparse attention: QK and PV over the one shared record (Table 2-4), for window and
 /// selected global pairs alike.
 pair_shape pair_of(const attention_dsa& a);
@@ -75,6 +79,8 @@ record_shape record_of(const attention_gqa& a);
 /// MLA's cached record: compact, one latent of kv_rank plus the qk_rope branch shared by every
 /// head; expanded, per-head K (qk_nope + qk_rope) and V (v_head).
 record_shape record_of(const attention_mla& a, mla_path path);
+/// An MLA indexer's key: one dim-wide vector per token, shared by the index heads.
+record_shape record_of(const mla_indexer& x);
 /// DeepSeek sparse attention's record, the key that is also the value (window records and
 /// compressed entries alike).
 record_shape record_of(const attention_dsa& a);

@@ -13,6 +13,7 @@
 #include "cli/cli.h"
 #include "scratch.h"
 #include "spec/hf/import.h"
+#include "tally/call.h"
 #include "tally/tally.h"
 #include "test_model.h"
 
@@ -118,15 +119,55 @@ TEST_CASE("qwen3_5_moe (Qwen3.5-397B-A17B): the published config reads as the bu
   CHECK(state(m, 131072) == state(bundled, 131072));
 }
 
-TEST_CASE("deepseek_v32 and glm_moe_dsa: refused at the indexer field, not read without it") {
-  std::string e = folder_error("nvidia--DeepSeek-V3.2-NVFP4");
-  // The refusal names the config line of index_n_heads (line 14 of the fixture).
-  CHECK(e.find("config.json:14:") != std::string::npos);
-  CHECK(e.find("index_n_heads: deepseek_v32: DeepSeek sparse attention's lightning indexer") !=
-        std::string::npos);
-  // GLM-5's copy gives no index field; the refusal sits at model_type.
-  e = folder_error("zai-org--GLM-5-FP8");
-  CHECK(e.find("model_type: glm_moe_dsa: DeepSeek sparse attention") != std::string::npos);
+TEST_CASE("deepseek_v32 (DeepSeek-V3.2): MLA with the lightning indexer, 671,877,944,064") {
+  testing::model m(fixture("nvidia--DeepSeek-V3.2-NVFP4"));
+  // DeepSeek-V3's 671,026,419,200 (MLA 187,107,328 a layer; 58 MoE layers of 256 experts + 1
+  // shared; 3 dense) plus the indexer on each of 61 layers: wq_b 1536*64*128 = 12,582,912, wk
+  // 7168*128 = 917,504, weights_proj 7168*64 = 458,752, k_norm (LayerNorm) 2*128 = 256, so
+  // 13,959,424 a layer, 851,524,864 in all. The card's 685B counts the MTP layer too: a decoder
+  // layer with its indexer 11,532,490,752 + eh_proj 2*7168^2 + 3 norms of 7168 = 11,624,027,648,
+  // and the checkpoint stores the MTP layer's own embedding and head copies (2*129280*7168 =
+  // 1,853,358,080): 671.88 + 11.62 + 1.85 = 685.36 billion.
+  CHECK(params(m) == 671'877'944'064);
+  // Cache per token and layer: the compact latent (512 + 64) BF16 = 1,152 B and the index key,
+  // 128 FP8 values + one FP32 scale = 132 B: 1,284 B, 78,324 B on 61 layers.
+  CHECK(state(m, 8192) == 78'324LL * 8192);      // 641,630,208 B
+  CHECK(state(m, 131072) == 78'324LL * 131072);  // 10,266,148,864 B
+  // A decode step at 131,072 cached tokens: main attention reads the top 2,048 (compact pair
+  // 2*128*(576 + 512) = 278,528 FLOPs), the indexer scores all 131,073 (2*64*128 = 16,384):
+  // 2,048*278,528 + 131,073*16,384 = 2,717,925,376 a layer, 165,793,447,936 on 61.
+  call step = make_call(*m.g.spec, 1, 131072, 1);
+  CHECK(tally_forward(m.g, step).interaction_flops == 165'793'447'936LL);
+  // Under the window of top_k, sparse attention is dense: 1,024 cached tokens read all 1,025.
+  step = make_call(*m.g.spec, 1, 1024, 1);
+  CHECK(tally_forward(m.g, step).interaction_flops ==
+        61LL * 1025 * (278'528 + 16'384));  // 18,439,372,800
+}
+
+TEST_CASE("glm_moe_dsa (GLM-5.1, GLM-5): 743,911,218,432 parameters, 753,864,139,008 with MTP") {
+  testing::model m(fixture("zai-org--GLM-5.1"));
+  // By hand: MLA per layer (64 heads, q_rank 2048, kv_rank 512 + rope 64, nope 192, v 256)
+  // 6144*2048 + 2048 + 2048*64*256 + 6144*576 + 512 + 512*64*448 + 64*256*6144 = 165,022,208;
+  // indexer 2048*32*128 + 6144*128 + 2*128 + 6144*32 = 9,371,904; 3 dense layers
+  // 3*6144*12288; 75 MoE layers 257*3*6144*2048 + 256*6144 + 256 = 9,702,998,272; norms 2*6144
+  // a layer; embedding and head 2*154880*6144; final norm. GLM-5's card: 744B. The MTP layer
+  // (a decoder layer 9,877,404,672 + eh_proj 2*6144^2 + 3 norms = 9,952,920,576) makes
+  // 753,864,139,008, the total of GLM-5.1's safetensors tensor listing (SOURCES.md).
+  CHECK(params(m) == 743'911'218'432);
+  // Per token and layer 1,152 B latent + 132 B index key = 1,284 B; 100,152 B on 78 layers.
+  CHECK(state(m, 8192) == 100'152LL * 8192);      // 820,445,184 B
+  CHECK(state(m, 131072) == 100'152LL * 131072);  // 13,127,122,944 B
+  // GLM-5-FP8's abridged copy leaves the index fields out: GlmMoeDsaConfig's defaults (32 heads,
+  // 128 wide, top 2,048) give the same model.
+  testing::model glm5(fixture("zai-org--GLM-5-FP8"));
+  CHECK(params(glm5) == params(m));
+  CHECK(state(glm5, 131072) == state(m, 131072));
+}
+
+TEST_CASE("sparse MLA: the indexer block is written by import and read back") {
+  std::string yaml = hf::import_config(fixture("zai-org--GLM-5.1")).yaml;
+  CHECK(yaml.find("indexer:") != std::string::npos);
+  CHECK(yaml.find("index: fp8:g128:fp32") != std::string::npos);
 }
 
 TEST_CASE("an unknown model_type whose architectures names a known class reads as that class") {

@@ -123,3 +123,20 @@ TEST_CASE("calc models: every id a bundled model's source names resolves back to
   CHECK(ids >= 35);
   CHECK(j["models"].size() >= 40);
 }
+
+TEST_CASE("--model Org/Name: the bundles imported from published configs") {
+  // Each bundle is `calc import` of its fixture (tests/fixtures/hf), its source naming the
+  // repository users ask for.
+  const std::pair<const char*, const char*> ids[] = {
+      {"deepseek-ai/DeepSeek-V3.2", "deepseek-v3.2"},
+      {"deepseek-ai/DeepSeek-V3.1", "deepseek-v3.1"},
+      {"zai-org/GLM-5", "glm-5"},
+      {"zai-org/GLM-5.1", "glm-5.1"},
+      {"nvidia/Kimi-K2.5-NVFP4", "kimi-k2.5-nvfp4"},
+      {"MiniMaxAI/MiniMax-M2.5", "minimax-m2.5"},
+  };
+  for (const auto& id : ids) {
+    CAPTURE(id.first);
+    CHECK(fs::path(resolve_model_path(id.first)).stem() == id.second);
+  }
+}

@@ -31,7 +31,11 @@ struct decode_interaction {
     return pair_of(a).flops() * keys;
   }
   checked operator()(const attention_mla& a) const {
-    return pair_of(a, e.mla).flops() * (checked(h) + 1);
+    checked keys = checked(h) + 1;
+    if (!a.indexer) return pair_of(a, e.mla).flops() * keys;
+    // Sparse MLA: the top_k selected tokens (every key in the rectangle), all keys indexed.
+    checked read = e.pairs == pair_counting::causal ? min(keys, a.indexer->top_k) : keys;
+    return pair_of(a, e.mla).flops() * read + pair_of(*a.indexer).flops() * keys;
   }
   checked operator()(const attention_dsa& a) const {
     checked pairs = min(checked(h) + 1, a.window);
@@ -69,7 +73,8 @@ struct state_at {
     return record_of(a).bytes(p.kv) * kept;
   }
   std::optional<checked> operator()(const attention_mla& a) const {
-    return record_of(a, e.mla).bytes(p.kv) * n;
+    checked index = a.indexer ? record_of(*a.indexer).bytes(p.index) : checked(0);
+    return (record_of(a, e.mla).bytes(p.kv) + index) * n;
   }
   std::optional<checked> operator()(const attention_dsa&) const { return std::nullopt; }
   std::optional<checked> recurrent(const recurrent_shape& r) const {
@@ -256,7 +261,9 @@ TEST_CASE("the engine's pages are the per-kind records and recurrent shapes") {
             REQUIRE(a != nullptr);
             execution_spec compact = spec.execution;
             compact.mla = mla_path::compact;
-            CHECK(lc.token_bytes == state(*a, m, compact).front().per_entry);  // not split
+            // Not split; a sparse layer's index key rides on the same page.
+            checked index = a->indexer ? record_of(*a->indexer).bytes(p.index) : checked(0);
+            CHECK(lc.token_bytes == state(*a, m, compact).front().per_entry + index);
             break;
           }
           case engine::layer_cache::kind::state: {

@@ -150,11 +150,19 @@ family deepseek_v3_like(std::string model_type, std::vector<std::string> archs,
           .not_counted = std::move(not_counted)};
 }
 
-constexpr const char* dsa_refusal =
-    "DeepSeek sparse attention's lightning indexer (index_n_heads heads, an index_head_dim key "
-    "cached per token, top index_topk) on MLA layers is not in calc's schema (calc has an "
-    "indexer only on DeepSeek V4's dsa attention); reading the MLA alone would undercount the "
-    "cache";
+// DeepSeek-V3's table plus the lightning indexer's roles (DeepseekV32Config: index_n_heads 64,
+// index_head_dim 128, index_topk 2048); `extra` replaces defaults per family.
+family dsa_mla_like(std::string model_type, std::vector<std::string> archs, json extra) {
+  family f = deepseek_v3_like(std::move(model_type), std::move(archs));
+  f.names["index_heads"] = "index_n_heads";
+  f.names["index_dim"] = "index_head_dim";
+  f.names["index_top_k"] = "index_topk";
+  f.defaults["index_heads"] = 64;
+  f.defaults["index_dim"] = 128;
+  f.defaults["index_top_k"] = 2048;
+  for (auto& [k, v] : extra.items()) f.defaults[k] = v;
+  return f;
+}
 
 }  // namespace
 
@@ -381,23 +389,18 @@ const std::vector<family>& families() {
       // text_config; the MoonViT vision tower and its patch-merger projector are apart.
       deepseek_v3_like("kimi_k25", {"KimiK25ForConditionalGeneration"}, "text_config",
                        "the MoonViT vision tower and its projector (vision_config)"),
-      // DeepseekV32Config (DeepSeek-V3.2) and GlmMoeDsaConfig (GLM-5): DeepSeek-V3's MLA and MoE
-      // plus DeepSeek sparse attention's lightning indexer on every layer (index_n_heads query
-      // heads and one index_head_dim key per token, cached beside the latent, top index_topk).
-      // calc's MLA has no indexer, and leaving it out would undercount weights, work and the
-      // cache, so both are refused by name until the schema has one.
-      [] {
-        family f = deepseek_v3_like("deepseek_v32", {"DeepseekV32ForCausalLM"});
-        f.refused = dsa_refusal;
-        f.refused_at = {"index_n_heads", "index_head_dim", "index_topk"};
-        return f;
-      }(),
-      [] {
-        family f = deepseek_v3_like("glm_moe_dsa", {"GlmMoeDsaForCausalLM"});
-        f.refused = dsa_refusal;
-        f.refused_at = {"index_n_heads", "index_head_dim", "index_topk"};
-        return f;
-      }(),
+      // DeepseekV32Config (DeepSeek-V3.2): DeepSeek-V3's MLA and MoE plus DeepSeek sparse
+      // attention's lightning indexer on every layer (index_n_heads query heads, one
+      // index_head_dim key per token cached beside the latent, top index_topk tokens read).
+      dsa_mla_like("deepseek_v32", {"DeepseekV32ForCausalLM"}, {{"index_heads", 64}}),
+      // GlmMoeDsaConfig (GLM-5, GLM-5.1): the same layer with GLM's widths (q_lora_rank 2048,
+      // qk_nope_head_dim 192, v_head_dim 256) and a 32-head indexer.
+      dsa_mla_like("glm_moe_dsa", {"GlmMoeDsaForCausalLM"},
+                   {{"index_heads", 32},
+                    {"q_rank", 2048},
+                    {"qk_nope", 192},
+                    {"v_head", 256},
+                    {"mtp_layers", 1}}),
       // Glm4MoeLiteConfig (zai-org/GLM-4.7-Flash): DeepSeek-V3's MLA and routed MoE with the
       // routing bias; no table default is taken for the MLA widths or expert counts, so a
       // config that leaves them out is an error rather than a guess.

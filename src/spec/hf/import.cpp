@@ -701,6 +701,13 @@ ynode attention_node(const family_reader& r, attn_kind kind, std::int64_t hidden
       a.kids.push_back(
           scalar("rope_branch", "false", o + ": NoPE, the qk_rope branch is still cached"));
     if (r.flag("mla_gate", o)) a.kids.push_back(scalar("output_gate", "true", o));
+    if (r.fam().defaults.contains("index_heads")) {  // DeepSeek sparse attention's indexer
+      ynode x{"indexer", "", "lightning indexer: main attention reads the top_k tokens", {}};
+      x.kids.push_back(numbered("heads", r.positive("index_heads", o), o));
+      x.kids.push_back(numbered("dim", r.positive("index_dim", o), o));
+      x.kids.push_back(numbered("top_k", r.positive("index_top_k", o), o));
+      a.kids.push_back(x);
+    }
     return a;
   }
   a.kids.push_back(scalar("kind", "gqa", fmt::format("{} attention", r.fam().model_type)));
@@ -967,6 +974,12 @@ imported translate(const hf_json& doc, const std::string& name, const std::strin
       precision.kids.push_back(
           scalar("kv", dtype, dtype_origin + " (the cache keeps the model dtype)"));
   }
+  if (fam->defaults.contains("index_heads"))
+    // The reference inference code and the engines cache each index key as FP8 (e4m3) with one
+    // FP32 scale per 128 values (DeepSeek-V3.2-Exp inference/model.py, Indexer k_cache and
+    // k_scale_cache; vLLM's and LightLLM's indexer caches alike), whatever the weights' dtype.
+    precision.kids.push_back(
+        scalar("index", "fp8:g128:fp32", "the indexer's key cache: FP8 plus an FP32 scale per 128"));
   if (dtype != "bf16")  // calc's norms default to bf16; a checkpoint keeps them in its dtype
     precision.kids.push_back(
         scalar("norms", dtype, dtype_origin + " (norm weights are stored in the model dtype)"));
