@@ -15,22 +15,6 @@ namespace {
 
 constexpr std::int64_t kGiB = 1LL << 30;
 
-/// major.minor as one number: "0.10" -> 10, "0.9.2" -> 9, "1.2" -> 1002.
-std::optional<int> version_number(const std::string& text) {
-  int major = 0, minor = 0;
-  std::size_t i = 0;
-  auto digits = [&](int& out) {
-    std::size_t start = i;
-    while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])) && i - start < 4)
-      out = out * 10 + (text[i++] - '0');
-    return i > start;
-  };
-  if (!digits(major) || i >= text.size() || text[i] != '.') return std::nullopt;
-  ++i;
-  if (!digits(minor)) return std::nullopt;
-  // A patch level or a suffix (".2", "rc1", ".dev73+g...") does not change the rules.
-  return major * 1000 + minor;
-}
 
 std::string gib(const checked& bytes) {
   return fmt::format("{:.2f}", static_cast<double>(bytes.value()) / static_cast<double>(kGiB));
@@ -321,6 +305,22 @@ engine_capacity plan_token_pool(const std::vector<layer_cache>& caches, const en
 }
 
 }  // namespace
+
+std::optional<int> version_number(const std::string& text) {
+  int major = 0, minor = 0;
+  std::size_t i = 0;
+  auto digits = [&](int& out) {
+    std::size_t start = i;
+    while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])) && i - start < 4)
+      out = out * 10 + (text[i++] - '0');
+    return i > start;
+  };
+  if (!digits(major) || i >= text.size() || text[i] != '.') return std::nullopt;
+  ++i;
+  if (!digits(minor)) return std::nullopt;
+  // A patch level or a suffix (".2", "rc1", ".dev73+g...") does not change the rules.
+  return major * 1000 + minor;
+}
 
 const std::vector<rule_set>& rule_sets() {
   using pool = rule_set::pool;

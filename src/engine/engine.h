@@ -73,6 +73,10 @@ struct rule_boundary {
 /// The boundaries, oldest first; every rule-set row but the first of each engine starts at one.
 const std::vector<rule_boundary>& rule_boundaries();
 
+/// major.minor of an engine version as one number: "0.10" -> 10, "0.9.2" -> 9, "1.2" -> 1002;
+/// none when the text is not a version.
+std::optional<int> version_number(const std::string& text);
+
 /// The rule set for `engine` at `version` ("" = the newest); throws spec_error naming
 /// --engine or --engine-version.
 const rule_set& find_rules(const std::string& engine, const std::string& version);

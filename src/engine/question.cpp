@@ -18,22 +18,6 @@ namespace {
 constexpr std::int64_t kMiB = 1LL << 20;
 constexpr std::int64_t kGiB = 1LL << 30;
 
-/// major.minor as one number ("0.21.1" -> 21), or none.
-std::optional<int> version_of(const std::string& text) {
-  int major = 0, minor = 0;
-  std::size_t i = 0;
-  auto digits = [&](int& out) {
-    std::size_t start = i;
-    while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])) && i - start < 4)
-      out = out * 10 + (text[i++] - '0');
-    return i > start;
-  };
-  if (!digits(major) || i >= text.size() || text[i] != '.') return std::nullopt;
-  ++i;
-  if (!digits(minor)) return std::nullopt;
-  return major * 1000 + minor;
-}
-
 }  // namespace
 
 const std::vector<budget_rules>& budget_rule_sets() {
@@ -82,7 +66,7 @@ const budget_rules& find_budget_rules(const std::string& engine, const std::stri
     if (engine == b.engine) newest = &b;
   if (!newest) throw spec_error("engine", fmt::format("'{}' is not vllm or sglang", engine));
   if (version.empty()) return *newest;
-  if (std::optional<int> v = version_of(version))
+  if (std::optional<int> v = version_number(version))
     for (const budget_rules& b : budget_rule_sets())
       if (engine == b.engine && *v >= b.min_version && *v <= b.max_version) return b;
   // find_rules has already refused a version outside the allocation rule sets.
