@@ -228,7 +228,13 @@ std::optional<quant_formats> read_quant(const hf_object& root, const hf_json* mo
       }
     }
   }
-  if (from_modelopt && has_routers) {
+  // Hugging Face's FP8 block quantisation (quant_method fp8 with weight_block_size) converts
+  // nn.Linear modules only; a MoE router is never converted in the published checkpoints:
+  // DeepSeek's gate is a bare weight Parameter (DeepSeek-V3.1, R1 and V3.2 store mlp.gate.weight
+  // BF16 beside FP8 experts without listing it), and Qwen3, MiniMax-M2.5 and GLM-5.1 list theirs
+  // in modules_to_not_convert.
+  bool block_fp8 = (method == "fp8" || method == "FP8") && q->has("weight_block_size");
+  if ((from_modelopt || block_fp8) && has_routers) {
     // ModelOpt never quantises a MoE router: its default configs disable the quantizers of
     // *router*, *mlp.gate.*, *block_sparse_moe.gate* and *mlp.shared_expert_gate.* (so a list
     // may name them), and a router that is no Linear (DeepSeek's Gate, a bare weight Parameter)
@@ -237,7 +243,8 @@ std::optional<quant_formats> read_quant(const hf_object& root, const hf_json* mo
     quant_formats::kept_role& k = f.kept_roles["router"];
     if (k.field.empty()) {
       k.field = f.origin;
-      k.why = "ModelOpt never quantises MoE routers";
+      k.why = from_modelopt ? "ModelOpt never quantises MoE routers"
+                            : "FP8 block quantisation converts Linear layers, never the router";
     }
     k.all = true;
   }
