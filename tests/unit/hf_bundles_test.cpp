@@ -1,0 +1,147 @@
+// Bundled models of issue 21's third round (models/*.yaml, imported from tests/fixtures/hf; the
+// sources and how faithful each copy is in SOURCES.md there): parameters against the published
+// totals, and weight bytes against the sum of the published checkpoints' tensors (a tensor
+// listing of each release: shape and dtype of every tensor) where one was found.
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <string>
+
+#include "spec/hf/import.h"
+#include "tally/tally.h"
+#include "test_model.h"
+
+using namespace calc;
+
+namespace {
+
+std::string fixture(const std::string& name) {
+  return std::string(CALC_SOURCE_DIR) + "/tests/fixtures/hf/" + name;
+}
+
+std::int64_t params(const testing::model& m) { return tally_params(m.g).total.value(); }
+std::int64_t weight_bytes(const testing::model& m) {
+  return tally_params(m.g).weight_bytes.value();
+}
+std::int64_t state(const testing::model& m, std::int64_t n) {
+  return tally_state(m.g, n).total.value();
+}
+
+// One FP8 (e4m3) matrix of `rows` x `cols` as DeepSeek and MiniMax store it: a byte a value and
+// an FP32 scale (weight_scale_inv) per 128 x 128 block, the grid rounded up on each side.
+std::int64_t fp8_block(std::int64_t rows, std::int64_t cols) {
+  return rows * cols + ((rows + 127) / 128) * ((cols + 127) / 128) * 4;
+}
+
+// The main model (layers 0-60, MTP layer 61 left out) of a DeepSeek-V3 release as its tensor
+// listing stores it: FP8 blocks for every attention and FFN matrix, BF16 router, embedding and
+// head, FP32 routing bias, norms in `norm_bytes` a value; `indexer` adds DeepSeek-V3.2's
+// lightning indexer (wq_b and wk FP8, weights_proj BF16, k_norm weight and bias).
+std::int64_t deepseek_stored_bytes(bool indexer, std::int64_t norm_bytes) {
+  const std::int64_t d = 7168;
+  std::int64_t attention = fp8_block(1536, d) + fp8_block(24576, 1536) + fp8_block(576, d) +
+                           fp8_block(32768, 512) + fp8_block(d, 16384);
+  std::int64_t norms = (2 * d + 1536 + 512) * norm_bytes;
+  if (indexer) {
+    attention += fp8_block(8192, 1536) + fp8_block(128, d) + 64 * d * 2;
+    norms += 2 * 128 * norm_bytes;
+  }
+  std::int64_t dense = 3 * fp8_block(18432, d);
+  std::int64_t moe = 256 * 3 * fp8_block(2048, d) + 3 * fp8_block(2048, d) + 256 * d * 2 + 256 * 4;
+  return 61 * (attention + norms) + 3 * dense + 58 * moe + 2 * 129280LL * d * 2 + d * norm_bytes;
+}
+
+}  // namespace
+
+TEST_CASE("deepseek-v3.2 bundle: the release's FP8 blocks, BF16 weights_proj and FP32 norms") {
+  testing::model m("deepseek-v3.2");
+  // The listing of deepseek-ai/DeepSeek-V3.2 sums to 685,396,921,376 elements (scales counted):
+  // the main model's 671,877,944,064 parameters (as for nvidia's NVFP4 republication), its
+  // 1,001,920,512 scales, and the MTP layer.
+  CHECK(params(m) == 671'877'944'064);
+  std::int64_t stored = deepseek_stored_bytes(/*indexer=*/true, /*norm_bytes=*/4);
+  CHECK(stored == 674'032'381'632);
+  // calc groups a block's 16,384 values without rounding the grid per side: kv_a_proj's 576
+  // rows are 4.5 blocks to calc and 5 in the files, 28 scales x 4 B x 61 layers = 6,832 B.
+  CHECK(weight_bytes(m) == stored - 6'832);
+  // The indexer's weights_proj is BF16 in the files (64 x 7168 x 2 B a layer), not FP8.
+  CHECK(m.spec.precision.weights.name == "bf16");
+  CHECK(m.spec.precision.norms.name == "fp32");
+}
+
+TEST_CASE("deepseek-v3.1 and deepseek-r1 bundles: FP8 blocks with FP32 scales, router BF16") {
+  for (const char* name : {"deepseek-v3.1", "deepseek-r1"}) {
+    CAPTURE(name);
+    testing::model m(name);
+    // 671,026,419,200: DeepSeek-V3's main model (the card's 671B; listing total 684,531,386,000
+    // with the MTP layer and the scales).
+    CHECK(params(m) == 671'026'419'200);
+    std::int64_t stored = deepseek_stored_bytes(/*indexer=*/false, /*norm_bytes=*/2);
+    CHECK(stored == 673'150'611'808);
+    // Short by the routing bias, F32 in the files and counted at the norms' BF16 (58 x 256 x
+    // 2 B = 29,696), and kv_a_proj's rounded scale grid (6,832 B).
+    CHECK(weight_bytes(m) == stored - 29'696 - 6'832);
+    // MLA compact cache, BF16: (512 + 64) x 2 B x 61 layers = 70,272 B/token.
+    CHECK(state(m, 8192) == 70'272LL * 8192);      // 575,668,224 B
+    CHECK(state(m, 131072) == 70'272LL * 131072);  // 9,210,691,584 B
+  }
+}
+
+TEST_CASE("minimax-m2.5 bundle: FP8 attention and experts, the F32 router as stored") {
+  testing::model m("minimax-m2.5");
+  // The listing of MiniMaxAI/MiniMax-M2.5 sums to 228,703,644,928 elements: calc's
+  // 228,689,764,864 parameters and 13,880,064 block scales (per layer 256 experts x 3 x 288 and
+  // attention 2,688).
+  CHECK(params(m) == 228'689'764'864);
+  const std::int64_t layers = 62;
+  std::int64_t attention = fp8_block(6144, 3072) + 2 * fp8_block(1024, 3072) + fp8_block(3072, 6144);
+  std::int64_t experts = 256 * (2 * fp8_block(1536, 3072) + fp8_block(3072, 1536));
+  std::int64_t router = 256 * 3072 * 4 + 256 * 4;  // gate.weight and e_score_correction_bias F32
+  std::int64_t norms = (2 * 3072 + 6144 + 1024) * 2;
+  std::int64_t stored =
+      layers * (attention + experts + router + norms) + 2 * 200064LL * 3072 * 2 + 3072 * 2;
+  CHECK(stored == 230'121'630'720);  // the report's 214.32 GB (GiB) of tensors
+  // Short by the routing bias alone: F32 in the files, counted at the norms' BF16.
+  CHECK(weight_bytes(m) == stored - layers * 256 * 2);
+}
+
+TEST_CASE("phi-4 bundle: 14,659,507,200 parameters") {
+  testing::model m("phi-4");
+  // Published: 14,659,507,200 (the GGUF general.parameter_count of microsoft/phi-4; the card's
+  // 14B). By hand: per layer Q and O 2 x 5120^2, K and V 2 x 5120 x 1280, SwiGLU 3 x 5120 x
+  // 17920, two norms = 340,797,440; x 40 = 13,631,897,600; embedding and untied head 2 x 100352
+  // x 5120 = 1,027,604,480; the final norm 5,120.
+  CHECK(params(m) == 14'659'507'200);
+  CHECK(weight_bytes(m) == 2 * 14'659'507'200LL);  // BF16 throughout
+  // GQA 40/10 x 128, BF16: 2 x 10 x 128 x 2 B x 40 layers = 204,800 B/token.
+  CHECK(state(m, 8192) == 204'800LL * 8192);      // 1,677,721,600 B
+  CHECK(state(m, 131072) == 204'800LL * 131072);  // 26,843,545,600 B
+}
+
+TEST_CASE("gemma-3-27b-it bundle: the language model of 27,432,406,640 parameters") {
+  testing::model m("gemma-3-27b-it");
+  // Published: 27,432,406,640 parameters in google/gemma-3-27b-it (a preset table and a
+  // llama.cpp server's n_params, SOURCES.md) = the language model calc counts, 27,009,346,304,
+  // + the SigLIP tower (27 layers of 1152 wide, MLP 4304, 14 x 14 patches, 4096 positions, no
+  // head) 416,866,032 + the projector (1152 x 5376 and its 1152-wide norm) 6,194,304.
+  const std::int64_t h = 1152, f = 4304;
+  std::int64_t vision_layer = 4 * (h * h + h) + (h * f + f) + (f * h + h) + 4 * h;
+  std::int64_t vision = 27 * vision_layer + 3 * 14 * 14 * h + h + 4096 * h + 2 * h;
+  CHECK(vision == 416'866'032);
+  CHECK(params(m) + vision + h * 5376 + h == 27'432'406'640);
+  CHECK(params(m) == 27'009'346'304);
+  // 52 sliding layers (window 1024) and 10 full ones, 16 KV heads x 128, BF16: 8,192 B a token
+  // a layer. At 8K: 52 x 1024 + 10 x 8192 tokens; at 128K: 52 x 1024 + 10 x 131072.
+  CHECK(state(m, 8192) == 8'192LL * (52 * 1024 + 10 * 8192));      // 1,107,296,256 B
+  CHECK(state(m, 131072) == 8'192LL * (52 * 1024 + 10 * 131072));  // 11,173,625,856 B
+}
+
+TEST_CASE("the release configs import at their stored formats") {
+  // FP8 block quantisation never converts a router: DeepSeek's gate is a bare Parameter, not a
+  // Linear, and is not listed in modules_to_not_convert, yet the files store it BF16.
+  hf::imported v32 = hf::import_config(fixture("deepseek-ai--DeepSeek-V3.2/config.json"));
+  CHECK(v32.plain.find("weights: bf16") != std::string::npos);
+  CHECK(v32.plain.find("experts: fp8:g16384:fp32") != std::string::npos);
+  hf::imported r1 = hf::import_config(fixture("deepseek-ai--DeepSeek-R1/config.json"));
+  CHECK(r1.plain.find("attention: fp8:g16384:fp32") != std::string::npos);
+}
