@@ -145,3 +145,44 @@ TEST_CASE("the release configs import at their stored formats") {
   hf::imported r1 = hf::import_config(fixture("deepseek-ai--DeepSeek-R1/config.json"));
   CHECK(r1.plain.find("attention: fp8:g16384:fp32") != std::string::npos);
 }
+
+TEST_CASE("glm-5.1-fp8 bundle: the release's modules_to_not_convert read per role") {
+  // zai-org/GLM-5.1-FP8 lists, per layer, the norms (the indexer's LayerNorm k_norm and its
+  // bias among them), the indexer's weights_proj (indexers_proj), the router and its bias, and
+  // the MTP layer's eh_proj, enorm, hnorm and shared_head.norm: every one reads.
+  testing::model m("glm-5.1-fp8");
+  // The same architecture as GLM-5.1: 743,911,218,432 main-model parameters; the listing's
+  // 753,910,024,032 elements add the scales and the MTP layer.
+  CHECK(params(m) == 743'911'218'432);
+  const std::int64_t d = 6144;
+  std::int64_t attention = fp8_block(2048, d) + fp8_block(16384, 2048) + fp8_block(576, d) +
+                           fp8_block(28672, 512) + fp8_block(d, 16384) + fp8_block(4096, 2048) +
+                           fp8_block(128, d) + 32 * d * 2;  // weights_proj BF16
+  std::int64_t norms = (2 * d + 2048 + 512 + 2 * 128) * 2;  // BF16, k_norm weight and bias
+  std::int64_t moe = 256 * 3 * fp8_block(2048, d) + 3 * fp8_block(2048, d) + 256 * d * 2 + 256 * 4;
+  std::int64_t stored = 78 * (attention + norms) + 3 * 3 * fp8_block(12288, d) + 75 * moe +
+                        2 * 154880LL * d * 2 + d * 2;
+  CHECK(stored == 746'130'054'912);
+  // Short by the F32 routing bias (75 x 256 x 2 B) and kv_a_proj's rounded grid (78 x 24 x 4 B).
+  CHECK(weight_bytes(m) == stored - 38'400 - 7'488);
+}
+
+TEST_CASE("FP8 exclusion lists: norm biases, the indexer's weights_proj and MTP modules read") {
+  std::string json = R"({"model_type": "glm_moe_dsa", "num_hidden_layers": 4, "hidden_size": 256,
+    "vocab_size": 1024, "num_attention_heads": 4, "q_lora_rank": 128, "kv_lora_rank": 64,
+    "qk_nope_head_dim": 32, "qk_rope_head_dim": 16, "v_head_dim": 32, "intermediate_size": 512,
+    "moe_intermediate_size": 128, "n_routed_experts": 8, "num_experts_per_tok": 2,
+    "n_shared_experts": 1, "first_k_dense_replace": 1, "index_n_heads": 4, "index_head_dim": 32,
+    "torch_dtype": "bfloat16",
+    "quantization_config": {"quant_method": "fp8", "weight_block_size": [128, 128],
+      "modules_to_not_convert": ["lm_head", "model.layers.0.self_attn.indexer.k_norm.bias",
+        "model.layers.1.self_attn.indexers_proj", "model.layers.4.eh_proj",
+        "model.layers.4.enorm", "model.layers.4.shared_head.norm"]}})";
+  hf::imported out = hf::import_text(json, "config.json", "tiny");
+  CHECK(out.plain.find("attention: fp8:g16384:fp32") != std::string::npos);
+  // An input projection left out alone is still refused: calc keeps formats per role.
+  std::string refused = json;
+  std::string entry = R"("model.layers.4.enorm")";
+  refused.replace(refused.find(entry), entry.size(), R"("model.layers.1.self_attn.indexer.wk")");
+  CHECK_THROWS(hf::import_text(refused, "config.json", "tiny"));
+}

@@ -165,7 +165,19 @@ std::optional<quant_formats> read_quant(const hf_object& root, const hf_json* mo
       std::string m = module_of_text_model(
           list[i].is_string() ? list[i].get<std::string>() : list[i].dump());
       if (m.empty()) continue;  // a vision tower or projector module: not counted
-      bool norm = m.ends_with("layernorm") || m.ends_with("_norm") || m.ends_with(".norm");
+      // A norm's bias (the indexer's LayerNorm k_norm.bias) is the norm's, in its format too.
+      std::string base = m.ends_with(".bias") ? m.substr(0, m.size() - 5) : m;
+      bool norm = base.ends_with("layernorm") || base.ends_with("_norm") || base.ends_with(".norm");
+      // The MTP layer's own modules (DeepSeek/GLM: eh_proj, enorm, hnorm, its embedding and
+      // shared head) are not counted in totals, whatever their format.
+      bool mtp = false;
+      for (const char* t : {".eh_proj", ".enorm", ".hnorm", ".embed_tokens", ".shared_head.head"})
+        mtp = mtp || (m.starts_with("model.layers.") && m.ends_with(t));
+      // The lightning indexer's weights_proj (GLM-5.x names it indexers_proj) stays unconverted
+      // in every FP8 release: calc counts it at `weights` always (tally/attention_mla.cpp).
+      bool index_weights = m.ends_with("self_attn.indexers_proj") ||
+                           m.ends_with("self_attn.indexer.weights_proj");
+      if (mtp || index_weights) continue;
       if (m == "lm_head") {
         f.kept_dtype.push_back("head");
       } else if (m == "model.embed_tokens") {
