@@ -186,3 +186,14 @@ TEST_CASE("FP8 exclusion lists: norm biases, the indexer's weights_proj and MTP 
   refused.replace(refused.find(entry), entry.size(), R"("model.layers.1.self_attn.indexer.wk")");
   CHECK_THROWS(hf::import_text(refused, "config.json", "tiny"));
 }
+
+TEST_CASE("nemotron-3-nano-30b-a3b bundle: BF16, its F32 control vectors named") {
+  testing::model m("nemotron-3-nano-30b-a3b");
+  CHECK(params(m) == 31'577'940'288);  // the card's 31.6B
+  // The checkpoint stores A_log and D (64 each, 23 Mamba layers) and the routing bias (128, 23
+  // MoE layers) in F32: 23,552 B, measured on the full model; calc counts them at BF16.
+  const std::int64_t f32_vectors = 23 * (64 + 64) * 4 + 23 * 128 * 4;
+  CHECK(f32_vectors == 23'552);
+  CHECK(weight_bytes(m) == 2 * params(m));
+  CHECK(weight_bytes(m) + f32_vectors / 2 == 63'155'892'352);
+}
