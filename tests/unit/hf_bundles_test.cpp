@@ -197,3 +197,26 @@ TEST_CASE("nemotron-3-nano-30b-a3b bundle: BF16, its F32 control vectors named")
   CHECK(weight_bytes(m) == 2 * params(m));
   CHECK(weight_bytes(m) + f32_vectors / 2 == 63'155'892'352);
 }
+
+TEST_CASE("glm-4.5 bundle: 352,797,829,024 main-model parameters") {
+  testing::model m("glm-4.5");
+  // The tensor listing of zai-org/GLM-4.5-FP8 (the same architecture) sums to 358,458,543,424
+  // elements: the main model, one FP32 scale per output row of each FP8 matrix, and the MTP
+  // layer 92 (a full MoE layer, eh_proj, its own embedding and FP8 head). By hand, per layer:
+  // Q 5120 x 12288 and K, V 5120 x 1024 with biases, O 12288 x 5120, q_norm and k_norm 128
+  // each, two norms; 3 dense SwiGLU of 12288, 89 MoE layers of 160 x 1536 experts, a shared
+  // expert of 1536, the router and its bias; untied embedding and head of 151552 x 5120.
+  const std::int64_t d = 5120;
+  std::int64_t attention = 12288 * d + 12288 + 2 * (1024 * d + 1024) + d * 12288 + 2 * 128;
+  std::int64_t moe = 160 * 3 * 1536 * d + 3 * 1536 * d + 160 * d + 160;
+  std::int64_t main = 92 * (attention + 2 * d) + 3 * 3 * 12288 * d + 89 * moe + 2 * 151552LL * d + d;
+  std::int64_t scales = 93 * (12288 + 2 * 1024 + d) + 3 * (2 * 12288 + d) +
+                        90 * (160 * (2 * 1536 + d) + 2 * 1536 + d) + 151552;
+  std::int64_t mtp = attention + 2 * d + moe + d * 10240 + 2 * 151552LL * d + 3 * d;
+  CHECK(main + scales + mtp == 358'458'543'424);
+  CHECK(params(m) == main);
+  CHECK(params(m) == 352'797'829'024);
+  // GQA 96/8 x 128, BF16: 2 x 8 x 128 x 2 B x 92 layers = 376,832 B/token.
+  CHECK(state(m, 8192) == 376'832LL * 8192);      // 3,087,007,744 B
+  CHECK(state(m, 131072) == 376'832LL * 131072);  // 49,392,123,904 B
+}
