@@ -220,3 +220,42 @@ TEST_CASE("glm-4.5 bundle: 352,797,829,024 main-model parameters") {
   CHECK(state(m, 8192) == 376'832LL * 8192);      // 3,087,007,744 B
   CHECK(state(m, 131072) == 376'832LL * 131072);  // 49,392,123,904 B
 }
+
+TEST_CASE("nemotron-nas (Llama-3.3-Nemotron-Super-49B-v1): per-layer blocks, 49,867,145,216") {
+  testing::model m("llama-3.3-nemotron-super-49b-v1");
+  // Published: 49,867,145,216 BF16 parameters (SOURCES.md; the card's 49.9B). By hand from the
+  // 80 block_configs: 49 layers with GQA 64/8 x 128 (2 x 8192^2 + 2 x 8192 x 1024 =
+  // 150,994,944 each), 31 without attention; SwiGLU widths int(2 x ffn_mult x 8192 / 3) up to a
+  // multiple of 256: 28672 (ffn_mult 5.25) x 49, 14336 (2.625) x 6, 17920 (3.28125) x 1,
+  // 7168 (1.3125) x 10, 5632 (1.0) x 8, 2816 (0.5) x 6 (3 x 8192 x width each); an RMSNorm
+  // before each block a layer has (49 + 80); untied embedding and head 2 x 128256 x 8192.
+  const std::int64_t d = 8192;
+  std::int64_t attention = 49 * (2 * d * d + 2 * d * 1024);
+  std::int64_t ffn = 3 * d * (49 * 28672LL + 6 * 14336 + 17920 + 10 * 7168 + 8 * 5632 + 6 * 2816);
+  std::int64_t norms = (49 + 80) * d + d;
+  CHECK(attention + ffn + norms + 2 * 128256LL * d == 49'867'145'216);
+  CHECK(params(m) == 49'867'145'216);
+  // KV: 49 attention layers x 2 x 8 x 128 x 2 B = 200,704 B/token; the no-op layers cache none.
+  CHECK(state(m, 8192) == 200'704LL * 8192);      // 1,644,167,168 B
+  CHECK(state(m, 131072) == 200'704LL * 131072);  // 26,306,674,688 B
+}
+
+TEST_CASE("nemotron-nas: a block replaced by a linear is refused at its field") {
+  std::string json = R"({"model_type": "nemotron-nas", "hidden_size": 256, "vocab_size": 1000,
+    "num_attention_heads": 4, "num_hidden_layers": 1, "block_configs": [
+      {"attention": {"n_heads_in_group": 2, "no_op": false, "replace_with_linear": true},
+       "ffn": {"ffn_mult": 1.0, "no_op": false}}]})";
+  std::string error;
+  try {
+    hf::import_text(json, "config.json", "tiny");
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  CHECK(error.find("replace_with_linear") != std::string::npos);
+  // Without it the layer reads: GQA 4/2 x 64, SwiGLU int(2 x 256 / 3) = 170 -> 256.
+  std::string ok = json;
+  ok.replace(ok.find("\"replace_with_linear\": true"), 27, "\"replace_with_linear\": false");
+  hf::imported out = hf::import_text(ok, "config.json", "tiny");
+  CHECK(out.plain.find("intermediate: 256") != std::string::npos);
+  CHECK(out.plain.find("kv_heads: 2") != std::string::npos);
+}
