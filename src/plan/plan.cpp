@@ -2,9 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <climits>
 #include <cmath>
-#include <map>
 #include <utility>
 
 #include "common/error.h"
@@ -108,14 +108,8 @@ routing parse_routing(const std::string& text) {
                    fmt::format("'{}' is not uniform, concentrated or zipf:S (S >= 0)", text));
 }
 
-experts_plan plan_experts(const graph& g, std::int64_t tokens, const routing& r) {
-  experts_plan p;
-  p.tokens = tokens;
+experts_form::experts_form(const graph& g, const routing& r) : r_(r) {
   model_context m{g.spec->hidden, &g.spec->precision};
-  const tensor* first = nullptr;
-  std::vector<tensor> keep;
-  // Zipf routing sums one term per expert; identical layers share the sum.
-  std::map<std::pair<std::int64_t, std::int64_t>, double> zipf_distinct;
   for (const layer& l : g.layers) {
     const ffn_moe* moe = std::get_if<ffn_moe>(&l.ffn);
     if (!moe) continue;
@@ -123,62 +117,100 @@ experts_plan plan_experts(const graph& g, std::int64_t tokens, const routing& r)
     add_tensors(*moe, m, ts);
     for (const tensor& t : ts) {
       if (t.per_token == 0 || !t.gemm) continue;  // expert biases are added, not routed GEMMs
-      ++p.moe_layers;
-      checked one = t.params / t.instances;
-      checked bytes = t.instance_bytes();
-      checked dispatches = checked(tokens) * t.per_token;
-      double distinct = 0;
-      switch (r.type) {
-        case routing::kind::uniform:  // dispatches spread evenly over the experts
-          distinct = static_cast<double>(min(dispatches, t.instances).value());
-          break;
-        case routing::kind::concentrated:  // every token picks the same k experts
-          distinct = static_cast<double>(std::min(t.per_token, t.instances));
-          break;
-        case routing::kind::zipf: {  // expected distinct experts over m*k independent draws
-          if (t.instances > limits::zipf_experts)
-            throw spec_error("routing",
-                             fmt::format("zipf routing sums one term per expert: {} experts is "
-                                         "more than the limit of {}",
-                                         t.instances, limits::zipf_experts));
-          auto key = std::make_pair(t.instances, dispatches.value());
-          if (auto it = zipf_distinct.find(key); it != zipf_distinct.end()) {
-            distinct = it->second;
-            break;
-          }
+      gemm e{t.instances, t.per_token, t.params / t.instances, t.instance_bytes(), t.bytes(), 0};
+      if (r.type == routing::kind::zipf) {
+        if (t.instances > limits::zipf_experts)
+          throw spec_error("routing",
+                           fmt::format("zipf routing sums one term per expert: {} experts is "
+                                       "more than the limit of {}",
+                                       t.instances, limits::zipf_experts));
+        // Popularity of the i-th expert ~ i^-s, normalised; one table per expert count.
+        auto it = std::find_if(popularity_.begin(), popularity_.end(),
+                               [&](const std::vector<double>& p) {
+                                 return std::ssize(p) == t.instances;
+                               });
+        if (it == popularity_.end()) {
           double norm = 0;
           for (std::int64_t i = 1; i <= t.instances; ++i) norm += std::pow(i, -r.zipf_s);
-          for (std::int64_t i = 1; i <= t.instances; ++i) {
-            double pi = std::pow(i, -r.zipf_s) / norm;
-            distinct += 1 - std::pow(1 - pi, dispatches.to_double());
-          }
-          zipf_distinct[key] = distinct;
-          break;
+          std::vector<double> p;
+          p.reserve(static_cast<std::size_t>(t.instances));
+          for (std::int64_t i = 1; i <= t.instances; ++i)
+            p.push_back(std::pow(i, -r.zipf_s) / norm);
+          popularity_.push_back(std::move(p));
+          it = popularity_.end() - 1;
         }
+        e.popularity = static_cast<std::size_t>(it - popularity_.begin());
       }
-      p.flops += checked(2) * dispatches * one;
-      p.all_routed_bytes += t.bytes();
-      p.weight_read_bytes += distinct * bytes.to_double();
-      if (first == nullptr) {
-        keep.push_back(t);
-        first = &keep.back();
-        p.experts = t.instances;
-        p.top_k = t.per_token;
-        p.dispatches = dispatches;
-        p.distinct_experts = distinct;
-        p.rows_per_expert = dispatches.to_double() / distinct;
-        p.expert_params = one;
-        p.expert_bytes = bytes;
-        p.layer_expert_bytes = t.bytes();
-        p.layer_weight_read_bytes = distinct * bytes.to_double();
-        p.uniform_layer_read_bytes = min(dispatches, t.instances) * bytes;
-        p.concentrated_layer_read_bytes = checked(std::min(t.per_token, t.instances)) * bytes;
-      }
+      gemms_.push_back(e);
     }
   }
-  if (p.moe_layers == 0)
+  if (gemms_.empty())
     throw spec_error("model", fmt::format("{} has no mixture-of-experts layer", g.spec->name));
+}
+
+experts_plan experts_form::at(std::int64_t tokens) const {
+  experts_plan p;
+  p.tokens = tokens;
+  // Zipf routing sums one term per expert; identical layers share the sum.
+  struct known {
+    std::int64_t experts, dispatches;
+    double distinct;
+  };
+  std::vector<known> zipf_distinct;
+  for (const gemm& t : gemms_) {
+    ++p.moe_layers;
+    checked dispatches = checked(tokens) * t.per_token;
+    double distinct = 0;
+    switch (r_.type) {
+      case routing::kind::uniform:  // dispatches spread evenly over the experts
+        distinct = static_cast<double>(min(dispatches, t.instances).value());
+        break;
+      case routing::kind::concentrated:  // every token picks the same k experts
+        distinct = static_cast<double>(std::min(t.per_token, t.instances));
+        break;
+      case routing::kind::zipf: {  // expected distinct experts over m*k independent draws
+        auto it = std::find_if(zipf_distinct.begin(), zipf_distinct.end(), [&](const known& k) {
+          return k.experts == t.instances && k.dispatches == dispatches.value();
+        });
+        if (it != zipf_distinct.end()) {
+          distinct = it->distinct;
+          break;
+        }
+        // Experts of equal popularity (all of them at s = 0) share one power.
+        double last = NAN, term = 0;
+        for (double pi : popularity_[t.popularity]) {
+          if (!(pi == last)) {
+            last = pi;
+            term = 1 - std::pow(1 - pi, dispatches.to_double());
+          }
+          distinct += term;
+        }
+        zipf_distinct.push_back({t.instances, dispatches.value(), distinct});
+        break;
+      }
+    }
+    p.flops += checked(2) * dispatches * t.one;
+    p.all_routed_bytes += t.layer_bytes;
+    p.weight_read_bytes += distinct * t.bytes.to_double();
+    if (p.moe_layers == 1) {
+      p.experts = t.instances;
+      p.top_k = t.per_token;
+      p.dispatches = dispatches;
+      p.distinct_experts = distinct;
+      p.rows_per_expert = dispatches.to_double() / distinct;
+      p.expert_params = t.one;
+      p.expert_bytes = t.bytes;
+      p.layer_expert_bytes = t.layer_bytes;
+      p.layer_weight_read_bytes = distinct * t.bytes.to_double();
+      p.uniform_layer_read_bytes = min(dispatches, t.instances) * t.bytes;
+      p.concentrated_layer_read_bytes = checked(std::min(t.per_token, t.instances)) * t.bytes;
+    }
+  }
   return p;
+}
+
+experts_plan plan_experts(const graph& g, std::int64_t tokens, const routing& r) {
+  return experts_form(g, r).at(tokens);
 }
 
 }  // namespace calc

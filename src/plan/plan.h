@@ -102,4 +102,27 @@ struct experts_plan {
 /// requests has B rows). Throws spec_error when the model has no MoE layer.
 experts_plan plan_experts(const graph& g, std::int64_t tokens, const routing& r);
 
+/// plan_experts compiled once for a model and a routing: the routed GEMMs of every MoE layer
+/// and the experts' popularities, so that each token count (a serving step's batch) costs one
+/// pass over numbers. plan_experts is this form built and evaluated once.
+class experts_form {
+ public:
+  /// Throws spec_error when the model has no MoE layer, or zipf routing over too many experts.
+  experts_form(const graph& g, const routing& r);
+  experts_plan at(std::int64_t tokens) const;
+
+ private:
+  struct gemm {  // one routed GEMM of one MoE layer, in layer order
+    std::int64_t instances;
+    std::int64_t per_token;
+    checked one;          // parameters of one expert's matrix
+    checked bytes;        // one instance at its format
+    checked layer_bytes;  // all instances
+    std::size_t popularity;  // zipf: index into popularity_
+  };
+  routing r_;
+  std::vector<gemm> gemms_;
+  std::vector<std::vector<double>> popularity_;  // zipf: p_i of each expert count
+};
+
 }  // namespace calc
