@@ -125,10 +125,9 @@ experts_form::experts_form(const graph& g, const routing& r) : r_(r) {
                                        "more than the limit of {}",
                                        t.instances, limits::zipf_experts));
         // Popularity of the i-th expert ~ i^-s, normalised; one table per expert count.
-        auto it = std::find_if(popularity_.begin(), popularity_.end(),
-                               [&](const std::vector<double>& p) {
-                                 return std::ssize(p) == t.instances;
-                               });
+        auto it = std::find_if(
+            popularity_.begin(), popularity_.end(),
+            [&](const std::vector<double>& p) { return std::ssize(p) == t.instances; });
         if (it == popularity_.end()) {
           double norm = 0;
           for (std::int64_t i = 1; i <= t.instances; ++i) norm += std::pow(i, -r.zipf_s);

@@ -115,9 +115,9 @@ class experts_form {
   struct gemm {  // one routed GEMM of one MoE layer, in layer order
     std::int64_t instances;
     std::int64_t per_token;
-    checked one;          // parameters of one expert's matrix
-    checked bytes;        // one instance at its format
-    checked layer_bytes;  // all instances
+    checked one;             // parameters of one expert's matrix
+    checked bytes;           // one instance at its format
+    checked layer_bytes;     // all instances
     std::size_t popularity;  // zipf: index into popularity_
   };
   routing r_;

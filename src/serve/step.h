@@ -57,8 +57,8 @@ struct op_cost {
 
 /// One step's shape on one attention rank.
 struct step_shape {
-  std::int64_t decode = 0;           // running requests taking one decode token each
-  std::int64_t decode_context = 0;   // tokens cached per decode request (mean)
+  std::int64_t decode = 0;            // running requests taking one decode token each
+  std::int64_t decode_context = 0;    // tokens cached per decode request (mean)
   std::int64_t prefill = 0;           // prefill tokens admitted this step, per prefilled request
   std::int64_t prefill_context = 0;   // tokens already cached for each prefilled request
   std::int64_t prefill_requests = 1;  // requests prefilled together, `prefill` tokens each
