@@ -117,30 +117,36 @@ experts_form::experts_form(const graph& g, const routing& r) : r_(r) {
     add_tensors(*moe, m, ts);
     for (const tensor& t : ts) {
       if (t.per_token == 0 || !t.gemm) continue;  // expert biases are added, not routed GEMMs
-      gemm e{t.instances, t.per_token, t.params / t.instances, t.instance_bytes(), t.bytes(), 0};
-      if (r.type == routing::kind::zipf) {
-        if (t.instances > limits::zipf_experts)
-          throw spec_error("routing",
-                           fmt::format("zipf routing sums one term per expert: {} experts is "
-                                       "more than the limit of {}",
-                                       t.instances, limits::zipf_experts));
-        // Popularity of the i-th expert ~ i^-s, normalised; one table per expert count.
-        auto it = std::find_if(
-            popularity_.begin(), popularity_.end(),
-            [&](const std::vector<double>& p) { return std::ssize(p) == t.instances; });
-        if (it == popularity_.end()) {
+      if (r.type == routing::kind::zipf && t.instances > limits::zipf_experts)
+        throw spec_error("routing", fmt::format("zipf routing sums one term per expert: {} "
+                                                "experts is more than the limit of {}",
+                                                t.instances, limits::zipf_experts));
+      // GEMMs of one expert count and top-k touch the same experts: one shape for them all.
+      auto it = std::find_if(shapes_.begin(), shapes_.end(), [&](const shape& s) {
+        return s.instances == t.instances && s.per_token == t.per_token;
+      });
+      if (it == shapes_.end()) {
+        shapes_.push_back({t.instances, t.per_token, {}});
+        it = shapes_.end() - 1;
+        if (r.type == routing::kind::zipf) {
+          // Popularity of the i-th expert ~ i^-s, normalised.
           double norm = 0;
           for (std::int64_t i = 1; i <= t.instances; ++i) norm += std::pow(i, -r.zipf_s);
-          std::vector<double> p;
-          p.reserve(static_cast<std::size_t>(t.instances));
+          it->popularity.reserve(static_cast<std::size_t>(t.instances));
           for (std::int64_t i = 1; i <= t.instances; ++i)
-            p.push_back(std::pow(i, -r.zipf_s) / norm);
-          popularity_.push_back(std::move(p));
-          it = popularity_.end() - 1;
+            it->popularity.push_back(std::pow(i, -r.zipf_s) / norm);
         }
-        e.popularity = static_cast<std::size_t>(it - popularity_.begin());
       }
-      gemms_.push_back(e);
+      checked one = t.params / t.instances;
+      if (gemms_.empty()) {
+        first_one_ = one;
+        first_bytes_ = t.instance_bytes();
+        first_layer_bytes_ = t.bytes();
+      }
+      gemms_.push_back(
+          {static_cast<std::size_t>(it - shapes_.begin()), t.instance_bytes().to_double()});
+      flops_per_token_ += checked(2) * t.per_token * one;  // sum over GEMMs of 2 k one
+      all_routed_bytes_ += t.bytes();
     }
   }
   if (gemms_.empty())
@@ -150,61 +156,51 @@ experts_form::experts_form(const graph& g, const routing& r) : r_(r) {
 experts_plan experts_form::at(std::int64_t tokens) const {
   experts_plan p;
   p.tokens = tokens;
-  // Zipf routing sums one term per expert; identical layers share the sum.
-  struct known {
-    std::int64_t experts, dispatches;
-    double distinct;
-  };
-  std::vector<known> zipf_distinct;
-  for (const gemm& t : gemms_) {
-    ++p.moe_layers;
-    checked dispatches = checked(tokens) * t.per_token;
-    double distinct = 0;
+  p.moe_layers = std::ssize(gemms_);
+  // Expected distinct experts per layer, one value per shape.
+  std::vector<double> distinct(shapes_.size());
+  for (std::size_t j = 0; j < shapes_.size(); ++j) {
+    const shape& s = shapes_[j];
+    checked dispatches = checked(tokens) * s.per_token;
     switch (r_.type) {
       case routing::kind::uniform:  // dispatches spread evenly over the experts
-        distinct = static_cast<double>(min(dispatches, t.instances).value());
+        distinct[j] = static_cast<double>(min(dispatches, s.instances).value());
         break;
       case routing::kind::concentrated:  // every token picks the same k experts
-        distinct = static_cast<double>(std::min(t.per_token, t.instances));
+        distinct[j] = static_cast<double>(std::min(s.per_token, s.instances));
         break;
       case routing::kind::zipf: {  // expected distinct experts over m*k independent draws
-        auto it = std::find_if(zipf_distinct.begin(), zipf_distinct.end(), [&](const known& k) {
-          return k.experts == t.instances && k.dispatches == dispatches.value();
-        });
-        if (it != zipf_distinct.end()) {
-          distinct = it->distinct;
-          break;
-        }
         // Experts of equal popularity (all of them at s = 0) share one power.
-        double last = NAN, term = 0;
-        for (double pi : popularity_[t.popularity]) {
+        double last = NAN, term = 0, sum = 0;
+        for (double pi : s.popularity) {
           if (!(pi == last)) {
             last = pi;
             term = 1 - std::pow(1 - pi, dispatches.to_double());
           }
-          distinct += term;
+          sum += term;
         }
-        zipf_distinct.push_back({t.instances, dispatches.value(), distinct});
+        distinct[j] = sum;
         break;
       }
     }
-    p.flops += checked(2) * dispatches * t.one;
-    p.all_routed_bytes += t.layer_bytes;
-    p.weight_read_bytes += distinct * t.bytes.to_double();
-    if (p.moe_layers == 1) {
-      p.experts = t.instances;
-      p.top_k = t.per_token;
-      p.dispatches = dispatches;
-      p.distinct_experts = distinct;
-      p.rows_per_expert = dispatches.to_double() / distinct;
-      p.expert_params = t.one;
-      p.expert_bytes = t.bytes;
-      p.layer_expert_bytes = t.layer_bytes;
-      p.layer_weight_read_bytes = distinct * t.bytes.to_double();
-      p.uniform_layer_read_bytes = min(dispatches, t.instances) * t.bytes;
-      p.concentrated_layer_read_bytes = checked(std::min(t.per_token, t.instances)) * t.bytes;
-    }
   }
+  // F = sum over GEMMs of 2 (m k) one: exact integers, summed once per model.
+  p.flops = checked(tokens) * flops_per_token_;
+  p.all_routed_bytes = all_routed_bytes_;
+  for (const gemm& t : gemms_) p.weight_read_bytes += distinct[t.shape] * t.bytes;
+  const shape& f = shapes_[gemms_.front().shape];
+  double d = distinct[gemms_.front().shape];
+  p.experts = f.instances;
+  p.top_k = f.per_token;
+  p.dispatches = checked(tokens) * f.per_token;
+  p.distinct_experts = d;
+  p.rows_per_expert = p.dispatches.to_double() / d;
+  p.expert_params = first_one_;
+  p.expert_bytes = first_bytes_;
+  p.layer_expert_bytes = first_layer_bytes_;
+  p.layer_weight_read_bytes = d * first_bytes_.to_double();
+  p.uniform_layer_read_bytes = min(p.dispatches, f.instances) * first_bytes_;
+  p.concentrated_layer_read_bytes = checked(std::min(f.per_token, f.instances)) * first_bytes_;
   return p;
 }
 

@@ -112,17 +112,23 @@ class experts_form {
   experts_plan at(std::int64_t tokens) const;
 
  private:
-  struct gemm {  // one routed GEMM of one MoE layer, in layer order
+  struct shape {  // an expert count and top-k (routed GEMMs of one shape touch the same experts)
     std::int64_t instances;
     std::int64_t per_token;
-    checked one;             // parameters of one expert's matrix
-    checked bytes;           // one instance at its format
-    checked layer_bytes;     // all instances
-    std::size_t popularity;  // zipf: index into popularity_
+    std::vector<double> popularity;  // zipf: p_i of the i-th expert
+  };
+  struct gemm {  // one routed GEMM of one MoE layer, in layer order
+    std::size_t shape;
+    double bytes;  // one instance at its format
   };
   routing r_;
+  std::vector<shape> shapes_;
   std::vector<gemm> gemms_;
-  std::vector<std::vector<double>> popularity_;  // zipf: p_i of each expert count
+  checked flops_per_token_;   // sum over the GEMMs of 2 k x one expert's parameters
+  checked all_routed_bytes_;  // every routed expert of the model
+  checked first_one_;         // the first GEMM: one expert's parameters, bytes, all experts'
+  checked first_bytes_;
+  checked first_layer_bytes_;
 };
 
 }  // namespace calc
