@@ -203,6 +203,16 @@ engine::capacity_request capacity_request_of(const options& o, std::int64_t tp, 
   c.state_dtype = kv_dtype("--mamba-ssm-cache-dtype", o.mamba_ssm_cache_dtype);
   c.prefix_caching = o.enable_prefix_caching;
   c.speculative = speculative_of(o, draft);
+  c.radix_cache = !o.disable_radix_cache;
+  check_count("--max-mamba-cache-size", o.max_mamba_cache_size, 0);
+  c.max_mamba_cache_size = o.max_mamba_cache_size;
+  if (o.mamba_full_memory_ratio != 0) c.mamba_full_memory_ratio = o.mamba_full_memory_ratio;
+  if (!o.mamba_scheduler_strategy.empty() && o.mamba_scheduler_strategy != "no_buffer" &&
+      o.mamba_scheduler_strategy != "extra_buffer")
+    throw spec_error("--mamba-scheduler-strategy",
+                     fmt::format("'{}' is not no_buffer or extra_buffer",
+                                 o.mamba_scheduler_strategy));
+  c.mamba_extra_buffer = o.mamba_scheduler_strategy == "extra_buffer";
   if (!o.kv_memory.empty()) {
     q.memory.logged = parse_memory_list(o.kv_memory);
   } else if (!gpu_name.empty()) {
@@ -282,6 +292,14 @@ ojson to_json(const loaded_model& m, const engine::capacity_result& r) {
     j["k_pool_bytes"] = exact(e.k_pool_bytes);
     j["v_pool_bytes"] = exact(e.v_pool_bytes);
   }
+  if (e.mamba_request_bytes > 0) {
+    // SGLang's Mamba state pool beside the token pool (docs/engines.md, rule 11a).
+    j["max_mamba_cache_size"] = e.mamba_slots;
+    j["mamba_request_bytes"] = exact(e.mamba_request_bytes);
+    j["conv_state_pool_bytes"] = exact(e.conv_pool_bytes);
+    j["ssm_state_pool_bytes"] = exact(e.ssm_pool_bytes);
+    j["max_running_requests"] = e.max_running_requests;
+  }
   j["fits"] = e.fits;
   if (r.no_memory_left()) {
     // The estimate left nothing for the cache: say which part ate the card.
@@ -344,9 +362,9 @@ void add_engine_options(CLI::App& app, options& o, bool report) {
                  "Engine: tokens per scheduler step; sliding layers keep window + this (default "
                  "8192)");
   app.add_option(
-      "--mamba-ssm-cache-dtype", o.mamba_ssm_cache_dtype,
+      "--mamba-ssm-cache-dtype,--mamba-ssm-dtype", o.mamba_ssm_cache_dtype,
       "Engine: recurrent-state format of linear-attention and Mamba2 layers (default: the "
-      "model's recurrent format)");
+      "model's recurrent format in vLLM, float32 in SGLang)");
   // The report counts the requests the pool holds: knobs that are only reported beside it
   // (the scheduler's cap, prefix caching, speculation) are capacity's and plan's.
   if (!report) {
@@ -357,6 +375,17 @@ void add_engine_options(CLI::App& app, options& o, bool report) {
                    "\"num_speculative_tokens\": 2}'; draft layers share the pool");
     app.add_option("--num-speculative-tokens", o.num_speculative_tokens,
                    "Engine: tokens proposed per step (alone: no draft layers in the pool)");
+    app.add_flag("--disable-radix-cache", o.disable_radix_cache,
+                 "SGLang: no prefix cache; a hybrid model's Mamba pool keeps one state per "
+                 "running request (--max-running-requests, else 512)");
+    app.add_option("--max-mamba-cache-size", o.max_mamba_cache_size,
+                   "SGLang: request states the Mamba pool holds (default: its share of the "
+                   "memory, --mamba-full-memory-ratio)");
+    app.add_option("--mamba-full-memory-ratio", o.mamba_full_memory_ratio,
+                   "SGLang: Mamba state memory / full-attention KV memory (default 0.9)");
+    app.add_option("--mamba-scheduler-strategy", o.mamba_scheduler_strategy,
+                   "SGLang: no_buffer (default) or extra_buffer (2 more state slots per "
+                   "request)");
   }
   app.add_option("--activation-memory", o.activation_memory,
                  "Engine (vLLM): activation peak + non-torch memory + CUDA graph pool per rank "
