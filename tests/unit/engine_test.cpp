@@ -9,12 +9,14 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "cli/cli.h"
 #include "common/error.h"
 #include "engine/question.h"
+#include "scratch.h"
 #include "spec/gpu_spec.h"
 #include "test_model.h"
 
@@ -1237,4 +1239,114 @@ TEST_CASE("engine: SGLang 0.5.9's Mamba pool against its startup log (Qwen3.5-39
     CHECK(at(bytes, {"--mamba-full-memory-ratio", "1"})["max_mamba_cache_size"] == 87);
     CHECK(at(bytes, {"--mamba-full-memory-ratio", "0.2"})["max_mamba_cache_size"] == 29);
   }
+}
+
+namespace {
+
+/// A Qwen3-VL-2B-Instruct model folder: the published config.json and a safetensors header
+/// (no tensor data) holding the vision tower and mergers its vision_config describes: a 3-D patch
+/// embedding, 2,304 position embeddings, 24 blocks of 1,024 wide with 4,096-wide MLPs, a merger
+/// and three DeepStack mergers onto the 2,048-wide text model, 406,957,056 BF16 parameters (the
+/// vision tower's count in tests/fixtures/hf/SOURCES.md).
+std::string qwen3_vl_2b_folder() {
+  std::filesystem::path dir = calc::testing::scratch_dir("engine-vision") / "Qwen3-VL-2B";
+  std::filesystem::create_directories(dir);
+  std::filesystem::copy_file(source("tests/fixtures/hf/Qwen--Qwen3-VL-2B-Instruct/config.json"),
+                             dir / "config.json",
+                             std::filesystem::copy_options::overwrite_existing);
+  nlohmann::json h = nlohmann::json::object();
+  std::int64_t offset = 0;
+  auto add = [&](const std::string& name, std::vector<std::int64_t> shape) {
+    std::int64_t n = 2;  // BF16
+    for (std::int64_t d : shape) n *= d;
+    h["model.visual." + name] = {
+        {"dtype", "BF16"}, {"shape", shape}, {"data_offsets", {offset, offset + n}}};
+    offset += n;
+  };
+  add("patch_embed.proj.weight", {1024, 3, 2, 16, 16});
+  add("patch_embed.proj.bias", {1024});
+  add("pos_embed.weight", {2304, 1024});
+  for (int i = 0; i < 24; ++i) {
+    std::string b = "blocks." + std::to_string(i) + ".";
+    for (const char* norm : {"norm1", "norm2"}) {
+      add(b + norm + ".weight", {1024});
+      add(b + norm + ".bias", {1024});
+    }
+    add(b + "attn.qkv.weight", {3072, 1024});
+    add(b + "attn.qkv.bias", {3072});
+    add(b + "attn.proj.weight", {1024, 1024});
+    add(b + "attn.proj.bias", {1024});
+    add(b + "mlp.linear_fc1.weight", {4096, 1024});
+    add(b + "mlp.linear_fc1.bias", {4096});
+    add(b + "mlp.linear_fc2.weight", {1024, 4096});
+    add(b + "mlp.linear_fc2.bias", {1024});
+  }
+  auto merger = [&](const std::string& m, std::int64_t norm) {
+    add(m + "norm.weight", {norm});
+    add(m + "norm.bias", {norm});
+    add(m + "linear_fc1.weight", {4096, 4096});
+    add(m + "linear_fc1.bias", {4096});
+    add(m + "linear_fc2.weight", {2048, 4096});
+    add(m + "linear_fc2.bias", {2048});
+  };
+  merger("merger.", 1024);
+  for (int i = 0; i < 3; ++i) merger("deepstack_merger_list." + std::to_string(i) + ".", 4096);
+  REQUIRE(offset == 406957056LL * 2);
+  std::string text = h.dump();
+  std::ofstream out(dir / "model.safetensors", std::ios::binary);
+  std::uint64_t n = text.size();
+  for (int i = 0; i < 8; ++i) out.put(static_cast<char>((n >> (8 * i)) & 0xff));
+  out << text;
+  return (dir / "config.json").string();
+}
+
+}  // namespace
+
+TEST_CASE("engine: the vision tower the engines load comes out of the budget") {
+  const std::string with_tower = qwen3_vl_2b_folder();
+  const std::string text_only = source("tests/fixtures/hf/Qwen--Qwen3-VL-2B-Instruct/config.json");
+  const std::int64_t tower = 406957056LL * 2;
+  auto run = [](const std::string& model, std::vector<std::string> extra) {
+    std::vector<std::string> args = {"capacity", "--engine", "vllm", "--model", model, "--gpu",
+                                     "h100-sxm", "--max-model-len", "8192", "-f", "json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return engine_run(args);
+  };
+  // The same config with and without the checkpoint beside it: the tower's bytes are weights
+  // of the one rank, taken from the KV budget.
+  ojson bare = run(text_only, {}), full = run(with_tower, {});
+  CHECK_FALSE(bare.contains("vision_weight_bytes_per_rank"));
+  CHECK(full["vision_weight_bytes_per_rank"] == tower);
+  CHECK(full["weight_bytes_per_rank"].get<std::int64_t>() ==
+        bare["weight_bytes_per_rank"].get<std::int64_t>() + tower);
+  CHECK(bare["available_kv_bytes"].get<std::int64_t>() -
+            full["available_kv_bytes"].get<std::int64_t>() ==
+        tower);
+  // TP 2: the tower's layers split over the two ranks.
+  CHECK(run(with_tower, {"--tp", "2"})["vision_weight_bytes_per_rank"] == tower / 2);
+  // vLLM's text-only mode (every modality limited to 0, from 0.10): the tower is not loaded.
+  ojson skip = run(with_tower, {"--limit-mm-per-prompt", R"({"image": 0, "video": 0})"});
+  CHECK_FALSE(skip.contains("vision_weight_bytes_per_rank"));
+  CHECK(skip["weight_bytes_per_rank"] == bare["weight_bytes_per_rank"]);
+  CHECK(skip["vision_tower"].get<std::string>().rfind("not loaded", 0) == 0);
+  // One modality still allowed: loaded. Before 0.10 the limits change profiling only.
+  CHECK(run(with_tower, {"--limit-mm-per-prompt", R"({"image": 1, "video": 0})"})
+            ["vision_weight_bytes_per_rank"] == tower);
+  ojson old = run(with_tower, {"--engine-version", "0.9", "--limit-mm-per-prompt",
+                               R"({"image": 0, "video": 0})"});
+  CHECK(old["vision_weight_bytes_per_rank"] == tower);
+  CHECK(old["vision_tower"].get<std::string>().rfind("loaded: vLLM 0.8-0.9", 0) == 0);
+  // SGLang loads the tower too, inside its static fraction; the flag is vLLM's.
+  ojson sg = engine_run({"capacity", "--engine", "sglang", "--model", with_tower, "--gpu",
+                         "h100-sxm", "--max-model-len", "8192", "--mem-fraction-static", "0.8",
+                         "-f", "json"});
+  CHECK(sg["vision_weight_bytes_per_rank"] == tower);
+  CHECK_THROWS_WITH(engine_run({"capacity", "--engine", "sglang", "--model", with_tower,
+                                "--gpu", "h100-sxm", "--max-model-len", "8192",
+                                "--limit-mm-per-prompt", R"({"image": 0})"}),
+                    "--engine: --limit-mm-per-prompt is vLLM's; SGLang loads the vision tower "
+                    "of a multimodal checkpoint");
+  CHECK_THROWS_WITH(run(with_tower, {"--limit-mm-per-prompt", "none"}),
+                    "--limit-mm-per-prompt: expected a JSON object such as {\"image\": 0, "
+                    "\"video\": 0}");
 }
