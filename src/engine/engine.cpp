@@ -801,16 +801,6 @@ static std::int64_t estimate_max_model_len(const graph& g, const rule_set& r,
 
 engine_capacity plan_engine(const graph& g, const rule_set& r, const engine_config& c) {
   if (c.max_model_len < 1) throw spec_error("max_model_len", "give the context length (>= 1)");
-  if (r.mamba.ratio_ppm == 0 && std::string(r.engine) == "vllm") {
-    // SGLang's Mamba pool knobs have no vLLM counterpart: refused by name, not ignored.
-    if (!c.radix_cache)
-      throw spec_error("disable_radix_cache",
-                       "is SGLang's; vLLM shares blocks only with --enable-prefix-caching");
-    if (c.max_mamba_cache_size > 0 || c.mamba_full_memory_ratio || c.mamba_extra_buffer)
-      throw spec_error("engine", "--max-mamba-cache-size, --mamba-full-memory-ratio and "
-                                 "--mamba-scheduler-strategy are SGLang's; vLLM gives each "
-                                 "request its state pages from the one block pool");
-  }
   if (c.mamba_full_memory_ratio && !(*c.mamba_full_memory_ratio > 0))
     throw spec_error("mamba_full_memory_ratio",
                      fmt::format("must be > 0, got {}", *c.mamba_full_memory_ratio));

@@ -227,11 +227,7 @@ void estimated_budget(const graph& g, const memory_request& m, capacity_result& 
 /// vLLM runs it text-only.
 void vision_weights(const capacity_request& q, capacity_result& r) {
   const memory_request& m = q.memory;
-  bool vllm = std::string(q.rules->engine) == "vllm";
-  if (m.text_only && !vllm)
-    throw spec_error("engine", "--limit-mm-per-prompt is vLLM's; SGLang loads the vision tower "
-                               "of a multimodal checkpoint");
-  if (m.vision_bytes <= 0) return;
+  // text_only is vLLM's switch (the CLI refuses it with SGLang, which always loads the tower).
   if (m.text_only) {
     const budget_rules& b = find_budget_rules(q.rules->engine, m.engine_version);
     if (b.text_only_skips_vision) {
@@ -240,6 +236,7 @@ void vision_weights(const capacity_request& q, capacity_result& r) {
     }
     r.vision_note = fmt::format("loaded: vLLM {} has no text-only mode (from 0.10)", b.versions);
   }
+  if (m.vision_bytes <= 0) return;
   r.vision_bytes_per_rank = ceil_div(m.vision_bytes, checked(q.config.tensor_parallel));
 }
 
@@ -272,6 +269,15 @@ capacity_result answer_capacity(const graph& g, const capacity_request& q) {
   return r;
 }
 
+/// Whether the model keeps recurrent states the rule set puts in SGLang's Mamba pool, which
+/// calc's rules place on one pipeline stage only.
+static bool mamba_pool_model(const graph& g, const capacity_request& q) {
+  if (q.rules->mamba.ratio_ppm == 0) return false;
+  for (const layer_cache& l : layer_caches(g, q.config))
+    if (l.type == layer_cache::kind::state) return true;
+  return false;
+}
+
 plan_result answer_plan(const graph& g, const plan_request& q) {
   if (q.capacity.memory.logged.size() > 1)
     throw spec_error("kv_memory", "plan tries several layouts: give one value for every rank");
@@ -292,6 +298,7 @@ plan_result answer_plan(const graph& g, const plan_request& q) {
     return a.r.config.available_kv_bytes > b.r.config.available_kv_bytes;
   };
   plan_result out;
+  const bool one_stage = mamba_pool_model(g, q.capacity);
   for (std::int64_t n = 1; n <= q.max_gpus; ++n) {
     // Past one node, a deployment takes whole nodes.
     if (n > q.node_gpus && n % q.node_gpus != 0) continue;
@@ -305,6 +312,7 @@ plan_result answer_plan(const graph& g, const plan_request& q) {
         // The engine rules split experts over the TP ranks (an ep = tp shape holds the same
         // bytes per rank) and do not model DP attention: one candidate per tp x pp.
         if (l.ep != 1 || l.dp != 1) continue;
+        if (one_stage && l.pp > 1) continue;  // SGLang's Mamba pool: no rule over stages
         capacity_request one = q.capacity;
         one.config.tensor_parallel = l.tp;
         one.config.pipeline_parallel = l.pp;
