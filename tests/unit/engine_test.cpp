@@ -732,7 +732,7 @@ TEST_CASE("engine: every startup log in tests/fixtures/engine-logs is reproduced
       CHECK_FALSE(ok);
     }
   }
-  CHECK(reproduced >= 18);
+  CHECK(reproduced >= 19);
 }
 
 TEST_CASE("engine: a Hugging Face config.json goes through the same engine rules") {
