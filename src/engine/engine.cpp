@@ -391,7 +391,14 @@ engine_capacity plan_token_pool(const std::vector<layer_cache>& caches, const ru
     for (const layer_cache& l : caches)
       if (l.type == layer_cache::kind::state) states.layers.push_back(l.layer);
     e.groups.push_back(states);
-    if (e.mamba_slots <= 0 || e.max_running_requests <= 0) {
+    if (pool.available_kv_bytes < 0) {
+      // SGLang stops at start-up ("Not enough memory"): the states took the whole budget.
+      e.fits = false;
+      e.reason = fmt::format(
+          "the Mamba pool's {} request states ({} B each) take more than the {} B budget; "
+          "nothing is left for the token pool",
+          e.mamba_slots, e.mamba_request_bytes.value(), c.available_kv_bytes.value());
+    } else if (e.mamba_slots <= 0 || e.max_running_requests <= 0) {
       e.fits = false;
       e.reason = fmt::format(
           "the Mamba pool holds {} request states ({} B each), too few for one running "
@@ -520,7 +527,8 @@ const std::vector<rule_boundary>& rule_boundaries() {
        "default 0.2 -> 0.9, merged 2025-10-15)",
        "a 0.5.9 startup log (kvcache-ai/ktransformers #1870, fixture "
        "qwen3.5-397b-a17b-sglang-0.5.9-tp2) prints the split's 82 state slots and their "
-       "conv/ssm sizes; calc keys major.minor, so 0.5.0-0.5.1 (before Qwen3-Next) and 0.5.x "
+       "conv/ssm sizes; fixture nemotron-3-nano-30b-a3b-sglang-xpu-tp4-no-radix the pool "
+       "without the radix cache; calc keys major.minor, so 0.5.0-0.5.1 (before Qwen3-Next) and 0.5.x "
        "before PR #11679 (ratio 0.2: pass --mamba-full-memory-ratio 0.2) share the row",
        false},
   };
@@ -548,15 +556,16 @@ const rule_set& find_rules(const std::string& engine, const std::string& version
 
 namespace {
 
-/// One rank's recurrent-state page: its share of the convolution channels times the slots kept
-/// (kernel - 1: the newest input arrives with the step; plus `extra_slots` proposed tokens) and
-/// its heads' state matrices. The shape is the kind's own (tally/kinds.h).
+/// One rank's convolution state: its share of the channels times the slots kept (kernel - 1:
+/// the newest input arrives with the step; plus `extra_slots` proposed tokens).
 checked recurrent_conv_bytes(const recurrent_shape& r, std::int64_t tp, const dtype& conv,
                              std::int64_t extra_slots) {
   return conv.bytes(r.conv_channels / tp *
                     std::max<std::int64_t>(0, r.conv_kernel - 1 + extra_slots));
 }
 
+/// One rank's recurrent-state page: the convolution state and its heads' state matrices. The
+/// shape is the kind's own (tally/kinds.h).
 checked recurrent_page_bytes(const recurrent_shape& r, std::int64_t tp, const dtype& conv,
                              const dtype& ssm, std::int64_t extra_slots) {
   checked ssm_values = checked(r.heads / tp) * r.key_dim * r.value_dim;

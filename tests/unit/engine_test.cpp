@@ -1192,6 +1192,9 @@ TEST_CASE("engine: SGLang's Mamba pool beside the token pool (Qwen3-Next-80B-A3B
   CHECK(many["max_mamba_cache_size"] == 512);
   CHECK(many["kv_cache_tokens"] == 0);
   CHECK(many["fits"] == false);
+  CHECK(many["reason"] ==
+        "the Mamba pool's 512 request states (77266944 B each) take more than the 10737418240 B "
+        "budget; nothing is left for the token pool");
 }
 
 TEST_CASE("engine: SGLang 0.5.9's Mamba pool against its startup log (Qwen3.5-397B-A17B, TP 2)") {
