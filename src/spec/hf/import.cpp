@@ -771,9 +771,11 @@ ynode attention_node(const family_reader& r, attn_kind kind, std::int64_t hidden
   if (r.flag("sinks", o)) a.kids.push_back(scalar("sinks", "true", o));
   if (kind == attn_kind::sliding)
     a.kids.push_back(scalar("window", std::to_string(*window), window_origin));
-  if (kind == attn_kind::chunked)
-    a.kids.push_back(numbered("chunk", r.positive("chunk", o),
-                              o + ": chunked local attention, keys from the chunk's start"));
+  if (kind == attn_kind::chunked) {
+    std::int64_t chunk = r.positive("chunk", o);
+    a.kids.push_back(
+        numbered("chunk", chunk, o + ": chunked local attention, keys from the chunk's start"));
+  }
   return a;
 }
 
