@@ -17,6 +17,7 @@
 #include "spec/hf/families.h"
 #include "spec/hf/hf_json.h"
 #include "spec/hf/hub.h"
+#include "spec/hf/nas.h"
 #include "spec/hf/quant.h"
 
 namespace calc::hf {
@@ -878,6 +879,10 @@ imported translate(const hf_json& doc, const std::string& name, const std::strin
                    const hf_json* modelopt, const stored_formats& stored) {
   hf_object root(doc, "");
   std::string model_type = root.has("model_type") ? root.text("model_type") : "";
+  if (model_type == "nemotron-nas") {  // per-layer blocks: their own translator (nas.cpp)
+    if (modelopt) root.fail("model_type", "nemotron-nas: a ModelOpt checkpoint is not mapped");
+    return translate_block_configs(doc, name, repo);
+  }
   std::vector<std::string> archs;
   if (root.has("architectures") && root.value("architectures").is_array())
     for (const json& a : root.value("architectures"))
