@@ -29,6 +29,10 @@ std::vector<std::int64_t> breakpoints(const model_spec& s, const graph& g) {
   for (const layer& l : g.layers) {
     if (const auto* a = std::get_if<attention_gqa>(&l.attention); a && a->window)
       edges.insert(*a->window);
+    if (const auto* a = std::get_if<attention_gqa>(&l.attention); a && a->chunk) {
+      edges.insert(*a->chunk);  // a chunk boundary, and the one after it
+      edges.insert(2 * *a->chunk);
+    }
     if (const auto* a = std::get_if<attention_mla>(&l.attention); a && a->indexer)
       edges.insert(a->indexer->top_k);  // sparse MLA reads min(t + 1, top_k) tokens
     if (const auto* a = std::get_if<attention_dsa>(&l.attention)) {
