@@ -21,6 +21,8 @@ struct engine_defaults {
   bool mixed_prefill = true;                // prefill chunks share a step with decodes
   double memory_fraction = 0.9;             // of the card the engine may use (weights + KV)
   bool fraction_of_free = false;            // the fraction applies to what the weights leave
+  bool reserve_full_length = false;         // a request holds KV for ISL + OSL from admission (else
+                                            // pages as it grows, preempting when the pool runs out)
   const char* source;
 };
 
@@ -37,6 +39,7 @@ struct batching_config {
   bool mixed_prefill = true;
   double memory_fraction = 0.9;
   bool fraction_of_free = false;  // KV pool = fraction x (memory - weights), not fraction x memory
+  bool reserve_full_length = false;  // see engine_defaults
 };
 
 /// The step shapes the steady state needs, costed once: decode alone, the prefill chunk (beside

@@ -322,10 +322,13 @@ step_time time_step(const deployment& d, const step_costs& c, const coefficients
   t.kv_ms *= pp;
   t.compute_ms *= pp;
   t.communication_ms *= pp;
-  // Every layer's kernels run one after another, each with a floor however small its work.
+  // Every layer's kernels run one after another, each with a floor however small its work; a
+  // MoE layer launches more of them (router, top-k, token permutation, the expert GEMMs and
+  // their combine) than a dense feed-forward.
   t.overhead_ms = k.step_overhead_ms +
                   static_cast<double>(c.requests) * k.request_overhead_us * 1e-3 +
-                  static_cast<double>(d.layers) * k.layer_latency_us * 1e-3;
+                  static_cast<double>(d.layers) * k.layer_latency_us * 1e-3 +
+                  static_cast<double>(d.moe_layers) * k.moe_layer_latency_us * 1e-3;
   t.total_ms = t.weights_ms + t.kv_ms + t.compute_ms + t.communication_ms + t.overhead_ms;
   return t;
 }
