@@ -244,6 +244,9 @@ TEST_CASE("glm-4.5 bundle: 352,797,829,024 main-model parameters") {
   CHECK(main + scales + mtp == 358'458'543'424);
   CHECK(params(m) == main);
   CHECK(params(m) == 352'797'829'024);
+  // BF16 but the routing bias, F32 in the FP8 release's listing (as in both GLM-5.1 releases):
+  // 89 MoE layers x 160 x 2 B more than two bytes a parameter.
+  CHECK(weight_bytes(m) == 2 * params(m) + 89 * 160 * 2);
   // GQA 96/8 x 128, BF16: 2 x 8 x 128 x 2 B x 92 layers = 376,832 B/token.
   CHECK(state(m, 8192) == 376'832LL * 8192);      // 3,087,007,744 B
   CHECK(state(m, 131072) == 376'832LL * 131072);  // 49,392,123,904 B

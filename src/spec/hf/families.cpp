@@ -440,7 +440,9 @@ const std::vector<family>& families() {
                                  {"shared_experts", 1},
                                  {"shared_intermediate", "=moe_intermediate"},
                                  {"first_dense", 1},
-                                 {"router_bias", true}})},
+                                 {"router_bias", true}}),
+       // F32 in zai-org/GLM-4.5-FP8's tensor listing (mlp.gate.e_score_correction_bias).
+       .router_bias_dtype = "fp32"},
       // Phi3Config: fused QKV and gate/up projections (the same counts), no biases.
       {.model_type = "phi3",
        .architectures = {"Phi3ForCausalLM"},
