@@ -38,8 +38,8 @@ std::vector<std::string> split(const std::string& text, char sep) {
 [[noreturn]] void unknown(const std::string& text) {
   throw std::invalid_argument(fmt::format(
       "unknown precision '{}' (known: bf16, fp16, fp32, fp64, fp8, int8, int4, fp4, int32, int64, "
-      "mxfp4, nvfp4, <elem>:g<N>[:<scale>][:zero[:<zero>]][:rowidx:<elem>] such as int4:g128, or "
-      "a mixed record "
+      "mxfp4, nvfp4, <elem>:g<N>[:<scale>][:zero[:<zero>]][:rowidx:<elem>] such as int4:g128, "
+      "<elem>:b<R>x<C>[:<scale>] such as fp8:b128x128:fp32, or a mixed record "
       "such as "
       "fp8:g64:e8m0*448+bf16*64@8)",
       text));
@@ -65,6 +65,16 @@ checked dtype::bytes(checked n) const {
 
 checked dtype::bytes(checked n, checked rows) const {
   return bytes(n) + ceil_div(rows * row_bits, 8);
+}
+
+checked dtype::blocks(checked in, checked out) const {
+  if (block_rows == 0) return ceil_div(in * out, group == 0 ? 1 : group);
+  return ceil_div(out, block_rows) * ceil_div(in, block_cols);
+}
+
+checked dtype::block_bytes(checked n, checked blocks, checked rows) const {
+  return ceil_div(n * bits, 8) + ceil_div(blocks * (scale_bits + zero_bits), 8) +
+         ceil_div(rows * row_bits, 8);
 }
 
 dtype parse_dtype(const std::string& text) {
@@ -129,6 +139,32 @@ dtype parse_dtype(const std::string& text) {
   if (parts.size() == 1) return t;
 
   const std::string& g = parts[1];
+  if (g.size() >= 4 && g[0] == 'b') {
+    // b<R>x<C>: a scale per block of R output rows x C input columns of each matrix, then an
+    // optional scale format (bf16 unless named), nothing else (no zero points, no row term).
+    auto x = g.find('x');
+    if (x == std::string::npos || parts.size() > 3) unknown(text);
+    try {
+      std::size_t used_r = 0, used_c = 0;
+      t.block_rows = std::stoi(g.substr(1, x - 1), &used_r);
+      t.block_cols = std::stoi(g.substr(x + 1), &used_c);
+      if (used_r != x - 1 || used_c != g.size() - x - 1) unknown(text);
+    } catch (const std::logic_error&) {
+      unknown(text);
+    }
+    // Sides up to 4096 keep R * C (the values one scale covers) an int.
+    if (t.block_rows <= 0 || t.block_cols <= 0 || t.block_rows > 4096 || t.block_cols > 4096)
+      throw std::invalid_argument(fmt::format(
+          "'{}': block sides must be 1 to 4096 (rows x columns per scale, e.g. b128x128)", text));
+    t.group = t.block_rows * t.block_cols;
+    t.scale_bits = 16;
+    if (parts.size() == 3) {
+      auto scale = element_bits().find(parts[2]);
+      if (scale == element_bits().end()) unknown(text);
+      t.scale_bits = scale->second;
+    }
+    return t;
+  }
   if (g.size() < 2 || g[0] != 'g') unknown(text);
   try {
     std::size_t used = 0;

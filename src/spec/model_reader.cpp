@@ -322,6 +322,9 @@ precision_spec read_precision(yaml_map& parent) {
   p.embedding = read_dtype(m, "embedding", p.weights.name);
   p.head = read_dtype(m, "head", p.weights.name);
   p.norms = read_dtype(m, "norms", "bf16");
+  // Absent unless given: they follow `norms` (and a --norms override) otherwise.
+  if (m.has("router_bias")) p.router_bias = read_dtype(m, "router_bias", "");
+  if (m.has("ssm_params")) p.ssm_params = read_dtype(m, "ssm_params", "");
   p.kv = read_dtype(m, "kv", "bf16");
   p.recurrent = read_dtype(m, "recurrent", "fp32");
   p.conv = read_dtype(m, "conv", "bf16");
@@ -359,8 +362,8 @@ precision_spec read_precision(yaml_map& parent) {
                               "which the {} role does not have",
                               t->name, key));
   m.finish({"weights", "attention", "attention_out", "experts", "shared_experts", "dense_ffn",
-            "embedding", "head", "norms", "kv", "recurrent", "conv", "index", "window",
-            "compressor", "token_history", "activations", "production"});
+            "embedding", "head", "norms", "router_bias", "ssm_params", "kv", "recurrent", "conv",
+            "index", "window", "compressor", "token_history", "activations", "production"});
   return p;
 }
 

@@ -284,6 +284,10 @@ struct precision_spec {
   dtype embedding;                      // embedding table
   dtype head;                           // vocabulary head (when untied)
   dtype norms;                          // normalisation vectors
+  // Vectors some checkpoints keep wider than their norms; absent = `norms`.
+  std::optional<dtype> router_bias;  // MoE routing bias (e_score_correction_bias): FP32 in
+                                     // DeepSeek's, GLM-5's, MiniMax-M2's and Nemotron-H's files
+  std::optional<dtype> ssm_params;   // a Mamba2 mixer's per-head A_log and D (FP32 in Nemotron-H)
   dtype kv;                             // cached keys and values (and MLA latents)
   dtype recurrent;                      // linear-attention recurrent state (fp32 in the chapter)
   dtype conv;                           // short-convolution slots
@@ -317,6 +321,8 @@ struct precision_spec {
     return shared_experts ? &*shared_experts : &weights;
   }
   const dtype* dense_ffn_weights() const { return dense_ffn ? &*dense_ffn : &weights; }
+  const dtype* router_bias_format() const { return router_bias ? &*router_bias : &norms; }
+  const dtype* ssm_params_format() const { return ssm_params ? &*ssm_params : &norms; }
 
   /// The state role of that name ("kv", "index", "window", ...), or null: the one list of roles
   /// a production format may replace.

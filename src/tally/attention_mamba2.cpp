@@ -59,8 +59,8 @@ void add_tensors(const attention_mamba2& a, const model_context& m, std::vector<
   if (a.conv_bias)
     out.push_back({"norms", "conv1d_bias", category::other, conv_channels(a), norms});
   out.push_back({"norms", "dt_bias", category::other, a.heads, norms});
-  out.push_back({"norms", "A_log", category::other, a.heads, norms});
-  out.push_back({"norms", "D", category::other, a.heads, norms});
+  out.push_back({"norms", "A_log", category::other, a.heads, m.precision->ssm_params_format()});
+  out.push_back({"norms", "D", category::other, a.heads, m.precision->ssm_params_format()});
   if (a.gated_norm) out.push_back({"norms", "gated_norm", category::other, inner(a), norms});
 }
 

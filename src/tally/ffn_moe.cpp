@@ -18,7 +18,8 @@ void add_tensors(const ffn_moe& f, const model_context& m, std::vector<tensor>& 
     out.push_back(router);
   }
   if (f.router_bias)
-    out.push_back({"router", "e_score_correction_bias", category::other, f.experts, norms});
+    out.push_back({"router", "e_score_correction_bias", category::other, f.experts,
+                   m.precision->router_bias_format()});
   if (f.latent > 0) {
     out.push_back(matrix("latent", "latent_in", category::other, d, f.latent, w));
     out.push_back(matrix("latent", "latent_out", category::other, f.latent, d, w));
@@ -33,6 +34,8 @@ void add_tensors(const ffn_moe& f, const model_context& m, std::vector<tensor>& 
   // Each expert stores gate and up (width inputs each; up alone when ungated) and down
   // (intermediate inputs).
   experts.inputs = checked(f.experts) * (in_mats * width + f.intermediate);
+  experts.shapes = {{width, checked(f.intermediate), checked(f.experts) * in_mats},
+                    {checked(f.intermediate), width, checked(f.experts)}};
   experts.instances = f.experts;
   experts.per_token = f.top_k;
   out.push_back(experts);
@@ -57,6 +60,7 @@ void add_tensors(const ffn_moe& f, const model_context& m, std::vector<tensor>& 
                   m.precision->shared_expert_weights(),
                   true};
     shared.inputs = in_mats * d + inter;
+    shared.shapes = {{d, inter, in_mats}, {inter, d, 1}};
     out.push_back(shared);
   }
   if (f.shared_gate)

@@ -35,6 +35,13 @@ enum class row_source {
   new_entries,    // compressed entries completed by this call (n_cmp), e.g. index key projection
 };
 
+/// `count` weight matrices of `in` input rows x `out` output columns each.
+struct matrix_shape {
+  checked in;
+  checked out;
+  checked count = 1;
+};
+
 /// One weight tensor of one layer (or of the model).
 struct tensor {
   std::string module;  // "attention", "ffn", "experts", "router", "norms", "conv", ...
@@ -57,6 +64,9 @@ struct tensor {
                           // hybrid's "gqa" and "mamba2"); "" = the layer's own kind
   checked inputs = 0;     // input rows of the matrices it holds, summed (routed experts: over all
                        // E); 0 = not a matrix. A format with a per-row term (GPTQ's g_idx) needs it
+  std::vector<matrix_shape> shapes;  // the matrices it holds, side by side: a block-scaled format
+                                     // (fp8:b128x128) rounds each one's scale grid up per side.
+                                     // Empty, or not summing to params: the group rule
 
   /// Bytes it stores: the format's bytes of its values plus its per-input-row term.
   checked bytes() const;
@@ -77,6 +87,7 @@ inline tensor matrix(std::string module, std::string name, category cat, checked
                      const dtype* format) {
   tensor t{std::move(module), std::move(name), cat, in * out, format, true};
   t.inputs = in;
+  t.shapes = {{in, out, 1}};
   return t;
 }
 

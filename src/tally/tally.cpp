@@ -51,6 +51,15 @@ checked tensor::bytes() const {
                      fmt::format("'{}' stores a value per input row of a matrix, but {}.{} is "
                                  "not a matrix (give its role another format)",
                                  format->name, module, name));
+  if (format->block_rows > 0 && !shapes.empty()) {
+    // Scale blocks counted per matrix, each side rounded up (576 rows are 5 blocks of 128).
+    checked values = 0, blocks = 0;
+    for (const matrix_shape& s : shapes) {
+      values += s.count * s.in * s.out;
+      blocks += s.count * format->blocks(s.in, s.out);
+    }
+    if (values == params) return format->block_bytes(params, blocks, inputs);
+  }
   return format->bytes(params, inputs);
 }
 
@@ -60,6 +69,13 @@ checked tensor::instance_bytes() const {
   one.params = params / instances;
   one.inputs = inputs / instances;
   one.instances = 1;
+  for (matrix_shape& s : one.shapes) {
+    if ((s.count / instances) * instances != s.count) {  // instances differ: the group rule
+      one.shapes.clear();
+      break;
+    }
+    s.count = s.count / instances;
+  }
   return one.bytes();
 }
 
@@ -127,6 +143,7 @@ void model_level_tensors(const model_spec& s, const model_context& m, std::vecto
   if (!s.tie_embeddings) {
     tensor head{"head", "lm_head", category::embedding_output, vd, &s.precision.head};
     head.inputs = s.hidden;  // a hidden x vocab matrix (its FLOPs are counted apart)
+    head.shapes = {{checked(s.hidden), checked(s.vocab), 1}};
     out.push_back(head);
     if (s.head_bias)  // added to the logits, not multiplied
       out.push_back({"head", "lm_head_bias", category::embedding_output, checked(s.vocab),

@@ -5,8 +5,12 @@
 #include <doctest/doctest.h>
 
 #include <cstdint>
+#include <filesystem>
+#include <fstream>
 #include <string>
 
+#include "common/dtype.h"
+#include "scratch.h"
 #include "spec/hf/import.h"
 #include "tally/tally.h"
 #include "test_model.h"
@@ -61,9 +65,10 @@ TEST_CASE("deepseek-v3.2 bundle: the release's FP8 blocks, BF16 weights_proj and
   CHECK(params(m) == 671'877'944'064);
   std::int64_t stored = deepseek_stored_bytes(/*indexer=*/true, /*norm_bytes=*/4);
   CHECK(stored == 674'032'381'632);
-  // calc groups a block's 16,384 values without rounding the grid per side: kv_a_proj's 576
-  // rows are 4.5 blocks to calc and 5 in the files, 28 scales x 4 B x 61 layers = 6,832 B.
-  CHECK(weight_bytes(m) == stored - 6'832);
+  // Exact: each matrix's scale grid rounded up per side (kv_a_proj's 576 rows are 5 blocks of
+  // 128, not 4.5: 28 scales x 4 B x 61 layers = 6,832 B that a grouped count of 16,384 values
+  // per scale would miss).
+  CHECK(weight_bytes(m) == stored);
   // The indexer's weights_proj is BF16 in the files (64 x 7168 x 2 B a layer), not FP8.
   CHECK(m.spec.precision.weights.name == "bf16");
   CHECK(m.spec.precision.norms.name == "fp32");
@@ -78,9 +83,11 @@ TEST_CASE("deepseek-v3.1 and deepseek-r1 bundles: FP8 blocks with FP32 scales, r
     CHECK(params(m) == 671'026'419'200);
     std::int64_t stored = deepseek_stored_bytes(/*indexer=*/false, /*norm_bytes=*/2);
     CHECK(stored == 673'150'611'808);
-    // Short by the routing bias, F32 in the files and counted at the norms' BF16 (58 x 256 x
-    // 2 B = 29,696), and kv_a_proj's rounded scale grid (6,832 B).
-    CHECK(weight_bytes(m) == stored - 29'696 - 6'832);
+    // Exact: the routing bias F32 as the files store it (precision.router_bias; at the norms'
+    // BF16 it was 58 x 256 x 2 B = 29,696 B short) and kv_a_proj's scale grid rounded up per
+    // side (6,832 B short as a grouped count).
+    CHECK(weight_bytes(m) == stored);
+    CHECK(m.spec.precision.router_bias_format()->name == "fp32");
     // MLA compact cache, BF16: (512 + 64) x 2 B x 61 layers = 70,272 B/token.
     CHECK(state(m, 8192) == 70'272LL * 8192);      // 575,668,224 B
     CHECK(state(m, 131072) == 70'272LL * 131072);  // 9,210,691,584 B
@@ -101,8 +108,9 @@ TEST_CASE("minimax-m2.5 bundle: FP8 attention and experts, the F32 router as sto
   std::int64_t stored =
       layers * (attention + experts + router + norms) + 2 * 200064LL * 3072 * 2 + 3072 * 2;
   CHECK(stored == 230'121'630'720);  // the report's 214.32 GB (GiB) of tensors
-  // Short by the routing bias alone: F32 in the files, counted at the norms' BF16.
-  CHECK(weight_bytes(m) == stored - layers * 256 * 2);
+  // Exact: the routing bias F32 as stored (precision.router_bias; 62 x 256 x 2 B = 31,744 B
+  // short at the norms' BF16). Every matrix side is a multiple of 128: no grid to round.
+  CHECK(weight_bytes(m) == stored);
 }
 
 TEST_CASE("phi-4 bundle: 14,659,507,200 parameters") {
@@ -141,9 +149,27 @@ TEST_CASE("the release configs import at their stored formats") {
   // Linear, and is not listed in modules_to_not_convert, yet the files store it BF16.
   hf::imported v32 = hf::import_config(fixture("deepseek-ai--DeepSeek-V3.2/config.json"));
   CHECK(v32.plain.find("weights: bf16") != std::string::npos);
-  CHECK(v32.plain.find("experts: fp8:g16384:fp32") != std::string::npos);
+  CHECK(v32.plain.find("experts: fp8:b128x128:fp32") != std::string::npos);
   hf::imported r1 = hf::import_config(fixture("deepseek-ai--DeepSeek-R1/config.json"));
-  CHECK(r1.plain.find("attention: fp8:g16384:fp32") != std::string::npos);
+  CHECK(r1.plain.find("attention: fp8:b128x128:fp32") != std::string::npos);
+  // The routing bias as DeepSeek's reference Gate keeps it (a float32 Parameter).
+  CHECK(r1.plain.find("router_bias: fp32") != std::string::npos);
+  // Each import counts what its bundle does (the bundles add only listing-read norms).
+  for (const char* name : {"deepseek-v3.1", "deepseek-r1"}) {
+    CAPTURE(name);
+    std::string folder = std::string(name) == "deepseek-r1" ? "deepseek-ai--DeepSeek-R1"
+                                                           : "deepseek-ai--DeepSeek-V3.1";
+    testing::model bundled(name);
+    testing::model imported = testing::model::from_text(
+        hf::import_config(fixture(folder + "/config.json")).yaml);
+    CHECK(weight_bytes(imported) == weight_bytes(bundled));
+  }
+  hf::imported mm = hf::import_config(fixture("MiniMaxAI--MiniMax-M2.5/config.json"));
+  CHECK(mm.plain.find("router_bias: fp32") != std::string::npos);
+  hf::imported nano =
+      hf::import_config(fixture("nvidia--NVIDIA-Nemotron-3-Nano-30B-A3B-BF16/config.json"));
+  CHECK(nano.plain.find("ssm_params: fp32") != std::string::npos);
+  CHECK(weight_bytes(testing::model::from_text(nano.yaml)) == 63'155'892'352);
 }
 
 TEST_CASE("glm-5.1-fp8 bundle: the release's modules_to_not_convert read per role") {
@@ -163,8 +189,9 @@ TEST_CASE("glm-5.1-fp8 bundle: the release's modules_to_not_convert read per rol
   std::int64_t stored = 78 * (attention + norms) + 3 * 3 * fp8_block(12288, d) + 75 * moe +
                         2 * 154880LL * d * 2 + d * 2;
   CHECK(stored == 746'130'054'912);
-  // Short by the F32 routing bias (75 x 256 x 2 B) and kv_a_proj's rounded grid (78 x 24 x 4 B).
-  CHECK(weight_bytes(m) == stored - 38'400 - 7'488);
+  // Exact: the F32 routing bias (75 x 256 x 2 B = 38,400 B short at BF16) and kv_a_proj's
+  // grid rounded up per side (78 x 24 x 4 B = 7,488 B short as a grouped count).
+  CHECK(weight_bytes(m) == stored);
 }
 
 TEST_CASE("FP8 exclusion lists: norm biases, the indexer's weights_proj and MTP modules read") {
@@ -179,7 +206,7 @@ TEST_CASE("FP8 exclusion lists: norm biases, the indexer's weights_proj and MTP 
         "model.layers.1.self_attn.indexers_proj", "model.layers.4.eh_proj",
         "model.layers.4.enorm", "model.layers.4.shared_head.norm"]}})";
   hf::imported out = hf::import_text(json, "config.json", "tiny");
-  CHECK(out.plain.find("attention: fp8:g16384:fp32") != std::string::npos);
+  CHECK(out.plain.find("attention: fp8:b128x128:fp32") != std::string::npos);
   // An input projection left out alone is still refused: calc keeps formats per role.
   std::string refused = json;
   std::string entry = R"("model.layers.4.enorm")";
@@ -191,11 +218,12 @@ TEST_CASE("nemotron-3-nano-30b-a3b bundle: BF16, its F32 control vectors named")
   testing::model m("nemotron-3-nano-30b-a3b");
   CHECK(params(m) == 31'577'940'288);  // the card's 31.6B
   // The checkpoint stores A_log and D (64 each, 23 Mamba layers) and the routing bias (128, 23
-  // MoE layers) in F32: 23,552 B, measured on the full model; calc counts them at BF16.
+  // MoE layers) in F32: 23,552 B, measured on the full model; precision.ssm_params and
+  // router_bias count them so, everything else BF16.
   const std::int64_t f32_vectors = 23 * (64 + 64) * 4 + 23 * 128 * 4;
   CHECK(f32_vectors == 23'552);
-  CHECK(weight_bytes(m) == 2 * params(m));
-  CHECK(weight_bytes(m) + f32_vectors / 2 == 63'155'892'352);
+  CHECK(weight_bytes(m) == 2 * (params(m) - f32_vectors / 4) + f32_vectors);
+  CHECK(weight_bytes(m) == 63'155'892'352);
 }
 
 TEST_CASE("glm-4.5 bundle: 352,797,829,024 main-model parameters") {
@@ -216,6 +244,9 @@ TEST_CASE("glm-4.5 bundle: 352,797,829,024 main-model parameters") {
   CHECK(main + scales + mtp == 358'458'543'424);
   CHECK(params(m) == main);
   CHECK(params(m) == 352'797'829'024);
+  // BF16 but the routing bias, F32 in the FP8 release's listing (as in both GLM-5.1 releases):
+  // 89 MoE layers x 160 x 2 B more than two bytes a parameter.
+  CHECK(weight_bytes(m) == 2 * params(m) + 89 * 160 * 2);
   // GQA 96/8 x 128, BF16: 2 x 8 x 128 x 2 B x 92 layers = 376,832 B/token.
   CHECK(state(m, 8192) == 376'832LL * 8192);      // 3,087,007,744 B
   CHECK(state(m, 131072) == 376'832LL * 131072);  // 49,392,123,904 B
@@ -258,4 +289,50 @@ TEST_CASE("nemotron-nas: a block replaced by a linear is refused at its field") 
   hf::imported out = hf::import_text(ok, "config.json", "tiny");
   CHECK(out.plain.find("intermediate: 256") != std::string::npos);
   CHECK(out.plain.find("kv_heads: 2") != std::string::npos);
+}
+
+TEST_CASE("the safetensors headers decide the routing bias and A_log/D formats") {
+  // Nemotron-3-Nano's config beside one shard whose header stores the routing bias BF16 and
+  // A_log F32 (no data follows the header: calc reads only the header).
+  std::filesystem::path dir = testing::scratch_dir("calc-bytes") / "nano-headers";
+  std::filesystem::create_directories(dir);
+  std::filesystem::copy_file(
+      fixture("nvidia--NVIDIA-Nemotron-3-Nano-30B-A3B-BF16/config.json"), dir / "config.json",
+      std::filesystem::copy_options::overwrite_existing);
+  std::string header =
+      R"({"backbone.layers.0.mixer.A_log": {"dtype": "F32", "shape": [64], "data_offsets": [0, 256]},)"
+      R"( "backbone.layers.1.mixer.gate.e_score_correction_bias": {"dtype": "BF16", "shape": [128],)"
+      R"( "data_offsets": [256, 512]}})";
+  {
+    std::ofstream out(dir / "model.safetensors", std::ios::binary);
+    std::uint64_t n = header.size();
+    for (int i = 0; i < 8; ++i) out.put(static_cast<char>((n >> (8 * i)) & 0xff));
+    out << header;
+  }
+  hf::imported y = hf::import_config(dir.string());
+  CHECK(y.plain.find("ssm_params: fp32") != std::string::npos);
+  CHECK(y.yaml.find("safetensors headers store A_log and D as fp32") != std::string::npos);
+  testing::model m = testing::model::from_text(y.yaml);
+  CHECK(!m.spec.precision.router_bias.has_value());  // BF16: the norms' format, not written
+  REQUIRE(m.spec.precision.ssm_params.has_value());
+  CHECK(m.spec.precision.ssm_params->name == "fp32");
+  // 23 routing biases of 128 at BF16 instead of F32: 11,776 B fewer than the family default.
+  CHECK(weight_bytes(m) == 63'155'892'352 - 23 * 128 * 2);
+}
+
+TEST_CASE("FP8 block scales: a grid per matrix, each side rounded up, in exact integers") {
+  // DeepSeek's kv_a_proj_with_mqa, 7168 inputs x 576 outputs: 5 x 56 blocks of 128 x 128, not
+  // the 252 a count of 16,384 values per scale gives.
+  dtype b = parse_dtype("fp8:b128x128:fp32");
+  CHECK(b.blocks(7168, 576).value() == 5 * 56);
+  CHECK(b.block_bytes(7168LL * 576, b.blocks(7168, 576), 7168).value() == 7168LL * 576 + 280 * 4);
+  CHECK(parse_dtype("fp8:g16384:fp32").bytes(7168LL * 576).value() == 7168LL * 576 + 252 * 4);
+  // Non-square blocks: rows are outputs, columns inputs (weight_block_size [rows, columns]).
+  dtype r = parse_dtype("fp8:b64x128");
+  CHECK(r.blocks(/*in=*/256, /*out=*/100).value() == 2 * 2);
+  CHECK(r.scale_bits == 16);  // bf16 scales unless named
+  CHECK_THROWS(parse_dtype("fp8:b128"));
+  CHECK_THROWS(parse_dtype("fp8:b0x128"));
+  CHECK_THROWS(parse_dtype("fp8:b128x128:fp32:zero"));
+  CHECK_THROWS(parse_dtype("fp8:b8192x128"));
 }

@@ -334,11 +334,12 @@ TEST_CASE("minimax_m2: the published FP8 config's modules_to_not_convert reads")
       testing::model::from_text(hf::import_text(json, "minimax.json", "minimax").plain);
   CHECK(params(m) == 228'689'764'864);
   // By hand, per layer: FP8 attention 44,040,192 B and experts 3,623,878,656 B, one FP32
-  // scale per 16,384 values of each matrix (q and o 1,152 blocks each, k and v 192 each: 10,752
+  // scale per 128 x 128 block of each matrix (q and o 1,152 blocks each, k and v 192 each: 10,752
   // B; the experts 221,184 blocks: 884,736 B); x 62 = 227,466,488,832 B. BF16: embedding and
-  // head 2 x 200064 x 3072 x 2 B = 2,458,386,432; per layer the router 256 x 3072, its bias 256,
-  // two norms 6,144 and q_norm 6,144 + k_norm 1,024 (800,000 values, x 62 x 2 B = 99,200,000);
-  // the final norm 6,144 B. Total 230,024,081,408 B (214.2 GiB; the published shards hold
-  // about 230 GB).
-  CHECK(weight_bytes(m) == 230'024'081'408);
+  // head 2 x 200064 x 3072 x 2 B = 2,458,386,432; per layer the router 256 x 3072, two norms
+  // 6,144 and q_norm 6,144 + k_norm 1,024 (799,744 values, x 62 x 2 B = 99,168,256); the routing
+  // bias FP32 as MiniMax's files store it (precision.router_bias), 62 x 256 x 4 = 63,488 B; the
+  // final norm 6,144 B. Total 230,024,113,152 B (214.2 GiB; the published shards hold about
+  // 230 GB).
+  CHECK(weight_bytes(m) == 230'024'113'152);
 }

@@ -144,12 +144,13 @@ TEST_CASE(
   // 7168*(512+64) = 4,128,768, kv_b 512*(128*(128+128)) = 16,777,216: 69,664,768 x 61 =
   // 4,249,550,848; embedding and head 2 * 129280*7168 = 1,853,358,080; norms 61 * (1536 + 512 +
   // 2*7168) + 7168 and 58 * 256 router biases = 1,021,440; routers 58 * 7168*256 =
-  // 106,430,464. 6,210,360,832 values = 12,420,721,664 B.
+  // 106,430,464. 6,210,360,832 values = 12,420,721,664 B; the router biases are FP32, as
+  // DeepSeek's reference Gate keeps them (precision.router_bias): 58 * 256 * 2 = 29,696 B more.
   // NVFP4 (4-bit values and an fp8 scale per 16: 9 B per 16 values): o_proj 128*128*7168 x 61 =
   // 7,163,871,232; dense FFN 3 * 3*7168*18432 = 1,189,085,184; 58 MoE layers of 257 experts
   // (256 routed + 1 shared) of 3*7168*2048 = 656,463,101,952. 664,816,058,368 values * 9 / 16 =
   // 373,959,032,832 B. (With the routers in NVFP4 it would be 152,993,792 B less.)
-  CHECK(p.weight_bytes.value() == 12'420'721'664 + 373'959'032'832);  // 386,379,754,496 B
+  CHECK(p.weight_bytes.value() == 12'420'721'664 + 29'696 + 373'959'032'832);  // 386,379,784,192
   // kv_cache_quant_algo FP8: the compact latent 512 + 64 at 1 B on 61 layers = 35,136 B/token.
   CHECK(state(m, 8192) == 35'136LL * 8192);
 }
@@ -216,10 +217,11 @@ TEST_CASE("attention input exclusions: only the whole set of input projections i
   CHECK(m.spec.precision.attention->name == "bf16");
   CHECK(m.spec.precision.attention_out->name == "nvfp4");
   CHECK(m.spec.precision.weights.name == "nvfp4");
-  CHECK(tally_params(m.g).weight_bytes.value() == 386'226'760'704);
+  // (The 58 x 256 routing biases FP32: 29,696 B of it, precision.router_bias.)
+  CHECK(tally_params(m.g).weight_bytes.value() == 386'226'760'704 + 29'696);
   // With the router (mlp.gate) kept too, `weights` is the model dtype and the quantised roles
   // are named: the 106,430,464 router values at 2 B instead of 9/16 B, + 106,430,464 * 23 / 16 =
-  // 152,993,792 B, which is the ModelOpt folder's 386,379,754,496 B.
+  // 152,993,792 B, which is the ModelOpt folder's 386,379,784,192 B.
   testing::model r = testing::model::from_text(
       hf::import_text(with("\"mlp.gate\", \"model.layers.*.self_attn.q_a_proj\", "
                            "\"model.layers.*.self_attn.q_b_proj\", "
@@ -230,7 +232,7 @@ TEST_CASE("attention input exclusions: only the whole set of input projections i
   CHECK(r.spec.precision.weights.name == "bf16");
   CHECK(!r.spec.precision.attention.has_value());
   CHECK(r.spec.precision.attention_out->name == "nvfp4");
-  CHECK(tally_params(r.g).weight_bytes.value() == 386'226'760'704 + 152'993'792);
+  CHECK(tally_params(r.g).weight_bytes.value() == 386'226'760'704 + 29'696 + 152'993'792);
   CHECK(tally_params(r.g).weight_bytes.value() ==
         tally_params(imported("deepseek-v3.1-nvfp4").g).weight_bytes.value());
   // Three of the four: the fourth would be NVFP4 in the files, which one role cannot say.

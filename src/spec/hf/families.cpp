@@ -222,6 +222,12 @@ family llama4_like(std::string model_type, std::vector<std::string> archs, std::
           .not_counted = std::move(not_counted)};
 }
 
+/// A family whose checkpoints store the MoE routing bias in `format` (families.h).
+family with_router_bias(family f, std::string format) {
+  f.router_bias_dtype = std::move(format);
+  return f;
+}
+
 }  // namespace
 
 const std::vector<family>& families() {
@@ -434,7 +440,9 @@ const std::vector<family>& families() {
                                  {"moe_intermediate", 1407},
                                  {"shared_intermediate", "=moe_intermediate"}})},
       // DeepseekV3Config: as V2 with a routing bias (e_score_correction_bias) and MTP layers.
-      deepseek_v3_like("deepseek_v3", {"DeepseekV3ForCausalLM"}),
+      // Its reference Gate (DeepSeek-V3 inference/model.py) makes the bias a float32 Parameter,
+      // and the V3.1 and R1 files store it F32 (tests/fixtures/hf/SOURCES.md).
+      with_router_bias(deepseek_v3_like("deepseek_v3", {"DeepseekV3ForCausalLM"}), "fp32"),
       // Kimi K2 (moonshotai/Kimi-K2-Instruct): DeepSeek-V3's architecture and configuration class
       // (configuration_deepseek.DeepseekV3Config) under its own model_type.
       deepseek_v3_like("kimi_k2", {}),
@@ -445,15 +453,19 @@ const std::vector<family>& families() {
       // DeepseekV32Config (DeepSeek-V3.2): DeepSeek-V3's MLA and MoE plus DeepSeek sparse
       // attention's lightning indexer on every layer (index_n_heads query heads, one
       // index_head_dim key per token cached beside the latent, top index_topk tokens read).
-      dsa_mla_like("deepseek_v32", {"DeepseekV32ForCausalLM"}, {{"index_heads", 64}}),
+      // The routing bias F32, as in V3 (the V3.2 tensor listing).
+      with_router_bias(
+          dsa_mla_like("deepseek_v32", {"DeepseekV32ForCausalLM"}, {{"index_heads", 64}}), "fp32"),
       // GlmMoeDsaConfig (GLM-5, GLM-5.1): the same layer with GLM's widths (q_lora_rank 2048,
       // qk_nope_head_dim 192, v_head_dim 256) and a 32-head indexer.
-      dsa_mla_like("glm_moe_dsa", {"GlmMoeDsaForCausalLM"},
-                   {{"index_heads", 32},
-                    {"q_rank", 2048},
-                    {"qk_nope", 192},
-                    {"v_head", 256},
-                    {"mtp_layers", 1}}),
+      // The routing bias is F32 in both GLM-5.1 releases' listings, BF16 and FP8.
+      with_router_bias(dsa_mla_like("glm_moe_dsa", {"GlmMoeDsaForCausalLM"},
+                                    {{"index_heads", 32},
+                                     {"q_rank", 2048},
+                                     {"qk_nope", 192},
+                                     {"v_head", 256},
+                                     {"mtp_layers", 1}}),
+                       "fp32"),
       // Glm4MoeLiteConfig (zai-org/GLM-4.7-Flash): DeepSeek-V3's MLA and routed MoE with the
       // routing bias; no table default is taken for the MLA widths or expert counts, so a
       // config that leaves them out is an error rather than a guess.
@@ -481,7 +493,9 @@ const std::vector<family>& families() {
                                  {"shared_experts", 1},
                                  {"shared_intermediate", "=moe_intermediate"},
                                  {"first_dense", 1},
-                                 {"router_bias", true}})},
+                                 {"router_bias", true}}),
+       // F32 in zai-org/GLM-4.5-FP8's tensor listing (mlp.gate.e_score_correction_bias).
+       .router_bias_dtype = "fp32"},
       // Phi3Config: fused QKV and gate/up projections (the same counts), no biases.
       {.model_type = "phi3",
        .architectures = {"Phi3ForCausalLM"},
@@ -528,6 +542,9 @@ const std::vector<family>& families() {
                                  {"conv_bias", true},
                                  {"proj_bias", false},
                                  {"router_bias", true}}),
+       // The BF16 checkpoint of Nemotron-3-Nano keeps A_log, D and the routing bias F32.
+       .router_bias_dtype = "fp32",
+       .ssm_params_dtype = "fp32",
        // Experts in a latent space (moe_latent_size: fc1/fc2 latent projections around them,
        // Nemotron-3-Super) are not read yet: such a config is an error at that field.
        .only = {{"moe_latent_size", nullptr}}},
@@ -831,6 +848,7 @@ const std::vector<family>& families() {
                  {"window", ""}},
        .defaults = gqa_defaults({{"qk_norm_full", true}, {"router_bias", true}}),
        .not_counted = "the MTP modules (num_mtp_modules, use_mtp): calc does not read them",
+       .router_bias_dtype = "fp32",  // F32 in MiniMax-M2.5's files
        .only = {{"qk_norm_type", "per_layer"},
                 {"attn_type_list", 1},
                 {"shared_intermediate_size", 0}}},

@@ -59,6 +59,14 @@ struct family {
   /// The format an FP8 block-quantised checkpoint of this family stores its block scales in
   /// (weight_scale_inv): DeepSeek's FP32, Qwen's BF16. The config does not say it.
   std::string fp8_block_scale = "fp32";
+  /// The format the family's checkpoints store the MoE routing bias (e_score_correction_bias) in,
+  /// when wider than its norms: DeepSeek's reference Gate makes it a float32 Parameter, and the
+  /// published files of DeepSeek-V3.x/R1, GLM-4.5, GLM-5.x, MiniMax-M2.5 and Nemotron-3-Nano store
+  /// it F32.
+  /// "" = the norms' format. The safetensors headers decide when present.
+  std::string router_bias_dtype;
+  /// The same for a Mamba2 mixer's A_log and D (F32 in Nemotron-H's files); "" = the norms'.
+  std::string ssm_params_dtype;
   /// Set for a family calc recognises but cannot read exactly: why, said at the first field of
   /// `refused_at` that the config gives, else at model_type. Never a silent approximation.
   std::string refused;

@@ -12,6 +12,8 @@
 #include <optional>
 #include <set>
 #include <sstream>
+#include <tuple>
+#include <utility>
 
 #include "spec/hf/checkpoint.h"
 #include "spec/hf/families.h"
@@ -835,6 +837,8 @@ std::string quoted(const std::string& s) {
 struct stored_formats {
   std::string block_scale;  // FP8 block scales (`*.weight_scale_inv`): "fp32", "bf16", "fp16"
   std::string dtype;        // the dtype of most unquantised weight-matrix bytes
+  std::string router_bias;  // the MoE routing bias (`*.e_score_correction_bias`)
+  std::string ssm_params;   // a Mamba2 mixer's `A_log` and `D`
   std::string dtype_why;    // how many bytes in which dtype, for the YAML comment
 };
 
@@ -857,6 +861,14 @@ stored_formats formats_in_headers(const std::string& config_path) {
                                      t.dtype));
       out.block_scale = name->second;
     }
+    // The vectors some checkpoints keep wider than their norms, as the first one stored says
+    // (Gated DeltaNet's linear_attn.A_log is not a Mamba2 mixer's and is left to the norms).
+    bool ssm_vector = (t.name.ends_with(".A_log") || t.name.ends_with(".D")) &&
+                      t.name.find("linear_attn") == std::string::npos;
+    for (auto [wanted, slot] :
+         {std::pair{t.name.ends_with(".e_score_correction_bias"), &out.router_bias},
+          std::pair{ssm_vector, &out.ssm_params}})
+      if (wanted && slot->empty() && name != calc_name.end()) *slot = name->second;
     bool language_matrix = t.name.ends_with(".weight") && t.shape.size() == 2 &&
                            !t.name.starts_with("mtp.") &&
                            t.name.find("visual") == std::string::npos &&
@@ -1033,6 +1045,20 @@ imported translate(const hf_json& doc, const std::string& name, const std::strin
   if (dtype != "bf16")  // calc's norms default to bf16; a checkpoint keeps them in its dtype
     precision.kids.push_back(
         scalar("norms", dtype, dtype_origin + " (norm weights are stored in the model dtype)"));
+  // The routing bias and a Mamba2 mixer's A_log and D: the headers' dtype, else the family's
+  // documented one, said only where it differs from the norms' (the model dtype).
+  for (auto [role, from_headers, from_family, what] :
+       {std::tuple{"router_bias", stored.router_bias, fam->router_bias_dtype,
+                   "the routing bias (e_score_correction_bias)"},
+        std::tuple{"ssm_params", stored.ssm_params, fam->ssm_params_dtype, "A_log and D"}}) {
+    std::string format = from_headers.empty() ? from_family : from_headers;
+    if (format.empty() || format == dtype) continue;
+    precision.kids.push_back(scalar(
+        role, format,
+        from_headers.empty()
+            ? fmt::format("{}'s checkpoints store {} as {}", fam->model_type, what, format)
+            : fmt::format("safetensors headers store {} as {}", what, format)));
+  }
   top.push_back(precision);
   if (!r.field("ssm_chunk").empty()) {
     // The SSD chunk the reference forward pads a prompt to: it sets the chunked-prefill FLOPs.

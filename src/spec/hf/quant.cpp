@@ -63,10 +63,9 @@ std::optional<quant_formats> read_quant(const hf_object& root, const hf_json* mo
     std::vector<std::int64_t> block = q->integers("weight_block_size");
     if (block.size() != 2 || block[0] == 0 || block[1] == 0 || block[0] > 4096 || block[1] > 4096)
       q->fail("weight_block_size", "expected two block sides of 1 to 4096, e.g. [128, 128]");
-    // One scale per block of rows x columns (weight_scale_inv), stored as `block_scale`; a block
-    // is read as a group of rows*columns values, exact where both matrix sides are multiples of
-    // the block sides.
-    f.weights = fmt::format("fp8:g{}:{}", block[0] * block[1], block_scale);
+    // One scale per block of rows x columns (weight_scale_inv [ceil(out/rows), ceil(in/cols)]),
+    // stored as `block_scale`; the grid is rounded up on each side of each matrix.
+    f.weights = fmt::format("fp8:b{}x{}:{}", block[0], block[1], block_scale);
     f.origin += fmt::format(" = fp8, weight_block_size {}x{}, {} scales", block[0], block[1],
                             block_scale);
   } else if (method == "FP8" || method == "fp8") {

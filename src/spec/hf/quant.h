@@ -51,7 +51,8 @@ struct quant_formats {
 /// self_attn but o_proj); anything else would need a per-module format and is an error rather
 /// than a silently wrong byte count.
 /// `block_scale` is the format of the per-block scales of an FP8 block-quantised checkpoint
-/// (`weight_block_size`), whose config does not say it: the family's documented default
+/// (`weight_block_size` [rows, columns]: fp8:b<rows>x<columns>:<scale>, the scale grid of each
+/// matrix rounded up per side), whose config does not say it: the family's documented default
 /// ("fp32" for DeepSeek's, "bf16" for Qwen's), or what the checkpoint's headers store.
 std::optional<quant_formats> read_quant(const hf_object& root, const hf_json* modelopt,
                                         bool has_routers, const std::string& block_scale);
