@@ -13,6 +13,16 @@
 
 namespace calc::serve {
 
+/// What an engine does when its KV pool cannot hold the next tokens of the running requests
+/// (docs/commands.md cites the engine code for each).
+enum class kv_policy {
+  preempt_newest,  // vLLM V1: free the most recently admitted running request's KV, put it back
+                   // at the front of the queue; it re-prefills prompt + output so far
+  retract,         // SGLang: retract the decoding request with the fewest output tokens (the
+                   // longest prompt on a tie) to the back of the queue, same recompute
+  reserve_whole,   // TensorRT-LLM GUARANTEED_NO_EVICT: admit only what fits at its full length
+};
+
 /// What an engine does by default (one row per engine; docs/engines.md cites the sources).
 struct engine_defaults {
   const char* name;                         // vllm, sglang, trtllm
@@ -22,6 +32,7 @@ struct engine_defaults {
   double memory_fraction = 0.9;             // of the card the engine may use (weights + KV)
   bool fraction_of_free = false;            // the fraction applies to what the weights leave
   const char* source;
+  kv_policy kv = kv_policy::preempt_newest;  // when the KV pool runs out (the simulation)
 };
 
 /// The rows; throws spec_error naming --engine for an unknown engine.
@@ -37,7 +48,12 @@ struct batching_config {
   bool mixed_prefill = true;
   double memory_fraction = 0.9;
   bool fraction_of_free = false;  // KV pool = fraction x (memory - weights), not fraction x memory
+  kv_policy kv = kv_policy::preempt_newest;  // what the simulation does when the pool runs out
 };
+
+/// Bytes of one rank's KV pool: the engine's memory fraction of the card (or of what the
+/// weights leave) less the rank's weights; <= 0 when the weights leave none.
+double kv_pool_bytes(const deployment& d, const batching_config& cfg);
 
 /// The step shapes the steady state needs, costed once: decode alone, the prefill chunk (beside
 /// the decodes or alone, as the engine runs it), and a full-budget step of the opening burst.
