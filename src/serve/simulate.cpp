@@ -195,22 +195,38 @@ class engine_group {
   }
   /// Admits waiting requests while the budget, the request cap and the pool allow.
   void admit(std::int64_t& budget) {
+    // SGLang admits against the pool less a share (new_token_ratio) of the outputs the running
+    // requests have still to write, and of the new request's own.
+    double reserve = 0;
+    if (cfg_.kv == kv_policy::retract)
+      for (std::size_t i : running) reserve += future_bytes(reqs[i]);
     while (!waiting.empty() && budget > 0 &&
            static_cast<std::int64_t>(running.size()) < cfg_.max_num_seqs) {
       std::size_t i = waiting.front();
       request_state& r = reqs[i];
       std::int64_t n = std::min(r.pending(), budget);
-      if (need(r, r.computed + n) > free_) {
+      double own = cfg_.kv == kv_policy::retract ? future_bytes(r) : 0;
+      if (static_cast<double>(need(r, r.computed + n)) + own + reserve >
+          static_cast<double>(free_)) {
         if (!r.waited_for_kv) ++out_.requests_waited_for_kv;
         r.waited_for_kv = true;
         return;
       }
       allocate(r, r.computed + n);
+      reserve += own;
       waiting.pop_front();
       running.push_back(i);
       chunks_.push_back({i, n});
       budget -= n;
     }
+  }
+  /// SGLang's estimate of the KV a request's remaining outputs will take: new_token_ratio of
+  /// them (at most 4096 counted, CLIP_MAX_NEW_TOKENS_ESTIMATION).
+  double future_bytes(const request_state& r) {
+    std::int64_t left = std::min<std::int64_t>(r.a->osl - r.generated, 4096);
+    if (left <= 0) return 0;
+    std::int64_t now = std::max(r.tokens(), r.computed);
+    return ratio_ * static_cast<double>(kv_.bytes(now + left) - kv_.bytes(now));
   }
   /// vLLM V1 and TensorRT-LLM: running requests first, in order, each its decode token or next
   /// chunk; when the pool cannot hold it, the newest running request is preempted (vLLM's
@@ -267,8 +283,30 @@ class engine_group {
       return sum;
     };
     if (demand(1) > free_) {
+      // Retract in SGLang's order until the rest have room for retract_decode_steps tokens
+      // each (or one is left), then re-estimate new_token_ratio from the survivors' progress.
       constexpr std::int64_t retract_decode_steps = 20;  // SGLang's global_config default
-      while (running.size() > 1 && demand(retract_decode_steps) > free_) retract_one();
+      std::vector<std::size_t> order = running;
+      std::stable_sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) {
+        return retract_before(reqs[y], reqs[x]);  // the first to retract last
+      });
+      std::int64_t ahead = demand(retract_decode_steps);
+      while (order.size() > 1 && ahead > free_) {
+        std::size_t victim = order.back();
+        order.pop_back();
+        if (reqs[victim].decoding())
+          ahead -= need(reqs[victim], reqs[victim].computed + retract_decode_steps);
+        std::erase(running, victim);
+        preempt(victim, false);
+      }
+      double decoded = 0, asked = 1;
+      for (std::size_t i : running) {
+        decoded += static_cast<double>(reqs[i].generated + retract_decode_steps);
+        asked += static_cast<double>(reqs[i].a->osl);
+      }
+      ratio_ = std::min(1.0, decoded / asked);
+    } else {
+      ratio_ = std::max(ratio_ - kRatioDecay, kRatioMin);
     }
     for (std::size_t i : running) {
       request_state& r = reqs[i];
@@ -284,17 +322,24 @@ class engine_group {
     }
   }
   /// SGLang's retraction order: the fewest outputs first, then the longest prompt.
+  static bool retract_before(const request_state& a, const request_state& b) {
+    if (a.generated != b.generated) return a.generated < b.generated;
+    return a.a->isl > b.a->isl;
+  }
   void retract_one() {
     auto worst = std::min_element(running.begin(), running.end(), [&](std::size_t x, std::size_t y) {
-      const request_state& a = reqs[x];
-      const request_state& b = reqs[y];
-      if (a.generated != b.generated) return a.generated < b.generated;
-      return a.a->isl > b.a->isl;
+      return retract_before(reqs[x], reqs[y]);
     });
     std::size_t victim = *worst;
     running.erase(worst);
     preempt(victim, false);
   }
+
+  // SGLang's new_token_ratio: 0.7 at start, falling by (0.7 - 0.098) / 600 per decode step to
+  // 0.098, reset from the survivors' progress after a retraction.
+  static constexpr double kRatioInit = 0.7, kRatioMin = 0.7 * 0.14;
+  static constexpr double kRatioDecay = (kRatioInit - kRatioMin) / 600;
+  double ratio_ = kRatioInit;
 
   const batching_config& cfg_;
   kv_blocks& kv_;
