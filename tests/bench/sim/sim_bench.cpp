@@ -69,9 +69,9 @@ int main() {
   std::printf("10,000-request simulations (target <= 1 s each)\n");
   // Within capacity: a light load, and one near what the card serves.
   run_case(cal, "qwen3-8b", "", "h100-sxm", {}, "vllm", 20, 1024, 256);
-  run_case(cal, "qwen3-8b", "", "h100-sxm", {}, "vllm", 8, 1024, 1024);
-  run_case(cal, "qwen3-8b", "", "h100-sxm", {}, "sglang", 8, 1024, 1024);
-  run_case(cal, "deepseek-v3", "fp8", "h200", {.tp = 8, .ep = 8}, "vllm", 8, 1024, 1024);
+  run_case(cal, "qwen3-8b", "", "h100-sxm", {}, "vllm", 3, 1024, 1024);
+  run_case(cal, "qwen3-8b", "", "h100-sxm", {}, "sglang", 3, 1024, 1024);
+  run_case(cal, "deepseek-v3", "fp8", "h200", {.tp = 8, .ep = 8}, "vllm", 3, 1024, 1024);
   // Overloaded (the queue grows all run long): the request cap or the KV pool full every step,
   // preemptions; the slowest the loop gets.
   run_case(cal, "qwen3-8b", "", "h100-sxm", {}, "vllm", 200, 1024, 1024);
