@@ -429,9 +429,9 @@ simulation simulate(const deployment& d, const batching_config& cfg, const coeff
     throw spec_error("requests", fmt::format("{:.3g} output tokens to simulate is more than the "
                                                "limit of 2e8; simulate fewer requests",
                                                token_steps));
-  if (prefill_steps > 2e8)
+  if (prefill_steps > 1e7)
     throw spec_error("max_num_batched_tokens",
-                     fmt::format("{:.3g} prefill steps to simulate is more than the limit of 2e8; "
+                     fmt::format("{:.3g} prefill steps to simulate is more than the limit of 1e7; "
                                  "raise the token budget or simulate fewer requests",
                                  prefill_steps));
   double pool = kv_pool_bytes(d, cfg);

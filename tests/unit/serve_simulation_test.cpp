@@ -267,6 +267,13 @@ TEST_CASE("serve simulation from the command line: preemption fields, bad input 
              "--rate", "5", "--requests", "1000"},
             out, err) == 2);
   CHECK(err.rfind("--requests: 1.05e+09 output tokens to simulate is more than the limit", 0) == 0);
+  // A token budget so small that the prompts alone take 10^8 steps: refused up front too.
+  CHECK(run({"serve", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--isl", "100K", "--osl", "8",
+             "--rate", "5", "--requests", "1000", "--max-num-batched-tokens", "1"},
+            out, err) == 2);
+  CHECK(err ==
+        "--max-num-batched-tokens: 1.02e+08 prefill steps to simulate is more than the limit of "
+        "1e7; raise the token budget or simulate fewer requests\n");
   // A huge rate of a few requests is a burst: it runs, quickly.
   auto start = std::chrono::steady_clock::now();
   CHECK(run({"serve", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--isl", "1K", "--osl", "64",
