@@ -152,6 +152,22 @@ TEST_CASE("serve simulation: more KV never preempts more; a bigger card removes 
   check_conservation(big, a);
 }
 
+TEST_CASE("serve simulation: mixed lengths over dp groups, every engine, conserve tokens") {
+  model m("qwen3-8b");
+  deployment d = make_deployment(m.g, find_gpu("l40s"), {.tp = 1, .dp = 2});
+  coefficients k;
+  std::vector<arrival> a;
+  for (int i = 0; i < 300; ++i)  // prompts 1 to 8K, answers 1 to 3K, arriving over 3 s
+    a.push_back({static_cast<double>(i % 97) * 31.0, 1 + (i * 7919) % 8192, 1 + (i * 104729) % 3000});
+  for (const char* e : {"vllm", "sglang", "trtllm"}) {
+    CAPTURE(e);
+    simulation s = simulate(d, engine_config(e, 1, 1), k, a);
+    check_conservation(s, a);
+    CHECK(s.kv_limited());  // 300 such requests at once overflow two 48 GB cards
+    if (std::string(e) == "trtllm") CHECK(s.preemptions == 0);
+  }
+}
+
 TEST_CASE("serve simulation: a request the pool cannot hold alone is refused, not looped on") {
   model m("llama-3.1-8b");
   deployment d = make_deployment(m.g, find_gpu("rtx-4090"), {});
