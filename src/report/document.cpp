@@ -540,6 +540,19 @@ std::string report_csv(const std::vector<report_data>& reports) {
       }
       out += line(row);
     }
+  // Section 4: the throughput chart's points, one row per GPU, model and concurrency kept.
+  out += "\n# load\n" + line({"model", "gpu", "concurrency", "output_tokens_per_s_per_user",
+                               "output_tokens_per_s_per_gpu", "ttft_ms", "tpot_ms", "engine",
+                               "isl", "osl"});
+  for (const report_data& r : reports) {
+    if (!r.load) continue;
+    for (const report_model& m : r.models)
+      for (const load_point& p : m.load)
+        out += line({cell(m.name), cell(r.gpu.name), cell(p.concurrency),
+                     cell(p.tokens_per_s_per_user), cell(p.tokens_per_s_per_gpu), cell(p.ttft_ms),
+                     cell(p.tpot_ms), cell(r.load->engine), cell(r.load->cfg.isl),
+                     cell(r.load->cfg.osl)});
+  }
   return out;
 }
 

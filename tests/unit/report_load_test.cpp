@@ -81,6 +81,14 @@ TEST_CASE("report throughput from the command line: JSON and the Markdown sectio
   REQUIRE(run_cli({"report", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--length", "8K"}, md,
                   err2) == 0);
   CHECK(md.str().find("## Throughput per GPU against throughput per user") != std::string::npos);
+  std::ostringstream csv, e4;
+  REQUIRE(run_cli({"report", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--length", "8K",
+                   "--format", "csv"},
+                  csv, e4) == 0);
+  std::string text = csv.str();
+  auto at = text.find("\n# load\nmodel,gpu,concurrency,output_tokens_per_s_per_user,");
+  REQUIRE(at != std::string::npos);
+  CHECK(text.find("\nqwen3-8b,h100-sxm,1,", at) != std::string::npos);
   std::ostringstream o3, e3;
   CHECK(run_cli({"report", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--length", "8K", "--osl",
                  "-5"},
