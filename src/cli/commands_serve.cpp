@@ -57,6 +57,7 @@ batching_config engine_config_of(const std::string& engine, std::int64_t isl, st
   c.memory_fraction = e.memory_fraction;
   c.fraction_of_free = e.fraction_of_free;
   c.kv = e.kv;
+  c.preempted_kv_cached = e.preempted_kv_cached;
   return c;
 }
 
@@ -122,7 +123,8 @@ std::string ms(double v) { return fmt::format("{:.2f}", v); }
 const char* kv_policy_words(kv_policy p) {
   switch (p) {
     case kv_policy::preempt_newest:
-      return "vLLM preempts the newest running request, which re-prefills from the queue's front";
+      return "vLLM preempts the newest running request, which re-prefills from the queue's front "
+             "what its prefix cache lost";
     case kv_policy::retract:
       return "SGLang retracts the request with the fewest outputs to the back of the queue";
     case kv_policy::reserve_whole:

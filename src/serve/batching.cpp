@@ -20,7 +20,8 @@ const std::vector<engine_defaults>& engines() {
        .source = "vLLM V1 EngineArgs defaults for the OpenAI server on GPUs of 70 GiB or more "
                  "(vllm/engine/arg_utils.py): chunked prefill on, 8192 batched tokens, 1024 "
                  "sequences, gpu_memory_utilization 0.9",
-       .kv = kv_policy::preempt_newest},
+       .kv = kv_policy::preempt_newest,
+       .preempted_kv_cached = true},
       {.name = "sglang",
        .max_num_batched_tokens = 8192,
        .max_num_seqs = 4096,

@@ -17,7 +17,8 @@ namespace calc::serve {
 /// (docs/commands.md cites the engine code for each).
 enum class kv_policy {
   preempt_newest,  // vLLM V1: free the most recently admitted running request's KV, put it back
-                   // at the front of the queue; it re-prefills prompt + output so far
+                   // at the front of the queue; it re-prefills prompt + output so far (less
+                   // what the prefix cache kept: preempted_kv_cached)
   retract,         // SGLang: retract the decoding request with the fewest output tokens (the
                    // longest prompt on a tie) to the back of the queue, same recompute
   reserve_whole,   // TensorRT-LLM GUARANTEED_NO_EVICT: admit only what fits at its full length
@@ -33,6 +34,7 @@ struct engine_defaults {
   bool fraction_of_free = false;            // the fraction applies to what the weights leave
   const char* source;
   kv_policy kv = kv_policy::preempt_newest;  // when the KV pool runs out (the simulation)
+  bool preempted_kv_cached = false;  // a preempted request's freed blocks stay as prefix cache
 };
 
 /// The rows; throws spec_error naming --engine for an unknown engine.
@@ -49,6 +51,9 @@ struct batching_config {
   double memory_fraction = 0.9;
   bool fraction_of_free = false;  // KV pool = fraction x (memory - weights), not fraction x memory
   kv_policy kv = kv_policy::preempt_newest;  // what the simulation does when the pool runs out
+  // A preempted request's freed blocks stay in the prefix cache until reused (vLLM V1 with
+  // prefix caching, its default): a resume recomputes only what was evicted meanwhile.
+  bool preempted_kv_cached = false;
 };
 
 /// Bytes of one rank's KV pool: the engine's memory fraction of the card (or of what the

@@ -128,6 +128,9 @@ struct request_state {
   std::int64_t room = 0;  // tokens those blocks hold
   double first_ms = 0, last_ms = 0;
   bool preempted = false, waited_for_kv = false, done = false;
+  // After a preemption with preempted_kv_cached: where its freed blocks sit in the pool's free
+  // queue, and the tokens they hold.
+  std::int64_t cache_at = 0, cache_bytes = 0, cache_tokens = 0;
   std::int64_t tokens() const { return a->isl + generated; }
   std::int64_t pending() const { return tokens() - computed; }
   bool decoding() const { return generated > 0 && pending() == 1; }
@@ -137,7 +140,7 @@ struct request_state {
 class engine_group {
  public:
   engine_group(const batching_config& cfg, kv_blocks& kv, std::int64_t pool, simulation& out)
-      : cfg_(cfg), kv_(kv), free_(pool), out_(out) {}
+      : cfg_(cfg), kv_(kv), free_(pool), queue_tail_(pool), out_(out) {}
 
   std::deque<std::size_t> waiting;
   std::vector<std::size_t> running;  // in admission order: the newest last
@@ -157,9 +160,10 @@ class engine_group {
     return chunks_;
   }
 
-  /// Frees a finished request's KV.
+  /// Frees a request's KV: its blocks join the end of the free queue.
   void release(request_state& r) {
     free_ += r.held;
+    queue_tail_ += r.held;
     r.held = r.room = 0;
   }
 
@@ -176,13 +180,43 @@ class engine_group {
     if (tokens <= r.room) return;
     std::int64_t b = kv_.bytes(tokens);
     free_ -= b - r.held;
+    queue_head_ += b - r.held;  // new blocks come from the front of the free queue
     r.held = b;
     r.room = kv_blocks::room(tokens);
+  }
+  /// vLLM V1 frees a preempted request's blocks tail first to the end of the free queue, their
+  /// hashes kept: they serve as prefix cache until allocations reach them, so a resume finds
+  /// the blocks of its first tokens that were not yet reused (whole blocks, and never the last
+  /// token, which it computes to sample).
+  std::int64_t cached_tokens(const request_state& r) const {
+    if (r.cache_bytes <= 0) return 0;
+    std::int64_t evicted = std::clamp<std::int64_t>(queue_head_ - r.cache_at, 0, r.cache_bytes);
+    auto tokens = static_cast<std::int64_t>(static_cast<double>(r.cache_tokens) *
+                                            static_cast<double>(r.cache_bytes - evicted) /
+                                            static_cast<double>(r.cache_bytes));
+    return std::max<std::int64_t>(
+        0, std::min(tokens, r.tokens() - 1) / kv_block_tokens * kv_block_tokens);
+  }
+  /// Takes a resumed request's cached blocks back out of the free queue.
+  void take_cached(request_state& r, std::int64_t tokens) {
+    r.cache_bytes = 0;
+    if (tokens <= 0) return;
+    std::int64_t b = kv_.bytes(tokens);
+    free_ -= b;  // taken from where they sit: the queue's front stays put
+    r.held = b;
+    r.room = kv_blocks::room(tokens);
+    r.computed = tokens;
+    out_.recomputed_tokens -= tokens;
   }
   /// The request loses its KV and will prefill its prompt and outputs again.
   void preempt(std::size_t i, bool to_front) {
     request_state& r = reqs[i];
-    out_.recomputed_tokens += r.computed;
+    out_.recomputed_tokens += r.computed;  // less what a resume finds cached
+    if (cfg_.preempted_kv_cached) {
+      r.cache_at = queue_tail_;
+      r.cache_bytes = r.held;
+      r.cache_tokens = r.computed;
+    }
     release(r);
     r.computed = 0;
     ++out_.preemptions;
@@ -204,14 +238,17 @@ class engine_group {
            static_cast<std::int64_t>(running.size()) < cfg_.max_num_seqs) {
       std::size_t i = waiting.front();
       request_state& r = reqs[i];
-      std::int64_t n = std::min(r.pending(), budget);
+      // A resumed request's cached blocks count as its own (taken only if it is admitted).
+      std::int64_t cached = cached_tokens(r);
+      std::int64_t n = std::min(r.tokens() - std::max(r.computed, cached), budget);
       double own = cfg_.kv == kv_policy::retract ? future_bytes(r) : 0;
-      if (static_cast<double>(need(r, r.computed + n)) + own + reserve >
+      if (static_cast<double>(need(r, std::max(r.computed, cached) + n)) + own + reserve >
           static_cast<double>(free_)) {
         if (!r.waited_for_kv) ++out_.requests_waited_for_kv;
         r.waited_for_kv = true;
         return;
       }
+      take_cached(r, cached);
       allocate(r, r.computed + n);
       reserve += own;
       waiting.pop_front();
@@ -344,6 +381,9 @@ class engine_group {
   const batching_config& cfg_;
   kv_blocks& kv_;
   std::int64_t free_;
+  // The free queue as positions in bytes: blocks are taken from the head and freed to the
+  // tail; the pool starts as the never-used span [0, pool).
+  std::int64_t queue_head_ = 0, queue_tail_;
   simulation& out_;
   std::vector<chunk> chunks_;
 };

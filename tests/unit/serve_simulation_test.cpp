@@ -38,6 +38,7 @@ batching_config engine_config(const std::string& name, std::int64_t isl, std::in
   c.memory_fraction = e.memory_fraction;
   c.fraction_of_free = e.fraction_of_free;
   c.kv = e.kv;
+  c.preempted_kv_cached = e.preempted_kv_cached;
   return c;
 }
 
@@ -105,7 +106,16 @@ TEST_CASE("serve simulation: a workload that overflows the KV pool preempts; one
   CHECK(v.preemptions > 0);
   CHECK(v.requests_preempted > 0);
   CHECK(v.requests_preempted <= v.preemptions);
-  CHECK(v.recomputed_tokens >= 512 * v.requests_preempted);  // at least the prompt again
+  CHECK(v.recomputed_tokens >= 0);
+  // Without vLLM's prefix cache a resume prefills at least its prompt again; with it, only the
+  // blocks reused meanwhile.
+  batching_config no_cache = engine_config("vllm", 512, 2048);
+  no_cache.preempted_kv_cached = false;
+  simulation nc = simulate(d, no_cache, k, big);
+  check_conservation(nc, big);
+  CHECK(nc.preemptions > 0);
+  CHECK(nc.recomputed_tokens >= 512 * nc.requests_preempted);
+  CHECK(v.recomputed_tokens < nc.recomputed_tokens);
   CHECK(v.kv_limited());
   // A preempted request's next token waits for its whole recompute: the ITL tail shows it,
   // far beyond the median gap.

@@ -33,6 +33,7 @@ batching_config config_of(const std::string& engine, std::int64_t isl, std::int6
   c.memory_fraction = e.memory_fraction;
   c.fraction_of_free = e.fraction_of_free;
   c.kv = e.kv;
+  c.preempted_kv_cached = e.preempted_kv_cached;
   return c;
 }
 
