@@ -254,10 +254,10 @@ result run_serve(const options& o) {
       md += fmt::format(
           "| {} | {} | {} | {} / {} | {} | {:.0f} | {:.0f} | {:.1f} | {:.2f} | {} | {} / {} / {} / "
           "{} / {} |\n",
-          c, ms(st.ttft_ms), ms(st.tpot_ms), ms(itl.p90), ms(itl.p99), ms(st.e2e_ms), st.output_tokens_per_s,
-          st.output_tokens_per_s / gpus, per_user, st.requests_per_s, s.kv_pool_fits ? "yes" : "no",
-          ms(t.weights_ms), ms(t.kv_ms), ms(t.compute_ms), ms(t.communication_ms),
-          ms(t.overhead_ms));
+          c, ms(st.ttft_ms), ms(st.tpot_ms), ms(itl.p90), ms(itl.p99), ms(st.e2e_ms),
+          st.output_tokens_per_s, st.output_tokens_per_s / gpus, per_user, st.requests_per_s,
+          s.kv_pool_fits ? "yes" : "no", ms(t.weights_ms), ms(t.kv_ms), ms(t.compute_ms),
+          ms(t.communication_ms), ms(t.overhead_ms));
     }
   } else {
     std::vector<arrival> arrivals =
@@ -299,8 +299,8 @@ result run_serve(const options& o) {
     md += "| metric (ms) | mean | p50 | p90 | p99 | max |\n|---|---:|---:|---:|---:|---:|\n";
     for (auto [name, s] : {std::pair{"TTFT", sim.ttft}, std::pair{"TPOT", sim.tpot},
                            std::pair{"ITL", sim.itl}, std::pair{"e2e", sim.e2e}})
-      md += fmt::format("| {} | {} | {} | {} | {} | {} |\n", name, ms(s.mean), ms(s.p50),
-                        ms(s.p90), ms(s.p99), ms(s.max));
+      md += fmt::format("| {} | {} | {} | {} | {} | {} |\n", name, ms(s.mean), ms(s.p50), ms(s.p90),
+                        ms(s.p99), ms(s.max));
     md += fmt::format(
         "\n{:.0f} output tokens/s ({:.0f} per GPU), {:.2f} requests/s; longest queue "
         "{} requests.\n",

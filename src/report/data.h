@@ -24,15 +24,15 @@ namespace calc {
 /// The workload of the report's time-under-load chart: `calc serve`'s steady state on each
 /// model's deployment, one closed-loop concurrency after another.
 struct load_request {
-  serve::batching_config cfg;        // ISL, OSL and the engine's knobs
-  serve::coefficients k;             // the calibration entry for the GPU and engine
-  std::string engine;                // vllm, sglang, trtllm
-  std::string calibration;           // "models/calibration/default.yaml (hopper/vllm)"
+  serve::batching_config cfg;  // ISL, OSL and the engine's knobs
+  serve::coefficients k;       // the calibration entry for the GPU and engine
+  std::string engine;          // vllm, sglang, trtllm
+  std::string calibration;     // "models/calibration/default.yaml (hopper/vllm)"
 };
 
 /// One concurrency of a model's throughput curve.
 struct load_point {
-  std::int64_t concurrency = 0;  // clients per attention group
+  std::int64_t concurrency = 0;      // clients per attention group
   double tokens_per_s_per_user = 0;  // 1000 / TPOT
   double tokens_per_s_per_gpu = 0;   // output tokens/s of the instance over its GPUs
   double ttft_ms = 0;

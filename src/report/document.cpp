@@ -183,9 +183,10 @@ std::string load_section(const report_data& r, const report_files& files, std::s
   for (const report_model& m : r.models) {
     xy_series s{m.name, {}, {}, m.load_note};
     for (const load_point& p : m.load) {
-      rows.push_back({m.name, with_commas(p.concurrency), fmt::format("{:.1f}", p.tokens_per_s_per_user),
-                      fmt::format("{:.0f}", p.tokens_per_s_per_gpu), fmt::format("{:.1f}", p.ttft_ms),
-                      fmt::format("{:.2f}", p.tpot_ms)});
+      rows.push_back({m.name, with_commas(p.concurrency),
+                      fmt::format("{:.1f}", p.tokens_per_s_per_user),
+                      fmt::format("{:.0f}", p.tokens_per_s_per_gpu),
+                      fmt::format("{:.1f}", p.ttft_ms), fmt::format("{:.2f}", p.tpot_ms)});
       s.x.push_back(p.tokens_per_s_per_user);
       s.y.push_back(p.tokens_per_s_per_gpu);
     }
@@ -195,8 +196,9 @@ std::string load_section(const report_data& r, const report_files& files, std::s
     }
     c.lines.push_back(s);
   }
-  out += aligned_table({"model", "clients", "tok/s per user", "tok/s per GPU", "TTFT ms", "TPOT ms"},
-                       rows, {align::left});
+  out +=
+      aligned_table({"model", "clients", "tok/s per user", "tok/s per GPU", "TTFT ms", "TPOT ms"},
+                    rows, {align::left});
   if (!notes.empty()) out += "\n" + notes;
   out += figure(c, files, note);
   return out;
@@ -541,9 +543,9 @@ std::string report_csv(const std::vector<report_data>& reports) {
       out += line(row);
     }
   // Section 4: the throughput chart's points, one row per GPU, model and concurrency kept.
-  out += "\n# load\n" + line({"model", "gpu", "concurrency", "output_tokens_per_s_per_user",
-                               "output_tokens_per_s_per_gpu", "ttft_ms", "tpot_ms", "engine",
-                               "isl", "osl"});
+  out += "\n# load\n" +
+         line({"model", "gpu", "concurrency", "output_tokens_per_s_per_user",
+               "output_tokens_per_s_per_gpu", "ttft_ms", "tpot_ms", "engine", "isl", "osl"});
   for (const report_data& r : reports) {
     if (!r.load) continue;
     for (const report_model& m : r.models)

@@ -103,8 +103,8 @@ class kv_blocks {
     std::int64_t n = room(tokens);
     auto it = memo_.find(n);
     if (it != memo_.end()) return it->second;
-    double b = tally_state(*d_.g, n).total.to_double() * d_.kv_share /
-               static_cast<double>(d_.layout.pp);
+    double b =
+        tally_state(*d_.g, n).total.to_double() * d_.kv_share / static_cast<double>(d_.layout.pp);
     auto v = static_cast<std::int64_t>(std::ceil(b));
     memo_.emplace(n, v);
     return v;
@@ -364,9 +364,9 @@ class engine_group {
     return a.a->isl > b.a->isl;
   }
   void retract_one() {
-    auto worst = std::min_element(running.begin(), running.end(), [&](std::size_t x, std::size_t y) {
-      return retract_before(reqs[x], reqs[y]);
-    });
+    auto worst = std::min_element(
+        running.begin(), running.end(),
+        [&](std::size_t x, std::size_t y) { return retract_before(reqs[x], reqs[y]); });
     std::size_t victim = *worst;
     running.erase(worst);
     preempt(victim, false);
@@ -503,7 +503,8 @@ simulation simulate(const deployment& d, const batching_config& cfg, const coeff
   double first = arrivals.front().time_ms, last = first;
   // A run that has not finished in this many steps has stopped making progress (a bug, not an
   // input): say so rather than spin.
-  double step_bound = 4 * (token_steps + prefill_steps) + 8 * static_cast<double>(out.requests) + 1e4;
+  double step_bound =
+      4 * (token_steps + prefill_steps) + 8 * static_cast<double>(out.requests) + 1e4;
   std::int64_t groups = d.layout.dp;
   for (std::int64_t grp = 0; grp < groups; ++grp) {
     engine_group e(cfg, kv, pool_bytes, out);
@@ -585,9 +586,8 @@ simulation simulate(const deployment& d, const batching_config& cfg, const coeff
 latency_stats steady_itl(const scenario& s, const steady_state& st, const coefficients& k) {
   latency_stats out{st.tpot_ms, st.tpot_ms, st.tpot_ms, st.tpot_ms, st.tpot_ms};
   double t_d = time_step(s.d, s.decode, k).total_ms;
-  double stall = s.cfg.mixed_prefill
-                     ? std::max(time_step(s.d, s.mixed, k).total_ms - t_d, 0.0)
-                     : time_step(s.d, s.prefill, k).total_ms;
+  double stall = s.cfg.mixed_prefill ? std::max(time_step(s.d, s.mixed, k).total_ms - t_d, 0.0)
+                                     : time_step(s.d, s.prefill, k).total_ms;
   double base = st.tpot_ms * (1 - st.prefill_busy);
   if (!(stall > 0) || !(st.prefill_busy > 0)) return out;
   double m = (st.tpot_ms - base) / stall;  // chunk stalls per gap, on average

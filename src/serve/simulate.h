@@ -45,13 +45,13 @@ struct simulation {
   double requests_per_s = 0;           // per instance
   double output_tokens_per_s = 0;      // per instance
   std::int64_t steps = 0;
-  std::int64_t max_waiting = 0;     // longest queue seen
-  std::int64_t output_tokens = 0;   // tokens returned: the sum of the requests' OSL
-  std::int64_t itl_gaps = 0;        // gaps in `itl`: the sum of OSL - 1
-  double kv_pool_bytes = 0;         // one rank's KV pool
-  std::int64_t preemptions = 0;     // times a running request lost its KV (preempt or retract)
-  std::int64_t requests_preempted = 0;      // requests preempted at least once
-  std::int64_t recomputed_tokens = 0;       // tokens prefilled again after a preemption
+  std::int64_t max_waiting = 0;         // longest queue seen
+  std::int64_t output_tokens = 0;       // tokens returned: the sum of the requests' OSL
+  std::int64_t itl_gaps = 0;            // gaps in `itl`: the sum of OSL - 1
+  double kv_pool_bytes = 0;             // one rank's KV pool
+  std::int64_t preemptions = 0;         // times a running request lost its KV (preempt or retract)
+  std::int64_t requests_preempted = 0;  // requests preempted at least once
+  std::int64_t recomputed_tokens = 0;   // tokens prefilled again after a preemption
   std::int64_t requests_waited_for_kv = 0;  // requests held in the queue for want of KV
   /// The KV pool shaped the run: a request waited for KV or was preempted.
   bool kv_limited() const { return preemptions > 0 || requests_waited_for_kv > 0; }

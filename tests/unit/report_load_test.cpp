@@ -61,15 +61,15 @@ TEST_CASE("report throughput: the x-y chart's gnuplot data and script") {
   CHECK(gnuplot_data(c) == "# a\n100 20\n50 400\n10 3000\n\n\n# b\n? ?\n");
   std::string gp = gnuplot_script(c, "r.dat", "r.svg");
   CHECK(gp.find("'r.dat' index 0 using 1:2 with linespoints") != std::string::npos);
-  CHECK(gp.find("index 1") == std::string::npos);  // no points: not drawn
+  CHECK(gp.find("index 1") == std::string::npos);            // no points: not drawn
   CHECK(gp.find("set logscale y 10") != std::string::npos);  // 20 to 3000
   CHECK(gp.find("set xrange [0:*]") != std::string::npos);   // 10 to 100
 }
 
 TEST_CASE("report throughput from the command line: JSON and the Markdown section") {
   std::ostringstream out, err;
-  REQUIRE(run_cli({"report", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--length", "8K",
-                   "--isl", "2K", "--osl", "256", "--format", "json"},
+  REQUIRE(run_cli({"report", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--length", "8K", "--isl",
+                   "2K", "--osl", "256", "--format", "json"},
                   out, err) == 0);
   auto j = nlohmann::json::parse(out.str());
   CHECK(j["load_workload"]["isl"] == 2048);
@@ -90,8 +90,8 @@ TEST_CASE("report throughput from the command line: JSON and the Markdown sectio
   REQUIRE(at != std::string::npos);
   CHECK(text.find("\nqwen3-8b,h100-sxm,1,", at) != std::string::npos);
   std::ostringstream o3, e3;
-  CHECK(run_cli({"report", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--length", "8K", "--osl",
-                 "-5"},
-                o3, e3) == 2);
+  CHECK(run_cli(
+            {"report", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--length", "8K", "--osl", "-5"},
+            o3, e3) == 2);
   CHECK(e3.str() == "--osl: must be at least 1, got -5\n");
 }

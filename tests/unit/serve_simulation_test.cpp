@@ -154,8 +154,8 @@ TEST_CASE("serve simulation: more KV never preempts more; a bigger card removes 
   std::vector<arrival> a = burst(64, 512, 2048);
   simulation small = simulate(make_deployment(m.g, find_gpu("rtx-4090"), {}),
                               engine_config("vllm", 512, 2048), k, a);
-  simulation big = simulate(make_deployment(m.g, find_gpu("h200"), {}),
-                            engine_config("vllm", 512, 2048), k, a);
+  simulation big =
+      simulate(make_deployment(m.g, find_gpu("h200"), {}), engine_config("vllm", 512, 2048), k, a);
   CHECK(small.preemptions > 0);
   CHECK(big.preemptions == 0);
   CHECK(big.requests_waited_for_kv == 0);
@@ -168,7 +168,8 @@ TEST_CASE("serve simulation: mixed lengths over dp groups, every engine, conserv
   coefficients k;
   std::vector<arrival> a;
   for (int i = 0; i < 300; ++i)  // prompts 1 to 8K, answers 1 to 3K, arriving over 3 s
-    a.push_back({static_cast<double>(i % 97) * 31.0, 1 + (i * 7919) % 8192, 1 + (i * 104729) % 3000});
+    a.push_back(
+        {static_cast<double>(i % 97) * 31.0, 1 + (i * 7919) % 8192, 1 + (i * 104729) % 3000});
   for (const char* e : {"vllm", "sglang", "trtllm"}) {
     CAPTURE(e);
     simulation s = simulate(d, engine_config(e, 1, 1), k, a);
@@ -263,8 +264,8 @@ TEST_CASE("serve simulation from the command line: preemption fields, bad input 
   CHECK(run({"serve", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--trace", trace}, out, err) ==
         2);
   CHECK(err == trace + ":2:1: output_tokens: missing or not a number\n");
-  std::string zero = write_temp("calc_sim_zero.jsonl",
-                                "{\"arrival_ms\": 0, \"input_tokens\": 10, \"output_tokens\": 0}\n");
+  std::string zero = write_temp(
+      "calc_sim_zero.jsonl", "{\"arrival_ms\": 0, \"input_tokens\": 10, \"output_tokens\": 0}\n");
   CHECK(run({"serve", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--trace", zero}, out, err) == 2);
   CHECK(err == zero + ":1:1: output_tokens: must be a number >= 1\n");
   std::string empty = write_temp("calc_sim_empty.jsonl", "\n\n");
@@ -317,8 +318,8 @@ TEST_CASE("serve simulation from the command line: preemption fields, bad input 
   CHECK(j["binding"] == "tpot");
   CHECK(j["reason"].get<std::string>().rfind("tpot 0.01 ms is below the fastest step", 0) == 0);
   // An absurd rate: refused in one line.
-  CHECK(run({"plan", "--sla", "ttft=2000,tpot=50", "--rate", "1e9", "--isl", "1024", "--osl",
-             "256", "--model", "qwen3-8b", "--gpu", "h100-sxm"},
+  CHECK(run({"plan", "--sla", "ttft=2000,tpot=50", "--rate", "1e9", "--isl", "1024", "--osl", "256",
+             "--model", "qwen3-8b", "--gpu", "h100-sxm"},
             out, err) == 2);
   CHECK(err == "--rate: beyond 10^7 requests/s\n");
   // A rate past every GPU allowed: infeasible, the GPUs named as the binding constraint.
