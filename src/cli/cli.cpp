@@ -559,6 +559,8 @@ spec_error as_given(const spec_error& e) {
       {"speculative", "--speculative-config"},
       {"max_model_len", "--max-model-len"},
       {"kv_memory", "--kv-memory"},
+      {"disable_radix_cache", "--disable-radix-cache"},
+      {"mamba_full_memory_ratio", "--mamba-full-memory-ratio"},
       // calc speculative (src/plan/speculative.cpp).
       {"decode_time", "--decode-ms"},
       {"round_time", "--round-ms"},

@@ -13,6 +13,9 @@
 #include "engine/engine.h"
 #include "engine/question.h"
 #include "spec/gpu_spec.h"
+#include "spec/hf/checkpoint.h"
+#include "spec/hf/import.h"
+#include "spec/model_reader.h"
 
 namespace calc::cli {
 
@@ -182,6 +185,47 @@ engine::speculative_config speculative_of(const options& o, std::optional<loaded
   return s;
 }
 
+/// vLLM's --limit-mm-per-prompt, e.g. '{"image": 0, "video": 0}': true when it gives every
+/// modality a limit of 0 (vLLM's text-only mode). Counts of other forms do not change the pool.
+bool text_only_of(const std::string& text) {
+  if (text.empty()) return false;
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception&) {
+    throw spec_error("--limit-mm-per-prompt",
+                     "expected a JSON object such as {\"image\": 0, \"video\": 0}");
+  }
+  if (!j.is_object() || j.empty())
+    throw spec_error("--limit-mm-per-prompt",
+                     "expected a JSON object such as {\"image\": 0, \"video\": 0}");
+  for (const auto& item : j.items()) {
+    const nlohmann::json& v = item.value();
+    // A count, or (newer vLLM) an object whose "count" is the limit.
+    const nlohmann::json& count = v.is_object() && v.contains("count") ? v["count"] : v;
+    if (!count.is_number_integer() || count.get<std::int64_t>() < 0)
+      throw spec_error("--limit-mm-per-prompt",
+                       fmt::format("'{}' needs a count >= 0", item.key()));
+    if (count.get<std::int64_t>() != 0) return false;
+  }
+  return true;
+}
+
+/// The vision tower and projector a multimodal checkpoint stores, from its safetensors headers
+/// (the named difference of spec/hf/checkpoint.h); 0 for a model without headers to read.
+checked vision_bytes_of(const options& o, const loaded_model& m) {
+  std::string path = resolve_model_path(o.model);
+  if (!hf::is_hf_config(path)) return 0;
+  std::optional<hf::checkpoint> ck = hf::read_checkpoint(path);
+  if (!ck) return 0;
+  hf::checkpoint_comparison c =
+      hf::compare_checkpoint(*ck, 0, m.spec->layers.count, m.spec->tie_embeddings);
+  checked bytes;
+  for (const hf::checkpoint_difference& d : c.differences)
+    if (d.name.find("vision") != std::string::npos) bytes += d.bytes;
+  return bytes;
+}
+
 /// Binds the engine options into the capacity question (validation of option text here, the
 /// arithmetic in src/engine/question.cpp).
 engine::capacity_request capacity_request_of(const options& o, std::int64_t tp, std::int64_t pp,
@@ -203,6 +247,16 @@ engine::capacity_request capacity_request_of(const options& o, std::int64_t tp, 
   c.state_dtype = kv_dtype("--mamba-ssm-cache-dtype", o.mamba_ssm_cache_dtype);
   c.prefix_caching = o.enable_prefix_caching;
   c.speculative = speculative_of(o, draft);
+  c.radix_cache = !o.disable_radix_cache;
+  check_count("--max-mamba-cache-size", o.max_mamba_cache_size, 0);
+  c.max_mamba_cache_size = o.max_mamba_cache_size;
+  if (o.mamba_full_memory_ratio != 0) c.mamba_full_memory_ratio = o.mamba_full_memory_ratio;
+  if (!o.mamba_scheduler_strategy.empty() && o.mamba_scheduler_strategy != "no_buffer" &&
+      o.mamba_scheduler_strategy != "extra_buffer")
+    throw spec_error("--mamba-scheduler-strategy",
+                     fmt::format("'{}' is not no_buffer or extra_buffer",
+                                 o.mamba_scheduler_strategy));
+  c.mamba_extra_buffer = o.mamba_scheduler_strategy == "extra_buffer";
   if (!o.kv_memory.empty()) {
     q.memory.logged = parse_memory_list(o.kv_memory);
   } else if (!gpu_name.empty()) {
@@ -212,6 +266,7 @@ engine::capacity_request capacity_request_of(const options& o, std::int64_t tp, 
   // 0: not given, SGLang's computed default (options::mem_fraction_static).
   if (o.mem_fraction_static != 0) q.memory.mem_fraction_static = o.mem_fraction_static;
   q.memory.engine_version = o.engine_version;
+  q.memory.text_only = text_only_of(o.limit_mm_per_prompt);
   if (!o.activation_memory.empty())
     q.memory.activation = parse_memory("--activation-memory", o.activation_memory);
   return q;
@@ -239,6 +294,9 @@ ojson to_json(const loaded_model& m, const engine::capacity_result& r) {
   }
   if (c.max_num_seqs > 0) j["max_num_seqs"] = c.max_num_seqs;
   j["weight_bytes_per_rank"] = exact(r.weight_bytes_per_rank);
+  if (r.vision_bytes_per_rank > 0)
+    j["vision_weight_bytes_per_rank"] = exact(r.vision_bytes_per_rank);
+  if (!r.vision_note.empty()) j["vision_tower"] = r.vision_note;
   if (r.activation_bytes > 0) j["activation_estimate_bytes"] = exact(r.activation_bytes);
   if (r.card_memory > 0) j["card_memory_bytes"] = exact(r.card_memory);
   if (r.budget) {
@@ -281,6 +339,14 @@ ojson to_json(const loaded_model& m, const engine::capacity_result& r) {
   if (e.k_pool_bytes > 0) {
     j["k_pool_bytes"] = exact(e.k_pool_bytes);
     j["v_pool_bytes"] = exact(e.v_pool_bytes);
+  }
+  if (e.mamba_request_bytes > 0) {
+    // SGLang's Mamba state pool beside the token pool (docs/engines.md, rule 11a).
+    j["max_mamba_cache_size"] = e.mamba_slots;
+    j["mamba_request_bytes"] = exact(e.mamba_request_bytes);
+    j["conv_state_pool_bytes"] = exact(e.conv_pool_bytes);
+    j["ssm_state_pool_bytes"] = exact(e.ssm_pool_bytes);
+    j["max_running_requests"] = e.max_running_requests;
   }
   j["fits"] = e.fits;
   if (r.no_memory_left()) {
@@ -344,9 +410,9 @@ void add_engine_options(CLI::App& app, options& o, bool report) {
                  "Engine: tokens per scheduler step; sliding layers keep window + this (default "
                  "8192)");
   app.add_option(
-      "--mamba-ssm-cache-dtype", o.mamba_ssm_cache_dtype,
+      "--mamba-ssm-cache-dtype,--mamba-ssm-dtype", o.mamba_ssm_cache_dtype,
       "Engine: recurrent-state format of linear-attention and Mamba2 layers (default: the "
-      "model's recurrent format)");
+      "model's recurrent format in vLLM, float32 in SGLang)");
   // The report counts the requests the pool holds: knobs that are only reported beside it
   // (the scheduler's cap, prefix caching, speculation) are capacity's and plan's.
   if (!report) {
@@ -357,6 +423,20 @@ void add_engine_options(CLI::App& app, options& o, bool report) {
                    "\"num_speculative_tokens\": 2}'; draft layers share the pool");
     app.add_option("--num-speculative-tokens", o.num_speculative_tokens,
                    "Engine: tokens proposed per step (alone: no draft layers in the pool)");
+    app.add_flag("--disable-radix-cache", o.disable_radix_cache,
+                 "SGLang: no prefix cache; a hybrid model's Mamba pool keeps one state per "
+                 "running request (--max-running-requests, else 512)");
+    app.add_option("--max-mamba-cache-size", o.max_mamba_cache_size,
+                   "SGLang: request states the Mamba pool holds (default: its share of the "
+                   "memory, --mamba-full-memory-ratio)");
+    app.add_option("--mamba-full-memory-ratio", o.mamba_full_memory_ratio,
+                   "SGLang: Mamba state memory / full-attention KV memory (default 0.9)");
+    app.add_option("--limit-mm-per-prompt", o.limit_mm_per_prompt,
+                   "vLLM: items per prompt by modality, JSON; all 0 runs a multimodal "
+                   "checkpoint text-only, its vision tower not loaded (from 0.10)");
+    app.add_option("--mamba-scheduler-strategy", o.mamba_scheduler_strategy,
+                   "SGLang: no_buffer (default) or extra_buffer (2 more state slots per "
+                   "request)");
   }
   app.add_option("--activation-memory", o.activation_memory,
                  "Engine (vLLM): activation peak + non-torch memory + CUDA graph pool per rank "
@@ -367,9 +447,10 @@ result run_engine_capacity(const options& o) {
   loaded_model m = load(o);
   if (o.gpu.find(',') != std::string::npos) throw spec_error("--gpu", "name one GPU with --engine");
   std::optional<loaded_model> draft;  // the EAGLE draft, alive while the question runs
-  engine::capacity_result r = engine::answer_capacity(
-      m.g, capacity_request_of(o, tp_of(o), pp_of(o), lengths_or_limit(o.lengths, m), o.gpu,
-                               draft));
+  engine::capacity_request q =
+      capacity_request_of(o, tp_of(o), pp_of(o), lengths_or_limit(o.lengths, m), o.gpu, draft);
+  q.memory.vision_bytes = vision_bytes_of(o, m);
+  engine::capacity_result r = engine::answer_capacity(m.g, q);
   return {to_json(m, r), fmt::format("calc capacity --engine {}: {} ({} {})", o.engine,
                                      m.spec->name, r.rules->engine, r.rules->versions)};
 }
@@ -385,6 +466,7 @@ result run_engine_plan(const options& o) {
   lengths = lengths_or_limit(lengths, m);
   std::optional<loaded_model> draft;  // the EAGLE draft, alive while the question runs
   q.capacity = capacity_request_of(o, 1, 1, lengths, o.gpu, draft);
+  q.capacity.memory.vision_bytes = vision_bytes_of(o, m);
   q.card = load_gpu(o.gpu);
   q.requests = o.requests;
   q.node_gpus = o.node_gpus;

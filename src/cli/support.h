@@ -95,6 +95,12 @@ struct options {
   bool enable_prefix_caching = false;
   std::string speculative_config;           // --speculative-config: vLLM's JSON
   std::int64_t num_speculative_tokens = 0;  // --num-speculative-tokens
+  // SGLang's Mamba state pool (hybrid models).
+  bool disable_radix_cache = false;          // --disable-radix-cache
+  std::int64_t max_mamba_cache_size = 0;     // --max-mamba-cache-size; 0: sized by SGLang
+  double mamba_full_memory_ratio = 0;        // --mamba-full-memory-ratio; 0: SGLang's default
+  std::string mamba_scheduler_strategy;      // --mamba-scheduler-strategy
+  std::string limit_mm_per_prompt;           // vLLM's --limit-mm-per-prompt JSON
   // Time under load (commands_serve.cpp); read into typed requests in one place there.
   std::int64_t isl = 0, osl = 0;  // --isl, --osl
   std::string concurrency;        // --concurrency: a list such as 1,8,64

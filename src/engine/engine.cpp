@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 #include "common/error.h"
@@ -255,27 +256,95 @@ engine_capacity plan_hybrid(const std::vector<layer_cache>& caches, const rule_s
   return e;
 }
 
+/// SGLang's Mamba state pool (model_runner_kv_cache_mixin.py handle_max_mamba_cache,
+/// memory_pool.py MambaPool): the pools' budget minus the states of max_mamba_cache_size
+/// requests is what the token pool of the full-attention layers gets. Fills the Mamba fields of
+/// `e` and returns the bytes left for the token pool.
+checked plan_mamba_pool(const std::vector<layer_cache>& caches, const rule_set& r,
+                        const engine_config& c, engine_capacity& e) {
+  for (const layer_cache& l : caches)
+    if (l.type == layer_cache::kind::state) {
+      e.mamba_request_bytes += l.state_bytes;
+      e.conv_pool_bytes += l.conv_bytes;
+    }
+  checked budget = max(c.available_kv_bytes, checked(0));
+  const checked per_request = e.mamba_request_bytes;
+  std::int64_t slots = 0;
+  if (c.max_mamba_cache_size > 0) {
+    slots = c.max_mamba_cache_size;  // given: kept as is
+  } else if (!c.radix_cache) {
+    // Without the radix cache no state outlives its request: one slot per running request.
+    slots = c.max_num_seqs > 0 ? c.max_num_seqs : r.mamba.size_without_radix;
+  } else {
+    // The budget split so that states / full KV = ratio: states get ratio / (1 + ratio).
+    std::int64_t ratio_ppm = c.mamba_full_memory_ratio
+                                 ? std::llround(*c.mamba_full_memory_ratio * 1e6)
+                                 : r.mamba.ratio_ppm;
+    slots = (budget * ratio_ppm / (checked(1000000) + ratio_ppm) / per_request).value();
+  }
+  e.mamba_slots = slots;
+  // The pool holds one slot more than its size (slot 0 pads, as in the token pool).
+  e.ssm_pool_bytes = (per_request - e.conv_pool_bytes) * (slots + 1);
+  e.conv_pool_bytes = e.conv_pool_bytes * (slots + 1);
+  return budget - per_request * slots;
+}
+
 /// SGLang's token pool (mem_cache/memory_pool.py, model_runner.py): one slot per token holds
 /// that token's K and V (or MLA latent) in every layer of the rank; the pool is page-aligned.
-engine_capacity plan_token_pool(const std::vector<layer_cache>& caches, const engine_config& c,
-                                std::int64_t layers_total, std::int64_t page) {
+/// A hybrid model's recurrent-state layers keep their states in the Mamba pool beside it
+/// (plan_mamba_pool), sized first from the same budget.
+engine_capacity plan_token_pool(const std::vector<layer_cache>& caches, const rule_set& r,
+                                const engine_config& c, std::int64_t layers_total,
+                                std::int64_t page) {
   engine_capacity e;
-  for (const layer_cache& l : caches)
-    if (l.type == layer_cache::kind::sliding || l.type == layer_cache::kind::state)
+  bool hybrid = false;
+  for (const layer_cache& l : caches) {
+    if (l.type == layer_cache::kind::sliding)
       throw spec_error("engine",
-                       fmt::format("layer {} keeps {}: SGLang's SWA and Mamba pools are not "
-                                   "modelled by calc (only full-attention and MLA token pools)",
+                       fmt::format("layer {} keeps {}: SGLang's SWA pool is not modelled by "
+                                   "calc (only full-attention, MLA and Mamba state pools)",
                                    l.layer, group_name(l)));
+    if (l.type == layer_cache::kind::state) {
+      if (r.mamba.ratio_ppm == 0)
+        throw spec_error("engine_version",
+                         fmt::format("layer {} keeps recurrent state: SGLang {} has no Mamba "
+                                     "state pool (hybrid models arrived in 0.5); use "
+                                     "--engine-version 0.5 or newer",
+                                     l.layer, r.versions));
+      hybrid = true;
+    }
+  }
+  engine_config pool = c;
+  if (hybrid) {
+    if (c.pipeline_parallel > 1)
+      throw spec_error("pipeline_parallel",
+                       "calc has no SGLang rule for a hybrid model's Mamba pool over pipeline "
+                       "stages; give --pipeline-parallel-size 1");
+    // The no_buffer strategy keeps states at token granularity: with the radix cache on
+    // SGLang sets page_size to 1 (server_args.py).
+    if (c.radix_cache && !c.mamba_extra_buffer) page = 1;
+    pool.available_kv_bytes = plan_mamba_pool(caches, r, c, e);
+    pool.rank_kv_bytes.clear();
+  }
+  std::vector<layer_cache> kv;  // the token pool's layers: all but the recurrent ones
+  for (const layer_cache& l : caches)
+    if (l.type != layer_cache::kind::state) kv.push_back(l);
+  if (kv.empty())
+    throw spec_error("model", "SGLang's hybrid pool needs a full-attention layer; the model has "
+                              "none");
+  const std::vector<layer_cache>& token_layers = hybrid ? kv : caches;
+  const engine_config& cfg = hybrid ? pool : c;
   std::int64_t tokens = -1;
   checked cell_worst, k_cell, v_cell;
   for (std::int64_t stage = 0; stage < c.pipeline_parallel; ++stage) {
     checked cell, k;
-    for (std::size_t i : layers_of_stage(caches, layers_total, c.pipeline_parallel, stage)) {
-      cell += caches[i].token_bytes;
-      k += caches[i].k_token_bytes;
+    for (std::size_t i :
+         layers_of_stage(token_layers, layers_total, c.pipeline_parallel, stage)) {
+      cell += token_layers[i].token_bytes;
+      k += token_layers[i].k_token_bytes;
     }
     if (cell == 0) continue;
-    checked avail = max(stage_kv_bytes(c, stage), checked(0));
+    checked avail = max(stage_kv_bytes(cfg, stage), checked(0));
     std::int64_t t = (avail / cell / page * page).value();
     if (tokens < 0 || t < tokens) {
       tokens = t;
@@ -299,8 +368,44 @@ engine_capacity plan_token_pool(const std::vector<layer_cache>& caches, const en
     e.reason = fmt::format("the pool's {} tokens hold less than one request of {} tokens",
                            e.kv_cache_tokens, c.max_model_len);
   cache_group g{"token pool", page, {}, 0, cell_worst * c.max_model_len};
-  for (const layer_cache& l : caches) g.layers.push_back(l.layer);
+  for (const layer_cache& l : token_layers) g.layers.push_back(l.layer);
   e.groups.push_back(g);
+  if (hybrid) {
+    // The scheduler's cap (init_memory_pool): --max-running-requests, else the pool's tokens
+    // over the context at 512 requests per context, within [2048, 4096]; then no more requests
+    // than the state slots hold, each keeping slots_per_request of them with the radix cache
+    // (one without).
+    std::int64_t running =
+        c.max_num_seqs > 0
+            ? c.max_num_seqs
+            : std::min<std::int64_t>(
+                  std::max<std::int64_t>(e.kv_cache_tokens * 512 / c.max_model_len, 2048), 4096);
+    std::int64_t per_request =
+        c.radix_cache
+            ? r.mamba.slots_per_request + (c.mamba_extra_buffer ? r.mamba.extra_buffer_slots : 0)
+            : 1;
+    e.max_running_requests = std::min(running, e.mamba_slots / per_request);
+    e.max_concurrency =
+        std::min(e.max_concurrency, static_cast<double>(e.max_running_requests));
+    cache_group states{"mamba state pool", 1, {}, 0, e.mamba_request_bytes};
+    for (const layer_cache& l : caches)
+      if (l.type == layer_cache::kind::state) states.layers.push_back(l.layer);
+    e.groups.push_back(states);
+    if (pool.available_kv_bytes < 0) {
+      // SGLang stops at start-up ("Not enough memory"): the states took the whole budget.
+      e.fits = false;
+      e.reason = fmt::format(
+          "the Mamba pool's {} request states ({} B each) take more than the {} B budget; "
+          "nothing is left for the token pool",
+          e.mamba_slots, e.mamba_request_bytes.value(), c.available_kv_bytes.value());
+    } else if (e.mamba_slots <= 0 || e.max_running_requests <= 0) {
+      e.fits = false;
+      e.reason = fmt::format(
+          "the Mamba pool holds {} request states ({} B each), too few for one running "
+          "request",
+          e.mamba_slots, e.mamba_request_bytes.value());
+    }
+  }
   return e;
 }
 
@@ -355,12 +460,25 @@ const std::vector<rule_set>& rule_sets() {
       {"vllm-v1-derived", "vllm", ">=0.24 (GPU KV cache size = concurrency x max_model_len)", 24,
        99999, "vllm/v1/core/kv_cache_utils.py (_report_kv_cache_config)", pool::block_hybrid,
        print::concurrency_x_len, true, 16, 2},
-      {"sglang", "sglang", "0.4-0.5", 4, 5,
+      {"sglang", "sglang", "0.4", 4, 4,
        "python/sglang/srt/model_executor/model_runner.py (profile_max_num_token), "
        "python/sglang/srt/mem_cache/memory_pool.py (MHATokenToKVPool, MLATokenToKVPool)",
        pool::token_pool, print::pool_tokens, false, 1, 1, false,
-       "SGLang keeps their Mamba2 states in a separate Mamba pool beside the token pool "
-       "(HybridLinearKVPool), which calc does not model"},
+       "SGLang 0.4 has no Mamba state pool (hybrid models arrived in 0.5)"},
+      // 0.5: hybrid models keep their recurrent states in a Mamba pool sized before the token
+      // pool, as SGLang 0.5.9 does (model_runner_kv_cache_mixin.py): the budget split by
+      // --mamba-full-memory-ratio (default 0.9, PR #11679), 3 state slots per running request
+      // with the radix cache (MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO, + 2 ping-pong slots
+      // for extra_buffer), --max-running-requests or 512 slots with --disable-radix-cache, the
+      // recurrent state in float32 (--mamba-ssm-dtype).
+      {"sglang-mamba", "sglang", "0.5 (token pool + Mamba state pool)", 5, 5,
+       "python/sglang/srt/model_executor/model_runner_kv_cache_mixin.py (profile_max_num_token, "
+       "handle_max_mamba_cache, init_memory_pool), python/sglang/srt/mem_cache/memory_pool.py "
+       "(MHATokenToKVPool, MLATokenToKVPool, HybridLinearKVPool, MambaPool)",
+       pool::token_pool, print::pool_tokens, false, 1, 1, false,
+       "calc's SGLang rules do not place a layer that holds both a KV cache and a Mamba state "
+       "(FalconH1's parallel layers) in the two pools",
+       false, {900000, 3, 2, 512, "fp32"}},
   };
   return table;
 }
@@ -401,6 +519,18 @@ const std::vector<rule_boundary>& rule_boundaries() {
        "needs --mamba-cache-mode align on 0.17.0; fixtures qwen3.6-35b-a3b-vllm-0.24-* show both "
        "at 0.24",
        false},
+      {"sglang", 5,
+       "mamba: hybrid models' recurrent states in a Mamba pool (MambaPool) sized before the "
+       "token pool of the full-attention layers (HybridLinearKVPool), the budget split by "
+       "--mamba-full-memory-ratio",
+       "PR #10233 (Qwen3-Next: HybridLinearKVPool and the Mamba pool); PR #11679 (the ratio's "
+       "default 0.2 -> 0.9, merged 2025-10-15)",
+       "a 0.5.9 startup log (kvcache-ai/ktransformers #1870, fixture "
+       "qwen3.5-397b-a17b-sglang-0.5.9-tp2) prints the split's 82 state slots and their "
+       "conv/ssm sizes; fixture nemotron-3-nano-30b-a3b-sglang-xpu-tp4-no-radix the pool "
+       "without the radix cache; calc keys major.minor, so 0.5.0-0.5.1 (before Qwen3-Next) and 0.5.x "
+       "before PR #11679 (ratio 0.2: pass --mamba-full-memory-ratio 0.2) share the row",
+       false},
   };
   return table;
 }
@@ -426,25 +556,35 @@ const rule_set& find_rules(const std::string& engine, const std::string& version
 
 namespace {
 
-/// One rank's recurrent-state page: its share of the convolution channels times the slots kept
-/// (kernel - 1: the newest input arrives with the step; plus `extra_slots` proposed tokens) and
-/// its heads' state matrices. The shape is the kind's own (tally/kinds.h).
+/// One rank's convolution state: its share of the channels times the slots kept (kernel - 1:
+/// the newest input arrives with the step; plus `extra_slots` proposed tokens).
+checked recurrent_conv_bytes(const recurrent_shape& r, std::int64_t tp, const dtype& conv,
+                             std::int64_t extra_slots) {
+  return conv.bytes(r.conv_channels / tp *
+                    std::max<std::int64_t>(0, r.conv_kernel - 1 + extra_slots));
+}
+
+/// One rank's recurrent-state page: the convolution state and its heads' state matrices. The
+/// shape is the kind's own (tally/kinds.h).
 checked recurrent_page_bytes(const recurrent_shape& r, std::int64_t tp, const dtype& conv,
                              const dtype& ssm, std::int64_t extra_slots) {
-  checked conv_values =
-      r.conv_channels / tp * std::max<std::int64_t>(0, r.conv_kernel - 1 + extra_slots);
   checked ssm_values = checked(r.heads / tp) * r.key_dim * r.value_dim;
-  return conv.bytes(conv_values) + ssm.bytes(ssm_values);
+  return recurrent_conv_bytes(r, tp, conv, extra_slots) + ssm.bytes(ssm_values);
+}
+
+/// A Mamba2 mixer's state shape on `tp` ranks: groups that do not divide by tp are replicated
+/// up to tp so every head shard has its B, C.
+recurrent_shape mamba2_shape(const attention_mamba2& m, std::int64_t tp) {
+  recurrent_shape r = recurrent_of(m);
+  r.conv_channels = mamba2_conv_channels(m, m.groups % tp == 0 ? m.groups : tp);
+  return r;
 }
 
 }  // namespace
 
 checked mamba2_state_bytes(const attention_mamba2& m, std::int64_t tp, const dtype& conv,
                            const dtype& ssm) {
-  // Groups that do not divide by tp are replicated up to tp so every head shard has its B, C.
-  recurrent_shape r = recurrent_of(m);
-  r.conv_channels = mamba2_conv_channels(m, m.groups % tp == 0 ? m.groups : tp);
-  return recurrent_page_bytes(r, tp, conv, ssm, 0);
+  return recurrent_page_bytes(mamba2_shape(m, tp), tp, conv, ssm, 0);
 }
 
 checked stage_kv_bytes(const engine_config& c, std::int64_t stage) {
@@ -505,6 +645,7 @@ layer_cache mamba2_cache(const attention_mamba2& m, std::int64_t index, std::int
   l.layer = index;
   l.type = layer_cache::kind::state;
   l.state_bytes = mamba2_state_bytes(m, tp, conv, ssm);
+  l.conv_bytes = recurrent_conv_bytes(mamba2_shape(m, tp), tp, conv, 0);
   return l;
 }
 
@@ -621,6 +762,7 @@ struct cache_rules {
     l.layer = index;
     l.type = layer_cache::kind::state;
     l.state_bytes = recurrent_page_bytes(r, tp, conv, ssm, spec);
+    l.conv_bytes = recurrent_conv_bytes(r, tp, conv, spec);
     out.push_back(l);
   }
 };
@@ -669,6 +811,15 @@ static std::int64_t estimate_max_model_len(const graph& g, const rule_set& r,
 
 engine_capacity plan_engine(const graph& g, const rule_set& r, const engine_config& c) {
   if (c.max_model_len < 1) throw spec_error("max_model_len", "give the context length (>= 1)");
+  if (c.mamba_full_memory_ratio && !(*c.mamba_full_memory_ratio > 0))
+    throw spec_error("mamba_full_memory_ratio",
+                     fmt::format("must be > 0, got {}", *c.mamba_full_memory_ratio));
+  if (r.mamba.ssm_format && !c.state_dtype) {
+    // SGLang's --mamba-ssm-dtype default is one format for every model, not the model's own.
+    engine_config with = c;
+    with.state_dtype = parse_dtype(r.mamba.ssm_format);
+    return plan_engine(g, r, with);
+  }
   if (!r.kv_sharing)
     for (const layer& ly : g.layers)
       if (const auto* a = std::get_if<attention_gqa>(&ly.attention); a && a->kv_source)
@@ -713,7 +864,7 @@ engine_capacity plan_engine(const graph& g, const rule_set& r, const engine_conf
       e = plan_hybrid(caches, r, c, layers, bs);
       break;
     case rule_set::pool::token_pool:
-      e = plan_token_pool(caches, c, layers, bs);
+      e = plan_token_pool(caches, r, c, layers, bs);
       break;
   }
   e.rules = &r;
@@ -772,7 +923,14 @@ engine_capacity plan_engine(const graph& g, const rule_set& r, const engine_conf
                                   two_decimals(e.max_concurrency)));
       break;
     case rule_set::pool::token_pool: {
-      bool mla = !caches.empty() && caches.front().type == layer_cache::kind::mla;
+      bool mla = std::any_of(caches.begin(), caches.end(), [](const layer_cache& l) {
+        return l.type == layer_cache::kind::mla;
+      });
+      if (e.mamba_request_bytes > 0)
+        e.log.push_back(fmt::format(
+            "Mamba Cache is allocated. max_mamba_cache_size: {}, conv_state size: {}GB, "
+            "ssm_state size: {}GB",
+            e.mamba_slots, gib(e.conv_pool_bytes), gib(e.ssm_pool_bytes)));
       if (mla) {
         e.log.push_back(fmt::format("KV Cache is allocated. #tokens: {}, KV size: {} GB",
                                     e.kv_cache_tokens, gib(e.k_pool_bytes)));

@@ -54,6 +54,24 @@ struct rule_set {
   /// (the spec merged from all workers) against one rank's memory: vLLM from PR #29431 (0.14)
   /// until PR #33698. False: each rank is checked against its own stage's layers.
   bool whole_model_check = false;
+  /// SGLang's Mamba state pool for hybrid models (a MambaPool of per-request convolution and
+  /// recurrent states beside the token pool of the full-attention layers, HybridLinearKVPool);
+  /// `ratio_ppm` 0: the rule set has no such pool and refuses recurrent-state layers.
+  struct mamba_pool_rules {
+    /// --mamba-full-memory-ratio's default (mamba state memory / full KV memory), in parts
+    /// per million: the pools' budget is split ratio / (1 + ratio) to the states.
+    std::int64_t ratio_ppm = 0;
+    /// State slots kept per running request with the radix cache on
+    /// (MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO), and the ping-pong slots the extra_buffer
+    /// strategy adds; with --disable-radix-cache one slot per request.
+    std::int64_t slots_per_request = 0;
+    std::int64_t extra_buffer_slots = 0;
+    /// --max-mamba-cache-size when --disable-radix-cache is given without
+    /// --max-running-requests.
+    std::int64_t size_without_radix = 0;
+    /// --mamba-ssm-dtype's default: the recurrent state's format whatever the model's.
+    const char* ssm_format = nullptr;
+  } mamba;
 };
 
 /// The rules table, oldest first per engine.
@@ -111,6 +129,11 @@ struct engine_config {
   /// differ; empty: every rank has available_kv_bytes (then the smallest of this list).
   std::vector<checked> rank_kv_bytes;
   speculative_config speculative;  // --speculative-config / --num-speculative-tokens
+  // SGLang's Mamba state pool (hybrid models); ignored by rule sets without one.
+  bool radix_cache = true;                        // false: --disable-radix-cache
+  std::int64_t max_mamba_cache_size = 0;          // --max-mamba-cache-size; 0: sized by SGLang
+  std::optional<double> mamba_full_memory_ratio;  // --mamba-full-memory-ratio; none: the rule's
+  bool mamba_extra_buffer = false;                // --mamba-scheduler-strategy extra_buffer
 };
 
 /// The KV memory of the ranks of pipeline stage `stage`, the smallest of them (each rank sizes
@@ -125,6 +148,7 @@ struct layer_cache {
   checked k_token_bytes;    // the K part alone (SGLang's K buffer); the latent for MLA
   std::int64_t window = 0;  // sliding: tokens attended
   checked state_bytes;      // state layers: conv + recurrent state of one request, one rank
+  checked conv_bytes;       // the convolution part of state_bytes (SGLang prints it apart)
   bool operator==(const layer_cache&) const = default;
 };
 
@@ -182,6 +206,11 @@ struct engine_capacity {
   bool fits = true;
   std::string reason;                        // why not, when one request cannot fit
   std::int64_t estimated_max_model_len = 0;  // when it does not fit: the longest that would
+  // SGLang's Mamba state pool (hybrid models; all 0 without one).
+  std::int64_t mamba_slots = 0;           // max_mamba_cache_size: requests' states the pool holds
+  checked mamba_request_bytes;            // one request's states over the rank's layers
+  checked conv_pool_bytes, ssm_pool_bytes;  // the pool as allocated (slots + 1 padding slot)
+  std::int64_t max_running_requests = 0;  // the scheduler's cap, the state slots' share included
   std::vector<std::string> log;              // the lines the engine prints, as it prints them
 };
 

@@ -37,10 +37,16 @@ const std::vector<budget_rules>& budget_rule_sets() {
       // the exponential noise of random sampling, 2 + 4 + 4 + 4 B). vllm serve raises
       // max_num_seqs to 1024 on cards of at least 70 GiB (arg_utils.py). Non-torch memory:
       // 0.25 GiB at TP 1, about 2 GiB at TP 2-4 (vLLM 0.19 logs, issue 21).
-      {"vllm", "0.8-0.20 (V1, CUDA graphs captured after sizing)", 8, 20, 256 * kMiB, 2 * kGiB,
+      {"vllm", "0.8-0.9 (V1, CUDA graphs captured after sizing)", 8, 9, 256 * kMiB, 2 * kGiB,
        14, 1024, 256, 0, false,
        "vllm/v1/worker/gpu_worker.py (determine_available_memory), "
        "vllm/v1/worker/gpu_model_runner.py (profile_run, _dummy_sampler_run)"},
+      // From 0.10 the same deductions; limits of 0 for every modality run a multimodal
+      // checkpoint text-only, its vision tower not loaded (PR #22299, merged 2025-08-06).
+      {"vllm", "0.10-0.20 (V1, CUDA graphs captured after sizing)", 10, 20, 256 * kMiB,
+       2 * kGiB, 14, 1024, 256, 0, false,
+       "vllm/v1/worker/gpu_worker.py (determine_available_memory), "
+       "vllm/v1/worker/gpu_model_runner.py (profile_run, _dummy_sampler_run)", true},
       // >= 0.21: the CUDA graph pool estimated during profiling is deducted
       // (profile_cudagraph_memory, PR #30515, opt-in; on by default since v0.21.0, as the log
       // line "CUDA graph memory profiling is enabled (default since v0.21.0)" says). Logged
@@ -49,7 +55,8 @@ const std::vector<budget_rules>& budget_rule_sets() {
       {"vllm", ">=0.21 (V1, CUDA graph pool deducted)", 21, 99999, 256 * kMiB, 2 * kGiB, 14,
        1024, 256, 256 * kMiB, false,
        "vllm/v1/worker/gpu_worker.py (determine_available_memory: requested_memory - "
-       "non_kv_cache_memory - cudagraph_memory_estimate_applied)"},
+       "non_kv_cache_memory - cudagraph_memory_estimate_applied)",
+       true},
       // SGLang: mem_fraction_static covers weights and pool; the rest of the card is left for
       // activations and graphs. Its default is computed (server_args.py,
       // _handle_gpu_memory_settings, PR #10975).
@@ -214,6 +221,25 @@ void estimated_budget(const graph& g, const memory_request& m, capacity_result& 
   c.available_kv_bytes = t.engine_share - r.weight_bytes_per_rank - r.activation_bytes;
 }
 
+/// The vision tower's share on a rank of the first stage: the engines load a multimodal
+/// checkpoint's tower beside the text model and split its layers over the TP ranks (vLLM's
+/// default mm_encoder_tp_mode "weights"; SGLang's vision attention and MLP are TP layers), unless
+/// vLLM runs it text-only.
+void vision_weights(const capacity_request& q, capacity_result& r) {
+  const memory_request& m = q.memory;
+  // text_only is vLLM's switch (the CLI refuses it with SGLang, which always loads the tower).
+  if (m.text_only) {
+    const budget_rules& b = find_budget_rules(q.rules->engine, m.engine_version);
+    if (b.text_only_skips_vision) {
+      r.vision_note = "not loaded: every modality's --limit-mm-per-prompt is 0 (text-only mode)";
+      return;
+    }
+    r.vision_note = fmt::format("loaded: vLLM {} has no text-only mode (from 0.10)", b.versions);
+  }
+  if (m.vision_bytes <= 0) return;
+  r.vision_bytes_per_rank = ceil_div(m.vision_bytes, checked(q.config.tensor_parallel));
+}
+
 /// The layout's weights per rank and every rank's KV memory, before any allocation.
 capacity_result budget(const graph& g, const capacity_request& q) {
   capacity_result r;
@@ -222,8 +248,11 @@ capacity_result budget(const graph& g, const capacity_request& q) {
   layout lay{r.config.tensor_parallel, r.config.pipeline_parallel, 1};
   if (std::string why = layout_problem(g, lay); !why.empty())
     throw spec_error("tensor_parallel", why);
+  vision_weights(q, r);
   for (const card_load& cl : card_loads(g, lay, 0))
-    r.weight_bytes_per_rank = max(r.weight_bytes_per_rank, cl.weight_bytes);
+    r.weight_bytes_per_rank =
+        max(r.weight_bytes_per_rank,
+            cl.stage == 0 ? cl.weight_bytes + r.vision_bytes_per_rank : cl.weight_bytes);
   if (!q.memory.logged.empty()) {
     logged_budget(q.memory, r);
   } else {
@@ -238,6 +267,15 @@ capacity_result answer_capacity(const graph& g, const capacity_request& q) {
   capacity_result r = budget(g, q);
   r.capacity = plan_engine(g, *q.rules, r.config);
   return r;
+}
+
+/// Whether the model keeps recurrent states the rule set puts in SGLang's Mamba pool, which
+/// calc's rules place on one pipeline stage only.
+static bool mamba_pool_model(const graph& g, const capacity_request& q) {
+  if (q.rules->mamba.ratio_ppm == 0) return false;
+  for (const layer_cache& l : layer_caches(g, q.config))
+    if (l.type == layer_cache::kind::state) return true;
+  return false;
 }
 
 plan_result answer_plan(const graph& g, const plan_request& q) {
@@ -260,6 +298,7 @@ plan_result answer_plan(const graph& g, const plan_request& q) {
     return a.r.config.available_kv_bytes > b.r.config.available_kv_bytes;
   };
   plan_result out;
+  const bool one_stage = mamba_pool_model(g, q.capacity);
   for (std::int64_t n = 1; n <= q.max_gpus; ++n) {
     // Past one node, a deployment takes whole nodes.
     if (n > q.node_gpus && n % q.node_gpus != 0) continue;
@@ -273,6 +312,7 @@ plan_result answer_plan(const graph& g, const plan_request& q) {
         // The engine rules split experts over the TP ranks (an ep = tp shape holds the same
         // bytes per rank) and do not model DP attention: one candidate per tp x pp.
         if (l.ep != 1 || l.dp != 1) continue;
+        if (one_stage && l.pp > 1) continue;  // SGLang's Mamba pool: no rule over stages
         capacity_request one = q.capacity;
         one.config.tensor_parallel = l.tp;
         one.config.pipeline_parallel = l.pp;

@@ -41,6 +41,10 @@ struct budget_rules {
   /// (server_args.py), not a constant.
   bool computed_fraction = false;
   const char* source = "";
+  /// vLLM: --limit-mm-per-prompt with every modality at 0 runs a multimodal checkpoint
+  /// text-only and skips loading its vision tower (PR #22299); false: the tower is loaded
+  /// whatever the limits.
+  bool text_only_skips_vision = false;
 };
 
 /// The budget rules, oldest first per engine.
@@ -63,6 +67,12 @@ struct memory_request {
   /// vLLM: replaces the estimate of everything besides the weights (activation peak, non-torch
   /// memory, CUDA graph pool).
   std::optional<checked> activation;
+  /// The vision tower and projector of a multimodal checkpoint, as stored (the checkpoint's
+  /// named difference, spec/hf/checkpoint.h); 0: none, or no headers to count it from. The
+  /// engines load it beside the text model, split over the TP ranks of the first stage.
+  checked vision_bytes;
+  /// vLLM's --limit-mm-per-prompt with every modality at 0 (text-only mode).
+  bool text_only = false;
 };
 
 /// The capacity question: a model on one layout under one rule set.
@@ -93,7 +103,9 @@ struct capacity_result {
   const budget_rules* budget = nullptr;  // the deductions' rules (estimate only)
   engine_config config;       // with available_kv_bytes (and rank_kv_bytes) filled
   std::string memory_source;  // where available_kv_bytes came from, in words
-  checked weight_bytes_per_rank;
+  checked weight_bytes_per_rank;  // the tightest stage's text model, plus the vision tower
+  checked vision_bytes_per_rank;  // the vision tower's share on a first-stage rank
+  std::string vision_note;        // why the tower is not counted, when a checkpoint holds one
   checked activation_bytes;  // vLLM: every deduction besides the weights (0 with --kv-memory)
   checked card_memory;       // the card memory the estimate started from (0 with --kv-memory)
   budget_terms terms;

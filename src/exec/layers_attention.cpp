@@ -15,7 +15,8 @@ float silu(float x) { return x / (1.0f + std::exp(-x)); }
 float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
 float softplus(float x) { return x > 20 ? x : std::log1p(std::exp(x)); }
 
-/// Grouped-query attention with a BF16 (or given-format) KV cache, optionally windowed.
+/// Grouped-query attention with a BF16 (or given-format) KV cache, optionally windowed or
+/// chunked (chunked local attention: a query sees the keys of its own aligned chunk).
 class gqa_runtime final : public layer_runtime {
  public:
   gqa_runtime(const attention_gqa& a, const model_spec& s, std::int64_t layer, std::mt19937_64& rng)
@@ -35,11 +36,18 @@ class gqa_runtime final : public layer_runtime {
     const std::int64_t dh = a_.head_dim, qw = a_.q_heads * dh, kvw = a_.kv_heads * dh;
     mat q = gemm(x, wq_, &lin);
     // Keys and values as stored (BF16-rounded): earlier positions from the cache, this call's
-    // from its own rows. A window keeps a ring of its last W slots.
-    const std::int64_t w = a_.window.value_or(0), end = p.end();
+    // from its own rows. A window keeps a ring of its last W slots; a chunked layer a buffer of
+    // C slots, position pos in slot pos mod C, that each chunk overwrites from its start.
+    const std::int64_t chunk = a_.chunk.value_or(0);
+    const std::int64_t w = a_.window.value_or(chunk), end = p.end();
     auto slot = [&](std::int64_t pos) { return w > 0 ? pos % w : pos; };
     const bool rect = p.exec->pairs == pair_counting::rectangular;
-    const std::int64_t base = rect || w == 0 ? 0 : std::max<std::int64_t>(0, p.first - w + 1);
+    // The earliest key a query at t sees: its window's start, or its chunk's.
+    auto first_key = [&](std::int64_t t) -> std::int64_t {
+      if (rect || w == 0) return 0;
+      return chunk > 0 ? t / chunk * chunk : std::max<std::int64_t>(0, t - w + 1);
+    };
+    const std::int64_t base = first_key(p.first);
     mat k, v;
     if (a_.kv_source) {
       // The source layer (earlier, same shape) published what it attended over this call.
@@ -69,7 +77,7 @@ class gqa_runtime final : public layer_runtime {
     for (std::int64_t i = 0; i < x.rows(); ++i) {
       std::int64_t t = p.first + i;
       // Eager attention scores the whole rectangle and masks afterwards; causal skips it.
-      std::int64_t lo = rect ? 0 : (w > 0 ? std::max<std::int64_t>(0, t - w + 1) : 0);
+      std::int64_t lo = first_key(t);
       std::int64_t hi = rect ? end - 1 : t, n = hi - lo + 1;
       for (std::int64_t h = 0; h < a_.q_heads; ++h) {
         std::int64_t g = h / (a_.q_heads / a_.kv_heads);

@@ -14,6 +14,7 @@ struct describe_visitor {
     std::string s = fmt::format("gqa {}q/{}kv x{}", a.q_heads, a.kv_heads, a.head_dim);
     if (a.output_gate) s += " gated";
     if (a.window) s += fmt::format(" window {}", *a.window);
+    if (a.chunk) s += fmt::format(" chunk {}", *a.chunk);
     if (a.sinks) s += " sinks";
     if (a.k_is_v) s += " k=v";
     if (a.kv_source) s += fmt::format(" kv from layer {}", *a.kv_source);
@@ -70,9 +71,9 @@ struct signature_visitor {
     return v ? std::to_string(*v) : "-";
   }
   std::string operator()(const attention_gqa& a) const {
-    return fmt::format("gqa {} {} {} {}{}{}{}{} {} {}{} {}", a.q_heads, a.kv_heads, a.head_dim,
+    return fmt::format("gqa {} {} {} {}{}{}{}{} {} {} {}{} {}", a.q_heads, a.kv_heads, a.head_dim,
                        a.qk_norm, a.qk_norm_full, a.output_gate, a.qkv_bias, a.o_bias,
-                       opt(a.window), a.sinks,
+                       opt(a.window), opt(a.chunk), a.sinks,
                        a.k_is_v, opt(a.kv_source));
   }
   std::string operator()(const attention_mamba2& a) const {

@@ -2,9 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <climits>
 #include <cmath>
-#include <map>
 #include <utility>
 
 #include "common/error.h"
@@ -108,14 +108,8 @@ routing parse_routing(const std::string& text) {
                    fmt::format("'{}' is not uniform, concentrated or zipf:S (S >= 0)", text));
 }
 
-experts_plan plan_experts(const graph& g, std::int64_t tokens, const routing& r) {
-  experts_plan p;
-  p.tokens = tokens;
+experts_form::experts_form(const graph& g, const routing& r) : r_(r) {
   model_context m{g.spec->hidden, &g.spec->precision};
-  const tensor* first = nullptr;
-  std::vector<tensor> keep;
-  // Zipf routing sums one term per expert; identical layers share the sum.
-  std::map<std::pair<std::int64_t, std::int64_t>, double> zipf_distinct;
   for (const layer& l : g.layers) {
     const ffn_moe* moe = std::get_if<ffn_moe>(&l.ffn);
     if (!moe) continue;
@@ -123,62 +117,95 @@ experts_plan plan_experts(const graph& g, std::int64_t tokens, const routing& r)
     add_tensors(*moe, m, ts);
     for (const tensor& t : ts) {
       if (t.per_token == 0 || !t.gemm) continue;  // expert biases are added, not routed GEMMs
-      ++p.moe_layers;
-      checked one = t.params / t.instances;
-      checked bytes = t.instance_bytes();
-      checked dispatches = checked(tokens) * t.per_token;
-      double distinct = 0;
-      switch (r.type) {
-        case routing::kind::uniform:  // dispatches spread evenly over the experts
-          distinct = static_cast<double>(min(dispatches, t.instances).value());
-          break;
-        case routing::kind::concentrated:  // every token picks the same k experts
-          distinct = static_cast<double>(std::min(t.per_token, t.instances));
-          break;
-        case routing::kind::zipf: {  // expected distinct experts over m*k independent draws
-          if (t.instances > limits::zipf_experts)
-            throw spec_error("routing",
-                             fmt::format("zipf routing sums one term per expert: {} experts is "
-                                         "more than the limit of {}",
-                                         t.instances, limits::zipf_experts));
-          auto key = std::make_pair(t.instances, dispatches.value());
-          if (auto it = zipf_distinct.find(key); it != zipf_distinct.end()) {
-            distinct = it->second;
-            break;
-          }
+      if (r.type == routing::kind::zipf && t.instances > limits::zipf_experts)
+        throw spec_error("routing", fmt::format("zipf routing sums one term per expert: {} "
+                                                "experts is more than the limit of {}",
+                                                t.instances, limits::zipf_experts));
+      // GEMMs of one expert count and top-k touch the same experts: one shape for them all.
+      auto it = std::find_if(shapes_.begin(), shapes_.end(), [&](const shape& s) {
+        return s.instances == t.instances && s.per_token == t.per_token;
+      });
+      if (it == shapes_.end()) {
+        shapes_.push_back({t.instances, t.per_token, {}});
+        it = shapes_.end() - 1;
+        if (r.type == routing::kind::zipf) {
+          // Popularity of the i-th expert ~ i^-s, normalised.
           double norm = 0;
           for (std::int64_t i = 1; i <= t.instances; ++i) norm += std::pow(i, -r.zipf_s);
-          for (std::int64_t i = 1; i <= t.instances; ++i) {
-            double pi = std::pow(i, -r.zipf_s) / norm;
-            distinct += 1 - std::pow(1 - pi, dispatches.to_double());
-          }
-          zipf_distinct[key] = distinct;
-          break;
+          it->popularity.reserve(static_cast<std::size_t>(t.instances));
+          for (std::int64_t i = 1; i <= t.instances; ++i)
+            it->popularity.push_back(std::pow(i, -r.zipf_s) / norm);
         }
       }
-      p.flops += checked(2) * dispatches * one;
-      p.all_routed_bytes += t.bytes();
-      p.weight_read_bytes += distinct * bytes.to_double();
-      if (first == nullptr) {
-        keep.push_back(t);
-        first = &keep.back();
-        p.experts = t.instances;
-        p.top_k = t.per_token;
-        p.dispatches = dispatches;
-        p.distinct_experts = distinct;
-        p.rows_per_expert = dispatches.to_double() / distinct;
-        p.expert_params = one;
-        p.expert_bytes = bytes;
-        p.layer_expert_bytes = t.bytes();
-        p.layer_weight_read_bytes = distinct * bytes.to_double();
-        p.uniform_layer_read_bytes = min(dispatches, t.instances) * bytes;
-        p.concentrated_layer_read_bytes = checked(std::min(t.per_token, t.instances)) * bytes;
+      checked one = t.params / t.instances;
+      if (gemms_.empty()) {
+        first_one_ = one;
+        first_bytes_ = t.instance_bytes();
+        first_layer_bytes_ = t.bytes();
+      }
+      gemms_.push_back(
+          {static_cast<std::size_t>(it - shapes_.begin()), t.instance_bytes().to_double()});
+      flops_per_token_ += checked(2) * t.per_token * one;  // sum over GEMMs of 2 k one
+      all_routed_bytes_ += t.bytes();
+    }
+  }
+  if (gemms_.empty())
+    throw spec_error("model", fmt::format("{} has no mixture-of-experts layer", g.spec->name));
+}
+
+experts_plan experts_form::at(std::int64_t tokens) const {
+  experts_plan p;
+  p.tokens = tokens;
+  p.moe_layers = std::ssize(gemms_);
+  // Expected distinct experts per layer, one value per shape.
+  std::vector<double> distinct(shapes_.size());
+  for (std::size_t j = 0; j < shapes_.size(); ++j) {
+    const shape& s = shapes_[j];
+    checked dispatches = checked(tokens) * s.per_token;
+    switch (r_.type) {
+      case routing::kind::uniform:  // dispatches spread evenly over the experts
+        distinct[j] = static_cast<double>(min(dispatches, s.instances).value());
+        break;
+      case routing::kind::concentrated:  // every token picks the same k experts
+        distinct[j] = static_cast<double>(std::min(s.per_token, s.instances));
+        break;
+      case routing::kind::zipf: {  // expected distinct experts over m*k independent draws
+        // Experts of equal popularity (all of them at s = 0) share one power.
+        double last = NAN, term = 0, sum = 0;
+        for (double pi : s.popularity) {
+          if (!(pi == last)) {
+            last = pi;
+            term = 1 - std::pow(1 - pi, dispatches.to_double());
+          }
+          sum += term;
+        }
+        distinct[j] = sum;
+        break;
       }
     }
   }
-  if (p.moe_layers == 0)
-    throw spec_error("model", fmt::format("{} has no mixture-of-experts layer", g.spec->name));
+  // F = sum over GEMMs of 2 (m k) one: exact integers, summed once per model.
+  p.flops = checked(tokens) * flops_per_token_;
+  p.all_routed_bytes = all_routed_bytes_;
+  for (const gemm& t : gemms_) p.weight_read_bytes += distinct[t.shape] * t.bytes;
+  const shape& f = shapes_[gemms_.front().shape];
+  double d = distinct[gemms_.front().shape];
+  p.experts = f.instances;
+  p.top_k = f.per_token;
+  p.dispatches = checked(tokens) * f.per_token;
+  p.distinct_experts = d;
+  p.rows_per_expert = p.dispatches.to_double() / d;
+  p.expert_params = first_one_;
+  p.expert_bytes = first_bytes_;
+  p.layer_expert_bytes = first_layer_bytes_;
+  p.layer_weight_read_bytes = d * first_bytes_.to_double();
+  p.uniform_layer_read_bytes = min(p.dispatches, f.instances) * first_bytes_;
+  p.concentrated_layer_read_bytes = checked(std::min(f.per_token, f.instances)) * first_bytes_;
   return p;
+}
+
+experts_plan plan_experts(const graph& g, std::int64_t tokens, const routing& r) {
+  return experts_form(g, r).at(tokens);
 }
 
 }  // namespace calc

@@ -102,4 +102,33 @@ struct experts_plan {
 /// requests has B rows). Throws spec_error when the model has no MoE layer.
 experts_plan plan_experts(const graph& g, std::int64_t tokens, const routing& r);
 
+/// plan_experts compiled once for a model and a routing: the routed GEMMs of every MoE layer
+/// and the experts' popularities, so that each token count (a serving step's batch) costs one
+/// pass over numbers. plan_experts is this form built and evaluated once.
+class experts_form {
+ public:
+  /// Throws spec_error when the model has no MoE layer, or zipf routing over too many experts.
+  experts_form(const graph& g, const routing& r);
+  experts_plan at(std::int64_t tokens) const;
+
+ private:
+  struct shape {  // an expert count and top-k (routed GEMMs of one shape touch the same experts)
+    std::int64_t instances;
+    std::int64_t per_token;
+    std::vector<double> popularity;  // zipf: p_i of the i-th expert
+  };
+  struct gemm {  // one routed GEMM of one MoE layer, in layer order
+    std::size_t shape;
+    double bytes;  // one instance at its format
+  };
+  routing r_;
+  std::vector<shape> shapes_;
+  std::vector<gemm> gemms_;
+  checked flops_per_token_;   // sum over the GEMMs of 2 k x one expert's parameters
+  checked all_routed_bytes_;  // every routed expert of the model
+  checked first_one_;         // the first GEMM: one expert's parameters, bytes, all experts'
+  checked first_bytes_;
+  checked first_layer_bytes_;
+};
+
 }  // namespace calc

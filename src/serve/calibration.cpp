@@ -16,7 +16,7 @@ constexpr std::array<const char*, coefficients::size> kKeys = {
     "gemm_compute",      "gemm_memory",         "moe_compute",        "moe_memory",
     "attention_compute", "attention_memory",    "comm_bandwidth",     "collective_latency_us",
     "step_overhead_ms",  "request_overhead_us", "request_latency_ms", "burst_share",
-    "gemm_half_rows",    "cohort_share",        "layer_latency_us"};
+    "gemm_half_rows",    "cohort_share",        "layer_latency_us",   "moe_layer_latency_us"};
 
 std::vector<std::string> text_list(const YAML::Node& n, const std::string& path,
                                    const std::string& file) {
@@ -50,7 +50,7 @@ std::array<double, coefficients::size> coefficients::values() const {
   return {gemm_compute,      gemm_memory,         moe_compute,        moe_memory,
           attention_compute, attention_memory,    comm_bandwidth,     collective_latency_us,
           step_overhead_ms,  request_overhead_us, request_latency_ms, burst_share,
-          gemm_half_rows,    cohort_share,        layer_latency_us};
+          gemm_half_rows,    cohort_share,        layer_latency_us,   moe_layer_latency_us};
 }
 
 void coefficients::set(const std::array<double, size>& v) {
@@ -69,6 +69,7 @@ void coefficients::set(const std::array<double, size>& v) {
   gemm_half_rows = v[12];
   cohort_share = v[13];
   layer_latency_us = v[14];
+  moe_layer_latency_us = v[15];
 }
 
 const char* coefficients::key(std::size_t i) { return kKeys[i]; }
@@ -131,11 +132,12 @@ calibration read_calibration(const std::string& path) {
     entry.rows = em.optional_integer("rows", 0).value_or(0);
     entry.source = em.optional_text("source").value_or("");
     std::array<double, coefficients::size> v{};
-    // cohort_share and layer_latency_us came after the first calibration files: one without
-    // them takes the built-in values.
+    // cohort_share, layer_latency_us and moe_layer_latency_us came after the first calibration
+    // files: one without them takes the built-in values.
     const std::size_t kLater = 13;
     for (std::size_t k = 0; k < coefficients::size; ++k)
-      v[k] = k >= kLater && !em.has(kKeys[k]) ? coefficients{}.values()[k] : read_coefficient(em, k);
+      v[k] =
+          k >= kLater && !em.has(kKeys[k]) ? coefficients{}.values()[k] : read_coefficient(em, k);
     entry.k.set(v);
     std::vector<std::string> known = {"family", "engine", "rows", "source"};
     for (const char* k : kKeys) known.emplace_back(k);

@@ -38,7 +38,11 @@ struct coefficients {
                                 // (norms, projections, attention, activation), each a few
                                 // microseconds however little it has to do
 
-  static constexpr std::size_t size = 15;
+  double moe_layer_latency_us = 4;  // per MoE layer per step, beyond layer_latency_us: the
+                                    // router, top-k, token permutation and the expert kernels'
+                                    // launches a dense feed-forward does not have
+
+  static constexpr std::size_t size = 16;
   /// The coefficients in declaration order (the fit's parameter vector).
   std::array<double, size> values() const;
   void set(const std::array<double, size>& v);

@@ -263,7 +263,7 @@ mapped_row row_mapper::map(const measured_row& r) {
     std::int64_t moe_tp = whole(r, "moe_tp_size", 0, 0);
     bool moe = std::any_of(g.layers.begin(), g.layers.end(),
                            [](const layer& l) { return std::holds_alternative<ffn_moe>(l.ffn); });
-    if (!moe) lay.ep = 1;  // a dense model's moe_* columns describe nothing
+    if (!moe) lay.ep = 1;                // a dense model's moe_* columns describe nothing
     std::int64_t clients_per_group = 1;  // batch_size's multiplier when dp is read anew
     // The engines' `--tp N --ep N` is N ranks whose experts are split N ways (EP is carved out
     // of the tp x dp ranks). Some rows count it twice: moe_tp = moe_ep = N and tp x dp = N x N,
@@ -301,6 +301,7 @@ mapped_row row_mapper::map(const measured_row& r) {
     cfg.mixed_prefill = eng.mixed_prefill;
     cfg.memory_fraction = eng.memory_fraction;
     cfg.fraction_of_free = eng.fraction_of_free;
+    cfg.reserve_full_length = eng.reserve_full_length;
     std::int64_t c = whole(r, "batch_size", 0, 1) * clients_per_group;
     m.s = std::make_shared<const scenario>(make_scenario(*dit->second, cfg, c));
   } catch (const spec_error& e) {

@@ -55,6 +55,13 @@ sla_plan plan_sla(const graph& g, const gpu_spec& gpu, const coefficients& k, co
     double throughput;  // requests per second of one instance
   };
   std::vector<scored> feasible;
+  // Every layout evaluates the same model's tallies: compile them once. A model they cannot
+  // compile fails in each layout's make_deployment below, as before.
+  model_forms forms;
+  try {
+    forms = compile_forms(g);
+  } catch (const spec_error&) {
+  }
   for (std::int64_t tp = 1; tp <= r.node_gpus; tp *= 2)
     for (std::int64_t dp = 1; tp * dp <= r.node_gpus; dp *= 2) {
       if (dp > 1 && !moe) continue;  // without experts, DP attention is just more instances
@@ -69,7 +76,7 @@ sla_plan plan_sla(const graph& g, const gpu_spec& gpu, const coefficients& k, co
           ++out.layouts_tried;
           deployment d;
           try {
-            d = make_deployment(g, gpu, lay, compute_bits);
+            d = make_deployment(g, gpu, lay, compute_bits, forms);
           } catch (const spec_error&) {
             continue;
           }

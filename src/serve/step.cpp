@@ -89,14 +89,22 @@ std::string layout_problem(const graph& g, const serve_layout& l) {
   return "";
 }
 
+model_forms compile_forms(const graph& g) {
+  model_forms f;
+  f.tallies = std::make_shared<const closed_form>(g);
+  if (has_moe(g)) f.experts = std::make_shared<const experts_form>(g, kRandomRouting);
+  return f;
+}
+
 deployment make_deployment(const graph& g, const gpu_spec& gpu, const serve_layout& l,
-                           int compute_bits) {
+                           int compute_bits, model_forms forms) {
   if (std::string why = layout_problem(g, l); !why.empty())
     throw spec_error("deployment.layout", why);
   deployment d;
   d.g = &g;
   d.gpu = gpu;
   d.layout = l;
+  d.forms = forms.tallies ? std::move(forms) : compile_forms(g);
   const precision_spec& p = g.spec->precision;
   // The tensor cores run at the weights' element width where the GPU has such units.
   int bits = compute_bits > 0 ? compute_bits : p.weights.bits;
@@ -108,8 +116,8 @@ deployment make_deployment(const graph& g, const gpu_spec& gpu, const serve_layo
   params_tally pt = tally_params(g);
   d.layers = static_cast<std::int64_t>(g.layers.size());
   double routed = 0;
-  if (has_moe(g)) {
-    experts_plan e = plan_experts(g, 1, kRandomRouting);
+  if (d.forms.experts) {
+    experts_plan e = d.forms.experts->at(1);
     routed = e.all_routed_bytes.to_double();
     d.moe_layers = e.moe_layers;
     d.top_k = e.top_k;
@@ -124,9 +132,50 @@ deployment make_deployment(const graph& g, const gpu_spec& gpu, const serve_layo
   return d;
 }
 
-step_costs cost_step(const deployment& d, const step_shape& s) {
-  const graph& g = *d.g;
-  const model_spec& spec = *g.spec;
+namespace {
+
+/// What a step takes from the tallies: a call's work, a length's state, the experts' work.
+struct call_work {
+  checked flops, interaction_flops, state_flops, vocab_flops, embedding_read_bytes;
+};
+struct state_work {
+  checked growing, decode_read, decode_state_rw, window_write;
+};
+
+/// The tallies compiled once (closed_form, experts_form).
+struct compiled_tallies {
+  const deployment& d;
+  call_work forward(std::int64_t batch, std::int64_t context, std::int64_t tokens) const {
+    forward_totals f = d.forms.tallies->forward(make_call(*d.g->spec, batch, context, tokens));
+    return {f.flops, f.interaction_flops, f.state_flops, f.vocab_flops, f.embedding_read_bytes};
+  }
+  state_work state(std::int64_t length, std::int64_t batch) const {
+    state_totals t = d.forms.tallies->state(length, batch);
+    return {t.growing, t.decode_read, t.decode_state_rw, t.window_write};
+  }
+  experts_plan experts(std::int64_t tokens) const { return d.forms.experts->at(tokens); }
+};
+
+/// The itemised tallies, built per call.
+struct itemised_tallies {
+  const deployment& d;
+  call_work forward(std::int64_t batch, std::int64_t context, std::int64_t tokens) const {
+    forward_tally f = tally_forward(*d.g, make_call(*d.g->spec, batch, context, tokens));
+    return {f.flops, f.interaction_flops, f.state_flops, f.vocab_flops, f.embedding_read_bytes};
+  }
+  state_work state(std::int64_t length, std::int64_t batch) const {
+    state_tally t = tally_state(*d.g, length, batch);
+    return {t.growing, t.decode_read, t.decode_state_rw, t.window_write};
+  }
+  experts_plan experts(std::int64_t tokens) const {
+    return plan_experts(*d.g, tokens, kRandomRouting);
+  }
+};
+
+/// F and R per op class from either source: one formula, whichever way the tallies are read.
+template <typename tallies>
+step_costs cost_step_with(const deployment& d, const step_shape& s, const tallies& t) {
+  const model_spec& spec = *d.g->spec;
   const serve_layout& l = d.layout;
   double tp = static_cast<double>(l.tp);
   double pp = static_cast<double>(l.pp);
@@ -137,8 +186,8 @@ step_costs cost_step(const deployment& d, const step_shape& s) {
   // Per rank: a stage holds 1/pp of the layers; its tp ranks split heads and columns.
   double share = 1.0 / (tp * pp);
   if (s.decode > 0) {
-    forward_tally f = tally_forward(g, make_call(spec, s.decode, s.decode_context, 1));
-    state_tally st = tally_state(g, s.decode_context, s.decode);
+    call_work f = t.forward(s.decode, s.decode_context, 1);
+    state_work st = t.state(s.decode_context, s.decode);
     dense_flops += (f.flops - f.interaction_flops - f.state_flops - f.vocab_flops).to_double();
     head_flops += f.vocab_flops.to_double();
     embed_bytes += f.embedding_read_bytes.to_double();
@@ -148,9 +197,9 @@ step_costs cost_step(const deployment& d, const step_shape& s) {
   }
   if (s.prefill > 0) {
     std::int64_t n = std::max<std::int64_t>(1, s.prefill_requests);
-    forward_tally f = tally_forward(g, make_call(spec, n, s.prefill_context, s.prefill));
-    state_tally before = tally_state(g, s.prefill_context, n);
-    state_tally after = tally_state(g, s.prefill_context + s.prefill, n);
+    call_work f = t.forward(n, s.prefill_context, s.prefill);
+    state_work before = t.state(s.prefill_context, n);
+    state_work after = t.state(s.prefill_context + s.prefill, n);
     dense_flops += (f.flops - f.interaction_flops - f.state_flops - f.vocab_flops).to_double();
     head_flops += f.vocab_flops.to_double();
     embed_bytes += f.embedding_read_bytes.to_double();
@@ -168,7 +217,7 @@ step_costs cost_step(const deployment& d, const step_shape& s) {
   // tp x dp ranks of the stage hold in equal parts.
   double expert_ranks = tp * static_cast<double>(l.dp);
   if (d.moe_layers > 0) {
-    experts_plan e = plan_experts(g, tokens * l.dp, kRandomRouting);
+    experts_plan e = t.experts(tokens * l.dp);
     dense_flops -= e.flops.to_double() / static_cast<double>(l.dp);
     op_cost& m = at(op_class::moe_gemm);
     m.flops = e.flops.to_double() / expert_ranks / pp;
@@ -209,6 +258,16 @@ step_costs cost_step(const deployment& d, const step_shape& s) {
     h.bytes = h.collectives * rows * hidden * act / tp;
   }
   return c;
+}
+
+}  // namespace
+
+step_costs cost_step(const deployment& d, const step_shape& s) {
+  return cost_step_with(d, s, compiled_tallies{d});
+}
+
+step_costs cost_step_itemised(const deployment& d, const step_shape& s) {
+  return cost_step_with(d, s, itemised_tallies{d});
 }
 
 step_time time_step(const deployment& d, const step_costs& c, const coefficients& k) {
@@ -263,10 +322,13 @@ step_time time_step(const deployment& d, const step_costs& c, const coefficients
   t.kv_ms *= pp;
   t.compute_ms *= pp;
   t.communication_ms *= pp;
-  // Every layer's kernels run one after another, each with a floor however small its work.
+  // Every layer's kernels run one after another, each with a floor however small its work; a
+  // MoE layer launches more of them (router, top-k, token permutation, the expert GEMMs and
+  // their combine) than a dense feed-forward.
   t.overhead_ms = k.step_overhead_ms +
                   static_cast<double>(c.requests) * k.request_overhead_us * 1e-3 +
-                  static_cast<double>(d.layers) * k.layer_latency_us * 1e-3;
+                  static_cast<double>(d.layers) * k.layer_latency_us * 1e-3 +
+                  static_cast<double>(d.moe_layers) * k.moe_layer_latency_us * 1e-3;
   t.total_ms = t.weights_ms + t.kv_ms + t.compute_ms + t.communication_ms + t.overhead_ms;
   return t;
 }

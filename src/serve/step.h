@@ -6,11 +6,14 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "graph/graph.h"
+#include "plan/plan.h"
 #include "serve/calibration.h"
 #include "spec/gpu_spec.h"
+#include "tally/closed_form.h"
 
 namespace calc::serve {
 
@@ -54,8 +57,8 @@ struct op_cost {
 
 /// One step's shape on one attention rank.
 struct step_shape {
-  std::int64_t decode = 0;           // running requests taking one decode token each
-  std::int64_t decode_context = 0;   // tokens cached per decode request (mean)
+  std::int64_t decode = 0;            // running requests taking one decode token each
+  std::int64_t decode_context = 0;    // tokens cached per decode request (mean)
   std::int64_t prefill = 0;           // prefill tokens admitted this step, per prefilled request
   std::int64_t prefill_context = 0;   // tokens already cached for each prefilled request
   std::int64_t prefill_requests = 1;  // requests prefilled together, `prefill` tokens each
@@ -66,6 +69,18 @@ struct step_costs {
   std::array<op_cost, op_classes> ops{};
   std::int64_t requests = 0;  // decode requests (sampling and scheduling per request)
 };
+
+/// The tallies a step needs, compiled once per model (they do not depend on the layout or the
+/// GPU): the closed form of tally_forward / tally_state (tally/closed_form.h) and plan_experts
+/// under serving's routing. Both are tested equal to the itemised tallies; shared, not copied,
+/// by every deployment of the model.
+struct model_forms {
+  std::shared_ptr<const closed_form> tallies;
+  std::shared_ptr<const experts_form> experts;  // null without MoE layers
+};
+
+/// Compiles the forms of a model.
+model_forms compile_forms(const graph& g);
 
 /// A model on a layout of one GPU kind: what does not change from step to step, tallied once.
 struct deployment {
@@ -81,16 +96,22 @@ struct deployment {
   std::int64_t top_k = 0;
   std::int64_t layers = 0;
   std::int64_t activation_bytes = 2;  // bytes of one activation value sent between ranks
+  model_forms forms;                  // the compiled tallies cost_step evaluates
 };
 
 /// Tallies what a step needs once; throws spec_error when the layout cannot run the model.
 /// `compute_bits`: the width the tensor cores multiply at (0: the weights' width; 16 for
-/// weight-only quantisation such as w4a16).
+/// weight-only quantisation such as w4a16). `forms`: the model's compiled tallies when the
+/// caller already has them (a search over layouts), compiled here when empty.
 deployment make_deployment(const graph& g, const gpu_spec& gpu, const serve_layout& l,
-                           int compute_bits = 0);
+                           int compute_bits = 0, model_forms forms = {});
 
-/// F and R per op class of one step on one rank, from the tallies.
+/// F and R per op class of one step on one rank, from the compiled tallies (no allocation).
 step_costs cost_step(const deployment& d, const step_shape& s);
+
+/// The same through the itemised tallies (tally_forward, tally_state, plan_experts): the oracle
+/// tests hold cost_step to, exactly.
+step_costs cost_step_itemised(const deployment& d, const step_shape& s);
 
 /// Milliseconds of one step, split the way `serve` reports them.
 struct step_time {

@@ -45,6 +45,9 @@ attention_spec read_gqa(yaml_map& m) {
   a.qkv_bias = m.boolean("qkv_bias", false);
   a.o_bias = m.boolean("o_bias", false);
   a.window = m.optional_integer("window");
+  a.chunk = m.optional_integer("chunk");
+  if (a.window && a.chunk)
+    m.fail("chunk", "a layer attends within a sliding window or within a chunk, not both");
   a.sinks = m.boolean("sinks", false);
   a.k_is_v = m.boolean("k_is_v", false);
   a.kv_source = m.optional_integer("kv_source", 0);
@@ -52,7 +55,7 @@ attention_spec read_gqa(yaml_map& m) {
     m.fail("kv_heads",
            fmt::format("{} KV heads do not divide {} query heads", a.kv_heads, a.q_heads));
   m.finish({"kind", "q_heads", "kv_heads", "head_dim", "qk_norm", "qk_norm_full", "output_gate",
-            "qkv_bias", "o_bias", "window", "sinks", "k_is_v", "kv_source"});
+            "qkv_bias", "o_bias", "window", "chunk", "sinks", "k_is_v", "kv_source"});
   return a;
 }
 
@@ -588,10 +591,11 @@ void validate_kv_sources(const model_spec& spec, const std::vector<const attenti
     const auto* s = std::get_if<attention_gqa>(at[static_cast<std::size_t>(src)]);
     if (!s || s->kv_source) fail(fmt::format("layer {} stores no GQA cache of its own", src));
     if (s->kv_heads != a->kv_heads || s->head_dim != a->head_dim || s->window != a->window ||
-        s->k_is_v != a->k_is_v) {
+        s->chunk != a->chunk || s->k_is_v != a->k_is_v) {
       auto shape = [](const attention_gqa& g) {
         std::string t = fmt::format("{} KV heads x {}", g.kv_heads, g.head_dim);
         if (g.window) t += fmt::format(", window {}", *g.window);
+        if (g.chunk) t += fmt::format(", chunk {}", *g.chunk);
         if (g.k_is_v) t += ", k_is_v";
         return t;
       };

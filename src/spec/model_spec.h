@@ -29,6 +29,13 @@ struct attention_gqa {
   bool qkv_bias = false;               // biases on the Q, K and V projections (Qwen2, GPT-2)
   bool o_bias = false;                 // a bias on the output projection (GPT-2)
   std::optional<std::int64_t> window;  // sliding window in tokens; none = full causal attention
+  /// Chunked local attention (Llama 4's attention_chunk_size): positions are cut into aligned
+  /// chunks of this many tokens and a query sees only the earlier keys of its own chunk, so the
+  /// query at 0-based position t sees (t mod chunk) + 1 keys. Unlike a window it resets at each
+  /// chunk boundary; like one it bounds the cache: calc stores min(N, chunk) records per request,
+  /// the chunk buffer an engine reserves (the live part is the current chunk, (N-1) mod chunk + 1,
+  /// which is never more). Never set with `window`.
+  std::optional<std::int64_t> chunk;
   bool sinks = false;   // a learned sink logit per query head in the softmax (gpt-oss): n_Q
                         // parameters, nothing cached
   bool k_is_v = false;  // values are the keys (Gemma 4's attention_k_eq_v): no v_proj, one

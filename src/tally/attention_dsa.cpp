@@ -212,8 +212,9 @@ struct window_record_bytes {
     return record_of(d).bytes(m.precision->window);
   }
   checked operator()(const attention_gqa& g) const {
-    // A layer without a window keeps history, not a window; a sharing layer writes nothing.
-    return g.window && !g.kv_source ? record_of(g).bytes(m.precision->kv) : checked(0);
+    // A layer without a window or chunk keeps history, not a window; a sharing layer writes
+    // nothing.
+    return kv_cap(g) && !g.kv_source ? record_of(g).bytes(m.precision->kv) : checked(0);
   }
   checked operator()(const attention_parallel& p) const { return (*this)(p.attention); }
   checked operator()(const attention_mla&) const { return 0; }

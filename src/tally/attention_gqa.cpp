@@ -52,7 +52,9 @@ void add_tensors(const attention_gqa& a, const model_context& m, std::vector<ten
 
 work flops(const attention_gqa& a, const model_context&, const call& c) {
   // §2.1.3: per pair and query head, 2*d_h for QK^T and 2*d_h for AV (kinds.cpp).
-  return {pair_of(a).flops() * attention_pairs(c, a.window), 0};
+  // A chunked layer's query sees the keys of its own chunk only (call.h).
+  checked pairs = a.chunk ? chunked_attention_pairs(c, *a.chunk) : attention_pairs(c, a.window);
+  return {pair_of(a).flops() * pairs, 0};
 }
 
 std::vector<state_component> state(const attention_gqa& a, const model_context& m,
@@ -63,8 +65,10 @@ std::vector<state_component> state(const attention_gqa& a, const model_context& 
   state_component kv;
   kv.name = "kv";
   kv.per_entry = record.bytes(m.precision->kv);
-  kv.cap = a.window;
-  kv.kind = a.window ? state_class::window : state_class::history;
+  // A window or a chunk bounds the cache (kinds.h kv_cap): both are kept, like a window, up to
+  // their size per request.
+  kv.cap = kv_cap(a);
+  kv.kind = kv.cap ? state_class::window : state_class::history;
   kv.shards = record.heads;
   return {kv};
 }
@@ -75,7 +79,14 @@ checked decode_read(const attention_gqa& a, const model_context& m, const execut
   // of the same shape (validated), once more.
   attention_gqa own = a;
   own.kv_source.reset();
-  return state(own, m, e).front().bytes(length);
+  const state_component kv = state(own, m, e).front();
+  // A chunked layer's next query (position `length`) reads only the earlier keys of its own
+  // chunk: length mod chunk records, none right after a boundary.
+  if (a.chunk) {
+    checked c = *a.chunk;
+    return kv.per_entry * (length - length / c * c);
+  }
+  return kv.bytes(length);
 }
 
 }  // namespace calc

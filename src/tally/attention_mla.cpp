@@ -50,7 +50,11 @@ void add_tensors(const attention_mla& a, const model_context& m, std::vector<ten
     tensor wq = matrix("attention", "indexer_wq_b", category::attention, q_in,
                        checked(x.heads) * x.dim, w);
     tensor wk = matrix("attention", "indexer_wk", category::attention, d, x.dim, w);
-    tensor wp = matrix("attention", "indexer_weights_proj", category::attention, d, x.heads, w);
+    // weights_proj (d -> heads) is never block-quantised: DeepSeek-V3.2's FP8 checkpoint stores it
+    // BF16 beside FP8 wq_b and wk, and GLM-5.1-FP8 lists it (indexers_proj) among the modules not
+    // converted. It keeps the model dtype, `weights`, as the router does.
+    tensor wp = matrix("attention", "indexer_weights_proj", category::attention, d, x.heads,
+                       &m.precision->weights);
     wq.shards = wk.shards = wp.shards = 1;
     out.push_back(wq);
     out.push_back(wk);

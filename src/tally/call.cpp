@@ -36,4 +36,19 @@ checked attention_pairs(const call& c, std::optional<std::int64_t> window) {
   return checked(c.batch) * sum;
 }
 
+checked chunked_pairs_prefix(checked n, std::int64_t chunk) {
+  // q whole chunks of 1 + 2 + ... + C, then the r positions of the last one: 1 + ... + r.
+  checked c = chunk;
+  checked q = n / c, r = n - q * c;
+  return q * (c * (c + 1) / 2) + r * (r + 1) / 2;
+}
+
+checked chunked_attention_pairs(const call& c, std::int64_t chunk) {
+  if (c.exec.pairs == pair_counting::rectangular) return n_rect(c);
+  // The new positions are S .. S+P-1: the prefix up to S+P less the prefix up to S.
+  checked s = c.context;
+  return checked(c.batch) *
+         (chunked_pairs_prefix(s + c.tokens, chunk) - chunked_pairs_prefix(s, chunk));
+}
+
 }  // namespace calc

@@ -45,4 +45,13 @@ checked n_rect(const call& c);
 /// query at 0-based position t sees min(t+1, window) keys when causal.
 checked attention_pairs(const call& c, std::optional<std::int64_t> window);
 
+/// The same for chunked local attention: the query at 0-based position t sees (t mod chunk) + 1
+/// keys when causal (the keys of its own aligned chunk up to itself); the rectangle counts every
+/// key, as for a window.
+checked chunked_attention_pairs(const call& c, std::int64_t chunk);
+
+/// sum over t in [0, n) of ((t mod chunk) + 1): the causal pairs of the first n positions of a
+/// chunked layer; exact, O(1).
+checked chunked_pairs_prefix(checked n, std::int64_t chunk);
+
 }  // namespace calc

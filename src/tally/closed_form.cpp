@@ -98,6 +98,9 @@ void closed_form::compile_layers() {
     step.add(f.step_work);
     step_flops_.add(step, n);
     step_interaction_.add(f.step_interaction, n);
+    step_state_.add(f.step_work, n);  // step work less its interaction part
+    step_state_.add(f.step_interaction, checked(0) - n);
+    window_write_ += n * window_write(first.attention, m_);
   }
   if (s.token_history) {  // one id per token per request
     length_series ids;
@@ -117,6 +120,7 @@ void closed_form::compile_head() {
   }
   head_row_flops_ += connection_mix_flops_per_row(s);        // AttnRes mixes
   head_row_flops_ += checked(2) * s.rope_table_frequencies;  // positions x frequencies
+  embedding_row_bytes_ = s.precision.embedding.bytes(s.hidden);
   // A decode step's head: one vocabulary row, one new row.
   step_flops_.add(checked(2) * vocab_weights_ + head_row_flops_);
 }
@@ -129,6 +133,7 @@ state_totals closed_form::state(std::int64_t length, std::int64_t batch) const {
   t.growing = t.total - t.fixed;
   t.decode_read = b * decode_read_.at(n);
   t.decode_state_rw = b * state_rw_.at(n);
+  t.window_write = b * window_write_;
   return t;
 }
 
@@ -149,13 +154,16 @@ forward_totals closed_form::forward(const call& c) const {
     work w = std::visit([&](const auto& a) { return flops(a, m_, lc); }, *r.attention);
     f.flops += r.count * (checked(2) * weights + w.interaction + w.state);
     f.interaction_flops += r.count * w.interaction;
+    f.state_flops += r.count * w.state;
     checked read = r.fixed_read_bytes;
     for (const auto& e : r.experts)
       read += min(e.experts.instances, e.experts.rows_in(lc) * e.experts.per_token) * e.bytes_each;
     f.weight_read_bytes += r.count * read;
   }
-  f.flops += checked(2) * c.vocab_rows() * vocab_weights_ + head_row_flops_ * c.new_rows();
+  f.vocab_flops = checked(2) * c.vocab_rows() * vocab_weights_;
+  f.flops += f.vocab_flops + head_row_flops_ * c.new_rows();
   f.weight_read_bytes += head_read_bytes_;
+  f.embedding_read_bytes = c.new_rows() * embedding_row_bytes_;
   return f;
 }
 
@@ -165,6 +173,9 @@ forward_totals closed_form::decode(std::int64_t batch, std::int64_t context) con
   // Every row count of a decode call is `batch` times one request's, so F is too.
   f.flops = b * step_flops_.at(context);
   f.interaction_flops = b * step_interaction_.at(context);
+  f.state_flops = b * step_state_.at(context);
+  f.vocab_flops = b * (checked(2) * vocab_weights_);  // one vocabulary row per request
+  f.embedding_read_bytes = b * embedding_row_bytes_;
   call c;
   c.batch = batch;
   c.context = context;

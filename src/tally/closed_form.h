@@ -63,13 +63,17 @@ struct state_totals {
   checked growing;
   checked decode_read;      // KV and index read by one decode query
   checked decode_state_rw;  // recurrent state read + written by one decode step
+  checked window_write;     // window records written by one decode step
 };
 
 /// FLOPs and weight reads of one call, as tally_forward sums them.
 struct forward_totals {
   checked flops;
   checked interaction_flops;
+  checked state_flops;  // linear-attention state GEMMs and short convolutions
+  checked vocab_flops;  // the vocabulary head
   checked weight_read_bytes;
+  checked embedding_read_bytes;  // embedding rows looked up
 };
 
 /// A model compiled for one execution path.
@@ -112,11 +116,14 @@ class closed_form {
   // One decode step of one request at context h (B = P = 1).
   length_series step_flops_;
   length_series step_interaction_;
+  length_series step_state_;  // the state part (linear attention, convolutions)
   // Model-level work: the vocabulary head per vocabulary row, head mixes, AttnRes and the RoPE
   // table per new row, and the head and final norm read whole.
   checked vocab_weights_;
   checked head_row_flops_;
   checked head_read_bytes_;
+  checked embedding_row_bytes_;  // one embedding row looked up
+  checked window_write_;         // per request and decode step
 };
 
 }  // namespace calc

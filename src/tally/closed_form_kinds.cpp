@@ -25,8 +25,25 @@ attention_form form(const attention_gqa& a, const model_context& m, const execut
   attention_form f;
   // attention_pairs at a decode query: h + 1 keys, min(h + 1, W) with a causal window; the
   // rectangle counts every key whatever the window.
+  checked per_pair = pair_of(a).flops();
+  if (a.chunk) {
+    // Chunked: the query at h sees (h mod C) + 1 = (h + 1) - C * floor(h / C) keys of its own
+    // chunk, and reads the h mod C earlier records of it (decode_read); the rectangle counts
+    // every key.
+    checked c = *a.chunk;
+    f.step_interaction.add(floor_term{per_pair, 1, 1, -1});
+    if (e.pairs == pair_counting::causal)
+      f.step_interaction.add(floor_term{checked(0) - per_pair * c, 0, *a.chunk, -1});
+    f.step_work = f.step_interaction;
+    attention_gqa own = a;
+    own.kv_source.reset();
+    checked record = record_of(own).bytes(m.precision->kv);
+    f.decode_read.add(floor_term{record, 0, 1, -1});
+    f.decode_read.add(floor_term{checked(0) - record * c, 0, *a.chunk, -1});
+    return f;
+  }
   std::int64_t cap = e.pairs == pair_counting::causal && a.window ? *a.window : -1;
-  f.step_interaction.add(floor_term{pair_of(a).flops(), 1, 1, cap});
+  f.step_interaction.add(floor_term{per_pair, 1, 1, cap});
   f.step_work = f.step_interaction;
   f.decode_read = history_read(decode_read(a, m, e, 1), a.window);
   return f;

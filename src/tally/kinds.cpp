@@ -40,7 +40,9 @@ struct heads_of {
 
 /// How each kind attends (attention_mode).
 struct mode_of {
-  std::string operator()(const attention_gqa& a) const { return a.window ? "swa" : "gqa"; }
+  std::string operator()(const attention_gqa& a) const {
+    return a.window ? "swa" : a.chunk ? "chunked" : "gqa";
+  }
   std::string operator()(const attention_mla& a) const { return a.indexer ? "mla_sparse" : "mla"; }
   std::string operator()(const attention_gdn&) const { return "gated_deltanet"; }
   std::string operator()(const attention_kda&) const { return "kda"; }
@@ -85,6 +87,8 @@ record_shape record_of(const attention_gqa& a) {
   // §2.2.1: one K and one V vector per KV head; one tensor when the keys are the values.
   return {a.kv_heads, a.head_dim, a.k_is_v ? 0 : a.head_dim};
 }
+
+std::optional<std::int64_t> kv_cap(const attention_gqa& a) { return a.window ? a.window : a.chunk; }
 
 record_shape record_of(const attention_mla& a, mla_path path) {
   if (path == mla_path::compact)  // the shared latent plus the positional branch

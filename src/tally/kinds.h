@@ -24,7 +24,8 @@ namespace calc {
 std::string kind_name(const attention_spec& a);
 std::string kind_name(const ffn_spec& f);
 
-/// How a layer attends, as `calc layers` reports it: "gqa" or "swa" (a window), "mla" (or
+/// How a layer attends, as `calc layers` reports it: "gqa" or "swa" (a window) or "chunked"
+/// (chunked local attention), "mla" (or
 /// "mla_sparse" with a lightning indexer),
 /// "gated_deltanet", "kda", "mamba2", "none", a parallel hybrid's "gqa+mamba2" / "swa+mamba2",
 /// and sparse attention's "window" (no global branch), "full" (stores its own entries),
@@ -76,6 +77,11 @@ struct record_shape {
 
 /// GQA's KV record: kv_heads keys and values of head_dim each (one tensor when k_is_v).
 record_shape record_of(const attention_gqa& a);
+/// Tokens of GQA records one request keeps at most: the window, or the chunk of chunked local
+/// attention (the live part is the current chunk, (N-1) mod chunk + 1 of N tokens; calc counts
+/// the chunk buffer an engine reserves, min(N, chunk), which bounds it and is its peak); none:
+/// the whole history.
+std::optional<std::int64_t> kv_cap(const attention_gqa& a);
 /// MLA's cached record: compact, one latent of kv_rank plus the qk_rope branch shared by every
 /// head; expanded, per-head K (qk_nope + qk_rope) and V (v_head).
 record_shape record_of(const attention_mla& a, mla_path path);

@@ -87,6 +87,12 @@ const std::map<std::string, sample> kSamples = {
     {"--mamba-ssm-cache-dtype", {"bfloat16", "qwen3.6-35b-a3b"}},
     {"--enable-prefix-caching", {"", "", true}},
     {"--activation-memory", {"20GiB"}},
+    // SGLang's Mamba pool (engine_of: sglang) on a hybrid; vLLM's text-only switch.
+    {"--disable-radix-cache", {"", "qwen3.6-35b-a3b", true}},
+    {"--max-mamba-cache-size", {"4", "qwen3.6-35b-a3b"}},
+    {"--mamba-full-memory-ratio", {"0.5", "qwen3.6-35b-a3b"}},
+    {"--mamba-scheduler-strategy", {"extra_buffer", "qwen3.6-35b-a3b"}},
+    {"--limit-mm-per-prompt", {R"({"image": 0, "video": 0})"}},
     {"--mtp", {"", "deepseek-v4-flash", true}},
     {"--fp8", {"", "", true}},
     {"--budget", {"256MiB"}},
@@ -130,14 +136,18 @@ const std::set<std::string> kAliases = {
     "--models", "--lengths", "--max-model-len", "--context-length", "--tokens", "--cached",
     "--kv-cache-dtype", "--tensor-parallel-size", "--pipeline-parallel-size",
     "--expert-parallel-size", "--data-parallel-size", "--block-size", "--page-size",
-    "--max-running-requests", "--chunked-prefill-size", "--output"};
+    "--max-running-requests", "--chunked-prefill-size", "--output", "--mamba-ssm-dtype"};
 
 /// The engine knobs are read only with --engine: they are walked a second time with it.
 const std::set<std::string> kEngineCommands = {"capacity", "plan", "report"};
 
 /// The engine whose knob an option is (SGLang's own spellings), else vLLM.
 std::string engine_of(const std::string& option) {
-  return option == "--mem-fraction-static" ? "sglang" : "vllm";
+  static const std::set<std::string> sglang = {"--mem-fraction-static", "--disable-radix-cache",
+                                               "--max-mamba-cache-size",
+                                               "--mamba-full-memory-ratio",
+                                               "--mamba-scheduler-strategy"};
+  return sglang.count(option) ? "sglang" : "vllm";
 }
 
 std::vector<std::string> with_model(std::vector<std::string> args, const std::string& model) {

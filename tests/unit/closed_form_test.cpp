@@ -29,6 +29,10 @@ std::vector<std::int64_t> breakpoints(const model_spec& s, const graph& g) {
   for (const layer& l : g.layers) {
     if (const auto* a = std::get_if<attention_gqa>(&l.attention); a && a->window)
       edges.insert(*a->window);
+    if (const auto* a = std::get_if<attention_gqa>(&l.attention); a && a->chunk) {
+      edges.insert(*a->chunk);  // a chunk boundary, and the one after it
+      edges.insert(2 * *a->chunk);
+    }
     if (const auto* a = std::get_if<attention_mla>(&l.attention); a && a->indexer)
       edges.insert(a->indexer->top_k);  // sparse MLA reads min(t + 1, top_k) tokens
     if (const auto* a = std::get_if<attention_dsa>(&l.attention)) {
@@ -100,6 +104,7 @@ void compare(const graph& g, const execution_spec& exec, point_source& p, int po
     REQUIRE(fast.growing == slow.growing);
     REQUIRE(fast.decode_read == slow.decode_read);
     REQUIRE(fast.decode_state_rw == slow.decode_state_rw);
+    REQUIRE(fast.window_write == slow.window_write);
 
     call c = make_call(*g.spec, b, p.uniform(0, 4) == 0 ? 0 : p.length(), p.tokens());
     c.exec = exec;
@@ -108,7 +113,10 @@ void compare(const graph& g, const execution_spec& exec, point_source& p, int po
     INFO("call B=", c.batch, " S=", c.context, " P=", c.tokens);
     REQUIRE(ff.flops == sf.flops);
     REQUIRE(ff.interaction_flops == sf.interaction_flops);
+    REQUIRE(ff.state_flops == sf.state_flops);
+    REQUIRE(ff.vocab_flops == sf.vocab_flops);
     REQUIRE(ff.weight_read_bytes == sf.weight_read_bytes);
+    REQUIRE(ff.embedding_read_bytes == sf.embedding_read_bytes);
 
     std::int64_t h = std::max<std::int64_t>(1, p.length());
     call step = make_call(*g.spec, 1, h, 1);
@@ -123,7 +131,10 @@ void compare(const graph& g, const execution_spec& exec, point_source& p, int po
     INFO("decode call B=", b);
     REQUIRE(fd.flops == sd.flops);
     REQUIRE(fd.interaction_flops == sd.interaction_flops);
+    REQUIRE(fd.state_flops == sd.state_flops);
+    REQUIRE(fd.vocab_flops == sd.vocab_flops);
     REQUIRE(fd.weight_read_bytes == sd.weight_read_bytes);
+    REQUIRE(fd.embedding_read_bytes == sd.embedding_read_bytes);
   }
 }
 

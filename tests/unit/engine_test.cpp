@@ -9,12 +9,14 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "cli/cli.h"
 #include "common/error.h"
 #include "engine/question.h"
+#include "scratch.h"
 #include "spec/gpu_spec.h"
 #include "test_model.h"
 
@@ -510,8 +512,13 @@ TEST_CASE("engine: parallel attention + Mamba2 layers are refused where calc has
   CHECK_THROWS_WITH(
       run("sglang", ""),
       "--engine: layer 0 runs attention and a Mamba2 mixer in parallel, which calc's sglang "
-      "0.4-0.5 rules do not cover: SGLang keeps their Mamba2 states in a separate Mamba pool "
-      "beside the token pool (HybridLinearKVPool), which calc does not model");
+      "0.5 (token pool + Mamba state pool) rules do not cover: calc's SGLang rules do not "
+      "place a layer that holds both a KV cache and a Mamba state (FalconH1's parallel layers) "
+      "in the two pools");
+  CHECK_THROWS_WITH(run("sglang", "0.4"),
+                    "--engine: layer 0 runs attention and a Mamba2 mixer in parallel, which "
+                    "calc's sglang 0.4 rules do not cover: SGLang 0.4 has no Mamba state pool "
+                    "(hybrid models arrived in 0.5)");
   CHECK_NOTHROW(run("vllm", "0.10"));
 }
 
@@ -539,8 +546,8 @@ TEST_CASE("engine: layers reading another layer's cache allocate none; k_is_v st
   CHECK_THROWS_WITH(
       engine_run({"capacity", "--engine", "sglang", "--model", model, "--max-model-len", "4096",
                   "--kv-memory", "1GiB"}),
-      "--engine: layer 4 reads layer 2's cache (kv_source): calc has no sglang 0.4-0.5 "
-      "rule for cross-layer KV sharing");
+      "--engine: layer 4 reads layer 2's cache (kv_source): calc has no sglang 0.5 (token "
+      "pool + Mamba state pool) rule for cross-layer KV sharing");
 }
 
 TEST_CASE("engine: vLLM 0.14-0.15 check one rank's memory against every stage's layers") {
@@ -590,10 +597,38 @@ TEST_CASE("engine: bad engine input is one line naming the option") {
   CHECK_THROWS_WITH(engine_run({"capacity", "--engine", "vllm", "--model", "qwen3-8b",
                                 "--max-model-len", "4096", "--kv-memory", "lots"}),
                     "--kv-memory: 'lots' is not a size such as 18.69GiB or 40GB");
-  CHECK_THROWS_WITH(engine_run({"capacity", "--engine", "sglang", "--model", "qwen3.6-35b-a3b",
+  // SGLang 0.4 has no Mamba pool; no SGLang rule set models the SWA pool.
+  CHECK_THROWS_WITH(engine_run({"capacity", "--engine", "sglang", "--engine-version", "0.4.9",
+                                "--model", "qwen3.6-35b-a3b", "--max-model-len", "4096",
+                                "--kv-memory", "1GiB"}),
+                    "--engine-version: layer 0 keeps recurrent state: SGLang 0.4 has no Mamba "
+                    "state pool (hybrid models arrived in 0.5); use --engine-version 0.5 or "
+                    "newer");
+  CHECK_THROWS_WITH(engine_run({"capacity", "--engine", "sglang", "--model", "gpt-oss-120b",
                                 "--max-model-len", "4096", "--kv-memory", "1GiB"}),
-                    "--engine: layer 0 keeps recurrent state: SGLang's SWA and Mamba pools are "
-                    "not modelled by calc (only full-attention and MLA token pools)");
+                    "--engine: layer 0 keeps sliding window 128: SGLang's SWA pool is not "
+                    "modelled by calc (only full-attention, MLA and Mamba state pools)");
+  // SGLang's Mamba-pool knobs are refused with vLLM, not ignored.
+  CHECK_THROWS_WITH(engine_run({"capacity", "--engine", "vllm", "--model", "qwen3.6-35b-a3b",
+                                "--max-model-len", "4096", "--kv-memory", "1GiB",
+                                "--disable-radix-cache"}),
+                    "--disable-radix-cache: is sglang's knob; --engine vllm does not read it");
+  CHECK_THROWS_WITH(engine_run({"capacity", "--engine", "vllm", "--model", "qwen3.6-35b-a3b",
+                                "--max-model-len", "4096", "--kv-memory", "1GiB",
+                                "--max-mamba-cache-size", "64"}),
+                    "--max-mamba-cache-size: is sglang's knob; --engine vllm does not read it");
+  CHECK_THROWS_WITH(engine_run({"capacity", "--engine", "sglang", "--model", "qwen3.6-35b-a3b",
+                                "--max-model-len", "4096", "--kv-memory", "1GiB",
+                                "--mamba-scheduler-strategy", "lazy"}),
+                    "--mamba-scheduler-strategy: 'lazy' is not no_buffer or extra_buffer");
+  CHECK_THROWS_WITH(engine_run({"capacity", "--engine", "sglang", "--model", "qwen3.6-35b-a3b",
+                                "--max-model-len", "4096", "--kv-memory", "1GiB",
+                                "--mamba-full-memory-ratio", "-1"}),
+                    "--mamba-full-memory-ratio: must be > 0, got -1");
+  CHECK_THROWS_WITH(engine_run({"capacity", "--engine", "sglang", "--model", "qwen3.6-35b-a3b",
+                                "--max-model-len", "4096", "--kv-memory", "1GiB", "--pp", "2"}),
+                    "--pipeline-parallel-size: calc has no SGLang rule for a hybrid model's "
+                    "Mamba pool over pipeline stages; give --pipeline-parallel-size 1");
   CHECK_THROWS_WITH(engine_run({"capacity", "--engine", "vllm", "--model", "deepseek-v4-flash",
                                 "--max-model-len", "4096", "--kv-memory", "1GiB"}),
                     "--engine: layer 0 is DeepSeek sparse attention, whose engine cache layout "
@@ -658,6 +693,25 @@ TEST_CASE("engine: every startup log in tests/fixtures/engine-logs is reproduced
       };
       ok = ok && gib(lo) <= k && k <= gib(hi);
     }
+    // SGLang's Mamba pool: the state slots, and its conv and ssm buffers in units of 2^30 B.
+    if (logged["max_mamba_cache_size"]) {
+      auto n = logged["max_mamba_cache_size"].as<std::int64_t>();
+      ok = ok && lo["max_mamba_cache_size"].get<std::int64_t>() <= n &&
+           n <= hi["max_mamba_cache_size"].get<std::int64_t>();
+    }
+    for (const char* key : {"conv_size_gb", "ssm_size_gb"}) {
+      if (!logged[key]) continue;
+      const char* bytes = std::string(key) == "conv_size_gb" ? "conv_state_pool_bytes"
+                                                             : "ssm_state_pool_bytes";
+      double gb = std::stod(logged[key].as<std::string>());
+      auto at_gib = [&](const ojson& j) {
+        return two(static_cast<double>(j[bytes].get<std::int64_t>()) / (1LL << 30));
+      };
+      ok = ok && at_gib(lo) <= gb && gb <= at_gib(hi);
+    }
+    if (logged["max_running_requests"])
+      ok = ok && mid["max_running_requests"].get<std::int64_t>() ==
+                     logged["max_running_requests"].as<std::int64_t>();
     if (logged["max_model_len_kv_gib"]) {
       double need = std::stod(logged["max_model_len_kv_gib"].as<std::string>());
       ok = ok && two(static_cast<double>(mid["max_model_len_kv_bytes"].get<std::int64_t>()) /
@@ -678,7 +732,7 @@ TEST_CASE("engine: every startup log in tests/fixtures/engine-logs is reproduced
       CHECK_FALSE(ok);
     }
   }
-  CHECK(reproduced >= 18);
+  CHECK(reproduced >= 19);
 }
 
 TEST_CASE("engine: a Hugging Face config.json goes through the same engine rules") {
@@ -1069,4 +1123,229 @@ TEST_CASE("engine: every option of plain capacity and plan is applied or refused
                               "--kv-memory", "10GiB", "-f", "json"});
     CHECK(limit["max_model_len"] == 40960);
   }
+}
+
+TEST_CASE("engine: SGLang's Mamba pool beside the token pool (Qwen3-Next-80B-A3B by hand)") {
+  // tests/fixtures/hf/qwen3-next-80b-a3b.json at TP 1: 36 Gated DeltaNet layers, each state
+  // (2 x 16 x 128 + 32 x 128) channels x 3 slots x 2 B = 49,152 B of convolution and
+  // 32 x 128 x 128 x 4 B = 2,097,152 B of recurrent state (SGLang's --mamba-ssm-dtype default
+  // is float32 whatever the model's), 77,266,944 B a request; 12 full-attention layers of
+  // 2 x 256 x 2 (K, V) x 2 B = 24,576 B a token. The pools' budget is 10 GiB.
+  auto run = [](std::vector<std::string> extra) {
+    std::vector<std::string> args = {"capacity", "--engine", "sglang", "--model",
+                                     source("tests/fixtures/hf/qwen3-next-80b-a3b.json"),
+                                     "--max-model-len", "131072", "--kv-memory", "10GiB", "-f",
+                                     "json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return engine_run(args);
+  };
+  const std::int64_t budget = 10LL << 30, per_request = 77266944, conv = 36 * 49152;
+  const std::int64_t cell = 24576;
+  // The radix cache on (the default): states get ratio / (1 + ratio) of the budget, 0.9 / 1.9,
+  // in whole requests: 5,086,145,482 / 77,266,944 = 65 slots; the token pool the rest, 232,546
+  // tokens (page 1: the no_buffer strategy needs it). The pool holds 66 slots (slot 0 pads).
+  ojson j = run({});
+  CHECK(j["engine_rules"] == "sglang-mamba");
+  CHECK(j["mamba_request_bytes"] == per_request);
+  const std::int64_t slots = budget * 9 / 19 / per_request;
+  REQUIRE(slots == 65);
+  CHECK(j["max_mamba_cache_size"] == slots);
+  CHECK(j["kv_cache_tokens"] == (budget - slots * per_request) / cell);
+  CHECK(j["kv_cache_tokens"] == 232546);
+  CHECK(j["conv_state_pool_bytes"] == (slots + 1) * conv);
+  CHECK(j["ssm_state_pool_bytes"] == (slots + 1) * (per_request - conv));
+  // Each running request keeps 3 state slots with the radix cache: 65 // 3 = 21 requests, far
+  // under the default cap of 2,048, and the concurrency stays the token pool's 1.77.
+  CHECK(j["max_running_requests"] == 21);
+  CHECK(j["max_concurrency"].get<double>() == doctest::Approx(232546.0 / 131072));
+  CHECK(j["block_size"] == 1);
+  CHECK(j["log"][0]["line"] ==
+        "Mamba Cache is allocated. max_mamba_cache_size: 65, conv_state size: 0.11GB, "
+        "ssm_state size: 4.64GB");
+  CHECK(j["log"][1]["line"] ==
+        "KV Cache is allocated. #tokens: 232546, K size: 2.66 GB, V size: 2.66 GB");
+  // A ratio of 0.5: a third of the budget, 46 slots.
+  CHECK(run({"--mamba-full-memory-ratio", "0.5"})["max_mamba_cache_size"] == budget / 3 / per_request);
+  // extra_buffer keeps 2 ping-pong slots more per request: 65 // 5 = 13.
+  CHECK(run({"--mamba-scheduler-strategy", "extra_buffer"})["max_running_requests"] == 13);
+  // --max-mamba-cache-size is taken as given; what it leaves is the token pool's.
+  ojson given = run({"--max-mamba-cache-size", "100"});
+  CHECK(given["max_mamba_cache_size"] == 100);
+  CHECK(given["kv_cache_tokens"] == (budget - 100 * per_request) / cell);
+  CHECK(given["max_running_requests"] == 33);
+  // A bf16 recurrent state halves the matrices: 36 x (49,152 + 1,048,576) B a request.
+  ojson bf16 = run({"--mamba-ssm-dtype", "bfloat16"});
+  CHECK(bf16["mamba_request_bytes"] == 36 * (49152 + 1048576));
+  CHECK(bf16["max_mamba_cache_size"] == budget * 9 / 19 / (36 * (49152 + 1048576)));
+  // --disable-radix-cache: one state per running request, --max-running-requests of them, and
+  // the page size as given (64); the token pool gets the rest.
+  ojson plain = run({"--disable-radix-cache", "--max-running-requests", "16", "--page-size", "64"});
+  CHECK(plain["max_mamba_cache_size"] == 16);
+  CHECK(plain["max_running_requests"] == 16);
+  CHECK(plain["block_size"] == 64);
+  CHECK(plain["kv_cache_tokens"] == (budget - 16 * per_request) / cell / 64 * 64);
+  // With the radix cache on the page size falls back to 1 (server_args.py, no_buffer).
+  CHECK(run({"--page-size", "64"})["block_size"] == 1);
+  // Without --max-running-requests SGLang 0.5 keeps 512 states: 39.6 GB, more than the 10 GiB
+  // budget, so nothing is left for the tokens and one request does not fit.
+  ojson many = run({"--disable-radix-cache"});
+  CHECK(many["max_mamba_cache_size"] == 512);
+  CHECK(many["kv_cache_tokens"] == 0);
+  CHECK(many["fits"] == false);
+  CHECK(many["reason"] ==
+        "the Mamba pool's 512 request states (77266944 B each) take more than the 10737418240 B "
+        "budget; nothing is left for the token pool");
+}
+
+TEST_CASE("engine: SGLang 0.5.9's Mamba pool against its startup log (Qwen3.5-397B-A17B, TP 2)") {
+  // tests/fixtures/engine-logs/qwen3.5-397b-a17b-sglang-0.5.9-tp2.yaml (kvcache-ai/ktransformers
+  // #1870): the pools' budget from the Load-weight line, 15.654 +/- 0.005 GiB. The Mamba side
+  // is exact at both ends of that interval: 45 Gated DeltaNet layers of 6,144 channels x 3 x
+  // 2 B + 32 x 128 x 128 x 4 B per rank = 96,030,720 B a request; 82 slots; 83 x those in the
+  // pool, printed 0.13 and 7.29 GB. A split of 1:1 (ratio 1) would give 87 slots, 0.2 (the
+  // default before PR #11679) 29.
+  YAML::Node f = YAML::LoadFile(
+      source("tests/fixtures/engine-logs/qwen3.5-397b-a17b-sglang-0.5.9-tp2.yaml"));
+  REQUIRE(f["source"].as<std::string>().rfind("https://", 0) == 0);
+  logged_memory m = memory_interval(f["kv_memory"].as<std::string>(),
+                                    f["kv_memory_plus_minus"].as<std::string>());
+  auto at = [&](std::int64_t bytes, std::vector<std::string> extra) {
+    std::vector<std::string> args = {"capacity", "--engine", "sglang", "--engine-version",
+                                     f["version"].as<std::string>(), "--model",
+                                     f["model"].as<std::string>(), "-f", "json", "--kv-memory",
+                                     std::to_string(bytes) + "B"};
+    for (const auto& a : f["args"]) args.push_back(a.as<std::string>());
+    args.insert(args.end(), extra.begin(), extra.end());
+    return engine_run(args);
+  };
+  const YAML::Node logged = f["logged"];
+  for (std::int64_t bytes : {m.lo, m.hi}) {
+    CAPTURE(bytes);
+    ojson j = at(bytes, {});
+    CHECK(j["mamba_request_bytes"] == 96030720);
+    CHECK(j["max_mamba_cache_size"] == logged["max_mamba_cache_size"].as<std::int64_t>());
+    CHECK(two(static_cast<double>(j["conv_state_pool_bytes"].get<std::int64_t>()) / (1LL << 30)) ==
+          std::stod(logged["conv_size_gb"].as<std::string>()));
+    CHECK(two(static_cast<double>(j["ssm_state_pool_bytes"].get<std::int64_t>()) / (1LL << 30)) ==
+          std::stod(logged["ssm_size_gb"].as<std::string>()));
+    CHECK(j["max_running_requests"] == logged["max_running_requests"].as<std::int64_t>());
+    // The explained miss: the token pool 0.1-0.3 % above the log's over the interval (0.22 % at
+    // its centre: 0.018 GiB of memory the engine did not have when it sized the pools). A change
+    // that moves it must revisit the fixture's note.
+    auto tokens = logged["kv_cache_tokens"].as<double>();
+    double miss = (j["kv_cache_tokens"].get<double>() - tokens) / tokens;
+    CHECK(miss > 0.001);
+    CHECK(miss < 0.003);
+    CHECK(at(bytes, {"--mamba-full-memory-ratio", "1"})["max_mamba_cache_size"] == 87);
+    CHECK(at(bytes, {"--mamba-full-memory-ratio", "0.2"})["max_mamba_cache_size"] == 29);
+  }
+}
+
+namespace {
+
+/// A Qwen3-VL-2B-Instruct model folder: the published config.json and a safetensors header
+/// (no tensor data) holding the vision tower and mergers its vision_config describes: a 3-D patch
+/// embedding, 2,304 position embeddings, 24 blocks of 1,024 wide with 4,096-wide MLPs, a merger
+/// and three DeepStack mergers onto the 2,048-wide text model, 406,957,056 BF16 parameters (the
+/// vision tower's count in tests/fixtures/hf/SOURCES.md).
+std::string qwen3_vl_2b_folder() {
+  std::filesystem::path dir = calc::testing::scratch_dir("engine-vision") / "Qwen3-VL-2B";
+  std::filesystem::create_directories(dir);
+  std::filesystem::copy_file(source("tests/fixtures/hf/Qwen--Qwen3-VL-2B-Instruct/config.json"),
+                             dir / "config.json",
+                             std::filesystem::copy_options::overwrite_existing);
+  nlohmann::json h = nlohmann::json::object();
+  std::int64_t offset = 0;
+  auto add = [&](const std::string& name, std::vector<std::int64_t> shape) {
+    std::int64_t n = 2;  // BF16
+    for (std::int64_t d : shape) n *= d;
+    h["model.visual." + name] = {
+        {"dtype", "BF16"}, {"shape", shape}, {"data_offsets", {offset, offset + n}}};
+    offset += n;
+  };
+  add("patch_embed.proj.weight", {1024, 3, 2, 16, 16});
+  add("patch_embed.proj.bias", {1024});
+  add("pos_embed.weight", {2304, 1024});
+  for (int i = 0; i < 24; ++i) {
+    std::string b = "blocks." + std::to_string(i) + ".";
+    for (const char* norm : {"norm1", "norm2"}) {
+      add(b + norm + ".weight", {1024});
+      add(b + norm + ".bias", {1024});
+    }
+    add(b + "attn.qkv.weight", {3072, 1024});
+    add(b + "attn.qkv.bias", {3072});
+    add(b + "attn.proj.weight", {1024, 1024});
+    add(b + "attn.proj.bias", {1024});
+    add(b + "mlp.linear_fc1.weight", {4096, 1024});
+    add(b + "mlp.linear_fc1.bias", {4096});
+    add(b + "mlp.linear_fc2.weight", {1024, 4096});
+    add(b + "mlp.linear_fc2.bias", {1024});
+  }
+  auto merger = [&](const std::string& m, std::int64_t norm) {
+    add(m + "norm.weight", {norm});
+    add(m + "norm.bias", {norm});
+    add(m + "linear_fc1.weight", {4096, 4096});
+    add(m + "linear_fc1.bias", {4096});
+    add(m + "linear_fc2.weight", {2048, 4096});
+    add(m + "linear_fc2.bias", {2048});
+  };
+  merger("merger.", 1024);
+  for (int i = 0; i < 3; ++i) merger("deepstack_merger_list." + std::to_string(i) + ".", 4096);
+  REQUIRE(offset == 406957056LL * 2);
+  std::string text = h.dump();
+  std::ofstream out(dir / "model.safetensors", std::ios::binary);
+  std::uint64_t n = text.size();
+  for (int i = 0; i < 8; ++i) out.put(static_cast<char>((n >> (8 * i)) & 0xff));
+  out << text;
+  return (dir / "config.json").string();
+}
+
+}  // namespace
+
+TEST_CASE("engine: the vision tower the engines load comes out of the budget") {
+  const std::string with_tower = qwen3_vl_2b_folder();
+  const std::string text_only = source("tests/fixtures/hf/Qwen--Qwen3-VL-2B-Instruct/config.json");
+  const std::int64_t tower = 406957056LL * 2;
+  auto run = [](const std::string& model, std::vector<std::string> extra) {
+    std::vector<std::string> args = {"capacity", "--engine", "vllm", "--model", model, "--gpu",
+                                     "h100-sxm", "--max-model-len", "8192", "-f", "json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return engine_run(args);
+  };
+  // The same config with and without the checkpoint beside it: the tower's bytes are weights
+  // of the one rank, taken from the KV budget.
+  ojson bare = run(text_only, {}), full = run(with_tower, {});
+  CHECK_FALSE(bare.contains("vision_weight_bytes_per_rank"));
+  CHECK(full["vision_weight_bytes_per_rank"] == tower);
+  CHECK(full["weight_bytes_per_rank"].get<std::int64_t>() ==
+        bare["weight_bytes_per_rank"].get<std::int64_t>() + tower);
+  CHECK(bare["available_kv_bytes"].get<std::int64_t>() -
+            full["available_kv_bytes"].get<std::int64_t>() ==
+        tower);
+  // TP 2: the tower's layers split over the two ranks.
+  CHECK(run(with_tower, {"--tp", "2"})["vision_weight_bytes_per_rank"] == tower / 2);
+  // vLLM's text-only mode (every modality limited to 0, from 0.10): the tower is not loaded.
+  ojson skip = run(with_tower, {"--limit-mm-per-prompt", R"({"image": 0, "video": 0})"});
+  CHECK_FALSE(skip.contains("vision_weight_bytes_per_rank"));
+  CHECK(skip["weight_bytes_per_rank"] == bare["weight_bytes_per_rank"]);
+  CHECK(skip["vision_tower"].get<std::string>().rfind("not loaded", 0) == 0);
+  // One modality still allowed: loaded. Before 0.10 the limits change profiling only.
+  CHECK(run(with_tower, {"--limit-mm-per-prompt", R"({"image": 1, "video": 0})"})
+            ["vision_weight_bytes_per_rank"] == tower);
+  ojson old = run(with_tower, {"--engine-version", "0.9", "--limit-mm-per-prompt",
+                               R"({"image": 0, "video": 0})"});
+  CHECK(old["vision_weight_bytes_per_rank"] == tower);
+  CHECK(old["vision_tower"].get<std::string>().rfind("loaded: vLLM 0.8-0.9", 0) == 0);
+  // SGLang loads the tower too, inside its static fraction; the flag is vLLM's.
+  ojson sg = engine_run({"capacity", "--engine", "sglang", "--model", with_tower, "--gpu",
+                         "h100-sxm", "--max-model-len", "8192", "--mem-fraction-static", "0.8",
+                         "-f", "json"});
+  CHECK(sg["vision_weight_bytes_per_rank"] == tower);
+  CHECK_THROWS_WITH(engine_run({"capacity", "--engine", "sglang", "--model", with_tower,
+                                "--gpu", "h100-sxm", "--max-model-len", "8192",
+                                "--limit-mm-per-prompt", R"({"image": 0})"}),
+                    "--limit-mm-per-prompt: is vllm's knob; --engine sglang does not read it");
+  CHECK_THROWS_WITH(run(with_tower, {"--limit-mm-per-prompt", "none"}),
+                    "--limit-mm-per-prompt: expected a JSON object such as {\"image\": 0, "
+                    "\"video\": 0}");
 }

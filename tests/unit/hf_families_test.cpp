@@ -298,19 +298,6 @@ TEST_CASE("nemotron_h: experts in a latent space (moe_latent_size) are refused a
         std::string::npos);
 }
 
-TEST_CASE("llama4 (Scout, Maverick): refused by name at the chunked attention, not miscounted") {
-  // Llama 4's chunked local attention is neither a sliding window nor full attention: the
-  // error names text_config.attention_chunk_size and why, not an unknown model_type.
-  for (const char* name : {"meta-llama--Llama-4-Scout-17B-16E-Instruct",
-                           "meta-llama--Llama-4-Maverick-17B-128E-Instruct"}) {
-    std::string e = folder_error(name);
-    CAPTURE(e);
-    CHECK(e.find("text_config.attention_chunk_size") != std::string::npos);
-    CHECK(e.find("llama4: chunked local attention") != std::string::npos);
-    CHECK(e.find("unknown model_type") == std::string::npos);
-  }
-}
-
 TEST_CASE(
     "qwen3_vl 2B / 4B (tied heads) and qwen3_vl_moe 235B: the published totals less the ViT") {
   // The vision towers by hand: patch embedding 3*2*16*16*w + w, position table 2304*w, `depth`

@@ -28,6 +28,8 @@ struct decode_interaction {
   checked operator()(const attention_gqa& a) const {
     checked keys = checked(h) + 1;  // the rectangle counts every key whatever the window
     if (e.pairs == pair_counting::causal && a.window) keys = min(keys, *a.window);
+    // A chunked layer's query sees its own chunk: (h mod C) + 1 keys.
+    if (e.pairs == pair_counting::causal && a.chunk) keys = checked(h % *a.chunk) + 1;
     return pair_of(a).flops() * keys;
   }
   checked operator()(const attention_mla& a) const {
@@ -70,6 +72,7 @@ struct state_at {
   std::optional<checked> operator()(const attention_gqa& a) const {
     if (a.kv_source) return checked(0);  // reads its source's cache
     checked kept = a.window ? min(checked(n), *a.window) : checked(n);
+    if (a.chunk) kept = min(checked(n), *a.chunk);  // the chunk buffer, as for a window
     return record_of(a).bytes(p.kv) * kept;
   }
   std::optional<checked> operator()(const attention_mla& a) const {

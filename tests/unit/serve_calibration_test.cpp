@@ -10,9 +10,9 @@
 // little room, so a change that makes them worse fails. Tighten each toward the target as the
 // model improves; never loosen one.
 namespace gate {
-constexpr double tpot_in_sample = 10;    // target 10; reached 9.8 (the target is the gate)
-constexpr double ttft_in_sample = 25;    // target 20; reached 24.3
-constexpr double tpot_leave_gpu = 15;    // target 15; reached 14.9 (the target is the gate)
+constexpr double tpot_in_sample = 10;    // target 10; reached 9.9 (the target is the gate)
+constexpr double ttft_in_sample = 24.5;  // target 20; reached 24.1
+constexpr double tpot_leave_gpu = 15;    // target 15; reached 14.1 (the target is the gate)
 constexpr double tpot_leave_model = 19;  // target 15; reached 18.8
 }  // namespace gate
 #include <doctest/doctest.h>

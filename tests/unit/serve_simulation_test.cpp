@@ -37,6 +37,7 @@ batching_config engine_config(const std::string& name, std::int64_t isl, std::in
   c.mixed_prefill = e.mixed_prefill;
   c.memory_fraction = e.memory_fraction;
   c.fraction_of_free = e.fraction_of_free;
+  c.reserve_full_length = e.reserve_full_length;
   c.kv = e.kv;
   c.preempted_kv_cached = e.preempted_kv_cached;
   return c;
@@ -145,6 +146,15 @@ TEST_CASE("serve simulation: a workload that overflows the KV pool preempts; one
     CHECK(f.preemptions == 0);
     CHECK(f.requests_waited_for_kv == 0);
     CHECK_FALSE(f.kv_limited());
+  }
+}
+
+TEST_CASE("serve engines: the simulation's KV policy agrees with the steady state's pool") {
+  // A reserving engine (the steady state counts its requests at their whole length) is the one
+  // the simulation never lets preempt.
+  for (const engine_defaults& e : engines()) {
+    CAPTURE(e.name);
+    CHECK(e.reserve_full_length == (e.kv == kv_policy::reserve_whole));
   }
 }
 

@@ -84,6 +84,12 @@ const std::map<std::string, std::string>& common_names() {
       {"qk_norm_full", ""},
       {"max_positions", "max_position_embeddings"},
       {"last_moe", ""},
+      // Llama 4's roles: the chunk of chunked local attention, which layers keep RoPE (and so
+      // attend within a chunk), and an explicit list of MoE layers.
+      {"chunk", ""},
+      {"nope_layers", ""},
+      {"nope_interval", ""},
+      {"moe_layers", ""},
   };
   return names;
 }
@@ -164,14 +170,61 @@ family dsa_mla_like(std::string model_type, std::vector<std::string> archs, json
   return f;
 }
 
+// Llama4TextConfig: interleaved RoPE and NoPE layers (no_rope_layers, else every
+// no_rope_layer_interval = 4th layer NoPE); a RoPE layer attends only within its aligned
+// attention_chunk_size (8192) chunk -- chunked local attention, `chunk` in calc's schema -- and a
+// NoPE layer over the whole history (with attention temperature tuning: no parameters). The
+// feed-forward is MoE on moe_layers, else every interleave_moe_layer_step-th layer (Scout: all,
+// Maverick: every 2nd): num_local_experts experts of intermediate_size, top num_experts_per_tok
+// (1), a sigmoid-scored router d -> E without bias, and one shared expert of intermediate_size
+// on every token; the other layers are dense SwiGLU of intermediate_size_mlp. use_qk_norm is an
+// L2 norm without weights (Llama4TextL2Norm), so nothing is counted for it; the vocabulary head
+// is untied.
+family llama4_like(std::string model_type, std::vector<std::string> archs, std::string scope,
+                   std::string not_counted) {
+  return {.model_type = std::move(model_type),
+          .architectures = std::move(archs),
+          .scope = std::move(scope),
+          .ffn = ffn_family::moe,
+          .layers = layer_rule::chunked_nope,
+          .names = {{"experts", "num_local_experts"},
+                    {"moe_intermediate", "intermediate_size"},
+                    {"intermediate", "intermediate_size_mlp"},
+                    {"shared_experts", ""},
+                    {"shared_intermediate", ""},
+                    {"sparse_step", "interleave_moe_layer_step"},
+                    {"moe_layers", "moe_layers"},
+                    {"first_dense", ""},
+                    {"moe_freq", ""},
+                    {"mlp_only", ""},
+                    {"mlp_bias", ""},
+                    {"window", ""},
+                    {"window_switch", ""},
+                    {"window_from", ""},
+                    {"mtp_layers", ""},
+                    {"chunk", "attention_chunk_size"},
+                    {"nope_layers", "no_rope_layers"},
+                    {"nope_interval", "no_rope_layer_interval"}},
+          .defaults = gqa_defaults({{"vocab", 202048},
+                                    {"kv_heads", 8},
+                                    {"head_dim", 128},
+                                    {"experts", 16},
+                                    {"top_k", 1},
+                                    {"moe_intermediate", 8192},
+                                    {"intermediate", 16384},
+                                    {"shared_experts", 1},
+                                    {"shared_intermediate", "=moe_intermediate"},
+                                    {"sparse_step", 1},
+                                    {"moe_layers", nullptr},
+                                    {"chunk", 8192},
+                                    {"nope_layers", nullptr},
+                                    {"nope_interval", 4}}),
+          .not_counted = std::move(not_counted)};
+}
+
 }  // namespace
 
 const std::vector<family>& families() {
-  // Llama 4's chunked attention: why both of its model_types are refused (their entries below).
-  static const char* const llama4_refusal =
-      "chunked local attention (keys from the start of the query's attention_chunk_size chunk, "
-      "at most one chunk cached) is not in calc's schema; a sliding window or full attention "
-      "would miscount its work and its cache";
   static const std::vector<family> table = {
       {.model_type = "llama", .architectures = {"LlamaForCausalLM"}, .defaults = gqa_defaults({})},
       // MistralConfig: num_key_value_heads=8, sliding_window=4096 (v0.1 slides on every layer).
@@ -781,27 +834,11 @@ const std::vector<family>& families() {
        .only = {{"qk_norm_type", "per_layer"},
                 {"attn_type_list", 1},
                 {"shared_intermediate_size", 0}}},
-      // Llama4Config (meta-llama/Llama-4-Scout / Maverick) and Llama4TextConfig: chunked local
-      // attention on three layers of four (a query sees keys from its attention_chunk_size chunk's
-      // start, so the cache holds at most one chunk) beside global NoPE layers, MoE on every
-      // interleave_moe_layer_step-th layer with a shared expert. A chunk is not a sliding window
-      // (a window of 8192 would count up to 8192 keys for every query; a chunk averages half), and
-      // reading it as full attention would overcount the cache 16-fold at 128K, so both are
-      // refused by name at attention_chunk_size until the schema states chunked attention.
-      [] {
-        family f{.model_type = "llama4",
-                 .architectures = {"Llama4ForConditionalGeneration"},
-                 .scope = "text_config"};
-        f.refused = llama4_refusal;
-        f.refused_at = {"attention_chunk_size"};
-        return f;
-      }(),
-      [] {
-        family f{.model_type = "llama4_text", .architectures = {"Llama4ForCausalLM"}};
-        f.refused = llama4_refusal;
-        f.refused_at = {"attention_chunk_size"};
-        return f;
-      }(),
+      // Llama4Config (meta-llama/Llama-4-Scout / Maverick; the language model in text_config)
+      // and Llama4TextConfig (Llama4ForCausalLM, the document itself).
+      llama4_like("llama4", {"Llama4ForConditionalGeneration"}, "text_config",
+                  "the vision tower and its multimodal projector (vision_config)"),
+      llama4_like("llama4_text", {"Llama4ForCausalLM"}, "", ""),
   };
   return table;
 }

@@ -34,6 +34,9 @@ enum class layer_rule {
   typed_hybrid,       // Granite 4.0-H: layer_types says "mamba" (a Mamba2 mixer) or "attention"
                       // per layer; every layer then has the feed-forward (routed experts and
                       // the shared MLP, or the shared MLP alone when there are no experts)
+  chunked_nope,       // Llama 4: no_rope_layers (1 = RoPE, 0 = NoPE) per layer, else a NoPE layer
+                      // every no_rope_layer_interval-th; RoPE layers attend within their
+                      // attention_chunk_size chunk, NoPE layers over the whole history
 };
 
 /// One architecture family: the table the translator reads.

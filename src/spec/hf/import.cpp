@@ -17,6 +17,7 @@
 #include "spec/hf/families.h"
 #include "spec/hf/hf_json.h"
 #include "spec/hf/hub.h"
+#include "spec/hf/nas.h"
 #include "spec/hf/quant.h"
 
 namespace calc::hf {
@@ -234,7 +235,7 @@ class family_reader {
 
 // ---- layers ----------------------------------------------------------------------------------
 
-enum class attn_kind { full, sliding, linear, mamba, none, parallel };
+enum class attn_kind { full, sliding, linear, mamba, none, parallel, chunked };
 enum class ffn_kind { dense, moe, none };
 
 /// Names of the kinds in variant names ("sliding", "mamba_dense", ...).
@@ -252,6 +253,8 @@ const char* attn_name(attn_kind k) {
       return "no_mixer";
     case attn_kind::parallel:
       return "parallel";
+    case attn_kind::chunked:
+      return "chunked";
   }
   return "full";
 }
@@ -288,7 +291,7 @@ void check_attention_inputs(const family_reader& r, const quant_formats& q,
   if (q.kept_roles.count("attention"))
     fail("some layers leave all of self_attn unquantised, others only its input projections");
   for (attn_kind a : attn)
-    if (a != attn_kind::full && a != attn_kind::sliding)
+    if (a != attn_kind::full && a != attn_kind::sliding && a != attn_kind::chunked)
       fail(fmt::format("self_attn input projections stay unquantised on a model with {} layers",
                        attn_name(a)));
   std::string o;
@@ -413,6 +416,7 @@ std::vector<attn_kind> attention_kinds(const family_reader& r, std::int64_t coun
       cfg.fail("layer_types",
                fmt::format("expected a list of {} layer types (num_hidden_layers)", count));
     const bool linear_ok = r.fam().layers == layer_rule::linear_interval;
+    const bool chunked_ok = r.fam().layers == layer_rule::chunked_nope;
     for (std::size_t i = 0; i < v.size(); ++i) {
       std::string t = v[i].is_string() ? v[i].get<std::string>() : v[i].dump();
       std::string where = fmt::format("{}/layer_types/{}", cfg.pointer(), i);
@@ -426,12 +430,15 @@ std::vector<attn_kind> attention_kinds(const family_reader& r, std::int64_t coun
         kinds[i] = attn_kind::sliding;
       } else if (t == "linear_attention" && linear_ok) {
         kinds[i] = attn_kind::linear;
+      } else if (t == "chunked_attention" && chunked_ok) {
+        kinds[i] = attn_kind::chunked;
       } else {
         throw spec_error(
             cfg.doc().where(where), path,
             fmt::format("unknown layer type '{}' for {} (calc reads {})", t, r.fam().model_type,
-                        linear_ok ? "full_attention, sliding_attention, linear_attention"
-                                  : "full_attention, sliding_attention"));
+                        linear_ok    ? "full_attention, sliding_attention, linear_attention"
+                        : chunked_ok ? "full_attention, chunked_attention"
+                                     : "full_attention, sliding_attention"));
       }
     }
     return kinds;
@@ -517,6 +524,30 @@ std::vector<attn_kind> attention_kinds(const family_reader& r, std::int64_t coun
       }
       break;
     }
+    case layer_rule::chunked_nope: {
+      // Llama 4: no_rope_layers[i] = 1 keeps RoPE and attends within a chunk, 0 is a NoPE layer
+      // over the whole history; without the list, every no_rope_layer_interval-th layer is NoPE
+      // (Llama4TextConfig's default list).
+      if (r.given("nope_layers")) {
+        std::vector<std::int64_t> rope = r.integers("nope_layers", o);
+        if (static_cast<std::int64_t>(rope.size()) < count)
+          r.fail("nope_layers", fmt::format("expected {} entries (num_hidden_layers), got {}",
+                                            count, rope.size()));
+        origin = fmt::format("{} (1: RoPE, chunked; 0: NoPE, full)", o);
+        for (std::int64_t i = 0; i < count; ++i) {
+          std::int64_t v = rope[static_cast<std::size_t>(i)];
+          if (v != 0 && v != 1)
+            r.fail("nope_layers", fmt::format("entry {} is {}, expected 0 or 1", i, v));
+          if (v == 1) kinds[static_cast<std::size_t>(i)] = attn_kind::chunked;
+        }
+      } else {
+        std::int64_t p = r.positive("nope_interval", o);
+        origin = fmt::format("NoPE (full) every {} layers, the others chunked: {}", p, o);
+        for (std::int64_t i = 0; i < count; ++i)
+          if ((i + 1) % p != 0) kinds[static_cast<std::size_t>(i)] = attn_kind::chunked;
+      }
+      break;
+    }
     case layer_rule::hybrid_pattern:
     case layer_rule::mixer_only:
     case layer_rule::parallel_hybrid:
@@ -531,6 +562,16 @@ std::vector<attn_kind> attention_kinds(const family_reader& r, std::int64_t coun
 std::vector<ffn_kind> ffn_kinds(const family_reader& r, std::int64_t count, std::string& origin) {
   std::vector<ffn_kind> kinds(static_cast<std::size_t>(count), ffn_kind::dense);
   if (r.fam().ffn == ffn_family::dense) return kinds;
+  if (r.given("moe_layers")) {
+    // An explicit list of 0-based MoE layers (Llama 4's moe_layers) decides alone.
+    for (std::int64_t i : r.integers("moe_layers", origin)) {
+      if (i < 0 || i >= count)
+        r.fail("moe_layers",
+               fmt::format("layer {} is outside 0..{} (num_hidden_layers)", i, count - 1));
+      kinds[static_cast<std::size_t>(i)] = ffn_kind::moe;
+    }
+    return kinds;
+  }
   std::string o1, o2, o3, o4;
   std::int64_t first = r.integer("first_dense", o1);
   std::int64_t freq = r.positive("moe_freq", o2);
@@ -731,6 +772,11 @@ ynode attention_node(const family_reader& r, attn_kind kind, std::int64_t hidden
   if (r.flag("sinks", o)) a.kids.push_back(scalar("sinks", "true", o));
   if (kind == attn_kind::sliding)
     a.kids.push_back(scalar("window", std::to_string(*window), window_origin));
+  if (kind == attn_kind::chunked) {
+    std::int64_t chunk = r.positive("chunk", o);
+    a.kids.push_back(
+        numbered("chunk", chunk, o + ": chunked local attention, keys from the chunk's start"));
+  }
   return a;
 }
 
@@ -833,6 +879,10 @@ imported translate(const hf_json& doc, const std::string& name, const std::strin
                    const hf_json* modelopt, const stored_formats& stored) {
   hf_object root(doc, "");
   std::string model_type = root.has("model_type") ? root.text("model_type") : "";
+  if (model_type == "nemotron-nas") {  // per-layer blocks: their own translator (nas.cpp)
+    if (modelopt) root.fail("model_type", "nemotron-nas: a ModelOpt checkpoint is not mapped");
+    return translate_block_configs(doc, name, repo);
+  }
   std::vector<std::string> archs;
   if (root.has("architectures") && root.value("architectures").is_array())
     for (const json& a : root.value("architectures"))
@@ -1077,7 +1127,8 @@ imported translate(const hf_json& doc, const std::string& name, const std::strin
   auto block_of = [&](attn_kind a) { return attention_node(r, a, hidden, window, window_origin); };
 
   ynode base_attention = block_of(base.attn);
-  if (base.attn == attn_kind::sliding && !attn_origin.empty()) base_attention.comment = attn_origin;
+  if ((base.attn == attn_kind::sliding || base.attn == attn_kind::chunked) && !attn_origin.empty())
+    base_attention.comment = attn_origin;
   layers.kids.push_back(base_attention);
   layers.kids.push_back(ffn_node(r, base.ffn));
   std::int64_t norms = r.positive("norms", o);

@@ -165,7 +165,19 @@ std::optional<quant_formats> read_quant(const hf_object& root, const hf_json* mo
       std::string m = module_of_text_model(
           list[i].is_string() ? list[i].get<std::string>() : list[i].dump());
       if (m.empty()) continue;  // a vision tower or projector module: not counted
-      bool norm = m.ends_with("layernorm") || m.ends_with("_norm") || m.ends_with(".norm");
+      // A norm's bias (the indexer's LayerNorm k_norm.bias) is the norm's, in its format too.
+      std::string base = m.ends_with(".bias") ? m.substr(0, m.size() - 5) : m;
+      bool norm = base.ends_with("layernorm") || base.ends_with("_norm") || base.ends_with(".norm");
+      // The MTP layer's own modules (DeepSeek/GLM: eh_proj, enorm, hnorm, its embedding and
+      // shared head) are not counted in totals, whatever their format.
+      bool mtp = false;
+      for (const char* t : {".eh_proj", ".enorm", ".hnorm", ".embed_tokens", ".shared_head.head"})
+        mtp = mtp || (m.starts_with("model.layers.") && m.ends_with(t));
+      // The lightning indexer's weights_proj (GLM-5.x names it indexers_proj) stays unconverted
+      // in every FP8 release: calc counts it at `weights` always (tally/attention_mla.cpp).
+      bool index_weights = m.ends_with("self_attn.indexers_proj") ||
+                           m.ends_with("self_attn.indexer.weights_proj");
+      if (mtp || index_weights) continue;
       if (m == "lm_head") {
         f.kept_dtype.push_back("head");
       } else if (m == "model.embed_tokens") {
@@ -228,7 +240,13 @@ std::optional<quant_formats> read_quant(const hf_object& root, const hf_json* mo
       }
     }
   }
-  if (from_modelopt && has_routers) {
+  // Hugging Face's FP8 block quantisation (quant_method fp8 with weight_block_size) converts
+  // nn.Linear modules only; a MoE router is never converted in the published checkpoints:
+  // DeepSeek's gate is a bare weight Parameter (DeepSeek-V3.1, R1 and V3.2 store mlp.gate.weight
+  // BF16 beside FP8 experts without listing it), and Qwen3, MiniMax-M2.5 and GLM-5.1 list theirs
+  // in modules_to_not_convert.
+  bool block_fp8 = (method == "fp8" || method == "FP8") && q->has("weight_block_size");
+  if ((from_modelopt || block_fp8) && has_routers) {
     // ModelOpt never quantises a MoE router: its default configs disable the quantizers of
     // *router*, *mlp.gate.*, *block_sparse_moe.gate* and *mlp.shared_expert_gate.* (so a list
     // may name them), and a router that is no Linear (DeepSeek's Gate, a bare weight Parameter)
@@ -237,7 +255,8 @@ std::optional<quant_formats> read_quant(const hf_object& root, const hf_json* mo
     quant_formats::kept_role& k = f.kept_roles["router"];
     if (k.field.empty()) {
       k.field = f.origin;
-      k.why = "ModelOpt never quantises MoE routers";
+      k.why = from_modelopt ? "ModelOpt never quantises MoE routers"
+                            : "FP8 block quantisation converts Linear layers, never the router";
     }
     k.all = true;
   }

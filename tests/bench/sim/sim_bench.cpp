@@ -32,6 +32,7 @@ batching_config config_of(const std::string& engine, std::int64_t isl, std::int6
   c.mixed_prefill = e.mixed_prefill;
   c.memory_fraction = e.memory_fraction;
   c.fraction_of_free = e.fraction_of_free;
+  c.reserve_full_length = e.reserve_full_length;
   c.kv = e.kv;
   c.preempted_kv_cached = e.preempted_kv_cached;
   return c;
