@@ -202,6 +202,15 @@ const std::vector<command>& commands() {
                         "Also draw each chart as an SVG in this folder (gnuplot) and link it");
          app.add_option("-o,--output", o.output,
                         "Write the report to this file; links are relative to it");
+         app.add_option("--isl", o.isl,
+                        "Input tokens per request of the throughput chart (default 1K)")
+             ->transform(token_suffixes());
+         app.add_option("--osl", o.osl,
+                        "Output tokens per request of the throughput chart (default 1K)")
+             ->transform(token_suffixes());
+         app.add_option("--calibration", o.calibration,
+                        "Calibration YAML of the throughput chart (default: "
+                        "models/calibration/default.yaml)");
        },
        [](const options& o) {
          options v = o;

@@ -88,6 +88,16 @@ ojson to_json(const report_model& m) {
   }
   j["components"] = components;
   j["points"] = points;
+  // Throughput per GPU against per user on the deployment (the Pareto frontier over clients).
+  ojson load = ojson::array();
+  for (const load_point& p : m.load)
+    load.push_back({{"concurrency", p.concurrency},
+                    {"output_tokens_per_s_per_user", p.tokens_per_s_per_user},
+                    {"output_tokens_per_s_per_gpu", p.tokens_per_s_per_gpu},
+                    {"ttft_ms", p.ttft_ms},
+                    {"tpot_ms", p.tpot_ms}});
+  j["load"] = load;
+  if (!m.load_note.empty()) j["load_note"] = m.load_note;
   return j;
 }
 
@@ -105,6 +115,11 @@ ojson to_json(const report_data& r) {
   j["lengths"] = r.lengths;
   if (!r.engine.empty()) j["requests_by"] = r.engine;  // the engine's rules; absent: plain
   if (r.lay) j["layout"] = layout_name(*r.lay);  // given; else each model's own
+  if (r.load)
+    j["load_workload"] = {{"engine", r.load->engine},
+                          {"isl", r.load->cfg.isl},
+                          {"osl", r.load->cfg.osl},
+                          {"calibration", r.load->calibration}};
   j["models"] = ojson::array();
   for (const report_model& m : r.models) j["models"].push_back(to_json(m));
   return j;
@@ -177,6 +192,7 @@ result run_report(const options& o) {
   std::string markdown;
   for (const std::string& gpu : gpus) {
     q.gpu = load_gpu(gpu);
+    q.load = report_load_of(o, q.gpu);
     if (!o.engine.empty()) q.engine = engine_request_of(o, v.lengths.front(), gpu, draft);
     report_data data = answer_report(graphs, q);
     ojson body = to_json(data);

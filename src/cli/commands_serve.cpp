@@ -11,6 +11,7 @@
 #include "common/error.h"
 #include "common/limits.h"
 #include "common/units.h"
+#include "report/data.h"
 #include "serve/batching.h"
 #include "serve/calibration.h"
 #include "serve/fit.h"
@@ -56,6 +57,8 @@ batching_config engine_config_of(const std::string& engine, std::int64_t isl, st
   c.memory_fraction = e.memory_fraction;
   c.fraction_of_free = e.fraction_of_free;
   c.reserve_full_length = e.reserve_full_length;
+  c.kv = e.kv;
+  c.preempted_kv_cached = e.preempted_kv_cached;
   return c;
 }
 
@@ -112,10 +115,24 @@ ojson step_json(const step_time& t) {
 }
 
 ojson stats_json(const latency_stats& s) {
-  return {{"mean", s.mean}, {"p50", s.p50}, {"p90", s.p90}, {"p99", s.p99}};
+  return {{"mean", s.mean}, {"p50", s.p50}, {"p90", s.p90}, {"p99", s.p99}, {"max", s.max}};
 }
 
 std::string ms(double v) { return fmt::format("{:.2f}", v); }
+
+/// How the engine frees KV, for the serve table's note.
+const char* kv_policy_words(kv_policy p) {
+  switch (p) {
+    case kv_policy::preempt_newest:
+      return "vLLM preempts the newest running request, which re-prefills from the queue's front "
+             "what its prefix cache lost";
+    case kv_policy::retract:
+      return "SGLang retracts the request with the fewest outputs to the back of the queue";
+    case kv_policy::reserve_whole:
+      return "TensorRT-LLM reserves each request whole, so it only holds requests back";
+  }
+  return "";
+}
 
 }  // namespace
 
@@ -165,6 +182,19 @@ void add_sla_options(CLI::App& app, options& o) {
   app.add_option("--calibration", o.calibration, "With --sla: calibration YAML");
 }
 
+load_request report_load_of(const options& o, const gpu_spec& gpu) {
+  check_limit("--isl", o.isl == 0 ? 1024 : o.isl, 1, limits::tokens, "tokens");
+  check_limit("--osl", o.osl == 0 ? 1024 : o.osl, 1, limits::tokens, "tokens");
+  load_request w;
+  w.engine = o.engine.empty() ? "vllm" : o.engine;
+  w.cfg = engine_config_of(w.engine, o.isl == 0 ? 1024 : o.isl, o.osl == 0 ? 1024 : o.osl, 0, 0);
+  calibration cal = load_calibration(o.calibration);
+  std::string used;
+  w.k = cal.lookup(cal.family_of(gpu.name), w.engine, &used);
+  w.calibration = fmt::format("{} ({})", cal.file, used);
+  return w;
+}
+
 result run_serve(const options& o) {
   serve_request q = read_serve(o);
   loaded_model m = load(o);
@@ -191,24 +221,26 @@ result run_serve(const options& o) {
   j["max_num_seqs"] = q.cfg.max_num_seqs;
   j["calibration"] = {{"file", cal.file}, {"entry", used}};
   j["points"] = ojson::array();
-  std::string md =
-      fmt::format("# calc serve: {} on {} x {} ({}), tp {} ep {} dp {} pp {}, ISL {} OSL {}\n\n",
-                  m.spec->name, q.layout.gpus(), gpu.display, q.engine, q.layout.tp, q.layout.ep,
-                  q.layout.dp, q.layout.pp, q.cfg.isl, q.cfg.osl);
+  std::string md = fmt::format(
+      "# calc serve: {} on {} x {} ({}), tp {} ep {} dp {} pp {}{}\n\n", m.spec->name,
+      q.layout.gpus(), gpu.display, q.engine, q.layout.tp, q.layout.ep, q.layout.dp, q.layout.pp,
+      q.trace.empty() ? fmt::format(", ISL {} OSL {}", q.cfg.isl, q.cfg.osl) : std::string());
   if (!q.concurrency.empty()) {
     md +=
-        "| concurrency | TTFT ms | TPOT ms | e2e ms | tok/s | tok/s/GPU | tok/s/user | req/s | "
-        "KV fits | step ms (weights / KV / compute / comm / overhead) |\n";
-    md += "|---:|---:|---:|---:|---:|---:|---:|---:|:---:|---|\n";
+        "| concurrency | TTFT ms | TPOT ms | ITL p90 / p99 ms | e2e ms | tok/s | tok/s/GPU | "
+        "tok/s/user | req/s | KV fits | step ms (weights / KV / compute / comm / overhead) |\n";
+    md += "|---:|---:|---:|---:|---:|---:|---:|---:|---:|:---:|---|\n";
     for (std::int64_t c : q.concurrency) {
       scenario s = make_scenario(d, q.cfg, c);
       steady_state st = solve_steady_state(s, k);
+      latency_stats itl = steady_itl(s, st, k);
       const step_time& t = st.decode_step;
       double per_user = 1e3 / st.tpot_ms;
       j["points"].push_back({{"concurrency", c},
                              {"ttft_ms", st.ttft_ms},
                              {"tpot_ms", st.tpot_ms},
-                             {"itl_ms", st.tpot_ms},
+                             {"itl_ms", itl.mean},
+                             {"itl", stats_json(itl)},
                              {"e2e_ms", st.e2e_ms},
                              {"output_tokens_per_s", st.output_tokens_per_s},
                              {"output_tokens_per_s_per_gpu", st.output_tokens_per_s / gpus},
@@ -221,12 +253,12 @@ result run_serve(const options& o) {
                              {"prefill_busy", st.prefill_busy},
                              {"step", step_json(t)}});
       md += fmt::format(
-          "| {} | {} | {} | {} | {:.0f} | {:.0f} | {:.1f} | {:.2f} | {} | {} / {} / {} / {} / {} "
-          "|\n",
-          c, ms(st.ttft_ms), ms(st.tpot_ms), ms(st.e2e_ms), st.output_tokens_per_s,
-          st.output_tokens_per_s / gpus, per_user, st.requests_per_s, s.kv_pool_fits ? "yes" : "no",
-          ms(t.weights_ms), ms(t.kv_ms), ms(t.compute_ms), ms(t.communication_ms),
-          ms(t.overhead_ms));
+          "| {} | {} | {} | {} / {} | {} | {:.0f} | {:.0f} | {:.1f} | {:.2f} | {} | {} / {} / {} / "
+          "{} / {} |\n",
+          c, ms(st.ttft_ms), ms(st.tpot_ms), ms(itl.p90), ms(itl.p99), ms(st.e2e_ms),
+          st.output_tokens_per_s, st.output_tokens_per_s / gpus, per_user, st.requests_per_s,
+          s.kv_pool_fits ? "yes" : "no", ms(t.weights_ms), ms(t.kv_ms), ms(t.compute_ms),
+          ms(t.communication_ms), ms(t.overhead_ms));
     }
   } else {
     std::vector<arrival> arrivals =
@@ -251,7 +283,13 @@ result run_serve(const options& o) {
     p["output_tokens_per_s_per_gpu"] = sim.output_tokens_per_s / gpus;
     p["output_tokens_per_s_per_user"] = sim.tpot.mean > 0 ? 1e3 / sim.tpot.mean : 0;
     p["requests_per_s"] = sim.requests_per_s;
-    p["kv_pool_fits"] = !sim.kv_limited;
+    p["kv_pool_fits"] = !sim.kv_limited();
+    p["kv_pool_bytes"] = sim.kv_pool_bytes;
+    p["preemptions"] = sim.preemptions;
+    p["requests_preempted"] = sim.requests_preempted;
+    p["recomputed_tokens"] = sim.recomputed_tokens;
+    p["requests_waited_for_kv"] = sim.requests_waited_for_kv;
+    p["output_tokens"] = sim.output_tokens;
     p["max_waiting"] = sim.max_waiting;
     p["steps"] = sim.steps;
     j["points"].push_back(p);
@@ -259,16 +297,25 @@ result run_serve(const options& o) {
               ? fmt::format("Poisson arrivals at {} requests/s, {} requests, seed {}.\n\n", q.rate,
                             sim.requests, q.seed)
               : fmt::format("Trace {}: {} requests.\n\n", q.trace, sim.requests);
-    md += "| metric (ms) | mean | p50 | p90 | p99 |\n|---|---:|---:|---:|---:|\n";
+    md += "| metric (ms) | mean | p50 | p90 | p99 | max |\n|---|---:|---:|---:|---:|---:|\n";
     for (auto [name, s] : {std::pair{"TTFT", sim.ttft}, std::pair{"TPOT", sim.tpot},
                            std::pair{"ITL", sim.itl}, std::pair{"e2e", sim.e2e}})
-      md += fmt::format("| {} | {} | {} | {} | {} |\n", name, ms(s.mean), ms(s.p50), ms(s.p90),
-                        ms(s.p99));
+      md += fmt::format("| {} | {} | {} | {} | {} | {} |\n", name, ms(s.mean), ms(s.p50), ms(s.p90),
+                        ms(s.p99), ms(s.max));
     md += fmt::format(
         "\n{:.0f} output tokens/s ({:.0f} per GPU), {:.2f} requests/s; longest queue "
-        "{} requests{}.\n",
+        "{} requests.\n",
         sim.output_tokens_per_s, sim.output_tokens_per_s / gpus, sim.requests_per_s,
-        sim.max_waiting, sim.kv_limited ? "; the KV pool held requests back" : "");
+        sim.max_waiting);
+    md += fmt::format("\nKV pool {:.1f} GB per rank: ", sim.kv_pool_bytes / 1e9);
+    if (!sim.kv_limited())
+      md += "every request fit; none waited for KV or was preempted.\n";
+    else
+      md += fmt::format(
+          "{} requests waited in the queue for KV; {} preemptions ({} requests) freed KV, "
+          "{} tokens prefilled again ({}).\n",
+          sim.requests_waited_for_kv, sim.preemptions, sim.requests_preempted,
+          sim.recomputed_tokens, kv_policy_words(q.cfg.kv));
   }
   md += fmt::format("\nCalibration: {} ({}). Step = the decode step at that concurrency.\n",
                     cal.file, used);

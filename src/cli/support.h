@@ -19,6 +19,10 @@
 #include "spec/model_spec.h"
 #include "tally/rules.h"
 
+namespace calc {
+struct load_request;  // report/data.h
+}
+
 namespace calc::cli {
 
 constexpr std::int64_t kMaxLength = limits::tokens;
@@ -277,6 +281,9 @@ void add_serve_options(CLI::App& app, options& o);
 void add_calibrate_options(CLI::App& app, options& o);
 void add_sla_options(CLI::App& app, options& o);
 result run_serve(const options& o);
+/// The workload of `report`'s throughput chart on `gpu`: --isl/--osl (1K each by default),
+/// the engine's defaults (--engine, vllm by default) and the calibration entry.
+load_request report_load_of(const options& o, const gpu_spec& gpu);
 result run_calibrate(const options& o);
 result run_plan_sla(const options& o);
 

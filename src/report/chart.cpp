@@ -83,11 +83,41 @@ line_style style_of(std::size_t line) {
   return {c.hex, c.name, static_cast<int>((line / kColourCount) % 4) + 1, kPoints[(line / 10) % 4]};
 }
 
-std::string full_title(const chart& c) {
+namespace {
+
+std::string title_in_context(const std::string& title, const std::string& gpu,
+                             const std::string& formats, const std::string& layout) {
   std::string context;
-  for (const std::string& part : {c.gpu, c.formats, c.layout})
+  for (const std::string& part : {gpu, formats, layout})
     if (!part.empty()) context += (context.empty() ? "" : ", ") + part;
-  return context.empty() ? c.title : c.title + " (" + context + ")";
+  return context.empty() ? title : title + " (" + context + ")";
+}
+
+/// True when the positive values span two decades or more (none <= 0).
+bool spans_decades(const std::vector<const std::vector<double>*>& values) {
+  double lo = NAN, hi = NAN;
+  for (const std::vector<double>* v : values)
+    for (double x : *v) {
+      if (std::isnan(x)) continue;
+      if (x <= 0) return false;
+      lo = std::isnan(lo) ? x : std::min(lo, x);
+      hi = std::isnan(hi) ? x : std::max(hi, x);
+    }
+  return !std::isnan(lo) && hi >= 100 * lo;
+}
+
+/// Writes DIR/ID.dat and DIR/ID.gp and runs gnuplot in DIR; nullopt when ID.svg was drawn.
+std::optional<std::string> run_gnuplot(const std::string& id, const std::string& dir,
+                                       const std::string& data, const std::string& script_text);
+
+}  // namespace
+
+std::string full_title(const chart& c) {
+  return title_in_context(c.title, c.gpu, c.formats, c.layout);
+}
+
+std::string full_title(const xy_chart& c) {
+  return title_in_context(c.title, c.gpu, c.formats, c.layout);
 }
 
 bool drawn(const chart_series& s) {
@@ -219,7 +249,10 @@ std::string gnuplot_script(const chart& c, const std::string& data_file,
 
 bool have_gnuplot() { return std::system("command -v gnuplot >/dev/null 2>&1") == 0; }
 
-std::optional<std::string> draw_svg(const chart& c, const std::string& dir) {
+namespace {
+
+std::optional<std::string> run_gnuplot(const std::string& id, const std::string& dir,
+                                       const std::string& data, const std::string& script_text) {
   namespace fs = std::filesystem;
   if (dir.find('\'') != std::string::npos)  // the folder is quoted in a shell command below
     throw spec_error("plot_dir",
@@ -227,22 +260,75 @@ std::optional<std::string> draw_svg(const chart& c, const std::string& dir) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) throw spec_error("plot_dir", fmt::format("cannot create the folder: {}", ec.message()));
-  fs::path data = fs::path(dir) / (c.id + ".dat");
-  fs::path script = fs::path(dir) / (c.id + ".gp");
-  std::ofstream(data) << gnuplot_data(c);
-  // gnuplot runs inside DIR, so the script names its files without the folder.
-  std::ofstream(script) << gnuplot_script(c, c.id + ".dat", c.id + ".svg");
+  fs::path data_file = fs::path(dir) / (id + ".dat");
+  fs::path script = fs::path(dir) / (id + ".gp");
+  std::ofstream(data_file) << data;
+  std::ofstream(script) << script_text;
   if (!fs::exists(script, ec))
     throw spec_error("plot_dir", fmt::format("cannot write {}", script.string()));
   if (!have_gnuplot())
     return "gnuplot is not installed: no SVG drawn (the .gp scripts are in " + dir +
            "); the Mermaid charts show the same data";
   std::string command =
-      fmt::format("cd '{}' && gnuplot '{}.gp' 2>/dev/null", dir, c.id);  // dir from the user
-  if (std::system(command.c_str()) != 0 || !fs::exists(fs::path(dir) / (c.id + ".svg"), ec))
+      fmt::format("cd '{}' && gnuplot '{}.gp' 2>/dev/null", dir, id);  // dir from the user
+  if (std::system(command.c_str()) != 0 || !fs::exists(fs::path(dir) / (id + ".svg"), ec))
     return fmt::format("gnuplot failed on {}; the Mermaid charts show the same data",
                        script.string());
   return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<std::string> draw_svg(const chart& c, const std::string& dir) {
+  // gnuplot runs inside DIR, so the script names its files without the folder.
+  return run_gnuplot(c.id, dir, gnuplot_data(c), gnuplot_script(c, c.id + ".dat", c.id + ".svg"));
+}
+
+std::string gnuplot_data(const xy_chart& c) {
+  std::string out;
+  for (std::size_t i = 0; i < c.lines.size(); ++i) {
+    const xy_series& s = c.lines[i];
+    out += fmt::format("{}# {}\n", i ? "\n\n" : "", s.name);
+    for (std::size_t j = 0; j < s.x.size() && j < s.y.size(); ++j)
+      out += fmt::format("{:.9g} {:.9g}\n", s.x[j], s.y[j]);
+    if (s.x.empty()) out += "? ?\n";  // an empty block would end the index early
+  }
+  return out;
+}
+
+std::string gnuplot_script(const xy_chart& c, const std::string& data_file,
+                           const std::string& svg_file) {
+  std::vector<const std::vector<double>*> xs, ys;
+  for (const xy_series& s : c.lines) {
+    xs.push_back(&s.x);
+    ys.push_back(&s.y);
+  }
+  std::string out;
+  out += "set terminal svg size 800,480 dynamic font 'sans,13' background '#ffffff'\n";
+  out += fmt::format("set output {}\n", gp_quoted(svg_file));
+  out += fmt::format("set title {} noenhanced\n", gp_quoted(full_title(c)));
+  out += fmt::format("set xlabel {} noenhanced\n", gp_quoted(c.x_label));
+  out += fmt::format("set ylabel {} noenhanced\n", gp_quoted(c.y_label));
+  out += "set grid\nset key outside right top box noenhanced\nset datafile missing '?'\n";
+  out += spans_decades(xs) ? "set logscale x 10\n" : "set xrange [0:*]\n";
+  out += spans_decades(ys) ? "set logscale y 10\n" : "set yrange [0:*]\n";
+  std::string plots;
+  for (std::size_t i = 0; i < c.lines.size(); ++i) {
+    if (c.lines[i].x.empty()) continue;  // said in the document, not drawn
+    line_style st = style_of(i);
+    plots += fmt::format(
+        "{}{} index {} using 1:2 with linespoints lw 2 dt {} pt {} ps 0.6 lc rgb '{}' title {}",
+        plots.empty() ? "" : ", \\\n     ", gp_quoted(data_file), i, st.dash, st.point, st.hex,
+        gp_quoted(c.lines[i].name));
+  }
+  if (plots.empty())
+    return out +
+           "set label 1 'no model has a value here' at graph 0.5,0.5 center\nplot NaN notitle\n";
+  return out + "plot " + plots + "\n";
+}
+
+std::optional<std::string> draw_svg(const xy_chart& c, const std::string& dir) {
+  return run_gnuplot(c.id, dir, gnuplot_data(c), gnuplot_script(c, c.id + ".dat", c.id + ".svg"));
 }
 
 }  // namespace calc

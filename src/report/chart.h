@@ -60,6 +60,39 @@ std::string gnuplot_data(const chart& c);
 /// success, else one line saying why there is no SVG (gnuplot missing, or it failed).
 std::optional<std::string> draw_svg(const chart& c, const std::string& dir);
 
+/// A line with x values of its own (a Pareto curve): (x[i], y[i]) points in drawing order.
+struct xy_series {
+  std::string name;
+  std::vector<double> x, y;
+  std::string note;  // why there is no line
+};
+
+/// A chart of lines that share no x points (throughput per GPU against per user): drawn as SVG
+/// only, since Mermaid's xychart has one categorical x axis; the document gives the points as a
+/// table beside it. Axes spanning two decades or more are drawn log-scaled.
+struct xy_chart {
+  std::string id;
+  std::string title;
+  std::string x_label;
+  std::string y_label;
+  std::vector<xy_series> lines;
+  std::string gpu, formats, layout;  // as chart's
+};
+
+/// The title as drawn (as full_title for a chart).
+std::string full_title(const xy_chart& c);
+
+/// The points as gnuplot data: one block per line (its name in a comment), blocks apart by two
+/// blank lines, so `index i` picks line i.
+std::string gnuplot_data(const xy_chart& c);
+
+/// The gnuplot script that draws `data_file` into `svg_file`.
+std::string gnuplot_script(const xy_chart& c, const std::string& data_file,
+                           const std::string& svg_file);
+
+/// As draw_svg for a chart.
+std::optional<std::string> draw_svg(const xy_chart& c, const std::string& dir);
+
 /// True when a `gnuplot` executable is on the PATH.
 bool have_gnuplot();
 

@@ -9,6 +9,7 @@
 #include "common/dtype.h"
 #include "common/error.h"
 #include "plan/plan.h"
+#include "serve/step.h"
 
 namespace calc {
 
@@ -76,6 +77,43 @@ planned_deployment plan_deployment(const graph& g, const gpu_spec& card, std::in
     if (p.best) return p;
   }
   return p;
+}
+
+/// The model's throughput per GPU against per user on its deployment (`calc serve`'s steady
+/// state), concurrency 1, 2, 4, ... up to the requests the engine runs at once, keeping the
+/// points no other beats on both axes (the Pareto frontier).
+void answer_load(const graph& g, const report_request& q, report_model& m) {
+  const load_request& w = *q.load;
+  if (!m.deployable) {
+    m.load_note = "no deployment holds the model";
+    return;
+  }
+  // The report's layout counts tp over the stage's cards, dp groups among them; the step model
+  // counts tp per attention group (as `calc serve --tp --dp` reads them).
+  serve::serve_layout l{m.lay.tp / m.lay.dp, m.lay.ep, m.lay.dp, m.lay.pp};
+  try {
+    serve::deployment d = serve::make_deployment(g, q.gpu, l);
+    auto gpus = static_cast<double>(l.gpus());
+    std::int64_t cap = std::min(w.cfg.max_num_seqs, serve::make_scenario(d, w.cfg, 1).kv_requests);
+    if (cap < 1) {
+      m.load_note = "not one request fits the KV pool";
+      return;
+    }
+    double best = -1;
+    for (std::int64_t c = 1;; c = std::min(2 * c, cap)) {
+      serve::steady_state st = serve::solve_steady_state(serve::make_scenario(d, w.cfg, c), w.k);
+      double per_gpu = st.output_tokens_per_s / gpus;
+      // More clients give each a slower token; a point is on the frontier when it also gives
+      // more throughput per GPU than every point before it.
+      if (per_gpu > best) {
+        m.load.push_back({c, 1e3 / st.tpot_ms, per_gpu, st.ttft_ms, st.tpot_ms});
+        best = per_gpu;
+      }
+      if (c == cap) break;
+    }
+  } catch (const spec_error& e) {
+    m.load_note = e.what();
+  }
 }
 
 report_model answer_report_model(const graph& g, const report_request& q) {
@@ -153,6 +191,7 @@ report_model answer_report_model(const graph& g, const report_request& q) {
     }
     m.points.push_back(pt);
   }
+  if (q.load) answer_load(g, q, m);
   return m;
 }
 
@@ -165,6 +204,7 @@ report_data answer_report(const std::vector<const graph*>& models, const report_
   r.requests = q.requests;
   r.lengths = q.lengths;
   if (q.engine) r.engine = fmt::format("{} {}", q.engine->rules->engine, q.engine->rules->versions);
+  r.load = q.load;
   for (const graph* g : models) r.models.push_back(answer_report_model(*g, q));
   return r;
 }

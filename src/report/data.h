@@ -15,10 +15,29 @@
 #include "plan/capacity.h"
 #include "plan/placement.h"
 #include "plan/roofline.h"
+#include "serve/batching.h"
 #include "spec/gpu_spec.h"
 #include "tally/tally.h"
 
 namespace calc {
+
+/// The workload of the report's time-under-load chart: `calc serve`'s steady state on each
+/// model's deployment, one closed-loop concurrency after another.
+struct load_request {
+  serve::batching_config cfg;  // ISL, OSL and the engine's knobs
+  serve::coefficients k;       // the calibration entry for the GPU and engine
+  std::string engine;          // vllm, sglang, trtllm
+  std::string calibration;     // "models/calibration/default.yaml (hopper/vllm)"
+};
+
+/// One concurrency of a model's throughput curve.
+struct load_point {
+  std::int64_t concurrency = 0;      // clients per attention group
+  double tokens_per_s_per_user = 0;  // 1000 / TPOT
+  double tokens_per_s_per_gpu = 0;   // output tokens/s of the instance over its GPUs
+  double ttft_ms = 0;
+  double tpot_ms = 0;
+};
 
 struct report_request {
   gpu_spec gpu;
@@ -35,6 +54,8 @@ struct report_request {
   /// pipeline degrees (and the card, unless a KV figure is logged) are set per model and
   /// length. Layouts planned for it keep DP attention off, which calc's engine rules lack.
   std::optional<engine::capacity_request> engine;
+  /// With a workload: each model's throughput per GPU against per user (none: no such chart).
+  std::optional<load_request> load;
 };
 
 struct report_component {
@@ -76,6 +97,11 @@ struct report_model {
   std::int64_t searched_up_to = 0;
   std::vector<report_component> components;
   std::vector<report_point> points;  // one per length
+  /// Throughput per GPU against per user on the deployment, concurrency 1, 2, 4, ... up to what
+  /// the engine runs at once (max-num-seqs, the KV pool): only the points no other beats on
+  /// both (the Pareto frontier), by falling tokens/s per user.
+  std::vector<load_point> load;
+  std::string load_note;  // why there is no curve (the weights leave no KV pool, ...)
 };
 
 struct report_data {
@@ -89,6 +115,7 @@ struct report_data {
   /// The rules the requests per deployment are counted by ("vllm 0.16-0.23 (...)"); empty: the
   /// plain count (whole histories beside the weights and the workspace).
   std::string engine;
+  std::optional<load_request> load;  // the workload of the throughput chart
 };
 
 /// "history", "window", "fixed", ...: a state class as the report and the JSON name it.

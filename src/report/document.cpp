@@ -124,21 +124,84 @@ chart make_chart(const report_data& r, const std::string& id, const std::string&
 
 /// The chart inline (Mermaid) and, with a plot folder, as a linked SVG; the link is relative to
 /// the folder the document is written to.
-std::string figure(const chart& c, const report_files& files, std::string& gnuplot_note) {
+/// The link to a drawn SVG, relative to the folder the document is written to.
+std::string svg_link(const std::string& id, const std::string& title, const report_files& files) {
   namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path svg = fs::absolute(fs::path(files.plot_dir) / (id + ".svg"), ec).lexically_normal();
+  fs::path base =
+      files.output.empty() ? fs::current_path(ec) : fs::absolute(files.output, ec).parent_path();
+  fs::path link = svg.lexically_relative(base.lexically_normal());
+  if (link.empty()) link = svg;  // no relative path (another drive): the absolute one
+  return fmt::format("\n![{}]({})\n", title, link.generic_string());
+}
+
+std::string figure(const chart& c, const report_files& files, std::string& gnuplot_note) {
   std::string out = "\n" + mermaid(c);
   if (files.plot_dir.empty()) return out;
   if (auto why = draw_svg(c, files.plot_dir)) {
     if (gnuplot_note.empty()) gnuplot_note = *why;
     return out;
   }
-  std::error_code ec;
-  fs::path svg = fs::absolute(fs::path(files.plot_dir) / (c.id + ".svg"), ec).lexically_normal();
-  fs::path base =
-      files.output.empty() ? fs::current_path(ec) : fs::absolute(files.output, ec).parent_path();
-  fs::path link = svg.lexically_relative(base.lexically_normal());
-  if (link.empty()) link = svg;  // no relative path (another drive): the absolute one
-  return out + fmt::format("\n![{}]({})\n", full_title(c), link.generic_string());
+  return out + svg_link(c.id, full_title(c), files);
+}
+
+/// An x-y chart: an SVG with a plot folder (Mermaid draws no x-y curves; the table beside it
+/// has the points).
+std::string figure(const xy_chart& c, const report_files& files, std::string& gnuplot_note) {
+  if (files.plot_dir.empty()) return "";
+  if (auto why = draw_svg(c, files.plot_dir)) {
+    if (gnuplot_note.empty()) gnuplot_note = *why;
+    return "";
+  }
+  return svg_link(c.id, full_title(c), files);
+}
+
+/// The throughput section: per model, tokens/s per GPU against per user over concurrency.
+std::string load_section(const report_data& r, const report_files& files, std::string& note,
+                         const std::string& formats, const std::string& layouts) {
+  const load_request& w = *r.load;
+  std::string out = "\n## Throughput per GPU against throughput per user\n\n";
+  out += fmt::format(
+      "`calc serve`'s steady state on each model's deployment ({}, ISL {} and OSL {} tokens per "
+      "request, calibration {}): closed-loop clients 1, 2, 4, ... up to the requests the engine "
+      "runs at once (max-num-seqs {}, or the KV pool). Each point is one concurrency; only the "
+      "points no other beats on both axes are kept (the Pareto frontier). Left to right, each "
+      "user gets tokens faster and each GPU serves fewer.\n\n",
+      w.engine, with_commas(w.cfg.isl), with_commas(w.cfg.osl), w.calibration,
+      with_commas(w.cfg.max_num_seqs));
+  table_rows rows;
+  std::string notes;  // why a model has no curve
+  xy_chart c{files.stem + "-throughput",
+             "Throughput per GPU against per user",
+             "output tokens/s per user (1000 / TPOT)",
+             "output tokens/s per GPU",
+             {},
+             r.gpu.display,
+             formats,
+             layouts};
+  for (const report_model& m : r.models) {
+    xy_series s{m.name, {}, {}, m.load_note};
+    for (const load_point& p : m.load) {
+      rows.push_back({m.name, with_commas(p.concurrency),
+                      fmt::format("{:.1f}", p.tokens_per_s_per_user),
+                      fmt::format("{:.0f}", p.tokens_per_s_per_gpu),
+                      fmt::format("{:.1f}", p.ttft_ms), fmt::format("{:.2f}", p.tpot_ms)});
+      s.x.push_back(p.tokens_per_s_per_user);
+      s.y.push_back(p.tokens_per_s_per_gpu);
+    }
+    if (m.load.empty()) {
+      rows.push_back({m.name, "—", "—", "—", "—", "—"});
+      notes += fmt::format("- {}: no curve: {}.\n", m.name, m.load_note);
+    }
+    c.lines.push_back(s);
+  }
+  out +=
+      aligned_table({"model", "clients", "tok/s per user", "tok/s per GPU", "TTFT ms", "TPOT ms"},
+                    rows, {align::left});
+  if (!notes.empty()) out += "\n" + notes;
+  out += figure(c, files, note);
+  return out;
 }
 
 std::string model_summary(const report_model& m, const report_data& r) {
@@ -381,6 +444,7 @@ std::string report_document(const report_data& r, const report_files& files) {
                     r, "decode", "Decode step lower bound", "decode step (ms)",
                     [](const report_point& p) { return p.decode.bound_s * 1e3; }, stem),
                 files, note);
+  if (r.load) out += load_section(r, files, note, formats_of(r), layout_of(r));
   if (!note.empty()) out += "\n> " + note + ".\n";
   return out;
 }
@@ -478,6 +542,19 @@ std::string report_csv(const std::vector<report_data>& reports) {
       }
       out += line(row);
     }
+  // Section 4: the throughput chart's points, one row per GPU, model and concurrency kept.
+  out += "\n# load\n" +
+         line({"model", "gpu", "concurrency", "output_tokens_per_s_per_user",
+               "output_tokens_per_s_per_gpu", "ttft_ms", "tpot_ms", "engine", "isl", "osl"});
+  for (const report_data& r : reports) {
+    if (!r.load) continue;
+    for (const report_model& m : r.models)
+      for (const load_point& p : m.load)
+        out += line({cell(m.name), cell(r.gpu.name), cell(p.concurrency),
+                     cell(p.tokens_per_s_per_user), cell(p.tokens_per_s_per_gpu), cell(p.ttft_ms),
+                     cell(p.tpot_ms), cell(r.load->engine), cell(r.load->cfg.isl),
+                     cell(r.load->cfg.osl)});
+  }
   return out;
 }
 

@@ -25,10 +25,11 @@ struct report_files {
 /// share one.
 std::string report_document(const report_data& r, const report_files& files);
 
-/// The reports (one per GPU) as tidy CSV, in three sections (a `# name` line, a header, the
+/// The reports (one per GPU) as tidy CSV, in four sections (a `# name` line, a header, the
 /// rows): `points` (one row per GPU, model and length, the deployment's values on each),
-/// `components` (one row per model, state component and length) and `models` (one row per GPU
-/// and model, its weight bytes under each format as columns).
+/// `components` (one row per model, state component and length), `models` (one row per GPU
+/// and model, its weight bytes under each format as columns) and `load` (one row per GPU,
+/// model and concurrency of the throughput chart).
 std::string report_csv(const std::vector<report_data>& reports);
 
 /// The stem every chart file of this report starts with: the output file's stem, else

@@ -19,7 +19,9 @@ const std::vector<engine_defaults>& engines() {
        .memory_fraction = 0.9,
        .source = "vLLM V1 EngineArgs defaults for the OpenAI server on GPUs of 70 GiB or more "
                  "(vllm/engine/arg_utils.py): chunked prefill on, 8192 batched tokens, 1024 "
-                 "sequences, gpu_memory_utilization 0.9"},
+                 "sequences, gpu_memory_utilization 0.9",
+       .kv = kv_policy::preempt_newest,
+       .preempted_kv_cached = true},
       {.name = "sglang",
        .max_num_batched_tokens = 8192,
        .max_num_seqs = 4096,
@@ -27,7 +29,8 @@ const std::vector<engine_defaults>& engines() {
        .memory_fraction = 0.88,
        .source = "SGLang ServerArgs defaults (sglang/srt/server_args.py): chunked_prefill_size "
                  "8192 on large GPUs, prefill batches run apart from decode (enable_mixed_chunk "
-                 "off), max_running_requests bounded by the token pool, mem_fraction_static ~0.88"},
+                 "off), max_running_requests bounded by the token pool, mem_fraction_static ~0.88",
+       .kv = kv_policy::retract},
       {.name = "trtllm",
        .max_num_batched_tokens = 8192,
        .max_num_seqs = 2048,
@@ -38,7 +41,8 @@ const std::vector<engine_defaults>& engines() {
        .source = "TensorRT-LLM PyTorch backend defaults (tensorrt_llm/llmapi/llm_args.py): "
                  "max_num_tokens 8192, max_batch_size 2048, in-flight batching of context and "
                  "generation, kv_cache free_gpu_memory_fraction 0.9, capacity scheduler "
-                 "GUARANTEED_NO_EVICT (a request is admitted with blocks for its whole length)"},
+                 "GUARANTEED_NO_EVICT (a request is admitted with blocks for its whole length)",
+       .kv = kv_policy::reserve_whole},
   };
   return rows;
 }
@@ -48,6 +52,12 @@ const engine_defaults& find_engine(const std::string& name) {
     if (name == e.name) return e;
   throw spec_error("engine",
                    fmt::format("unknown engine '{}' (known: vllm, sglang, trtllm)", name));
+}
+
+double kv_pool_bytes(const deployment& d, const batching_config& cfg) {
+  double memory = static_cast<double>(d.gpu.memory);
+  return cfg.fraction_of_free ? (memory - d.weight_bytes_per_rank) * cfg.memory_fraction
+                              : memory * cfg.memory_fraction - d.weight_bytes_per_rank;
 }
 
 scenario make_scenario(const deployment& d, const batching_config& cfg, std::int64_t concurrency) {

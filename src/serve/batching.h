@@ -13,6 +13,17 @@
 
 namespace calc::serve {
 
+/// What an engine does when its KV pool cannot hold the next tokens of the running requests
+/// (docs/commands.md cites the engine code for each).
+enum class kv_policy {
+  preempt_newest,  // vLLM V1: free the most recently admitted running request's KV, put it back
+                   // at the front of the queue; it re-prefills prompt + output so far (less
+                   // what the prefix cache kept: preempted_kv_cached)
+  retract,         // SGLang: retract the decoding request with the fewest output tokens (the
+                   // longest prompt on a tie) to the back of the queue, same recompute
+  reserve_whole,   // TensorRT-LLM GUARANTEED_NO_EVICT: admit only what fits at its full length
+};
+
 /// What an engine does by default (one row per engine; docs/engines.md cites the sources).
 struct engine_defaults {
   const char* name;                         // vllm, sglang, trtllm
@@ -24,6 +35,8 @@ struct engine_defaults {
   bool reserve_full_length = false;         // a request holds KV for ISL + OSL from admission (else
                                             // pages as it grows, preempting when the pool runs out)
   const char* source;
+  kv_policy kv = kv_policy::preempt_newest;  // when the KV pool runs out (the simulation)
+  bool preempted_kv_cached = false;  // a preempted request's freed blocks stay as prefix cache
 };
 
 /// The rows; throws spec_error naming --engine for an unknown engine.
@@ -40,7 +53,15 @@ struct batching_config {
   double memory_fraction = 0.9;
   bool fraction_of_free = false;  // KV pool = fraction x (memory - weights), not fraction x memory
   bool reserve_full_length = false;  // see engine_defaults
+  kv_policy kv = kv_policy::preempt_newest;  // what the simulation does when the pool runs out
+  // A preempted request's freed blocks stay in the prefix cache until reused (vLLM V1 with
+  // prefix caching, its default): a resume recomputes only what was evicted meanwhile.
+  bool preempted_kv_cached = false;
 };
+
+/// Bytes of one rank's KV pool: the engine's memory fraction of the card (or of what the
+/// weights leave) less the rank's weights; <= 0 when the weights leave none.
+double kv_pool_bytes(const deployment& d, const batching_config& cfg);
 
 /// The step shapes the steady state needs, costed once: decode alone, the prefill chunk (beside
 /// the decodes or alone, as the engine runs it), and a full-budget step of the opening burst.

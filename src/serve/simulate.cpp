@@ -10,6 +10,8 @@
 #include <nlohmann/json.hpp>
 #include <random>
 #include <tuple>
+#include <unordered_map>
+#include <utility>
 
 #include "common/error.h"
 #include "common/limits.h"
@@ -19,28 +21,44 @@ namespace calc::serve {
 
 namespace {
 
-latency_stats summary(std::vector<double> v) {
-  latency_stats s;
-  if (v.empty()) return s;
-  std::sort(v.begin(), v.end());
-  double sum = 0;
-  for (double x : v) sum += x;
-  s.mean = sum / static_cast<double>(v.size());
-  auto at = [&](double q) {
-    auto i = static_cast<std::size_t>(std::ceil(q * static_cast<double>(v.size())) - 1);
-    return v[std::min(i, v.size() - 1)];
-  };
-  s.p50 = at(0.5);
-  s.p90 = at(0.9);
-  s.p99 = at(0.99);
-  return s;
-}
+/// Samples with a weight each: a step's regular gaps (every decoding request's token one step
+/// after its last) are one sample of weight N, so a million-token run keeps one entry per step,
+/// and the percentiles are still exact over the tokens.
+class weighted_samples {
+ public:
+  void add(double v, std::int64_t n = 1) {
+    if (n <= 0) return;
+    samples_.emplace_back(v, n);
+    count_ += n;
+    sum_ += v * static_cast<double>(n);
+  }
+  std::int64_t count() const { return count_; }
+  latency_stats summary() {
+    latency_stats s;
+    if (count_ == 0) return s;
+    std::sort(samples_.begin(), samples_.end());
+    s.mean = sum_ / static_cast<double>(count_);
+    // The smallest value with at least q of the samples at or below it (rank ceil(q N)).
+    auto at = [&](double q) {
+      auto rank = static_cast<std::int64_t>(std::ceil(q * static_cast<double>(count_)));
+      std::int64_t seen = 0;
+      for (const auto& [v, n] : samples_) {
+        seen += n;
+        if (seen >= rank) return v;
+      }
+      return samples_.back().first;
+    };
+    s.p50 = at(0.5);
+    s.p90 = at(0.9);
+    s.p99 = at(0.99);
+    s.max = samples_.back().first;
+    return s;
+  }
 
-struct live {
-  const arrival* a = nullptr;
-  std::int64_t prefilled = 0;  // prompt tokens processed
-  std::int64_t generated = 0;  // output tokens returned
-  double first_ms = 0, last_ms = 0;
+ private:
+  std::vector<std::pair<double, std::int64_t>> samples_;
+  std::int64_t count_ = 0;
+  double sum_ = 0;
 };
 
 /// Step times memoised by shape (rounded as below), so a 10,000-request run tallies a few
@@ -70,6 +88,304 @@ class step_clock {
   const deployment& d_;
   const coefficients& k_;
   std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t>, double> memo_;
+};
+
+/// KV bytes one request holds on a rank at a length, in whole blocks of kv_block_tokens,
+/// from the state tally (so windows, latents and fixed state count as the model has them).
+class kv_blocks {
+ public:
+  explicit kv_blocks(const deployment& d) : d_(d) {}
+  /// Tokens the blocks holding `tokens` tokens have room for.
+  static std::int64_t room(std::int64_t tokens) {
+    return (tokens + kv_block_tokens - 1) / kv_block_tokens * kv_block_tokens;
+  }
+  std::int64_t bytes(std::int64_t tokens) {
+    std::int64_t n = room(tokens);
+    auto it = memo_.find(n);
+    if (it != memo_.end()) return it->second;
+    double b =
+        tally_state(*d_.g, n).total.to_double() * d_.kv_share / static_cast<double>(d_.layout.pp);
+    auto v = static_cast<std::int64_t>(std::ceil(b));
+    memo_.emplace(n, v);
+    return v;
+  }
+
+ private:
+  const deployment& d_;
+  std::unordered_map<std::int64_t, std::int64_t> memo_;
+};
+
+/// One request in the engine. Its tokens are the prompt plus the outputs returned so far;
+/// `computed` of them have KV in the pool. A step computes the rest (a prefill chunk, or the one
+/// token of a decode) and the step that completes them returns the next output token, as vLLM
+/// counts num_tokens and num_computed_tokens; a preempted request has computed = 0 and
+/// prefills its prompt and outputs again.
+struct request_state {
+  const arrival* a = nullptr;
+  std::int64_t computed = 0;
+  std::int64_t generated = 0;
+  std::int64_t held = 0;  // KV bytes held on a rank
+  std::int64_t room = 0;  // tokens those blocks hold
+  double first_ms = 0, last_ms = 0;
+  bool preempted = false, waited_for_kv = false, done = false;
+  // After a preemption with preempted_kv_cached: where its freed blocks sit in the pool's free
+  // queue, and the tokens they hold.
+  std::int64_t cache_at = 0, cache_bytes = 0, cache_tokens = 0;
+  std::int64_t tokens() const { return a->isl + generated; }
+  std::int64_t pending() const { return tokens() - computed; }
+  bool decoding() const { return generated > 0 && pending() == 1; }
+};
+
+/// One attention group's scheduler: its queue, its running requests, its pool.
+class engine_group {
+ public:
+  engine_group(const batching_config& cfg, kv_blocks& kv, std::int64_t pool, simulation& out)
+      : cfg_(cfg), kv_(kv), free_(pool), queue_tail_(pool), out_(out) {}
+
+  std::deque<std::size_t> waiting;
+  std::vector<std::size_t> running;  // in admission order: the newest last
+  std::vector<request_state> reqs;
+
+  /// Chooses this step's work; empty when nothing can run.
+  struct chunk {
+    std::size_t r;
+    std::int64_t tokens;
+  };
+  const std::vector<chunk>& schedule() {
+    chunks_.clear();
+    if (cfg_.mixed_prefill)
+      schedule_mixed();
+    else
+      schedule_apart();
+    return chunks_;
+  }
+
+  /// Frees a request's KV: its blocks join the end of the free queue.
+  void release(request_state& r) {
+    free_ += r.held;
+    queue_tail_ += r.held;
+    r.held = r.room = 0;
+  }
+
+ private:
+  /// KV bytes more that `r` needs to hold `tokens` tokens (0 within its blocks). TensorRT-LLM
+  /// reserves the whole request at admission.
+  std::int64_t need(const request_state& r, std::int64_t tokens) {
+    if (cfg_.kv == kv_policy::reserve_whole) tokens = r.a->isl + r.a->osl;
+    if (tokens <= r.room) return 0;
+    return kv_.bytes(tokens) - r.held;
+  }
+  void allocate(request_state& r, std::int64_t tokens) {
+    if (cfg_.kv == kv_policy::reserve_whole) tokens = r.a->isl + r.a->osl;
+    if (tokens <= r.room) return;
+    std::int64_t b = kv_.bytes(tokens);
+    free_ -= b - r.held;
+    queue_head_ += b - r.held;  // new blocks come from the front of the free queue
+    r.held = b;
+    r.room = kv_blocks::room(tokens);
+  }
+  /// vLLM V1 frees a preempted request's blocks tail first to the end of the free queue, their
+  /// hashes kept: they serve as prefix cache until allocations reach them, so a resume finds
+  /// the blocks of its first tokens that were not yet reused (whole blocks, and never the last
+  /// token, which it computes to sample).
+  std::int64_t cached_tokens(const request_state& r) const {
+    if (r.cache_bytes <= 0) return 0;
+    std::int64_t evicted = std::clamp<std::int64_t>(queue_head_ - r.cache_at, 0, r.cache_bytes);
+    auto tokens = static_cast<std::int64_t>(static_cast<double>(r.cache_tokens) *
+                                            static_cast<double>(r.cache_bytes - evicted) /
+                                            static_cast<double>(r.cache_bytes));
+    return std::max<std::int64_t>(
+        0, std::min(tokens, r.tokens() - 1) / kv_block_tokens * kv_block_tokens);
+  }
+  /// Takes a resumed request's cached blocks back out of the free queue.
+  void take_cached(request_state& r, std::int64_t tokens) {
+    r.cache_bytes = 0;
+    if (tokens <= 0) return;
+    std::int64_t b = kv_.bytes(tokens);
+    free_ -= b;  // taken from where they sit: the queue's front stays put
+    r.held = b;
+    r.room = kv_blocks::room(tokens);
+    r.computed = tokens;
+    out_.recomputed_tokens -= tokens;
+  }
+  /// The request loses its KV and will prefill its prompt and outputs again.
+  void preempt(std::size_t i, bool to_front) {
+    request_state& r = reqs[i];
+    out_.recomputed_tokens += r.computed;  // less what a resume finds cached
+    if (cfg_.preempted_kv_cached) {
+      r.cache_at = queue_tail_;
+      r.cache_bytes = r.held;
+      r.cache_tokens = r.computed;
+    }
+    release(r);
+    r.computed = 0;
+    ++out_.preemptions;
+    if (!r.preempted) ++out_.requests_preempted;
+    r.preempted = true;
+    if (to_front)
+      waiting.push_front(i);
+    else
+      waiting.push_back(i);
+  }
+  /// Admits waiting requests while the budget, the request cap and the pool allow.
+  void admit(std::int64_t& budget) {
+    // SGLang admits against the pool less a share (new_token_ratio) of the outputs the running
+    // requests have still to write, and of the new request's own.
+    double reserve = 0;
+    if (cfg_.kv == kv_policy::retract)
+      for (std::size_t i : running) reserve += future_bytes(reqs[i]);
+    while (!waiting.empty() && budget > 0 &&
+           static_cast<std::int64_t>(running.size()) < cfg_.max_num_seqs) {
+      std::size_t i = waiting.front();
+      request_state& r = reqs[i];
+      // A resumed request's cached blocks count as its own (taken only if it is admitted).
+      std::int64_t cached = cached_tokens(r);
+      std::int64_t n = std::min(r.tokens() - std::max(r.computed, cached), budget);
+      double own = cfg_.kv == kv_policy::retract ? future_bytes(r) : 0;
+      if (static_cast<double>(need(r, std::max(r.computed, cached) + n)) + own + reserve >
+          static_cast<double>(free_)) {
+        if (!r.waited_for_kv) ++out_.requests_waited_for_kv;
+        r.waited_for_kv = true;
+        return;
+      }
+      take_cached(r, cached);
+      allocate(r, r.computed + n);
+      reserve += own;
+      waiting.pop_front();
+      running.push_back(i);
+      chunks_.push_back({i, n});
+      budget -= n;
+    }
+  }
+  /// SGLang's estimate of the KV a request's remaining outputs will take: new_token_ratio of
+  /// them (at most 4096 counted, CLIP_MAX_NEW_TOKENS_ESTIMATION).
+  double future_bytes(const request_state& r) {
+    std::int64_t left = std::min<std::int64_t>(r.a->osl - r.generated, 4096);
+    if (left <= 0) return 0;
+    std::int64_t now = std::max(r.tokens(), r.computed);
+    return ratio_ * static_cast<double>(kv_.bytes(now + left) - kv_.bytes(now));
+  }
+  /// vLLM V1 and TensorRT-LLM: running requests first, in order, each its decode token or next
+  /// chunk; when the pool cannot hold it, the newest running request is preempted (vLLM's
+  /// running.pop()), and no waiting request is admitted in a step that preempted.
+  void schedule_mixed() {
+    std::int64_t budget = cfg_.max_num_batched_tokens;
+    bool preempted = false;
+    for (std::size_t j = 0; j < running.size() && budget > 0;) {
+      std::size_t i = running[j];
+      request_state& r = reqs[i];
+      std::int64_t n = std::min(r.pending(), budget);
+      bool fits = true;
+      while (need(r, r.computed + n) > free_) {
+        // Under reserve_whole a running request holds its whole length: never here.
+        std::size_t victim = running.back();
+        running.pop_back();
+        preempt(victim, true);
+        preempted = true;
+        if (victim == i) {
+          fits = false;
+          break;
+        }
+      }
+      if (!fits) break;
+      allocate(r, r.computed + n);
+      chunks_.push_back({i, n});
+      budget -= n;
+      ++j;
+    }
+    if (!preempted) admit(budget);
+  }
+  /// SGLang: a prefill batch (the chunked request's next chunk, then waiting requests) when one
+  /// can be formed, else a decode step of every decoding request; when the pool cannot hold a
+  /// token for each, it retracts the request with the fewest outputs (the longest prompt on a
+  /// tie) until there is room for retract_decode_steps tokens each, or one is left.
+  void schedule_apart() {
+    std::int64_t budget = cfg_.max_num_batched_tokens;
+    for (std::size_t i : running) {
+      request_state& r = reqs[i];
+      if (budget <= 0) break;
+      if (r.generated > 0 && r.pending() == 1) continue;  // decoding
+      std::int64_t n = std::min(r.pending(), budget);
+      if (need(r, r.computed + n) > free_) break;
+      allocate(r, r.computed + n);
+      chunks_.push_back({i, n});
+      budget -= n;
+    }
+    admit(budget);
+    if (!chunks_.empty()) return;
+    auto demand = [&](std::int64_t ahead) {
+      std::int64_t sum = 0;
+      for (std::size_t i : running)
+        if (reqs[i].decoding()) sum += need(reqs[i], reqs[i].computed + ahead);
+      return sum;
+    };
+    if (demand(1) > free_) {
+      // Retract in SGLang's order until the rest have room for retract_decode_steps tokens
+      // each (or one is left), then re-estimate new_token_ratio from the survivors' progress.
+      constexpr std::int64_t retract_decode_steps = 20;  // SGLang's global_config default
+      std::vector<std::size_t> order = running;
+      std::stable_sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) {
+        return retract_before(reqs[y], reqs[x]);  // the first to retract last
+      });
+      std::int64_t ahead = demand(retract_decode_steps);
+      while (order.size() > 1 && ahead > free_) {
+        std::size_t victim = order.back();
+        order.pop_back();
+        if (reqs[victim].decoding())
+          ahead -= need(reqs[victim], reqs[victim].computed + retract_decode_steps);
+        std::erase(running, victim);
+        preempt(victim, false);
+      }
+      double decoded = 0, asked = 1;
+      for (std::size_t i : running) {
+        decoded += static_cast<double>(reqs[i].generated + retract_decode_steps);
+        asked += static_cast<double>(reqs[i].a->osl);
+      }
+      ratio_ = std::min(1.0, decoded / asked);
+    } else {
+      ratio_ = std::max(ratio_ - kRatioDecay, kRatioMin);
+    }
+    for (std::size_t i : running) {
+      request_state& r = reqs[i];
+      if (!r.decoding() || need(r, r.computed + 1) > free_) continue;
+      allocate(r, r.computed + 1);
+      chunks_.push_back({i, 1});
+    }
+    // Partial prefills holding the pool between them, none able to go on: retract until one
+    // can (a request alone always fits: simulate checks it first).
+    if (chunks_.empty() && running.size() > 1) {
+      retract_one();
+      schedule_apart();
+    }
+  }
+  /// SGLang's retraction order: the fewest outputs first, then the longest prompt.
+  static bool retract_before(const request_state& a, const request_state& b) {
+    if (a.generated != b.generated) return a.generated < b.generated;
+    return a.a->isl > b.a->isl;
+  }
+  void retract_one() {
+    auto worst = std::min_element(
+        running.begin(), running.end(),
+        [&](std::size_t x, std::size_t y) { return retract_before(reqs[x], reqs[y]); });
+    std::size_t victim = *worst;
+    running.erase(worst);
+    preempt(victim, false);
+  }
+
+  // SGLang's new_token_ratio: 0.7 at start, falling by (0.7 - 0.098) / 600 per decode step to
+  // 0.098, reset from the survivors' progress after a retraction.
+  static constexpr double kRatioInit = 0.7, kRatioMin = 0.7 * 0.14;
+  static constexpr double kRatioDecay = (kRatioInit - kRatioMin) / 600;
+  double ratio_ = kRatioInit;
+
+  const batching_config& cfg_;
+  kv_blocks& kv_;
+  std::int64_t free_;
+  // The free queue as positions in bytes: blocks are taken from the head and freed to the
+  // tail; the pool starts as the never-used span [0, pool).
+  std::int64_t queue_head_ = 0, queue_tail_;
+  simulation& out_;
+  std::vector<chunk> chunks_;
 };
 
 }  // namespace
@@ -133,132 +449,156 @@ std::vector<arrival> read_trace(const std::string& path) {
 
 simulation simulate(const deployment& d, const batching_config& cfg, const coefficients& k,
                     std::vector<arrival> arrivals) {
+  if (arrivals.empty()) throw spec_error("requests", "no requests to simulate");
+  if (cfg.max_num_batched_tokens < 1)
+    throw spec_error("max_num_batched_tokens", "must be at least 1");
+  if (cfg.max_num_seqs < 1) throw spec_error("max_num_seqs", "must be at least 1");
   std::stable_sort(arrivals.begin(), arrivals.end(),
                    [](const arrival& a, const arrival& b) { return a.time_ms < b.time_ms; });
   simulation out;
   out.requests = static_cast<std::int64_t>(arrivals.size());
   // Each step touches every running request: bound the work so that no input runs for minutes.
-  double token_steps = 0;
-  for (const arrival& a : arrivals) token_steps += static_cast<double>(a.osl);
+  double token_steps = 0, prefill_steps = 0;
+  for (const arrival& a : arrivals) {
+    if (a.isl < 1) throw spec_error("input_tokens", "a request needs at least one input token");
+    if (a.osl < 1) throw spec_error("output_tokens", "a request returns at least one token");
+    token_steps += static_cast<double>(a.osl);
+    prefill_steps += static_cast<double>(a.isl) / static_cast<double>(cfg.max_num_batched_tokens);
+  }
   if (token_steps > 2e8)
     throw spec_error("requests", fmt::format("{:.3g} output tokens to simulate is more than the "
                                                "limit of 2e8; simulate fewer requests",
                                                token_steps));
-  std::vector<double> ttft, tpot, itl, e2e;
-  // KV pool of a rank in requests of the workload's mean final length.
-  double mean_len = 0;
-  for (const arrival& a : arrivals) mean_len += static_cast<double>(a.isl + a.osl);
-  mean_len /= static_cast<double>(arrivals.size());
-  double memory = static_cast<double>(d.gpu.memory);
-  double pool = cfg.fraction_of_free ? (memory - d.weight_bytes_per_rank) * cfg.memory_fraction
-                                     : memory * cfg.memory_fraction - d.weight_bytes_per_rank;
-  double per_request = tally_state(*d.g, static_cast<std::int64_t>(mean_len)).total.to_double() *
-                       d.kv_share / static_cast<double>(d.layout.pp);
-  if (pool <= 0) throw spec_error("gpu", "the weights do not fit in the engine's memory");
-  std::int64_t kv_cap = per_request > 0
-                            ? static_cast<std::int64_t>(std::min(pool / per_request, 1e9))
-                            : 1'000'000'000;
-  std::int64_t cap = std::max<std::int64_t>(1, std::min(cfg.max_num_seqs, kv_cap));
+  if (prefill_steps > 1e7)
+    throw spec_error("max_num_batched_tokens",
+                     fmt::format("{:.3g} prefill steps to simulate is more than the limit of 1e7; "
+                                 "raise the token budget or simulate fewer requests",
+                                 prefill_steps));
+  double pool = kv_pool_bytes(d, cfg);
+  if (pool <= 0)
+    throw spec_error(
+        "gpu", fmt::format("the weights ({:.1f} GB per rank) leave no KV pool in {:.0f} % of {}'s "
+                           "memory; use more ranks",
+                           d.weight_bytes_per_rank / 1e9, cfg.memory_fraction * 100, d.gpu.name));
+  out.kv_pool_bytes = pool;
+  auto pool_bytes = static_cast<std::int64_t>(std::min(pool, 9e18));
+  kv_blocks kv(d);
+  // A request the pool cannot hold even alone would be preempted forever: engines refuse it
+  // (vLLM checks max_model_len against the pool at start-up), and so does calc.
+  {
+    std::size_t longest = 0;
+    for (std::size_t i = 1; i < arrivals.size(); ++i)
+      if (arrivals[i].isl + arrivals[i].osl > arrivals[longest].isl + arrivals[longest].osl)
+        longest = i;
+    const arrival& a = arrivals[longest];
+    std::int64_t need = kv.bytes(a.isl + a.osl);
+    if (need > pool_bytes)
+      throw spec_error("input_tokens",
+                       fmt::format("a request of {} + {} tokens needs {:.2f} GB of KV per rank, "
+                                   "more than the pool of {:.2f} GB; the engine would refuse it",
+                                   a.isl, a.osl, static_cast<double>(need) / 1e9, pool / 1e9));
+  }
+  weighted_samples ttft, tpot, itl, e2e;
   step_clock clock(d, k);
   double first = arrivals.front().time_ms, last = first;
+  // A run that has not finished in this many steps has stopped making progress (a bug, not an
+  // input): say so rather than spin.
+  double step_bound =
+      4 * (token_steps + prefill_steps) + 8 * static_cast<double>(out.requests) + 1e4;
   std::int64_t groups = d.layout.dp;
   for (std::int64_t grp = 0; grp < groups; ++grp) {
-    std::deque<const arrival*> pending;
+    engine_group e(cfg, kv, pool_bytes, out);
     for (std::size_t i = static_cast<std::size_t>(grp); i < arrivals.size();
          i += static_cast<std::size_t>(groups))
-      pending.push_back(&arrivals[i]);
-    std::deque<const arrival*> waiting;
-    std::vector<live> running;
-    double t = pending.empty() ? 0 : pending.front()->time_ms;
-    while (!pending.empty() || !waiting.empty() || !running.empty()) {
-      while (!pending.empty() && pending.front()->time_ms <= t) {
-        waiting.push_back(pending.front());
-        pending.pop_front();
-      }
-      out.max_waiting = std::max(out.max_waiting, static_cast<std::int64_t>(waiting.size()));
-      while (!waiting.empty() && static_cast<std::int64_t>(running.size()) < cap) {
-        running.push_back({waiting.front()});
-        waiting.pop_front();
-      }
-      if (!waiting.empty() && kv_cap < cfg.max_num_seqs) out.kv_limited = true;
-      if (running.empty()) {
-        t = pending.front()->time_ms;
+      e.reqs.push_back({&arrivals[i]});
+    if (e.reqs.empty()) continue;
+    std::size_t next = 0;  // the next arrival to join the queue
+    std::size_t finished = 0;
+    double t = e.reqs.front().a->time_ms;
+    while (finished < e.reqs.size()) {
+      while (next < e.reqs.size() && e.reqs[next].a->time_ms <= t) e.waiting.push_back(next++);
+      out.max_waiting = std::max(out.max_waiting, static_cast<std::int64_t>(e.waiting.size()));
+      const auto& chunks = e.schedule();
+      if (chunks.empty()) {
+        if (next >= e.reqs.size())
+          throw spec_error("requests", "the simulation stopped making progress (internal error)");
+        t = std::max(t, e.reqs[next].a->time_ms);  // idle until the next arrival
         continue;
       }
-      // This step: every decoding request's token, and prefill chunks under the budget.
-      std::int64_t decoding = 0;
-      double context = 0;
-      for (const live& r : running)
-        if (r.prefilled == r.a->isl) {
+      // The step's shape: decode tokens and their mean context, prefill tokens.
+      std::int64_t decoding = 0, context = 0, prefill = 0, prefill_context = 0;
+      for (const auto& c : chunks) {
+        const request_state& r = e.reqs[c.r];
+        if (r.generated > 0 && c.tokens == 1 && r.pending() == 1) {
           ++decoding;
-          context += static_cast<double>(r.a->isl + r.generated);
-        }
-      bool prefill_waiting = std::any_of(running.begin(), running.end(),
-                                         [](const live& r) { return r.prefilled < r.a->isl; });
-      bool decode_now = cfg.mixed_prefill || !prefill_waiting;
-      std::int64_t budget = cfg.max_num_batched_tokens - (decode_now ? decoding : 0);
-      std::int64_t prefill = 0, prefill_context = 0;
-      std::vector<std::pair<live*, std::int64_t>> chunks;
-      for (live& r : running) {
-        if (budget <= 0) break;
-        if (r.prefilled >= r.a->isl) continue;
-        std::int64_t take = std::min(budget, r.a->isl - r.prefilled);
-        if (prefill == 0) prefill_context = r.prefilled;
-        chunks.emplace_back(&r, take);
-        prefill += take;
-        budget -= take;
-      }
-      if (!decode_now) decoding = 0;
-      double dt =
-          clock.ms(decoding,
-                   decoding ? static_cast<std::int64_t>(
-                                  context / static_cast<double>(decoding + (decode_now ? 0 : 1)))
-                            : 0,
-                   prefill, prefill_context);
-      t += dt;
-      ++out.steps;
-      for (auto& [r, take] : chunks) {
-        r->prefilled += take;
-        if (r->prefilled == r->a->isl) {  // the prefill's last chunk returns the first token
-          r->generated = 1;
-          r->first_ms = r->last_ms = t;
-          ttft.push_back(t - r->a->time_ms + k.request_latency_ms);
-        }
-      }
-      if (decode_now) {
-        for (live& r : running) {
-          if (r.prefilled < r.a->isl || r.last_ms == t) continue;
-          itl.push_back(t - r.last_ms);
-          r.last_ms = t;
-          ++r.generated;
-        }
-      }
-      for (std::size_t i = 0; i < running.size();) {
-        live& r = running[i];
-        if (r.prefilled == r.a->isl && r.generated >= r.a->osl) {
-          e2e.push_back(r.last_ms - r.a->time_ms + k.request_latency_ms);
-          if (r.a->osl > 1)
-            tpot.push_back((r.last_ms - r.first_ms) / static_cast<double>(r.a->osl - 1));
-          last = std::max(last, r.last_ms);
-          running[i] = running.back();
-          running.pop_back();
+          context += r.computed;
         } else {
-          ++i;
+          if (prefill == 0) prefill_context = r.computed;
+          prefill += c.tokens;
         }
       }
+      double start = t;
+      t += clock.ms(decoding, decoding ? context / decoding : 0, prefill, prefill_context);
+      if (static_cast<double>(++out.steps) > step_bound)
+        throw spec_error("requests", "the simulation stopped making progress (internal error)");
+      std::int64_t regular = 0;  // tokens one step after the request's last: a gap of one step
+      for (const auto& c : chunks) {
+        request_state& r = e.reqs[c.r];
+        r.computed += c.tokens;
+        if (r.computed < r.tokens()) continue;  // a prefill chunk short of the end
+        ++r.generated;
+        ++out.output_tokens;
+        if (r.generated == 1) {
+          r.first_ms = t;
+          ttft.add(t - r.a->time_ms + k.request_latency_ms);
+        } else if (r.last_ms == start) {
+          ++regular;
+        } else {
+          itl.add(t - r.last_ms);  // stalled: behind prefills, or preempted and recomputed
+        }
+        r.last_ms = t;
+        if (r.generated == r.a->osl) {
+          r.done = true;
+          ++finished;
+          e.release(r);
+          e2e.add(t - r.a->time_ms + k.request_latency_ms);
+          if (r.a->osl > 1) tpot.add((t - r.first_ms) / static_cast<double>(r.a->osl - 1));
+          last = std::max(last, t);
+        }
+      }
+      itl.add(t - start, regular);
+      std::erase_if(e.running, [&](std::size_t i) { return e.reqs[i].done; });
     }
   }
-  out.ttft = summary(ttft);
-  out.tpot = summary(tpot);
-  out.itl = summary(itl);
-  out.e2e = summary(e2e);
+  out.itl_gaps = itl.count();
+  out.ttft = ttft.summary();
+  out.tpot = tpot.summary();
+  out.itl = itl.summary();
+  out.e2e = e2e.summary();
   out.duration_ms = last - first;
-  double tokens = 0;
-  for (const arrival& a : arrivals) tokens += static_cast<double>(a.osl);
   if (out.duration_ms > 0) {
     out.requests_per_s = static_cast<double>(out.requests) / out.duration_ms * 1e3;
-    out.output_tokens_per_s = tokens / out.duration_ms * 1e3;
+    out.output_tokens_per_s = static_cast<double>(out.output_tokens) / out.duration_ms * 1e3;
   }
+  return out;
+}
+
+latency_stats steady_itl(const scenario& s, const steady_state& st, const coefficients& k) {
+  latency_stats out{st.tpot_ms, st.tpot_ms, st.tpot_ms, st.tpot_ms, st.tpot_ms};
+  double t_d = time_step(s.d, s.decode, k).total_ms;
+  double stall = s.cfg.mixed_prefill ? std::max(time_step(s.d, s.mixed, k).total_ms - t_d, 0.0)
+                                     : time_step(s.d, s.prefill, k).total_ms;
+  double base = st.tpot_ms * (1 - st.prefill_busy);
+  if (!(stall > 0) || !(st.prefill_busy > 0)) return out;
+  double m = (st.tpot_ms - base) / stall;  // chunk stalls per gap, on average
+  double lo = std::floor(m);
+  double share = m - lo;  // gaps with lo + 1 stalls
+  double a = base + lo * stall, b = a + stall;
+  auto at = [&](double q) { return q <= 1 - share ? a : b; };
+  out.p50 = at(0.5);
+  out.p90 = at(0.9);
+  out.p99 = at(0.99);
+  out.max = share > 0 ? b : a;
   return out;
 }
 

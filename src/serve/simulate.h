@@ -26,10 +26,18 @@ std::vector<arrival> poisson_arrivals(double rate, std::int64_t requests, std::i
 /// any order. A malformed line is a spec_error `file:line: field: why`.
 std::vector<arrival> read_trace(const std::string& path);
 
+/// Mean and percentiles of a latency, ms. A percentile q is the smallest sample with at least
+/// q of the samples at or below it.
 struct latency_stats {
   double mean = 0, p50 = 0, p90 = 0, p99 = 0;
+  double max = 0;  // the longest: a rare stall (a preemption's recompute) beyond p99
 };
 
+/// What a simulation measured. TPOT is per request: (e2e - TTFT) / (OSL - 1), averaged over the
+/// requests of more than one token. ITL is per token: every gap between two consecutive output
+/// tokens of a request, over all tokens, so its tail shows the steps stretched by other
+/// requests' prefill chunks and the stalls of a preempted request (its mean is TPOT weighted by
+/// tokens).
 struct simulation {
   std::int64_t requests = 0;
   latency_stats ttft, tpot, itl, e2e;  // ms
@@ -37,12 +45,37 @@ struct simulation {
   double requests_per_s = 0;           // per instance
   double output_tokens_per_s = 0;      // per instance
   std::int64_t steps = 0;
-  std::int64_t max_waiting = 0;  // longest queue seen
-  bool kv_limited = false;       // the KV pool (not max-num-seqs) held requests back
+  std::int64_t max_waiting = 0;         // longest queue seen
+  std::int64_t output_tokens = 0;       // tokens returned: the sum of the requests' OSL
+  std::int64_t itl_gaps = 0;            // gaps in `itl`: the sum of OSL - 1
+  double kv_pool_bytes = 0;             // one rank's KV pool
+  std::int64_t preemptions = 0;         // times a running request lost its KV (preempt or retract)
+  std::int64_t requests_preempted = 0;  // requests preempted at least once
+  std::int64_t recomputed_tokens = 0;   // tokens prefilled again after a preemption
+  std::int64_t requests_waited_for_kv = 0;  // requests held in the queue for want of KV
+  /// The KV pool shaped the run: a request waited for KV or was preempted.
+  bool kv_limited() const { return preemptions > 0 || requests_waited_for_kv > 0; }
 };
 
-/// Runs every arrival to completion on one instance (its dp groups take arrivals in turn).
+/// Runs every arrival to completion on one instance (its dp groups take arrivals in turn), as
+/// the engine's scheduler does: each step first serves the running requests (a decode token, or
+/// the next prefill chunk under the token budget), then admits waiting ones while the budget,
+/// the request cap and the KV pool allow. The pool is counted per request in blocks of
+/// kv_block_tokens; when it cannot hold the next tokens the engine's kv_policy applies. A
+/// request that cannot fit the pool even alone is a spec_error (engines refuse it too).
 simulation simulate(const deployment& d, const batching_config& cfg, const coefficients& k,
                     std::vector<arrival> arrivals);
+
+/// Tokens per KV block: vLLM's default block_size. SGLang allocates single tokens and
+/// TensorRT-LLM 32-token blocks; 16 is within a block of either per request.
+inline constexpr std::int64_t kv_block_tokens = 16;
+
+/// The steady state's ITL (ms): a token waits one decode step, and some steps also carry (or
+/// wait behind) another request's prefill chunk. `m` = (TPOT - base step) / stall is the mean
+/// count of chunk stalls per gap, where the base step is TPOT x (1 - prefill share) and a stall
+/// is what one chunk adds (mixed engines: the mixed step less the decode step; others: the
+/// prefill step). Gaps take floor(m) or floor(m) + 1 stalls, in the shares that make the mean
+/// exactly TPOT; the percentiles follow from that two-point mix.
+latency_stats steady_itl(const scenario& s, const steady_state& st, const coefficients& k);
 
 }  // namespace calc::serve

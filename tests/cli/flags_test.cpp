@@ -117,6 +117,11 @@ const std::map<std::pair<std::string, std::string>, std::string> kCommandValue =
     // The base report's deployments fit within one server of 8 (runtime memory): a server of 3
     // cards rules out the 8-card layout for 32 requests at 128K.
     {{"report", "--node-gpus"}, "3"},
+    // The throughput chart's workload and calibration: other than the defaults (1K, 1K, the
+    // shipped file).
+    {{"report", "--isl"}, "4K"},
+    {{"report", "--osl"}, "256"},
+    {{"report", "--calibration"}, "tests/fixtures/serve/calibration-pooled.yaml"},
 };
 
 /// Options documented not to change the printed answer (docs/commands.md says so).

@@ -1,0 +1,97 @@
+// The report's throughput chart (src/report/): tokens/s per GPU against per user over
+// concurrency from the serve steady state, kept to its Pareto frontier, drawn by gnuplot from
+// per-line x values.
+#include <doctest/doctest.h>
+
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "cli/cli.h"
+#include "report/chart.h"
+#include "report/data.h"
+#include "serve/batching.h"
+#include "spec/gpu_spec.h"
+#include "test_model.h"
+
+using namespace calc;
+using testing::model;
+
+TEST_CASE("report throughput: a Pareto frontier over concurrency, per GPU of the deployment") {
+  model a("qwen3-8b");
+  model b("llama-3.1-70b");
+  report_request q;
+  q.gpu = find_gpu("h100-sxm");
+  q.lengths = {4096};
+  q.workspace = checked(0);
+  load_request w;
+  const serve::engine_defaults& e = serve::find_engine("vllm");
+  w.cfg.isl = 1024;
+  w.cfg.osl = 1024;
+  w.cfg.max_num_batched_tokens = e.max_num_batched_tokens;
+  w.cfg.max_num_seqs = e.max_num_seqs;
+  w.engine = "vllm";
+  q.load = w;
+  report_data r = answer_report({&a.g, &b.g}, q);
+  for (const report_model& m : r.models) {
+    CAPTURE(m.name);
+    REQUIRE(m.load.size() >= 3);
+    CHECK(m.load.front().concurrency == 1);
+    for (std::size_t i = 1; i < m.load.size(); ++i) {
+      // More clients: each user slower, each GPU busier; nothing kept is beaten on both.
+      CHECK(m.load[i].concurrency > m.load[i - 1].concurrency);
+      CHECK(m.load[i].tokens_per_s_per_user < m.load[i - 1].tokens_per_s_per_user);
+      CHECK(m.load[i].tokens_per_s_per_gpu > m.load[i - 1].tokens_per_s_per_gpu);
+    }
+    // One client: its OSL tokens per request life (TTFT + (OSL - 1) TPOT) over the GPUs.
+    const load_point& one = m.load.front();
+    CHECK(one.tokens_per_s_per_gpu ==
+          doctest::Approx(1e3 * 1024 / (one.ttft_ms + 1023 * one.tpot_ms) /
+                          static_cast<double>(m.lay.cards())));
+    CHECK(one.tokens_per_s_per_user == doctest::Approx(1e3 / one.tpot_ms));
+  }
+  // The 70B model on H100s needs more GPUs a request: fewer tokens per GPU at one client.
+  CHECK(r.models[1].load.front().tokens_per_s_per_gpu <
+        r.models[0].load.front().tokens_per_s_per_gpu);
+}
+
+TEST_CASE("report throughput: the x-y chart's gnuplot data and script") {
+  xy_chart c{"r-throughput", "Throughput", "per user", "per GPU", {}, "H100", "", ""};
+  c.lines.push_back({"a", {100, 50, 10}, {20, 400, 3000}, ""});
+  c.lines.push_back({"b", {}, {}, "no deployment"});
+  CHECK(gnuplot_data(c) == "# a\n100 20\n50 400\n10 3000\n\n\n# b\n? ?\n");
+  std::string gp = gnuplot_script(c, "r.dat", "r.svg");
+  CHECK(gp.find("'r.dat' index 0 using 1:2 with linespoints") != std::string::npos);
+  CHECK(gp.find("index 1") == std::string::npos);            // no points: not drawn
+  CHECK(gp.find("set logscale y 10") != std::string::npos);  // 20 to 3000
+  CHECK(gp.find("set xrange [0:*]") != std::string::npos);   // 10 to 100
+}
+
+TEST_CASE("report throughput from the command line: JSON and the Markdown section") {
+  std::ostringstream out, err;
+  REQUIRE(run_cli({"report", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--length", "8K", "--isl",
+                   "2K", "--osl", "256", "--format", "json"},
+                  out, err) == 0);
+  auto j = nlohmann::json::parse(out.str());
+  CHECK(j["load_workload"]["isl"] == 2048);
+  CHECK(j["load_workload"]["osl"] == 256);
+  CHECK(j["load_workload"]["engine"] == "vllm");
+  REQUIRE(j["models"][0]["load"].size() > 3);
+  CHECK(j["models"][0]["load"][0]["concurrency"] == 1);
+  std::ostringstream md, err2;
+  REQUIRE(run_cli({"report", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--length", "8K"}, md,
+                  err2) == 0);
+  CHECK(md.str().find("## Throughput per GPU against throughput per user") != std::string::npos);
+  std::ostringstream csv, e4;
+  REQUIRE(run_cli({"report", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--length", "8K",
+                   "--format", "csv"},
+                  csv, e4) == 0);
+  std::string text = csv.str();
+  auto at = text.find("\n# load\nmodel,gpu,concurrency,output_tokens_per_s_per_user,");
+  REQUIRE(at != std::string::npos);
+  CHECK(text.find("\nqwen3-8b,h100-sxm,1,", at) != std::string::npos);
+  std::ostringstream o3, e3;
+  CHECK(run_cli(
+            {"report", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--length", "8K", "--osl", "-5"},
+            o3, e3) == 2);
+  CHECK(e3.str() == "--osl: must be at least 1, got -5\n");
+}

@@ -1,0 +1,343 @@
+// The discrete-event simulation (src/serve/simulate.h) against what the engines do when the KV
+// pool runs out (vLLM preempts the newest running request, SGLang retracts, TensorRT-LLM holds
+// requests back), its conservation laws (every request finishes, tokens returned = tokens
+// asked for), ITL as a per-token distribution apart from per-request TPOT, and bad input that
+// must end in one clear line rather than a hang.
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "cli/cli.h"
+#include "serve/batching.h"
+#include "serve/calibration.h"
+#include "serve/simulate.h"
+#include "serve/step.h"
+#include "spec/gpu_spec.h"
+#include "tally/tally.h"
+#include "test_model.h"
+
+using namespace calc;
+using namespace calc::serve;
+using testing::model;
+
+namespace {
+
+batching_config engine_config(const std::string& name, std::int64_t isl, std::int64_t osl) {
+  const engine_defaults& e = find_engine(name);
+  batching_config c;
+  c.isl = isl;
+  c.osl = osl;
+  c.max_num_batched_tokens = e.max_num_batched_tokens;
+  c.max_num_seqs = e.max_num_seqs;
+  c.mixed_prefill = e.mixed_prefill;
+  c.memory_fraction = e.memory_fraction;
+  c.fraction_of_free = e.fraction_of_free;
+  c.reserve_full_length = e.reserve_full_length;
+  c.kv = e.kv;
+  c.preempted_kv_cached = e.preempted_kv_cached;
+  return c;
+}
+
+/// `n` requests arriving together.
+std::vector<arrival> burst(std::int64_t n, std::int64_t isl, std::int64_t osl) {
+  return std::vector<arrival>(static_cast<std::size_t>(n), arrival{0, isl, osl});
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const spec_error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+int run(const std::vector<std::string>& args, std::string& out, std::string& err) {
+  std::ostringstream o, e;
+  int rc = run_cli(args, o, e);
+  out = o.str();
+  err = e.str();
+  return rc;
+}
+
+std::string write_temp(const std::string& name, const std::string& text) {
+  auto p = std::filesystem::temp_directory_path() / name;
+  std::ofstream(p) << text;
+  return p.string();
+}
+
+/// Every request finished and returned exactly its tokens; ITL has one gap per token after a
+/// request's first.
+void check_conservation(const simulation& s, const std::vector<arrival>& a) {
+  std::int64_t tokens = 0, gaps = 0;
+  for (const arrival& r : a) {
+    tokens += r.osl;
+    gaps += r.osl - 1;
+  }
+  CHECK(s.requests == static_cast<std::int64_t>(a.size()));
+  CHECK(s.output_tokens == tokens);
+  CHECK(s.itl_gaps == gaps);
+  CHECK(s.itl.p50 <= s.itl.p90);
+  CHECK(s.itl.p90 <= s.itl.p99);
+  CHECK(s.ttft.mean > 0);
+  CHECK(s.e2e.mean >= s.ttft.mean);
+}
+
+}  // namespace
+
+TEST_CASE("serve simulation: a workload that overflows the KV pool preempts; one that fits never") {
+  // Llama-3.1-8B in BF16 on a 24 GB card leaves a pool of about 40K tokens of 128 KiB.
+  model m("llama-3.1-8b");
+  deployment d = make_deployment(m.g, find_gpu("rtx-4090"), {});
+  coefficients k;
+  double per_token = tally_state(m.g, 1024).total.to_double() / 1024;
+  double pool = kv_pool_bytes(d, engine_config("vllm", 512, 2048));
+  REQUIRE(pool / per_token > 20'000);
+  REQUIRE(pool / per_token < 80'000);
+
+  // 64 requests of 512 + 2048 tokens need 160K tokens at the end: more than the pool.
+  std::vector<arrival> big = burst(64, 512, 2048);
+  simulation v = simulate(d, engine_config("vllm", 512, 2048), k, big);
+  check_conservation(v, big);
+  CHECK(v.preemptions > 0);
+  CHECK(v.requests_preempted > 0);
+  CHECK(v.requests_preempted <= v.preemptions);
+  CHECK(v.recomputed_tokens >= 0);
+  // Without vLLM's prefix cache a resume prefills at least its prompt again; with it, only the
+  // blocks reused meanwhile.
+  batching_config no_cache = engine_config("vllm", 512, 2048);
+  no_cache.preempted_kv_cached = false;
+  simulation nc = simulate(d, no_cache, k, big);
+  check_conservation(nc, big);
+  CHECK(nc.preemptions > 0);
+  CHECK(nc.recomputed_tokens >= 512 * nc.requests_preempted);
+  CHECK(v.recomputed_tokens < nc.recomputed_tokens);
+  CHECK(v.kv_limited());
+  // A preempted request's next token waits for its whole recompute: the ITL tail shows it,
+  // far beyond the median gap.
+  // The stalls are few among 130K gaps, beyond p99: the longest gap and the mean show them.
+  CHECK(v.itl.max > 20 * v.itl.p50);
+  CHECK(v.itl.mean > 1.2 * v.itl.p50);
+  CHECK(v.kv_pool_bytes == doctest::Approx(pool));
+
+  // SGLang retracts instead; the same laws hold.
+  simulation s = simulate(d, engine_config("sglang", 512, 2048), k, big);
+  check_conservation(s, big);
+  CHECK(s.preemptions > 0);
+
+  // TensorRT-LLM reserves every request whole: it never preempts, it holds requests back.
+  simulation t = simulate(d, engine_config("trtllm", 512, 2048), k, big);
+  check_conservation(t, big);
+  CHECK(t.preemptions == 0);
+  CHECK(t.requests_waited_for_kv > 0);
+  CHECK(t.kv_limited());
+
+  // 8 requests of 512 + 256 tokens fit many times over: no waiting, no preemption.
+  std::vector<arrival> small = burst(8, 512, 256);
+  for (const char* e : {"vllm", "sglang", "trtllm"}) {
+    CAPTURE(e);
+    simulation f = simulate(d, engine_config(e, 512, 256), k, small);
+    check_conservation(f, small);
+    CHECK(f.preemptions == 0);
+    CHECK(f.requests_waited_for_kv == 0);
+    CHECK_FALSE(f.kv_limited());
+  }
+}
+
+TEST_CASE("serve engines: the simulation's KV policy agrees with the steady state's pool") {
+  // A reserving engine (the steady state counts its requests at their whole length) is the one
+  // the simulation never lets preempt.
+  for (const engine_defaults& e : engines()) {
+    CAPTURE(e.name);
+    CHECK(e.reserve_full_length == (e.kv == kv_policy::reserve_whole));
+  }
+}
+
+TEST_CASE("serve simulation: more KV never preempts more; a bigger card removes preemption") {
+  model m("llama-3.1-8b");
+  coefficients k;
+  std::vector<arrival> a = burst(64, 512, 2048);
+  simulation small = simulate(make_deployment(m.g, find_gpu("rtx-4090"), {}),
+                              engine_config("vllm", 512, 2048), k, a);
+  simulation big =
+      simulate(make_deployment(m.g, find_gpu("h200"), {}), engine_config("vllm", 512, 2048), k, a);
+  CHECK(small.preemptions > 0);
+  CHECK(big.preemptions == 0);
+  CHECK(big.requests_waited_for_kv == 0);
+  check_conservation(big, a);
+}
+
+TEST_CASE("serve simulation: mixed lengths over dp groups, every engine, conserve tokens") {
+  model m("qwen3-8b");
+  deployment d = make_deployment(m.g, find_gpu("l40s"), {.tp = 1, .dp = 2});
+  coefficients k;
+  std::vector<arrival> a;
+  for (int i = 0; i < 300; ++i)  // prompts 1 to 8K, answers 1 to 3K, arriving over 3 s
+    a.push_back(
+        {static_cast<double>(i % 97) * 31.0, 1 + (i * 7919) % 8192, 1 + (i * 104729) % 3000});
+  for (const char* e : {"vllm", "sglang", "trtllm"}) {
+    CAPTURE(e);
+    simulation s = simulate(d, engine_config(e, 1, 1), k, a);
+    check_conservation(s, a);
+    CHECK(s.kv_limited());  // 300 such requests at once overflow two 48 GB cards
+    if (std::string(e) == "trtllm") CHECK(s.preemptions == 0);
+  }
+}
+
+TEST_CASE("serve simulation: a request the pool cannot hold alone is refused, not looped on") {
+  model m("llama-3.1-8b");
+  deployment d = make_deployment(m.g, find_gpu("rtx-4090"), {});
+  std::string e = error_of([&] {
+    simulate(d, engine_config("vllm", 200'000, 10), coefficients{}, burst(2, 200'000, 10));
+  });
+  CHECK(e.rfind("input_tokens: a request of 200000 + 10 tokens needs ", 0) == 0);
+  CHECK(e.find("the engine would refuse it") != std::string::npos);
+  CHECK(error_of([&] {
+          simulate(d, engine_config("vllm", 1, 1), coefficients{}, {{0, 1, 0}});
+        }) == "output_tokens: a request returns at least one token");
+}
+
+TEST_CASE("serve simulation: ITL is per token, TPOT per request") {
+  model m("qwen3-8b");
+  deployment d = make_deployment(m.g, find_gpu("h100-sxm"), {});
+  coefficients k;
+  // One request alone: every gap is one decode step, so ITL and TPOT agree.
+  std::vector<arrival> one = burst(1, 1024, 64);
+  simulation s = simulate(d, engine_config("vllm", 1024, 64), k, one);
+  check_conservation(s, one);
+  CHECK(s.itl.mean == doctest::Approx(s.tpot.mean).epsilon(1e-9));
+  CHECK(s.itl.p99 == doctest::Approx(s.itl.p50).epsilon(0.05));
+  // Requests that arrive while others decode: their prefill chunks stretch the others' steps,
+  // which the ITL tail shows while the per-request mean smooths it.
+  std::vector<arrival> a = poisson_arrivals(20, 400, 4096, 256, 11);
+  simulation busy = simulate(d, engine_config("vllm", 4096, 256), k, a);
+  check_conservation(busy, a);
+  CHECK(busy.itl.p99 > 1.5 * busy.itl.p50);
+  CHECK(busy.itl.p99 > busy.tpot.p99);
+  // Token-weighted: with equal OSL the ITL mean equals the TPOT mean.
+  CHECK(busy.itl.mean == doctest::Approx(busy.tpot.mean).epsilon(1e-6));
+}
+
+TEST_CASE("serve steady state: ITL mean is TPOT, its tail the steps that carry a prefill chunk") {
+  model m("qwen3-8b");
+  deployment d = make_deployment(m.g, find_gpu("h100-sxm"), {});
+  coefficients k;
+  for (const char* e : {"vllm", "sglang"}) {
+    CAPTURE(e);
+    scenario sc = make_scenario(d, engine_config(e, 2048, 256), 64);
+    steady_state st = solve_steady_state(sc, k);
+    latency_stats itl = steady_itl(sc, st, k);
+    CHECK(st.prefill_busy > 0);
+    CHECK(itl.mean == doctest::Approx(st.tpot_ms).epsilon(1e-12));
+    CHECK(itl.p50 <= itl.mean);
+    CHECK(itl.p99 > itl.mean);
+    CHECK(itl.p50 <= itl.p90);
+    CHECK(itl.p90 <= itl.p99);
+  }
+}
+
+TEST_CASE("serve simulation from the command line: preemption fields, bad input exits 2") {
+  std::string out, err;
+  REQUIRE(run({"serve", "--model", "llama-3.1-8b", "--gpu", "rtx-4090", "--isl", "512", "--osl",
+               "2048", "--rate", "1000", "--requests", "64", "--format", "json"},
+              out, err) == 0);
+  auto j = nlohmann::json::parse(out);
+  auto p = j["points"][0];
+  for (const char* key : {"preemptions", "requests_preempted", "recomputed_tokens",
+                          "requests_waited_for_kv", "kv_pool_bytes", "output_tokens", "itl"})
+    CHECK_MESSAGE(p.contains(key), key);
+  CHECK(p["preemptions"].get<std::int64_t>() > 0);
+  CHECK(p["kv_pool_fits"] == false);
+  CHECK(p["output_tokens"] == 64 * 2048);
+  REQUIRE(run({"serve", "--model", "llama-3.1-8b", "--gpu", "rtx-4090", "--isl", "512", "--osl",
+               "2048", "--rate", "1000", "--requests", "64"},
+              out, err) == 0);
+  CHECK(out.find("preemptions (") != std::string::npos);
+  // The steady state gives ITL percentiles too.
+  REQUIRE(run({"serve", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--isl", "2K", "--osl", "256",
+               "--concurrency", "64", "--format", "json"},
+              out, err) == 0);
+  j = nlohmann::json::parse(out);
+  CHECK(j["points"][0]["itl"]["p99"].get<double>() > j["points"][0]["itl"]["p50"].get<double>());
+  CHECK(j["points"][0]["itl_ms"].get<double>() ==
+        doctest::Approx(j["points"][0]["tpot_ms"].get<double>()));
+
+  // Bad input: a malformed trace line is file:line, exit 2.
+  std::string trace = write_temp("calc_sim_bad.jsonl",
+                                 "{\"arrival_ms\": 0, \"input_tokens\": 10, \"output_tokens\": 5}\n"
+                                 "{\"arrival_ms\": 3, \"input_tokens\": 10}\n");
+  CHECK(run({"serve", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--trace", trace}, out, err) ==
+        2);
+  CHECK(err == trace + ":2:1: output_tokens: missing or not a number\n");
+  std::string zero = write_temp(
+      "calc_sim_zero.jsonl", "{\"arrival_ms\": 0, \"input_tokens\": 10, \"output_tokens\": 0}\n");
+  CHECK(run({"serve", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--trace", zero}, out, err) == 2);
+  CHECK(err == zero + ":1:1: output_tokens: must be a number >= 1\n");
+  std::string empty = write_temp("calc_sim_empty.jsonl", "\n\n");
+  CHECK(run({"serve", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--trace", empty}, out, err) ==
+        2);
+  CHECK(err == empty + ":2:1: trace: no requests\n");
+  // Absurd rates and counts: one line, exit 2.
+  CHECK(run({"serve", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--isl", "1K", "--osl", "1K",
+             "--rate", "1e9"},
+            out, err) == 2);
+  CHECK(err == "--rate: 1000000000 requests/s is beyond 10^7\n");
+  CHECK(run({"serve", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--isl", "1K", "--osl", "1K",
+             "--rate", "-3"},
+            out, err) == 2);
+  CHECK(err == "--rate: must be a positive number of requests per second\n");
+  CHECK(run({"serve", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--isl", "1K", "--osl", "1K",
+             "--rate", "5", "--requests", "0"},
+            out, err) == 2);
+  CHECK(err == "--requests: must be between 1 and 1,000,000\n");
+  CHECK(run({"serve", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--isl", "1K", "--osl", "0",
+             "--rate", "5"},
+            out, err) == 2);
+  CHECK(err == "--osl: must be at least 1, got 0\n");
+  // Work beyond what a simulation should take: refused up front, never a run of minutes.
+  CHECK(run({"serve", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--isl", "1K", "--osl", "1M",
+             "--rate", "5", "--requests", "1000"},
+            out, err) == 2);
+  CHECK(err.rfind("--requests: 1.05e+09 output tokens to simulate is more than the limit", 0) == 0);
+  // A token budget so small that the prompts alone take 10^8 steps: refused up front too.
+  CHECK(run({"serve", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--isl", "100K", "--osl", "8",
+             "--rate", "5", "--requests", "1000", "--max-num-batched-tokens", "1"},
+            out, err) == 2);
+  CHECK(err ==
+        "--max-num-batched-tokens: 1.02e+08 prefill steps to simulate is more than the limit of "
+        "1e7; raise the token budget or simulate fewer requests\n");
+  // A huge rate of a few requests is a burst: it runs, quickly.
+  auto start = std::chrono::steady_clock::now();
+  CHECK(run({"serve", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--isl", "1K", "--osl", "64",
+             "--rate", "1e7", "--requests", "500"},
+            out, err) == 0);
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(20));
+
+  // An SLA below the physical bound: infeasible, the binding target named, at once.
+  start = std::chrono::steady_clock::now();
+  REQUIRE(run({"plan", "--sla", "ttft=0.01,tpot=0.01", "--rate", "2", "--isl", "1024", "--osl",
+               "256", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--format", "json"},
+              out, err) == 0);
+  j = nlohmann::json::parse(out);
+  CHECK(j["feasible"] == false);
+  CHECK(j["binding"] == "tpot");
+  CHECK(j["reason"].get<std::string>().rfind("tpot 0.01 ms is below the fastest step", 0) == 0);
+  // An absurd rate: refused in one line.
+  CHECK(run({"plan", "--sla", "ttft=2000,tpot=50", "--rate", "1e9", "--isl", "1024", "--osl", "256",
+             "--model", "qwen3-8b", "--gpu", "h100-sxm"},
+            out, err) == 2);
+  CHECK(err == "--rate: beyond 10^7 requests/s\n");
+  // A rate past every GPU allowed: infeasible, the GPUs named as the binding constraint.
+  REQUIRE(run({"plan", "--sla", "ttft=2000,tpot=50", "--rate", "1e6", "--isl", "1024", "--osl",
+               "256", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--format", "json"},
+              out, err) == 0);
+  j = nlohmann::json::parse(out);
+  CHECK(j["feasible"] == false);
+  CHECK(j["binding"] == "gpus");
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(20));
+}
