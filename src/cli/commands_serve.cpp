@@ -47,18 +47,9 @@ calibration load_calibration(const std::string& path) {
 
 batching_config engine_config_of(const std::string& engine, std::int64_t isl, std::int64_t osl,
                                  std::int64_t mnbt, std::int64_t seqs) {
-  const engine_defaults& e = find_engine(engine);
-  batching_config c;
-  c.isl = isl;
-  c.osl = osl;
-  c.max_num_batched_tokens = mnbt > 0 ? mnbt : e.max_num_batched_tokens;
-  c.max_num_seqs = seqs > 0 ? seqs : e.max_num_seqs;
-  c.mixed_prefill = e.mixed_prefill;
-  c.memory_fraction = e.memory_fraction;
-  c.fraction_of_free = e.fraction_of_free;
-  c.reserve_full_length = e.reserve_full_length;
-  c.kv = e.kv;
-  c.preempted_kv_cached = e.preempted_kv_cached;
+  batching_config c = engine_batching(find_engine(engine), isl, osl);
+  if (mnbt > 0) c.max_num_batched_tokens = mnbt;
+  if (seqs > 0) c.max_num_seqs = seqs;
   return c;
 }
 

@@ -54,6 +54,21 @@ const engine_defaults& find_engine(const std::string& name) {
                    fmt::format("unknown engine '{}' (known: vllm, sglang, trtllm)", name));
 }
 
+batching_config engine_batching(const engine_defaults& e, std::int64_t isl, std::int64_t osl) {
+  batching_config c;
+  c.isl = isl;
+  c.osl = osl;
+  c.max_num_batched_tokens = e.max_num_batched_tokens;
+  c.max_num_seqs = e.max_num_seqs;
+  c.mixed_prefill = e.mixed_prefill;
+  c.memory_fraction = e.memory_fraction;
+  c.fraction_of_free = e.fraction_of_free;
+  c.reserve_full_length = e.reserve_full_length;
+  c.kv = e.kv;
+  c.preempted_kv_cached = e.preempted_kv_cached;
+  return c;
+}
+
 double kv_pool_bytes(const deployment& d, const batching_config& cfg) {
   double memory = static_cast<double>(d.gpu.memory);
   return cfg.fraction_of_free ? (memory - d.weight_bytes_per_rank) * cfg.memory_fraction

@@ -59,6 +59,9 @@ struct batching_config {
   bool preempted_kv_cached = false;
 };
 
+/// The engine's defaults for one workload of `isl` input and `osl` output tokens per request.
+batching_config engine_batching(const engine_defaults& e, std::int64_t isl, std::int64_t osl);
+
 /// Bytes of one rank's KV pool: the engine's memory fraction of the card (or of what the
 /// weights leave) less the rank's weights; <= 0 when the weights leave none.
 double kv_pool_bytes(const deployment& d, const batching_config& cfg);

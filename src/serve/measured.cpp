@@ -293,15 +293,9 @@ mapped_row row_mapper::map(const measured_row& r) {
       deployment d = make_deployment(g, *gpu, lay, bits);
       dit = p_->deployments.emplace(dkey, std::make_shared<const deployment>(d)).first;
     }
-    batching_config cfg;
-    cfg.isl = whole(r, "isl", 0, 1);
-    cfg.osl = whole(r, "osl", 0, 1);
-    cfg.max_num_batched_tokens = eng.max_num_batched_tokens;
-    cfg.max_num_seqs = eng.max_num_seqs;
-    cfg.mixed_prefill = eng.mixed_prefill;
-    cfg.memory_fraction = eng.memory_fraction;
-    cfg.fraction_of_free = eng.fraction_of_free;
-    cfg.reserve_full_length = eng.reserve_full_length;
+    std::int64_t isl = whole(r, "isl", 0, 1);
+    std::int64_t osl = whole(r, "osl", 0, 1);
+    batching_config cfg = engine_batching(eng, isl, osl);
     std::int64_t c = whole(r, "batch_size", 0, 1) * clients_per_group;
     m.s = std::make_shared<const scenario>(make_scenario(*dit->second, cfg, c));
   } catch (const spec_error& e) {

@@ -28,19 +28,7 @@ using testing::model;
 namespace {
 
 batching_config engine_config(const std::string& name, std::int64_t isl, std::int64_t osl) {
-  const engine_defaults& e = find_engine(name);
-  batching_config c;
-  c.isl = isl;
-  c.osl = osl;
-  c.max_num_batched_tokens = e.max_num_batched_tokens;
-  c.max_num_seqs = e.max_num_seqs;
-  c.mixed_prefill = e.mixed_prefill;
-  c.memory_fraction = e.memory_fraction;
-  c.fraction_of_free = e.fraction_of_free;
-  c.reserve_full_length = e.reserve_full_length;
-  c.kv = e.kv;
-  c.preempted_kv_cached = e.preempted_kv_cached;
-  return c;
+  return engine_batching(find_engine(name), isl, osl);
 }
 
 /// `n` requests arriving together.

@@ -23,19 +23,7 @@ using namespace calc::serve;
 using clock_type = std::chrono::steady_clock;
 
 batching_config config_of(const std::string& engine, std::int64_t isl, std::int64_t osl) {
-  const engine_defaults& e = find_engine(engine);
-  batching_config c;
-  c.isl = isl;
-  c.osl = osl;
-  c.max_num_batched_tokens = e.max_num_batched_tokens;
-  c.max_num_seqs = e.max_num_seqs;
-  c.mixed_prefill = e.mixed_prefill;
-  c.memory_fraction = e.memory_fraction;
-  c.fraction_of_free = e.fraction_of_free;
-  c.reserve_full_length = e.reserve_full_length;
-  c.kv = e.kv;
-  c.preempted_kv_cached = e.preempted_kv_cached;
-  return c;
+  return engine_batching(find_engine(engine), isl, osl);
 }
 
 void run_case(const calibration& cal, const std::string& name, const std::string& weights,
