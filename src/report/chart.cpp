@@ -211,15 +211,27 @@ std::string gnuplot_data(const chart& c) {
   return out;
 }
 
-std::string gnuplot_script(const chart& c, const std::string& data_file,
-                           const std::string& svg_file) {
+namespace {
+
+/// The lines every calc chart script opens with: an SVG page, its title and axis labels.
+std::string gnuplot_preamble(const std::string& svg_file, const std::string& title,
+                             const std::string& x_label, const std::string& y_label) {
   std::string out;
   out += "set terminal svg size 800,480 dynamic font 'sans,13' background '#ffffff'\n";
   out += fmt::format("set output {}\n", gp_quoted(svg_file));
-  out += fmt::format("set title {} noenhanced\n", gp_quoted(full_title(c)));
-  out += fmt::format("set xlabel {} noenhanced\n", gp_quoted(c.x_label));
-  out += fmt::format("set ylabel {} noenhanced\n", gp_quoted(c.y_label));
+  out += fmt::format("set title {} noenhanced\n", gp_quoted(title));
+  out += fmt::format("set xlabel {} noenhanced\n", gp_quoted(x_label));
+  out += fmt::format("set ylabel {} noenhanced\n", gp_quoted(y_label));
   out += "set grid\nset key outside right top box noenhanced\nset datafile missing '?'\n";
+  return out;
+}
+
+}  // namespace
+
+std::string gnuplot_script(const chart& c, const std::string& data_file,
+                           const std::string& svg_file) {
+  std::string out;
+  out += gnuplot_preamble(svg_file, full_title(c), c.x_label, c.y_label);
   if (log_x(c)) out += "set logscale x 2\n";
   if (log_y(c)) {
     out += "set logscale y 10\n";
@@ -304,12 +316,7 @@ std::string gnuplot_script(const xy_chart& c, const std::string& data_file,
     ys.push_back(&s.y);
   }
   std::string out;
-  out += "set terminal svg size 800,480 dynamic font 'sans,13' background '#ffffff'\n";
-  out += fmt::format("set output {}\n", gp_quoted(svg_file));
-  out += fmt::format("set title {} noenhanced\n", gp_quoted(full_title(c)));
-  out += fmt::format("set xlabel {} noenhanced\n", gp_quoted(c.x_label));
-  out += fmt::format("set ylabel {} noenhanced\n", gp_quoted(c.y_label));
-  out += "set grid\nset key outside right top box noenhanced\nset datafile missing '?'\n";
+  out += gnuplot_preamble(svg_file, full_title(c), c.x_label, c.y_label);
   out += spans_decades(xs) ? "set logscale x 10\n" : "set xrange [0:*]\n";
   out += spans_decades(ys) ? "set logscale y 10\n" : "set yrange [0:*]\n";
   std::string plots;

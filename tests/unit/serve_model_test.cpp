@@ -28,8 +28,7 @@ using testing::model;
 namespace {
 
 batching_config vllm(std::int64_t isl, std::int64_t osl) {
-  const engine_defaults& e = find_engine("vllm");
-  return {isl, osl, e.max_num_batched_tokens, e.max_num_seqs, e.mixed_prefill, e.memory_fraction};
+  return engine_batching(find_engine("vllm"), isl, osl);
 }
 
 std::string error_of(const std::function<void()>& f) {
