@@ -33,7 +33,7 @@ result run_completion(const options& o);
 void refuse_sla_options(const options& o) {
   const std::pair<const char*, bool> given[] = {
       {"--rate", o.rate != 0},          {"--concurrency", !o.concurrency.empty()},
-      {"--isl", o.isl != 0},            {"--osl", o.osl != 0},
+      {"--isl", o.isl.has_value()},     {"--osl", o.osl.has_value()},
       {"--calibration", !o.calibration.empty()}};
   for (const auto& [name, is_given] : given)
     if (is_given)

@@ -66,13 +66,14 @@ serve_request read_serve(const options& o) {
   if (o.tp % o.dp != 0)
     throw spec_error("--dp", fmt::format("{} does not divide the tp group of {} cards", o.dp, o.tp));
   r.layout = {o.tp / o.dp, o.ep, o.dp, o.pp};
-  if (o.trace.empty()) {
-    check_limit("--isl", o.isl, 1, limits::tokens, "tokens");
-    check_limit("--osl", o.osl, 1, limits::tokens, "tokens");
-  }
+  // A trace carries each request's lengths; --isl/--osl then only size the steady-state fields.
+  std::optional<std::int64_t> unset;
+  if (!o.trace.empty()) unset = 0;
+  std::int64_t isl = token_option("--isl", o.isl, unset);
+  std::int64_t osl = token_option("--osl", o.osl, unset);
   check_count("--max-num-batched-tokens", o.max_num_batched_tokens, 0);
   check_count("--max-num-seqs", o.max_num_seqs, 0);
-  r.cfg = engine_config_of(r.engine, o.isl, o.osl, o.max_num_batched_tokens, o.max_num_seqs);
+  r.cfg = engine_config_of(r.engine, isl, osl, o.max_num_batched_tokens, o.max_num_seqs);
   int modes = (!o.concurrency.empty()) + (o.rate != 0) + (!o.trace.empty());
   if (modes != 1)
     throw spec_error("--concurrency",
@@ -174,11 +175,11 @@ void add_sla_options(CLI::App& app, options& o) {
 }
 
 load_request report_load_of(const options& o, const gpu_spec& gpu) {
-  check_limit("--isl", o.isl == 0 ? 1024 : o.isl, 1, limits::tokens, "tokens");
-  check_limit("--osl", o.osl == 0 ? 1024 : o.osl, 1, limits::tokens, "tokens");
+  std::int64_t isl = token_option("--isl", o.isl, 1024);
+  std::int64_t osl = token_option("--osl", o.osl, 1024);
   load_request w;
   w.engine = o.engine.empty() ? "vllm" : o.engine;
-  w.cfg = engine_config_of(w.engine, o.isl == 0 ? 1024 : o.isl, o.osl == 0 ? 1024 : o.osl, 0, 0);
+  w.cfg = engine_config_of(w.engine, isl, osl, 0, 0);
   calibration cal = load_calibration(o.calibration);
   std::string used;
   w.k = cal.lookup(cal.family_of(gpu.name), w.engine, &used);
@@ -467,8 +468,8 @@ result run_plan_sla(const options& o) {
   }
   if (q.ttft_ms <= 0 || q.tpot_ms <= 0)
     throw spec_error("--sla", "give both targets, e.g. ttft=500,tpot=30");
-  check_limit("--isl", o.isl, 1, limits::tokens, "tokens");
-  check_limit("--osl", o.osl, 1, limits::tokens, "tokens");
+  std::int64_t isl = token_option("--isl", o.isl);
+  std::int64_t osl = token_option("--osl", o.osl);
   if ((o.rate > 0) == !o.concurrency.empty())
     throw spec_error("--rate", "give one of --rate R or --concurrency C with --sla");
   if (o.rate < 0 || !std::isfinite(o.rate)) throw spec_error("--rate", "must be a positive number");
@@ -481,7 +482,7 @@ result run_plan_sla(const options& o) {
     q.concurrency = *n;
   }
   std::string engine = o.engine.empty() ? "vllm" : o.engine;
-  q.cfg = engine_config_of(engine, o.isl, o.osl, o.max_num_batched_tokens, o.max_num_seqs);
+  q.cfg = engine_config_of(engine, isl, osl, o.max_num_batched_tokens, o.max_num_seqs);
   q.node_gpus = o.node_gpus;
   q.max_gpus = o.max_gpus;
   loaded_model m = load(o);

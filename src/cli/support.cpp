@@ -467,6 +467,16 @@ void check_limit(const std::string& option, std::int64_t v, std::int64_t min, st
     throw spec_error(option, fmt::format("{} is more than the limit of {} {}", v, max, unit));
 }
 
+std::int64_t token_option(const std::string& option, const std::optional<std::int64_t>& v,
+                          std::optional<std::int64_t> fallback) {
+  if (!v) {
+    if (fallback) return *fallback;
+    throw spec_error(option, "is required: give a count of tokens, e.g. 1024 or 8K");
+  }
+  check_limit(option, *v, 1, limits::tokens, "tokens");
+  return *v;
+}
+
 ojson fraction_json(const fraction& f) {
   if (f.is_integer()) return exact(f.num);
   return f.value();

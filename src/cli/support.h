@@ -102,7 +102,7 @@ struct options {
   std::string mamba_scheduler_strategy;      // --mamba-scheduler-strategy
   std::string limit_mm_per_prompt;           // vLLM's --limit-mm-per-prompt JSON
   // Time under load (commands_serve.cpp); read into typed requests in one place there.
-  std::int64_t isl = 0, osl = 0;  // --isl, --osl
+  std::optional<std::int64_t> isl, osl;  // --isl, --osl (0 is given, and refused)
   std::string concurrency;        // --concurrency: a list such as 1,8,64
   double rate = 0;                // --rate: requests per second (Poisson)
   std::string trace;              // --trace: JSON lines of arrivals
@@ -202,6 +202,10 @@ void check_count(const std::string& option, std::int64_t v, std::int64_t min);
 /// and its unit ("--tp: 4294967296 is more than the limit of 4096 cards").
 void check_limit(const std::string& option, std::int64_t v, std::int64_t min, std::int64_t max,
                  const std::string& unit);
+/// A token-count option checked against 1..limits::tokens: its value, else `fallback`, else a
+/// spec_error saying it is required.
+std::int64_t token_option(const std::string& option, const std::optional<std::int64_t>& v,
+                          std::optional<std::int64_t> fallback = std::nullopt);
 std::int64_t parse_size_option(const std::string& option, const std::string& text);
 /// Reads the model (--model, --set), applies the execution and format options and builds the
 /// graph; a length past the model's context limit adds a line to the current warning_sink.

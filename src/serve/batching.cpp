@@ -17,9 +17,10 @@ const std::vector<engine_defaults>& engines() {
        .max_num_seqs = 1024,
        .mixed_prefill = true,
        .memory_fraction = 0.9,
+       .kv_block_tokens = 16,
        .source = "vLLM V1 EngineArgs defaults for the OpenAI server on GPUs of 70 GiB or more "
                  "(vllm/engine/arg_utils.py): chunked prefill on, 8192 batched tokens, 1024 "
-                 "sequences, gpu_memory_utilization 0.9",
+                 "sequences, gpu_memory_utilization 0.9, block_size 16",
        .kv = kv_policy::preempt_newest,
        .preempted_kv_cached = true},
       {.name = "sglang",
@@ -27,9 +28,10 @@ const std::vector<engine_defaults>& engines() {
        .max_num_seqs = 4096,
        .mixed_prefill = false,
        .memory_fraction = 0.88,
+       .kv_block_tokens = 1,
        .source = "SGLang ServerArgs defaults (sglang/srt/server_args.py): chunked_prefill_size "
                  "8192 on large GPUs, prefill batches run apart from decode (enable_mixed_chunk "
-                 "off), max_running_requests bounded by the token pool, mem_fraction_static ~0.88",
+                 "off), max_running_requests bounded by the token pool, mem_fraction_static ~0.88, page_size 1",
        .kv = kv_policy::retract},
       {.name = "trtllm",
        .max_num_batched_tokens = 8192,
@@ -37,10 +39,10 @@ const std::vector<engine_defaults>& engines() {
        .mixed_prefill = true,
        .memory_fraction = 0.9,
        .fraction_of_free = true,
-       .reserve_full_length = true,
+       .kv_block_tokens = 32,
        .source = "TensorRT-LLM PyTorch backend defaults (tensorrt_llm/llmapi/llm_args.py): "
                  "max_num_tokens 8192, max_batch_size 2048, in-flight batching of context and "
-                 "generation, kv_cache free_gpu_memory_fraction 0.9, capacity scheduler "
+                 "generation, kv_cache free_gpu_memory_fraction 0.9 and tokens_per_block 32, capacity scheduler "
                  "GUARANTEED_NO_EVICT (a request is admitted with blocks for its whole length)",
        .kv = kv_policy::reserve_whole},
   };
@@ -63,7 +65,7 @@ batching_config engine_batching(const engine_defaults& e, std::int64_t isl, std:
   c.mixed_prefill = e.mixed_prefill;
   c.memory_fraction = e.memory_fraction;
   c.fraction_of_free = e.fraction_of_free;
-  c.reserve_full_length = e.reserve_full_length;
+  c.kv_block_tokens = e.kv_block_tokens;
   c.kv = e.kv;
   c.preempted_kv_cached = e.preempted_kv_cached;
   return c;
@@ -89,9 +91,7 @@ scenario make_scenario(const deployment& d, const batching_config& cfg, std::int
   const graph& g = *d.g;
   // KV pool of one rank: what the engine may use less this rank's weights, over one request's
   // state at its final length on this rank.
-  double memory = static_cast<double>(d.gpu.memory);
-  double pool = cfg.fraction_of_free ? (memory - d.weight_bytes_per_rank) * cfg.memory_fraction
-                                     : memory * cfg.memory_fraction - d.weight_bytes_per_rank;
+  double pool = kv_pool_bytes(d, cfg);
   if (pool <= 0)
     throw spec_error(
         "gpu", fmt::format("the weights ({:.1f} GB per rank) leave no KV pool in {:.0f} % "
@@ -102,7 +102,7 @@ scenario make_scenario(const deployment& d, const batching_config& cfg, std::int
   // every stage of their output (reserving the whole length for vLLM and SGLang capped rows
   // such as Llama-3.1-70B 1024 x 8192 at 64 clients on one B200, measured at 0.4 s TTFT, with
   // a wait for slots of minutes).
-  std::int64_t held = cfg.reserve_full_length ? cfg.isl + cfg.osl : cfg.isl + cfg.osl / 2;
+  std::int64_t held = cfg.kv == kv_policy::reserve_whole ? cfg.isl + cfg.osl : cfg.isl + cfg.osl / 2;
   double per_request =
       tally_state(g, held).total.to_double() * d.kv_share / static_cast<double>(d.layout.pp);
   double fit = per_request > 0 ? std::floor(pool / per_request) : 1e18;

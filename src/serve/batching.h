@@ -32,10 +32,11 @@ struct engine_defaults {
   bool mixed_prefill = true;                // prefill chunks share a step with decodes
   double memory_fraction = 0.9;             // of the card the engine may use (weights + KV)
   bool fraction_of_free = false;            // the fraction applies to what the weights leave
-  bool reserve_full_length = false;         // a request holds KV for ISL + OSL from admission (else
-                                            // pages as it grows, preempting when the pool runs out)
+  std::int64_t kv_block_tokens = 16;        // tokens per KV page (block_size / page_size)
   const char* source;
-  kv_policy kv = kv_policy::preempt_newest;  // when the KV pool runs out (the simulation)
+  // When the KV pool runs out; reserve_whole also means a request holds KV for ISL + OSL from
+  // admission, where the others page it as it grows.
+  kv_policy kv = kv_policy::preempt_newest;
   bool preempted_kv_cached = false;  // a preempted request's freed blocks stay as prefix cache
 };
 
@@ -52,8 +53,8 @@ struct batching_config {
   bool mixed_prefill = true;
   double memory_fraction = 0.9;
   bool fraction_of_free = false;  // KV pool = fraction x (memory - weights), not fraction x memory
-  bool reserve_full_length = false;  // see engine_defaults
-  kv_policy kv = kv_policy::preempt_newest;  // what the simulation does when the pool runs out
+  std::int64_t kv_block_tokens = 16;  // tokens per KV page
+  kv_policy kv = kv_policy::preempt_newest;  // see engine_defaults
   // A preempted request's freed blocks stay in the prefix cache until reused (vLLM V1 with
   // prefix caching, its default): a resume recomputes only what was evicted meanwhile.
   bool preempted_kv_cached = false;

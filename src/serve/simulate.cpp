@@ -90,15 +90,15 @@ class step_clock {
   std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t>, double> memo_;
 };
 
-/// KV bytes one request holds on a rank at a length, in whole blocks of kv_block_tokens,
-/// from the state tally (so windows, latents and fixed state count as the model has them).
+/// KV bytes one request holds on a rank at a length, in whole blocks of the engine's page
+/// size, from the state tally (so windows, latents and fixed state count as the model has them).
 class kv_blocks {
  public:
-  explicit kv_blocks(const deployment& d) : d_(d) {}
+  kv_blocks(const deployment& d, std::int64_t block_tokens) : d_(d), block_(block_tokens) {}
   /// Tokens the blocks holding `tokens` tokens have room for.
-  static std::int64_t room(std::int64_t tokens) {
-    return (tokens + kv_block_tokens - 1) / kv_block_tokens * kv_block_tokens;
-  }
+  std::int64_t room(std::int64_t tokens) const { return (tokens + block_ - 1) / block_ * block_; }
+  /// Whole blocks' worth of tokens at most `tokens`.
+  std::int64_t whole(std::int64_t tokens) const { return tokens / block_ * block_; }
   std::int64_t bytes(std::int64_t tokens) {
     std::int64_t n = room(tokens);
     auto it = memo_.find(n);
@@ -112,6 +112,7 @@ class kv_blocks {
 
  private:
   const deployment& d_;
+  std::int64_t block_;
   std::unordered_map<std::int64_t, std::int64_t> memo_;
 };
 
@@ -182,7 +183,7 @@ class engine_group {
     free_ -= b - r.held;
     queue_head_ += b - r.held;  // new blocks come from the front of the free queue
     r.held = b;
-    r.room = kv_blocks::room(tokens);
+    r.room = kv_.room(tokens);
   }
   /// vLLM V1 frees a preempted request's blocks tail first to the end of the free queue, their
   /// hashes kept: they serve as prefix cache until allocations reach them, so a resume finds
@@ -195,7 +196,7 @@ class engine_group {
                                             static_cast<double>(r.cache_bytes - evicted) /
                                             static_cast<double>(r.cache_bytes));
     return std::max<std::int64_t>(
-        0, std::min(tokens, r.tokens() - 1) / kv_block_tokens * kv_block_tokens);
+        0, kv_.whole(std::min(tokens, r.tokens() - 1)));
   }
   /// Takes a resumed request's cached blocks back out of the free queue.
   void take_cached(request_state& r, std::int64_t tokens) {
@@ -204,7 +205,7 @@ class engine_group {
     std::int64_t b = kv_.bytes(tokens);
     free_ -= b;  // taken from where they sit: the queue's front stays put
     r.held = b;
-    r.room = kv_blocks::room(tokens);
+    r.room = kv_.room(tokens);
     r.computed = tokens;
     out_.recomputed_tokens -= tokens;
   }
@@ -322,8 +323,12 @@ class engine_group {
     if (demand(1) > free_) {
       // Retract in SGLang's order until the rest have room for retract_decode_steps tokens
       // each (or one is left), then re-estimate new_token_ratio from the survivors' progress.
+      // Only the decode batch is retracted: a request still in its chunked prefill is SGLang's
+      // chunked_req, outside running_batch (scheduler.py), whatever its output count.
       constexpr std::int64_t retract_decode_steps = 20;  // SGLang's global_config default
-      std::vector<std::size_t> order = running;
+      std::vector<std::size_t> order;
+      for (std::size_t i : running)
+        if (reqs[i].decoding()) order.push_back(i);
       std::stable_sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) {
         return retract_before(reqs[y], reqs[x]);  // the first to retract last
       });
@@ -331,8 +336,7 @@ class engine_group {
       while (order.size() > 1 && ahead > free_) {
         std::size_t victim = order.back();
         order.pop_back();
-        if (reqs[victim].decoding())
-          ahead -= need(reqs[victim], reqs[victim].computed + retract_decode_steps);
+        ahead -= need(reqs[victim], reqs[victim].computed + retract_decode_steps);
         std::erase(running, victim);
         preempt(victim, false);
       }
@@ -453,6 +457,7 @@ simulation simulate(const deployment& d, const batching_config& cfg, const coeff
   if (cfg.max_num_batched_tokens < 1)
     throw spec_error("max_num_batched_tokens", "must be at least 1");
   if (cfg.max_num_seqs < 1) throw spec_error("max_num_seqs", "must be at least 1");
+  if (cfg.kv_block_tokens < 1) throw spec_error("kv_block_tokens", "must be at least 1");
   std::stable_sort(arrivals.begin(), arrivals.end(),
                    [](const arrival& a, const arrival& b) { return a.time_ms < b.time_ms; });
   simulation out;
@@ -482,7 +487,7 @@ simulation simulate(const deployment& d, const batching_config& cfg, const coeff
                            d.weight_bytes_per_rank / 1e9, cfg.memory_fraction * 100, d.gpu.name));
   out.kv_pool_bytes = pool;
   auto pool_bytes = static_cast<std::int64_t>(std::min(pool, 9e18));
-  kv_blocks kv(d);
+  kv_blocks kv(d, cfg.kv_block_tokens);
   // A request the pool cannot hold even alone would be preempted forever: engines refuse it
   // (vLLM checks max_model_len against the pool at start-up), and so does calc.
   {

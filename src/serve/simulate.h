@@ -66,10 +66,6 @@ struct simulation {
 simulation simulate(const deployment& d, const batching_config& cfg, const coefficients& k,
                     std::vector<arrival> arrivals);
 
-/// Tokens per KV block: vLLM's default block_size. SGLang allocates single tokens and
-/// TensorRT-LLM 32-token blocks; 16 is within a block of either per request.
-inline constexpr std::int64_t kv_block_tokens = 16;
-
 /// The steady state's ITL (ms): a token waits one decode step, and some steps also carry (or
 /// wait behind) another request's prefill chunk. `m` = (TPOT - base step) / stall is the mean
 /// count of chunk stalls per gap, where the base step is TPOT x (1 - prefill share) and a stall

@@ -94,4 +94,10 @@ TEST_CASE("report throughput from the command line: JSON and the Markdown sectio
             {"report", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--length", "8K", "--osl", "-5"},
             o3, e3) == 2);
   CHECK(e3.str() == "--osl: must be at least 1, got -5\n");
+  // 0 is a length given, not "use the default": refused like any other length below 1.
+  std::ostringstream o4, e5;
+  CHECK(run_cli(
+            {"report", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--length", "8K", "--isl", "0"},
+            o4, e5) == 2);
+  CHECK(e5.str() == "--isl: must be at least 1, got 0\n");
 }

@@ -165,7 +165,7 @@ TEST_CASE("serve KV pool: a concurrency beyond the pool is reported and waits") 
   double pool = static_cast<double>(d.gpu.memory) * 0.9 - d.weight_bytes_per_rank;
   CHECK(s.kv_requests == static_cast<std::int64_t>(pool / per));
   batching_config reserving = vllm(8192, 8192);
-  reserving.reserve_full_length = true;
+  reserving.kv = kv_policy::reserve_whole;
   double whole = tally_state(m.g, 16384).total.to_double();
   CHECK(make_scenario(d, reserving, 4096).kv_requests == static_cast<std::int64_t>(pool / whole));
   CHECK(make_scenario(d, vllm(1024, 1024), 8).kv_pool_fits);

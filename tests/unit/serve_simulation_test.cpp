@@ -137,13 +137,11 @@ TEST_CASE("serve simulation: a workload that overflows the KV pool preempts; one
   }
 }
 
-TEST_CASE("serve engines: the simulation's KV policy agrees with the steady state's pool") {
-  // A reserving engine (the steady state counts its requests at their whole length) is the one
-  // the simulation never lets preempt.
-  for (const engine_defaults& e : engines()) {
-    CAPTURE(e.name);
-    CHECK(e.reserve_full_length == (e.kv == kv_policy::reserve_whole));
-  }
+TEST_CASE("serve engines: each engine pages KV at its documented page size") {
+  CHECK(find_engine("vllm").kv_block_tokens == 16);    // block_size
+  CHECK(find_engine("sglang").kv_block_tokens == 1);   // page_size
+  CHECK(find_engine("trtllm").kv_block_tokens == 32);  // tokens_per_block
+  CHECK(engine_batching(find_engine("trtllm"), 8, 8).kv_block_tokens == 32);
 }
 
 TEST_CASE("serve simulation: more KV never preempts more; a bigger card removes preemption") {
@@ -287,6 +285,9 @@ TEST_CASE("serve simulation from the command line: preemption fields, bad input 
              "--rate", "5"},
             out, err) == 2);
   CHECK(err == "--osl: must be at least 1, got 0\n");
+  CHECK(run({"serve", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--isl", "1K", "--rate", "5"},
+            out, err) == 2);
+  CHECK(err == "--osl: is required: give a count of tokens, e.g. 1024 or 8K\n");
   // Work beyond what a simulation should take: refused up front, never a run of minutes.
   CHECK(run({"serve", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--isl", "1K", "--osl", "1M",
              "--rate", "5", "--requests", "1000"},
