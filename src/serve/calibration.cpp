@@ -120,6 +120,16 @@ calibration read_calibration(const std::string& path) {
       c.models[id] = kv.second.Scalar();
     }
   }
+  if (YAML::Node f = m.optional("systems"); f.IsDefined()) {
+    if (!f.IsMap()) throw spec_error(location_of(f, path), "systems", "expected a mapping");
+    for (const auto& kv : f) {
+      std::string system = key_text(kv.first, "systems", path);
+      if (!kv.second.IsScalar())
+        throw spec_error(location_of(kv.second, path), "systems." + system,
+                         "expected a GPU name of the catalogue");
+      c.systems[system] = kv.second.Scalar();
+    }
+  }
   YAML::Node list = m.required("entries");
   if (!list.IsSequence())
     throw spec_error(location_of(list, path), "entries", "expected a list of entries");
@@ -144,7 +154,7 @@ calibration read_calibration(const std::string& path) {
     em.finish(known);
     c.entries.push_back(entry);
   }
-  m.finish({"source", "families", "models", "entries"});
+  m.finish({"source", "families", "models", "systems", "entries"});
   return c;
 }
 
@@ -173,6 +183,9 @@ std::string write_calibration(const calibration& c) {
   out += c.models.empty() ? "models: {}\n"
                           : "models:  # Hugging Face id -> bundled model with the same shapes\n";
   for (const auto& [id, name] : c.models) out += fmt::format("  {}: {}\n", quoted(id), name);
+  if (!c.systems.empty()) out += "systems:  # a measured row's system -> the catalogue's GPU\n";
+  for (const auto& [system, gpu] : c.systems)
+    out += fmt::format("  {}: {}\n", quoted(system), gpu);
   out += c.entries.empty() ? "entries: []\n" : "entries:\n";
   for (const calibration_entry& e : c.entries) {
     out +=

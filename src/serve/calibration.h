@@ -67,6 +67,9 @@ struct calibration {
   std::string source;                                        // provenance of the whole file
   std::map<std::string, std::vector<std::string>> families;  // family -> catalogue GPU names
   std::map<std::string, std::string> models;  // Hugging Face id -> bundled model (same shapes)
+  // A measured row's system name -> the catalogue's GPU, where the name is not the catalogue's
+  // with '_' for '-' (and "_sxm" dropped): aiconfigurator's a100_sxm is the A100 SXM4 80 GB.
+  std::map<std::string, std::string> systems;
   std::vector<calibration_entry> entries;
   std::string file;  // where it was read from
 

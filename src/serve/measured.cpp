@@ -12,6 +12,7 @@
 #include "common/limits.h"
 #include "graph/graph.h"
 #include "spec/gpu_spec.h"
+#include "spec/hf/hub.h"
 #include "spec/model_reader.h"
 
 namespace calc::serve {
@@ -163,28 +164,34 @@ struct row_mapper::impl {
 
   explicit impl(const calibration& c) : cal(c) {}
 
-  std::string model_name(const std::string& id) const {
-    if (auto it = cal.models.find(id); it != cal.models.end()) return it->second;
-    std::string last = lower(id.substr(id.find('/') == std::string::npos ? 0 : id.find('/') + 1));
-    // Checkpoint suffixes name a format or a fine-tune, not a shape: Llama-3.1-8B-Instruct-FP8
-    // has Llama-3.1-8B's shapes.
-    for (bool again = true; again;) {
-      again = false;
-      for (const std::string suffix : {"-instruct", "-fp8", "-nvfp4", "-fp4"})
-        if (last.ends_with(suffix)) {
-          last.erase(last.size() - suffix.size());
-          again = true;
-        }
+  std::map<std::string, std::string> names;  // model_path -> model, resolved once each
+
+  /// The model a row's model_path names, for its shapes (the row's quant modes give the formats):
+  /// the calibration's alias, else the bundled model whose source is that repository, else one
+  /// whose repository has the same shapes by name (hf::shape_name: Llama-3.1-8B-Instruct-FP8 is
+  /// Llama-3.1-8B), else the id itself (a snapshot in the Hugging Face cache, or a bundled name).
+  const std::string& model_name(const std::string& id) {
+    auto known = names.find(id);
+    if (known != names.end()) return known->second;
+    std::string name = id;
+    if (auto it = cal.models.find(id); it != cal.models.end()) {
+      name = it->second;
+    } else if (hf::looks_like_repo_id(id)) {
+      std::vector<std::string> bundled = bundled_models();
+      if (auto exact = hf::bundled_with_repo(id, models_dir(), bundled))
+        name = *exact;
+      else if (auto same = hf::bundled_with_shapes_of(id, models_dir(), bundled))
+        name = *same;
     }
-    if (auto it = cal.models.find(last); it != cal.models.end()) return it->second;
-    return last;
+    return names.emplace(id, name).first->second;
   }
 
   const gpu_spec* gpu(const std::string& system, std::string& name) {
     auto it = gpus.find(system);
     if (it == gpus.end()) {
       std::optional<gpu_spec> found;
-      std::string n = lower(system);
+      auto alias = cal.systems.find(system);
+      std::string n = lower(alias != cal.systems.end() ? alias->second : system);
       std::replace(n.begin(), n.end(), '_', '-');
       for (const std::string& candidate :
            {n, n.ends_with("-sxm") ? n.substr(0, n.size() - 4) : std::string()}) {
@@ -243,8 +250,10 @@ mapped_row row_mapper::map(const measured_row& r) {
       try {
         path = resolve_model_path(m.model);
       } catch (const spec_error&) {
-        return m.error = fmt::format("model_path '{}': no bundled model '{}'", r.at("model_path"),
-                                     m.model),
+        return m.error = fmt::format(
+                   "model_path '{}': no bundled model has its shapes, and the Hugging Face cache "
+                   "has no snapshot of it",
+                   r.at("model_path")),
                m;
       }
       auto l = std::make_unique<impl::loaded>();

@@ -140,3 +140,25 @@ TEST_CASE("--model Org/Name: the bundles imported from published configs") {
     CHECK(fs::path(resolve_model_path(id.first)).stem() == id.second);
   }
 }
+
+TEST_CASE("shape_name: formats, fine-tunes and release dates go, versions and sizes stay") {
+  CHECK(hf::shape_name("nvidia/Llama-3.3-70B-Instruct-FP8") == "llama-3.3-70b");
+  CHECK(hf::shape_name("meta-llama/Llama-3.3-70B-Instruct") == "llama-3.3-70b");
+  CHECK(hf::shape_name("Qwen/Qwen3-235B-A22B-Instruct-2507") == "qwen3-235b-a22b");
+  CHECK(hf::shape_name("deepseek-ai/DeepSeek-R1-0528") == "deepseek-r1");
+  CHECK(hf::shape_name("RedHatAI/Qwen3-32B-FP8-dynamic") == "qwen3-32b");
+  CHECK(hf::shape_name("mistralai/Mixtral-8x7B-Instruct-v0.1") == "mixtral-8x7b-v0.1");
+  // A version is a shape: Mistral-7B-v0.3 has a larger vocabulary than v0.1.
+  CHECK(hf::shape_name("mistralai/Mistral-7B-Instruct-v0.3") !=
+        hf::shape_name("mistralai/Mistral-7B-v0.1"));
+  CHECK(hf::shape_name("Qwen/Qwen3-30B-A3B") != hf::shape_name("Qwen/Qwen3-32B"));
+}
+
+TEST_CASE("bundled_with_shapes_of: a re-release of a bundled model's shapes finds it") {
+  std::vector<std::string> names = bundled_models();
+  CHECK(hf::bundled_with_shapes_of("nvidia/Llama-3.3-70B-Instruct-FP4", models_dir(), names) ==
+        "llama-3.3-70b-instruct");
+  CHECK(hf::bundled_with_shapes_of("moonshotai/Kimi-K2-Thinking", models_dir(), names) ==
+        "kimi-k2-instruct");
+  CHECK(hf::bundled_with_shapes_of("Qwen/Qwen3-14B", models_dir(), names) == std::nullopt);
+}

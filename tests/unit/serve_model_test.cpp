@@ -229,10 +229,28 @@ TEST_CASE("serve measured CSV: malformed lines name file:line; a bad row is that
   calibration cal;
   row_mapper mapper(cal);
   CHECK(mapper.map(rows[0]).error == "");
-  CHECK(mapper.map(rows[1]).error == "model_path 'no/such-model': no bundled model 'such-model'");
+  CHECK(mapper.map(rows[1]).error ==
+        "model_path 'no/such-model': no bundled model has its shapes, and the Hugging Face cache "
+        "has no snapshot of it");
   CHECK(mapper.map(rows[2]).error == "system 'tpu_v9': no such GPU in the catalogue");
   CHECK(mapper.map(rows[3]).error ==
         "backend 'mystery': no such engine (known: vllm, sglang, trtllm)");
+  // Another tool's names: the calibration's systems table, and a re-release of a bundled
+  // model's shapes under another organisation, format and fine-tune.
+  std::string other = write_temp(
+      "calc_serve_other.csv",
+      header + "e,vllm,nvidia/Llama-3.3-70B-Instruct-FP8,a100_sxm,1024,128,4,4,1,fp8,,50,7
+");
+  auto more = read_measured(other);
+  REQUIRE(more.size() == 1);
+  CHECK(mapper.map(more[0]).error == "system 'a100_sxm': no such GPU in the catalogue");
+  calibration named;
+  named.systems["a100_sxm"] = "a100-80gb";
+  row_mapper renamed(named);
+  mapped_row e = renamed.map(more[0]);
+  CHECK(e.error == "");
+  CHECK(e.gpu == "a100-80gb");
+  CHECK(e.model == "llama-3.3-70b-instruct");
   std::string short_row = write_temp("calc_serve_short.csv", header + "a,vllm,x\n");
   CHECK(error_of([&] { read_measured(short_row); }) ==
         short_row + ":2:1: line: 3 fields where the header has 13");
@@ -351,8 +369,12 @@ TEST_CASE("calibration file: strict keys, efficiencies in (0, 1]") {
       write_temp("calc_cal_share.yaml", text_ok.str() + "    cohort_share: 1.5\n");
   CHECK(error_of([&] { read_calibration(share); }) ==
         share + ":18:19: entries[0].cohort_share: a fraction must be a number in (0, 1]");
+  c.systems["a100_sxm"] = "a100-80gb";
+  c.models["meta-llama/Meta-Llama-3.1-8B"] = "llama-3.1-8b";
   calibration back = read_calibration(write_temp("calc_cal_back.yaml", write_calibration(c)));
   CHECK(back.lookup("any", "any").values() == c.lookup("any", "any").values());
+  CHECK(back.systems == c.systems);
+  CHECK(back.models == c.models);
   std::string text = std::string("source: test\nentries:\n  - family: any\n    engine: any\n") +
                      "    gemm_compute: 1.5\n";
   std::string bad = write_temp("calc_cal_bad.yaml", text);

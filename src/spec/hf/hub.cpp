@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 namespace calc::hf {
 
@@ -69,21 +70,65 @@ std::optional<std::string> repo_in_source(const std::string& source) {
   return check();
 }
 
-std::optional<std::string> bundled_with_repo(const std::string& id, const std::string& dir,
-                                             const std::vector<std::string>& names) {
+namespace {
+
+/// The repository each bundled model's top-level `source:` line names, in `names` order. The
+/// line is read as text: parsing every model file to find one would cost a full YAML read per
+/// bundled model.
+std::vector<std::pair<std::string, std::string>> bundled_repos(
+    const std::string& dir, const std::vector<std::string>& names) {
   namespace fs = std::filesystem;
+  std::vector<std::pair<std::string, std::string>> out;
   for (const std::string& name : names) {
-    // The source line is read as text: parsing every model file to find one would cost a
-    // full YAML read per bundled model.
     std::ifstream in(fs::path(dir) / (name + ".yaml"));
     std::string line;
     while (std::getline(in, line)) {
       if (!line.starts_with("source:")) continue;
-      if (auto repo = repo_in_source(line.substr(7)); repo && lower(*repo) == lower(id))
-        return name;
+      if (auto repo = repo_in_source(line.substr(7))) out.emplace_back(name, *repo);
       break;
     }
   }
+  return out;
+}
+
+}  // namespace
+
+std::optional<std::string> bundled_with_repo(const std::string& id, const std::string& dir,
+                                             const std::vector<std::string>& names) {
+  for (const auto& [name, repo] : bundled_repos(dir, names))
+    if (lower(repo) == lower(id)) return name;
+  return std::nullopt;
+}
+
+std::string shape_name(const std::string& id) {
+  static const std::set<std::string> release_words = {
+      "instruct", "chat", "it",   "base", "thinking", "hf",   "fp8",   "dynamic", "fp4",
+      "nvfp4",    "mxfp4", "awq", "gptq", "int4",     "int8", "w4a16", "w8a8"};
+  std::string name = lower(id.substr(id.find('/') == std::string::npos ? 0 : id.find('/') + 1));
+  std::string out, word;
+  auto keep = [&] {
+    bool date = word.size() == 4 && std::all_of(word.begin(), word.end(), [](unsigned char c) {
+                  return std::isdigit(c) != 0;
+                });
+    if (!word.empty() && !date && !release_words.count(word)) out += (out.empty() ? "" : "-") + word;
+    word.clear();
+  };
+  for (char c : name) {
+    if (c == '-' || c == '_') {
+      keep();
+    } else {
+      word += c;
+    }
+  }
+  keep();
+  return out;
+}
+
+std::optional<std::string> bundled_with_shapes_of(const std::string& id, const std::string& dir,
+                                                  const std::vector<std::string>& names) {
+  std::string want = shape_name(id);
+  for (const auto& [name, repo] : bundled_repos(dir, names))
+    if (shape_name(repo) == want) return name;
   return std::nullopt;
 }
 

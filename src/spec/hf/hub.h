@@ -22,6 +22,20 @@ std::optional<std::string> repo_in_source(const std::string& source);
 std::optional<std::string> bundled_with_repo(const std::string& id, const std::string& dir,
                                              const std::vector<std::string>& names);
 
+/// A repository reduced to what decides its shapes: the name without its organisation, in lower
+/// case, less the '-'-separated words that name a format, a fine-tune or a release date
+/// (instruct, chat, it, base, thinking, hf, fp8, dynamic, fp4, nvfp4, mxfp4, awq, gptq, int4,
+/// int8, w4a16, w8a8, and four digits such as 2507 or 0528). "nvidia/Llama-3.3-70B-Instruct-FP8"
+/// and "meta-llama/Llama-3.3-70B-Instruct" are both "llama-3.3-70b"; a version stays a word of
+/// its own ("Mistral-7B-v0.3", a larger vocabulary, is not "Mistral-7B-v0.1").
+std::string shape_name(const std::string& id);
+
+/// The bundled model whose source repository has `id`'s shape_name (the first in `names`
+/// order); none when no model does. For rows whose formats are given apart (calibrate's
+/// measured rows), where only the shapes are taken from the model.
+std::optional<std::string> bundled_with_shapes_of(const std::string& id, const std::string& dir,
+                                                  const std::vector<std::string>& names);
+
 /// The Hugging Face hub cache folder: $HF_HUB_CACHE, else $HF_HOME/hub, else
 /// $XDG_CACHE_HOME/huggingface/hub, else ~/.cache/huggingface/hub (huggingface_hub's order).
 std::string hub_cache_dir();
