@@ -835,7 +835,8 @@ std::string quoted(const std::string& s) {
 /// What the safetensors headers beside a config say about formats; empty strings when the
 /// folder holds no headers (the config and the family's defaults then decide).
 struct stored_formats {
-  std::string block_scale;  // FP8 block scales (`*.weight_scale_inv`): "fp32", "bf16", "fp16"
+  std::string block_scale;  // FP8 block or row scales (`*.weight_scale_inv`, compressed-tensors'
+                            // `*.weight_scale` [out, 1]): "fp32", "bf16", "fp16"
   std::string dtype;        // the dtype of most unquantised weight-matrix bytes
   std::string router_bias;  // the MoE routing bias (`*.e_score_correction_bias`)
   std::string ssm_params;   // a Mamba2 mixer's `A_log` and `D`
@@ -861,6 +862,10 @@ stored_formats formats_in_headers(const std::string& config_path) {
                                      t.dtype));
       out.block_scale = name->second;
     }
+    // compressed-tensors' per-row scales (weight_scale [out, 1]), when no block scale said it.
+    if (t.name.ends_with(".weight_scale") && t.shape.size() == 2 && t.shape[1] == 1 &&
+        out.block_scale.empty() && name != calc_name.end())
+      out.block_scale = name->second;
     // The vectors some checkpoints keep wider than their norms, as the first one stored says
     // (Gated DeltaNet's linear_attn.A_log is not a Mamba2 mixer's and is left to the norms).
     bool ssm_vector = (t.name.ends_with(".A_log") || t.name.ends_with(".D")) &&
