@@ -264,3 +264,24 @@ TEST_CASE("a published index: Granite-3.1-1B-A400M's total_size is calc's FP32 w
   CHECK(j["checkpoint_differences"].empty());
   CHECK(j["checkpoint_note"] == "index total_size only: no safetensors file to name the parts");
 }
+
+TEST_CASE("stored dtypes of the published listings are the families' defaults") {
+  // The routing bias (e_score_correction_bias) is F32 in the tensor listings of
+  // Kimi-K2-Instruct, Kimi-K2.5 and GLM-4.7-Flash (tests/fixtures/hf/SOURCES.md), as in
+  // DeepSeek-V3's: without headers, the import says router_bias fp32.
+  for (const char* folder :
+       {"moonshotai--Kimi-K2-Instruct", "nvidia--Kimi-K2.5-NVFP4", "zai-org--GLM-4.7-Flash"}) {
+    CAPTURE(folder);
+    hf::imported y = hf::import_config(fixture(std::string(folder) + "/config.json"));
+    CHECK(y.plain.find("router_bias: fp32") != std::string::npos);
+  }
+  auto params_json = [](const std::string& model) {
+    std::ostringstream out, err;
+    REQUIRE(run_cli({"params", "--model", model, "--format", "json"}, out, err) == 0);
+    return json::parse(out.str());
+  };
+  // GLM-4.7-Flash is BF16: 2 B a parameter, and 2 B more for each of its 46 MoE layers' 64
+  // F32 routing-bias values.
+  json flash = params_json(fixture("zai-org--GLM-4.7-Flash/config.json"));
+  CHECK(flash["weight_bytes"] == 2 * flash["total_params"].get<std::int64_t>() + 46 * 64 * 2);
+}

@@ -444,12 +444,16 @@ const std::vector<family>& families() {
       // and the V3.1 and R1 files store it F32 (tests/fixtures/hf/SOURCES.md).
       with_router_bias(deepseek_v3_like("deepseek_v3", {"DeepseekV3ForCausalLM"}), "fp32"),
       // Kimi K2 (moonshotai/Kimi-K2-Instruct): DeepSeek-V3's architecture and configuration class
-      // (configuration_deepseek.DeepseekV3Config) under its own model_type.
-      deepseek_v3_like("kimi_k2", {}),
+      // (configuration_deepseek.DeepseekV3Config) under its own model_type. The routing bias F32
+      // as in V3: Kimi-K2-Instruct's tensor listing (tests/fixtures/hf/SOURCES.md).
+      with_router_bias(deepseek_v3_like("kimi_k2", {}), "fp32"),
       // KimiK25Config (moonshotai/Kimi-K2.5): the language model is a DeepseekV3Config in
-      // text_config; the MoonViT vision tower and its patch-merger projector are apart.
-      deepseek_v3_like("kimi_k25", {"KimiK25ForConditionalGeneration"}, "text_config",
-                       "the MoonViT vision tower and its projector (vision_config)"),
+      // text_config; the MoonViT vision tower and its patch-merger projector are apart. The
+      // routing bias F32 in Kimi-K2.5's tensor listing.
+      with_router_bias(
+          deepseek_v3_like("kimi_k25", {"KimiK25ForConditionalGeneration"}, "text_config",
+                           "the MoonViT vision tower and its projector (vision_config)"),
+          "fp32"),
       // DeepseekV32Config (DeepSeek-V3.2): DeepSeek-V3's MLA and MoE plus DeepSeek sparse
       // attention's lightning indexer on every layer (index_n_heads query heads, one
       // index_head_dim key per token cached beside the latent, top index_topk tokens read).
@@ -475,7 +479,9 @@ const std::vector<family>& families() {
        .ffn = ffn_family::moe,
        .names = {{"experts", "n_routed_experts"}, {"qkv_bias", ""}, {"o_bias", ""}},
        .defaults = gqa_defaults(
-           {{"shared_intermediate", "=moe_intermediate"}, {"router_bias", true}})},
+           {{"shared_intermediate", "=moe_intermediate"}, {"router_bias", true}}),
+       // F32 in zai-org/GLM-4.7-Flash's tensor listing (mlp.gate.e_score_correction_bias).
+       .router_bias_dtype = "fp32"},
       // Glm4MoeConfig: Q/K/V biases only (attention_bias), optional per-head Q/K norm, routing
       // bias, first_k_dense_replace dense layers, MTP layers.
       {.model_type = "glm4_moe",
