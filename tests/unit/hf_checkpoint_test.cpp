@@ -141,18 +141,18 @@ TEST_CASE("safetensors headers: Qwen3.5-27B's checkpoint against calc's weight b
   REQUIRE(run_cli({"params", "--model", dir.string(), "--format", "json"}, out, err) == 0);
   json j = json::parse(out.str());
   // The language model: 26,895,998,464 parameters by hand (the published total less the vision
-  // tower's 460,730,096 and the MTP block's 424,699,392), BF16 throughout in calc's count.
+  // tower's 460,730,096 and the MTP block's 424,699,392), BF16 but A_log and the gated norm,
+  // which the headers store F32 (precision.ssm_params): 48 layers x (48 + 128) x 2 B more.
   CHECK(j["total_params"] == 26'895'998'464LL);
-  CHECK(j["weight_bytes"] == 2 * 26'895'998'464LL);
+  CHECK(j["weight_bytes"] == 2 * 26'895'998'464LL + 48 * (48 + 128) * 2);
   CHECK(j["checkpoint_bytes"] == 55'562'872'800LL);
   REQUIRE(j["checkpoint_differences"].size() == 2);
   CHECK(j["checkpoint_differences"][0]["name"] == "vision tower and projector");
   CHECK(j["checkpoint_differences"][0]["bytes"] == 2 * 460'730'096LL);
   CHECK(j["checkpoint_differences"][1]["name"] == "MTP layers");
   CHECK(j["checkpoint_differences"][1]["bytes"] == 2 * 424'699'392LL);
-  // What stays: A_log and the gated norm are FP32 in the files, calc's `norms` format is BF16:
-  // 48 layers x (48 + 128) values x 2 bytes.
-  CHECK(j["checkpoint_unexplained_bytes"] == 48 * (48 + 128) * 2);
+  // Nothing stays unexplained: the F32 vectors are counted as stored.
+  CHECK(j["checkpoint_unexplained_bytes"] == 0);
 }
 
 TEST_CASE("the index's total_size is checkpoint_bytes when no shard is in the folder") {
@@ -284,4 +284,13 @@ TEST_CASE("stored dtypes of the published listings are the families' defaults") 
   // F32 routing-bias values.
   json flash = params_json(fixture("zai-org--GLM-4.7-Flash/config.json"));
   CHECK(flash["weight_bytes"] == 2 * flash["total_params"].get<std::int64_t>() + 46 * 64 * 2);
+  // Gated DeltaNet's A_log and gated norm: F32 in the Qwen3.5 releases (0.8B, 4B, 27B,
+  // 35B-A3B listings), so qwen3_5 and qwen3_5_moe default to it; Qwen3-Next-80B-A3B-Instruct
+  // stores both BF16, as its norms, so qwen3_next keeps the norms' format.
+  hf::imported q35 = hf::import_config(fixture("Qwen--Qwen3.5-27B/config.json"));
+  CHECK(q35.plain.find("ssm_params: fp32") != std::string::npos);
+  json dense = params_json(fixture("Qwen--Qwen3.5-27B/config.json"));
+  CHECK(dense["weight_bytes"] == 2 * 26'895'998'464LL + 48 * (48 + 128) * 2);
+  hf::imported next = hf::import_config(fixture("qwen3-next-80b-a3b.json"));
+  CHECK(next.plain.find("ssm_params") == std::string::npos);
 }

@@ -376,7 +376,11 @@ const std::vector<family>& families() {
                                  {"shared_experts", 1},
                                  {"shared_gate", true}}),
        .not_counted = "the vision tower and its merger (vision_config)",
-       .fp8_block_scale = "bf16"},
+       .fp8_block_scale = "bf16",
+       // The Qwen3.5 releases store each Gated DeltaNet layer's A_log and gated norm F32
+       // (Qwen3.5-35B-A3B's listing; the dense 0.8B, 4B and 27B alike); the Qwen3.6 releases
+       // BF16, which their headers (or the bundle) say (tests/fixtures/hf/SOURCES.md).
+       .ssm_params_dtype = "fp32"},
       // Qwen3_5Config (Qwen3.5/3.6 dense): the same layers with a dense SwiGLU feed-forward.
       {.model_type = "qwen3_5",
        .architectures = {"Qwen3_5ForConditionalGeneration"},
@@ -388,7 +392,8 @@ const std::vector<family>& families() {
                  {"mtp_layers", "mtp_num_hidden_layers"}},
        .defaults = gqa_defaults({{"qk_norm", true}, {"output_gate", true}, {"full_interval", 4}}),
        .not_counted = "the vision tower and its merger (vision_config)",
-       .fp8_block_scale = "bf16"},
+       .fp8_block_scale = "bf16",
+       .ssm_params_dtype = "fp32"},  // A_log and the gated norm: as qwen3_5_moe's
       // Gemma2Config: head_dim 256, tied head, four norms per layer (pre/post attention and
       // feed-forward), sliding window 4096 on even layers.
       {.model_type = "gemma2",
