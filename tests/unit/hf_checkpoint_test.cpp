@@ -294,3 +294,21 @@ TEST_CASE("stored dtypes of the published listings are the families' defaults") 
   hf::imported next = hf::import_config(fixture("qwen3-next-80b-a3b.json"));
   CHECK(next.plain.find("ssm_params") == std::string::npos);
 }
+
+TEST_CASE("compressed-tensors row scales: the family's default, unless the safetensors headers say") {
+  // GLM-4.5-FP8's config beside a shard whose header stores weight_scale [out, 1] in BF16: the
+  // 119,262,208 row scales of the main model take 2 bytes each, not the FP32 the listing shows.
+  fs::path dir = testing::scratch_dir("calc-ckpt") / "glm-4.5-fp8-bf16-scales";
+  fs::create_directories(dir);
+  fs::copy_file(fixture("zai-org--GLM-4.5-FP8/config.json"), dir / "config.json",
+                fs::copy_options::overwrite_existing);
+  header_writer h;
+  h.add("model.layers.3.mlp.experts.0.down_proj.weight", "F8_E4M3", {5120, 1536});
+  h.add("model.layers.3.mlp.experts.0.down_proj.weight_scale", "BF16", {5120, 1});
+  h.write(dir / "model-00001-of-00093.safetensors");
+  hf::imported y = hf::import_config(dir.string());
+  CHECK(y.plain.find("experts: fp8:row:bf16") != std::string::npos);
+  std::ostringstream out, err;
+  REQUIRE(run_cli({"params", "--model", dir.string(), "--format", "json"}, out, err) == 0);
+  CHECK(json::parse(out.str())["weight_bytes"] == 354'902'011'520LL - 119'262'208LL * 2);
+}
