@@ -273,6 +273,11 @@ TEST_CASE("compressed-tensors: schemes and lists calc cannot state are errors at
             .find("strategy 'group' is not mapped") != std::string::npos);
   CHECK(import_error(with(channel, "\"re:.*self_attn.*\""))
             .find("the pattern 're:.*self_attn.*' is not mapped") != std::string::npos);
+  // 2:4 sparse weights store a bitmask and half the values: not these formats.
+  std::string sparse = with(channel, "");
+  sparse.insert(sparse.rfind("}}"), ", \"sparsity_config\": {\"format\": \"sparse-24-bitmask\"}");
+  CHECK(import_error(sparse).find("quantization_config.sparsity_config: sparse weights "
+                                  "('sparse-24-bitmask') are not mapped") != std::string::npos);
 }
 
 TEST_CASE("attention input exclusions: only the whole set of input projections is mapped") {

@@ -59,6 +59,13 @@ std::string compressed_tensors_weights(const hf_object& q, const std::string& sc
     q.fail("format", fmt::format("compressed-tensors format '{}' is not mapped (calc reads "
                                  "float-quantized, FP8 weights)",
                                  q.text("format")));
+  // A sparsity_config (2:4 bitmask and the like) stores other bytes than dense FP8 matrices.
+  if (q.has("sparsity_config") && q.value("sparsity_config").is_object() &&
+      !q.value("sparsity_config").empty() && q.object("sparsity_config").has("format") &&
+      q.object("sparsity_config").text("format") != "dense")
+    q.fail("sparsity_config", fmt::format("sparse weights ('{}') are not mapped (calc reads "
+                                          "dense compressed-tensors checkpoints)",
+                                          q.object("sparsity_config").text("format")));
   hf_object groups = q.object("config_groups");
   std::string weights, said;
   for (const auto& item : q.value("config_groups").items()) {
