@@ -257,6 +257,12 @@ engine::capacity_request capacity_request_of(const options& o, std::int64_t tp, 
                      fmt::format("'{}' is not no_buffer or extra_buffer",
                                  o.mamba_scheduler_strategy));
   c.mamba_extra_buffer = o.mamba_scheduler_strategy == "extra_buffer";
+  if (!o.allow_chunked_local_hybrid.empty()) {
+    if (o.allow_chunked_local_hybrid != "0" && o.allow_chunked_local_hybrid != "1")
+      throw spec_error("--allow-chunked-local-hybrid",
+                       fmt::format("'{}' is not 0 or 1", o.allow_chunked_local_hybrid));
+    c.chunked_local_hybrid = o.allow_chunked_local_hybrid == "1";
+  }
   if (!o.kv_memory.empty()) {
     q.memory.logged = parse_memory_list(o.kv_memory);
   } else if (!gpu_name.empty()) {
@@ -423,6 +429,10 @@ void add_engine_options(CLI::App& app, options& o, bool report) {
                    "\"num_speculative_tokens\": 2}'; draft layers share the pool");
     app.add_option("--num-speculative-tokens", o.num_speculative_tokens,
                    "Engine: tokens proposed per step (alone: no draft layers in the pool)");
+    app.add_option("--allow-chunked-local-hybrid", o.allow_chunked_local_hybrid,
+                   "vLLM: VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE as set (0 or 1; "
+                   "default: the release's): 1 keeps Llama 4's chunked local attention layers "
+                   "in the hybrid allocator");
     app.add_flag("--disable-radix-cache", o.disable_radix_cache,
                  "SGLang: no prefix cache; a hybrid model's Mamba pool keeps one state per "
                  "running request (--max-running-requests, else 512)");

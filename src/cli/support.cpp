@@ -188,7 +188,7 @@ void check_mode_options(const CLI::App& sub, const options& o) {
       {"--gpu-memory-utilization", "vllm"}, {"--mem-fraction-static", "sglang"},
       {"--limit-mm-per-prompt", "vllm"},    {"--disable-radix-cache", "sglang"},
       {"--max-mamba-cache-size", "sglang"}, {"--mamba-full-memory-ratio", "sglang"},
-      {"--mamba-scheduler-strategy", "sglang"}};
+      {"--mamba-scheduler-strategy", "sglang"}, {"--allow-chunked-local-hybrid", "vllm"}};
   for (const CLI::Option* opt : sub.get_options()) {
     if (opt->count() == 0) continue;
     for (const auto& [name, which] : own_engine)

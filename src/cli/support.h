@@ -101,6 +101,8 @@ struct options {
   double mamba_full_memory_ratio = 0;        // --mamba-full-memory-ratio; 0: SGLang's default
   std::string mamba_scheduler_strategy;      // --mamba-scheduler-strategy
   std::string limit_mm_per_prompt;           // vLLM's --limit-mm-per-prompt JSON
+  // vLLM's VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE: "0", "1"; "": the release's default.
+  std::string allow_chunked_local_hybrid;    // --allow-chunked-local-hybrid
   // Time under load (commands_serve.cpp); read into typed requests in one place there.
   std::optional<std::int64_t> isl, osl;  // --isl, --osl (0 is given, and refused)
   std::string concurrency;        // --concurrency: a list such as 1,8,64

@@ -39,7 +39,8 @@ std::vector<std::string> split(const std::string& text, char sep) {
   throw std::invalid_argument(fmt::format(
       "unknown precision '{}' (known: bf16, fp16, fp32, fp64, fp8, int8, int4, fp4, int32, int64, "
       "mxfp4, nvfp4, <elem>:g<N>[:<scale>][:zero[:<zero>]][:rowidx:<elem>] such as int4:g128, "
-      "<elem>:b<R>x<C>[:<scale>] such as fp8:b128x128:fp32, or a mixed record "
+      "<elem>:b<R>x<C>[:<scale>] such as fp8:b128x128:fp32, <elem>:row[:<scale>] such as "
+      "fp8:row:fp32, or a mixed record "
       "such as "
       "fp8:g64:e8m0*448+bf16*64@8)",
       text));
@@ -69,6 +70,7 @@ checked dtype::bytes(checked n, checked rows) const {
 
 checked dtype::blocks(checked in, checked out) const {
   if (block_rows == 0) return ceil_div(in * out, group == 0 ? 1 : group);
+  if (block_cols == 0) return out;  // a scale per output row, whatever the width
   return ceil_div(out, block_rows) * ceil_div(in, block_cols);
 }
 
@@ -139,6 +141,21 @@ dtype parse_dtype(const std::string& text) {
   if (parts.size() == 1) return t;
 
   const std::string& g = parts[1];
+  if (g == "row") {
+    // <elem>:row[:<scale>]: a scale per output row of each matrix (per-channel FP8,
+    // compressed-tensors' strategy "channel": weight_scale [out, 1]), bf16 unless named. Kept
+    // as block_rows 1 and block_cols 0 (the whole row); no group: the count of scales needs
+    // the matrix's sides, so only a matrix of known sides can be counted (tally.cpp).
+    if (parts.size() > 3) unknown(text);
+    t.block_rows = 1;
+    t.scale_bits = 16;
+    if (parts.size() == 3) {
+      auto scale = element_bits().find(parts[2]);
+      if (scale == element_bits().end()) unknown(text);
+      t.scale_bits = scale->second;
+    }
+    return t;
+  }
   if (g.size() >= 4 && g[0] == 'b') {
     // b<R>x<C>: a scale per block of R output rows x C input columns of each matrix, then an
     // optional scale format (bf16 unless named), nothing else (no zero points, no row term).

@@ -28,6 +28,8 @@ std::string group_key(const layer_cache& l) {
       return fmt::format("full {}", l.token_bytes.value());
     case layer_cache::kind::sliding:
       return fmt::format("sliding {} {}", l.window, l.token_bytes.value());
+    case layer_cache::kind::chunked:
+      return fmt::format("chunked {} {}", l.window, l.token_bytes.value());
     case layer_cache::kind::mla:
       return fmt::format("mla {}", l.token_bytes.value());
     case layer_cache::kind::state:
@@ -42,6 +44,8 @@ std::string group_name(const layer_cache& l) {
       return "full attention";
     case layer_cache::kind::sliding:
       return fmt::format("sliding window {}", l.window);
+    case layer_cache::kind::chunked:
+      return fmt::format("chunked local {}", l.window);
     case layer_cache::kind::mla:
       return "mla latent";
     case layer_cache::kind::state:
@@ -63,6 +67,10 @@ checked request_blocks(const layer_cache& l, std::int64_t block_size, std::int64
       std::int64_t tokens = std::min(l.window - 1 + batched, max_model_len);
       return ceil_div(tokens, block_size) + 1;
     }
+    case layer_cache::kind::chunked:
+      // ChunkedLocalAttentionSpec: the chunk's computed tokens plus one batch of scheduled
+      // ones, at most max_model_len; chunks start at block-aligned positions, so no extra block.
+      return ceil_div(std::min(l.window + batched, max_model_len), block_size);
     case layer_cache::kind::state:
       return state_pages;  // whole state pages per request, however long
   }
@@ -455,11 +463,16 @@ const std::vector<rule_set>& rule_sets() {
        "vllm/v1/core/kv_cache_utils.py (get_kv_cache_configs: the specs of all workers merged "
        "before _check_enough_kv_cache_memory, PR #29431; fixed by PR #33698)",
        pool::block_hybrid, print::blocks_per_group, true, 16, 1, true, nullptr, true},
-      {"vllm-v1-hybrid", "vllm", "0.16-0.23 (V1 hybrid allocator)", 16, 23, hybrid_source,
+      {"vllm-v1-hybrid", "vllm", "0.16-0.22 (V1 hybrid allocator)", 16, 22, hybrid_source,
        pool::block_hybrid, print::blocks_per_group, true, 16},
+      // 0.23: chunked local attention layers kept in the hybrid allocator by default
+      // (VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=1, PR #29627).
+      {"vllm-v1-hybrid", "vllm", "0.23 (V1 hybrid allocator, chunked local attention in it)", 23,
+       23, hybrid_source, pool::block_hybrid, print::blocks_per_group, true, 16, 1, true, nullptr,
+       false, {}, true},
       {"vllm-v1-derived", "vllm", ">=0.24 (GPU KV cache size = concurrency x max_model_len)", 24,
        99999, "vllm/v1/core/kv_cache_utils.py (_report_kv_cache_config)", pool::block_hybrid,
-       print::concurrency_x_len, true, 16, 2},
+       print::concurrency_x_len, true, 16, 2, true, nullptr, false, {}, true},
       {"sglang", "sglang", "0.4", 4, 4,
        "python/sglang/srt/model_executor/model_runner.py (profile_max_num_token), "
        "python/sglang/srt/mem_cache/memory_pool.py (MHATokenToKVPool, MLATokenToKVPool)",
@@ -507,6 +520,19 @@ const std::vector<rule_boundary>& rule_boundaries() {
        "PR #33698 ('Fix PP KV cache sharding memory validation')",
        "a 0.15.2rc1 build of 2026-02-08 (issue #34076) still had the merged check; 0.16 is the "
        "first minor after it",
+       false},
+      {"vllm", 23,
+       "chunked_local_hybrid: chunked local attention layers (Llama 4) kept in the hybrid "
+       "allocator, min(chunk + max_num_batched_tokens, max_model_len) tokens a request "
+       "(ChunkedLocalAttentionSpec, PR #19351); before it vLLM turned the hybrid manager off "
+       "for such models by default (VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=0, PR "
+       "#21761, merged 2025-07-28, so from 0.10.1)",
+       "PR #29627 (attention metadata cached across KV cache groups) set the variable's default "
+       "to 1 (PR #46553's account, 2026-06-24)",
+       "PR #46553's author sees the hybrid manager's Llama 4 regression appear 'between 0.22 and "
+       "0.23'; a Llama-4-Scout log of 2025-12-18 (a write-up of it, code index file id "
+       "14123402554; engine_test.cpp) still prints the default-off warning; **first release not "
+       "confirmed**",
        false},
       {"vllm", 24,
        "tokens: concurrency_x_len ('GPU KV cache size' = int(max_concurrency x max_model_len)); "
@@ -628,6 +654,9 @@ std::optional<layer_cache> gqa_cache(const attention_gqa& a, std::int64_t index,
   if (a.window) {
     l.type = layer_cache::kind::sliding;
     l.window = *a.window;
+  } else if (a.chunk) {
+    l.type = layer_cache::kind::chunked;
+    l.window = *a.chunk;
   }
   return l;
 }
@@ -769,6 +798,32 @@ struct cache_rules {
 
 }  // namespace
 
+/// The caches as the rule set keeps them. vLLM's hybrid allocator keeps chunked local
+/// attention layers apart only where VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE is on
+/// (the rule set's default, or as given) and no EAGLE/MTP drafter runs (VllmConfig turns the
+/// hybrid manager off for chunked attention + eagle); otherwise the model runs with the hybrid
+/// manager off, which charges every attention layer -- chunked and sliding alike
+/// (unify_hybrid_kv_cache_specs) -- as full attention in one group. The other pools (V0, V1
+/// before the hybrid allocator, SGLang's token pool) charge chunked layers as full.
+static std::vector<layer_cache> engine_caches(const graph& g, const rule_set& r,
+                                              const engine_config& c) {
+  std::vector<layer_cache> caches = layer_caches(g, c);
+  bool chunked = std::any_of(caches.begin(), caches.end(), [](const layer_cache& l) {
+    return l.type == layer_cache::kind::chunked;
+  });
+  if (!chunked) return caches;
+  bool kept = r.layout == rule_set::pool::block_hybrid &&
+              c.chunked_local_hybrid.value_or(r.chunked_local_hybrid) &&
+              c.speculative.draft == speculative_config::drafter::none;
+  if (kept) return caches;
+  for (layer_cache& l : caches)
+    if (l.type == layer_cache::kind::chunked || l.type == layer_cache::kind::sliding) {
+      l.type = layer_cache::kind::full;
+      l.window = 0;
+    }
+  return caches;
+}
+
 std::vector<layer_cache> layer_caches(const graph& g, const engine_config& c) {
   const precision_spec& p = g.spec->precision;
   const dtype& kv = c.kv_cache_dtype ? *c.kv_cache_dtype : p.kv;
@@ -791,7 +846,7 @@ static std::int64_t estimate_max_model_len(const graph& g, const rule_set& r,
   auto fits = [&](std::int64_t len) {
     engine_config t = c;
     t.max_model_len = len;
-    std::vector<layer_cache> caches = layer_caches(g, t);
+    std::vector<layer_cache> caches = engine_caches(g, r, t);
     std::int64_t bs = c.block_size > 0 ? c.block_size : r.default_block_size;
     engine_capacity e = plan_hybrid(caches, r, t, static_cast<std::int64_t>(g.layers.size()), bs);
     return e.max_model_len_kv_bytes <= c.available_kv_bytes;
@@ -845,7 +900,7 @@ engine_capacity plan_engine(const graph& g, const rule_set& r, const engine_conf
                                    "(the draft's cache is allocated apart from the pool)",
                                    r.engine, r.versions));
   }
-  std::vector<layer_cache> caches = layer_caches(g, c);
+  std::vector<layer_cache> caches = engine_caches(g, r, c);
   if (caches.empty())
     throw spec_error("model",
                      fmt::format("{} keeps no KV cache or state in any layer", g.spec->name));

@@ -72,6 +72,12 @@ struct rule_set {
     /// --mamba-ssm-dtype's default: the recurrent state's format whatever the model's.
     const char* ssm_format = nullptr;
   } mamba;
+  /// VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE's default: true, the hybrid allocator
+  /// keeps a chunked local attention layer (Llama 4) as a ChunkedLocalAttentionSpec, charged
+  /// min(chunk + max_num_batched_tokens, max_model_len) tokens a request; false, vLLM turns the
+  /// hybrid allocator off for such a model (PR #21761), every layer charged as full attention
+  /// in one group. Either way EAGLE or MTP drafting turns it off.
+  bool chunked_local_hybrid = false;
 };
 
 /// The rules table, oldest first per engine.
@@ -134,6 +140,9 @@ struct engine_config {
   std::int64_t max_mamba_cache_size = 0;          // --max-mamba-cache-size; 0: sized by SGLang
   std::optional<double> mamba_full_memory_ratio;  // --mamba-full-memory-ratio; none: the rule's
   bool mamba_extra_buffer = false;                // --mamba-scheduler-strategy extra_buffer
+  /// VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE as set (1: true); none = the rule
+  /// set's default (rule_set::chunked_local_hybrid).
+  std::optional<bool> chunked_local_hybrid;
 };
 
 /// The KV memory of the ranks of pipeline stage `stage`, the smallest of them (each rank sizes
@@ -142,11 +151,12 @@ checked stage_kv_bytes(const engine_config& c, std::int64_t stage);
 
 /// What the engine keeps for one layer on one rank.
 struct layer_cache {
-  enum class kind { full, sliding, mla, state } type = kind::full;
+  /// chunked: chunked local attention (Llama 4's attention_chunk_size), `window` = the chunk.
+  enum class kind { full, sliding, chunked, mla, state } type = kind::full;
   std::int64_t layer = 0;
   checked token_bytes;      // per token on one rank: K + V (GQA) or the latent (MLA)
   checked k_token_bytes;    // the K part alone (SGLang's K buffer); the latent for MLA
-  std::int64_t window = 0;  // sliding: tokens attended
+  std::int64_t window = 0;  // sliding: tokens attended; chunked: the chunk
   checked state_bytes;      // state layers: conv + recurrent state of one request, one rank
   checked conv_bytes;       // the convolution part of state_bytes (SGLang prints it apart)
   bool operator==(const layer_cache&) const = default;
@@ -164,7 +174,9 @@ checked mamba2_state_bytes(const attention_mamba2& m, std::int64_t tp, const dty
 /// TP degree are replicated, one per rank.
 std::int64_t kv_heads_per_rank(std::int64_t kv_heads, std::int64_t tp);
 
-/// Every layer's cache on one rank, at the engine's formats, then the speculative drafter's
+/// Every layer's cache on one rank as the model declares it (a chunked layer as `chunked`;
+/// plan_engine applies the rule set's chunked_local_hybrid), at the engine's formats, then the
+/// speculative drafter's
 /// layers (indices from the model's layer count on, so they sit on the last pipeline stage).
 /// Gated DeltaNet and KDA convolution states keep num_speculative_tokens more slots
 /// (vLLM's gated_delta_net_state_shape / kda_state_shape num_spec). Layers that keep nothing of

@@ -357,10 +357,12 @@ precision_spec read_precision(yaml_map& parent) {
                                                          {"compressor", &p.compressor},
                                                          {"token_history", &p.token_history},
                                                          {"activations", &p.activations}})
-    if (t->row_bits > 0)
-      m.fail(key, fmt::format("'{}' stores a value per input row of a weight matrix (rowidx), "
+    // A per-row format (block_rows 1, block_cols 0: a scale per output row) likewise.
+    if (bool per_row = t->block_rows == 1 && t->block_cols == 0; t->row_bits > 0 || per_row)
+      m.fail(key, fmt::format("'{}' stores a value per {} row of a weight matrix ({}), "
                               "which the {} role does not have",
-                              t->name, key));
+                              t->name, per_row ? "output" : "input",
+                              per_row ? "row scales" : "rowidx", key));
   m.finish({"weights", "attention", "attention_out", "experts", "shared_experts", "dense_ffn",
             "embedding", "head", "norms", "router_bias", "ssm_params", "kv", "recurrent", "conv",
             "index", "window", "compressor", "token_history", "activations", "production"});

@@ -287,7 +287,7 @@ struct precision_spec {
   // Vectors some checkpoints keep wider than their norms; absent = `norms`.
   std::optional<dtype> router_bias;  // MoE routing bias (e_score_correction_bias): FP32 in
                                      // DeepSeek's, GLM-5's, MiniMax-M2's and Nemotron-H's files
-  std::optional<dtype> ssm_params;   // a Mamba2 mixer's per-head A_log and D (FP32 in Nemotron-H)
+  std::optional<dtype> ssm_params;   // A_log and D (Mamba2) / gated norm (GDN): F32 in Qwen3.5
   dtype kv;                             // cached keys and values (and MLA latents)
   dtype recurrent;                      // linear-attention recurrent state (fp32 in the chapter)
   dtype conv;                           // short-convolution slots

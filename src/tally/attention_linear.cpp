@@ -88,9 +88,12 @@ void add_tensors(const attention_gdn& a, const model_context& m, std::vector<ten
                        m.precision->attention_out_weights()));
   if (a.conv_kernel > 0)
     out.push_back({"conv", "conv1d", category::other, qkv * a.conv_kernel, conv_w});
-  out.push_back({"norms", "A_log", category::other, a.v_heads, norms});
+  // A_log and the gated norm in `ssm_params` (F32 in the Qwen3.5 releases' files, BF16 in
+  // Qwen3-Next's and Qwen3.6's); dt_bias is stored in the model dtype in all of them.
+  const dtype* ssm = m.precision->ssm_params_format();
+  out.push_back({"norms", "A_log", category::other, a.v_heads, ssm});
   out.push_back({"norms", "dt_bias", category::other, a.v_heads, norms});
-  out.push_back({"norms", "gated_norm", category::other, a.value_dim, norms});  // shared by heads
+  out.push_back({"norms", "gated_norm", category::other, a.value_dim, ssm});  // shared by heads
 }
 
 work flops(const attention_gdn& a, const model_context&, const call& c) {

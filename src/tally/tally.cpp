@@ -60,6 +60,12 @@ checked tensor::bytes() const {
     }
     if (values == params) return format->block_bytes(params, blocks, inputs);
   }
+  // Per-row scales have no group to fall back on: their count is the matrices' output rows.
+  if (format->block_rows == 1 && format->block_cols == 0)
+    throw spec_error("precision",
+                     fmt::format("'{}' stores a scale per output row of a matrix, but {}.{} is "
+                                 "not a matrix of known sides (give its role another format)",
+                                 format->name, module, name));
   return format->bytes(params, inputs);
 }
 

@@ -592,8 +592,8 @@ TEST_CASE("engine: bad engine input is one line naming the option") {
       "--engine-version: calc has no vllm rules for 0.2 (known: 0.4-0.7 (V0 "
       "engine), 0.8-0.9 (V1, before the hybrid allocator), 0.10-0.13 (V1 hybrid "
       "allocator), 0.14-0.15 (V1 hybrid allocator, memory checked against every stage), "
-      "0.16-0.23 (V1 hybrid allocator), >=0.24 (GPU KV cache size = concurrency x "
-      "max_model_len))");
+      "0.16-0.22 (V1 hybrid allocator), 0.23 (V1 hybrid allocator, chunked local attention "
+      "in it), >=0.24 (GPU KV cache size = concurrency x max_model_len))");
   CHECK_THROWS_WITH(engine_run({"capacity", "--engine", "vllm", "--model", "qwen3-8b",
                                 "--max-model-len", "4096", "--kv-memory", "lots"}),
                     "--kv-memory: 'lots' is not a size such as 18.69GiB or 40GB");
@@ -1348,4 +1348,73 @@ TEST_CASE("engine: the vision tower the engines load comes out of the budget") {
   CHECK_THROWS_WITH(run(with_tower, {"--limit-mm-per-prompt", "none"}),
                     "--limit-mm-per-prompt: expected a JSON object such as {\"image\": 0, "
                     "\"video\": 0}");
+}
+
+TEST_CASE("engine: vLLM's chunked local attention (Llama-4-Scout) in or out of the hybrid allocator") {
+  // A Llama-4-Scout run at TP 8 on H200 (a write-up of the user's own startup log dated 12-18,
+  // code index file id 14123402554): 89.71 GiB of KV memory, max_model_len 5,242,880. With the
+  // default of its release the log warns "There is a latency regression when using chunked
+  // local attention with the hybrid KV cache manager. Disabling it, by default" and prints
+  // 3,919,664 tokens and concurrency 0.75 (2,939,748 tokens a request); with
+  // VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=1 the same 3,919,664 tokens and 2.96x.
+  // Per rank one KV head of 128 (8 / 8): 512 B a token and layer, 8,192 B a page of 16.
+  // Off: 48 layers charged as full in one group, 393,216 B a block: 244,979 blocks = 3,919,664
+  // tokens; 244,979 / 327,680 blocks a request = 0.75. On: 12 full + 36 chunked layers in four
+  // groups of 12, 98,304 B a block: 979,916 blocks, 979,916 // 4 x 16 = 3,919,664 tokens; a
+  // request takes 327,680 full blocks + 3 x ceil(min(8192 + 8192, 5,242,880) / 16) = 3 x 1,024
+  // chunked ones (ChunkedLocalAttentionSpec.max_memory_usage_bytes): 979,916 / 330,752 = 2.96.
+  const std::int64_t gib = 1LL << 30;
+  for (std::int64_t bytes : {static_cast<std::int64_t>(89.705 * gib) + 1,
+                             static_cast<std::int64_t>(89.715 * gib) - 1}) {
+    CAPTURE(bytes);
+    auto run = [&](const char* version) {
+      return engine_run({"capacity", "--engine", "vllm", "--engine-version", version, "--model",
+                         "llama-4-scout", "--tensor-parallel-size", "8", "--max-model-len",
+                         "5242880", "--max-num-batched-tokens", "8192", "--kv-memory",
+                         std::to_string(bytes) + "B", "-f", "json"});
+    };
+    ojson off = run("0.13");  // the variable's default 0 (PR #21761) to 0.22
+    CHECK(off["kv_cache_tokens"].get<std::int64_t>() >= 3'919'264);
+    CHECK(off["kv_cache_tokens"].get<std::int64_t>() <= 3'919'696);
+    CHECK(two(off["max_concurrency"].get<double>()) == 0.75);
+    CHECK(off["groups"].size() == 1);
+    ojson on = run("0.23");  // default 1 (PR #29627)
+    CHECK(on["kv_cache_tokens"].get<std::int64_t>() >= 3'919'264);
+    CHECK(on["kv_cache_tokens"].get<std::int64_t>() <= 3'919'696);
+    CHECK(two(on["max_concurrency"].get<double>()) == 2.96);
+    CHECK(on["groups"].size() == 4);
+  }
+  // The variable set on a release whose default is 0 gives the same pool as 0.23's default.
+  ojson set = engine_run({"capacity", "--engine", "vllm", "--engine-version", "0.13", "--model",
+                          "llama-4-scout", "--tensor-parallel-size", "8", "--max-model-len",
+                          "5242880", "--kv-memory", "96329662464B", "--allow-chunked-local-hybrid",
+                          "1", "-f", "json"});
+  CHECK(set["kv_cache_tokens"] == 3'919'664);
+  CHECK(two(set["max_concurrency"].get<double>()) == 2.96);
+  CHECK_THROWS_WITH(engine_run({"capacity", "--engine", "vllm", "--model", "llama-4-scout",
+                                "--max-model-len", "8192", "--kv-memory", "10GiB",
+                                "--allow-chunked-local-hybrid", "yes"}),
+                    "--allow-chunked-local-hybrid: 'yes' is not 0 or 1");
+  calc::testing::model scout("llama-4-scout");
+  calc::engine::engine_config c;
+  c.tensor_parallel = 8;
+  c.max_model_len = 5'242'880;
+  c.max_num_batched_tokens = 8192;
+  c.available_kv_bytes = 979'916LL * 98'304;
+  const calc::engine::rule_set& r13 = calc::engine::find_rules("vllm", "0.13");
+  CHECK(calc::engine::plan_engine(scout.g, r13, c).groups.size() == 1);
+  c.chunked_local_hybrid = true;
+  calc::engine::engine_capacity e = calc::engine::plan_engine(scout.g, r13, c);
+  REQUIRE(e.groups.size() == 4);
+  CHECK(e.blocks == 979'916);
+  CHECK(e.blocks_per_request == 327'680 + 3 * 1'024);
+  CHECK(e.groups[1].kind == "chunked local 8192");
+  // A chunk longer than max_model_len takes no more than max_model_len: ceil(4096 / 16).
+  c.max_model_len = 4096;
+  CHECK(calc::engine::plan_engine(scout.g, r13, c).blocks_per_request == 4 * 256);
+  // EAGLE or MTP drafting turns the hybrid manager off for such models whatever the variable.
+  c.max_model_len = 5'242'880;
+  c.speculative.draft = calc::engine::speculative_config::drafter::model;
+  c.speculative.tokens = 2;
+  CHECK(calc::engine::plan_engine(scout.g, r13, c).groups.size() == 1);
 }

@@ -252,6 +252,18 @@ TEST_CASE("glm-4.5 bundle: 352,797,829,024 main-model parameters") {
   CHECK(state(m, 131072) == 376'832LL * 131072);  // 49,392,123,904 B
 }
 
+TEST_CASE("glm-4.5-fp8 bundle: compressed-tensors per-row FP8, the listing's bytes") {
+  // The published zai-org/GLM-4.5-FP8 config (quantization_config kept) read as published: the
+  // same 352,797,829,024 parameters as the BF16 bundle, FP8 matrices with an FP32 scale per
+  // output row, the router BF16 (tests/unit/hf_import_test.cpp works the bytes by hand).
+  testing::model m("glm-4.5-fp8");
+  CHECK(params(m) == params(testing::model("glm-4.5")));
+  CHECK(m.spec.precision.experts->name == "fp8:row:fp32");
+  CHECK(weight_bytes(m) == 354'902'011'520);
+  // Against the BF16 bundle's 705,595,686,528 B: a byte saved per FP8 value, less the scales.
+  CHECK(weight_bytes(testing::model("glm-4.5")) - weight_bytes(m) == 350'693'675'008);
+}
+
 TEST_CASE("nemotron-nas (Llama-3.3-Nemotron-Super-49B-v1): per-layer blocks, 49,867,145,216") {
   testing::model m("llama-3.3-nemotron-super-49b-v1");
   // Published: 49,867,145,216 BF16 parameters (SOURCES.md; the card's 49.9B). By hand from the

@@ -141,18 +141,18 @@ TEST_CASE("safetensors headers: Qwen3.5-27B's checkpoint against calc's weight b
   REQUIRE(run_cli({"params", "--model", dir.string(), "--format", "json"}, out, err) == 0);
   json j = json::parse(out.str());
   // The language model: 26,895,998,464 parameters by hand (the published total less the vision
-  // tower's 460,730,096 and the MTP block's 424,699,392), BF16 throughout in calc's count.
+  // tower's 460,730,096 and the MTP block's 424,699,392), BF16 but A_log and the gated norm,
+  // which the headers store F32 (precision.ssm_params): 48 layers x (48 + 128) x 2 B more.
   CHECK(j["total_params"] == 26'895'998'464LL);
-  CHECK(j["weight_bytes"] == 2 * 26'895'998'464LL);
+  CHECK(j["weight_bytes"] == 2 * 26'895'998'464LL + 48 * (48 + 128) * 2);
   CHECK(j["checkpoint_bytes"] == 55'562'872'800LL);
   REQUIRE(j["checkpoint_differences"].size() == 2);
   CHECK(j["checkpoint_differences"][0]["name"] == "vision tower and projector");
   CHECK(j["checkpoint_differences"][0]["bytes"] == 2 * 460'730'096LL);
   CHECK(j["checkpoint_differences"][1]["name"] == "MTP layers");
   CHECK(j["checkpoint_differences"][1]["bytes"] == 2 * 424'699'392LL);
-  // What stays: A_log and the gated norm are FP32 in the files, calc's `norms` format is BF16:
-  // 48 layers x (48 + 128) values x 2 bytes.
-  CHECK(j["checkpoint_unexplained_bytes"] == 48 * (48 + 128) * 2);
+  // Nothing stays unexplained: the F32 vectors are counted as stored.
+  CHECK(j["checkpoint_unexplained_bytes"] == 0);
 }
 
 TEST_CASE("the index's total_size is checkpoint_bytes when no shard is in the folder") {
@@ -263,4 +263,52 @@ TEST_CASE("a published index: Granite-3.1-1B-A400M's total_size is calc's FP32 w
   CHECK(j["checkpoint_unexplained_bytes"] == 0);
   CHECK(j["checkpoint_differences"].empty());
   CHECK(j["checkpoint_note"] == "index total_size only: no safetensors file to name the parts");
+}
+
+TEST_CASE("stored dtypes of the published listings are the families' defaults") {
+  // The routing bias (e_score_correction_bias) is F32 in the tensor listings of
+  // Kimi-K2-Instruct, Kimi-K2.5 and GLM-4.7-Flash (tests/fixtures/hf/SOURCES.md), as in
+  // DeepSeek-V3's: without headers, the import says router_bias fp32.
+  for (const char* folder :
+       {"moonshotai--Kimi-K2-Instruct", "nvidia--Kimi-K2.5-NVFP4", "zai-org--GLM-4.7-Flash"}) {
+    CAPTURE(folder);
+    hf::imported y = hf::import_config(fixture(std::string(folder) + "/config.json"));
+    CHECK(y.plain.find("router_bias: fp32") != std::string::npos);
+  }
+  auto params_json = [](const std::string& model) {
+    std::ostringstream out, err;
+    REQUIRE(run_cli({"params", "--model", model, "--format", "json"}, out, err) == 0);
+    return json::parse(out.str());
+  };
+  // GLM-4.7-Flash is BF16: 2 B a parameter, and 2 B more for each of its 46 MoE layers' 64
+  // F32 routing-bias values.
+  json flash = params_json(fixture("zai-org--GLM-4.7-Flash/config.json"));
+  CHECK(flash["weight_bytes"] == 2 * flash["total_params"].get<std::int64_t>() + 46 * 64 * 2);
+  // Gated DeltaNet's A_log and gated norm: F32 in the Qwen3.5 releases (0.8B, 4B, 27B,
+  // 35B-A3B listings), so qwen3_5 and qwen3_5_moe default to it; Qwen3-Next-80B-A3B-Instruct
+  // stores both BF16, as its norms, so qwen3_next keeps the norms' format.
+  hf::imported q35 = hf::import_config(fixture("Qwen--Qwen3.5-27B/config.json"));
+  CHECK(q35.plain.find("ssm_params: fp32") != std::string::npos);
+  json dense = params_json(fixture("Qwen--Qwen3.5-27B/config.json"));
+  CHECK(dense["weight_bytes"] == 2 * 26'895'998'464LL + 48 * (48 + 128) * 2);
+  hf::imported next = hf::import_config(fixture("qwen3-next-80b-a3b.json"));
+  CHECK(next.plain.find("ssm_params") == std::string::npos);
+}
+
+TEST_CASE("compressed-tensors row scales: the family's default, unless the safetensors headers say") {
+  // GLM-4.5-FP8's config beside a shard whose header stores weight_scale [out, 1] in BF16: the
+  // 119,262,208 row scales of the main model take 2 bytes each, not the FP32 the listing shows.
+  fs::path dir = testing::scratch_dir("calc-ckpt") / "glm-4.5-fp8-bf16-scales";
+  fs::create_directories(dir);
+  fs::copy_file(fixture("zai-org--GLM-4.5-FP8/config.json"), dir / "config.json",
+                fs::copy_options::overwrite_existing);
+  header_writer h;
+  h.add("model.layers.3.mlp.experts.0.down_proj.weight", "F8_E4M3", {5120, 1536});
+  h.add("model.layers.3.mlp.experts.0.down_proj.weight_scale", "BF16", {5120, 1});
+  h.write(dir / "model-00001-of-00093.safetensors");
+  hf::imported y = hf::import_config(dir.string());
+  CHECK(y.plain.find("experts: fp8:row:bf16") != std::string::npos);
+  std::ostringstream out, err;
+  REQUIRE(run_cli({"params", "--model", dir.string(), "--format", "json"}, out, err) == 0);
+  CHECK(json::parse(out.str())["weight_bytes"] == 354'902'011'520LL - 119'262'208LL * 2);
 }

@@ -215,13 +215,14 @@ TEST_CASE("kimi_k25 (Kimi-K2.5-NVFP4): the text model in text_config, its ModelO
   // prefix (language_model.model.layers.N.self_attn*), and the vision modules, which are not
   // counted. BF16: embedding and head 2*163840*7168*2 = 4,697,620,480 B; MLA 61 x 101,122,048
   // matrix values = 12,336,889,856 B; norms 61*(1536 + 512 + 2*7168) + 7168 = 1,006,592 values =
-  // 2,013,184 B; routers 60*384*7168*2 = 330,301,440 B and their biases 60*384*2 = 46,080 B.
+  // 2,013,184 B; routers 60*384*7168*2 = 330,301,440 B and their biases F32 (kimi_k25's
+  // default: Kimi-K2.5's listing) 60*384*4 = 92,160 B.
   // NVFP4 (9 bytes per 16 values): routed experts 60*384*3*7168*2048 -> 570,760,888,320 B,
   // shared experts 60*3*7168*2048 -> 1,486,356,480 B, the dense layer 3*7168*18432 ->
   // 222,953,472 B.
   CHECK(tally_params(m.g).weight_bytes.value() ==
-        4'697'620'480LL + 12'336'889'856LL + 2'013'184LL + 330'301'440LL + 46'080LL +
-            570'760'888'320LL + 1'486'356'480LL + 222'953'472LL);  // 589,837,069,312 B
+        4'697'620'480LL + 12'336'889'856LL + 2'013'184LL + 330'301'440LL + 92'160LL +
+            570'760'888'320LL + 1'486'356'480LL + 222'953'472LL);  // 589,837,115,392 B
   // kv_cache_scheme {num_bits: 8, type: float}: an FP8 latent cache, 576 B/token on 61 layers.
   CHECK(state(m, 8192) == 576LL * 61 * 8192);      // 287,834,112 B
   CHECK(state(m, 131072) == 576LL * 61 * 131072);  // 4,605,345,792 B

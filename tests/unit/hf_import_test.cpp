@@ -4,12 +4,14 @@
 // located errors of bad input.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
 
 #include "cli/cli.h"
+#include "common/dtype.h"
 #include "scratch.h"
 #include "spec/hf/families.h"
 #include "spec/hf/hf_json.h"
@@ -197,6 +199,85 @@ TEST_CASE("ModelOpt in config.json (quant_method modelopt): read like hf_quant_c
                       "\"quant_algo\": \"MIXED_PRECISION\"}}";
   CHECK(import_error(mixed).find("quantization_config.quant_algo: quantisation "
                                  "'MIXED_PRECISION' is not mapped") != std::string::npos);
+}
+
+TEST_CASE("compressed-tensors FP8 per channel (GLM-4.5-FP8): one FP32 scale per output row") {
+  // zai-org/GLM-4.5-FP8's published config (tests/fixtures/hf/SOURCES.md): config_groups over
+  // Linear, weights 8-bit float with strategy "channel", dynamic per-token activations; its
+  // ignore list names every norm, every q/k/v bias, each MoE layer's router (layers 3 to 92,
+  // the MTP layer included) and routing bias, the MTP modules and lm_head.
+  testing::model m = imported("zai-org--GLM-4.5-FP8/config.json");
+  CHECK(m.spec.precision.weights.name == "bf16");  // the routers (mlp.gate) stay BF16
+  CHECK(m.spec.precision.experts->name == "fp8:row:fp32");
+  CHECK(m.spec.precision.attention->name == "fp8:row:fp32");
+  CHECK(m.spec.precision.head.name == "bf16");  // lm_head ignored
+  CHECK(params(m) == 352'797'829'024);          // the BF16 release's main model
+  // The listing's bytes by hand: each FP8 matrix of out x in stores out x in bytes and an F32
+  // weight_scale [out, 1] (4 B a row: the experts' down_proj scales, 90 layers x 160 x 5120 x
+  // 4 B, are the listing's 281.25 MB); biases, norms, the router, embedding and head BF16; the
+  // routing bias F32.
+  const std::int64_t d = 5120;
+  auto row = [](std::int64_t out, std::int64_t in) { return out * in + out * 4; };
+  std::int64_t attention = row(12288, d) + 2 * row(1024, d) + row(d, 12288) +
+                           (12288 + 2 * 1024) * 2 + 2 * 128 * 2 + 2 * d * 2;
+  std::int64_t dense = 2 * row(12288, d) + row(d, 12288);
+  std::int64_t moe = 160 * (2 * row(1536, d) + row(d, 1536)) + 2 * row(1536, d) + row(d, 1536) +
+                     160 * d * 2 + 160 * 4;
+  std::int64_t stored = 92 * attention + 3 * dense + 89 * moe + 2 * 151552LL * d * 2 + d * 2;
+  CHECK(stored == 354'902'011'520);
+  // With the MTP layer 92 (a MoE layer, eh_proj 10240 -> 5120, its own BF16 embedding, an FP8
+  // head with row scales, three norms) this is the listing's "336.47 GB" (GiB) of tensors.
+  std::int64_t mtp = attention + moe + 10240 * d * 2 + 151552LL * d * 2 + row(151552, d) + 3 * d * 2;
+  CHECK(stored + mtp == 361'277'168'384);
+  CHECK(std::llround(static_cast<double>(stored + mtp) * 100.0 / (1LL << 30)) == 33647);
+  CHECK(tally_params(m.g).weight_bytes.value() == stored);
+  // Rounded to a group per 5120 inputs the scales of the 12288-input o_proj and down_proj
+  // would be three a row, not one: the per-row format counts rows, whatever the width.
+  CHECK(parse_dtype("fp8:row:fp32").blocks(/*in=*/12288, /*out=*/5120).value() == 5120);
+  CHECK(parse_dtype("fp8:row").scale_bits == 16);  // bf16 scales unless named
+  CHECK_THROWS(parse_dtype("fp8:row:fp32:zero"));
+  // The cache keeps the model dtype (no kv_cache_scheme): 2 x 8 x 128 x 2 B x 92 layers.
+  CHECK(state(m, 8192) == 376'832LL * 8192);
+}
+
+TEST_CASE("compressed-tensors: schemes and lists calc cannot state are errors at their field") {
+  std::string base = open_config("zai-org--GLM-4.5/config.json");
+  auto with = [&](const std::string& weights, const std::string& ignore) {
+    return base + ",\n\"quantization_config\": {\"quant_method\": \"compressed-tensors\", " +
+           "\"format\": \"float-quantized\", \"config_groups\": {\"group_0\": {\"targets\": " +
+           "[\"Linear\"], \"weights\": {" + weights + "}}}, \"ignore\": [" + ignore + "]}}";
+  };
+  const std::string channel = "\"num_bits\": 8, \"type\": \"float\", \"strategy\": \"channel\"";
+  // A pattern for every layer's router reads as every router; lm_head stays BF16.
+  std::string patterns = with(channel, "\"lm_head\", \"re:.*mlp.gate$\"");
+  CHECK(import_error(patterns) == "");
+  testing::model p = testing::model::from_text(hf::import_text(patterns, "config.json", "t").yaml);
+  CHECK(p.spec.precision.weights.name == "bf16");
+  CHECK(p.spec.precision.experts->name == "fp8:row:fp32");
+  // Block strategy: block_structure [rows, columns]; scale_dtype, when given, decides.
+  testing::model b = testing::model::from_text(
+      hf::import_text(with("\"num_bits\": 8, \"type\": \"float\", \"strategy\": \"block\", "
+                           "\"block_structure\": [128, 128], \"scale_dtype\": \"torch.bfloat16\"",
+                           "\"lm_head\", \"re:.*mlp.gate$\""),
+                      "config.json", "t")
+          .yaml);
+  CHECK(b.spec.precision.experts->name == "fp8:b128x128:bf16");
+  // Routers kept on some MoE layers only: one format per role cannot say it.
+  CHECK(import_error(with(channel, "\"model.layers.3.mlp.gate\", \"model.layers.5.mlp.gate\""))
+            .find("not a consecutive run") != std::string::npos);
+  // Integer or 4-bit weights, group strategies and other patterns are not mapped.
+  CHECK(import_error(with("\"num_bits\": 4, \"type\": \"int\", \"strategy\": \"group\"", ""))
+            .find("quantization_config.config_groups.group_0.weights.num_bits") !=
+        std::string::npos);
+  CHECK(import_error(with("\"num_bits\": 8, \"type\": \"float\", \"strategy\": \"group\"", ""))
+            .find("strategy 'group' is not mapped") != std::string::npos);
+  CHECK(import_error(with(channel, "\"re:.*self_attn.*\""))
+            .find("the pattern 're:.*self_attn.*' is not mapped") != std::string::npos);
+  // 2:4 sparse weights store a bitmask and half the values: not these formats.
+  std::string sparse = with(channel, "");
+  sparse.insert(sparse.rfind("}}"), ", \"sparsity_config\": {\"format\": \"sparse-24-bitmask\"}");
+  CHECK(import_error(sparse).find("quantization_config.sparsity_config: sparse weights "
+                                  "('sparse-24-bitmask') are not mapped") != std::string::npos);
 }
 
 TEST_CASE("attention input exclusions: only the whole set of input projections is mapped") {

@@ -244,7 +244,8 @@ TEST_CASE("the engine's pages are the per-kind records and recurrent shapes") {
         ++checked_layers;
         switch (lc.type) {
           case engine::layer_cache::kind::full:
-          case engine::layer_cache::kind::sliding: {
+          case engine::layer_cache::kind::sliding:
+          case engine::layer_cache::kind::chunked: {
             const attention_gqa* a = gqa_of(l);
             REQUIRE(a != nullptr);
             record_shape r = record_of(*a);

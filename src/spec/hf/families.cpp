@@ -376,7 +376,11 @@ const std::vector<family>& families() {
                                  {"shared_experts", 1},
                                  {"shared_gate", true}}),
        .not_counted = "the vision tower and its merger (vision_config)",
-       .fp8_block_scale = "bf16"},
+       .fp8_block_scale = "bf16",
+       // The Qwen3.5 releases store each Gated DeltaNet layer's A_log and gated norm F32
+       // (Qwen3.5-35B-A3B's listing; the dense 0.8B, 4B and 27B alike); the Qwen3.6 releases
+       // BF16, which their headers (or the bundle) say (tests/fixtures/hf/SOURCES.md).
+       .ssm_params_dtype = "fp32"},
       // Qwen3_5Config (Qwen3.5/3.6 dense): the same layers with a dense SwiGLU feed-forward.
       {.model_type = "qwen3_5",
        .architectures = {"Qwen3_5ForConditionalGeneration"},
@@ -388,7 +392,8 @@ const std::vector<family>& families() {
                  {"mtp_layers", "mtp_num_hidden_layers"}},
        .defaults = gqa_defaults({{"qk_norm", true}, {"output_gate", true}, {"full_interval", 4}}),
        .not_counted = "the vision tower and its merger (vision_config)",
-       .fp8_block_scale = "bf16"},
+       .fp8_block_scale = "bf16",
+       .ssm_params_dtype = "fp32"},  // A_log and the gated norm: as qwen3_5_moe's
       // Gemma2Config: head_dim 256, tied head, four norms per layer (pre/post attention and
       // feed-forward), sliding window 4096 on even layers.
       {.model_type = "gemma2",
@@ -444,12 +449,16 @@ const std::vector<family>& families() {
       // and the V3.1 and R1 files store it F32 (tests/fixtures/hf/SOURCES.md).
       with_router_bias(deepseek_v3_like("deepseek_v3", {"DeepseekV3ForCausalLM"}), "fp32"),
       // Kimi K2 (moonshotai/Kimi-K2-Instruct): DeepSeek-V3's architecture and configuration class
-      // (configuration_deepseek.DeepseekV3Config) under its own model_type.
-      deepseek_v3_like("kimi_k2", {}),
+      // (configuration_deepseek.DeepseekV3Config) under its own model_type. The routing bias F32
+      // as in V3: Kimi-K2-Instruct's tensor listing (tests/fixtures/hf/SOURCES.md).
+      with_router_bias(deepseek_v3_like("kimi_k2", {}), "fp32"),
       // KimiK25Config (moonshotai/Kimi-K2.5): the language model is a DeepseekV3Config in
-      // text_config; the MoonViT vision tower and its patch-merger projector are apart.
-      deepseek_v3_like("kimi_k25", {"KimiK25ForConditionalGeneration"}, "text_config",
-                       "the MoonViT vision tower and its projector (vision_config)"),
+      // text_config; the MoonViT vision tower and its patch-merger projector are apart. The
+      // routing bias F32 in Kimi-K2.5's tensor listing.
+      with_router_bias(
+          deepseek_v3_like("kimi_k25", {"KimiK25ForConditionalGeneration"}, "text_config",
+                           "the MoonViT vision tower and its projector (vision_config)"),
+          "fp32"),
       // DeepseekV32Config (DeepSeek-V3.2): DeepSeek-V3's MLA and MoE plus DeepSeek sparse
       // attention's lightning indexer on every layer (index_n_heads query heads, one
       // index_head_dim key per token cached beside the latent, top index_topk tokens read).
@@ -475,7 +484,9 @@ const std::vector<family>& families() {
        .ffn = ffn_family::moe,
        .names = {{"experts", "n_routed_experts"}, {"qkv_bias", ""}, {"o_bias", ""}},
        .defaults = gqa_defaults(
-           {{"shared_intermediate", "=moe_intermediate"}, {"router_bias", true}})},
+           {{"shared_intermediate", "=moe_intermediate"}, {"router_bias", true}}),
+       // F32 in zai-org/GLM-4.7-Flash's tensor listing (mlp.gate.e_score_correction_bias).
+       .router_bias_dtype = "fp32"},
       // Glm4MoeConfig: Q/K/V biases only (attention_bias), optional per-head Q/K norm, routing
       // bias, first_k_dense_replace dense layers, MTP layers.
       {.model_type = "glm4_moe",

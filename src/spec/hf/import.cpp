@@ -835,10 +835,11 @@ std::string quoted(const std::string& s) {
 /// What the safetensors headers beside a config say about formats; empty strings when the
 /// folder holds no headers (the config and the family's defaults then decide).
 struct stored_formats {
-  std::string block_scale;  // FP8 block scales (`*.weight_scale_inv`): "fp32", "bf16", "fp16"
+  std::string block_scale;  // FP8 block or row scales (`*.weight_scale_inv`, compressed-tensors'
+                            // `*.weight_scale` [out, 1]): "fp32", "bf16", "fp16"
   std::string dtype;        // the dtype of most unquantised weight-matrix bytes
   std::string router_bias;  // the MoE routing bias (`*.e_score_correction_bias`)
-  std::string ssm_params;   // a Mamba2 mixer's `A_log` and `D`
+  std::string ssm_params;   // `A_log` and `D` (Mamba2), `A_log` and the gated norm (GDN)
   std::string dtype_why;    // how many bytes in which dtype, for the YAML comment
 };
 
@@ -861,10 +862,15 @@ stored_formats formats_in_headers(const std::string& config_path) {
                                      t.dtype));
       out.block_scale = name->second;
     }
-    // The vectors some checkpoints keep wider than their norms, as the first one stored says
-    // (Gated DeltaNet's linear_attn.A_log is not a Mamba2 mixer's and is left to the norms).
-    bool ssm_vector = (t.name.ends_with(".A_log") || t.name.ends_with(".D")) &&
-                      t.name.find("linear_attn") == std::string::npos;
+    // compressed-tensors' per-row scales (weight_scale [out, 1]), when no block scale said it.
+    if (t.name.ends_with(".weight_scale") && t.shape.size() == 2 && t.shape[1] == 1 &&
+        out.block_scale.empty() && name != calc_name.end())
+      out.block_scale = name->second;
+    // The vectors some checkpoints keep wider than their norms, as the first one stored says:
+    // a Mamba2 mixer's A_log and D, a Gated DeltaNet layer's A_log and gated norm
+    // (linear_attn.norm.weight), calc's ssm_params role.
+    bool ssm_vector = t.name.ends_with(".A_log") || t.name.ends_with(".D") ||
+                      t.name.ends_with("linear_attn.norm.weight");
     for (auto [wanted, slot] :
          {std::pair{t.name.ends_with(".e_score_correction_bias"), &out.router_bias},
           std::pair{ssm_vector, &out.ssm_params}})
@@ -1045,12 +1051,15 @@ imported translate(const hf_json& doc, const std::string& name, const std::strin
   if (dtype != "bf16")  // calc's norms default to bf16; a checkpoint keeps them in its dtype
     precision.kids.push_back(
         scalar("norms", dtype, dtype_origin + " (norm weights are stored in the model dtype)"));
-  // The routing bias and a Mamba2 mixer's A_log and D: the headers' dtype, else the family's
-  // documented one, said only where it differs from the norms' (the model dtype).
+  // The routing bias, and A_log with D (Mamba2) or the gated norm (Gated DeltaNet): the headers'
+  // dtype, else the family's documented one, said only where it differs from the norms'.
   for (auto [role, from_headers, from_family, what] :
        {std::tuple{"router_bias", stored.router_bias, fam->router_bias_dtype,
                    "the routing bias (e_score_correction_bias)"},
-        std::tuple{"ssm_params", stored.ssm_params, fam->ssm_params_dtype, "A_log and D"}}) {
+        std::tuple{"ssm_params", stored.ssm_params, fam->ssm_params_dtype,
+                   fam->layers == layer_rule::linear_interval
+                       ? "A_log and the gated norm (Gated DeltaNet)"
+                       : "A_log and D"}}) {
     std::string format = from_headers.empty() ? from_family : from_headers;
     if (format.empty() || format == dtype) continue;
     precision.kids.push_back(scalar(

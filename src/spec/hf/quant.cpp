@@ -31,6 +31,104 @@ std::string module_of_text_model(std::string m) {
   return m;
 }
 
+/// The scale format a compressed-tensors weight scheme names (`scale_dtype`, written by
+/// compressed-tensors 0.12 on), or "" when it names none.
+std::string scale_of(const hf_object& w) {
+  if (!w.has("scale_dtype")) return "";
+  static const std::map<std::string, std::string> names = {
+      {"torch.float32", "fp32"}, {"float32", "fp32"},   {"torch.bfloat16", "bf16"},
+      {"bfloat16", "bf16"},      {"torch.float16", "fp16"}, {"float16", "fp16"}};
+  auto it = names.find(w.text("scale_dtype"));
+  if (it == names.end())
+    w.fail("scale_dtype", fmt::format("scale dtype '{}' is not mapped (calc reads float32, "
+                                      "bfloat16, float16)",
+                                      w.text("scale_dtype")));
+  return it->second;
+}
+
+/// compressed-tensors' float-quantized FP8 (llm-compressor, and zai-org's GLM-4.5-FP8): every
+/// config group's weights 8-bit float over the Linear targets, one scale per tensor ("tensor"),
+/// per output row ("channel": weight_scale [out, 1]) or per block ("block", block_structure
+/// [rows, columns]); activations (dynamic per-token, or static) hold no stored bytes. The
+/// config names the scale dtype only from compressed-tensors 0.12 on (`scale_dtype`); else
+/// `scale` (the headers' weight_scale, or the family's documented default) decides.
+/// One format for all groups: groups that differ would need a format per module.
+std::string compressed_tensors_weights(const hf_object& q, const std::string& scale,
+                                       std::string& origin) {
+  if (q.has("format") && q.text("format") != "float-quantized")
+    q.fail("format", fmt::format("compressed-tensors format '{}' is not mapped (calc reads "
+                                 "float-quantized, FP8 weights)",
+                                 q.text("format")));
+  // A sparsity_config (2:4 bitmask and the like) stores other bytes than dense FP8 matrices.
+  if (q.has("sparsity_config") && q.value("sparsity_config").is_object() &&
+      !q.value("sparsity_config").empty() && q.object("sparsity_config").has("format") &&
+      q.object("sparsity_config").text("format") != "dense")
+    q.fail("sparsity_config", fmt::format("sparse weights ('{}') are not mapped (calc reads "
+                                          "dense compressed-tensors checkpoints)",
+                                          q.object("sparsity_config").text("format")));
+  hf_object groups = q.object("config_groups");
+  std::string weights, said;
+  for (const auto& item : q.value("config_groups").items()) {
+    hf_object g = groups.object(item.key());
+    if (g.has("targets")) {
+      const json& targets = g.value("targets");
+      if (!targets.is_array() || targets.size() != 1 || targets[0] != "Linear")
+        g.fail("targets", "calc reads one config group over [\"Linear\"] (every linear layer "
+                          "not ignored)");
+    }
+    hf_object w = g.object("weights");
+    bool fp8 = w.has("num_bits") && w.integer("num_bits") == 8 && w.has("type") &&
+               w.text("type") == "float";
+    if (!fp8) w.fail("num_bits", "weights other than 8-bit float are not mapped (calc reads FP8)");
+    std::string strategy = w.has("strategy") ? w.text("strategy") : "tensor";
+    std::string s = scale_of(w);
+    if (s.empty()) s = scale;
+    std::string format;
+    if (strategy == "channel") {
+      format = "fp8:row:" + s;
+      said = fmt::format("FP8 with one {} scale per output row (strategy channel)", s);
+    } else if (strategy == "block") {
+      std::vector<std::int64_t> block = w.integers("block_structure");
+      if (block.size() != 2 || block[0] == 0 || block[1] == 0 || block[0] > 4096 ||
+          block[1] > 4096)
+        w.fail("block_structure", "expected two block sides of 1 to 4096, e.g. [128, 128]");
+      format = fmt::format("fp8:b{}x{}:{}", block[0], block[1], s);
+      said = fmt::format("FP8 with one {} scale per block of {}x{}", s, block[0], block[1]);
+    } else if (strategy == "tensor") {
+      format = "fp8";
+      said = "FP8 with one scale per tensor (a few bytes a matrix, not counted)";
+    } else {
+      w.fail("strategy", fmt::format("FP8 weight strategy '{}' is not mapped (calc reads "
+                                     "channel, block, tensor)",
+                                     strategy));
+    }
+    if (!weights.empty() && weights != format)
+      w.fail("strategy", fmt::format("config groups quantise to {} and {}; calc keeps one "
+                                     "format for the quantised matrices",
+                                     weights, format));
+    weights = format;
+  }
+  if (weights.empty()) groups.fail("config_groups", "no config group: nothing is quantised");
+  origin += " = compressed-tensors, " + said;
+  return weights;
+}
+
+/// A compressed-tensors ignore entry written as a regular expression ("re:.*mlp.gate$"), as
+/// the plain module name it stands for in every layer ("mlp.gate"), or "" when it is no pattern.
+std::string pattern_module(const std::string& m) {
+  if (!m.starts_with("re:")) return "";
+  std::string p = m.substr(3);
+  if (p.starts_with(".*")) p = p.substr(2);
+  if (p.ends_with("$")) p.pop_back();
+  std::string out;
+  for (std::size_t i = 0; i < p.size(); ++i) {
+    if (p[i] == '\\' && i + 1 < p.size() && p[i + 1] == '.') continue;  // "\." is "."
+    out += p[i];
+  }
+  if (out.starts_with(".")) out = out.substr(1);
+  return out;
+}
+
 }  // namespace
 
 std::optional<quant_formats> read_quant(const hf_object& root, const hf_json* modelopt,
@@ -135,9 +233,11 @@ std::optional<quant_formats> read_quant(const hf_object& root, const hf_json* mo
     quant_formats::kept_role& k = f.kept_roles["router"];
     k.all = true;
     k.field = f.origin;
+  } else if (method == "compressed-tensors") {
+    f.weights = compressed_tensors_weights(*q, block_scale, f.origin);
   } else {
     q->fail(key, fmt::format("quantisation '{}' is not mapped (calc reads fp8, FP8, NVFP4, "
-                             "mxfp4, awq, gptq)",
+                             "mxfp4, awq, gptq, compressed-tensors)",
                              method));
   }
   for (const char* k : {"kv_cache_quant_algo", "kv_cache_scheme"}) {
@@ -164,6 +264,23 @@ std::optional<quant_formats> read_quant(const hf_object& root, const hf_json* mo
       std::string m = module_of_text_model(
           list[i].is_string() ? list[i].get<std::string>() : list[i].dump());
       if (m.empty()) continue;  // a vision tower or projector module: not counted
+      // compressed-tensors' patterns: one module of every layer ("re:.*mlp.gate$") reads as
+      // that module listed for all layers ("model.layers.*.mlp.gate"); the head as lm_head.
+      if (std::string p = pattern_module(m); !p.empty()) {
+        bool known = p == "lm_head" || p == "gate" || p == "mlp.gate" ||
+                     p.ends_with("layernorm") || p.ends_with("_norm") ||
+                     p.ends_with("e_score_correction_bias");
+        if (!known)
+          throw spec_error(q->doc().where(fmt::format("{}/{}/{}", q->pointer(), list_key, i)),
+                           fmt::format("{}[{}]", q->path_of(list_key), i),
+                           fmt::format("the pattern '{}' is not mapped (calc reads patterns of "
+                                       "the head, the router, norms and the routing bias)",
+                                       m));
+        m = p == "lm_head" ? p : p == "gate" ? "mlp.gate" : "model.layers.*." + p;
+      }
+      // A Linear's bias (compressed-tensors lists q_proj.bias, ...) is a vector, never
+      // quantised: calc counts biases in the norms' format already.
+      if (m.ends_with("_proj.bias")) continue;
       // A norm's bias (the indexer's LayerNorm k_norm.bias) is the norm's, in its format too.
       std::string base = m.ends_with(".bias") ? m.substr(0, m.size() - 5) : m;
       bool norm = base.ends_with("layernorm") || base.ends_with("_norm") || base.ends_with(".norm");
@@ -244,6 +361,23 @@ std::optional<quant_formats> read_quant(const hf_object& root, const hf_json* mo
   // DeepSeek's gate is a bare weight Parameter (DeepSeek-V3.1, R1 and V3.2 store mlp.gate.weight
   // BF16 beside FP8 experts without listing it), and Qwen3, MiniMax-M2.5 and GLM-5.1 list theirs
   // in modules_to_not_convert.
+  if (method == "compressed-tensors" && f.kept_roles.count("router")) {
+    // compressed-tensors lists each MoE layer's router (GLM-4.5-FP8: model.layers.3.mlp.gate
+    // to model.layers.92.mlp.gate, the MTP layer included); a dense layer has none to list. A
+    // run of consecutive layers from the first MoE layer on reads as every router; a list with
+    // gaps would quantise some routers and not others, which one format per role cannot say.
+    quant_formats::kept_role& k = f.kept_roles["router"];
+    if (!k.all && !k.layers.empty() &&
+        *k.layers.rbegin() - *k.layers.begin() + 1 != static_cast<std::int64_t>(k.layers.size()))
+      throw spec_error(k.where, k.field,
+                       fmt::format("the routers of {} layers between {} and {} stay unquantised, "
+                                   "not a consecutive run; calc keeps one format per role",
+                                   k.layers.size(), *k.layers.begin(), *k.layers.rbegin()));
+    if (!k.all)
+      k.why = fmt::format("the ignore list names the routers of layers {} to {}",
+                          *k.layers.begin(), *k.layers.rbegin());
+    k.all = true;
+  }
   bool block_fp8 = (method == "fp8" || method == "FP8") && q->has("weight_block_size");
   if ((from_modelopt || block_fp8) && has_routers) {
     // ModelOpt never quantises a MoE router: its default configs disable the quantizers of
