@@ -1,0 +1,141 @@
+// The dense and MoE transformer families read since issue 21's fourth round: one table each, in
+// the form of families.cpp (defaults are those of each family's transformers configuration
+// class, or of the remote code its checkpoints ship). Each maps its layers onto the kinds the
+// translator already has; a field that would change memory and that the table does not read is
+// pinned in `only`, so another value is an error at that field rather than a silent guess.
+#include "spec/hf/families.h"
+
+namespace calc::hf {
+
+using nlohmann::json;
+
+namespace {
+
+// Cohere2Config (Command R7B, Command A, Tiny Aya): Cohere's layer -- attention and the SwiGLU
+// MLP side by side after one LayerNorm without a bias (one weight vector: it counts as an
+// RMSNorm does), a tied head scaled by logit_scale (a multiplier: counts nothing) -- with three
+// sliding-window layers (RoPE, sliding_window 4096) to one global layer (NoPE: counts the same)
+// by sliding_window_pattern (layer i slides unless (i + 1) % pattern == 0), or by layer_types
+// where the config lists them. attention_bias puts biases on Q/K/V and O. The checkpoints'
+// remote-code flags the reference class does not read are pinned to the one form calc reads:
+// parallel block, gated MLP, no Q/K norm, local layers first, a shared embedding, no norm bias.
+// layer_switch (an older spelling of the period in the same files) is not read, as transformers
+// does not read it.
+family cohere2() {
+  return {.model_type = "cohere2",
+          .architectures = {"Cohere2ForCausalLM"},
+          .layers = layer_rule::sliding_pattern,
+          .names = {{"mlp_bias", ""}, {"qk_norm", ""}},
+          .defaults = gqa_defaults({{"vocab", 256000},
+                                    {"hidden", 8192},
+                                    {"intermediate", 22528},
+                                    {"layers", 40},
+                                    {"heads", 64},
+                                    {"tie", true},
+                                    {"norms", 1},
+                                    {"window", 4096},
+                                    {"sliding_pattern", 4}}),
+          .only = {{"use_parallel_block", true},
+                   {"use_gated_activation", true},
+                   {"use_qk_norm", false},
+                   {"order_of_interleaved_layers", "local_attn_first"},
+                   {"use_embedding_sharing", true},
+                   {"layer_norm_bias", false}}};
+}
+
+// GemmaConfig (Gemma 1: google/gemma-2b, gemma-7b): Llama's layers with head_dim 256 given
+// apart from hidden / heads, a tied head, two RMSNorms a layer (weights stored as w, applied as
+// 1 + w: the same count), and the GeGLU MLP (gate, up, down: SwiGLU's count); attention_bias
+// puts biases on Q/K/V and O. No sliding window.
+family gemma() {
+  return {.model_type = "gemma",
+          .architectures = {"GemmaForCausalLM"},
+          .names = {{"mlp_bias", ""}, {"window", ""}},
+          .defaults = gqa_defaults({{"vocab", 256000},
+                                    {"hidden", 3072},
+                                    {"intermediate", 24576},
+                                    {"layers", 28},
+                                    {"heads", 16},
+                                    {"kv_heads", 16},
+                                    {"head_dim", 256},
+                                    {"tie", true}})};
+}
+
+// Glm4Config (GLM-4-9B-0414, GLM-4-32B-0414) and GlmConfig (glm-4-9b-chat-hf): GQA with
+// attention_bias on Q/K/V only (o_proj has none), head_dim given, partial rotary
+// (partial_rotary_factor: rotates part of each head, counts nothing), and the gated MLP stored
+// fused (gate_up_proj: gate and up, the same count). GLM-4-0414 adds two norms a layer after
+// attention and after the MLP (post_self_attn_layernorm, post_mlp_layernorm): four in all.
+family glm_like(std::string model_type, std::vector<std::string> archs, std::int64_t norms) {
+  return {.model_type = std::move(model_type),
+          .architectures = std::move(archs),
+          .names = {{"o_bias", ""}, {"mlp_bias", ""}, {"window", ""}},
+          .defaults = gqa_defaults({{"vocab", 151552},
+                                    {"hidden", 4096},
+                                    {"intermediate", 13696},
+                                    {"layers", 40},
+                                    {"heads", 32},
+                                    {"kv_heads", 2},
+                                    {"head_dim", 128},
+                                    {"qkv_bias", true},
+                                    {"norms", norms}})};
+}
+
+// Qwen2VLConfig / Qwen2_5_VLConfig (Qwen2-VL, Qwen2.5-VL): the language model is Qwen2's (Q/K/V
+// biases, sliding only when use_sliding_window), in text_config or, in the configs published
+// before transformers split it out, at the top of the document beside vision_config; M-RoPE
+// (mrope_section) rotates and counts nothing. The ViT and its patch merger are apart. Qwen's
+// FP8 checkpoints keep BF16 block scales.
+family qwen2_vl_like(std::string model_type, std::vector<std::string> archs) {
+  return {.model_type = std::move(model_type),
+          .architectures = std::move(archs),
+          .scope = "text_config",
+          .layers = layer_rule::window_from,
+          .names = {{"qkv_bias", ""}, {"o_bias", ""}, {"mlp_bias", ""}},
+          .defaults = gqa_defaults({{"vocab", 152064},
+                                    {"hidden", 8192},
+                                    {"intermediate", 29568},
+                                    {"layers", 80},
+                                    {"heads", 64},
+                                    {"kv_heads", 8},
+                                    {"qkv_bias", true},
+                                    {"window", 4096},
+                                    {"window_switch", false},
+                                    {"window_from", 80}}),
+          .not_counted = "the vision tower and its patch merger (vision_config)",
+          .fp8_block_scale = "bf16"};
+}
+
+// Dots1Config (rednote-hilab/dots.llm1.base, dots.llm1.inst): Qwen3's attention (per-head
+// RMSNorms on Q and K, attention_bias on Q/K/V and O) with DeepSeek-V3's feed-forward:
+// first_k_dense_replace dense SwiGLU layers of intermediate_size, then n_routed_experts experts
+// of moe_intermediate_size, top num_experts_per_tok, n_shared_experts shared experts of
+// moe_intermediate_size each, and a router with the e_score_correction_bias (noaux_tc). No
+// table default is taken for the expert widths: a config that leaves them out is an error.
+family dots1() {
+  return {.model_type = "dots1",
+          .architectures = {"Dots1ForCausalLM"},
+          .ffn = ffn_family::moe,
+          .layers = layer_rule::window_from,
+          .names = {{"experts", "n_routed_experts"}, {"mlp_bias", ""}},
+          .defaults = gqa_defaults({{"qk_norm", true},
+                                    {"window", 4096},
+                                    {"window_switch", false},
+                                    {"window_from", 62},
+                                    {"shared_intermediate", "=moe_intermediate"},
+                                    {"router_bias", true}})};
+}
+
+}  // namespace
+
+std::vector<family> more_families() {
+  return {cohere2(),
+          gemma(),
+          glm_like("glm4", {"Glm4ForCausalLM"}, 4),
+          glm_like("glm", {"GlmForCausalLM"}, 2),
+          qwen2_vl_like("qwen2_vl", {"Qwen2VLForConditionalGeneration"}),
+          qwen2_vl_like("qwen2_5_vl", {"Qwen2_5_VLForConditionalGeneration"}),
+          dots1()};
+}
+
+}  // namespace calc::hf
