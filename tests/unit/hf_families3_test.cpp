@@ -150,19 +150,32 @@ TEST_CASE("qwen2_5_vl (Qwen2.5-VL-7B-Instruct): Qwen2.5-7B's layers beside the v
             .yaml.find("# Not counted: the vision tower") != std::string::npos);
 }
 
-TEST_CASE("qwen2_vl: text_config (transformers 5) and the flat form read the same") {
-  // Qwen2-VL-7B-Instruct's language model: Qwen2.5-7B's sizes again (7,615,616,512).
+TEST_CASE("qwen2_vl (Qwen2-VL-7B-Instruct): the flat form and text_config read the same") {
+  testing::model m(fixture("qwen2-vl-7b-instruct-finetune.json"));
+  // The language model is Qwen2.5-7B's sizes again: 7,615,616,512. Published:
+  // Qwen/Qwen2-VL-7B-Instruct, 8,291,375,616 parameters with the tower. The tower by hand
+  // (Qwen2VLVisionConfig: depth 32, embed_dim 1280, mlp_ratio 4, patch 14, temporal 2, merge 2,
+  // hidden 3584): patch embedding 1,505,280; per block two LayerNorms with bias 5,120, qkv
+  // 1280 x 3840 + 3840, proj 1280^2 + 1280, fc1 1280 x 5120 + 5120, fc2 5120 x 1280 + 1280 =
+  // 19,677,440, x 32 = 629,678,080; merger ln_q 2,560, 5120 x 5120 + 5120, 5120 x 3584 + 3584 =
+  // 44,575,744. Tower 675,759,104.
+  CHECK(params(m) == 7'615'616'512);
+  const std::int64_t tower = 1'505'280 + 32LL * 19'677'440 + 44'575'744;
+  CHECK(tower == 675'759'104);
+  CHECK(params(m) + tower == 8'291'375'616);
+  // use_sliding_window false: 2 x 4 x 128 x 2 B x 28 = 57,344 B/token.
+  CHECK(state(m, 8192) == 57'344LL * 8192);      // 469,762,048 B
+  CHECK(state(m, 131072) == 57'344LL * 131072);  // 7,516,192,768 B
+  // transformers 5 writes the language model into text_config: the same reading.
   const std::string text = R"("hidden_size": 3584, "intermediate_size": 18944,
     "num_hidden_layers": 28, "num_attention_heads": 28, "num_key_value_heads": 4,
     "vocab_size": 152064, "max_window_layers": 28, "sliding_window": 32768,
     "use_sliding_window": false, "tie_word_embeddings": false, "torch_dtype": "bfloat16")";
-  testing::model flat = from_json(R"({"model_type": "qwen2_vl", )" + text + "}");
   testing::model nested = from_json(
       R"({"model_type": "qwen2_vl", "text_config": {"model_type": "qwen2_vl_text", )" + text +
       "}}");
-  CHECK(params(flat) == 7'615'616'512);
-  CHECK(params(nested) == params(flat));
-  CHECK(state(nested, 8192) == 57'344LL * 8192);
+  CHECK(params(nested) == params(m));
+  CHECK(state(nested, 8192) == state(m, 8192));
 }
 
 TEST_CASE("dots1 (dots.llm1.base): Qwen3 attention, 128 experts top-6, 2 shared; 142,774,381,696") {
@@ -185,4 +198,44 @@ TEST_CASE("dots1: the expert widths have no default") {
     "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 100, "intermediate_size": 64,
     "first_k_dense_replace": 1})")
             .find("n_routed_experts") != std::string::npos);
+}
+
+TEST_CASE("exaone (EXAONE-3.0-7.8B-Instruct): Llama's layers under GPT-2 names; 7,818,448,896") {
+  testing::model m(fixture("exaone-3.0-7.8b-instruct-bf16.json"));
+  // Published: LGAI-EXAONE/EXAONE-3.0-7.8B-Instruct, 7.8B parameters. By hand: per layer GQA
+  // 32/8 x 128: 2 x 4096^2 + 2 x 4096 x 1024 = 41,943,040; the gated MLP c_fc_0, c_fc_1, c_proj
+  // 3 x 4096 x 14336 = 176,160,768; ln_1 and ln_2 8,192; x 32 (num_layers) = 6,979,584,000;
+  // untied wte and lm_head 2 x 102400 x 4096 = 838,860,800; ln_f 4,096.
+  CHECK(params(m) == 7'818'448'896);
+  // 2 x 8 x 128 x 2 B x 32 layers = 131,072 B/token.
+  CHECK(state(m, 8192) == 131'072LL * 8192);      // 1,073,741,824 B
+  CHECK(state(m, 131072) == 131'072LL * 131072);  // 17,179,869,184 B
+  // The class derives the MLP width when the config leaves it out; calc does not guess it.
+  CHECK(testing::import_error(R"({"model_type": "exaone", "hidden_size": 256, "num_layers": 2,
+    "num_attention_heads": 4})")
+            .find("intermediate_size") != std::string::npos);
+}
+
+TEST_CASE("bailing_moe (Ling-Coder-lite): fused QKV, 64 experts top-6, 2 shared; 16,801,974,272") {
+  testing::model m(fixture("inclusionAI--Ling-Coder-lite"));
+  // Published: inclusionAI/Ling-Coder-lite (Ling-lite's architecture), 16.8B total parameters,
+  // 2.75B active. By hand: per layer query_key_value 2048 x (16 + 2 x 4) x 128 = 6,291,456 and
+  // dense 2048 x 2048 = 4,194,304; 64 experts 64 x 3 x 2048 x 1408 = 553,648,128, two shared
+  // experts 2 x 3 x 2048 x 1408 = 17,301,504, the router 64 x 2048 = 131,072; two norms 4,096;
+  // = 581,570,560, x 28 = 16,283,975,680; untied embedding and head 2 x 126464 x 2048 =
+  // 517,996,544; the final norm 2,048.
+  CHECK(params(m) == 16'801'974'272);
+  // 2 x 4 x 128 x 2 B x 28 layers = 57,344 B/token.
+  CHECK(state(m, 8192) == 57'344LL * 8192);      // 469,762,048 B
+  CHECK(state(m, 131072) == 57'344LL * 131072);  // 7,516,192,768 B
+}
+
+TEST_CASE("bailing_moe: biased MLPs (the class default) and a sliding window are refused") {
+  const std::string dims = R"("model_type": "bailing_moe", "hidden_size": 256,
+    "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 512,
+    "moe_intermediate_size": 64, "vocab_size": 100)";
+  CHECK(testing::import_error("{" + dims + "}").find("use_bias") != std::string::npos);
+  CHECK(testing::import_error("{" + dims + R"(, "use_bias": false, "use_sliding_window": true})")
+            .find("use_sliding_window") != std::string::npos);
+  CHECK(testing::import_error("{" + dims + R"(, "use_bias": false})").empty());
 }

@@ -126,6 +126,52 @@ family dots1() {
                                     {"router_bias", true}})};
 }
 
+// ExaoneConfig (EXAONE 3.0 / 3.5, LGAI-EXAONE's remote code `configuration_exaone.py`): Llama's
+// layers under GPT-2's names -- num_layers, ln_1/ln_2 (RMSNorms), c_fc_0/c_fc_1/c_proj (the
+// gated MLP: SwiGLU's count) and out_proj -- with no biases anywhere. The class ties the head
+// by default (EXAONE-3.5-2.4B does; the 7.8B and 32B configs say false); intermediate_size has
+// no default (the class derives 4 x hidden_size when it is absent), so its absence is an error.
+family exaone() {
+  return {.model_type = "exaone",
+          .architectures = {"ExaoneForCausalLM"},
+          .names = {{"layers", "num_layers"},
+                    {"qkv_bias", ""},
+                    {"o_bias", ""},
+                    {"mlp_bias", ""},
+                    {"window", ""}},
+          .defaults = gqa_defaults(
+              {{"vocab", 102400}, {"hidden", 2048}, {"layers", 32}, {"heads", 32}, {"tie", true}})};
+}
+
+// BailingMoeConfig (inclusionAI Ling-lite, Ling-plus, Ling-Coder-lite; the remote code
+// `configuration_bailing_moe.py`): GQA with Q/K/V fused in query_key_value (biased by
+// use_qkv_bias) and the output projection `dense` (biased by use_bias, which also biases the MLPs:
+// the class default is true, and calc's gated MLP has no biases, so such a config is an error);
+// first_k_dense_replace dense SwiGLU layers of intermediate_size, then num_experts experts of
+// moe_intermediate_size, top num_experts_per_tok, num_shared_experts shared experts of
+// moe_intermediate_size each, a router without bias. norm_head normalises the head's rows at
+// run time and counts nothing. The sliding-window fields are read in one form only: off.
+family bailing_moe() {
+  return {.model_type = "bailing_moe",
+          .architectures = {"BailingMoeForCausalLM"},
+          .ffn = ffn_family::moe,
+          .names = {{"qkv_bias", "use_qkv_bias"},
+                    {"o_bias", "use_bias"},
+                    {"mlp_bias", "use_bias"},
+                    {"shared_experts", "num_shared_experts"},
+                    {"window", ""}},
+          .defaults = gqa_defaults({{"vocab", 30592},
+                                    {"hidden", 1024},
+                                    {"layers", 24},
+                                    {"heads", 16},
+                                    {"experts", 16},
+                                    {"top_k", 2},
+                                    {"shared_intermediate", "=moe_intermediate"},
+                                    {"o_bias", true},
+                                    {"mlp_bias", true}}),
+          .only = {{"use_sliding_window", false}}};
+}
+
 }  // namespace
 
 std::vector<family> more_families() {
@@ -135,7 +181,9 @@ std::vector<family> more_families() {
           glm_like("glm", {"GlmForCausalLM"}, 2),
           qwen2_vl_like("qwen2_vl", {"Qwen2VLForConditionalGeneration"}),
           qwen2_vl_like("qwen2_5_vl", {"Qwen2_5_VLForConditionalGeneration"}),
-          dots1()};
+          dots1(),
+          exaone(),
+          bailing_moe()};
 }
 
 }  // namespace calc::hf
