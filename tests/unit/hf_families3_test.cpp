@@ -239,3 +239,42 @@ TEST_CASE("bailing_moe: biased MLPs (the class default) and a sliding window are
             .find("use_sliding_window") != std::string::npos);
   CHECK(testing::import_error("{" + dims + R"(, "use_bias": false})").empty());
 }
+
+TEST_CASE("bundles of the fourth round read as their fixtures do") {
+  // Each bundle is `calc import` of its fixture with the header and source edited: the same
+  // parameters and state as the fixture it came from.
+  const std::pair<const char*, const char*> bundles[] = {
+      {"c4ai-command-r7b-12-2024", "CohereLabs--c4ai-command-r7b-12-2024"},
+      {"gemma-7b", "google--gemma-7b"},
+      {"glm-4-9b-0414", "glm-4-9b-0414-finetune.json"},
+      {"qwen2.5-vl-7b-instruct", "Qwen--Qwen2.5-VL-7B-Instruct"},
+      {"qwen2-vl-7b-instruct", "qwen2-vl-7b-instruct-finetune.json"},
+      {"dots.llm1.base", "rednote-hilab--dots.llm1.base"},
+      {"exaone-3.0-7.8b-instruct", "exaone-3.0-7.8b-instruct-bf16.json"},
+      {"ling-coder-lite", "inclusionAI--Ling-Coder-lite"},
+      {"glm-4.7", "zai-org--GLM-4.7"}};
+  for (const auto& b : bundles) {
+    std::string name = b.first;
+    CAPTURE(name);
+    testing::model bundled(name);
+    testing::model imported(fixture(b.second));
+    CHECK(params(bundled) == params(imported));
+    CHECK(weight_bytes(bundled) == weight_bytes(imported));
+    CHECK(state(bundled, 131072) == state(imported, 131072));
+  }
+}
+
+TEST_CASE("glm-4.7 bundle: GLM-4.5's architecture at 202,752 positions; 352,797,829,024") {
+  // zai-org/GLM-4.7's config.json has GLM-4.5's sizes (92 layers, 160 experts of 1536, 3 dense
+  // layers of 12288, GQA 96/8 x 128 with Q/K/V biases and per-head Q/K norms): the main model
+  // counts as the glm-4.5 bundle (whose count the GLM-4.5-FP8 tensor listing confirms), the
+  // context limit is 202,752 tokens. The card's 358B counts the MTP layer too.
+  testing::model m("glm-4.7");
+  testing::model glm45("glm-4.5");
+  CHECK(params(m) == 352'797'829'024);
+  CHECK(params(m) == params(glm45));
+  REQUIRE(m.spec.max_position_embeddings);
+  CHECK(*m.spec.max_position_embeddings == 202'752);
+  // 2 x 8 x 128 x 2 B x 92 layers = 376,832 B/token.
+  CHECK(state(m, 131072) == 376'832LL * 131072);  // 49,392,123,904 B
+}
