@@ -240,6 +240,21 @@ TEST_CASE("bailing_moe: biased MLPs (the class default) and a sliding window are
   CHECK(testing::import_error("{" + dims + R"(, "use_bias": false})").empty());
 }
 
+TEST_CASE("gpt_neox (Pythia-6.9B): fused biased QKV, GELU MLP, two LayerNorms; 6,857,302,016") {
+  testing::model m(fixture("EleutherAI--pythia-6.9b"));
+  // Published: EleutherAI/pythia-6.9b, 6,857,302,016 parameters. By hand: per layer
+  // query_key_value 4096 x 12288 + 12288, dense 4096^2 + 4096, dense_h_to_4h 4096 x 16384 +
+  // 16384, dense_4h_to_h 16384 x 4096 + 4096, two LayerNorms with biases 4 x 4096 =
+  // 201,379,840; x 32 = 6,444,154,880; embed_in and the untied embed_out 2 x 50432 x 4096 =
+  // 413,138,944; the final LayerNorm 8,192.
+  CHECK(params(m) == 6'857'302'016);
+  CHECK(weight_bytes(m) == 2LL * 6'857'302'016);  // float16
+  CHECK(m.spec.layer_norm);
+  // MHA, 32 heads x 128, FP16: 2 x 32 x 128 x 2 B x 32 layers = 524,288 B/token.
+  CHECK(state(m, 8192) == 524'288LL * 8192);      // 4,294,967,296 B
+  CHECK(state(m, 131072) == 524'288LL * 131072);  // 68,719,476,736 B
+}
+
 TEST_CASE("bundles of the fourth round read as their fixtures do") {
   // Each bundle is `calc import` of its fixture with the header and source edited: the same
   // parameters and state as the fixture it came from.
@@ -252,7 +267,8 @@ TEST_CASE("bundles of the fourth round read as their fixtures do") {
       {"dots.llm1.base", "rednote-hilab--dots.llm1.base"},
       {"exaone-3.0-7.8b-instruct", "exaone-3.0-7.8b-instruct-bf16.json"},
       {"ling-coder-lite", "inclusionAI--Ling-Coder-lite"},
-      {"glm-4.7", "zai-org--GLM-4.7"}};
+      {"glm-4.7", "zai-org--GLM-4.7"},
+      {"pythia-6.9b", "EleutherAI--pythia-6.9b"}};
   for (const auto& b : bundles) {
     std::string name = b.first;
     CAPTURE(name);

@@ -172,6 +172,28 @@ family bailing_moe() {
           .only = {{"use_sliding_window", false}}};
 }
 
+// GPTNeoXConfig (EleutherAI GPT-NeoX-20B, Pythia): MHA with Q/K/V fused in query_key_value and
+// the output `dense`, both biased (attention_bias, true by default and in every release); the
+// ungated GELU MLP dense_h_to_4h / dense_4h_to_h with biases; two LayerNorms with biases a layer
+// (input_layernorm, post_attention_layernorm) and a final one; embed_in and an untied embed_out
+// without bias. use_parallel_residual (attention and MLP side by side) and rotary_pct (partial
+// rotary) change the wiring, not the count.
+family gpt_neox() {
+  return {.model_type = "gpt_neox",
+          .architectures = {"GPTNeoXForCausalLM"},
+          .dense_mlp = true,
+          .names = {{"mlp_bias", ""}, {"window", ""}},
+          .defaults = gqa_defaults({{"vocab", 50432},
+                                    {"hidden", 6144},
+                                    {"intermediate", 24576},
+                                    {"layers", 44},
+                                    {"heads", 64},
+                                    {"qkv_bias", true},
+                                    {"o_bias", true},
+                                    {"mlp_bias", true},
+                                    {"layer_norm", true}})};
+}
+
 }  // namespace
 
 std::vector<family> more_families() {
@@ -183,7 +205,8 @@ std::vector<family> more_families() {
           qwen2_vl_like("qwen2_5_vl", {"Qwen2_5_VLForConditionalGeneration"}),
           dots1(),
           exaone(),
-          bailing_moe()};
+          bailing_moe(),
+          gpt_neox()};
 }
 
 }  // namespace calc::hf
