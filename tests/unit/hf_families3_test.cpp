@@ -1,8 +1,8 @@
 // Families the Hugging Face import reads since issue 21's fourth round
-// (src/spec/hf/families_more.cpp): cohere2, gemma, glm4, glm, qwen2_vl, qwen2_5_vl, dots1. Each
-// from a public config (tests/fixtures/hf, sources and how faithful each copy is in SOURCES.md),
-// its parameters checked against the published total and its state at 8K and 128K worked by
-// hand in the comment.
+// (src/spec/hf/families_more.cpp): cohere2, gemma, glm4, glm, qwen2_vl, qwen2_5_vl, dots1, exaone,
+// bailing_moe, gpt_neox. Each from a public config (tests/fixtures/hf, sources and how faithful each
+// copy is in SOURCES.md), its parameters checked against the published total and its state at 8K
+// and 128K worked by hand in the comment; and the bundles made from them.
 #include <doctest/doctest.h>
 
 #include <string>
