@@ -1,8 +1,8 @@
 // Families the Hugging Face import reads since issue 21's fourth round
 // (src/spec/hf/families_more.cpp): cohere2, gemma, glm4, glm, qwen2_vl, qwen2_5_vl, dots1, exaone,
-// bailing_moe, gpt_neox. Each from a public config (tests/fixtures/hf, sources and how faithful each
-// copy is in SOURCES.md), its parameters checked against the published total and its state at 8K
-// and 128K worked by hand in the comment; and the bundles made from them.
+// bailing_moe, gpt_neox, chatglm. Each from a public config (tests/fixtures/hf, sources and how
+// faithful each copy is in SOURCES.md), its parameters checked against the published total and
+// its state at 8K and 128K worked by hand in the comment; and the bundles made from them.
 #include <doctest/doctest.h>
 
 #include <string>
@@ -268,7 +268,8 @@ TEST_CASE("bundles of the fourth round read as their fixtures do") {
       {"exaone-3.0-7.8b-instruct", "exaone-3.0-7.8b-instruct-bf16.json"},
       {"ling-coder-lite", "inclusionAI--Ling-Coder-lite"},
       {"glm-4.7", "zai-org--GLM-4.7"},
-      {"pythia-6.9b", "EleutherAI--pythia-6.9b"}};
+      {"pythia-6.9b", "EleutherAI--pythia-6.9b"},
+      {"glm-4-9b-chat", "THUDM--glm-4-9b-chat"}};
   for (const auto& b : bundles) {
     std::string name = b.first;
     CAPTURE(name);
@@ -293,4 +294,38 @@ TEST_CASE("glm-4.7 bundle: GLM-4.5's architecture at 202,752 positions; 352,797,
   CHECK(*m.spec.max_position_embeddings == 202'752);
   // 2 x 8 x 128 x 2 B x 92 layers = 376,832 B/token.
   CHECK(state(m, 131072) == 376'832LL * 131072);  // 49,392,123,904 B
+}
+
+TEST_CASE("chatglm (glm-4-9b-chat): Megatron names, 2 KV groups, Q/K/V bias; 9,399,951,360") {
+  testing::model m(fixture("THUDM--glm-4-9b-chat"));
+  // Published: THUDM/glm-4-9b-chat, 9.4B parameters. By hand: per layer query_key_value 4096 x
+  // (4096 + 2 x 2 x 128) + 4608 = 18,878,976, dense 4096^2 = 16,777,216, dense_h_to_4h 4096 x
+  // 2 x 13696 and dense_4h_to_h 13696 x 4096 = 168,296,448, two RMSNorms 8,192; x 40 =
+  // 8,158,433,280; untied embedding and output_layer 2 x 151552 x 4096 = 1,241,513,984; the final
+  // norm 4,096. The same count as the glm class's reading of the -hf conversion.
+  CHECK(params(m) == 9'399'951'360);
+  REQUIRE(m.spec.max_position_embeddings);
+  CHECK(*m.spec.max_position_embeddings == 131072);  // seq_length
+  // 2 x 2 x 128 x 2 B x 40 layers = 40,960 B/token.
+  CHECK(state(m, 8192) == 40'960LL * 8192);      // 335,544,320 B
+  CHECK(state(m, 131072) == 40'960LL * 131072);  // 5,368,709,120 B
+}
+
+TEST_CASE("chatglm: ChatGLM-6B's names, MHA and biased linears fail at a field") {
+  // ChatGLM-6B (v1) spells the vocabulary vocab_size and the MLP inner_hidden_size: no default
+  // is taken for padded_vocab_size.
+  CHECK(testing::import_error(R"({"model_type": "chatglm", "hidden_size": 4096, "num_layers": 28,
+    "num_attention_heads": 32, "inner_hidden_size": 16384, "vocab_size": 130528,
+    "position_encoding_2d": true})")
+            .find("padded_vocab_size") != std::string::npos);
+  const std::string base = R"({"model_type": "chatglm", "padded_vocab_size": 1000,
+    "hidden_size": 256, "num_layers": 2, "num_attention_heads": 4, "ffn_hidden_size": 512,
+    "kv_channels": 64, "multi_query_group_num": 2)";
+  CHECK(testing::import_error(base + R"(, "multi_query_attention": false})")
+            .find("multi_query_attention") != std::string::npos);
+  CHECK(testing::import_error(base + R"(, "add_bias_linear": true})")
+            .find("add_bias_linear") != std::string::npos);
+  CHECK(testing::import_error(base + R"(, "rmsnorm": false})").find("rmsnorm") !=
+        std::string::npos);
+  CHECK(testing::import_error(base + "}").empty());
 }

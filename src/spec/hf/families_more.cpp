@@ -194,6 +194,45 @@ family gpt_neox() {
                                     {"layer_norm", true}})};
 }
 
+// ChatGLMConfig (THUDM/glm-4-9b-chat, chatglm3-6b, chatglm2-6b; the remote code
+// `configuration_chatglm.py`): GLM's layer under Megatron's names -- num_layers,
+// padded_vocab_size, ffn_hidden_size (the gated MLP: dense_h_to_4h holds gate and up), kv_channels
+// (head_dim), multi_query_group_num KV heads, add_qkv_bias on query_key_value, add_bias_linear on
+// dense and the MLP (calc's gated MLP has none, so true is an error) -- two RMSNorms a layer and a
+// final one, an untied output_layer, seq_length the context limit. The flags that would change
+// the count or the cache are read in their released form only: grouped-query attention
+// (multi_query_attention true; false would mean one KV head per query head), RMSNorm, and the
+// final norm (post_layer_norm). A config that gives multi_query_group_num but leaves
+// multi_query_attention out (false by the class default) would be read with that many KV heads;
+// every published ChatGLM2/3/4 config gives both.
+family chatglm() {
+  return {.model_type = "chatglm",
+          .architectures = {"ChatGLMModel", "ChatGLMForConditionalGeneration"},
+          .names = {{"vocab", "padded_vocab_size"},
+                    {"layers", "num_layers"},
+                    {"intermediate", "ffn_hidden_size"},
+                    {"head_dim", "kv_channels"},
+                    {"kv_heads", "multi_query_group_num"},
+                    {"qkv_bias", "add_qkv_bias"},
+                    {"o_bias", "add_bias_linear"},
+                    {"mlp_bias", "add_bias_linear"},
+                    {"max_positions", "seq_length"},
+                    {"window", ""}},
+          .defaults = [] {
+            // No defaults for the widths: ChatGLM-6B (v1) shares the model_type with other names
+            // (vocab_size, inner_hidden_size), and its config must fail at a field, not read
+            // ChatGLMConfig's defaults. multi_query_group_num has none either (the class's 1
+            // holds only with multi_query_attention).
+            json d = gqa_defaults({{"qkv_bias", false}, {"max_positions", 2048}});
+            d.erase("kv_heads");
+            d.erase("head_dim");
+            return d;
+          }(),
+          .only = {{"multi_query_attention", true},
+                   {"rmsnorm", true},
+                   {"post_layer_norm", true}}};
+}
+
 }  // namespace
 
 std::vector<family> more_families() {
@@ -206,7 +245,8 @@ std::vector<family> more_families() {
           dots1(),
           exaone(),
           bailing_moe(),
-          gpt_neox()};
+          gpt_neox(),
+          chatglm()};
 }
 
 }  // namespace calc::hf
