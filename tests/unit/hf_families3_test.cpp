@@ -1,8 +1,8 @@
 // Families the Hugging Face import reads since issue 21's fourth round
 // (src/spec/hf/families_more.cpp): cohere2, gemma, glm4, glm, qwen2_vl, qwen2_5_vl, dots1, exaone,
-// bailing_moe, gpt_neox, chatglm. Each from a public config (tests/fixtures/hf, sources and how
-// faithful each copy is in SOURCES.md), its parameters checked against the published total and
-// its state at 8K and 128K worked by hand in the comment; and the bundles made from them.
+// bailing_moe, gpt_neox, chatglm, phimoe. Each from a public config (tests/fixtures/hf, sources
+// and how faithful each copy is in SOURCES.md), its parameters checked against the published total
+// and its state at 8K and 128K worked by hand in the comment; and the bundles made from them.
 #include <doctest/doctest.h>
 
 #include <string>
@@ -253,6 +253,39 @@ TEST_CASE("gpt_neox (Pythia-6.9B): fused biased QKV, GELU MLP, two LayerNorms; 6
   // MHA, 32 heads x 128, FP16: 2 x 32 x 128 x 2 B x 32 layers = 524,288 B/token.
   CHECK(state(m, 8192) == 524'288LL * 8192);      // 4,294,967,296 B
   CHECK(state(m, 131072) == 524'288LL * 131072);  // 68,719,476,736 B
+}
+
+TEST_CASE("phimoe (Phi-3.5-MoE-instruct's sizes): 16 experts, LayerNorms, biased head; 41.9B") {
+  // The release's config.json is not stored whole anywhere the look-ups reach (its longrope
+  // factor lists cut the excerpts); these are its sizes, PhiMoEConfig's defaults, with the
+  // release's attention_bias, lm_head_bias and window. Published: microsoft/Phi-3.5-MoE-instruct,
+  // 41,873,153,344 parameters (41.9B, 6.6B active). By hand: per layer q and o 4096^2 + 4096, k
+  // and v 4096 x 1024 + 1024 = 41,953,280; 16 experts 16 x 3 x 4096 x 6400 = 1,258,291,200; the
+  // router 16 x 4096; two LayerNorms with biases 16,384; x 32 = 41,610,444,800; untied
+  // embedding and head 2 x 32064 x 4096 = 262,668,288, the head's bias 32,064; the final
+  // LayerNorm 8,192.
+  testing::model m = from_json(R"({"model_type": "phimoe", "attention_bias": true,
+    "lm_head_bias": true, "sliding_window": 131072, "max_position_embeddings": 131072,
+    "torch_dtype": "bfloat16"})");
+  CHECK(params(m) == 41'873'153'344);
+  CHECK(m.spec.head_bias);
+  // Every layer slides over 131072 tokens (the whole context): 2 x 8 x 128 x 2 B x 32 =
+  // 131,072 B/token, at most 131072 tokens.
+  CHECK(state(m, 8192) == 131'072LL * 8192);      // 1,073,741,824 B
+  CHECK(state(m, 131072) == 131'072LL * 131072);  // 17,179,869,184 B
+  CHECK(state(m, 262144) == 131'072LL * 131072);  // the window caps the cache
+}
+
+TEST_CASE("phimoe (a pruned Phi-3.5-MoE's published config.json): reads as the class") {
+  testing::model m(fixture("phimoe-pruned-phi-3.5-moe.json"));
+  // No published total for this derivative; by hand: per layer q and o 3584^2 + 3584, k and v
+  // 3584 x 896 + 896 (32/8 heads x 112) = 32,121,600; 16 experts 16 x 3 x 3584 x 1920 =
+  // 330,301,440; the router 57,344; two LayerNorms 14,336; x 32 = 11,599,831,040; embedding and
+  // head 2 x 32064 x 3584 = 229,834,752, the head's bias 32,064; the final LayerNorm 7,168.
+  CHECK(params(m) == 11'829'705'024);
+  // sliding_window 4096 on every layer: 2 x 8 x 112 x 2 B x 32 = 114,688 B/token, at most 4096.
+  CHECK(state(m, 8192) == 114'688LL * 4096);    // 469,762,048 B
+  CHECK(state(m, 131072) == 114'688LL * 4096);  // the same
 }
 
 TEST_CASE("bundles of the fourth round read as their fixtures do") {

@@ -233,6 +233,31 @@ family chatglm() {
                    {"post_layer_norm", true}}};
 }
 
+// PhiMoEConfig (microsoft/Phi-3.5-MoE-instruct): Mixtral's layer -- num_local_experts experts of
+// intermediate_size, top num_experts_per_tok, a router without bias, Mistral's sliding window on
+// every layer (131072 in the release: the whole context) -- with attention_bias on Q/K/V and O,
+// LayerNorms with biases (two a layer and a final one) and a biased lm_head (lm_head_bias).
+// longrope's factors (rope_scaling) count nothing.
+family phimoe() {
+  return {.model_type = "phimoe",
+          .architectures = {"PhiMoEForCausalLM"},
+          .ffn = ffn_family::moe,
+          .names = {{"experts", "num_local_experts"},
+                    {"moe_intermediate", "intermediate_size"},
+                    {"shared_experts", ""},
+                    {"mlp_bias", ""},
+                    {"head_bias", "lm_head_bias"}},
+          .defaults = gqa_defaults({{"vocab", 32064},
+                                    {"hidden", 4096},
+                                    {"moe_intermediate", 6400},
+                                    {"layers", 32},
+                                    {"heads", 32},
+                                    {"kv_heads", 8},
+                                    {"experts", 16},
+                                    {"top_k", 2},
+                                    {"layer_norm", true}})};
+}
+
 }  // namespace
 
 std::vector<family> more_families() {
@@ -246,7 +271,8 @@ std::vector<family> more_families() {
           exaone(),
           bailing_moe(),
           gpt_neox(),
-          chatglm()};
+          chatglm(),
+          phimoe()};
 }
 
 }  // namespace calc::hf
