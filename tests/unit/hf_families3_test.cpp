@@ -1,8 +1,9 @@
 // Families the Hugging Face import reads since issue 21's fourth round
 // (src/spec/hf/families_more.cpp): cohere2, gemma, glm4, glm, qwen2_vl, qwen2_5_vl, dots1, exaone,
-// bailing_moe, gpt_neox, chatglm, phimoe. Each from a public config (tests/fixtures/hf, sources
-// and how faithful each copy is in SOURCES.md), its parameters checked against the published total
-// and its state at 8K and 128K worked by hand in the comment; and the bundles made from them.
+// bailing_moe, gpt_neox, chatglm, phimoe, nemotron. Each from a public config (tests/fixtures/hf,
+// sources and how faithful each copy is in SOURCES.md), its parameters checked against the
+// published total and its state at 8K and 128K worked by hand in the comment; and the bundles
+// made from them.
 #include <doctest/doctest.h>
 
 #include <string>
@@ -288,6 +289,19 @@ TEST_CASE("phimoe (a pruned Phi-3.5-MoE's published config.json): reads as the c
   CHECK(state(m, 131072) == 114'688LL * 4096);  // the same
 }
 
+TEST_CASE("nemotron (Minitron-8B-Base): relu2 MLP, LayerNorm1P, head_dim 128; 8,271,699,968") {
+  testing::model m(fixture("nvidia--Minitron-8B-Base"));
+  // Published: nvidia/Minitron-8B-Base, 8.27B parameters. By hand: per layer q 4096 x 6144
+  // (48 heads x 128), k and v 4096 x 1024, o 6144 x 4096 = 58,720,256; up and down 2 x 4096 x
+  // 16384 = 134,217,728; two LayerNorms with biases 16,384; x 32 = 6,174,539,776; untied
+  // embedding and head 2 x 256000 x 4096 = 2,097,152,000; the final LayerNorm 8,192.
+  CHECK(params(m) == 8'271'699'968);
+  CHECK(m.spec.layer_norm);
+  // 2 x 8 x 128 x 2 B x 32 layers = 131,072 B/token.
+  CHECK(state(m, 8192) == 131'072LL * 8192);      // 1,073,741,824 B
+  CHECK(state(m, 131072) == 131'072LL * 131072);  // 17,179,869,184 B
+}
+
 TEST_CASE("bundles of the fourth round read as their fixtures do") {
   // Each bundle is `calc import` of its fixture with the header and source edited: the same
   // parameters and state as the fixture it came from.
@@ -302,7 +316,8 @@ TEST_CASE("bundles of the fourth round read as their fixtures do") {
       {"ling-coder-lite", "inclusionAI--Ling-Coder-lite"},
       {"glm-4.7", "zai-org--GLM-4.7"},
       {"pythia-6.9b", "EleutherAI--pythia-6.9b"},
-      {"glm-4-9b-chat", "THUDM--glm-4-9b-chat"}};
+      {"glm-4-9b-chat", "THUDM--glm-4-9b-chat"},
+      {"minitron-8b-base", "nvidia--Minitron-8B-Base"}};
   for (const auto& b : bundles) {
     std::string name = b.first;
     CAPTURE(name);

@@ -258,6 +258,25 @@ family phimoe() {
                                     {"layer_norm", true}})};
 }
 
+// NemotronConfig (Nemotron-4, Minitron-4B/8B, Nemotron-Mini-4B): GQA with head_dim given apart
+// from hidden / heads (biases by attention_bias), an ungated relu2 MLP up_proj / down_proj
+// (biases by mlp_bias), LayerNorm1P -- a LayerNorm with a bias, stored as w and applied as 1 + w
+// -- twice a layer and once at the end, an untied head. partial_rotary_factor (or rope_percent)
+// counts nothing; kv_channels, which some of these files carry, is not read, as transformers
+// does not read it.
+family nemotron() {
+  return {.model_type = "nemotron",
+          .architectures = {"NemotronForCausalLM"},
+          .dense_mlp = true,
+          .names = {{"window", ""}},
+          .defaults = gqa_defaults({{"vocab", 256000},
+                                    {"hidden", 6144},
+                                    {"intermediate", 24576},
+                                    {"layers", 32},
+                                    {"heads", 48},
+                                    {"layer_norm", true}})};
+}
+
 }  // namespace
 
 std::vector<family> more_families() {
@@ -272,7 +291,8 @@ std::vector<family> more_families() {
           bailing_moe(),
           gpt_neox(),
           chatglm(),
-          phimoe()};
+          phimoe(),
+          nemotron()};
 }
 
 }  // namespace calc::hf
