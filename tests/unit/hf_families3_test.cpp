@@ -1,9 +1,9 @@
 // Families the Hugging Face import reads since issue 21's fourth round
 // (src/spec/hf/families_more.cpp): cohere2, gemma, glm4, glm, qwen2_vl, qwen2_5_vl, dots1, exaone,
-// bailing_moe, gpt_neox, chatglm, phimoe, nemotron. Each from a public config (tests/fixtures/hf,
-// sources and how faithful each copy is in SOURCES.md), its parameters checked against the
-// published total and its state at 8K and 128K worked by hand in the comment; and the bundles
-// made from them.
+// bailing_moe, gpt_neox, chatglm, phimoe, nemotron, deepseek. Each from a public config
+// (tests/fixtures/hf, sources and how faithful each copy is in SOURCES.md), its parameters
+// checked against the published total and its state at 8K and 128K worked by hand in the
+// comment; and the bundles made from them.
 #include <doctest/doctest.h>
 
 #include <string>
@@ -302,6 +302,24 @@ TEST_CASE("nemotron (Minitron-8B-Base): relu2 MLP, LayerNorm1P, head_dim 128; 8,
   CHECK(state(m, 131072) == 131'072LL * 131072);  // 17,179,869,184 B
 }
 
+TEST_CASE("deepseek (DeepSeek-MoE-16B-Chat): MHA, 64 experts top-6, 2 shared; 16,375,728,128") {
+  testing::model m(fixture("deepseek-ai--deepseek-moe-16b-chat"));
+  // Published: deepseek-ai/deepseek-moe-16b-chat, 16.4B parameters. By hand: per layer MHA 4 x
+  // 2048^2 = 16,777,216 and two norms 4,096. Layer 0 (first_k_dense_replace 1): SwiGLU 3 x 2048
+  // x 10944 = 67,239,936, so 84,021,248. Layers 1-27: 64 experts 64 x 3 x 2048 x 1408 =
+  // 553,648,128, two shared 2 x 3 x 2048 x 1408 = 17,301,504, the router 64 x 2048 = 131,072, so
+  // 587,862,016 each, 15,872,274,432 in all. Untied embedding and head 2 x 102400 x 2048 =
+  // 419,430,400; the final norm 2,048.
+  CHECK(params(m) == 16'375'728'128);
+  // MHA, 16 heads x 128: 2 x 16 x 128 x 2 B x 28 layers = 229,376 B/token.
+  CHECK(state(m, 8192) == 229'376LL * 8192);      // 1,879,048,192 B
+  CHECK(state(m, 131072) == 229'376LL * 131072);  // 30,064,771,072 B
+  // DeepSeek-V2's first upload under this model_type carries MLA's ranks: an error there.
+  CHECK(testing::import_error(R"({"model_type": "deepseek", "kv_lora_rank": 512,
+    "q_lora_rank": 1536})")
+            .find("lora_rank") != std::string::npos);
+}
+
 TEST_CASE("bundles of the fourth round read as their fixtures do") {
   // Each bundle is `calc import` of its fixture with the header and source edited: the same
   // parameters and state as the fixture it came from.
@@ -317,7 +335,8 @@ TEST_CASE("bundles of the fourth round read as their fixtures do") {
       {"glm-4.7", "zai-org--GLM-4.7"},
       {"pythia-6.9b", "EleutherAI--pythia-6.9b"},
       {"glm-4-9b-chat", "THUDM--glm-4-9b-chat"},
-      {"minitron-8b-base", "nvidia--Minitron-8B-Base"}};
+      {"minitron-8b-base", "nvidia--Minitron-8B-Base"},
+      {"deepseek-moe-16b-chat", "deepseek-ai--deepseek-moe-16b-chat"}};
   for (const auto& b : bundles) {
     std::string name = b.first;
     CAPTURE(name);

@@ -277,6 +277,28 @@ family nemotron() {
                                     {"layer_norm", true}})};
 }
 
+// DeepseekConfig (deepseek-ai/deepseek-moe-16b, the remote code `configuration_deepseek.py`;
+// also GigaChat-20B-A3B): Llama's attention (attention_bias on Q/K/V and O) with DeepSeekMoE:
+// first_k_dense_replace dense SwiGLU layers of intermediate_size, then every moe_layer_freq-th
+// layer n_routed_experts experts of moe_intermediate_size, top num_experts_per_tok,
+// n_shared_experts shared experts of moe_intermediate_size each, a softmax router without bias.
+// DeepSeek-V2's first upload used the same model_type with MLA fields: kv_lora_rank is read in
+// one form only, absent or null, so such a config is an error there, never read as GQA.
+family deepseek_moe() {
+  return {.model_type = "deepseek",
+          .architectures = {"DeepseekForCausalLM"},
+          .ffn = ffn_family::moe,
+          .names = {{"experts", "n_routed_experts"}, {"mlp_bias", ""}, {"window", ""}},
+          .defaults = gqa_defaults({{"vocab", 102400},
+                                    {"hidden", 4096},
+                                    {"intermediate", 11008},
+                                    {"moe_intermediate", 1407},
+                                    {"layers", 30},
+                                    {"heads", 32},
+                                    {"shared_intermediate", "=moe_intermediate"}}),
+          .only = {{"kv_lora_rank", nullptr}, {"q_lora_rank", nullptr}}};
+}
+
 }  // namespace
 
 std::vector<family> more_families() {
@@ -292,7 +314,8 @@ std::vector<family> more_families() {
           gpt_neox(),
           chatglm(),
           phimoe(),
-          nemotron()};
+          nemotron(),
+          deepseek_moe()};
 }
 
 }  // namespace calc::hf
