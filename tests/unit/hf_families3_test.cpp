@@ -1,6 +1,6 @@
 // Families the Hugging Face import reads since issue 21's fourth round
 // (src/spec/hf/families_more.cpp): cohere2, gemma, glm4, glm, qwen2_vl, qwen2_5_vl, dots1, exaone,
-// bailing_moe, gpt_neox, chatglm, phimoe, nemotron, deepseek. Each from a public config
+// bailing_moe, gpt_neox, chatglm, phimoe, nemotron, deepseek, dbrx. Each from a public config
 // (tests/fixtures/hf, sources and how faithful each copy is in SOURCES.md), its parameters
 // checked against the published total and its state at 8K and 128K worked by hand in the
 // comment; and the bundles made from them.
@@ -320,6 +320,21 @@ TEST_CASE("deepseek (DeepSeek-MoE-16B-Chat): MHA, 64 experts top-6, 2 shared; 16
             .find("lora_rank") != std::string::npos);
 }
 
+TEST_CASE("dbrx (DBRX-Instruct): nested attn/ffn configs, 16 experts top-4; 131,596,523,520") {
+  testing::model m(fixture("dbrx-instruct"));
+  // Published: databricks/dbrx-instruct, 132B total parameters (36B active); the Hub counts
+  // 131,596,523,520. By hand: per layer Wqkv 6144 x (6144 + 2 x 1024) = 50,331,648, out_proj
+  // 6144^2 = 37,748,736; 16 GLU experts 16 x 3 x 6144 x 10752 = 3,170,893,824, the router
+  // 16 x 6144 = 98,304; two bias-free LayerNorms 12,288; x 40 = 130,363,392,000; untied wte and
+  // lm_head 2 x 100352 x 6144 = 1,233,125,376; norm_f 6,144.
+  CHECK(params(m) == 131'596'523'520);
+  REQUIRE(m.spec.max_position_embeddings);
+  CHECK(*m.spec.max_position_embeddings == 32768);  // max_seq_len
+  // attn_config.kv_n_heads 8 x 128: 2 x 8 x 128 x 2 B x 40 layers = 163,840 B/token.
+  CHECK(state(m, 8192) == 163'840LL * 8192);      // 1,342,177,280 B
+  CHECK(state(m, 131072) == 163'840LL * 131072);  // 21,474,836,480 B
+}
+
 TEST_CASE("bundles of the fourth round read as their fixtures do") {
   // Each bundle is `calc import` of its fixture with the header and source edited: the same
   // parameters and state as the fixture it came from.
@@ -336,7 +351,8 @@ TEST_CASE("bundles of the fourth round read as their fixtures do") {
       {"pythia-6.9b", "EleutherAI--pythia-6.9b"},
       {"glm-4-9b-chat", "THUDM--glm-4-9b-chat"},
       {"minitron-8b-base", "nvidia--Minitron-8B-Base"},
-      {"deepseek-moe-16b-chat", "deepseek-ai--deepseek-moe-16b-chat"}};
+      {"deepseek-moe-16b-chat", "deepseek-ai--deepseek-moe-16b-chat"},
+      {"dbrx-instruct", "dbrx-instruct"}};
   for (const auto& b : bundles) {
     std::string name = b.first;
     CAPTURE(name);

@@ -299,6 +299,44 @@ family deepseek_moe() {
           .only = {{"kv_lora_rank", nullptr}, {"q_lora_rank", nullptr}}};
 }
 
+// DbrxConfig (databricks/dbrx-base, dbrx-instruct): d_model, n_heads, n_layers, max_seq_len at the
+// top and the attention and experts in nested objects -- attn_config.kv_n_heads KV heads (Q/K/V
+// fused in Wqkv, no biases), ffn_config.moe_num_experts GLU experts (w1, v1, w2: SwiGLU's count)
+// of ffn_config.ffn_hidden_size, top ffn_config.moe_top_k, a router without bias, no shared
+// expert and no dense layer -- two LayerNorms without bias a layer (one weight vector each: an
+// RMSNorm's count) and an untied head. clip_qkv clamps activations and counts nothing. Defaults
+// are DbrxConfig's and its DbrxAttentionConfig's / DbrxFFNConfig's.
+family dbrx() {
+  return {.model_type = "dbrx",
+          .architectures = {"DbrxForCausalLM"},
+          .ffn = ffn_family::moe,
+          .names = {{"hidden", "d_model"},
+                    {"layers", "n_layers"},
+                    {"heads", "n_heads"},
+                    {"kv_heads", "attn_config.kv_n_heads"},
+                    {"experts", "ffn_config.moe_num_experts"},
+                    {"top_k", "ffn_config.moe_top_k"},
+                    {"moe_intermediate", "ffn_config.ffn_hidden_size"},
+                    {"intermediate", ""},
+                    {"shared_experts", ""},
+                    {"first_dense", ""},
+                    {"moe_freq", ""},
+                    {"qkv_bias", ""},
+                    {"o_bias", ""},
+                    {"mlp_bias", ""},
+                    {"max_positions", "max_seq_len"},
+                    {"window", ""}},
+          .defaults = gqa_defaults({{"vocab", 32000},
+                                    {"hidden", 2048},
+                                    {"layers", 24},
+                                    {"heads", 16},
+                                    {"kv_heads", 1},
+                                    {"experts", 4},
+                                    {"top_k", 1},
+                                    {"moe_intermediate", 3584},
+                                    {"max_positions", 2048}})};
+}
+
 }  // namespace
 
 std::vector<family> more_families() {
@@ -315,7 +353,8 @@ std::vector<family> more_families() {
           chatglm(),
           phimoe(),
           nemotron(),
-          deepseek_moe()};
+          deepseek_moe(),
+          dbrx()};
 }
 
 }  // namespace calc::hf
