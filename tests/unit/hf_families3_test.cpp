@@ -1,7 +1,7 @@
 // Families the Hugging Face import reads since issue 21's fourth round
 // (src/spec/hf/families_more.cpp): cohere2, gemma, glm4, glm, qwen2_vl, qwen2_5_vl, dots1, exaone,
-// bailing_moe, gpt_neox, chatglm, phimoe, nemotron, deepseek, dbrx. Each from a public config
-// (tests/fixtures/hf, sources and how faithful each copy is in SOURCES.md), its parameters
+// bailing_moe, gpt_neox, chatglm, phimoe, nemotron, deepseek, dbrx, stablelm. Each from a public
+// config (tests/fixtures/hf, sources and how faithful each copy is in SOURCES.md), its parameters
 // checked against the published total and its state at 8K and 128K worked by hand in the
 // comment; and the bundles made from them.
 #include <doctest/doctest.h>
@@ -335,6 +335,26 @@ TEST_CASE("dbrx (DBRX-Instruct): nested attn/ffn configs, 16 experts top-4; 131,
   CHECK(state(m, 131072) == 163'840LL * 131072);  // 21,474,836,480 B
 }
 
+TEST_CASE("stablelm (StableLM-2-1.6B-Chat): Q/K/V biases, LayerNorms; 1,644,515,328") {
+  testing::model m(fixture("stabilityai--stablelm-2-1_6b-chat"));
+  // Published: stabilityai/stablelm-2-1_6b, 1,644,515,328 parameters (1.6B). By hand: per layer
+  // q, k, v 3 x (2048^2 + 2048) = 12,589,056 and o 2048^2 = 4,194,304; SwiGLU 3 x 2048 x 5632 =
+  // 34,603,008; two LayerNorms with biases 8,192; x 24 = 1,233,469,440; untied embedding and
+  // head 2 x 100352 x 2048 = 411,041,792; the final LayerNorm 4,096.
+  CHECK(params(m) == 1'644'515'328);
+  CHECK(weight_bytes(m) == 4LL * 1'644'515'328);  // float32, as the chat release stores it
+  // MHA, 32 heads x 64, FP32: 2 x 32 x 64 x 4 B x 24 layers = 393,216 B/token.
+  CHECK(state(m, 8192) == 393'216LL * 8192);      // 3,221,225,472 B
+  CHECK(state(m, 131072) == 393'216LL * 131072);  // 51,539,607,552 B
+  // StableLM 2 12B's parallel block, per-head Q/K LayerNorms and bias-free norms are refused.
+  for (const char* f : {"use_parallel_residual", "qk_layernorm"})
+    CHECK(testing::import_error(std::string(R"({"model_type": "stablelm", ")") + f +
+                                R"(": true})")
+              .find(f) != std::string::npos);
+  CHECK(testing::import_error(R"({"model_type": "stablelm", "use_norm_bias": false})")
+            .find("use_norm_bias") != std::string::npos);
+}
+
 TEST_CASE("bundles of the fourth round read as their fixtures do") {
   // Each bundle is `calc import` of its fixture with the header and source edited: the same
   // parameters and state as the fixture it came from.
@@ -352,7 +372,8 @@ TEST_CASE("bundles of the fourth round read as their fixtures do") {
       {"glm-4-9b-chat", "THUDM--glm-4-9b-chat"},
       {"minitron-8b-base", "nvidia--Minitron-8B-Base"},
       {"deepseek-moe-16b-chat", "deepseek-ai--deepseek-moe-16b-chat"},
-      {"dbrx-instruct", "dbrx-instruct"}};
+      {"dbrx-instruct", "dbrx-instruct"},
+      {"stablelm-2-1_6b-chat", "stabilityai--stablelm-2-1_6b-chat"}};
   for (const auto& b : bundles) {
     std::string name = b.first;
     CAPTURE(name);

@@ -337,6 +337,32 @@ family dbrx() {
                                     {"max_positions", 2048}})};
 }
 
+// StableLmConfig (stabilityai/stablelm-2-1_6b, stablelm-3b-4e1t, stablelm-zephyr-3b): Llama's
+// projections with biases on Q/K/V only (use_qkv_bias; o_proj and the SwiGLU MLP have none),
+// LayerNorms with biases (two a layer and a final one), an untied head; partial_rotary_factor
+// counts nothing. Three flags of StableLM 2 12B are read in one form only: use_parallel_residual
+// false (true drops post_attention_layernorm), qk_layernorm false (true adds a LayerNorm per head
+// on Q and K), use_norm_bias true (false drops every norm's bias).
+family stablelm() {
+  return {.model_type = "stablelm",
+          .architectures = {"StableLmForCausalLM"},
+          .names = {{"qkv_bias", "use_qkv_bias"},
+                    {"o_bias", ""},
+                    {"mlp_bias", ""},
+                    {"qk_norm", ""},
+                    {"window", ""}},
+          .defaults = gqa_defaults({{"vocab", 50304},
+                                    {"hidden", 2560},
+                                    {"intermediate", 6912},
+                                    {"layers", 32},
+                                    {"heads", 32},
+                                    {"kv_heads", 32},
+                                    {"layer_norm", true}}),
+          .only = {{"use_parallel_residual", false},
+                   {"qk_layernorm", false},
+                   {"use_norm_bias", true}}};
+}
+
 }  // namespace
 
 std::vector<family> more_families() {
@@ -354,7 +380,8 @@ std::vector<family> more_families() {
           phimoe(),
           nemotron(),
           deepseek_moe(),
-          dbrx()};
+          dbrx(),
+          stablelm()};
 }
 
 }  // namespace calc::hf
