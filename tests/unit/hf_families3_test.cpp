@@ -1,9 +1,9 @@
 // Families the Hugging Face import reads since issue 21's fourth round
 // (src/spec/hf/families_more.cpp): cohere2, gemma, glm4, glm, qwen2_vl, qwen2_5_vl, dots1, exaone,
-// bailing_moe, gpt_neox, chatglm, phimoe, nemotron, deepseek, dbrx, stablelm. Each from a public
-// config (tests/fixtures/hf, sources and how faithful each copy is in SOURCES.md), its parameters
-// checked against the published total and its state at 8K and 128K worked by hand in the
-// comment; and the bundles made from them.
+// bailing_moe, gpt_neox, chatglm, phimoe, nemotron, deepseek, dbrx, stablelm, baichuan. Each from
+// a public config (tests/fixtures/hf, sources and how faithful each copy is in SOURCES.md), its
+// parameters checked against the published total and its state at 8K and 128K worked by hand in
+// the comment; and the bundles made from them.
 #include <doctest/doctest.h>
 
 #include <string>
@@ -355,6 +355,18 @@ TEST_CASE("stablelm (StableLM-2-1.6B-Chat): Q/K/V biases, LayerNorms; 1,644,515,
             .find("use_norm_bias") != std::string::npos);
 }
 
+TEST_CASE("baichuan (Baichuan2-7B-Base): fused W_pack, MHA; 7,505,973,248 parameters") {
+  testing::model m(fixture("baichuan-inc--Baichuan2-7B-Base"));
+  // Published: baichuan-inc/Baichuan2-7B-Base, 7.5B parameters. By hand: per layer W_pack
+  // 4096 x 3 x 4096 = 50,331,648 and o_proj 4096^2 = 16,777,216; SwiGLU 3 x 4096 x 11008 =
+  // 135,266,304; two norms 8,192; x 32 = 6,476,267,520; untied embedding and head 2 x 125696 x
+  // 4096 = 1,029,701,632; the final norm 4,096.
+  CHECK(params(m) == 7'505'973'248);
+  // MHA: 2 x 32 x 128 x 2 B x 32 layers = 524,288 B/token.
+  CHECK(state(m, 8192) == 524'288LL * 8192);      // 4,294,967,296 B
+  CHECK(state(m, 131072) == 524'288LL * 131072);  // 68,719,476,736 B
+}
+
 TEST_CASE("bundles of the fourth round read as their fixtures do") {
   // Each bundle is `calc import` of its fixture with the header and source edited: the same
   // parameters and state as the fixture it came from.
@@ -373,7 +385,8 @@ TEST_CASE("bundles of the fourth round read as their fixtures do") {
       {"minitron-8b-base", "nvidia--Minitron-8B-Base"},
       {"deepseek-moe-16b-chat", "deepseek-ai--deepseek-moe-16b-chat"},
       {"dbrx-instruct", "dbrx-instruct"},
-      {"stablelm-2-1_6b-chat", "stabilityai--stablelm-2-1_6b-chat"}};
+      {"stablelm-2-1_6b-chat", "stabilityai--stablelm-2-1_6b-chat"},
+      {"baichuan2-7b-base", "baichuan-inc--Baichuan2-7B-Base"}};
   for (const auto& b : bundles) {
     std::string name = b.first;
     CAPTURE(name);

@@ -363,6 +363,26 @@ family stablelm() {
                    {"use_norm_bias", true}}};
 }
 
+// BaichuanConfig (baichuan-inc Baichuan-7B/13B, Baichuan2-7B/13B; the remote code
+// `configuration_baichuan.py`): Llama's layers with Q/K/V fused in W_pack, MHA, no biases, an
+// untied head (Baichuan2's NormHead normalises its rows at run time: counts nothing). The 13B
+// models use ALiBi instead of RoPE and give model_max_length instead of max_position_embeddings;
+// neither changes the count or the cache.
+family baichuan() {
+  return {.model_type = "baichuan",
+          .architectures = {"BaichuanForCausalLM", "BaiChuanForCausalLM"},
+          .names = {{"kv_heads", ""},
+                    {"qkv_bias", ""},
+                    {"o_bias", ""},
+                    {"mlp_bias", ""},
+                    {"window", ""}},
+          .defaults = gqa_defaults({{"vocab", 64000},
+                                    {"hidden", 4096},
+                                    {"intermediate", 11008},
+                                    {"layers", 32},
+                                    {"heads", 32}})};
+}
+
 }  // namespace
 
 std::vector<family> more_families() {
@@ -381,7 +401,8 @@ std::vector<family> more_families() {
           nemotron(),
           deepseek_moe(),
           dbrx(),
-          stablelm()};
+          stablelm(),
+          baichuan()};
 }
 
 }  // namespace calc::hf
