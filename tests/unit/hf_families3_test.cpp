@@ -1,9 +1,9 @@
 // Families the Hugging Face import reads since issue 21's fourth round
 // (src/spec/hf/families_more.cpp): cohere2, gemma, glm4, glm, qwen2_vl, qwen2_5_vl, dots1, exaone,
-// bailing_moe, gpt_neox, chatglm, phimoe, nemotron, deepseek, dbrx, stablelm, baichuan. Each from
-// a public config (tests/fixtures/hf, sources and how faithful each copy is in SOURCES.md), its
-// parameters checked against the published total and its state at 8K and 128K worked by hand in
-// the comment; and the bundles made from them.
+// bailing_moe, gpt_neox, chatglm, phimoe, nemotron, deepseek, dbrx, stablelm, baichuan, minicpm.
+// Each from a public config (tests/fixtures/hf, sources and how faithful each copy is in
+// SOURCES.md), its parameters checked against the published total and its state at 8K and 128K
+// worked by hand in the comment; and the bundles made from them.
 #include <doctest/doctest.h>
 
 #include <string>
@@ -172,9 +172,9 @@ TEST_CASE("qwen2_vl (Qwen2-VL-7B-Instruct): the flat form and text_config read t
     "num_hidden_layers": 28, "num_attention_heads": 28, "num_key_value_heads": 4,
     "vocab_size": 152064, "max_window_layers": 28, "sliding_window": 32768,
     "use_sliding_window": false, "tie_word_embeddings": false, "torch_dtype": "bfloat16")";
-  testing::model nested = from_json(
-      R"({"model_type": "qwen2_vl", "text_config": {"model_type": "qwen2_vl_text", )" + text +
-      "}}");
+  testing::model nested =
+      from_json(R"({"model_type": "qwen2_vl", "text_config": {"model_type": "qwen2_vl_text", )" +
+                text + "}}");
   CHECK(params(nested) == params(m));
   CHECK(state(nested, 8192) == state(m, 8192));
 }
@@ -348,8 +348,7 @@ TEST_CASE("stablelm (StableLM-2-1.6B-Chat): Q/K/V biases, LayerNorms; 1,644,515,
   CHECK(state(m, 131072) == 393'216LL * 131072);  // 51,539,607,552 B
   // StableLM 2 12B's parallel block, per-head Q/K LayerNorms and bias-free norms are refused.
   for (const char* f : {"use_parallel_residual", "qk_layernorm"})
-    CHECK(testing::import_error(std::string(R"({"model_type": "stablelm", ")") + f +
-                                R"(": true})")
+    CHECK(testing::import_error(std::string(R"({"model_type": "stablelm", ")") + f + R"(": true})")
               .find(f) != std::string::npos);
   CHECK(testing::import_error(R"({"model_type": "stablelm", "use_norm_bias": false})")
             .find("use_norm_bias") != std::string::npos);
@@ -365,6 +364,21 @@ TEST_CASE("baichuan (Baichuan2-7B-Base): fused W_pack, MHA; 7,505,973,248 parame
   // MHA: 2 x 32 x 128 x 2 B x 32 layers = 524,288 B/token.
   CHECK(state(m, 8192) == 524'288LL * 8192);      // 4,294,967,296 B
   CHECK(state(m, 131072) == 524'288LL * 131072);  // 68,719,476,736 B
+}
+
+TEST_CASE("minicpm (MiniCPM-2B-sft-bf16): no model_type, tied by default; 2,724,880,896") {
+  testing::model m(fixture("openbmb--MiniCPM-2B-sft-bf16"));
+  // Published: openbmb/MiniCPM-2B-sft-bf16, 2.4B parameters without the embedding (2.7B with it).
+  // By hand: per layer MHA 4 x 2304^2 = 21,233,664; SwiGLU 3 x 2304 x 5760 = 39,813,120; two
+  // norms 4,608; x 40 = 2,442,055,680 (with the final norm 2,442,057,984: the card's 2.4B);
+  // one tied 122753 x 2304 table 282,822,912.
+  CHECK(params(m) == 2'724'880'896);
+  // MHA, 36 heads x 64: 2 x 36 x 64 x 2 B x 40 layers = 368,640 B/token.
+  CHECK(state(m, 8192) == 368'640LL * 8192);      // 3,019,898,880 B
+  CHECK(state(m, 131072) == 368'640LL * 131072);  // 48,318,382,080 B
+  CHECK(
+      hf::import_config(fixture("openbmb--MiniCPM-2B-sft-bf16")).yaml.find("model_type minicpm") !=
+      std::string::npos);
 }
 
 TEST_CASE("bundles of the fourth round read as their fixtures do") {
@@ -386,7 +400,8 @@ TEST_CASE("bundles of the fourth round read as their fixtures do") {
       {"deepseek-moe-16b-chat", "deepseek-ai--deepseek-moe-16b-chat"},
       {"dbrx-instruct", "dbrx-instruct"},
       {"stablelm-2-1_6b-chat", "stabilityai--stablelm-2-1_6b-chat"},
-      {"baichuan2-7b-base", "baichuan-inc--Baichuan2-7B-Base"}};
+      {"baichuan2-7b-base", "baichuan-inc--Baichuan2-7B-Base"},
+      {"minicpm-2b-sft-bf16", "openbmb--MiniCPM-2B-sft-bf16"}};
   for (const auto& b : bundles) {
     std::string name = b.first;
     CAPTURE(name);
@@ -440,8 +455,8 @@ TEST_CASE("chatglm: ChatGLM-6B's names, MHA and biased linears fail at a field")
     "kv_channels": 64, "multi_query_group_num": 2)";
   CHECK(testing::import_error(base + R"(, "multi_query_attention": false})")
             .find("multi_query_attention") != std::string::npos);
-  CHECK(testing::import_error(base + R"(, "add_bias_linear": true})")
-            .find("add_bias_linear") != std::string::npos);
+  CHECK(testing::import_error(base + R"(, "add_bias_linear": true})").find("add_bias_linear") !=
+        std::string::npos);
   CHECK(testing::import_error(base + R"(, "rmsnorm": false})").find("rmsnorm") !=
         std::string::npos);
   CHECK(testing::import_error(base + "}").empty());

@@ -194,6 +194,17 @@ family gpt_neox() {
                                     {"layer_norm", true}})};
 }
 
+// ChatGLMConfig's defaults less the widths: ChatGLM-6B (v1) shares the model_type under other
+// names (vocab_size, inner_hidden_size), and its config must fail at a field, not read
+// ChatGLMConfig's defaults. multi_query_group_num has none either (the class's 1 holds only with
+// multi_query_attention).
+json chatglm_defaults() {
+  json d = gqa_defaults({{"qkv_bias", false}, {"max_positions", 2048}});
+  d.erase("kv_heads");
+  d.erase("head_dim");
+  return d;
+}
+
 // ChatGLMConfig (THUDM/glm-4-9b-chat, chatglm3-6b, chatglm2-6b; the remote code
 // `configuration_chatglm.py`): GLM's layer under Megatron's names -- num_layers,
 // padded_vocab_size, ffn_hidden_size (the gated MLP: dense_h_to_4h holds gate and up), kv_channels
@@ -218,19 +229,8 @@ family chatglm() {
                     {"mlp_bias", "add_bias_linear"},
                     {"max_positions", "seq_length"},
                     {"window", ""}},
-          .defaults = [] {
-            // No defaults for the widths: ChatGLM-6B (v1) shares the model_type with other names
-            // (vocab_size, inner_hidden_size), and its config must fail at a field, not read
-            // ChatGLMConfig's defaults. multi_query_group_num has none either (the class's 1
-            // holds only with multi_query_attention).
-            json d = gqa_defaults({{"qkv_bias", false}, {"max_positions", 2048}});
-            d.erase("kv_heads");
-            d.erase("head_dim");
-            return d;
-          }(),
-          .only = {{"multi_query_attention", true},
-                   {"rmsnorm", true},
-                   {"post_layer_norm", true}}};
+          .defaults = chatglm_defaults(),
+          .only = {{"multi_query_attention", true}, {"rmsnorm", true}, {"post_layer_norm", true}}};
 }
 
 // PhiMoEConfig (microsoft/Phi-3.5-MoE-instruct): Mixtral's layer -- num_local_experts experts of
@@ -344,23 +344,22 @@ family dbrx() {
 // false (true drops post_attention_layernorm), qk_layernorm false (true adds a LayerNorm per head
 // on Q and K), use_norm_bias true (false drops every norm's bias).
 family stablelm() {
-  return {.model_type = "stablelm",
-          .architectures = {"StableLmForCausalLM"},
-          .names = {{"qkv_bias", "use_qkv_bias"},
-                    {"o_bias", ""},
-                    {"mlp_bias", ""},
-                    {"qk_norm", ""},
-                    {"window", ""}},
-          .defaults = gqa_defaults({{"vocab", 50304},
-                                    {"hidden", 2560},
-                                    {"intermediate", 6912},
-                                    {"layers", 32},
-                                    {"heads", 32},
-                                    {"kv_heads", 32},
-                                    {"layer_norm", true}}),
-          .only = {{"use_parallel_residual", false},
-                   {"qk_layernorm", false},
-                   {"use_norm_bias", true}}};
+  return {
+      .model_type = "stablelm",
+      .architectures = {"StableLmForCausalLM"},
+      .names = {{"qkv_bias", "use_qkv_bias"},
+                {"o_bias", ""},
+                {"mlp_bias", ""},
+                {"qk_norm", ""},
+                {"window", ""}},
+      .defaults = gqa_defaults({{"vocab", 50304},
+                                {"hidden", 2560},
+                                {"intermediate", 6912},
+                                {"layers", 32},
+                                {"heads", 32},
+                                {"kv_heads", 32},
+                                {"layer_norm", true}}),
+      .only = {{"use_parallel_residual", false}, {"qk_layernorm", false}, {"use_norm_bias", true}}};
 }
 
 // BaichuanConfig (baichuan-inc Baichuan-7B/13B, Baichuan2-7B/13B; the remote code
@@ -383,6 +382,24 @@ family baichuan() {
                                     {"heads", 32}})};
 }
 
+// MiniCPMConfig (openbmb MiniCPM-1B / 2B; the remote code `configuration_minicpm.py`; the
+// released 2B configs give no model_type, so MiniCPMForCausalLM in `architectures` picks the
+// table): Llama's layers with a tied head by default; scale_emb, dim_model_base and scale_depth
+// scale activations and count nothing. attention_type and ffn_type are read in their released
+// form only ("vanilla"). MiniCPM3 (MLA, model_type minicpm3) is another class.
+family minicpm() {
+  return {.model_type = "minicpm",
+          .architectures = {"MiniCPMForCausalLM"},
+          .names = {{"mlp_bias", ""}, {"window", ""}},
+          .defaults = gqa_defaults({{"vocab", 32000},
+                                    {"hidden", 4096},
+                                    {"intermediate", 11008},
+                                    {"layers", 32},
+                                    {"heads", 32},
+                                    {"tie", true}}),
+          .only = {{"attention_type", "vanilla"}, {"ffn_type", "vanilla"}}};
+}
+
 }  // namespace
 
 std::vector<family> more_families() {
@@ -402,7 +419,8 @@ std::vector<family> more_families() {
           deepseek_moe(),
           dbrx(),
           stablelm(),
-          baichuan()};
+          baichuan(),
+          minicpm()};
 }
 
 }  // namespace calc::hf
