@@ -1,8 +1,8 @@
 // Families the Hugging Face import reads since issue 21's fourth round
 // (src/spec/hf/families_more.cpp): cohere2, gemma, glm4, glm, qwen2_vl, qwen2_5_vl, dots1, exaone,
-// bailing_moe, gpt_neox, chatglm, phimoe, nemotron, deepseek, dbrx, stablelm, baichuan, minicpm.
-// Each from a public config (tests/fixtures/hf, sources and how faithful each copy is in
-// SOURCES.md), its parameters checked against the published total and its state at 8K and 128K
+// bailing_moe, gpt_neox, chatglm, phimoe, nemotron, deepseek, dbrx, stablelm, baichuan, minicpm,
+// internlm3. Each from a public config (tests/fixtures/hf, sources and how faithful each copy is
+// in SOURCES.md), its parameters checked against the published total and its state at 8K and 128K
 // worked by hand in the comment; and the bundles made from them.
 #include <doctest/doctest.h>
 
@@ -381,6 +381,20 @@ TEST_CASE("minicpm (MiniCPM-2B-sft-bf16): no model_type, tied by default; 2,724,
       std::string::npos);
 }
 
+TEST_CASE("internlm3 (InternLM3-8B-Instruct): GQA 32/2, 48 layers; 8,804,241,408 parameters") {
+  testing::model m(fixture("internlm--internlm3-8b-instruct"));
+  // Published: internlm/internlm3-8b-instruct, 8.8B parameters. By hand: per layer q and o
+  // 2 x 4096^2, k and v 2 x 4096 x 256 = 35,651,584; SwiGLU 3 x 4096 x 10240 = 125,829,120; two
+  // norms 8,192; x 48 = 7,751,467,008; untied embedding and head 2 x 128512 x 4096 =
+  // 1,052,770,304; the final norm 4,096.
+  CHECK(params(m) == 8'804'241'408);
+  // 2 x 2 x 128 x 2 B x 48 layers = 49,152 B/token.
+  CHECK(state(m, 8192) == 49'152LL * 8192);      // 402,653,184 B
+  CHECK(state(m, 131072) == 49'152LL * 131072);  // 6,442,450,944 B
+  CHECK(testing::import_error(R"({"model_type": "internlm3", "bias": true})").find("bias") !=
+        std::string::npos);
+}
+
 TEST_CASE("bundles of the fourth round read as their fixtures do") {
   // Each bundle is `calc import` of its fixture with the header and source edited: the same
   // parameters and state as the fixture it came from.
@@ -401,7 +415,8 @@ TEST_CASE("bundles of the fourth round read as their fixtures do") {
       {"dbrx-instruct", "dbrx-instruct"},
       {"stablelm-2-1_6b-chat", "stabilityai--stablelm-2-1_6b-chat"},
       {"baichuan2-7b-base", "baichuan-inc--Baichuan2-7B-Base"},
-      {"minicpm-2b-sft-bf16", "openbmb--MiniCPM-2B-sft-bf16"}};
+      {"minicpm-2b-sft-bf16", "openbmb--MiniCPM-2B-sft-bf16"},
+      {"internlm3-8b-instruct", "internlm--internlm3-8b-instruct"}};
   for (const auto& b : bundles) {
     std::string name = b.first;
     CAPTURE(name);

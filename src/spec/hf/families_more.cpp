@@ -400,6 +400,21 @@ family minicpm() {
           .only = {{"attention_type", "vanilla"}, {"ffn_type", "vanilla"}}};
 }
 
+// InternLM3Config (internlm/internlm3-8b-instruct; the remote code `configuration_internlm3.py`):
+// Llama's layers with head_dim given, qkv_bias on Q/K/V and `bias` on o_proj and the SwiGLU MLP
+// (calc's gated MLP has no biases: true is an error at `bias`), an untied head.
+family internlm3() {
+  return {
+      .model_type = "internlm3",
+      .architectures = {"InternLM3ForCausalLM"},
+      .names = {{"qkv_bias", "qkv_bias"}, {"o_bias", "bias"}, {"mlp_bias", "bias"}, {"window", ""}},
+      .defaults = gqa_defaults({{"vocab", 128512},
+                                {"hidden", 4096},
+                                {"intermediate", 11008},
+                                {"layers", 32},
+                                {"heads", 32}})};
+}
+
 }  // namespace
 
 std::vector<family> more_families() {
@@ -420,7 +435,8 @@ std::vector<family> more_families() {
           dbrx(),
           stablelm(),
           baichuan(),
-          minicpm()};
+          minicpm(),
+          internlm3()};
 }
 
 }  // namespace calc::hf
