@@ -1,9 +1,9 @@
 // Families the Hugging Face import reads since issue 21's fourth round
 // (src/spec/hf/families_more.cpp): cohere2, gemma, glm4, glm, qwen2_vl, qwen2_5_vl, dots1, exaone,
 // bailing_moe, gpt_neox, chatglm, phimoe, nemotron, deepseek, dbrx, stablelm, baichuan, minicpm,
-// internlm3. Each from a public config (tests/fixtures/hf, sources and how faithful each copy is
-// in SOURCES.md), its parameters checked against the published total and its state at 8K and 128K
-// worked by hand in the comment; and the bundles made from them.
+// internlm3, olmo3. Each from a public config (tests/fixtures/hf, sources and how faithful each
+// copy is in SOURCES.md), its parameters checked against the published total and its state at 8K
+// and 128K worked by hand in the comment; and the bundles made from them.
 #include <doctest/doctest.h>
 
 #include <string>
@@ -393,6 +393,40 @@ TEST_CASE("internlm3 (InternLM3-8B-Instruct): GQA 32/2, 48 layers; 8,804,241,408
   CHECK(state(m, 131072) == 49'152LL * 131072);  // 6,442,450,944 B
   CHECK(testing::import_error(R"({"model_type": "internlm3", "bias": true})").find("bias") !=
         std::string::npos);
+}
+
+TEST_CASE("olmo3 (a published OLMo 3 config): OLMo 2's layer, 3 sliding to 1 full") {
+  testing::model m(fixture("olmo3-190m-zh-continue.json"));
+  // A small published Olmo3ForCausalLM (no published total; by hand): per layer MHA 4 x 768^2 =
+  // 2,359,296, q_norm and k_norm over all 12 heads 2 x 768, SwiGLU 3 x 768 x 3072 = 7,077,888,
+  // two post-norms 1,536 = 9,440,256; x 12 = 113,283,072; untied embedding and head 2 x 48000 x
+  // 768 = 73,728,000; the final norm 768.
+  CHECK(params(m) == 187'011'840);
+  // layer_types: layers 3, 7, 11 full, the other 9 keep 4096 tokens; 2 x 12 x 64 x 2 B = 3,072 B
+  // per token and layer.
+  //   8K:   3 x 8192 x 3072 + 9 x 4096 x 3072 = 75,497,472 + 113,246,208 = 188,743,680 B
+  //   128K: 3 x 131072 x 3072 + 113,246,208 = 1,207,959,552 + 113,246,208 = 1,321,205,760 B
+  CHECK(state(m, 8192) == 188'743'680);
+  CHECK(state(m, 131072) == 1'321'205'760);
+}
+
+TEST_CASE("olmo3 (Olmo-3-7B's sizes, the class's default layer list): 7,298,011,136") {
+  // Olmo-3-1025-7B: hidden 4096, 32 layers of MHA 32 x 128, SwiGLU 11008, vocab 100278, window
+  // 4096 (the sizes its published copies give; the release's own file is not stored whole in the
+  // look-ups). Published: 7.3B. By hand: per layer 4 x 4096^2 + 2 x 4096 (Q/K norms) + 3 x 4096 x
+  // 11008 + 2 x 4096 = 202,391,552; x 32 = 6,476,529,664; untied embedding and head 2 x 100278 x
+  // 4096 = 821,477,376; the final norm 4,096.
+  testing::model m = from_json(R"({"model_type": "olmo3", "hidden_size": 4096,
+    "intermediate_size": 11008, "num_hidden_layers": 32, "num_attention_heads": 32,
+    "num_key_value_heads": 32, "vocab_size": 100278, "sliding_window": 4096,
+    "max_position_embeddings": 65536, "dtype": "bfloat16"})");
+  CHECK(params(m) == 7'298'011'136);
+  // Without layer_types the class lists every 4th layer full: 8 full, 24 sliding over 4096;
+  // 2 x 32 x 128 x 2 B = 16,384 B per token and layer.
+  //   8K:   8 x 8192 x 16384 + 24 x 4096 x 16384 = 1,073,741,824 + 1,610,612,736 = 2,684,354,560
+  //   128K: 8 x 131072 x 16384 + 1,610,612,736 = 17,179,869,184 + 1,610,612,736 = 18,790,481,920
+  CHECK(state(m, 8192) == 2'684'354'560);
+  CHECK(state(m, 131072) == 18'790'481'920);
 }
 
 TEST_CASE("bundles of the fourth round read as their fixtures do") {

@@ -415,6 +415,25 @@ family internlm3() {
                                 {"heads", 32}})};
 }
 
+// Olmo3Config (allenai/Olmo-3-1025-7B, Olmo-3-32B): OLMo 2's layer -- RMSNorms on Q and K over
+// all heads, two post-norms -- with three sliding-window layers (sliding_window 4096) to one full
+// layer, by layer_types, or by the class's default list (every 4th layer full) when absent.
+family olmo3() {
+  return {.model_type = "olmo3",
+          .architectures = {"Olmo3ForCausalLM"},
+          .layers = layer_rule::sliding_pattern,
+          .names = {{"mlp_bias", ""}, {"qk_norm", ""}, {"sliding_pattern", ""}},
+          .defaults = gqa_defaults({{"vocab", 50304},
+                                    {"hidden", 4096},
+                                    {"intermediate", 11008},
+                                    {"layers", 32},
+                                    {"heads", 32},
+                                    {"qk_norm", true},
+                                    {"qk_norm_full", true},
+                                    {"window", 4096},
+                                    {"sliding_pattern", 4}})};
+}
+
 }  // namespace
 
 std::vector<family> more_families() {
@@ -436,7 +455,8 @@ std::vector<family> more_families() {
           stablelm(),
           baichuan(),
           minicpm(),
-          internlm3()};
+          internlm3(),
+          olmo3()};
 }
 
 }  // namespace calc::hf
