@@ -228,13 +228,13 @@ family with_router_bias(family f, std::string format) {
   return f;
 }
 
-}  // namespace
-
-/// The table above followed by the families of families_more.cpp.
+/// The table of families() followed by the families of families_more.cpp.
 std::vector<family> with_more_families(std::vector<family> table) {
   for (family& f : more_families()) table.push_back(std::move(f));
   return table;
 }
+
+}  // namespace
 
 const std::vector<family>& families() {
   static const std::vector<family> table = with_more_families({
