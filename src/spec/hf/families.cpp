@@ -94,8 +94,6 @@ const std::map<std::string, std::string>& common_names() {
   return names;
 }
 
-namespace {
-
 // Defaults every dense GQA family shares unless its table says otherwise.
 json gqa_defaults(json extra) {
   json d = {{"kv_heads", "=heads"},
@@ -129,6 +127,8 @@ json gqa_defaults(json extra) {
   for (auto& [k, v] : extra.items()) d[k] = v;
   return d;
 }
+
+namespace {
 
 // DeepSeek-V3's table (DeepseekV3Config): MLA with query compression, 256 routed experts top-8
 // with one shared expert and the routing bias, 3 dense layers first. Kimi K2 and K2.5 publish
@@ -228,10 +228,16 @@ family with_router_bias(family f, std::string format) {
   return f;
 }
 
+/// The table of families() followed by the families of families_more.cpp.
+std::vector<family> with_more_families(std::vector<family> table) {
+  for (family& f : more_families()) table.push_back(std::move(f));
+  return table;
+}
+
 }  // namespace
 
 const std::vector<family>& families() {
-  static const std::vector<family> table = {
+  static const std::vector<family> table = with_more_families({
       {.model_type = "llama", .architectures = {"LlamaForCausalLM"}, .defaults = gqa_defaults({})},
       // MistralConfig: num_key_value_heads=8, sliding_window=4096 (v0.1 slides on every layer).
       {.model_type = "mistral",
@@ -868,7 +874,7 @@ const std::vector<family>& families() {
       llama4_like("llama4", {"Llama4ForConditionalGeneration"}, "text_config",
                   "the vision tower and its multimodal projector (vision_config)"),
       llama4_like("llama4_text", {"Llama4ForCausalLM"}, "", ""),
-  };
+  });
   return table;
 }
 

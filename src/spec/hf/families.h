@@ -78,6 +78,13 @@ struct family {
   std::map<std::string, nlohmann::json> only;
 };
 
+/// The defaults every dense GQA family shares, `extra` replacing some (families.cpp).
+nlohmann::json gqa_defaults(nlohmann::json extra);
+
+/// The dense and MoE transformer families read since issue 21's fourth round (cohere2, glm4,
+/// glm, gemma, ...; families_more.cpp), listed after the others.
+std::vector<family> more_families();
+
 /// The config field of each role, shared by most families (e.g. heads -> num_attention_heads).
 const std::map<std::string, std::string>& common_names();
 
