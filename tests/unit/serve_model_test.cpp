@@ -239,8 +239,7 @@ TEST_CASE("serve measured CSV: malformed lines name file:line; a bad row is that
   // model's shapes under another organisation, format and fine-tune.
   std::string other = write_temp(
       "calc_serve_other.csv",
-      header + "e,vllm,nvidia/Llama-3.3-70B-Instruct-FP8,a100_sxm,1024,128,4,4,1,fp8,,50,7
-");
+      header + "e,vllm,nvidia/Llama-3.3-70B-Instruct-FP8,a100_sxm,1024,128,4,4,1,fp8,,50,7\n");
   auto more = read_measured(other);
   REQUIRE(more.size() == 1);
   CHECK(mapper.map(more[0]).error == "system 'a100_sxm': no such GPU in the catalogue");
