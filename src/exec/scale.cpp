@@ -54,6 +54,7 @@ struct scaler {
     a.head_dim = down(a.head_dim, k);
     a.state_dim = down(a.state_dim, k);
     a.groups = std::gcd(a.groups, a.heads);  // keeps groups | heads
+    if (a.dt_rank > 0) a.dt_rank = down(a.dt_rank, k);  // Mamba-1's low-rank dt
   }
   void operator()(attention_none&) const {}
   void operator()(attention_parallel& a) const {

@@ -230,8 +230,20 @@ family with_router_bias(family f, std::string format) {
 
 }  // namespace
 
+json family_defaults(json extra) { return gqa_defaults(std::move(extra)); }
+
+namespace {
+
+/// The table, with the state-space families (families_ssm.cpp) after the others.
+std::vector<family> with_ssm_families(std::vector<family> table) {
+  for (family& f : ssm_families()) table.push_back(std::move(f));
+  return table;
+}
+
+}  // namespace
+
 const std::vector<family>& families() {
-  static const std::vector<family> table = {
+  static const std::vector<family> table = with_ssm_families({
       {.model_type = "llama", .architectures = {"LlamaForCausalLM"}, .defaults = gqa_defaults({})},
       // MistralConfig: num_key_value_heads=8, sliding_window=4096 (v0.1 slides on every layer).
       {.model_type = "mistral",
@@ -857,7 +869,7 @@ const std::vector<family>& families() {
       llama4_like("llama4", {"Llama4ForConditionalGeneration"}, "text_config",
                   "the vision tower and its multimodal projector (vision_config)"),
       llama4_like("llama4_text", {"Llama4ForCausalLM"}, "", ""),
-  };
+  });
   return table;
 }
 
