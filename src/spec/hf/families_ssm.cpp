@@ -85,6 +85,7 @@ std::vector<family> ssm_families() {
        .defaults = family_defaults({{"vocab", 65536},
                                     {"hidden", 4096},
                                     {"intermediate", 14336},
+                                    {"moe_intermediate", 14336},
                                     {"layers", 32},
                                     {"heads", 32},
                                     {"kv_heads", 8},
