@@ -712,6 +712,8 @@ ynode mamba1_node(const family_reader& r, std::int64_t hidden) {
   std::string o, io;
   a.kids.push_back(scalar("kind", "mamba", "Mamba-1 (S6) mixer layers"));
   std::int64_t inner = mamba_inner(r, hidden, io);
+  if (r.field("mamba_inner").empty())  // Jamba: no field for the width itself
+    io = fmt::format("{} x {}", r.field("mamba_expand"), r.field("hidden"));
   // A stale expand beside the stored width is said, not read (Falcon-Mamba-7B: expand 16 beside
   // intermediate_size 8192 = 2 x 4096, the width its weights have).
   if (!r.field("mamba_inner").empty() && r.given("mamba_inner") && r.given("mamba_expand")) {
@@ -734,9 +736,12 @@ ynode mamba1_node(const family_reader& r, std::int64_t hidden) {
     rank = r.positive("dt_rank", o);
   }
   a.kids.push_back(numbered("dt_rank", rank, o));
-  a.kids.push_back(numbered("conv_kernel", r.positive("conv_kernel", o), o));
-  a.kids.push_back(scalar("conv_bias", bool_text(r.flag("conv_bias", o)), o));
-  a.kids.push_back(scalar("proj_bias", bool_text(r.flag("proj_bias", o)), o));
+  std::int64_t kernel = r.positive("conv_kernel", o);
+  a.kids.push_back(numbered("conv_kernel", kernel, o));
+  bool conv_bias = r.flag("conv_bias", o);
+  a.kids.push_back(scalar("conv_bias", bool_text(conv_bias), o));
+  bool proj_bias = r.flag("proj_bias", o);
+  a.kids.push_back(scalar("proj_bias", bool_text(proj_bias), o));
   if (r.flag("dt_norms", o))
     a.kids.push_back(scalar("dt_norms", "true", o + ": RMSNorms on dt, B and C"));
   return a;
@@ -759,8 +764,10 @@ ynode attention_node(const family_reader& r, attn_kind kind, std::int64_t hidden
   if (kind == attn_kind::mamba && r.fam().ssm == ssm_family::mamba1) return mamba1_node(r, hidden);
   if (kind == attn_kind::mamba && r.fam().ssm == ssm_family::short_conv) {
     a.kids.push_back(scalar("kind", "short_conv", "gated short-convolution layers"));
-    a.kids.push_back(numbered("channels", r.positive("conv_channels", o), o));
-    a.kids.push_back(numbered("conv_kernel", r.positive("conv_kernel", o), o));
+    std::int64_t channels = r.positive("conv_channels", o);
+    a.kids.push_back(numbered("channels", channels, o));
+    std::int64_t kernel = r.positive("conv_kernel", o);
+    a.kids.push_back(numbered("conv_kernel", kernel, o));
     if (r.flag("conv_bias", o)) a.kids.push_back(scalar("bias", "true", o));
     return a;
   }
@@ -1367,11 +1374,16 @@ imported translate(const hf_json& doc, const std::string& name, const std::strin
 
   std::int64_t mtp = r.integer("mtp_layers", o);
   auto write = [&](bool annotate) {
+    const std::vector<family> ssm = ssm_families();
+    const bool ssm_table = std::any_of(ssm.begin(), ssm.end(), [&](const family& f) {
+      return f.model_type == fam->model_type;
+    });
     std::string header = fmt::format(
         "# Imported by `calc import` from {} (model_type {}: the {} table in "
-        "src/spec/hf/families.cpp).\n"
+        "src/spec/hf/{}).\n"
         "# Each value names the config field it came from, or the family default it took.\n",
-        doc.file(), fam->model_type, fam->model_type);
+        doc.file(), fam->model_type, fam->model_type,
+        ssm_table ? "families_ssm.cpp" : "families.cpp");
     if (!fam->not_counted.empty()) header += fmt::format("# Not counted: {}.\n", fam->not_counted);
     if (!read_as.empty()) header += fmt::format("# Family: {}.\n", read_as);
     std::string out =
