@@ -19,9 +19,8 @@ namespace calc {
 
 namespace {
 
-const std::vector<std::string> kAttentionKinds = {"gqa", "mla",    "gated_deltanet", "kda",
-                                                  "dsa", "mamba2", "mamba",          "short_conv",
-                                                  "parallel"};
+const std::vector<std::string> kAttentionKinds = {
+    "gqa", "mla", "gated_deltanet", "kda", "dsa", "mamba2", "mamba", "short_conv", "parallel"};
 const std::vector<std::string> kFfnKinds = {"swiglu", "moe", "mlp"};
 
 std::string kind_of(yaml_map& m, const std::vector<std::string>& known) {
@@ -244,9 +243,15 @@ attention_spec read_parallel(yaml_map& m) {
 /// The reader of each attention kind by its schema name (the names kAttentionKinds accepts): a
 /// table, not a chain whose last reader takes whatever is left, so no kind is read as another.
 const std::pair<const char*, attention_spec (*)(yaml_map&)> kAttentionReaders[] = {
-    {"gqa", read_gqa}, {"mla", read_mla},       {"gated_deltanet", read_gdn}, {"kda", read_kda},
-    {"dsa", read_dsa}, {"mamba2", read_mamba2}, {"mamba", read_mamba},
-    {"short_conv", read_short_conv}, {"parallel", read_parallel}};
+    {"gqa", read_gqa},
+    {"mla", read_mla},
+    {"gated_deltanet", read_gdn},
+    {"kda", read_kda},
+    {"dsa", read_dsa},
+    {"mamba2", read_mamba2},
+    {"mamba", read_mamba},
+    {"short_conv", read_short_conv},
+    {"parallel", read_parallel}};
 // Every alternative of attention_spec but attention_none (`attention: none`) has a reader; the
 // mamba2 alternative has three (mamba2, mamba for its Mamba-1 form, short_conv).
 static_assert(std::size(kAttentionReaders) == std::variant_size_v<attention_spec> + 1);

@@ -65,8 +65,8 @@ TEST_CASE("mamba (Mamba-1): the S6 mixer's tensors, as HF's MambaMixer stores th
   CHECK(p.categories[category::other].value() == 512 + 128 + 128 + 1'024 + 128 + 20 + 64 + 64);
   CHECK(p.total.value() == 27'648 + 2'068 + 64'000);
   // Without Jamba's norms, with the projection biases (in_proj 256, out_proj 64).
-  model b = model::from_text(kMamba1, {"layers.attention.dt_norms=false",
-                                       "layers.attention.proj_bias=true"});
+  model b = model::from_text(
+      kMamba1, {"layers.attention.dt_norms=false", "layers.attention.proj_bias=true"});
   CHECK(params(b) == p.total.value() - 20 + 256 + 64);
 }
 
@@ -144,8 +144,8 @@ TEST_CASE("jamba (Jamba-v0.1): Mamba-1 + attention 1:7, MoE every 2nd; 51,570,32
   CHECK(std::holds_alternative<ffn_moe>(m.g.layers[5].ffn));
   CHECK(std::holds_alternative<ffn_swiglu>(m.g.layers[4].ffn));
   const attention_mamba2& x = mixer_at(m, 0);
-  CHECK((x.selective() && x.heads == 8192 && x.state_dim == 16 && x.dt_rank == 256 &&
-         x.dt_norms && x.conv_kernel == 4));
+  CHECK((x.selective() && x.heads == 8192 && x.state_dim == 16 && x.dt_rank == 256 && x.dt_norms &&
+         x.conv_kernel == 4));
   // State. KV: 4 layers x 2 x 8 heads x 128 x 2 B = 16,384 B/token. Mamba: 28 layers x (SSM
   // 8192 x 16 x 4 B = 524,288 + conv 8192 x 4 x 2 B = 65,536) = 16,515,072 B at any length.
   // 8K: 16,384 x 8192 + 16,515,072 = 150,732,800 B; 128K: 16,384 x 131072 + 16,515,072 =

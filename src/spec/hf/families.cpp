@@ -234,16 +234,9 @@ json family_defaults(json extra) { return gqa_defaults(std::move(extra)); }
 
 namespace {
 
-/// The table, with the state-space families (families_ssm.cpp) after the others.
-std::vector<family> with_ssm_families(std::vector<family> table) {
-  for (family& f : ssm_families()) table.push_back(std::move(f));
-  return table;
-}
-
-}  // namespace
-
-const std::vector<family>& families() {
-  static const std::vector<family> table = with_ssm_families({
+/// The families whose tables are in this file.
+const std::vector<family>& own_families() {
+  static const std::vector<family> table = {
       {.model_type = "llama", .architectures = {"LlamaForCausalLM"}, .defaults = gqa_defaults({})},
       // MistralConfig: num_key_value_heads=8, sliding_window=4096 (v0.1 slides on every layer).
       {.model_type = "mistral",
@@ -869,8 +862,20 @@ const std::vector<family>& families() {
       llama4_like("llama4", {"Llama4ForConditionalGeneration"}, "text_config",
                   "the vision tower and its multimodal projector (vision_config)"),
       llama4_like("llama4_text", {"Llama4ForCausalLM"}, "", ""),
-  });
+  };
   return table;
+}
+
+}  // namespace
+
+const std::vector<family>& families() {
+  // This file's tables, then the state-space families (families_ssm.cpp).
+  static const std::vector<family> all = [] {
+    std::vector<family> t = own_families();
+    for (family& f : ssm_families()) t.push_back(std::move(f));
+    return t;
+  }();
+  return all;
 }
 
 const family* find_family(const std::string& model_type, const std::vector<std::string>& archs) {

@@ -377,9 +377,10 @@ bool ssm_hybrid_kinds(const family_reader& r, std::int64_t count, std::vector<at
   if (eoffset >= eperiod)
     r.fail("expert_offset", fmt::format("{} is not below {} ({})", eoffset, eperiod, eo));
   const bool moe = r.positive("experts", no) > 1;
-  origin = fmt::format("attention where layer % {} == {} ({}, {}), a Mamba mixer elsewhere; MoE "
-                       "where layer % {} == {} ({}, {})",
-                       period, offset, po, oo, eperiod, eoffset, eo, fo);
+  origin = fmt::format(
+      "attention where layer % {} == {} ({}, {}), a Mamba mixer elsewhere; MoE "
+      "where layer % {} == {} ({}, {})",
+      period, offset, po, oo, eperiod, eoffset, eo, fo);
   for (std::int64_t i = 0; i < count; ++i) {
     if (i % period == offset) attn[static_cast<std::size_t>(i)] = attn_kind::full;
     if (moe && i % eperiod == eoffset) ffn[static_cast<std::size_t>(i)] = ffn_kind::moe;
@@ -1375,9 +1376,8 @@ imported translate(const hf_json& doc, const std::string& name, const std::strin
   std::int64_t mtp = r.integer("mtp_layers", o);
   auto write = [&](bool annotate) {
     const std::vector<family> ssm = ssm_families();
-    const bool ssm_table = std::any_of(ssm.begin(), ssm.end(), [&](const family& f) {
-      return f.model_type == fam->model_type;
-    });
+    const bool ssm_table = std::any_of(
+        ssm.begin(), ssm.end(), [&](const family& f) { return f.model_type == fam->model_type; });
     std::string header = fmt::format(
         "# Imported by `calc import` from {} (model_type {}: the {} table in "
         "src/spec/hf/{}).\n"
