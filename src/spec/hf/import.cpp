@@ -261,6 +261,12 @@ const char* attn_name(attn_kind k) {
   return "full";
 }
 
+/// The name of a layer kind in a family's variant names: LFM2's mixer layers are "conv".
+std::string mixer_name(const family& f, attn_kind k) {
+  if (k == attn_kind::mamba && f.ssm == ssm_family::short_conv) return "conv";
+  return attn_name(k);
+}
+
 const char* ffn_name(ffn_kind k) {
   switch (k) {
     case ffn_kind::dense:
@@ -1292,7 +1298,7 @@ imported translate(const hf_json& doc, const std::string& name, const std::strin
   }
   auto variant_name = [&](const combo& c) {
     std::string n;
-    if (c.attn != base.attn) n = attn_name(c.attn);
+    if (c.attn != base.attn) n = mixer_name(*fam, c.attn);
     if (c.ffn != base.ffn) n += std::string(n.empty() ? "" : "_") + ffn_name(c.ffn);
     return c == base ? std::string("base") : n;
   };
@@ -1344,7 +1350,7 @@ imported translate(const hf_json& doc, const std::string& name, const std::strin
   // A layer of the base kind where the pattern puts another (Nemotron-3-Nano's tail) needs a
   // variant of its own: an override names a variant, and `base` is none. It spells the base's
   // kinds in full, so no variant named from a difference to the base can take its name.
-  const std::string base_again = std::string(attn_name(base.attn)) + "_" + ffn_name(base.ffn);
+  const std::string base_again = mixer_name(*fam, base.attn) + "_" + ffn_name(base.ffn);
   if (exceptions.count(base)) {
     ynode v{base_again, "", "", {}};
     ynode a = block_of(base.attn);
