@@ -154,6 +154,17 @@ TEST_CASE("jamba (Jamba-v0.1): Mamba-1 + attention 1:7, MoE every 2nd; 51,570,32
   CHECK(state(m, 131072) == 2'163'998'720);
 }
 
+TEST_CASE("jamba (AI21-Jamba-1.5-Mini): the 1.5 release reads as Jamba-v0.1's architecture") {
+  model mini(fixture("ai21-jamba-1.5-mini.json"));
+  model v01(fixture("jamba-v0.1.json"));
+  // The model card's 52B total, 12B active: the same counts and state as v0.1 above.
+  CHECK(params(mini) == 51'570'323'328);
+  CHECK(tally_params(mini.g).active.value() == tally_params(v01.g).active.value());
+  CHECK(state(mini, 131072) == state(v01, 131072));
+  REQUIRE(mini.spec.max_position_embeddings);
+  CHECK(*mini.spec.max_position_embeddings == 262144);
+}
+
 TEST_CASE("jamba: the Mamba-1 mixers and the MoE pass the CPU twin at 1/64 scale") {
   model m(fixture("jamba-v0.1.json"));
   model_spec small = m.spec;
