@@ -242,8 +242,10 @@ class linear_runtime : public layer_runtime {
     if (kernel > 0) slots_.resize(static_cast<std::size_t>(channels * kernel));
   }
 
-  /// Depthwise causal convolution over time, keeping `kernel` slots (MODELS A14).
-  mat convolve(const mat& x, const mat& w, const pass& p, std::int64_t* flops) {
+  /// Depthwise causal convolution over time, keeping `kernel` slots (MODELS A14), SiLU on its
+  /// output unless `activate` is false (LFM2's short convolution has none).
+  mat convolve(const mat& x, const mat& w, const pass& p, std::int64_t* flops,
+               bool activate = true) {
     if (kernel_ == 0) return x;
     const std::int64_t P = x.rows(), K = kernel_;
     // A fresh sequence is padded with K-1 zeros on both sides (P+K-1 outputs, the first P kept);
@@ -262,7 +264,7 @@ class linear_runtime : public layer_runtime {
       for (std::int64_t ch = 0; ch < channels_; ++ch) {
         float acc = 0;
         for (std::int64_t j = 0; j < K; ++j) acc += w(ch, j) * seq(o + j, ch);
-        all(o, ch) = silu(acc);
+        all(o, ch) = activate ? silu(acc) : acc;
       }
     *flops += 2 * channels_ * K * outputs;
     // The slots keep the last K input columns (zeros before a short fresh prompt).
@@ -311,7 +313,7 @@ class linear_runtime : public layer_runtime {
 
  public:
   void state_bytes(std::map<std::string, std::int64_t>& out) const override {
-    out["recurrent"] += state_.bytes();
+    if (heads_ * dk_ * dv_ > 0) out["recurrent"] += state_.bytes();  // none in a short conv
     if (kernel_ > 0) out["conv"] += slots_.bytes();
   }
 
@@ -514,6 +516,103 @@ class mamba2_runtime final : public linear_runtime {
   ref::vec dt_bias_, a_log_, d_skip_;
 };
 
+/// Mamba-1 (S6; a Mamba2 spec with scan = selective): in_proj to x and z; the depthwise
+/// convolution over x with its slots; x_proj to the low-rank dt, B and C (each RMS-normed where
+/// dt_norms, Jamba), dt_proj back to every channel; per channel and state the selective scan
+/// h = exp(dt A) h + (dt x) B, y = C h, plus the D skip; the gate silu(z); out_proj. The scan has
+/// no chunked form, so a prompt runs it token by token in either prefill mode.
+class mamba1_runtime final : public linear_runtime {
+ public:
+  mamba1_runtime(const attention_mamba2& a, const model_spec& s, std::mt19937_64& rng)
+      : linear_runtime(s, a.heads, 1, a.state_dim, a.heads, a.conv_kernel, "mamba"), a_(a) {
+    const std::int64_t n = a.heads, N = a.state_dim;
+    w_in_ = random_weight(rng, s.hidden, 2 * n);
+    w_x_ = random_weight(rng, n, a.dt_rank + 2 * N);
+    w_dt_ = random_weight(rng, a.dt_rank, n);
+    w_out_ = random_weight(rng, n, s.hidden);
+    conv_ = random_weight(rng, n, std::max<std::int64_t>(1, a.conv_kernel));
+    a_log_ = random_weight(rng, n, N);
+    mat per_channel = random_weight(rng, 2, n);  // dt_proj's bias, D
+    dt_bias_ = per_channel.row(0).transpose();
+    d_skip_ = per_channel.row(1).transpose();
+  }
+
+  mat forward(const mat& x, const mat&, const pass& p, run_context&, counters& c) override {
+    std::int64_t lin = 0, conv = 0;
+    const std::int64_t m = x.rows(), n = a_.heads, N = a_.state_dim, R = a_.dt_rank;
+    mat xz = gemm(x, w_in_, &lin);
+    mat xc = convolve(xz.leftCols(n), conv_, p, &conv);
+    count_conv(conv, p, c);
+    mat dbc = gemm(xc, w_x_, &lin);
+    mat dtr = dbc.leftCols(R), B = dbc.middleCols(R, N), C = dbc.rightCols(N);
+    if (a_.dt_norms)
+      for (mat* v : {&dtr, &B, &C})  // RMSNorm per row (element-wise, not counted)
+        for (std::int64_t t = 0; t < m; ++t)
+          v->row(t) /= std::sqrt(v->row(t).squaredNorm() / static_cast<float>(v->cols()) + 1e-6f);
+    mat dt = gemm(dtr, w_dt_, &lin);
+    mat out(m, n);
+    ref::vec h(N);
+    for (std::int64_t ch = 0; ch < n; ++ch) {
+      for (std::int64_t k = 0; k < N; ++k) h(k) = state_.get(static_cast<std::size_t>(ch * N + k));
+      for (std::int64_t t = 0; t < m; ++t) {
+        const float delta = softplus(dt(t, ch) + dt_bias_(ch)), u = xc(t, ch);
+        float y = 0;
+        for (std::int64_t k = 0; k < N; ++k) {
+          h(k) = std::exp(-delta * std::exp(a_log_(ch, k))) * h(k) + delta * u * B(t, k);
+          y += C(t, k) * h(k);
+        }
+        out(t, ch) = y + d_skip_(ch) * u;  // the D skip (element-wise)
+      }
+      for (std::int64_t k = 0; k < N; ++k) state_.set(static_cast<std::size_t>(ch * N + k), h(k));
+    }
+    // Per token, channel and state: the update (dt x) B and the readout C h, 2 FLOPs each.
+    const std::int64_t step = 4 * m * n * N;
+    (p.exec->step_state_gemms ? c.state : c.uncounted) += step;
+    if (p.exec->step_state_gemms) c.by_kind["mamba"] += step;
+    out = out.array() * xz.rightCols(n).unaryExpr([](float v) { return silu(v); }).array();
+    mat y = gemm(out, w_out_, &lin);
+    c.linear += lin;
+    c.by_kind["mamba"] += lin;
+    return y;
+  }
+
+ private:
+  attention_mamba2 a_;
+  mat w_in_, w_x_, w_dt_, w_out_, conv_, a_log_;
+  ref::vec dt_bias_, d_skip_;
+};
+
+/// A gated short convolution (LFM2; a Mamba2 spec with scan = short_conv): in_proj to B, C and
+/// x; the depthwise convolution (no activation) over B x with its slots; C times its output;
+/// out_proj. No state matrix: the slots are the whole state.
+class short_conv_runtime final : public linear_runtime {
+ public:
+  short_conv_runtime(const attention_mamba2& a, const model_spec& s, std::mt19937_64& rng)
+      : linear_runtime(s, a.heads, 1, 0, a.heads, a.conv_kernel, "short_conv"), a_(a) {
+    w_in_ = random_weight(rng, s.hidden, 3 * a.heads);
+    w_out_ = random_weight(rng, a.heads, s.hidden);
+    conv_ = random_weight(rng, a.heads, std::max<std::int64_t>(1, a.conv_kernel));
+  }
+
+  mat forward(const mat& x, const mat&, const pass& p, run_context&, counters& c) override {
+    std::int64_t lin = 0, conv = 0;
+    const std::int64_t n = a_.heads;
+    mat bcx = gemm(x, w_in_, &lin);
+    mat bx = (bcx.leftCols(n).array() * bcx.rightCols(n).array()).matrix();  // element-wise
+    mat y = convolve(bx, conv_, p, &conv, false);
+    count_conv(conv, p, c);
+    mat gated = (bcx.middleCols(n, n).array() * y.array()).matrix();
+    mat out = gemm(gated, w_out_, &lin);
+    c.linear += lin;
+    c.by_kind["short_conv"] += lin;
+    return out;
+  }
+
+ private:
+  attention_mamba2 a_;
+  mat w_in_, w_out_, conv_;
+};
+
 /// A parallel hybrid (Falcon-H1): the GQA and Mamba2 runtimes on the same rows, outputs summed.
 /// Each part counts its own work under its own kind and keeps its own state buffers.
 class parallel_runtime final : public layer_runtime {
@@ -566,6 +665,8 @@ struct attention_maker {
   made operator()(const attention_gdn& a) const { return std::make_unique<gdn_runtime>(a, s, rng); }
   made operator()(const attention_kda& a) const { return std::make_unique<kda_runtime>(a, s, rng); }
   made operator()(const attention_mamba2& a) const {
+    if (a.selective()) return std::make_unique<mamba1_runtime>(a, s, rng);
+    if (a.short_conv()) return std::make_unique<short_conv_runtime>(a, s, rng);
     return std::make_unique<mamba2_runtime>(a, s, rng);
   }
   made operator()(const attention_none&) const { return make_absent(); }

@@ -52,8 +52,9 @@ struct scaler {
   void operator()(attention_mamba2& a) const {
     a.heads = down(a.heads, k);
     a.head_dim = down(a.head_dim, k);
-    a.state_dim = down(a.state_dim, k);
+    if (a.state_dim > 0) a.state_dim = down(a.state_dim, k);  // a short conv keeps none
     a.groups = std::gcd(a.groups, a.heads);  // keeps groups | heads
+    if (a.dt_rank > 0) a.dt_rank = down(a.dt_rank, k);  // Mamba-1's low-rank dt
   }
   void operator()(attention_none&) const {}
   void operator()(attention_parallel& a) const {

@@ -41,6 +41,9 @@ struct describe_visitor {
     return s;
   }
   std::string operator()(const attention_mamba2& a) const {
+    if (a.selective())
+      return fmt::format("mamba {} channels state {} dt rank {}", a.heads, a.state_dim, a.dt_rank);
+    if (a.short_conv()) return fmt::format("short conv {} channels x{}", a.heads, a.conv_kernel);
     std::string s = fmt::format("mamba2 {}h x{} state {}", a.heads, a.head_dim, a.state_dim);
     if (a.groups > 1) s += fmt::format(" {} groups", a.groups);
     return s;
@@ -77,8 +80,9 @@ struct signature_visitor {
                        a.k_is_v, opt(a.kv_source));
   }
   std::string operator()(const attention_mamba2& a) const {
-    return fmt::format("mamba2 {} {} {} {} {} {}{}{}", a.heads, a.head_dim, a.state_dim, a.groups,
-                       a.conv_kernel, a.conv_bias, a.proj_bias, a.gated_norm);
+    return fmt::format("mamba2 {} {} {} {} {} {}{}{} {} {} {}", a.heads, a.head_dim, a.state_dim,
+                       a.groups, a.conv_kernel, a.conv_bias, a.proj_bias, a.gated_norm,
+                       static_cast<int>(a.scan), a.dt_rank, a.dt_norms);
   }
   std::string operator()(const attention_none&) const { return "none"; }
   std::string operator()(const attention_parallel& a) const {

@@ -19,8 +19,8 @@ namespace calc {
 
 namespace {
 
-const std::vector<std::string> kAttentionKinds = {"gqa", "mla",    "gated_deltanet", "kda",
-                                                  "dsa", "mamba2", "parallel"};
+const std::vector<std::string> kAttentionKinds = {
+    "gqa", "mla", "gated_deltanet", "kda", "dsa", "mamba2", "mamba", "short_conv", "parallel"};
 const std::vector<std::string> kFfnKinds = {"swiglu", "moe", "mlp"};
 
 std::string kind_of(yaml_map& m, const std::vector<std::string>& known) {
@@ -132,6 +132,43 @@ attention_spec read_mamba2(yaml_map& m) {
   return a;
 }
 
+/// A Mamba-1 (S6) mixer: read into the Mamba2 struct as its selective form, one head per inner
+/// channel (model_spec.h).
+attention_spec read_mamba(yaml_map& m) {
+  attention_mamba2 a;
+  a.scan = attention_mamba2::scan_kind::selective;
+  a.heads = m.integer("inner");
+  a.head_dim = 1;
+  a.groups = 1;
+  a.state_dim = m.integer("state_dim");
+  a.dt_rank = m.integer("dt_rank");
+  a.conv_kernel = m.optional_integer("conv_kernel").value_or(4);
+  a.conv_bias = m.boolean("conv_bias", true);
+  a.proj_bias = m.boolean("proj_bias", false);
+  a.gated_norm = false;
+  a.dt_norms = m.boolean("dt_norms", false);
+  m.finish({"kind", "inner", "state_dim", "dt_rank", "conv_kernel", "conv_bias", "proj_bias",
+            "dt_norms"});
+  return a;
+}
+
+/// A gated short convolution (LFM2's conv layers): read into the Mamba2 struct as its short_conv
+/// form, one head per channel and no state matrix (model_spec.h).
+attention_spec read_short_conv(yaml_map& m) {
+  attention_mamba2 a;
+  a.scan = attention_mamba2::scan_kind::short_conv;
+  a.heads = m.integer("channels");
+  a.head_dim = 1;
+  a.groups = 1;
+  a.state_dim = 0;
+  a.conv_kernel = m.integer("conv_kernel");
+  a.conv_bias = m.boolean("bias", false);
+  a.proj_bias = a.conv_bias;
+  a.gated_norm = false;
+  m.finish({"kind", "channels", "conv_kernel", "bias"});
+  return a;
+}
+
 attention_spec read_dsa(yaml_map& m) {
   attention_dsa a;
   a.heads = m.integer("heads");
@@ -206,10 +243,18 @@ attention_spec read_parallel(yaml_map& m) {
 /// The reader of each attention kind by its schema name (the names kAttentionKinds accepts): a
 /// table, not a chain whose last reader takes whatever is left, so no kind is read as another.
 const std::pair<const char*, attention_spec (*)(yaml_map&)> kAttentionReaders[] = {
-    {"gqa", read_gqa}, {"mla", read_mla},       {"gated_deltanet", read_gdn}, {"kda", read_kda},
-    {"dsa", read_dsa}, {"mamba2", read_mamba2}, {"parallel", read_parallel}};
-// Every alternative of attention_spec but attention_none (`attention: none`) has a reader.
-static_assert(std::size(kAttentionReaders) + 1 == std::variant_size_v<attention_spec>);
+    {"gqa", read_gqa},
+    {"mla", read_mla},
+    {"gated_deltanet", read_gdn},
+    {"kda", read_kda},
+    {"dsa", read_dsa},
+    {"mamba2", read_mamba2},
+    {"mamba", read_mamba},
+    {"short_conv", read_short_conv},
+    {"parallel", read_parallel}};
+// Every alternative of attention_spec but attention_none (`attention: none`) has a reader; the
+// mamba2 alternative has three (mamba2, mamba for its Mamba-1 form, short_conv).
+static_assert(std::size(kAttentionReaders) == std::variant_size_v<attention_spec> + 1);
 
 attention_spec read_attention(yaml_map m) {
   std::string kind = kind_of(m, kAttentionKinds);

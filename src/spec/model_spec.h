@@ -154,7 +154,23 @@ struct attention_dsa {
 /// (inner + 2*groups*state_dim channels), per-head dt_bias, A_log and D, a gated RMSNorm over
 /// inner and out_proj inner -> d, with inner = heads * head_dim. Each head keeps a fixed
 /// head_dim x state_dim recurrent state; the convolution keeps conv_kernel slots per channel.
+///
+/// The same struct holds a Mamba-1 (S6) mixer (Mamba, Falcon-Mamba, Jamba; schema `kind: mamba`)
+/// with scan = selective: every inner channel is its own head (heads = inner, head_dim 1,
+/// groups 1), so the state is again heads x head_dim x state_dim = inner x state_dim. Its
+/// tensors differ: in_proj d -> z, x (2*inner), the convolution over x alone (inner channels),
+/// x_proj inner -> dt_rank + 2*state_dim (the low-rank dt and one shared B and C), dt_proj
+/// dt_rank -> inner with a bias, A_log inner x state_dim (a decay per channel and state), D per
+/// channel, no gated norm; Jamba adds RMSNorms on dt, B and C (dt_norms). Its scan has no
+/// chunked form: every token is a recurrent step.
+///
+/// scan = short_conv holds a gated short convolution and nothing else (LFM2's conv layers;
+/// schema `kind: short_conv`): heads = the d channels, head_dim 1, state_dim 0; in_proj
+/// d -> B, C, x (3d), the depthwise convolution over B*x (d channels), out_proj d -> d of C times
+/// its output, biases on all three where conv_bias. Its only state is the convolution's.
 struct attention_mamba2 {
+  /// Which scan: Mamba2's SSD, Mamba-1's per-channel S6, or none (a short convolution).
+  enum class scan_kind { ssd, selective, short_conv };
   std::int64_t heads = 0;        // SSM heads (mamba_num_heads)
   std::int64_t head_dim = 0;     // P: channels per head (mamba_head_dim)
   std::int64_t state_dim = 0;    // N: d_state (ssm_state_size)
@@ -163,6 +179,14 @@ struct attention_mamba2 {
   bool conv_bias = true;         // a bias per convolution channel (use_conv_bias)
   bool proj_bias = false;        // biases on in_proj and out_proj (use_bias)
   bool gated_norm = true;        // gated RMSNorm over inner before out_proj (inner weights)
+  scan_kind scan = scan_kind::ssd;
+  std::int64_t dt_rank = 0;  // selective: rank of dt's projection (x_proj -> dt_rank -> dt_proj)
+  bool dt_norms = false;     // selective: RMSNorms on dt, B and C (Jamba: dt_rank + 2*state_dim)
+
+  /// A Mamba-1 (S6) mixer.
+  bool selective() const { return scan == scan_kind::selective; }
+  /// A gated short convolution (LFM2), no scan.
+  bool short_conv() const { return scan == scan_kind::short_conv; }
 
   bool operator==(const attention_mamba2&) const = default;
 };

@@ -40,7 +40,8 @@ checked conv_work(checked channels, std::int64_t kernel, const call& c) {
 
 checked recurrent_flops(const recurrent_shape& r, const call& c) {
   checked s = 0;
-  if (c.decode_step() || c.exec.linear == linear_prefill::recurrent) {
+  if (c.decode_step() || c.exec.linear == linear_prefill::recurrent ||
+      r.chunks == recurrent_shape::scan::none) {
     // A recurrent step per token (kinds.cpp: the delta rule's S^T k, k (x) delta, S^T q; SSD's
     // update and readout), 2 d_k d_v each per head.
     if (c.exec.step_state_gemms) s += c.rows() * r.step_flops();
@@ -54,13 +55,16 @@ checked recurrent_flops(const recurrent_shape& r, const call& c) {
 }
 
 std::vector<state_component> linear_state(const recurrent_shape& r, const model_context& m) {
-  state_component rec;
-  rec.name = "recurrent";
-  rec.shards = r.heads;
-  rec.fixed = m.precision->recurrent.bytes(r.state_values());
-  rec.read_write_each_step = true;
-  rec.kind = state_class::fixed;
-  std::vector<state_component> out = {rec};
+  std::vector<state_component> out;
+  if (r.state_values() > 0) {  // a short convolution (LFM2) keeps no state matrix
+    state_component rec;
+    rec.name = "recurrent";
+    rec.shards = r.heads;
+    rec.fixed = m.precision->recurrent.bytes(r.state_values());
+    rec.read_write_each_step = true;
+    rec.kind = state_class::fixed;
+    out.push_back(rec);
+  }
   if (r.conv_kernel > 0) {
     // Slots = kernel width, as the cached convolution update keeps them (§2.3.5: 1.875 MiB).
     state_component conv;

@@ -15,6 +15,19 @@
 // and head: C B^T (2 C^2 N), the masked scores times X (2 C^2 P), the chunk's final state
 // B^T X (2 C N P) and the carried state's output C h (2 C N P). Decays, D, dt and the gate are
 // element-wise and not counted.
+//
+// A Mamba-1 (S6) mixer (scan = selective; model_spec.h) is the same rule with one head per inner
+// channel (P = 1): in_proj d -> [x | z] of 2*inner, the convolution over x alone, x_proj
+// inner -> [dt | B | C] of dt_rank + 2N, dt_proj dt_rank -> inner with a bias, A_log inner x N,
+// D per channel, no gated norm, and (Jamba) RMSNorms on dt, B and C. Its state is inner x N and
+// the convolution's inner x conv_kernel slots; its scan has no chunked form, so every prompt
+// token is a recurrent step (recurrent_of: scan none): h = exp(dt A) h + (dt x) B and y = h C,
+// 2N FLOPs each per channel.
+//
+// A gated short convolution (scan = short_conv, LFM2) is the convolution alone: in_proj
+// d -> [B | C | x] of 3*inner, the depthwise convolution over B x (inner channels), out_proj of
+// C times its output; state_dim 0, so no state matrix and no step FLOPs, only the conv_kernel
+// slots per channel and the convolution's FLOPs.
 #include "tally/rules.h"
 
 namespace calc {
@@ -39,7 +52,71 @@ checked ssd_chunk_work(const execution_spec& e, checked tokens, checked head_dim
   return ceil_div(tokens, c) * per_chunk;
 }
 
+namespace {
+
+/// Mamba-1's tensors (HF MambaMixer / JambaMambaMixer names).
+void add_selective_tensors(const attention_mamba2& a, const model_context& m,
+                           std::vector<tensor>& out) {
+  const dtype* w = m.precision->attention_weights();
+  const dtype* conv_w = &m.precision->weights;  // convolution taps: not a projection
+  const dtype* norms = &m.precision->norms;
+  checked d = m.hidden, n = inner(a);
+  tensor in = matrix("attention", "in_proj", category::attention, d, checked(2) * n, w);
+  in.shards = a.heads;
+  out.push_back(in);
+  tensor x = matrix("attention", "x_proj", category::attention, n,
+                    checked(a.dt_rank) + checked(2) * a.state_dim, w);
+  x.shards = a.heads;
+  out.push_back(x);
+  tensor dt = matrix("attention", "dt_proj", category::attention, a.dt_rank, n, w);
+  dt.shards = a.heads;
+  out.push_back(dt);
+  tensor o = matrix("attention", "out_proj", category::attention, n, d,
+                    m.precision->attention_out_weights());
+  o.shards = a.heads;
+  out.push_back(o);
+  if (a.proj_bias) {
+    out.push_back({"norms", "in_proj_bias", category::other, checked(2) * n, norms});
+    out.push_back({"norms", "out_proj_bias", category::other, d, norms});
+  }
+  out.push_back({"conv", "conv1d", category::other, n * a.conv_kernel, conv_w});
+  if (a.conv_bias) out.push_back({"norms", "conv1d_bias", category::other, n, norms});
+  out.push_back({"norms", "dt_proj_bias", category::other, n, norms});
+  out.push_back(
+      {"norms", "A_log", category::other, n * a.state_dim, m.precision->ssm_params_format()});
+  out.push_back({"norms", "D", category::other, n, m.precision->ssm_params_format()});
+  if (a.dt_norms)
+    out.push_back({"norms", "dt_b_c_norms", category::other,
+                   checked(a.dt_rank) + checked(2) * a.state_dim, norms});
+}
+
+/// A gated short convolution's tensors (HF Lfm2ShortConv): in_proj d -> B, C, x, the depthwise
+/// conv1d over B x, out_proj back to d; conv_bias puts a bias on all three.
+void add_short_conv_tensors(const attention_mamba2& a, const model_context& m,
+                            std::vector<tensor>& out) {
+  const dtype* w = m.precision->attention_weights();
+  const dtype* norms = &m.precision->norms;
+  checked d = m.hidden, n = inner(a);
+  tensor in = matrix("attention", "in_proj", category::attention, d, checked(3) * n, w);
+  in.shards = a.heads;
+  out.push_back(in);
+  tensor o = matrix("attention", "out_proj", category::attention, n, d,
+                    m.precision->attention_out_weights());
+  o.shards = a.heads;
+  out.push_back(o);
+  out.push_back({"conv", "conv1d", category::other, n * a.conv_kernel, &m.precision->weights});
+  if (a.conv_bias) {
+    out.push_back({"norms", "in_proj_bias", category::other, checked(3) * n, norms});
+    out.push_back({"norms", "conv1d_bias", category::other, n, norms});
+    out.push_back({"norms", "out_proj_bias", category::other, d, norms});
+  }
+}
+
+}  // namespace
+
 void add_tensors(const attention_mamba2& a, const model_context& m, std::vector<tensor>& out) {
+  if (a.selective()) return add_selective_tensors(a, m, out);
+  if (a.short_conv()) return add_short_conv_tensors(a, m, out);
   const dtype* w = m.precision->attention_weights();
   const dtype* conv_w = &m.precision->weights;  // convolution taps: not a projection
   const dtype* norms = &m.precision->norms;

@@ -15,7 +15,9 @@ struct name_of {
   const char* operator()(const attention_gdn&) const { return "gated_deltanet"; }
   const char* operator()(const attention_kda&) const { return "kda"; }
   const char* operator()(const attention_dsa&) const { return "dsa"; }
-  const char* operator()(const attention_mamba2&) const { return "mamba2"; }
+  const char* operator()(const attention_mamba2& a) const {
+    return a.short_conv() ? "short_conv" : a.selective() ? "mamba" : "mamba2";
+  }
   const char* operator()(const attention_none&) const { return "none"; }
   const char* operator()(const attention_parallel&) const { return "parallel"; }
   const char* operator()(const ffn_swiglu&) const { return "swiglu"; }
@@ -46,7 +48,9 @@ struct mode_of {
   std::string operator()(const attention_mla& a) const { return a.indexer ? "mla_sparse" : "mla"; }
   std::string operator()(const attention_gdn&) const { return "gated_deltanet"; }
   std::string operator()(const attention_kda&) const { return "kda"; }
-  std::string operator()(const attention_mamba2&) const { return "mamba2"; }
+  std::string operator()(const attention_mamba2& a) const {
+    return a.short_conv() ? "short_conv" : a.selective() ? "mamba" : "mamba2";
+  }
   std::string operator()(const attention_none&) const { return "none"; }
   std::string operator()(const attention_parallel& a) const {
     return (*this)(a.attention) + "+" + (*this)(a.mixer);
@@ -126,7 +130,11 @@ recurrent_shape recurrent_of(const attention_kda& a) {
 }
 
 checked mamba2_conv_channels(const attention_mamba2& a, std::int64_t groups) {
-  return checked(a.heads) * a.head_dim + checked(2) * groups * a.state_dim;  // x, then B and C
+  checked inner = checked(a.heads) * a.head_dim;
+  // Mamba-1 convolves x alone (B and C come after, from x_proj); a short convolution its gated
+  // input B x.
+  if (a.selective() || a.short_conv()) return inner;
+  return inner + checked(2) * groups * a.state_dim;  // x, then B and C
 }
 
 recurrent_shape recurrent_of(const attention_mamba2& a) {
@@ -137,7 +145,8 @@ recurrent_shape recurrent_of(const attention_mamba2& a) {
   r.conv_channels = mamba2_conv_channels(a, a.groups);
   r.conv_kernel = a.conv_kernel;
   r.step_products = 2;  // h += (dt x) (x) B and y = h C
-  r.chunks = recurrent_shape::scan::ssd;
+  r.chunks = a.scan == attention_mamba2::scan_kind::ssd ? recurrent_shape::scan::ssd
+                                                        : recurrent_shape::scan::none;
   return r;
 }
 

@@ -20,16 +20,17 @@
 namespace calc {
 
 /// The by-kind key of a layer's mixer ("gqa", "mla", "gated_deltanet", "kda", "dsa", "mamba2",
-/// "none", "parallel") or feed-forward ("swiglu", "moe", "mlp", "none").
+/// "mamba" (Mamba-1), "none", "parallel") or feed-forward ("swiglu", "moe", "mlp", "none").
 std::string kind_name(const attention_spec& a);
 std::string kind_name(const ffn_spec& f);
 
 /// How a layer attends, as `calc layers` reports it: "gqa" or "swa" (a window) or "chunked"
 /// (chunked local attention), "mla" (or
 /// "mla_sparse" with a lightning indexer),
-/// "gated_deltanet", "kda", "mamba2", "none", a parallel hybrid's "gqa+mamba2" / "swa+mamba2",
-/// and sparse attention's "window" (no global branch), "full" (stores its own entries),
-/// "reindex" or "reuse" (reads a source's entries, with or without its own indexer; §2.3.6).
+/// "gated_deltanet", "kda", "mamba2", "mamba" (Mamba-1), "none", a parallel hybrid's
+/// "gqa+mamba2" / "swa+mamba2", and sparse attention's "window" (no global branch), "full"
+/// (stores its own entries), "reindex" or "reuse" (reads a source's entries, with or without its
+/// own indexer; §2.3.6).
 std::string attention_mode(const attention_spec& a);
 
 /// What one query-key pair costs (§2.1.3): per query head, 2 FLOPs per value of the score
@@ -105,8 +106,9 @@ struct recurrent_shape {
   /// key_dim x value_dim products per head in one recurrent step: the delta rule's S^T k,
   /// k (x) delta and S^T q (3); SSD's state update and readout (2).
   std::int64_t step_products = 0;
-  /// How a chunked prefill runs: the delta rule's chunks (chunk_work) or SSD's (ssd_chunk_work).
-  enum class scan { delta_rule, ssd } chunks = scan::delta_rule;
+  /// How a chunked prefill runs: the delta rule's chunks (chunk_work) or SSD's (ssd_chunk_work);
+  /// none: the scan has no chunked form (Mamba-1's S6) and every token is a recurrent step.
+  enum class scan { delta_rule, ssd, none } chunks = scan::delta_rule;
 
   /// Values of the state matrices, all heads.
   checked state_values() const { return checked(heads) * key_dim * value_dim; }
@@ -117,9 +119,11 @@ struct recurrent_shape {
 recurrent_shape recurrent_of(const attention_gdn& a);     // v_heads states; Q, K, V convolved
 recurrent_shape recurrent_of(const attention_kda& a);     // heads states; Q, K, V convolved
 recurrent_shape recurrent_of(const attention_mamba2& a);  // heads x P x N; x, B, C convolved
+                                                          // (Mamba-1: inner x N; x convolved)
 
 /// Mamba2's convolution channels (x, B and C) when B and C come in `groups` groups: the model's
-/// own groups, or more where an engine replicates them over its ranks.
+/// own groups, or more where an engine replicates them over its ranks. A Mamba-1 mixer convolves
+/// x alone (inner channels), whatever the groups.
 checked mamba2_conv_channels(const attention_mamba2& a, std::int64_t groups);
 
 /// Heads that tensor parallelism splits in a layer's mixer (tp must divide them); 0 for a layer

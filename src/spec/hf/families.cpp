@@ -236,7 +236,10 @@ std::vector<family> with_more_families(std::vector<family> table) {
 
 }  // namespace
 
-const std::vector<family>& families() {
+namespace {
+
+/// The families whose tables are in this file, then those of families_more.cpp.
+const std::vector<family>& own_families() {
   static const std::vector<family> table = with_more_families({
       {.model_type = "llama", .architectures = {"LlamaForCausalLM"}, .defaults = gqa_defaults({})},
       // MistralConfig: num_key_value_heads=8, sliding_window=4096 (v0.1 slides on every layer).
@@ -876,6 +879,18 @@ const std::vector<family>& families() {
       llama4_like("llama4_text", {"Llama4ForCausalLM"}, "", ""),
   });
   return table;
+}
+
+}  // namespace
+
+const std::vector<family>& families() {
+  // This file's tables, then the state-space families (families_ssm.cpp).
+  static const std::vector<family> all = [] {
+    std::vector<family> t = own_families();
+    for (family& f : ssm_families()) t.push_back(std::move(f));
+    return t;
+  }();
+  return all;
 }
 
 const family* find_family(const std::string& model_type, const std::vector<std::string>& archs) {

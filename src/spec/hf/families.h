@@ -18,6 +18,9 @@ enum class attention_family { gqa, mla };
 enum class ffn_family { dense, moe };
 /// The kind of a family's linear-attention layers.
 enum class linear_family { gated_deltanet, kda };
+/// The kind of a family's state-space mixers: Mamba2's SSD, Mamba-1's S6 (Mamba, Falcon-Mamba,
+/// Jamba), written `kind: mamba`, or LFM2's gated short convolution, `kind: short_conv`.
+enum class ssm_family { mamba2, mamba1, short_conv };
 
 /// How a config marks each layer's attention when it has no `layer_types` list.
 enum class layer_rule {
@@ -37,6 +40,15 @@ enum class layer_rule {
   chunked_nope,       // Llama 4: no_rope_layers (1 = RoPE, 0 = NoPE) per layer, else a NoPE layer
                       // every no_rope_layer_interval-th; RoPE layers attend within their
                       // attention_chunk_size chunk, NoPE layers over the whole history
+  // State-space hybrids read since (families_ssm.cpp):
+  period_hybrid,   // Jamba: attention where i % attn_layer_period == attn_layer_offset, a Mamba
+                   // mixer elsewhere; every layer then has the feed-forward, MoE where
+                   // i % expert_layer_period == expert_layer_offset (num_experts > 1), else dense
+  indexed_hybrid,  // Bamba: attention on the 0-based attn_layer_indices, a Mamba2 mixer
+                   // elsewhere; every layer then has the dense feed-forward
+  conv_hybrid,     // LFM2: layer_types says "conv" (a short convolution) or "full_attention",
+                   // else full_attn_idxs lists the attention layers; every layer then has the
+                   // dense feed-forward
 };
 
 /// One architecture family: the table the translator reads.
@@ -48,6 +60,7 @@ struct family {
   ffn_family ffn = ffn_family::dense;
   layer_rule layers = layer_rule::uniform;
   linear_family linear = linear_family::gated_deltanet;
+  ssm_family ssm = ssm_family::mamba2;
   bool dense_mlp = false;  // dense feed-forward is up/down without a gate (Nemotron-H's relu2)
   /// Role -> config field where it differs from common_names(); "" = no field (always the
   /// family default); "a.b" = field b of the nested object a (linear_attn_config.num_heads).
@@ -90,6 +103,10 @@ const std::map<std::string, std::string>& common_names();
 
 /// Every family, in the order `calc import` lists them.
 const std::vector<family>& families();
+
+/// The state-space families read since the first hybrids (families_ssm.cpp): jamba, mamba,
+/// falcon_mamba, bamba, lfm2; families() lists them last.
+std::vector<family> ssm_families();
 
 /// The family of a config: by model_type, else by its first architecture; null when none fits.
 const family* find_family(const std::string& model_type, const std::vector<std::string>& archs);

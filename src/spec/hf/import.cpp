@@ -261,6 +261,12 @@ const char* attn_name(attn_kind k) {
   return "full";
 }
 
+/// The name of a layer kind in a family's variant names: LFM2's mixer layers are "conv".
+std::string mixer_name(const family& f, attn_kind k) {
+  if (k == attn_kind::mamba && f.ssm == ssm_family::short_conv) return "conv";
+  return attn_name(k);
+}
+
 const char* ffn_name(ffn_kind k) {
   switch (k) {
     case ffn_kind::dense:
@@ -313,13 +319,89 @@ void check_attention_inputs(const family_reader& r, const quant_formats& q,
                       layer, fmt::join(got, ", "), mla ? "MLA" : "GQA", fmt::join(want, ", ")));
 }
 
+/// The state-space hybrids' layer rules (families_ssm.cpp): Jamba's periods and offsets, Bamba's
+/// list of attention layers. False for any other rule.
+bool ssm_hybrid_kinds(const family_reader& r, std::int64_t count, std::vector<attn_kind>& attn,
+                      std::vector<ffn_kind>& ffn, std::string& origin) {
+  const hf_object& cfg = r.cfg();
+  const layer_rule rule = r.fam().layers;
+  if (rule != layer_rule::period_hybrid && rule != layer_rule::indexed_hybrid &&
+      rule != layer_rule::conv_hybrid)
+    return false;
+  if (rule == layer_rule::conv_hybrid && cfg.has("layer_types")) {
+    // LFM2: "conv" a short convolution, "full_attention" attention; the feed-forward on each.
+    origin = "layer_types";
+    const json& v = cfg.value("layer_types");
+    if (!v.is_array() || static_cast<std::int64_t>(v.size()) != count)
+      cfg.fail("layer_types",
+               fmt::format("expected a list of {} layer types (num_hidden_layers)", count));
+    attn.assign(v.size(), attn_kind::mamba);
+    ffn.assign(v.size(), ffn_kind::dense);
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      std::string t = v[i].is_string() ? v[i].get<std::string>() : v[i].dump();
+      if (t == "full_attention") {
+        attn[i] = attn_kind::full;
+      } else if (t != "conv") {
+        throw spec_error(cfg.doc().where(fmt::format("{}/layer_types/{}", cfg.pointer(), i)),
+                         fmt::format("{}[{}]", cfg.path_of("layer_types"), i),
+                         fmt::format("unknown layer type '{}' for {} (calc reads conv, "
+                                     "full_attention)",
+                                     t, r.fam().model_type));
+      }
+    }
+    return true;
+  }
+  // Neither family's attention slides in calc's reading: a window would change the cache, so it
+  // is an error rather than ignored.
+  for (const std::string& f : {std::string("sliding_window"), std::string("layer_types")})
+    if (cfg.has(f) && rule != layer_rule::conv_hybrid)
+      cfg.fail(f, fmt::format("not read for {} (its attention is full; expected null or absent)",
+                              r.fam().model_type));
+  attn.assign(static_cast<std::size_t>(count), attn_kind::mamba);
+  ffn.assign(static_cast<std::size_t>(count), ffn_kind::dense);
+  std::string o;
+  if (rule == layer_rule::indexed_hybrid || rule == layer_rule::conv_hybrid) {
+    // Bamba, LFM2 without layer_types: attention on the listed 0-based layers (none listed:
+    // every layer a mixer).
+    origin = r.field("attn_layers");
+    if (r.given("attn_layers"))
+      for (std::int64_t i : r.integers("attn_layers", o)) {
+        if (i < 0 || i >= count)
+          r.fail("attn_layers",
+                 fmt::format("layer {} is outside 0..{} (num_hidden_layers)", i, count - 1));
+        attn[static_cast<std::size_t>(i)] = attn_kind::full;
+      }
+    return true;
+  }
+  // Jamba: attention where i % period == offset, MoE where i % expert period == expert offset
+  // (JambaConfig.layers_block_type and layers_num_experts), a dense MLP when num_experts is 1.
+  std::string po, oo, eo, fo, no;
+  std::int64_t period = r.positive("attn_period", po), offset = r.integer("attn_offset", oo);
+  std::int64_t eperiod = r.positive("expert_period", eo), eoffset = r.integer("expert_offset", fo);
+  if (offset >= period)
+    r.fail("attn_offset", fmt::format("{} is not below {} ({})", offset, period, po));
+  if (eoffset >= eperiod)
+    r.fail("expert_offset", fmt::format("{} is not below {} ({})", eoffset, eperiod, eo));
+  const bool moe = r.positive("experts", no) > 1;
+  origin = fmt::format(
+      "attention where layer % {} == {} ({}, {}), a Mamba mixer elsewhere; MoE "
+      "where layer % {} == {} ({}, {})",
+      period, offset, po, oo, eperiod, eoffset, eo, fo);
+  for (std::int64_t i = 0; i < count; ++i) {
+    if (i % period == offset) attn[static_cast<std::size_t>(i)] = attn_kind::full;
+    if (moe && i % eperiod == eoffset) ffn[static_cast<std::size_t>(i)] = ffn_kind::moe;
+  }
+  return true;
+}
+
 /// Layers whose kinds one string spells, a character per layer (Nemotron-H's
 /// hybrid_override_pattern: M Mamba2 mixer, * attention, - MLP, E MoE; each layer has only one).
 bool hybrid_kinds(const family_reader& r, std::int64_t count, std::vector<attn_kind>& attn,
                   std::vector<ffn_kind>& ffn, std::string& origin) {
   const hf_object& cfg = r.cfg();
   if (r.fam().layers == layer_rule::mixer_only) {
-    origin = fmt::format("every {} layer is a Mamba2 mixer", r.fam().model_type);
+    origin = fmt::format("every {} layer is a {} mixer", r.fam().model_type,
+                         r.fam().ssm == ssm_family::mamba1 ? "Mamba" : "Mamba2");
     attn.assign(static_cast<std::size_t>(count), attn_kind::mamba);
     ffn.assign(static_cast<std::size_t>(count), ffn_kind::none);
     return true;
@@ -375,6 +457,7 @@ bool hybrid_kinds(const family_reader& r, std::int64_t count, std::vector<attn_k
     }
     return true;
   }
+  if (ssm_hybrid_kinds(r, count, attn, ffn, origin)) return true;
   if (r.fam().layers != layer_rule::hybrid_pattern) return false;
   std::string o;
   std::string pattern = r.get("hybrid").value.get<std::string>();
@@ -554,6 +637,9 @@ std::vector<attn_kind> attention_kinds(const family_reader& r, std::int64_t coun
     case layer_rule::mixer_only:
     case layer_rule::parallel_hybrid:
     case layer_rule::typed_hybrid:
+    case layer_rule::period_hybrid:
+    case layer_rule::indexed_hybrid:
+    case layer_rule::conv_hybrid:
       break;  // hybrid_kinds() reads these
   }
   return kinds;
@@ -626,6 +712,48 @@ std::int64_t mamba_inner(const family_reader& r, std::int64_t hidden, std::strin
   return expand * hidden;
 }
 
+/// A Mamba-1 (S6) mixer (`kind: mamba`): its inner width, state, dt's rank ("auto":
+/// ceil(hidden / 16), as the config classes derive it), convolution and biases.
+ynode mamba1_node(const family_reader& r, std::int64_t hidden) {
+  ynode a{"attention", "", "", {}};
+  std::string o, io;
+  a.kids.push_back(scalar("kind", "mamba", "Mamba-1 (S6) mixer layers"));
+  std::int64_t inner = mamba_inner(r, hidden, io);
+  if (r.field("mamba_inner").empty())  // Jamba: no field for the width itself
+    io = fmt::format("{} x {}", r.field("mamba_expand"), r.field("hidden"));
+  // A stale expand beside the stored width is said, not read (Falcon-Mamba-7B: expand 16 beside
+  // intermediate_size 8192 = 2 x 4096, the width its weights have).
+  if (!r.field("mamba_inner").empty() && r.given("mamba_inner") && r.given("mamba_expand")) {
+    std::string eo;
+    std::int64_t expand = r.integer("mamba_expand", eo);
+    if (expand * hidden != inner)
+      io += fmt::format(" ({} x {} = {} is not read: the mixer is sized by {})", eo,
+                        r.field("hidden"), expand * hidden, r.field("mamba_inner"));
+  }
+  a.kids.push_back(numbered("inner", inner, io));
+  a.kids.push_back(numbered("state_dim", r.positive("state_dim", o), o));
+  std::int64_t rank = 0;
+  if (valued v = r.get("dt_rank"); v.value.is_string()) {
+    if (v.value.get<std::string>() != "auto")
+      r.fail("dt_rank", fmt::format("expected an integer or \"auto\", got \"{}\"",
+                                    v.value.get<std::string>()));
+    rank = (hidden + 15) / 16;
+    o = fmt::format("ceil({} / 16) ({} = auto)", r.field("hidden"), v.origin);
+  } else {
+    rank = r.positive("dt_rank", o);
+  }
+  a.kids.push_back(numbered("dt_rank", rank, o));
+  std::int64_t kernel = r.positive("conv_kernel", o);
+  a.kids.push_back(numbered("conv_kernel", kernel, o));
+  bool conv_bias = r.flag("conv_bias", o);
+  a.kids.push_back(scalar("conv_bias", bool_text(conv_bias), o));
+  bool proj_bias = r.flag("proj_bias", o);
+  a.kids.push_back(scalar("proj_bias", bool_text(proj_bias), o));
+  if (r.flag("dt_norms", o))
+    a.kids.push_back(scalar("dt_norms", "true", o + ": RMSNorms on dt, B and C"));
+  return a;
+}
+
 ynode attention_node(const family_reader& r, attn_kind kind, std::int64_t hidden,
                      std::optional<std::int64_t> window, const std::string& window_origin) {
   ynode a{"attention", "", "", {}};
@@ -638,6 +766,16 @@ ynode attention_node(const family_reader& r, attn_kind kind, std::int64_t hidden
     mx.key = "mixer";
     a.kids.push_back(at);
     a.kids.push_back(mx);
+    return a;
+  }
+  if (kind == attn_kind::mamba && r.fam().ssm == ssm_family::mamba1) return mamba1_node(r, hidden);
+  if (kind == attn_kind::mamba && r.fam().ssm == ssm_family::short_conv) {
+    a.kids.push_back(scalar("kind", "short_conv", "gated short-convolution layers"));
+    std::int64_t channels = r.positive("conv_channels", o);
+    a.kids.push_back(numbered("channels", channels, o));
+    std::int64_t kernel = r.positive("conv_kernel", o);
+    a.kids.push_back(numbered("conv_kernel", kernel, o));
+    if (r.flag("conv_bias", o)) a.kids.push_back(scalar("bias", "true", o));
     return a;
   }
   if (kind == attn_kind::mamba) {
@@ -782,6 +920,30 @@ ynode attention_node(const family_reader& r, attn_kind kind, std::int64_t hidden
   return a;
 }
 
+/// LFM2's MLP width (Lfm2MLP): with block_auto_adjust_ff_dim, int(2f / 3), times
+/// block_ffn_dim_multiplier (int() of the float product, as Python computes it), rounded up to a
+/// multiple of block_multiple_of; `origin` grows by the rule.
+std::int64_t adjusted_ff(const family_reader& r, std::int64_t f, std::string& origin) {
+  std::string ao, mo, qo;
+  if (!r.flag("ff_auto_adjust", ao)) return f;
+  std::int64_t width = 2 * f / 3;
+  valued mult = r.get("ff_multiplier");
+  std::string rule = fmt::format("int(2 x {} / 3)", f);
+  if (!mult.value.is_null()) {
+    if (!mult.value.is_number())
+      r.fail("ff_multiplier", fmt::format("expected a number, got {}", mult.value.dump()));
+    double m = mult.value.get<double>();
+    if (m <= 0) r.fail("ff_multiplier", fmt::format("must be positive, got {}", m));
+    width = static_cast<std::int64_t>(m * static_cast<double>(width));
+    rule = fmt::format("int({} x {})", mult.value.dump(), rule);
+  }
+  std::int64_t q = r.positive("ff_multiple_of", qo);
+  width = (width + q - 1) / q * q;
+  origin = fmt::format("{}: {} rounded up to a multiple of {} ({}, {}, {})", origin, rule, q, ao,
+                       mult.origin, qo);
+  return width;
+}
+
 ynode ffn_node(const family_reader& r, ffn_kind kind) {
   ynode f{"ffn", "", "", {}};
   std::string o;
@@ -796,7 +958,9 @@ ynode ffn_node(const family_reader& r, ffn_kind kind) {
   }
   if (kind == ffn_kind::dense) {
     f.kids.push_back(scalar("kind", "swiglu", "gated MLP (gate, up, down)"));
-    f.kids.push_back(numbered("intermediate", r.positive("intermediate", o), o));
+    std::int64_t width = r.positive("intermediate", o);
+    if (r.fam().names.count("ff_multiple_of")) width = adjusted_ff(r, width, o);  // LFM2
+    f.kids.push_back(numbered("intermediate", width, o));
     return f;
   }
   f.kids.push_back(scalar("kind", "moe", fmt::format("{} experts", r.fam().model_type)));
@@ -1143,7 +1307,7 @@ imported translate(const hf_json& doc, const std::string& name, const std::strin
   }
   auto variant_name = [&](const combo& c) {
     std::string n;
-    if (c.attn != base.attn) n = attn_name(c.attn);
+    if (c.attn != base.attn) n = mixer_name(*fam, c.attn);
     if (c.ffn != base.ffn) n += std::string(n.empty() ? "" : "_") + ffn_name(c.ffn);
     return c == base ? std::string("base") : n;
   };
@@ -1195,7 +1359,7 @@ imported translate(const hf_json& doc, const std::string& name, const std::strin
   // A layer of the base kind where the pattern puts another (Nemotron-3-Nano's tail) needs a
   // variant of its own: an override names a variant, and `base` is none. It spells the base's
   // kinds in full, so no variant named from a difference to the base can take its name.
-  const std::string base_again = std::string(attn_name(base.attn)) + "_" + ffn_name(base.ffn);
+  const std::string base_again = mixer_name(*fam, base.attn) + "_" + ffn_name(base.ffn);
   if (exceptions.count(base)) {
     ynode v{base_again, "", "", {}};
     ynode a = block_of(base.attn);
@@ -1226,11 +1390,15 @@ imported translate(const hf_json& doc, const std::string& name, const std::strin
 
   std::int64_t mtp = r.integer("mtp_layers", o);
   auto write = [&](bool annotate) {
+    const std::vector<family> ssm = ssm_families();
+    const bool ssm_table = std::any_of(
+        ssm.begin(), ssm.end(), [&](const family& f) { return f.model_type == fam->model_type; });
     std::string header = fmt::format(
         "# Imported by `calc import` from {} (model_type {}: the {} table in "
-        "src/spec/hf/families.cpp).\n"
+        "src/spec/hf/{}).\n"
         "# Each value names the config field it came from, or the family default it took.\n",
-        doc.file(), fam->model_type, fam->model_type);
+        doc.file(), fam->model_type, fam->model_type,
+        ssm_table ? "families_ssm.cpp" : "families.cpp");
     if (!fam->not_counted.empty()) header += fmt::format("# Not counted: {}.\n", fam->not_counted);
     if (!read_as.empty()) header += fmt::format("# Family: {}.\n", read_as);
     std::string out =
