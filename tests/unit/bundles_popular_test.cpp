@@ -65,6 +65,9 @@ struct popular {
 // - meta-llama/Llama-3.2-3B-Instruct 3,212,749,824: its tensor listing's sum (no lm_head stored:
 //   tied); card 3.21B. Exact.
 // - meta-llama/Meta-Llama-3-8B-Instruct 8,030,261,248: its tensor listing's sum; card 8B. Exact.
+// - meta-llama/Meta-Llama-3-70B 70,553,706,496: card 70B (the Hub's 70.6B); Llama-3.1-70B's
+//   shapes, whose 70,553,706,496 SOURCES.md already cites. Its stored config says float16 (a
+//   re-save, SOURCES.md): two bytes a weight, as the release's bfloat16.
 // - mistralai/Mistral-7B-Instruct-v0.3 7,248,023,552: the Hub's 7.25B; Mistral-7B-v0.1's
 //   7,241,732,096 plus the 768 tokens v0.3 added to the vocabulary, x 4096 x 2 (table and head).
 // - mistralai/Mistral-Nemo-Base-2407 12,247,782,400: card 12B (the Hub's 12.2B).
@@ -87,6 +90,7 @@ const popular kPopular[] = {
     {"meta-llama/Llama-3.2-1B-Instruct", "llama-3.2-1b-instruct", 1'235'814'400, 16, 8, 64},
     {"meta-llama/Llama-3.2-3B-Instruct", "llama-3.2-3b-instruct", 3'212'749'824, 28, 8, 128},
     {"meta-llama/Meta-Llama-3-8B-Instruct", "meta-llama-3-8b-instruct", 8'030'261'248, 32, 8, 128},
+    {"meta-llama/Meta-Llama-3-70B", "meta-llama-3-70b", 70'553'706'496, 80, 8, 128},
     {"mistralai/Mistral-7B-Instruct-v0.3", "mistral-7b-instruct-v0.3", 7'248'023'552, 32, 8, 128},
     {"mistralai/Mistral-Nemo-Base-2407", "mistral-nemo-base-2407", 12'247'782'400, 40, 8, 128},
     {"mistralai/Mistral-Small-24B-Instruct-2501", "mistral-small-24b-instruct-2501",
@@ -108,7 +112,8 @@ TEST_CASE("popular bundles: each Hugging Face id resolves to its bundle, params 
 
     testing::model m(p.id);
     CHECK(params(m) == p.params);
-    // Every one is a BF16 release: two bytes a parameter, nothing quantised.
+    // Every one is a 16-bit release (BF16, or FP16 as two configs are stored): two bytes a
+    // parameter, nothing quantised.
     CHECK(weight_bytes(m) == 2 * p.params);
     // The whole state at 8K is the KV cache: every layer full attention, BF16, as the config
     // states (no sliding window is in use in any of these configs).
@@ -127,4 +132,19 @@ TEST_CASE("popular bundles: tied embeddings are one table, untied two") {
   // Qwen2.5-32B and QwQ-32B are the same shapes: the distill and the reasoning model keep them.
   CHECK(params(testing::model("Qwen/QwQ-32B")) ==
         params(testing::model("deepseek-ai/DeepSeek-R1-Distill-Qwen-32B")));
+}
+
+TEST_CASE("popular bundles: OLMo-2-1124-13B is stored in FP32, with full-width QK norms") {
+  testing::model m("allenai/OLMo-2-1124-13B");
+  CHECK(resolve_model_path("allenai/OLMo-2-1124-13B").ends_with("/olmo-2-1124-13b.yaml"));
+  // Card 13B (the Hub's 13.7B). By hand: 40 x (attention 4 x 5120^2 + Q/K norms over all 40
+  // heads 2 x 5120 + SwiGLU 3 x 5120 x 13824 + 2 norms x 5120) + 2 x 100352 x 5120 + 5120.
+  const std::int64_t layer = 4LL * 5120 * 5120 + 2 * 5120 + 3LL * 5120 * 13824 + 2 * 5120;
+  CHECK(params(m) == 40 * layer + 2LL * 100352 * 5120 + 5120);
+  CHECK(params(m) == 13'716'198'400);
+  // torch_dtype float32: four bytes a weight, and the cache in the model dtype.
+  CHECK(weight_bytes(m) == 4 * params(m));
+  // Full multi-head attention (40 KV heads of 128), FP32: 8192 tokens are past its 4096
+  // positions, which calc warns about and still counts.
+  CHECK(state(m, 4096) == 40LL * 2 * 40 * 128 * 4 * 4096);
 }
