@@ -79,23 +79,23 @@ const popular kPopular[] = {
     {"Qwen/Qwen3-14B", "qwen3-14b", 14'768'307'200, 40, 8, 128},
     {"Qwen/Qwen3-1.7B", "qwen3-1.7b", 1'720'574'976, 28, 8, 128},
     {"Qwen/Qwen3-0.6B", "qwen3-0.6b", 596'049'920, 28, 8, 128},
-    {"Qwen/Qwen2.5-72B-Instruct", "qwen2.5-72b-instruct", 72'706'203'648, 80, 8, 128},
-    {"Qwen/Qwen2.5-14B-Instruct", "qwen2.5-14b-instruct", 14'770'033'664, 48, 8, 128},
+    {"Qwen/Qwen2.5-72B-Instruct", "qwen2.5-72b", 72'706'203'648, 80, 8, 128},
+    {"Qwen/Qwen2.5-14B-Instruct", "qwen2.5-14b", 14'770'033'664, 48, 8, 128},
     {"Qwen/Qwen2.5-32B", "qwen2.5-32b", 32'763'876'352, 64, 8, 128},
     {"Qwen/QwQ-32B", "qwq-32b", 32'763'876'352, 64, 8, 128},
     {"deepseek-ai/DeepSeek-R1-Distill-Qwen-32B", "deepseek-r1-distill-qwen-32b", 32'763'876'352,
      64, 8, 128},
     {"deepseek-ai/DeepSeek-R1-Distill-Qwen-7B", "deepseek-r1-distill-qwen-7b", 7'615'616'512, 28,
      4, 128},
-    {"meta-llama/Llama-3.2-1B-Instruct", "llama-3.2-1b-instruct", 1'235'814'400, 16, 8, 64},
-    {"meta-llama/Llama-3.2-3B-Instruct", "llama-3.2-3b-instruct", 3'212'749'824, 28, 8, 128},
-    {"meta-llama/Meta-Llama-3-8B-Instruct", "meta-llama-3-8b-instruct", 8'030'261'248, 32, 8, 128},
+    {"meta-llama/Llama-3.2-1B-Instruct", "llama-3.2-1b", 1'235'814'400, 16, 8, 64},
+    {"meta-llama/Llama-3.2-3B-Instruct", "llama-3.2-3b", 3'212'749'824, 28, 8, 128},
+    {"meta-llama/Meta-Llama-3-8B-Instruct", "meta-llama-3-8b", 8'030'261'248, 32, 8, 128},
     {"meta-llama/Meta-Llama-3-70B", "meta-llama-3-70b", 70'553'706'496, 80, 8, 128},
     {"mistralai/Mistral-7B-Instruct-v0.3", "mistral-7b-instruct-v0.3", 7'248'023'552, 32, 8, 128},
     {"mistralai/Mistral-Nemo-Base-2407", "mistral-nemo-base-2407", 12'247'782'400, 40, 8, 128},
     {"mistralai/Mistral-Small-24B-Instruct-2501", "mistral-small-24b-instruct-2501",
      23'572'403'200, 40, 8, 128},
-    {"ibm-granite/granite-3.3-8b-instruct", "granite-3.3-8b-instruct", 8'170'864'640, 40, 8, 128},
+    {"ibm-granite/granite-3.3-8b-instruct", "granite-3.3-8b", 8'170'864'640, 40, 8, 128},
 };
 
 }  // namespace
@@ -109,6 +109,12 @@ TEST_CASE("popular bundles: each Hugging Face id resolves to its bundle, params 
     std::string lower = p.id;
     for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     CHECK(resolve_model_path(lower) == path);
+    // `calc calibrate --evaluate` names a row's model by the id's last part, lower case, less an
+    // "-instruct" suffix (an instruct tune has its base's shapes): the bundle carries that name,
+    // so a measured row naming the id (or its base) finds it.
+    std::string name = lower.substr(lower.find('/') + 1);
+    if (name.ends_with("-instruct")) name.erase(name.size() - 9);
+    CHECK(name == p.bundle);
 
     testing::model m(p.id);
     CHECK(params(m) == p.params);
