@@ -154,3 +154,20 @@ TEST_CASE("popular bundles: OLMo-2-1124-13B is stored in FP32, with full-width Q
   // positions, which calc warns about and still counts.
   CHECK(state(m, 4096) == 40LL * 2 * 40 * 128 * 4 * 4096);
 }
+
+TEST_CASE("popular bundles: gemma-3-12b-it, its language model and the 5:1 sliding pattern") {
+  testing::model m("google/gemma-3-12b-it");
+  CHECK(resolve_model_path("google/gemma-3-12b-it").ends_with("/gemma-3-12b-it.yaml"));
+  // KerasHub's gemma3_12b_text preset counts 11,765,788,416 parameters with a
+  // 262,144-row table; the Hugging Face checkpoint's table has 262,208 rows (the config's
+  // default vocab_size, as for gemma-3-27b-it), 64 x 3840 more. Card: 12B.
+  CHECK(params(m) == 11'765'788'416 + 64LL * 3840);
+  // The whole checkpoint adds the SigLIP tower (416,866,032, as for the 27B) and the projector
+  // (1152 x 3840 and its 1152-wide norm): 12,187,325,040, the Hub's 12.2B. calc counts the
+  // language model only (the bundle says so).
+  CHECK(params(m) + 416'866'032 + (1152LL * 3840 + 1152) == 12'187'325'040);
+  CHECK(weight_bytes(m) == 2 * params(m));
+  // KV at 8K: of 48 layers every sixth is global (8 x 8192 tokens), the other 40 keep a
+  // 1024-token window; 8 KV heads x 256 x K and V x BF16 = 8,192 B a token a layer.
+  CHECK(state(m, 8192) == 8192LL * (8 * 8192 + 40 * 1024));
+}
