@@ -154,7 +154,11 @@ What stops the targets (residuals by group, 2026-12 analysis of these rows):
   13.3 / 13.7, leave one model out 19.1 / 19.2 / 20.6 / 20.5 / 18.8 (leave one GPU out is
   better with it every time, but TTFT never improved without TPOT or leave one model out
   slipping); TTFT weighted 1.5 / 1.75 / 2 without new terms: TTFT 23.7 / 23.3 / 23.4, TPOT 9.9 /
-  9.9 / 9.9, leave one model out 19.3 / 19.5 / 19.3. The fit's local optimum moves leave one
+  9.9 / 9.9, leave one model out 19.3 / 19.5 / 19.3; a second fit stage moving only the
+  scheduling coefficients (`request_latency_ms`, `burst_share`, `cohort_share`) on TTFT with a
+  Cauchy scale of 0.1 / 0.12 / 0.2 / 0.3 / 0.5: TTFT 24.5 / 24.4 / 24.2 / 24.4 / 24.9 (those
+  three are already where the TTFT residuals put them; what is left varies within a (GPU
+  family, engine) group, by model, lengths and layout, as the options above do). The fit's local optimum moves leave one
   model out by up to 0.8 between parameter vectors that are the same model (a 17th coefficient
   with no effect turned 19.3 into 18.5 at TTFT weight 1.5), so differences below ~0.5 point in
   these figures are not evidence.
