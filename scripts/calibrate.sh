@@ -93,8 +93,9 @@ What stops the targets (residuals by group, 2026-12 analysis of these rows):
   from 117 % to 94 %. (The example first given for it, TensorRT-LLM Llama-3.1-70B at
   concurrency 4, 562 ms at TP 1 to 230 ms at TP 4 on H200 at 1024 x 1024, is not a cohort: it is
   the benchmark's batch wait, under "Benchmark options" below, and part of what `cohort_share`
-  and the TensorRT-LLM `request_latency_ms` learn is that wait.) Treating every request as synchronised (share 1), or
-  every round of an engine that prefills apart from decode as a wave, made TTFT worse (30-31 %).
+  and the TensorRT-LLM `request_latency_ms` learn is that wait.) Treating every request as
+  synchronised (share 1), or every round of an engine that prefills apart from decode as a wave,
+  made TTFT worse (30-31 %).
   One part is identified: SGLang Qwen3-32B on H100 at OSL 128-512 (52 rows) was predicted at
   0.45 of its TTFT and 1.27 x its TPOT while its cycle, TTFT + (OSL - 1) x TPOT, was right
   (predicted / measured 1.06): its clients spend 28 % of the cycle waiting for their first token
@@ -127,8 +128,9 @@ What stops the targets (residuals by group, 2026-12 analysis of these rows):
     over-predict the 1024 x 8192 rows of the same layouts (median +0.75 in log before this pass).
   - TensorRT-LLM DeepSeek-R1 with attention DP (`dsr1_fp4_b200_trt.sh`) sets
     `attention_dp_config: {enable_balance: true, timeout_iters: 60}`: a prompt waits up to 60
-    iterations for every DP rank to have one. The 53 attention-DP rows are predicted at 0.63 x
-    their TTFT (median).
+    iterations for every DP rank to have one. The 53 attention-DP rows (43 of DeepSeek-R1/V3,
+    10 of gpt-oss-120b, whose script was not read) are predicted at 0.63 x their TTFT
+    (median; DeepSeek-R1 0.62 x, gpt-oss-120b 0.52 x).
   - All of its TensorRT-LLM scripts set `stream_interval: 10`, `kv_cache_config.dtype: fp8` and
     their own `max_num_tokens` (16384 for Llama-3.1-70B on B200, ISL + concurrency rounded up,
     at least 8192, for DeepSeek-R1), with `free_gpu_memory_fraction: 0.8` for DeepSeek-R1.
@@ -136,8 +138,9 @@ What stops the targets (residuals by group, 2026-12 analysis of these rows):
   carry it, and keying options on source, model and lengths in the row mapping is a per-row
   table, not physics, so it is not done. Modelling the 20-iteration wait on exactly those 39
   rows, as an experiment, did not lower the in-sample TTFT figure by itself (24.3 %, TPOT
-  10.3 %): the fit then over-predicts those rows (+0.28 in log) and the TensorRT-LLM Blackwell
-  coefficients stay set by the attention-DP rows. If a calibration file's rows carried the
+  10.3 %): the fit then over-predicts those rows (+0.28 in log), and the 1024 x 8192 rows of
+  the same layouts stay over-predicted (+0.58): the TensorRT-LLM coefficients are still shared
+  with the attention-DP rows, which wait longer still. If a calibration file's rows carried the
   engine options, calc could model both waits (TensorRT-LLM `batch_wait_*`,
   `attention_dp_config`) as engine knobs.
   Tried in this pass and not shipped (TTFT / TPOT in sample, TPOT leave one GPU / model out;
@@ -158,10 +161,10 @@ What stops the targets (residuals by group, 2026-12 analysis of these rows):
   scheduling coefficients (`request_latency_ms`, `burst_share`, `cohort_share`) on TTFT with a
   Cauchy scale of 0.1 / 0.12 / 0.2 / 0.3 / 0.5: TTFT 24.5 / 24.4 / 24.2 / 24.4 / 24.9 (those
   three are already where the TTFT residuals put them; what is left varies within a (GPU
-  family, engine) group, by model, lengths and layout, as the options above do). The fit's local optimum moves leave one
-  model out by up to 0.8 between parameter vectors that are the same model (a 17th coefficient
-  with no effect turned 19.3 into 18.5 at TTFT weight 1.5), so differences below ~0.5 point in
-  these figures are not evidence.
+  family, engine) group, by model, lengths and layout, as the options above do). The fit's
+  local optimum moves leave one model out by up to 0.8 between parameter vectors that are the
+  same model (a 17th coefficient with no effect turned 19.3 into 18.5 at TTFT weight 1.5), so
+  differences below ~0.5 point in these figures are not evidence.
 - **Repeated points** (87 groups of rows with the same engine, GPU, model, format, layout,
   lengths and concurrency, from different runs) agree on TTFT (max / min: median 1.00, 75th
   percentile 1.08) but not on TPOT (75th percentile 1.29): part of the TPOT error is between
