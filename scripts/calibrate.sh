@@ -88,12 +88,14 @@ What stops the targets (residuals by group, 2026-12 analysis of these rows):
   the running cap, the opening burst as a share of the run), and a per-engine
   `request_latency_ms` carries what happens before the first step (API server, tokenisation);
   fitted at 20-120 ms. Requests are partly synchronised: the prompts that shared a step of the
-  opening burst return together while their lengths keep them in step (TensorRT-LLM Llama-3.1-70B
-  at concurrency 4: TTFT falls with TP as one step of all four prompts would, 562 ms at TP 1 to
-  230 ms at TP 4 on H200, where the 1024 x 8192 runs of the same layout show one prompt's
-  prefill). The fitted `cohort_share` says how many arrive so; it took in-sample TTFT from 25.2 %
-  to 23.1 % and p90 from 117 % to 94 %. Treating every request as synchronised (share 1), or
-  every round of an engine that prefills apart from decode as a wave, made TTFT worse (30-31 %).
+  opening burst return together while their lengths keep them in step. The fitted
+  `cohort_share` says how many arrive so; it took in-sample TTFT from 25.2 % to 23.1 % and p90
+  from 117 % to 94 %. (The example first given for it, TensorRT-LLM Llama-3.1-70B at
+  concurrency 4, 562 ms at TP 1 to 230 ms at TP 4 on H200 at 1024 x 1024, is not a cohort: it is
+  the benchmark's batch wait, under "Benchmark options" below, and part of what `cohort_share`
+  and the TensorRT-LLM `request_latency_ms` learn is that wait.) Treating every request as
+  synchronised (share 1), or every round of an engine that prefills apart from decode as a wave,
+  made TTFT worse (30-31 %).
   One part is identified: SGLang Qwen3-32B on H100 at OSL 128-512 (52 rows) was predicted at
   0.45 of its TTFT and 1.27 x its TPOT while its cycle, TTFT + (OSL - 1) x TPOT, was right
   (predicted / measured 1.06): its clients spend 28 % of the cycle waiting for their first token
@@ -108,6 +110,61 @@ What stops the targets (residuals by group, 2026-12 analysis of these rows):
   weighted 0.75-0.85 in the fit 25.5-26.2 / 10.00-10.04 %, SGLang prefill waves on top 24.6 /
   10.0 %. What keeps those SGLang rows' TPOT below one decode step per token plus the prefill
   pauses is the missing piece.
+- **Benchmark options the file does not record** (2026-12, third pass). Most rows come from
+  InferenceX (formerly InferenceMAX, github.com/SemiAnalysisAI/InferenceX, `benchmarks/*.sh`:
+  the launch script of each model, GPU and engine). Its client (kimbochen/bench_serving, the vLLM
+  `benchmark_serving.py` of its generation) sends 10 x concurrency prompts with
+  `--random-range-ratio 0.8` (lengths drawn between 0.8 x and 1 x the nominal ones) and
+  `--ignore-eos`: the opening burst is 1/10 of the requests, and outputs differing by up to 20 %
+  put cohorts out of step after the first round. Its servers run options that are not the
+  engines' defaults, and they decide TTFT where the residuals are largest:
+  - TensorRT-LLM Llama-3.1-70B (`70b_fp8_h200_trt_slurm.sh`, `70b_fp4_b200_trt_slurm.sh`) sets
+    `batch_wait_max_tokens_ratio: 0.9` and `batch_wait_timeout_iters: 20` for ISL = OSL = 1024
+    at TP < 8 only: a prompt waits up to 20 iterations for a fuller context batch. The rows show
+    it: over 25 pairs of the same GPU, format, TP < 8 and concurrency, TTFT at 1024 x 1024 is
+    2.34 x TTFT at 1024 x 8192 (median), 0.84 x once 20 x TPOT is taken off; at TP 8, where the
+    script sets no wait, the ratio is 1.02. calc models the engine's default (no wait), so the
+    fit spreads those 39 rows over the TensorRT-LLM latency and cohort coefficients, which then
+    over-predict the 1024 x 8192 rows of the same layouts (median +0.75 in log before this pass).
+  - TensorRT-LLM DeepSeek-R1 with attention DP (`dsr1_fp4_b200_trt.sh`) sets
+    `attention_dp_config: {enable_balance: true, timeout_iters: 60}`: a prompt waits up to 60
+    iterations for every DP rank to have one. The 53 attention-DP rows (43 of DeepSeek-R1/V3,
+    10 of gpt-oss-120b, whose script was not read) are predicted at 0.63 x their TTFT
+    (median; DeepSeek-R1 0.62 x, gpt-oss-120b 0.52 x).
+  - All of its TensorRT-LLM scripts set `stream_interval: 10`, `kv_cache_config.dtype: fp8` and
+    their own `max_num_tokens` (16384 for Llama-3.1-70B on B200, ISL + concurrency rounded up,
+    at least 8192, for DeepSeek-R1), with `free_gpu_memory_fraction: 0.8` for DeepSeek-R1.
+  A fact per row (which options a run used) is what would remove this error; the columns do not
+  carry it, and keying options on source, model and lengths in the row mapping is a per-row
+  table, not physics, so it is not done. Modelling the 20-iteration wait on exactly those 39
+  rows, as an experiment, did not lower the in-sample TTFT figure by itself (24.3 %, TPOT
+  10.3 %): the fit then over-predicts those rows (+0.28 in log), and the 1024 x 8192 rows of
+  the same layouts stay over-predicted (+0.58): the TensorRT-LLM coefficients are still shared
+  with the attention-DP rows, which wait longer still. If a calibration file's rows carried the
+  engine options, calc could model both waits (TensorRT-LLM `batch_wait_*`,
+  `attention_dp_config`) as engine knobs.
+  Tried in this pass and not shipped (TTFT / TPOT in sample, TPOT leave one GPU / model out;
+  before: 24.1 / 9.9 / 14.1 / 18.8 %): one decode step of output lag before the first token on
+  every engine (an overlap scheduler returning step N's tokens during step N + 1) 24.1 / 9.8 /
+  14.2 / 18.3, on SGLang and TensorRT-LLM only 24.2 / 10.0 / 14.2 / 19.2; the opening burst's
+  wait counted as (steps + 1) / 2 steps 24.0 / 9.8 / 14.4 / 19.1; the step in flight at arrival
+  costed as a loaded step (with prefill interference) 24.2 / 9.7 / 14.2 / 18.9; a Cauchy scale
+  of 0.08 / 0.11 for TTFT: TTFT 27.3 / 26.4; `prefill_layer_latency_us`, a host launch time per
+  layer for every step that carries prefill tokens (the engines capture CUDA graphs for decode
+  batches only), fitted at 60 (SGLang), 190 (TensorRT-LLM) and 320 (vLLM) us per layer: 24.4 /
+  10.0 / 13.8 / 18.4, and with TTFT weighted 1.4 / 1.5 / 1.6 / 1.75 / 2: TTFT 23.9 / 23.7 / 23.6
+  / 23.2 / 25.3, TPOT 10.0 / 9.8 / 10.0 / 10.1 / 10.2, leave one GPU out 13.6 / 13.4 / 13.5 /
+  13.3 / 13.7, leave one model out 19.1 / 19.2 / 20.6 / 20.5 / 18.8 (leave one GPU out is
+  better with it every time, but TTFT never improved without TPOT or leave one model out
+  slipping); TTFT weighted 1.5 / 1.75 / 2 without new terms: TTFT 23.7 / 23.3 / 23.4, TPOT 9.9 /
+  9.9 / 9.9, leave one model out 19.3 / 19.5 / 19.3; a second fit stage moving only the
+  scheduling coefficients (`request_latency_ms`, `burst_share`, `cohort_share`) on TTFT with a
+  Cauchy scale of 0.1 / 0.12 / 0.2 / 0.3 / 0.5: TTFT 24.5 / 24.4 / 24.2 / 24.4 / 24.9 (those
+  three are already where the TTFT residuals put them; what is left varies within a (GPU
+  family, engine) group, by model, lengths and layout, as the options above do). The fit's
+  local optimum moves leave one model out by up to 0.8 between parameter vectors that are the
+  same model (a 17th coefficient with no effect turned 19.3 into 18.5 at TTFT weight 1.5), so
+  differences below ~0.5 point in these figures are not evidence.
 - **Repeated points** (87 groups of rows with the same engine, GPU, model, format, layout,
   lengths and concurrency, from different runs) agree on TTFT (max / min: median 1.00, 75th
   percentile 1.08) but not on TPOT (75th percentile 1.29): part of the TPOT error is between
@@ -129,7 +186,8 @@ What stops the targets (residuals by group, 2026-12 analysis of these rows):
   measured gpt-oss steps (17.6 ms at 32 clients on one H200, ~9 ms of it reading the touched
   experts' MXFP4 weights) are memory-bound. TTFT for TensorRT-LLM 1024 x 8192 runs is well below
   1024 x 1024 runs of the same layout (Llama-3.1-70B at TP 4 on B200: 76-167 ms against
-  192-343 ms), close to one prompt's prefill, which nothing in the columns explains; and the
+  192-343 ms), close to one prompt's prefill: the 1024 x 1024 runs waited for a fuller batch
+  (InferenceX's `batch_wait_timeout_iters: 20`, under "Benchmark options" above); and the
   aiconfigurator-measured H100 rows repeat TTFT poorly (Llama-3.1-8B at TP 8, 8 clients: 114,
   78, 241 ms at OSL 128, 256, 512).
 
