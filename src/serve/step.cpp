@@ -47,8 +47,8 @@ bool has_moe(const graph& g) {
 /// large padding (`gemm_half_rows`) fitted the measured steps. One exponent for every model (a
 /// property of learnt routers, not of one model); refits with s = 0 / 1.0 / 1.1 / 1.2 / 1.3 gave
 /// in-sample TPOT 9.9 / 9.4 / 9.3 / 9.4 / 9.2 %, leave one GPU out 14.1 / 13.5 / 13.3 / 13.7 /
-/// 14.0 %, leave one model out 18.8 / 18.3 / 18.3 / 18.0 / 18.2 %; 1.4 and 1.5 put in-sample TPOT
-/// at 10.8 % (docs/validation/latency.md).
+/// 14.0 %, leave one model out 18.8 / 18.3 / 18.3 / 18.0 / 18.2 %; 1.4 / 1.5 put in-sample TPOT
+/// at 10.5 / 10.8 % (docs/validation/latency.md).
 const routing kServingRouting{routing::kind::zipf, 1.2};
 
 }  // namespace
