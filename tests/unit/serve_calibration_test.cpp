@@ -10,10 +10,10 @@
 // little room, so a change that makes them worse fails. Tighten each toward the target as the
 // model improves; never loosen one.
 namespace gate {
-constexpr double tpot_in_sample = 10;    // target 10; reached 9.9 (the target is the gate)
-constexpr double ttft_in_sample = 24.5;  // target 20; reached 24.1
-constexpr double tpot_leave_gpu = 15;    // target 15; reached 14.1 (the target is the gate)
-constexpr double tpot_leave_model = 19;  // target 15; reached 18.8
+constexpr double tpot_in_sample = 10;      // target 10; reached 9.4 (the target is the gate)
+constexpr double ttft_in_sample = 24.5;    // target 20; reached 24.0
+constexpr double tpot_leave_gpu = 15;      // target 15; reached 13.7 (the target is the gate)
+constexpr double tpot_leave_model = 18.5;  // target 15; reached 18.0
 }  // namespace gate
 #include <doctest/doctest.h>
 
