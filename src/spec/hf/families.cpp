@@ -130,6 +130,28 @@ json gqa_defaults(json extra) {
 
 namespace {
 
+// Gemma3TextConfig's class defaults (transformers configuration_gemma3.py, __init__): vocab_size
+// 262208, hidden_size 2304, intermediate_size 9216, num_hidden_layers 26, num_attention_heads 8,
+// num_key_value_heads 4, head_dim 256, max_position_embeddings 131072, tie_word_embeddings true,
+// attention_bias false, sliding_window 4096, sliding_window_pattern 6. The Q/K norms and the four
+// norms a layer are the model's (Gemma3Attention, Gemma3DecoderLayer), not config fields. Both
+// gemma3_text and gemma3's text_config are this class.
+json gemma3_text_defaults() {
+  return gqa_defaults({{"vocab", 262208},
+                       {"hidden", 2304},
+                       {"intermediate", 9216},
+                       {"layers", 26},
+                       {"heads", 8},
+                       {"kv_heads", 4},
+                       {"head_dim", 256},
+                       {"max_positions", 131072},
+                       {"tie", true},
+                       {"qk_norm", true},
+                       {"norms", 4},
+                       {"window", 4096},
+                       {"sliding_pattern", 6}});
+}
+
 // DeepSeek-V3's table (DeepseekV3Config): MLA with query compression, 256 routed experts top-8
 // with one shared expert and the routing bias, 3 dense layers first. Kimi K2 and K2.5 publish
 // the same architecture under their own model_type.
@@ -416,28 +438,16 @@ const std::vector<family>& own_families() {
        .architectures = {"Gemma3ForCausalLM"},
        .layers = layer_rule::sliding_pattern,
        .names = {{"mlp_bias", ""}},
-       .defaults = gqa_defaults({{"vocab", 262208},
-                                 {"kv_heads", 4},
-                                 {"head_dim", 256},
-                                 {"tie", true},
-                                 {"qk_norm", true},
-                                 {"norms", 4},
-                                 {"window", 4096},
-                                 {"sliding_pattern", 6}})},
-      // Gemma3Config (multimodal): the language model lives in text_config.
+       .defaults = gemma3_text_defaults()},
+      // Gemma3Config (multimodal): the language model lives in text_config, a Gemma3TextConfig
+      // whose class defaults fill what Google's files leave out (gemma-3-4b-it names neither
+      // heads, KV heads nor head_dim).
       {.model_type = "gemma3",
        .architectures = {"Gemma3ForConditionalGeneration"},
        .scope = "text_config",
        .layers = layer_rule::sliding_pattern,
        .names = {{"mlp_bias", ""}},
-       .defaults = gqa_defaults({{"vocab", 262208},
-                                 {"kv_heads", 4},
-                                 {"head_dim", 256},
-                                 {"tie", true},
-                                 {"qk_norm", true},
-                                 {"norms", 4},
-                                 {"window", 4096},
-                                 {"sliding_pattern", 6}}),
+       .defaults = gemma3_text_defaults(),
        .not_counted = "the vision tower and projector (vision_config)"},
       // DeepseekV2Config: MLA (q_lora_rank null = no query compression), shared experts,
       // first_k_dense_replace dense layers, then MoE every moe_layer_freq layers.
@@ -852,7 +862,11 @@ const std::vector<family>& own_families() {
       // heads (qk_norm_type per_layer), partial rotary (rotary_dim; counts nothing), every layer
       // full softmax attention (attn_type_list all 1) and a MoE of num_local_experts experts of
       // intermediate_size, sigmoid routing with e_score_correction_bias (use_routing_bias), no
-      // shared expert.
+      // shared expert. use_qk_norm and use_routing_bias are fields of MiniMax's own remote-code
+      // class only (both default true there); transformers' MiniMaxM2Config has neither, and its
+      // MiniMaxM2Attention and MiniMaxM2SparseMoeBlock always build q_norm/k_norm and the
+      // correction bias, so a config without them (the Hub's transformers-5 conversion of
+      // MiniMax-M2) reads both as true.
       {.model_type = "minimax_m2",
        .architectures = {"MiniMaxM2ForCausalLM"},
        .ffn = ffn_family::moe,
@@ -866,7 +880,21 @@ const std::vector<family>& own_families() {
                  {"router_bias", "use_routing_bias"},
                  {"mtp_layers", ""},
                  {"window", ""}},
-       .defaults = gqa_defaults({{"qk_norm_full", true}, {"router_bias", true}}),
+       // transformers' MiniMaxM2Config class defaults (configuration_minimax_m2.py): MiniMax-M2's
+       // own shapes.
+       .defaults = gqa_defaults({{"vocab", 200064},
+                                 {"hidden", 3072},
+                                 {"moe_intermediate", 1536},
+                                 {"layers", 62},
+                                 {"heads", 48},
+                                 {"kv_heads", 8},
+                                 {"head_dim", 128},
+                                 {"max_positions", 196608},
+                                 {"experts", 256},
+                                 {"top_k", 8},
+                                 {"qk_norm", true},
+                                 {"qk_norm_full", true},
+                                 {"router_bias", true}}),
        .not_counted = "the MTP modules (num_mtp_modules, use_mtp): calc does not read them",
        .router_bias_dtype = "fp32",  // F32 in MiniMax-M2.5's files
        .only = {{"qk_norm_type", "per_layer"},
