@@ -160,5 +160,6 @@ TEST_CASE("bundled_with_shapes_of: a re-release of a bundled model's shapes find
         "llama-3.3-70b-instruct");
   CHECK(hf::bundled_with_shapes_of("moonshotai/Kimi-K2-Thinking", models_dir(), names) ==
         "kimi-k2-instruct");
-  CHECK(hf::bundled_with_shapes_of("Qwen/Qwen3-14B", models_dir(), names) == std::nullopt);
+  CHECK(hf::bundled_with_shapes_of("Qwen/Qwen3-14B-FP8", models_dir(), names) == "qwen3-14b");
+  CHECK(hf::bundled_with_shapes_of("Qwen/Qwen3-13B", models_dir(), names) == std::nullopt);
 }
