@@ -173,6 +173,7 @@ calibration fit_calibration(const std::vector<mapped_row>& rows, const calibrati
   out.source = source;
   out.families = base.families;
   out.models = base.models;
+  out.systems = base.systems;
   std::map<std::pair<std::string, std::string>, std::vector<const mapped_row*>> groups;
   for (const mapped_row& m : rows) {
     if (!usable(m)) continue;
