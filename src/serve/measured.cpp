@@ -14,6 +14,7 @@
 #include "spec/gpu_spec.h"
 #include "spec/hf/hub.h"
 #include "spec/model_reader.h"
+#include "tally/tally.h"
 
 namespace calc::serve {
 
@@ -164,26 +165,46 @@ struct row_mapper::impl {
 
   explicit impl(const calibration& c) : cal(c) {}
 
-  std::map<std::string, std::string> names;  // model_path -> model, resolved once each
+  /// How a row's model_path resolves, once per id.
+  struct resolved {
+    std::string name;
+    bool by_shape = false;  // a bundle of the same shapes under another repository
+    std::string error;      // several bundles of that name with different shapes
+  };
+  std::map<std::string, resolved> names;
 
   /// The model a row's model_path names, for its shapes (the row's quant modes give the formats):
   /// the calibration's alias, else the bundled model whose source is that repository, else one
   /// whose repository has the same shapes by name (hf::shape_name: Llama-3.1-8B-Instruct-FP8 is
   /// Llama-3.1-8B), else the id itself (a snapshot in the Hugging Face cache, or a bundled name).
-  const std::string& model_name(const std::string& id) {
+  /// Names that match bundles of different shapes are an error, never the first one's.
+  const resolved& model_name(const std::string& id) {
     auto known = names.find(id);
     if (known != names.end()) return known->second;
-    std::string name = id;
+    resolved r{id};
     if (auto it = cal.models.find(id); it != cal.models.end()) {
-      name = it->second;
+      r.name = it->second;
     } else if (hf::looks_like_repo_id(id)) {
       std::vector<std::string> bundled = bundled_models();
-      if (auto exact = hf::bundled_with_repo(id, models_dir(), bundled))
-        name = *exact;
-      else if (auto same = hf::bundled_with_shapes_of(id, models_dir(), bundled))
-        name = *same;
+      if (auto exact = hf::bundled_with_repo(id, models_dir(), bundled)) {
+        r.name = *exact;
+      } else if (auto same = hf::bundles_with_shapes_of(id, models_dir(), bundled); !same.empty()) {
+        r.name = same.front();
+        r.by_shape = true;
+        std::optional<std::pair<checked, checked>> first;
+        for (const std::string& name : same) {
+          graph g = build_graph(read_model_file(resolve_model_path(name)));
+          std::pair<checked, checked> shape{tally_params(g).total, tally_state(g, 4096).total};
+          if (!first) first = shape;
+          if (shape != *first)
+            r.error = fmt::format(
+                "model_path '{}': its name matches bundled models of different shapes ({} and "
+                "{}); map it in the calibration's models table",
+                id, same.front(), name);
+        }
+      }
     }
-    return names.emplace(id, name).first->second;
+    return names.emplace(id, r).first->second;
   }
 
   const gpu_spec* gpu(const std::string& system, std::string& name) {
@@ -234,7 +255,9 @@ mapped_row row_mapper::map(const measured_row& r) {
                                    r.at("backend")),
              m;
     const engine_defaults& eng = *found;
-    m.model = p_->model_name(r.at("model_path"));
+    const impl::resolved& named = p_->model_name(r.at("model_path"));
+    if (!named.error.empty()) return m.error = named.error, m;
+    m.model = named.name;
     std::string gemm_mode = r.at("gemm_quant_mode"), moe_mode = r.at("moe_quant_mode");
     if (gemm_mode.empty()) gemm_mode = r.at("precision");
     if (moe_mode.empty()) moe_mode = gemm_mode;
@@ -258,8 +281,13 @@ mapped_row row_mapper::map(const measured_row& r) {
       }
       auto l = std::make_unique<impl::loaded>();
       l->spec = std::make_unique<model_spec>(read_model_file(path));
-      l->spec->precision.set_weights(parse_dtype(wf));
-      l->spec->precision.experts = parse_dtype(ef);
+      precision_spec& p = l->spec->precision;
+      p.set_weights(parse_dtype(wf));
+      p.experts = parse_dtype(ef);
+      // A bundle of the same shapes lends only its shapes: what the quant columns do not name
+      // (the cache, the embedding and the head) keeps the activations' format, not a quantised
+      // release's (Kimi-K2.5 read through its NVFP4 bundle would take its FP8 cache).
+      if (named.by_shape) p.kv = p.embedding = p.head = p.activations;
       l->g = build_graph(*l->spec);
       it = p_->models.emplace(key, std::move(l)).first;
     }

@@ -113,12 +113,20 @@ deployment make_deployment(const graph& g, const gpu_spec& gpu, const serve_layo
   d.layout = l;
   d.forms = forms.tallies ? std::move(forms) : compile_forms(g);
   const precision_spec& p = g.spec->precision;
-  // The tensor cores run at the weights' element width where the GPU has such units.
-  int bits = compute_bits > 0 ? compute_bits : p.weights.bits;
-  double tflops = gpu.bf16_tflops;
-  if (bits <= 8 && gpu.fp8_tflops > 0) tflops = gpu.fp8_tflops;
-  if (bits <= 4 && gpu.fp4_tflops > 0) tflops = gpu.fp4_tflops;
-  d.peak_flops = tflops * 1e12;
+  // The tensor cores run at the matrices' element width where the GPU has such units. Integer
+  // formats (AWQ, GPTQ) are weight-only: their GEMMs dequantise to BF16. A 4-bit float format
+  // on a GPU without FP4 units takes the same weight-only path (Marlin-style kernels), not FP8.
+  auto peak_at = [&](const dtype& f) {
+    int bits = compute_bits > 0 ? compute_bits : f.bits;
+    bool weight_only = compute_bits <= 0 && (f.name.starts_with("int") ||
+                                             (f.bits <= 4 && gpu.fp4_tflops <= 0));
+    double tflops = gpu.bf16_tflops;
+    if (!weight_only && bits <= 8 && gpu.fp8_tflops > 0) tflops = gpu.fp8_tflops;
+    if (!weight_only && bits <= 4 && gpu.fp4_tflops > 0) tflops = gpu.fp4_tflops;
+    return tflops * 1e12;
+  };
+  d.peak_flops = peak_at(*p.attention_weights());
+  d.moe_peak_flops = peak_at(*p.expert_weights());
   d.kv_share = cache_share(g, l.tp);
   params_tally pt = tally_params(g);
   d.layers = static_cast<std::int64_t>(g.layers.size());
@@ -299,6 +307,7 @@ step_time time_step(const deployment& d, const step_costs& c, const coefficients
       default: {
         double peak = d.peak_flops, ce = k.gemm_compute, me = k.gemm_memory;
         if (cls == op_class::moe_gemm) {
+          peak = d.moe_peak_flops;
           ce = k.moe_compute;
           me = k.moe_memory;
         }

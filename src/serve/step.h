@@ -87,7 +87,12 @@ struct deployment {
   const graph* g = nullptr;
   gpu_spec gpu;
   serve_layout layout;
-  double peak_flops = 0;  // per GPU, at the weights' format (FP8 / FP4 peak where it has one)
+  // Tensor-core peaks per GPU at the element width of the matrices a GEMM multiplies (FP8 / FP4
+  // where the GPU has such units): the attention projections' format for dense GEMMs, the
+  // routed experts' for expert GEMMs (an FP8 checkpoint keeps `weights` BF16 and names its
+  // quantised roles).
+  double peak_flops = 0;
+  double moe_peak_flops = 0;
   double kv_share = 1;    // fraction of a request's state one rank reads (engine rules)
   double dense_weight_bytes = 0;     // weights every step reads, routed experts excluded
   double routed_weight_bytes = 0;    // all routed experts of the model

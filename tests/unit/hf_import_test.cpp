@@ -264,7 +264,12 @@ TEST_CASE("compressed-tensors: schemes and lists calc cannot state are errors at
   CHECK(b.spec.precision.experts->name == "fp8:b128x128:bf16");
   // Routers kept on some MoE layers only: one format per role cannot say it.
   CHECK(import_error(with(channel, "\"model.layers.3.mlp.gate\", \"model.layers.5.mlp.gate\""))
-            .find("not a consecutive run") != std::string::npos);
+            .find("MoE layers stay unquantised") != std::string::npos);
+  // A consecutive run that misses MoE layers is not every router either.
+  std::string run;
+  for (int l = 10; l <= 20; ++l)
+    run += (run.empty() ? "" : ", ") + ("\"model.layers." + std::to_string(l) + ".mlp.gate\"");
+  CHECK(import_error(with(channel, run)).find("the routers of 11 of the") != std::string::npos);
   // Integer or 4-bit weights, group strategies and other patterns are not mapped.
   CHECK(import_error(with("\"num_bits\": 4, \"type\": \"int\", \"strategy\": \"group\"", ""))
             .find("quantization_config.config_groups.group_0.weights.num_bits") !=

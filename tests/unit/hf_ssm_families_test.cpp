@@ -327,3 +327,25 @@ TEST_CASE("lfm2: layer_types reads like full_attn_idxs; an unknown type is locat
             R"({"model_type": "lfm2", "num_hidden_layers": 2, "layer_types": ["conv", "mamba"]})")
             .find("layer_types[1]") != std::string::npos);
 }
+
+TEST_CASE("lfm2 and falcon_mamba read their config classes' defaults") {
+  // Lfm2Config: full_attn_idxs defaults to every layer, so no list means all attention.
+  model all = model::from_text(
+      hf::import_text(R"({"model_type": "lfm2", "num_hidden_layers": 2, "hidden_size": 256,
+                          "num_attention_heads": 4, "num_key_value_heads": 2,
+                          "block_ff_dim": 768})",
+                      "config.json", "t")
+          .plain);
+  CHECK(std::holds_alternative<attention_gqa>(all.g.layers[0].attention));
+  CHECK(std::holds_alternative<attention_gqa>(all.g.layers[1].attention));
+  // Its own tie key: an untied head is not read as tied.
+  CHECK(testing::import_error(R"({"model_type": "lfm2", "tie_embedding": false})")
+            .find("tie_embedding") != std::string::npos);
+  // FalconMambaConfig: tie_word_embeddings True.
+  model fm = model::from_text(
+      hf::import_text(R"({"model_type": "falcon_mamba", "num_hidden_layers": 2,
+                          "hidden_size": 256})",
+                      "config.json", "t")
+          .plain);
+  CHECK(fm.spec.tie_embeddings);
+}

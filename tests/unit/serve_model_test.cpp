@@ -250,6 +250,15 @@ TEST_CASE("serve measured CSV: malformed lines name file:line; a bad row is that
   CHECK(e.error == "");
   CHECK(e.gpu == "a100-80gb");
   CHECK(e.model == "llama-3.3-70b-instruct");
+  // A name that matches bundles of different shapes (ChatGLM's glm-4-9b-chat and GLM-4-0414's
+  // glm-4-9b) is the row's error, never the first bundle's shapes.
+  std::string ambiguous = write_temp(
+      "calc_serve_ambiguous.csv",
+      header + "f,vllm,THUDM/glm-4-9b-chat-hf,h100_sxm,1024,128,4,1,1,,,50,7\n");
+  auto amb = read_measured(ambiguous);
+  REQUIRE(amb.size() == 1);
+  CHECK(mapper.map(amb[0]).error.find("matches bundled models of different shapes") !=
+        std::string::npos);
   std::string short_row = write_temp("calc_serve_short.csv", header + "a,vllm,x\n");
   CHECK(error_of([&] { read_measured(short_row); }) ==
         short_row + ":2:1: line: 3 fields where the header has 13");

@@ -104,7 +104,7 @@ std::vector<family> ssm_families() {
                                     {"dt_rank", "auto"},
                                     {"dt_norms", true}})},
       mamba1_only("mamba", {"MambaForCausalLM"}, true),
-      mamba1_only("falcon_mamba", {"FalconMambaForCausalLM"}, false),
+      mamba1_only("falcon_mamba", {"FalconMambaForCausalLM"}, true),  // FalconMambaConfig: tie_word_embeddings True
       // BambaConfig (ibm-ai-platform/Bamba-9B and its v2): GQA attention (no biases; partial
       // rotary counts nothing) on the 0-based attn_layer_indices, a Mamba2 mixer with the gated
       // RMSNorm on the others, mamba_n_heads x mamba_d_head wide (mamba_d_head "auto": the
@@ -185,7 +185,10 @@ std::vector<family> ssm_families() {
                                     {"attn_layers", nullptr},
                                     {"conv_channels", "=hidden"},
                                     {"conv_kernel", 3},
-                                    {"conv_bias", false}})},
+                                    {"conv_bias", false}}),
+       // Lfm2Config takes the tie from its own key, tie_embedding (True by default): only
+       // the tied form is read, an untied head would be a table of its own.
+       .only = {{"tie_embedding", true}}},
   };
 }
 

@@ -124,12 +124,20 @@ std::string shape_name(const std::string& id) {
   return out;
 }
 
+std::vector<std::string> bundles_with_shapes_of(const std::string& id, const std::string& dir,
+                                                const std::vector<std::string>& names) {
+  std::string want = shape_name(id);
+  std::vector<std::string> out;
+  for (const auto& [name, repo] : bundled_repos(dir, names))
+    if (shape_name(repo) == want) out.push_back(name);
+  return out;
+}
+
 std::optional<std::string> bundled_with_shapes_of(const std::string& id, const std::string& dir,
                                                   const std::vector<std::string>& names) {
-  std::string want = shape_name(id);
-  for (const auto& [name, repo] : bundled_repos(dir, names))
-    if (shape_name(repo) == want) return name;
-  return std::nullopt;
+  std::vector<std::string> all = bundles_with_shapes_of(id, dir, names);
+  if (all.empty()) return std::nullopt;
+  return all.front();
 }
 
 std::string hub_cache_dir() {

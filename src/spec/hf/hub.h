@@ -35,6 +35,11 @@ std::string shape_name(const std::string& id);
 /// measured rows), where only the shapes are taken from the model.
 std::optional<std::string> bundled_with_shapes_of(const std::string& id, const std::string& dir,
                                                   const std::vector<std::string>& names);
+/// Every bundled model whose source repository has `id`'s shape_name, in `names` order: more
+/// than one may differ in shapes the name does not tell (glm-4-9b-chat and GLM-4-9B-0414), which
+/// the caller checks.
+std::vector<std::string> bundles_with_shapes_of(const std::string& id, const std::string& dir,
+                                                const std::vector<std::string>& names);
 
 /// The Hugging Face hub cache folder: $HF_HUB_CACHE, else $HF_HOME/hub, else
 /// $XDG_CACHE_HOME/huggingface/hub, else ~/.cache/huggingface/hub (huggingface_hub's order).

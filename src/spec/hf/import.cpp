@@ -361,9 +361,12 @@ bool ssm_hybrid_kinds(const family_reader& r, std::int64_t count, std::vector<at
   ffn.assign(static_cast<std::size_t>(count), ffn_kind::dense);
   std::string o;
   if (rule == layer_rule::indexed_hybrid || rule == layer_rule::conv_hybrid) {
-    // Bamba, LFM2 without layer_types: attention on the listed 0-based layers (none listed:
-    // every layer a mixer).
+    // Bamba, LFM2 without layer_types: attention on the listed 0-based layers. None listed:
+    // BambaConfig makes every layer a mixer, Lfm2Config every layer attention (its
+    // full_attn_idxs defaults to range(num_hidden_layers)).
     origin = r.field("attn_layers");
+    if (!r.given("attn_layers") && rule == layer_rule::conv_hybrid)
+      attn.assign(static_cast<std::size_t>(count), attn_kind::full);
     if (r.given("attn_layers"))
       for (std::int64_t i : r.integers("attn_layers", o)) {
         if (i < 0 || i >= count)
@@ -1246,7 +1249,7 @@ imported translate(const hf_json& doc, const std::string& name, const std::strin
   layers.kids.push_back(scalar("count", std::to_string(count), o));
   if (quant)
     for (const auto& [role, k] : quant->kept_roles)
-      if (!k.all && static_cast<std::int64_t>(k.layers.size()) != count)
+      if (!k.all && role != "router" && static_cast<std::int64_t>(k.layers.size()) != count)
         throw spec_error(k.where, k.field,
                          fmt::format("the {} of {} of the {} layers stays unquantised; calc keeps "
                                      "one format per role",
@@ -1270,6 +1273,21 @@ imported translate(const hf_json& doc, const std::string& name, const std::strin
     ffn = ffn_kinds(r, count, ffn_origin);
   }
   if (quant) check_attention_inputs(r, *quant, attn);
+  if (quant && quant->kept_roles.count("router") && !quant->kept_roles.at("router").all) {
+    // Routers listed layer by layer: every MoE layer's, or some routers would be quantised
+    // and others not. Layers past num_hidden_layers are the MTP block's, not counted.
+    const quant_formats::kept_role& k = quant->kept_roles.at("router");
+    std::set<std::int64_t> listed, moe;
+    for (std::int64_t l : k.layers)
+      if (l < count) listed.insert(l);
+    for (std::size_t i = 0; i < ffn.size(); ++i)
+      if (ffn[i] == ffn_kind::moe) moe.insert(static_cast<std::int64_t>(i));
+    if (listed != moe)
+      throw spec_error(k.where, k.field,
+                       fmt::format("the routers of {} of the {} MoE layers stay unquantised; calc "
+                                   "keeps one format per role",
+                                   listed.size(), moe.size()));
+  }
 
   std::vector<combo> layer(static_cast<std::size_t>(count));
   std::map<combo, std::int64_t> freq;

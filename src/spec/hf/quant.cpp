@@ -363,20 +363,13 @@ std::optional<quant_formats> read_quant(const hf_object& root, const hf_json* mo
   // in modules_to_not_convert.
   if (method == "compressed-tensors" && f.kept_roles.count("router")) {
     // compressed-tensors lists each MoE layer's router (GLM-4.5-FP8: model.layers.3.mlp.gate
-    // to model.layers.92.mlp.gate, the MTP layer included); a dense layer has none to list. A
-    // run of consecutive layers from the first MoE layer on reads as every router; a list with
-    // gaps would quantise some routers and not others, which one format per role cannot say.
+    // to model.layers.92.mlp.gate, the MTP layer included); a dense layer has none to list. The
+    // caller checks the listed layers against the model's MoE layers: every router kept, or an
+    // error (one format per role).
     quant_formats::kept_role& k = f.kept_roles["router"];
-    if (!k.all && !k.layers.empty() &&
-        *k.layers.rbegin() - *k.layers.begin() + 1 != static_cast<std::int64_t>(k.layers.size()))
-      throw spec_error(k.where, k.field,
-                       fmt::format("the routers of {} layers between {} and {} stay unquantised, "
-                                   "not a consecutive run; calc keeps one format per role",
-                                   k.layers.size(), *k.layers.begin(), *k.layers.rbegin()));
-    if (!k.all)
+    if (!k.all && !k.layers.empty())
       k.why = fmt::format("the ignore list names the routers of layers {} to {}",
                           *k.layers.begin(), *k.layers.rbegin());
-    k.all = true;
   }
   bool block_fp8 = (method == "fp8" || method == "FP8") && q->has("weight_block_size");
   if ((from_modelopt || block_fp8) && has_routers) {
