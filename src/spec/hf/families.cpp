@@ -3,6 +3,8 @@
 // the way the reference implementation reads it.
 #include "spec/hf/families.h"
 
+#include <algorithm>
+
 namespace calc::hf {
 
 using nlohmann::json;
@@ -919,6 +921,16 @@ const std::vector<family>& families() {
     return t;
   }();
   return all;
+}
+
+std::string family_table_file(const std::string& model_type) {
+  auto in = [&](const std::vector<family>& table) {
+    return std::any_of(table.begin(), table.end(),
+                       [&](const family& f) { return f.model_type == model_type; });
+  };
+  if (in(ssm_families())) return "families_ssm.cpp";
+  if (in(more_families())) return "families_more.cpp";
+  return "families.cpp";
 }
 
 const family* find_family(const std::string& model_type, const std::vector<std::string>& archs) {

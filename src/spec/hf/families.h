@@ -104,6 +104,10 @@ const std::map<std::string, std::string>& common_names();
 /// Every family, in the order `calc import` lists them.
 const std::vector<family>& families();
 
+/// The source file under src/spec/hf/ that holds `model_type`'s table (families.cpp,
+/// families_more.cpp or families_ssm.cpp), for the header `calc import` writes.
+std::string family_table_file(const std::string& model_type);
+
 /// The state-space families read since the first hybrids (families_ssm.cpp): jamba, mamba,
 /// falcon_mamba, bamba, lfm2; families() lists them last.
 std::vector<family> ssm_families();

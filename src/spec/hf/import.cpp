@@ -1408,15 +1408,12 @@ imported translate(const hf_json& doc, const std::string& name, const std::strin
 
   std::int64_t mtp = r.integer("mtp_layers", o);
   auto write = [&](bool annotate) {
-    const std::vector<family> ssm = ssm_families();
-    const bool ssm_table = std::any_of(
-        ssm.begin(), ssm.end(), [&](const family& f) { return f.model_type == fam->model_type; });
     std::string header = fmt::format(
         "# Imported by `calc import` from {} (model_type {}: the {} table in "
         "src/spec/hf/{}).\n"
         "# Each value names the config field it came from, or the family default it took.\n",
         doc.file(), fam->model_type, fam->model_type,
-        ssm_table ? "families_ssm.cpp" : "families.cpp");
+        family_table_file(fam->model_type));
     if (!fam->not_counted.empty()) header += fmt::format("# Not counted: {}.\n", fam->not_counted);
     if (!read_as.empty()) header += fmt::format("# Family: {}.\n", read_as);
     std::string out =
