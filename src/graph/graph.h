@@ -34,8 +34,10 @@ struct graph {
   std::vector<layer_group> groups;
 };
 
-/// Expands the spec into one entry per layer.
+/// Expands the spec into one entry per layer. The graph points at `spec`, which must outlive
+/// it: a temporary spec does not compile.
 graph build_graph(const model_spec& spec);
+graph build_graph(const model_spec&& spec) = delete;
 
 /// Whether any layer's attention is of kind T (e.g. attention_mla).
 template <typename T>

@@ -193,7 +193,8 @@ struct row_mapper::impl {
         r.by_shape = true;
         std::optional<std::pair<checked, checked>> first;
         for (const std::string& name : same) {
-          graph g = build_graph(read_model_file(resolve_model_path(name)));
+          model_spec spec = read_model_file(resolve_model_path(name));
+          graph g = build_graph(spec);  // keeps a pointer to spec
           std::pair<checked, checked> shape{tally_params(g).total, tally_state(g, 4096).total};
           if (!first) first = shape;
           if (shape != *first)
