@@ -18,7 +18,7 @@ TEST_CASE("serve step: experts touched under a skewed popularity, between equal 
     CAPTURE(name);
     model m(name);
     deployment d = make_deployment(m.g, find_gpu("h200"), {});
-    const op_cost& moe =
+    op_cost moe =  // a copy: the step's costs are a temporary
         cost_step(d, {32, 1024, 0, 0}).ops[static_cast<std::size_t>(op_class::moe_gemm)];
     experts_plan equal = plan_experts(m.g, 32, {routing::kind::zipf, 0.0});
     experts_plan skewed = plan_experts(m.g, 32, {routing::kind::zipf, 1.2});
