@@ -15,19 +15,16 @@
 #include "spec/hf/hub.h"
 #include "spec/model_reader.h"
 #include "tally/tally.h"
+#include "hf_counts.h"
 #include "test_model.h"
 
 using namespace calc;
 
 namespace {
 
-std::int64_t params(const testing::model& m) { return tally_params(m.g).total.value(); }
-std::int64_t weight_bytes(const testing::model& m) {
-  return tally_params(m.g).weight_bytes.value();
-}
-std::int64_t state(const testing::model& m, std::int64_t n) {
-  return tally_state(m.g, n).total.value();
-}
+using testing::params;
+using testing::weight_bytes;
+using testing::state;
 
 // A BF16 KV cache of `layers` full-attention layers, each keeping K and V of `kv_heads` x
 // `head_dim` per token, for `tokens` tokens.

@@ -13,23 +13,17 @@
 #include "scratch.h"
 #include "spec/hf/import.h"
 #include "tally/tally.h"
+#include "hf_counts.h"
 #include "test_model.h"
 
 using namespace calc;
 
 namespace {
 
-std::string fixture(const std::string& name) {
-  return std::string(CALC_SOURCE_DIR) + "/tests/fixtures/hf/" + name;
-}
-
-std::int64_t params(const testing::model& m) { return tally_params(m.g).total.value(); }
-std::int64_t weight_bytes(const testing::model& m) {
-  return tally_params(m.g).weight_bytes.value();
-}
-std::int64_t state(const testing::model& m, std::int64_t n) {
-  return tally_state(m.g, n).total.value();
-}
+using testing::fixture;
+using testing::params;
+using testing::weight_bytes;
+using testing::state;
 
 // One FP8 (e4m3) matrix of `rows` x `cols` as DeepSeek and MiniMax store it: a byte a value and
 // an FP32 scale (weight_scale_inv) per 128 x 128 block, the grid rounded up on each side.

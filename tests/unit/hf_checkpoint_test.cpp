@@ -12,6 +12,7 @@
 
 #include "cli/cli.h"
 #include "common/error.h"
+#include "hf_counts.h"
 #include "scratch.h"
 #include "spec/hf/checkpoint.h"
 #include "spec/hf/import.h"
@@ -22,9 +23,7 @@ using nlohmann::json;
 
 namespace {
 
-std::string fixture(const std::string& name) {
-  return std::string(CALC_SOURCE_DIR) + "/tests/fixtures/hf/" + name;
-}
+using testing::fixture;
 
 /// A safetensors header for (name, dtype, shape) tensors laid end to end; no data follows.
 struct header_writer {

@@ -11,11 +11,16 @@
 #include "spec/hf/import.h"
 #include "spec/model_reader.h"
 #include "tally/tally.h"
+#include "hf_counts.h"
 #include "test_model.h"
 
 using namespace calc;
 
 namespace {
+
+using testing::params;
+using testing::weight_bytes;
+using testing::state;
 
 // The fixtures beside the bundled models (models_dir() is <source>/models), so this file needs no
 // CALC_SOURCE_DIR of its own.
@@ -23,14 +28,7 @@ std::string fixture(const std::string& name) {
   return models_dir() + "/../tests/fixtures/hf/" + name;
 }
 
-std::int64_t params(const testing::model& m) { return tally_params(m.g).total.value(); }
 std::int64_t active(const testing::model& m) { return tally_params(m.g).active.value(); }
-std::int64_t weight_bytes(const testing::model& m) {
-  return tally_params(m.g).weight_bytes.value();
-}
-std::int64_t state(const testing::model& m, std::int64_t n) {
-  return tally_state(m.g, n).total.value();
-}
 
 }  // namespace
 

@@ -10,23 +10,17 @@
 
 #include "spec/hf/import.h"
 #include "tally/tally.h"
+#include "hf_counts.h"
 #include "test_model.h"
 
 using namespace calc;
 
 namespace {
 
-std::string fixture(const std::string& name) {
-  return std::string(CALC_SOURCE_DIR) + "/tests/fixtures/hf/" + name;
-}
-
-std::int64_t params(const testing::model& m) { return tally_params(m.g).total.value(); }
-std::int64_t weight_bytes(const testing::model& m) {
-  return tally_params(m.g).weight_bytes.value();
-}
-std::int64_t state(const testing::model& m, std::int64_t n) {
-  return tally_state(m.g, n).total.value();
-}
+using testing::fixture;
+using testing::params;
+using testing::weight_bytes;
+using testing::state;
 
 testing::model from_json(const std::string& json) {
   return testing::model::from_text(hf::import_text(json, "config.json", "t").plain);

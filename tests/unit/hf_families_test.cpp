@@ -15,6 +15,7 @@
 #include "spec/hf/import.h"
 #include "tally/call.h"
 #include "tally/tally.h"
+#include "hf_counts.h"
 #include "test_model.h"
 
 using namespace calc;
@@ -22,9 +23,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string fixture(const std::string& name) {
-  return std::string(CALC_SOURCE_DIR) + "/tests/fixtures/hf/" + name;
-}
+using testing::fixture;
+using testing::params;
+using testing::state;
 
 std::string text_of(const std::string& path) {
   std::ifstream in(path);
@@ -33,10 +34,6 @@ std::string text_of(const std::string& path) {
   return s.str();
 }
 
-std::int64_t params(const testing::model& m) { return tally_params(m.g).total.value(); }
-std::int64_t state(const testing::model& m, std::int64_t n) {
-  return tally_state(m.g, n).total.value();
-}
 
 /// The one-line error importing a fixture folder raises, or "".
 std::string folder_error(const std::string& name) {

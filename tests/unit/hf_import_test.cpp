@@ -18,6 +18,7 @@
 #include "spec/hf/import.h"
 #include "tally/call.h"
 #include "tally/tally.h"
+#include "hf_counts.h"
 #include "test_model.h"
 
 using namespace calc;
@@ -25,9 +26,9 @@ using testing::import_error;
 
 namespace {
 
-std::string fixture(const std::string& name) {
-  return std::string(CALC_SOURCE_DIR) + "/tests/fixtures/hf/" + name;
-}
+using testing::fixture;
+using testing::params;
+using testing::state;
 
 /// A model read from a config the way `--model path/config.json` reads it.
 testing::model imported(const std::string& name, std::vector<std::string> sets = {}) {
@@ -43,10 +44,6 @@ std::string open_config(const std::string& name) {
   return base.substr(0, base.rfind('}'));
 }
 
-std::int64_t params(const testing::model& m) { return tally_params(m.g).total.value(); }
-std::int64_t state(const testing::model& m, std::int64_t n) {
-  return tally_state(m.g, n).total.value();
-}
 
 }  // namespace
 

@@ -15,6 +15,7 @@
 #include "spec/hf/import.h"
 #include "tally/kinds.h"
 #include "tally/tally.h"
+#include "hf_counts.h"
 #include "test_model.h"
 
 using namespace calc;
@@ -23,12 +24,9 @@ using testing::model;
 
 namespace {
 
-std::string fixture(const std::string& name) {
-  return std::string(CALC_SOURCE_DIR) + "/tests/fixtures/hf/" + name;
-}
-
-std::int64_t params(const model& m) { return tally_params(m.g).total.value(); }
-std::int64_t state(const model& m, std::int64_t n) { return tally_state(m.g, n).total.value(); }
+using testing::fixture;
+using testing::params;
+using testing::state;
 
 const attention_mamba2& mixer_at(const model& m, std::size_t layer) {
   return std::get<attention_mamba2>(m.g.layers.at(layer).attention);

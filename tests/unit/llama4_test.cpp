@@ -12,20 +12,16 @@
 #include "tally/closed_form.h"
 #include "tally/kinds.h"
 #include "tally/tally.h"
+#include "hf_counts.h"
 #include "test_model.h"
 
 using namespace calc;
 
 namespace {
 
-std::string fixture(const std::string& name) {
-  return std::string(CALC_SOURCE_DIR) + "/tests/fixtures/hf/" + name;
-}
-
-std::int64_t params(const testing::model& m) { return tally_params(m.g).total.value(); }
-std::int64_t state(const testing::model& m, std::int64_t n) {
-  return tally_state(m.g, n).total.value();
-}
+using testing::fixture;
+using testing::params;
+using testing::state;
 
 const char* const kScout = "meta-llama--Llama-4-Scout-17B-16E-Instruct";
 const char* const kMaverick = "meta-llama--Llama-4-Maverick-17B-128E-Instruct";
