@@ -154,12 +154,17 @@ TEST_CASE("shape_name: formats, fine-tunes and release dates go, versions and si
   CHECK(hf::shape_name("Qwen/Qwen3-30B-A3B") != hf::shape_name("Qwen/Qwen3-32B"));
 }
 
-TEST_CASE("bundled_with_shapes_of: a re-release of a bundled model's shapes finds it") {
+TEST_CASE("bundles_with_shapes_of: a re-release of a bundled model's shapes finds it") {
   std::vector<std::string> names = bundled_models();
-  CHECK(hf::bundled_with_shapes_of("nvidia/Llama-3.3-70B-Instruct-FP4", models_dir(), names) ==
+  auto first = [&](const std::string& id) -> std::optional<std::string> {
+    std::vector<std::string> all = hf::bundles_with_shapes_of(id, models_dir(), names);
+    if (all.empty()) return std::nullopt;
+    return all.front();
+  };
+  CHECK(first("nvidia/Llama-3.3-70B-Instruct-FP4") ==
         "llama-3.3-70b-instruct");
-  CHECK(hf::bundled_with_shapes_of("moonshotai/Kimi-K2-Thinking", models_dir(), names) ==
+  CHECK(first("moonshotai/Kimi-K2-Thinking") ==
         "kimi-k2-instruct");
-  CHECK(hf::bundled_with_shapes_of("Qwen/Qwen3-14B-FP8", models_dir(), names) == "qwen3-14b");
-  CHECK(hf::bundled_with_shapes_of("Qwen/Qwen3-13B", models_dir(), names) == std::nullopt);
+  CHECK(first("Qwen/Qwen3-14B-FP8") == "qwen3-14b");
+  CHECK(first("Qwen/Qwen3-13B") == std::nullopt);
 }

@@ -133,12 +133,6 @@ std::vector<std::string> bundles_with_shapes_of(const std::string& id, const std
   return out;
 }
 
-std::optional<std::string> bundled_with_shapes_of(const std::string& id, const std::string& dir,
-                                                  const std::vector<std::string>& names) {
-  std::vector<std::string> all = bundles_with_shapes_of(id, dir, names);
-  if (all.empty()) return std::nullopt;
-  return all.front();
-}
 
 std::string hub_cache_dir() {
   namespace fs = std::filesystem;

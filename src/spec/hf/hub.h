@@ -30,14 +30,10 @@ std::optional<std::string> bundled_with_repo(const std::string& id, const std::s
 /// its own ("Mistral-7B-v0.3", a larger vocabulary, is not "Mistral-7B-v0.1").
 std::string shape_name(const std::string& id);
 
-/// The bundled model whose source repository has `id`'s shape_name (the first in `names`
-/// order); none when no model does. For rows whose formats are given apart (calibrate's
-/// measured rows), where only the shapes are taken from the model.
-std::optional<std::string> bundled_with_shapes_of(const std::string& id, const std::string& dir,
-                                                  const std::vector<std::string>& names);
-/// Every bundled model whose source repository has `id`'s shape_name, in `names` order: more
-/// than one may differ in shapes the name does not tell (glm-4-9b-chat and GLM-4-9B-0414), which
-/// the caller checks.
+/// Every bundled model whose source repository has `id`'s shape_name, in `names` order, for rows
+/// whose formats are given apart (calibrate's measured rows), where only the shapes are taken
+/// from the model. More than one may differ in shapes the name does not tell (glm-4-9b-chat and
+/// GLM-4-9B-0414), which the caller checks.
 std::vector<std::string> bundles_with_shapes_of(const std::string& id, const std::string& dir,
                                                 const std::vector<std::string>& names);
 
