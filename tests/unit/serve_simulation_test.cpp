@@ -142,6 +142,16 @@ TEST_CASE("serve engines: each engine pages KV at its documented page size") {
   CHECK(find_engine("sglang").kv_block_tokens == 1);   // page_size
   CHECK(find_engine("trtllm").kv_block_tokens == 32);  // tokens_per_block
   CHECK(engine_batching(find_engine("trtllm"), 8, 8).kv_block_tokens == 32);
+  // The simulation holds KV in whole pages: one page larger than the pool (5.5 GB on an RTX
+  // 4090, 128 KiB a token of Llama-3.1-8B) cannot hold even one 2,560-token request.
+  model m("llama-3.1-8b");
+  deployment d = make_deployment(m.g, find_gpu("rtx-4090"), {});
+  std::vector<arrival> a = burst(4, 512, 2048);
+  batching_config fine = engine_config("vllm", 512, 2048);
+  batching_config coarse = fine;
+  coarse.kv_block_tokens = 65536;
+  CHECK(simulate(d, fine, coefficients{}, a).requests == 4);
+  CHECK_THROWS_AS(simulate(d, coarse, coefficients{}, a), spec_error);
 }
 
 TEST_CASE("serve simulation: more KV never preempts more; a bigger card removes preemption") {
