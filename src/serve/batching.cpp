@@ -31,7 +31,8 @@ const std::vector<engine_defaults>& engines() {
        .kv_block_tokens = 1,
        .source = "SGLang ServerArgs defaults (sglang/srt/server_args.py): chunked_prefill_size "
                  "8192 on large GPUs, prefill batches run apart from decode (enable_mixed_chunk "
-                 "off), max_running_requests bounded by the token pool, mem_fraction_static ~0.88, page_size 1",
+                 "off), max_running_requests bounded by the token pool, mem_fraction_static ~0.88, "
+                 "page_size 1",
        .kv = kv_policy::retract},
       {.name = "trtllm",
        .max_num_batched_tokens = 8192,
@@ -42,7 +43,8 @@ const std::vector<engine_defaults>& engines() {
        .kv_block_tokens = 32,
        .source = "TensorRT-LLM PyTorch backend defaults (tensorrt_llm/llmapi/llm_args.py): "
                  "max_num_tokens 8192, max_batch_size 2048, in-flight batching of context and "
-                 "generation, kv_cache free_gpu_memory_fraction 0.9 and tokens_per_block 32, capacity scheduler "
+                 "generation, kv_cache free_gpu_memory_fraction 0.9 and tokens_per_block 32, "
+                 "capacity scheduler "
                  "GUARANTEED_NO_EVICT (a request is admitted with blocks for its whole length)",
        .kv = kv_policy::reserve_whole},
   };
@@ -102,7 +104,8 @@ scenario make_scenario(const deployment& d, const batching_config& cfg, std::int
   // every stage of their output (reserving the whole length for vLLM and SGLang capped rows
   // such as Llama-3.1-70B 1024 x 8192 at 64 clients on one B200, measured at 0.4 s TTFT, with
   // a wait for slots of minutes).
-  std::int64_t held = cfg.kv == kv_policy::reserve_whole ? cfg.isl + cfg.osl : cfg.isl + cfg.osl / 2;
+  std::int64_t held =
+      cfg.kv == kv_policy::reserve_whole ? cfg.isl + cfg.osl : cfg.isl + cfg.osl / 2;
   double per_request =
       tally_state(g, held).total.to_double() * d.kv_share / static_cast<double>(d.layout.pp);
   double fit = per_request > 0 ? std::floor(pool / per_request) : 1e18;

@@ -104,7 +104,8 @@ std::vector<family> ssm_families() {
                                     {"dt_rank", "auto"},
                                     {"dt_norms", true}})},
       mamba1_only("mamba", {"MambaForCausalLM"}, true),
-      mamba1_only("falcon_mamba", {"FalconMambaForCausalLM"}, true),  // FalconMambaConfig: tie_word_embeddings True
+      // FalconMambaConfig: tie_word_embeddings True (the 7B release sets false).
+      mamba1_only("falcon_mamba", {"FalconMambaForCausalLM"}, true),
       // BambaConfig (ibm-ai-platform/Bamba-9B and its v2): GQA attention (no biases; partial
       // rotary counts nothing) on the 0-based attn_layer_indices, a Mamba2 mixer with the gated
       // RMSNorm on the others, mamba_n_heads x mamba_d_head wide (mamba_d_head "auto": the

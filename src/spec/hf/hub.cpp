@@ -110,7 +110,8 @@ std::string shape_name(const std::string& id) {
     bool date = word.size() == 4 && std::all_of(word.begin(), word.end(), [](unsigned char c) {
                   return std::isdigit(c) != 0;
                 });
-    if (!word.empty() && !date && !release_words.count(word)) out += (out.empty() ? "" : "-") + word;
+    if (!word.empty() && !date && !release_words.count(word))
+      out += (out.empty() ? "" : "-") + word;
     word.clear();
   };
   for (char c : name) {
