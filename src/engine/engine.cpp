@@ -569,8 +569,10 @@ const std::vector<rule_boundary>& rule_boundaries() {
        "a 0.5.9 startup log (kvcache-ai/ktransformers #1870, fixture "
        "qwen3.5-397b-a17b-sglang-0.5.9-tp2) prints the split's 82 state slots and their "
        "conv/ssm sizes; fixture nemotron-3-nano-30b-a3b-sglang-xpu-tp4-no-radix the pool "
-       "without the radix cache; calc keys major.minor, so 0.5.0-0.5.1 (before Qwen3-Next) and 0.5.x "
-       "before PR #11679 (ratio 0.2: pass --mamba-full-memory-ratio 0.2) share the row",
+       "without the radix cache; the pool was on main before v0.5.3rc0 (PR #10468, "
+       "2025-09-15: follow-ups such as PR #10400 landed 2025-09-13), so 0.5.3rc0 carries it, "
+       "0.5.2 not established; calc keys major.minor, so 0.5.0-0.5.1 (before Qwen3-Next) and "
+       "0.5.x before PR #11679 (ratio 0.2: pass --mamba-full-memory-ratio 0.2) share the row",
        false},
   };
   return table;
