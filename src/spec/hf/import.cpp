@@ -147,6 +147,7 @@ class family_reader {
     origin = v.origin;
     if (given(role)) {  // located type check
       auto [o, k] = at(field(role));
+      if (o.value(k).is_array() && per_layer(role)) return uniform_entry(o, k, origin);
       return o.integer(k);
     }
     return v.value.get<std::int64_t>();
@@ -198,6 +199,25 @@ class family_reader {
   }
 
  private:
+  /// Whether the family reads the role's field as a per-layer list (families.h).
+  bool per_layer(const std::string& role) const {
+    return std::find(f_.per_layer_lists.begin(), f_.per_layer_lists.end(), role) !=
+           f_.per_layer_lists.end();
+  }
+
+  /// A per-layer list read as its one value: every entry the same integer, else an error there.
+  std::int64_t uniform_entry(const hf_object& o, const std::string& k, std::string& origin) const {
+    std::vector<std::int64_t> v = o.integers(k);
+    if (v.empty()) o.fail(k, "an empty per-layer list");
+    for (std::int64_t x : v)
+      if (x != v.front())
+        o.fail(k, fmt::format("per-layer values differ ({} and {}); calc reads one value for "
+                              "every layer of {}",
+                              v.front(), x, f_.model_type));
+    origin = fmt::format("{} (the same in all {} per-layer entries)", origin, v.size());
+    return v.front();
+  }
+
   /// "=a/b" or "=a": a default computed from other roles (head_dim = hidden / heads).
   valued derived(const std::string& role, const json& d) const {
     std::string expr = d.get<std::string>().substr(1);
