@@ -1,7 +1,7 @@
 // Families the Hugging Face import reads since issue 21's fifth round
-// (src/spec/hf/families_extra.cpp): hunyuan_v1_dense, hunyuan_v1_moe. Each from a public config
-// (tests/fixtures/hf, sources and how faithful each copy is in SOURCES.md), its parameters
-// checked against the published total and its state at 8K and 128K worked by hand.
+// (src/spec/hf/families_extra.cpp): hunyuan_v1_dense, hunyuan_v1_moe, ernie4_5. Each from a
+// public config (tests/fixtures/hf, sources and how faithful each copy is in SOURCES.md), its
+// parameters checked against the published total and its state at 8K and 128K worked by hand.
 #include <doctest/doctest.h>
 
 #include <string>
@@ -90,4 +90,27 @@ TEST_CASE("hunyuan: cross-layer attention, per-layer lists that differ and no ti
     "intermediate_size": 512, "num_hidden_layers": 2, "num_attention_heads": 4,
     "vocab_size": 1000})");
   CHECK(untold.find("tie_word_embeddings") != std::string::npos);
+}
+
+TEST_CASE("ernie4_5 (ERNIE-4.5-0.3B): GQA 16/2 x 128, one use_bias flag, tied; 360,748,032") {
+  // Published: baidu/ERNIE-4.5-0.3B-PT, the card's 0.36B. By hand, per layer: Q 1024 x 2048 and
+  // O 2048 x 1024 = 4,194,304, K and V 2 x 1024 x 256 = 524,288; SwiGLU 3 x 1024 x 3072 =
+  // 9,437,184; two norms 2,048; together 14,157,824, x 18 = 254,840,832; the tied 103424 x 1024
+  // table 105,906,176; the final norm 1,024.
+  testing::model m(fixture("ernie-4.5-0.3b-pt.json"));
+  CHECK(params(m) == 360'748'032);
+  CHECK(weight_bytes(m) == 2LL * 360'748'032);
+  // 2 KV heads x 128, K and V in bf16: 1,024 B per token and layer, x 18 = 18,432 B per token.
+  //   8K:   8192 x 18,432 = 150,994,944 B
+  //   128K: 131072 x 18,432 = 2,415,919,104 B
+  CHECK(state(m, 8192) == 150'994'944);
+  CHECK(state(m, 131072) == 2'415'919'104);
+  // use_bias true would put biases on the gated MLP too: refused at the field; head_dim and the
+  // KV heads take no default.
+  const std::string dims = R"("model_type": "ernie4_5", "hidden_size": 256, "intermediate_size": 512,
+    "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 1000)";
+  CHECK(import_error("{" + dims + R"(, "num_key_value_heads": 2, "head_dim": 64,
+    "use_bias": true})").find("use_bias") != std::string::npos);
+  CHECK(import_error("{" + dims + R"(, "num_key_value_heads": 2})").find("head_dim") !=
+        std::string::npos);
 }

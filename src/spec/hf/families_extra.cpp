@@ -72,8 +72,29 @@ family hunyuan_v1_moe() {
           .per_layer_lists = {"top_k", "moe_intermediate", "shared_experts"}};
 }
 
+// Ernie4_5Config (baidu/ERNIE-4.5-0.3B-PT / -Base-PT; the remote code's Ernie4_5_ForCausalLM
+// alike): Llama's layers -- GQA with head_dim given apart from hidden / heads, the SwiGLU MLP,
+// two RMSNorms a layer -- with one use_bias flag for Q/K/V, O and the MLP (calc's gated MLP has
+// no biases: true is an error at use_bias), a tied head by the class default. The MoE models
+// (ernie4_5_moe, families.cpp) share the attention. No default is taken for KV heads or head_dim:
+// the class's own (2 and 128) fit only the 0.3B, so a config that leaves them out is an error.
+family ernie4_5() {
+  json d = gqa_defaults({{"tie", true}});
+  d.erase("kv_heads");
+  d.erase("head_dim");
+  return {.model_type = "ernie4_5",
+          .architectures = {"Ernie4_5ForCausalLM", "Ernie4_5_ForCausalLM"},
+          .names = {{"qkv_bias", "use_bias"},
+                    {"o_bias", "use_bias"},
+                    {"mlp_bias", "use_bias"},
+                    {"window", ""}},
+          .defaults = std::move(d)};
+}
+
 }  // namespace
 
-std::vector<family> extra_families() { return {hunyuan_v1_dense(), hunyuan_v1_moe()}; }
+std::vector<family> extra_families() {
+  return {hunyuan_v1_dense(), hunyuan_v1_moe(), ernie4_5()};
+}
 
 }  // namespace calc::hf
