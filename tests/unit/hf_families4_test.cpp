@@ -107,8 +107,8 @@ TEST_CASE("ernie4_5 (ERNIE-4.5-0.3B): GQA 16/2 x 128, one use_bias flag, tied; 3
   CHECK(state(m, 131072) == 2'415'919'104);
   // use_bias true would put biases on the gated MLP too: refused at the field; head_dim and the
   // KV heads take no default.
-  const std::string dims = R"("model_type": "ernie4_5", "hidden_size": 256, "intermediate_size": 512,
-    "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 1000)";
+  const std::string dims = R"("model_type": "ernie4_5", "hidden_size": 256,
+    "intermediate_size": 512, "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 1000)";
   CHECK(import_error("{" + dims + R"(, "num_key_value_heads": 2, "head_dim": 64,
     "use_bias": true})").find("use_bias") != std::string::npos);
   CHECK(import_error("{" + dims + R"(, "num_key_value_heads": 2})").find("head_dim") !=
