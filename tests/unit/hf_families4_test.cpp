@@ -114,3 +114,21 @@ TEST_CASE("ernie4_5 (ERNIE-4.5-0.3B): GQA 16/2 x 128, one use_bias flag, tied; 3
   CHECK(import_error("{" + dims + R"(, "num_key_value_heads": 2})").find("head_dim") !=
         std::string::npos);
 }
+
+TEST_CASE("bundles of the fifth round read as their fixtures do, and by their Hugging Face ids") {
+  // Each bundle is `calc import` of its fixture with the name and source edited.
+  const std::pair<const char*, const char*> bundles[] = {
+      {"hunyuan-a13b-instruct", "hunyuan-a13b-github.json"},
+      {"ernie-4.5-0.3b-pt", "ernie-4.5-0.3b-pt.json"}};
+  for (const auto& b : bundles) {
+    std::string name = b.first;
+    CAPTURE(name);
+    testing::model bundled(name);
+    testing::model imported(fixture(b.second));
+    CHECK(params(bundled) == params(imported));
+    CHECK(weight_bytes(bundled) == weight_bytes(imported));
+    CHECK(state(bundled, 131072) == state(imported, 131072));
+  }
+  CHECK(params(testing::model("tencent/Hunyuan-A13B-Instruct")) == 80'393'183'232);
+  CHECK(params(testing::model("baidu/ERNIE-4.5-0.3B-PT")) == 360'748'032);
+}
