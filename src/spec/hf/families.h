@@ -113,7 +113,8 @@ const std::map<std::string, std::string>& common_names();
 const std::vector<family>& families();
 
 /// The source file under src/spec/hf/ that holds `model_type`'s table (families.cpp,
-/// families_more.cpp or families_ssm.cpp), for the header `calc import` writes.
+/// families_more.cpp, families_extra.cpp or families_ssm.cpp), for the header `calc import`
+/// writes.
 std::string family_table_file(const std::string& model_type);
 
 /// The state-space families read since the first hybrids (families_ssm.cpp): jamba, mamba,
