@@ -1004,6 +1004,7 @@ std::string quoted(const std::string& s) {
 struct stored_formats {
   std::string block_scale;  // FP8 block or row scales (`*.weight_scale_inv`, compressed-tensors'
                             // `*.weight_scale` [out, 1]): "fp32", "bf16", "fp16"
+  std::string stored_scale;  // compressed-tensors' weight_scale of any strategy
   std::string dtype;        // the dtype of most unquantised weight-matrix bytes
   std::string router_bias;  // the MoE routing bias (`*.e_score_correction_bias`)
   std::string ssm_params;   // `A_log` and `D` (Mamba2), `A_log` and the gated norm (GDN)
@@ -1030,9 +1031,13 @@ stored_formats formats_in_headers(const std::string& config_path) {
       out.block_scale = name->second;
     }
     // compressed-tensors' per-row scales (weight_scale [out, 1]), when no block scale said it.
-    if (t.name.ends_with(".weight_scale") && t.shape.size() == 2 && t.shape[1] == 1 &&
-        out.block_scale.empty() && name != calc_name.end())
+    // compressed-tensors' scales of any strategy (weight_scale [out, 1] per row, [out, groups]
+    // per group, [rows / R, columns / C] per block), when no block scale said it.
+    if (t.name.ends_with(".weight_scale") && t.shape.size() == 2 && out.block_scale.empty() &&
+        name != calc_name.end()) {
       out.block_scale = name->second;
+      out.stored_scale = name->second;
+    }
     // The vectors some checkpoints keep wider than their norms, as the first one stored says:
     // a Mamba2 mixer's A_log and D, a Gated DeltaNet layer's A_log and gated norm
     // (linear_attn.norm.weight), calc's ssm_params role.
@@ -1164,7 +1169,8 @@ imported translate(const hf_json& doc, const std::string& name, const std::strin
   }
   std::optional<quant_formats> quant =
       read_quant(root, modelopt, /*has_routers=*/fam->ffn == ffn_family::moe,
-                 stored.block_scale.empty() ? fam->fp8_block_scale : stored.block_scale);
+                 stored.block_scale.empty() ? fam->fp8_block_scale : stored.block_scale,
+                 stored.stored_scale, dtype);
   if (!quant) {
     precision.kids.push_back(scalar("weights", dtype, dtype_origin));
     precision.kids.push_back(
@@ -1182,11 +1188,16 @@ imported translate(const hf_json& doc, const std::string& name, const std::strin
     else if (!quant->kept_roles.count("attention"))
       precision.kids.push_back(scalar("attention", quant->weights, quant->origin));
     for (const char* role : {"experts", "shared_experts", "dense_ffn"})
-      precision.kids.push_back(scalar(role, quant->weights, quant->origin));
+      if (!quant->kept_roles.count(role))  // a role the ignore list keeps stays in `weights`
+        precision.kids.push_back(scalar(role, quant->weights, quant->origin));
   } else {
     precision.kids.push_back(scalar("weights", quant->weights, quant->origin));
     if (quant->kept_roles.count("attention"))
       precision.kids.push_back(scalar("attention", dtype, dtype_origin + " (self_attn excluded)"));
+    for (const char* role : {"shared_experts", "dense_ffn"})
+      if (quant->kept_roles.count(role))
+        precision.kids.push_back(
+            scalar(role, dtype, dtype_origin + " (" + quant->kept_roles.at(role).field + ")"));
     if (quant->kept_roles.count("attention_in")) {
       precision.kids.push_back(
           scalar("attention", dtype, dtype_origin + " (self_attn input projections excluded)"));
