@@ -35,7 +35,8 @@ std::string llama(const std::string& weights, const std::string& format = "pack-
     "num_hidden_layers": 2, "vocab_size": 1000, "max_position_embeddings": 4096,
     "rms_norm_eps": 1e-5, "tie_word_embeddings": false, "torch_dtype": "bfloat16",
     "quantization_config": {"quant_method": "compressed-tensors", "format": ")" +
-         format + R"(", "ignore": )" + ignore + R"(, "kv_cache_scheme": null, "config_groups": {"group_0": {"targets": ["Linear"], "input_activations": null,
+         format + R"(", "ignore": )" + ignore + R"(, "kv_cache_scheme": null,
+      "config_groups": {"group_0": {"targets": ["Linear"], "input_activations": null,
       "weights": )" +
          weights + "}}}}";
 }
@@ -81,12 +82,16 @@ TEST_CASE("compressed-tensors pack-quantized W4A16 reads as int4 groups plus wei
   CHECK(y.plain.find("weights: int4:g128:bf16:matrix:int32x2") != std::string::npos);
   CHECK(y.plain.find("head: bf16") != std::string::npos);
   testing::model m = testing::model::from_text(y.plain);
-  // Per layer: q 256x256, k and v 256x128, o 256x256, gate and up 256x512, down 512x256: seven
-  // matrices of 524,288 values in all; each stores values at 4 bits, a BF16 scale per 128
-  // inputs of each output row, and its shape (2 int32). Plus two norms, the BF16 embedding and
-  // head and the final norm.
+  // Per layer (inputs x outputs): q 256x256, k and v 256x128, o 256x256, gate and up 256x512,
+  // down 512x256: seven matrices of 589,824 values in all; each stores values at 4 bits, a BF16
+  // scale per 128 inputs of each output row, and its shape (2 int32). Plus two norms, the BF16
+  // embedding and head and the final norm.
   std::int64_t values = 2 * 256 * 256 + 2 * 256 * 128 + 3 * 256 * 512;
-  std::int64_t scales = 256 * 2 + 256 * 2 + 128 * 2 + 256 * 2 + 512 * 2 + 512 * 2 + 256 * 4;
+  // Scales, out x in / 128: q 256 x 2, k and v 128 x 2, o 256 x 2, gate and up 512 x 2, down
+  // 256 x 4.
+  std::int64_t scales = 256 * 2 + 2 * 128 * 2 + 256 * 2 + 2 * 512 * 2 + 256 * 4;
+  CHECK(values == 589'824);
+  CHECK(scales == 4'608);
   std::int64_t layer = values / 2 + scales * 2 + 7 * 8 + 2 * 256 * 2;
   CHECK(weight_bytes(m) == 2 * layer + 2 * 1000 * 256 * 2 + 256 * 2);
   // The weight_shape tensors alone: 2 layers x 7 matrices x 8 B.
@@ -173,6 +178,8 @@ TEST_CASE("kimi-k2.5 bundle: int4 routed experts, BF16 elsewhere, as the release
   // Exact, the 60 x 384 x 3 weight_shape tensors (552,960 B) included.
   CHECK(weight_bytes(m) == stored);
   CHECK(weight_bytes(imported) == stored);
+  // --model moonshotai/Kimi-K2.5 resolves to the bundle (its source names the repository).
+  CHECK(std::filesystem::path(resolve_model_path("moonshotai/Kimi-K2.5")).stem() == "kimi-k2.5");
   // MLA compact cache in BF16: (512 + 64) x 2 B x 61 layers = 70,272 B a token.
   CHECK(state(m, 8192) == 70'272LL * 8192);
   CHECK(state(m, 131072) == 70'272LL * 131072);

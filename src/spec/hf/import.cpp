@@ -1179,10 +1179,17 @@ imported translate(const hf_json& doc, const std::string& name, const std::strin
     // The router keeps the model dtype: it is part of `weights`, so the quantised matrices are
     // named by role (schema roles attention, experts, shared_experts, dense_ffn).
     const std::string& why = quant->kept_roles.at("router").why;
+    // Whole roles an ignore pattern keeps in `weights` too (Kimi-K2.5: self_attn, the shared
+    // experts, the dense layer's MLP), each with the entry that says so.
+    std::string also;
+    for (const char* role : {"attention", "shared_experts", "dense_ffn"})
+      if (auto k = quant->kept_roles.find(role); k != quant->kept_roles.end())
+        also += fmt::format("; {} excluded: {}", role, k->second.field);
     precision.kids.push_back(
         scalar("weights", dtype,
-               dtype_origin + (why.empty() ? " (router not quantised)"
-                                           : fmt::format(" (router not quantised: {})", why))));
+               dtype_origin + (why.empty() ? " (router not quantised" + also + ")"
+                                           : fmt::format(" (router not quantised: {}{})", why,
+                                                         also))));
     if (quant->kept_roles.count("attention_in"))  // the inputs keep `weights`, o_proj is converted
       precision.kids.push_back(scalar("attention_out", quant->weights, quant->origin));
     else if (!quant->kept_roles.count("attention"))
