@@ -1024,6 +1024,7 @@ std::string quoted(const std::string& s) {
 struct stored_formats {
   std::string block_scale;  // FP8 block or row scales (`*.weight_scale_inv`, compressed-tensors'
                             // `*.weight_scale` [out, 1]): "fp32", "bf16", "fp16"
+  std::string stored_scale;  // compressed-tensors' weight_scale of any strategy
   std::string dtype;        // the dtype of most unquantised weight-matrix bytes
   std::string router_bias;  // the MoE routing bias (`*.e_score_correction_bias`)
   std::string ssm_params;   // `A_log` and `D` (Mamba2), `A_log` and the gated norm (GDN)
@@ -1050,9 +1051,13 @@ stored_formats formats_in_headers(const std::string& config_path) {
       out.block_scale = name->second;
     }
     // compressed-tensors' per-row scales (weight_scale [out, 1]), when no block scale said it.
-    if (t.name.ends_with(".weight_scale") && t.shape.size() == 2 && t.shape[1] == 1 &&
-        out.block_scale.empty() && name != calc_name.end())
+    // compressed-tensors' scales of any strategy (weight_scale [out, 1] per row, [out, groups]
+    // per group, [rows / R, columns / C] per block), when no block scale said it.
+    if (t.name.ends_with(".weight_scale") && t.shape.size() == 2 && out.block_scale.empty() &&
+        name != calc_name.end()) {
       out.block_scale = name->second;
+      out.stored_scale = name->second;
+    }
     // The vectors some checkpoints keep wider than their norms, as the first one stored says:
     // a Mamba2 mixer's A_log and D, a Gated DeltaNet layer's A_log and gated norm
     // (linear_attn.norm.weight), calc's ssm_params role.
@@ -1184,7 +1189,8 @@ imported translate(const hf_json& doc, const std::string& name, const std::strin
   }
   std::optional<quant_formats> quant =
       read_quant(root, modelopt, /*has_routers=*/fam->ffn == ffn_family::moe,
-                 stored.block_scale.empty() ? fam->fp8_block_scale : stored.block_scale);
+                 stored.block_scale.empty() ? fam->fp8_block_scale : stored.block_scale,
+                 stored.stored_scale, dtype);
   if (!quant) {
     precision.kids.push_back(scalar("weights", dtype, dtype_origin));
     precision.kids.push_back(
@@ -1193,20 +1199,32 @@ imported translate(const hf_json& doc, const std::string& name, const std::strin
     // The router keeps the model dtype: it is part of `weights`, so the quantised matrices are
     // named by role (schema roles attention, experts, shared_experts, dense_ffn).
     const std::string& why = quant->kept_roles.at("router").why;
+    // Whole roles an ignore pattern keeps in `weights` too (Kimi-K2.5: self_attn, the shared
+    // experts, the dense layer's MLP), each with the entry that says so.
+    std::string also;
+    for (const char* role : {"attention", "shared_experts", "dense_ffn"})
+      if (auto k = quant->kept_roles.find(role); k != quant->kept_roles.end())
+        also += fmt::format("; {} excluded: {}", role, k->second.field);
     precision.kids.push_back(
         scalar("weights", dtype,
-               dtype_origin + (why.empty() ? " (router not quantised)"
-                                           : fmt::format(" (router not quantised: {})", why))));
+               dtype_origin + (why.empty() ? " (router not quantised" + also + ")"
+                                           : fmt::format(" (router not quantised: {}{})", why,
+                                                         also))));
     if (quant->kept_roles.count("attention_in"))  // the inputs keep `weights`, o_proj is converted
       precision.kids.push_back(scalar("attention_out", quant->weights, quant->origin));
     else if (!quant->kept_roles.count("attention"))
       precision.kids.push_back(scalar("attention", quant->weights, quant->origin));
     for (const char* role : {"experts", "shared_experts", "dense_ffn"})
-      precision.kids.push_back(scalar(role, quant->weights, quant->origin));
+      if (!quant->kept_roles.count(role))  // a role the ignore list keeps stays in `weights`
+        precision.kids.push_back(scalar(role, quant->weights, quant->origin));
   } else {
     precision.kids.push_back(scalar("weights", quant->weights, quant->origin));
     if (quant->kept_roles.count("attention"))
       precision.kids.push_back(scalar("attention", dtype, dtype_origin + " (self_attn excluded)"));
+    for (const char* role : {"shared_experts", "dense_ffn"})
+      if (quant->kept_roles.count(role))
+        precision.kids.push_back(
+            scalar(role, dtype, dtype_origin + " (" + quant->kept_roles.at(role).field + ")"));
     if (quant->kept_roles.count("attention_in")) {
       precision.kids.push_back(
           scalar("attention", dtype, dtype_origin + " (self_attn input projections excluded)"));
