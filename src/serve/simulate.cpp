@@ -351,6 +351,7 @@ class engine_group {
       r.last_ms = t;
     }
     out_.output_tokens += k * count;
+    out_.run_steps += k;
     return k;
   }
 
