@@ -28,9 +28,18 @@ class weighted_samples {
  public:
   void add(double v, std::int64_t n = 1) {
     if (n <= 0) return;
-    samples_.emplace_back(v, n);
     count_ += n;
     sum_ += v * static_cast<double>(n);
+    // A value equal to one of the last few joins it: the percentiles are the same, and a run of
+    // equal steps (whose gaps alternate between two roundings of one step time) keeps a few
+    // entries rather than one per step.
+    std::size_t size = samples_.size();
+    for (std::size_t j = size; j > 0 && j + 4 > size; --j)
+      if (samples_[j - 1].first == v) {
+        samples_[j - 1].second += n;
+        return;
+      }
+    samples_.emplace_back(v, n);
   }
   std::int64_t count() const { return count_; }
   latency_stats summary() {
@@ -68,14 +77,13 @@ class step_clock {
   step_clock(const deployment& d, const coefficients& k) : d_(d), k_(k) {}
   double ms(std::int64_t decode, std::int64_t context, std::int64_t prefill,
             std::int64_t prefill_context) {
-    auto round = [](std::int64_t v, std::int64_t q) { return (v + q / 2) / q * q; };
     // Step time is smooth in each: the decode count exact up to 32, then within 4 requests
     // (1/8 at worst) and 16 past 256; contexts within 512 tokens, prefill chunks within 128.
     std::int64_t b = decode <= 32 ? decode : decode <= 256 ? round(decode, 8) : round(decode, 32);
     std::int64_t p = prefill <= 0    ? 0
                      : prefill < 256 ? std::max<std::int64_t>(32, round(prefill, 32))
                                      : round(prefill, 256);
-    step_shape s{b, round(context, 1024), p, round(prefill_context, 1024)};
+    step_shape s{b, round(context, kContext), p, round(prefill_context, kContext)};
     auto key = std::make_tuple(s.decode, s.decode_context, s.prefill, s.prefill_context);
     auto it = memo_.find(key);
     if (it != memo_.end()) return it->second;
@@ -83,37 +91,103 @@ class step_clock {
     memo_.emplace(key, t);
     return t;
   }
+  /// The largest context the step at `context` shares its time with (the same rounding).
+  static std::int64_t same_time_until(std::int64_t context) {
+    return round(context, kContext) + kContext / 2 - 1;
+  }
 
  private:
+  static std::int64_t round(std::int64_t v, std::int64_t q) { return (v + q / 2) / q * q; }
+  static constexpr std::int64_t kContext = 1024;
   const deployment& d_;
   const coefficients& k_;
   std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t>, double> memo_;
 };
 
 /// KV bytes one request holds on a rank at a length, in whole blocks of the engine's page
-/// size, from the state tally (so windows, latents and fixed state count as the model has them).
+/// size, from the state tally (so windows, latents and fixed state count as the model has them):
+/// the compiled state series (closed_form::state_series, tested equal to tally_state) evaluated
+/// in 64-bit integers where they cannot overflow, or, for the stepwise oracle, tally_state itself.
 class kv_blocks {
  public:
-  kv_blocks(const deployment& d, std::int64_t block_tokens) : d_(d), block_(block_tokens) {}
+  kv_blocks(const deployment& d, std::int64_t block_tokens, bool itemised)
+      : d_(d), block_(block_tokens), itemised_(itemised) {
+    const length_series& series = d.forms.tallies->state_series();
+    series_ = &series;
+    // Each term adds at most coef per token (a floor steps by one), so a block of tokens adds at
+    // most block x the coefficients' sum; a negative coefficient (none of calc's kinds has one)
+    // would let the state shrink with the length, which decode runs assume it never does.
+    int128 widest = series.constant().wide() < 0 ? -series.constant().wide()
+                                                 : series.constant().wide();
+    int128 slope = 0;
+    std::int64_t offset = 0;
+    monotone_ = true;
+    bool narrow = series.constant().fits_int64();
+    for (const floor_term& t : series.terms()) {
+      if (t.coef < 0) monotone_ = false;
+      narrow = narrow && t.coef.fits_int64();
+      int128 c = t.coef.wide() < 0 ? -t.coef.wide() : t.coef.wide();
+      slope += c;
+      offset = std::max<std::int64_t>(offset, t.offset < 0 ? -t.offset : t.offset);
+      terms_.push_back({narrow ? t.coef.value() : 0, t.offset, t.ratio, t.cap});
+    }
+    constant_ = narrow ? series.constant().value() : 0;
+    // |value| <= |constant| + slope x (length + offset): below 2^62 in int64 up to `narrow_`.
+    constexpr int128 limit = int128{1} << 62;
+    if (narrow && slope < limit && widest < limit) {
+      int128 room = (limit - widest) / (slope > 0 ? slope : 1) - offset;
+      narrow_ = static_cast<std::int64_t>(std::min<int128>(room, INT64_MAX / 2));
+    }
+    double growth = static_cast<double>(slope) * static_cast<double>(block_) * d_.kv_share /
+                    static_cast<double>(d_.layout.pp);
+    growth_ = growth < 1e17 ? static_cast<std::int64_t>(std::ceil(growth)) + 2 : -1;
+    if (growth_ < 0) monotone_ = false;
+  }
   /// Tokens the blocks holding `tokens` tokens have room for.
   std::int64_t room(std::int64_t tokens) const { return (tokens + block_ - 1) / block_ * block_; }
   /// Whole blocks' worth of tokens at most `tokens`.
   std::int64_t whole(std::int64_t tokens) const { return tokens / block_ * block_; }
   std::int64_t bytes(std::int64_t tokens) {
     std::int64_t n = room(tokens);
-    auto it = memo_.find(n);
-    if (it != memo_.end()) return it->second;
-    double b =
-        tally_state(*d_.g, n).total.to_double() * d_.kv_share / static_cast<double>(d_.layout.pp);
-    auto v = static_cast<std::int64_t>(std::ceil(b));
-    memo_.emplace(n, v);
-    return v;
+    if (itemised_) {
+      auto it = memo_.find(n);
+      if (it != memo_.end()) return it->second;
+      std::int64_t v = to_rank(tally_state(*d_.g, n).total.to_double());
+      memo_.emplace(n, v);
+      return v;
+    }
+    if (n > narrow_) return to_rank(series_->at(n).to_double());
+    std::int64_t v = constant_;
+    for (const term& t : terms_) {
+      std::int64_t k = (n + t.offset) / t.ratio;
+      v += t.coef * (t.cap >= 0 ? std::min(k, t.cap) : k);
+    }
+    return to_rank(static_cast<double>(v));
   }
+  /// bytes() is non-decreasing in the length (decode runs rely on it).
+  bool monotone() const { return monotone_; }
+  /// The most bytes() grows from one length to the next (a bound; meaningful when monotone).
+  std::int64_t growth() const { return growth_; }
 
  private:
+  /// One rank's share of a request's state, in whole bytes.
+  std::int64_t to_rank(double total) const {
+    double b = total * d_.kv_share / static_cast<double>(d_.layout.pp);
+    return static_cast<std::int64_t>(std::ceil(b));
+  }
+  struct term {
+    std::int64_t coef, offset, ratio, cap;
+  };
   const deployment& d_;
   std::int64_t block_;
-  std::unordered_map<std::int64_t, std::int64_t> memo_;
+  bool itemised_;
+  const length_series* series_ = nullptr;
+  std::vector<term> terms_;
+  std::int64_t constant_ = 0;
+  std::int64_t narrow_ = -1;  // lengths up to this evaluate in int64
+  std::int64_t growth_ = -1;
+  bool monotone_ = false;
+  std::unordered_map<std::int64_t, std::int64_t> memo_;  // the itemised tally's, by length
 };
 
 /// One request in the engine. Its tokens are the prompt plus the outputs returned so far;
@@ -168,6 +242,119 @@ class engine_group {
     r.held = r.room = 0;
   }
 
+  /// A decode run: from time t, the steps in which every running request decodes one token and
+  /// nothing else happens, taken together; returns how many (0: the next step is not provably
+  /// such a step, and the caller schedules it alone). Each step of a run is what schedule()
+  /// would make of it, which the checks below prove before it is taken:
+  /// - every running request is decoding, its last token from the step just ended, and all of
+  ///   them fit the step (the token budget of a mixing engine);
+  /// - none finishes (the step that finishes one is scheduled alone);
+  /// - the pool holds every request's blocks to the run's end, so nothing is preempted or
+  ///   retracted (bytes() never shrinks with the length, so the KV each step asks for fits);
+  /// - no admission: the request cap or the budget is full, or the queue is empty and nothing
+  ///   arrives (the run stops at an arrival), or its front is refused for want of KV at every
+  ///   step: its need at the run's end (vLLM: the blocks it still finds cached only shrink) above
+  ///   the pool now (which only shrinks during the run); SGLang: that need plus new_token_ratio of
+  ///   the outputs still to write, bounded below step by step (each running request's future KV
+  ///   falls by at most growth() a step).
+  /// Per step the clock adds its time, the step count and the gap sample as schedule() would;
+  /// requests and the pool are updated once, at the run's end (their state is the same).
+  std::int64_t decode_run(double& t, std::size_t& next, step_clock& clock,
+                          weighted_samples& itl, double step_bound) {
+    if (running.empty() || !kv_.monotone()) return 0;
+    auto count = static_cast<std::int64_t>(running.size());
+    std::int64_t most = INT64_MAX;  // steps before a request's last token
+    std::int64_t context = 0;       // tokens with KV, summed over the running requests
+    for (std::size_t i : running) {
+      const request_state& r = reqs[i];
+      if (!r.decoding() || r.last_ms != t) return 0;
+      most = std::min(most, r.a->osl - r.generated - 1);
+      context += r.computed;
+    }
+    bool retract = cfg_.kv == kv_policy::retract;
+    std::int64_t budget = cfg_.max_num_batched_tokens;
+    if (cfg_.mixed_prefill) {
+      if (count > budget) return 0;  // some would wait for budget
+      budget -= count;
+    }
+    if (most < 1) return 0;
+    // KV the run's first k steps allocate: non-decreasing in k.
+    auto grown = [&](std::int64_t k) {
+      std::int64_t sum = 0;
+      for (std::size_t i : running) sum += need(reqs[i], reqs[i].computed + k);
+      return sum;
+    };
+    most = last_true(most, [&](std::int64_t k) { return grown(k) <= free_; });
+    if (most < 1) return 0;
+    bool closed = count >= cfg_.max_num_seqs || budget <= 0;
+    bool front = !closed && !waiting.empty();
+    double front_need = 0, front_future = 0, futures = 0, drift = 0;
+    if (front && !retract) {
+      const request_state& f = reqs[waiting.front()];
+      most = last_true(most, [&](std::int64_t k) {
+        return static_cast<double>(admission_need(f, budget, queue_head_ + grown(k))) >
+               static_cast<double>(free_);
+      });
+      if (most < 1) return 0;
+    } else if (front) {
+      const request_state& f = reqs[waiting.front()];
+      front_need = static_cast<double>(admission_need(f, budget, queue_head_ + grown(most)));
+      front_future = static_cast<double>(future_delta(f));
+      std::int64_t sum = 0;
+      for (std::size_t i : running) sum += future_delta(reqs[i]);
+      futures = static_cast<double>(sum);
+      drift = static_cast<double>(count) * static_cast<double>(kv_.growth());
+    }
+    context /= count;  // the mean, rising by one a step
+    double step_ms = 0;
+    std::int64_t same_until = -1;  // the last context the step time holds for
+    std::int64_t k = 0;
+    for (; k < most; ++k) {
+      if (k > 0) {
+        if (!closed && waiting.empty()) {
+          if (next < reqs.size() && reqs[next].a->time_ms <= t) break;  // one to admit
+        } else {
+          while (next < reqs.size() && reqs[next].a->time_ms <= t) waiting.push_back(next++);
+          out_.max_waiting =
+              std::max(out_.max_waiting, static_cast<std::int64_t>(waiting.size()));
+        }
+      }
+      if (front && retract) {
+        // admit()'s left side (in doubles, within 1e-9 of the exact sum) at least this.
+        double least = front_need + ratio_ * (front_future +
+                                              std::max(0.0, futures - static_cast<double>(k) * drift));
+        if (!(least * (1 - 1e-9) > static_cast<double>(free_))) break;
+      }
+      if (k == 0 && front) {
+        request_state& f = reqs[waiting.front()];
+        if (!f.waited_for_kv) ++out_.requests_waited_for_kv;
+        f.waited_for_kv = true;
+      }
+      if (context + k > same_until) {
+        step_ms = clock.ms(count, context + k, 0, 0);
+        same_until = step_clock::same_time_until(context + k);
+      }
+      double start = t;
+      t += step_ms;
+      if (static_cast<double>(++out_.steps) > step_bound)
+        throw spec_error("requests", "the simulation stopped making progress (internal error)");
+      itl.add(t - start, count);
+      // schedule_apart's decode step, no retraction: the ratio falls.
+      if (!cfg_.mixed_prefill) ratio_ = std::max(ratio_ - kRatioDecay, kRatioMin);
+    }
+    if (k == 0) return 0;
+    for (std::size_t i : running) {
+      request_state& r = reqs[i];
+      r.computed += k;
+      r.generated += k;
+      allocate(r, r.computed);
+      r.last_ms = t;
+    }
+    out_.output_tokens += k * count;
+    out_.run_steps += k;
+    return k;
+  }
+
  private:
   /// KV bytes more that `r` needs to hold `tokens` tokens (0 within its blocks). TensorRT-LLM
   /// reserves the whole request at admission.
@@ -189,9 +376,11 @@ class engine_group {
   /// hashes kept: they serve as prefix cache until allocations reach them, so a resume finds
   /// the blocks of its first tokens that were not yet reused (whole blocks, and never the last
   /// token, which it computes to sample).
-  std::int64_t cached_tokens(const request_state& r) const {
+  std::int64_t cached_tokens(const request_state& r) const { return cached_tokens(r, queue_head_); }
+  /// The same when the free queue's front is at `head` (non-increasing in it).
+  std::int64_t cached_tokens(const request_state& r, std::int64_t head) const {
     if (r.cache_bytes <= 0) return 0;
-    std::int64_t evicted = std::clamp<std::int64_t>(queue_head_ - r.cache_at, 0, r.cache_bytes);
+    std::int64_t evicted = std::clamp<std::int64_t>(head - r.cache_at, 0, r.cache_bytes);
     auto tokens = static_cast<std::int64_t>(static_cast<double>(r.cache_tokens) *
                                             static_cast<double>(r.cache_bytes - evicted) /
                                             static_cast<double>(r.cache_bytes));
@@ -258,13 +447,36 @@ class engine_group {
       budget -= n;
     }
   }
+  /// The KV admit() asks of waiting request `r` under `budget` tokens when the free queue's front
+  /// is at `head` (its own check, in one place for decode runs).
+  std::int64_t admission_need(const request_state& r, std::int64_t budget, std::int64_t head) {
+    std::int64_t cached = cached_tokens(r, head);
+    std::int64_t n = std::min(r.tokens() - std::max(r.computed, cached), budget);
+    return need(r, std::max(r.computed, cached) + n);
+  }
+  /// The largest k in [0, hi] with `holds(k)`, for a condition true up to some k and false after
+  /// (0 when it fails at 1).
+  template <class F>
+  static std::int64_t last_true(std::int64_t hi, F holds) {
+    if (hi < 1 || holds(hi)) return std::max<std::int64_t>(hi, 0);
+    std::int64_t lo = 0;  // holds(lo) (or lo = 0); !holds(hi)
+    while (hi - lo > 1) {
+      std::int64_t mid = lo + (hi - lo) / 2;
+      (holds(mid) ? lo : hi) = mid;
+    }
+    return lo;
+  }
   /// SGLang's estimate of the KV a request's remaining outputs will take: new_token_ratio of
   /// them (at most 4096 counted, CLIP_MAX_NEW_TOKENS_ESTIMATION).
   double future_bytes(const request_state& r) {
+    return ratio_ * static_cast<double>(future_delta(r));
+  }
+  /// The KV those outputs take, all of them (before the ratio).
+  std::int64_t future_delta(const request_state& r) {
     std::int64_t left = std::min<std::int64_t>(r.a->osl - r.generated, 4096);
     if (left <= 0) return 0;
     std::int64_t now = std::max(r.tokens(), r.computed);
-    return ratio_ * static_cast<double>(kv_.bytes(now + left) - kv_.bytes(now));
+    return kv_.bytes(now + left) - kv_.bytes(now);
   }
   /// vLLM V1 and TensorRT-LLM: running requests first, in order, each its decode token or next
   /// chunk; when the pool cannot hold it, the newest running request is preempted (vLLM's
@@ -452,7 +664,7 @@ std::vector<arrival> read_trace(const std::string& path) {
 }
 
 simulation simulate(const deployment& d, const batching_config& cfg, const coefficients& k,
-                    std::vector<arrival> arrivals) {
+                    std::vector<arrival> arrivals, simulation_path path) {
   if (arrivals.empty()) throw spec_error("requests", "no requests to simulate");
   if (cfg.max_num_batched_tokens < 1)
     throw spec_error("max_num_batched_tokens", "must be at least 1");
@@ -487,7 +699,8 @@ simulation simulate(const deployment& d, const batching_config& cfg, const coeff
                            d.weight_bytes_per_rank / 1e9, cfg.memory_fraction * 100, d.gpu.name));
   out.kv_pool_bytes = pool;
   auto pool_bytes = static_cast<std::int64_t>(std::min(pool, 9e18));
-  kv_blocks kv(d, cfg.kv_block_tokens);
+  bool runs = path == simulation_path::runs;
+  kv_blocks kv(d, cfg.kv_block_tokens, !runs);
   // A request the pool cannot hold even alone would be preempted forever: engines refuse it
   // (vLLM checks max_model_len against the pool at start-up), and so does calc.
   {
@@ -523,6 +736,7 @@ simulation simulate(const deployment& d, const batching_config& cfg, const coeff
     while (finished < e.reqs.size()) {
       while (next < e.reqs.size() && e.reqs[next].a->time_ms <= t) e.waiting.push_back(next++);
       out.max_waiting = std::max(out.max_waiting, static_cast<std::int64_t>(e.waiting.size()));
+      if (runs && e.decode_run(t, next, clock, itl, step_bound) > 0) continue;
       const auto& chunks = e.schedule();
       if (chunks.empty()) {
         if (next >= e.reqs.size())

@@ -85,6 +85,9 @@ class closed_form {
 
   /// State of `batch` requests with `length` cached tokens each.
   state_totals state(std::int64_t length, std::int64_t batch = 1) const;
+  /// One request's state as a series in its length: state(N).total is state_series().at(N)
+  /// (the serving simulation evaluates it without the other totals and bounds its growth).
+  const length_series& state_series() const { return state_; }
   /// FLOPs and weight reads of one call (its exec must be the compiled one).
   forward_totals forward(const call& c) const;
 
