@@ -20,7 +20,8 @@ namespace calc {
 namespace {
 
 const std::vector<std::string> kAttentionKinds = {
-    "gqa", "mla", "gated_deltanet", "kda", "dsa", "mamba2", "mamba", "short_conv", "parallel"};
+    "gqa",   "mla",   "gated_deltanet", "lightning", "kda",
+    "dsa",   "mamba2", "mamba",         "short_conv", "parallel"};
 const std::vector<std::string> kFfnKinds = {"swiglu", "moe", "mlp"};
 
 std::string kind_of(yaml_map& m, const std::vector<std::string>& known) {
@@ -96,6 +97,18 @@ attention_spec read_gdn(yaml_map& m) {
     m.fail("qk_heads",
            fmt::format("{} query/key heads do not divide {} value heads", a.qk_heads, a.v_heads));
   m.finish({"kind", "qk_heads", "v_heads", "key_dim", "value_dim", "conv_kernel"});
+  return a;
+}
+
+/// Lightning attention (MiniMax): read into the Gated DeltaNet struct as its lightning rule,
+/// one head count for queries, keys and values, key and value widths equal, no convolution.
+attention_spec read_lightning(yaml_map& m) {
+  attention_gdn a;
+  a.rule = attention_gdn::rule_kind::lightning;
+  a.qk_heads = a.v_heads = m.integer("heads");
+  a.key_dim = a.value_dim = m.integer("head_dim");
+  a.block = m.optional_integer("block_size").value_or(256);  // MiniMax's published default
+  m.finish({"kind", "heads", "head_dim", "block_size"});
   return a;
 }
 
@@ -246,6 +259,7 @@ const std::pair<const char*, attention_spec (*)(yaml_map&)> kAttentionReaders[] 
     {"gqa", read_gqa},
     {"mla", read_mla},
     {"gated_deltanet", read_gdn},
+    {"lightning", read_lightning},
     {"kda", read_kda},
     {"dsa", read_dsa},
     {"mamba2", read_mamba2},
