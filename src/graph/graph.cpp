@@ -97,8 +97,8 @@ struct signature_visitor {
                        a.qk_rope, a.v_head, a.rope_branch, a.output_gate);
   }
   std::string operator()(const attention_gdn& a) const {
-    return fmt::format("gdn {} {} {} {} {} {} {}", a.qk_heads, a.v_heads, a.key_dim,
-                       a.value_dim, a.conv_kernel, static_cast<int>(a.rule), a.block);
+    return fmt::format("gdn {} {} {} {} {} {} {}", a.qk_heads, a.v_heads, a.key_dim, a.value_dim,
+                       a.conv_kernel, static_cast<int>(a.rule), a.block);
   }
   std::string operator()(const attention_kda& a) const {
     return fmt::format("kda {} {} {} {} {} {} {}", a.heads, a.key_dim, a.value_dim, a.decay_rank,

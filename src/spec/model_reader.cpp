@@ -20,8 +20,8 @@ namespace calc {
 namespace {
 
 const std::vector<std::string> kAttentionKinds = {
-    "gqa",   "mla",   "gated_deltanet", "lightning", "kda",
-    "dsa",   "mamba2", "mamba",         "short_conv", "parallel"};
+    "gqa", "mla",    "gated_deltanet", "lightning",  "kda",
+    "dsa", "mamba2", "mamba",          "short_conv", "parallel"};
 const std::vector<std::string> kFfnKinds = {"swiglu", "moe", "mlp"};
 
 std::string kind_of(yaml_map& m, const std::vector<std::string>& known) {
@@ -267,8 +267,9 @@ const std::pair<const char*, attention_spec (*)(yaml_map&)> kAttentionReaders[] 
     {"short_conv", read_short_conv},
     {"parallel", read_parallel}};
 // Every alternative of attention_spec but attention_none (`attention: none`) has a reader; the
-// mamba2 alternative has three (mamba2, mamba for its Mamba-1 form, short_conv).
-static_assert(std::size(kAttentionReaders) == std::variant_size_v<attention_spec> + 1);
+// mamba2 alternative has three (mamba2, mamba for its Mamba-1 form, short_conv), the gated
+// DeltaNet one two (gated_deltanet, lightning).
+static_assert(std::size(kAttentionReaders) == std::variant_size_v<attention_spec> + 2);
 
 attention_spec read_attention(yaml_map m) {
   std::string kind = kind_of(m, kAttentionKinds);

@@ -1,6 +1,7 @@
 // Linear attention with a recurrent state: Gated DeltaNet, lightning attention (MiniMax) and Kimi
-// Delta Attention (§2.3.4, §2.3.5; seed 004). The state is fixed in size (heads x d_k x d_v) and read and rewritten by
-// every decode step; short convolutions keep `kernel` slots per channel.
+// Delta Attention (§2.3.4, §2.3.5; seed 004). The state is fixed in size (heads x d_k x d_v) and
+// read and rewritten by every decode step; short convolutions keep `kernel` slots per channel.
+// Lightning attention's prefill is SSD's chunked form over the model's own blocks (kinds.cpp).
 //
 // Prefill runs the chunked algorithm (intra-chunk GEMMs, one state pass per chunk) unless the
 // call asks for the recurrent one; a decode step is always recurrent. Which of these count as

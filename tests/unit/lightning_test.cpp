@@ -17,8 +17,8 @@
 #include "spec/hf/import.h"
 #include "tally/closed_form.h"
 #include "tally/kinds.h"
-#include "tally/tally.h"
 #include "hf_counts.h"
+#include "tally/tally.h"
 #include "test_model.h"
 
 using namespace calc;
@@ -185,9 +185,9 @@ TEST_CASE("minimax_text_01: the same table under MiniMax-Text-01's model_type") 
   // heads of 128, 32 experts of 9216, top 2, d 6144, vocab 200,064), and MiniMax builds M1 on
   // it. Read M1's config under Text-01's model_type and class: the same counts.
   std::string json = text_of(fixture("minimax-m1-80k.json"));
-  for (auto [from, to] : {std::pair<std::string, std::string>{"\"minimax_m1\"",
-                                                              "\"minimax_text_01\""},
-                          {"\"MiniMaxM1ForCausalLM\"", "\"MiniMaxText01ForCausalLM\""}})
+  for (auto [from, to] :
+       {std::pair<std::string, std::string>{"\"minimax_m1\"", "\"minimax_text_01\""},
+        {"\"MiniMaxM1ForCausalLM\"", "\"MiniMaxText01ForCausalLM\""}})
     json.replace(json.find(from), from.size(), to);
   model m = model::from_text(hf::import_text(json, "config.json", "minimax-text-01").plain);
   CHECK(params(m) == 456'089'655'296);

@@ -503,8 +503,8 @@ std::vector<attn_kind> attention_kinds(const family_reader& r, std::int64_t coun
     if (!v.is_array() || static_cast<std::int64_t>(v.size()) != count)
       cfg.fail("layer_types",
                fmt::format("expected a list of {} layer types (num_hidden_layers)", count));
-    const bool linear_ok = r.fam().layers == layer_rule::linear_interval ||
-                           r.fam().layers == layer_rule::type_list;
+    const bool linear_ok =
+        r.fam().layers == layer_rule::linear_interval || r.fam().layers == layer_rule::type_list;
     const bool chunked_ok = r.fam().layers == layer_rule::chunked_nope;
     for (std::size_t i = 0; i < v.size(); ++i) {
       std::string t = v[i].is_string() ? v[i].get<std::string>() : v[i].dump();
@@ -617,8 +617,8 @@ std::vector<attn_kind> attention_kinds(const family_reader& r, std::int64_t coun
       // MiniMax's attn_type_list: one code per layer, 0 lightning (linear) attention, 1 softmax.
       std::vector<std::int64_t> codes = r.integers("type_list", o);
       if (static_cast<std::int64_t>(codes.size()) != count)
-        r.fail("type_list", fmt::format("expected {} entries (num_hidden_layers), got {}", count,
-                                        codes.size()));
+        r.fail("type_list",
+               fmt::format("expected {} entries (num_hidden_layers), got {}", count, codes.size()));
       origin = fmt::format("{} (0: lightning, 1: softmax attention)", o);
       for (std::int64_t i = 0; i < count; ++i) {
         std::int64_t v = codes[static_cast<std::size_t>(i)];
