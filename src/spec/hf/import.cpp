@@ -882,8 +882,8 @@ ynode attention_node(const family_reader& r, attn_kind kind, std::int64_t hidden
     a.kids.push_back(scalar("kind", "lightning", "lightning attention layers"));
     a.kids.push_back(numbered("heads", r.positive("heads", o), o));
     a.kids.push_back(numbered("head_dim", r.positive("head_dim", o), o));
-    a.kids.push_back(numbered("block_size", r.positive("lightning_block", o),
-                              o + ": tokens per block of the chunked prefill"));
+    std::int64_t block = r.positive("lightning_block", o);
+    a.kids.push_back(numbered("block_size", block, o + ": tokens per block of the prefill"));
     return a;
   }
   if (kind == attn_kind::linear) {
