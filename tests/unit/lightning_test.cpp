@@ -11,13 +11,11 @@
 #include <sstream>
 #include <string>
 
-#include "common/dtype.h"
 #include "engine/engine.h"
 #include "exec/validate.h"
-#include "spec/hf/import.h"
-#include "tally/closed_form.h"
-#include "tally/kinds.h"
 #include "hf_counts.h"
+#include "spec/hf/import.h"
+#include "tally/kinds.h"
 #include "tally/tally.h"
 #include "test_model.h"
 
