@@ -89,11 +89,17 @@ result run_forward(const options& o) {
   j["vocab_rows"] = exact(c.vocab_rows());
   j["pair_counting"] = c.exec.pairs == pair_counting::causal ? "causal" : "rectangular";
   if (has_attention<attention_mla>(m.g)) j["mla_path"] = mla_path_name(c.exec);
-  if (has_attention<attention_gdn>(m.g) || has_attention<attention_kda>(m.g))
+  if (has_attention<attention_gdn>(m.g) || has_attention<attention_kda>(m.g)) {
+    // Lightning attention runs over its own blocks, not the call's chunk.
+    std::string chunk = fmt::format("chunk {}", c.exec.chunk);
+    for (const layer& l : m.g.layers)
+      if (const auto* a = std::get_if<attention_gdn>(&l.attention); a && a->lightning())
+        chunk = fmt::format("block {}", a->block);
     j["linear_attention"] = c.decode_step() ? "recurrent step"
                             : c.exec.linear == linear_prefill::chunked
-                                ? fmt::format("chunked, chunk {}", c.exec.chunk)
+                                ? fmt::format("chunked, {}", chunk)
                                 : std::string("recurrent");
+  }
   j["n_pair"] = exact(n_pair(c));
   j["flops"] = exact(f.flops);
   j["linear_flops"] = exact(f.linear_flops);

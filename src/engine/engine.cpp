@@ -603,6 +603,7 @@ namespace {
 /// the newest input arrives with the step; plus `extra_slots` proposed tokens).
 checked recurrent_conv_bytes(const recurrent_shape& r, std::int64_t tp, const dtype& conv,
                              std::int64_t extra_slots) {
+  if (r.conv_kernel == 0) return 0;  // no convolution (lightning attention): no slots at all
   return conv.bytes(r.conv_channels / tp *
                     std::max<std::int64_t>(0, r.conv_kernel - 1 + extra_slots));
 }
@@ -791,7 +792,14 @@ struct cache_rules {
   void operator()(const attention_mla& a) const {
     out.push_back(mla_cache(a, index, kv, index_keys));
   }
-  void operator()(const attention_gdn& a) const { recurrent(recurrent_of(a)); }
+  void operator()(const attention_gdn& a) const {
+    // vLLM keeps a lightning layer's state (MiniMax's linear_attention_state_shape: heads / tp
+    // x head_dim x head_dim, no convolution) in mamba_cache_dtype, the model dtype on "auto"
+    // (MambaStateDtypeCalculator.linear_attention_state_dtype), not in the SSM state's dtype:
+    // the format calc gives the convolution slots.
+    if (a.lightning()) return recurrent(recurrent_of(a), conv);
+    recurrent(recurrent_of(a));
+  }
   void operator()(const attention_kda& a) const { recurrent(recurrent_of(a)); }
   void operator()(const attention_mamba2& a) const {
     out.push_back(mamba2_cache(a, index, tp, conv, ssm));
@@ -803,11 +811,12 @@ struct cache_rules {
   }
   /// A linear-attention state page: engines keep kernel - 1 convolution slots (the newest
   /// input arrives with the step), widened by the proposed tokens.
-  void recurrent(const recurrent_shape& r) const {
+  void recurrent(const recurrent_shape& r) const { recurrent(r, ssm); }
+  void recurrent(const recurrent_shape& r, const dtype& state) const {
     layer_cache l;
     l.layer = index;
     l.type = layer_cache::kind::state;
-    l.state_bytes = recurrent_page_bytes(r, tp, conv, ssm, spec);
+    l.state_bytes = recurrent_page_bytes(r, tp, conv, state, spec);
     l.conv_bytes = recurrent_conv_bytes(r, tp, conv, spec);
     out.push_back(l);
   }

@@ -212,7 +212,9 @@ void add_model(ordered_json& cases, const timed_model& t) {
   };
   if (const layer* l = m.first<attention_kda>([](const attention_kda&) { return true; }))
     delta(*l, std::get<attention_kda>(l->attention), std::get<attention_kda>(l->attention).heads);
-  else if (const layer* g = m.first<attention_gdn>([](const attention_gdn&) { return true; }))
+  // Lightning layers run no delta rule: the delta_step kernel does not time them.
+  else if (const layer* g =
+               m.first<attention_gdn>([](const attention_gdn& a) { return !a.lightning(); }))
     delta(*g, std::get<attention_gdn>(g->attention), std::get<attention_gdn>(g->attention).v_heads);
   // Routed experts at decode: the three expert matrices as one [d, 3f] GEMM (the same weight
   // bytes and FLOPs per row as gate, up and down); [d, 2f] for ungated experts (up, down).

@@ -371,6 +371,77 @@ class gdn_runtime final : public linear_runtime {
   mat w_qkv_, w_z_, w_a_, w_b_, w_out_, conv_;
 };
 
+/// Lightning attention (MiniMax; a Gated DeltaNet spec with rule = lightning): qkv_proj and
+/// SiLU; per head the decayed linear attention S = e^-s S + k^T v, y = q S, with a fixed slope s
+/// per head, which is SSD's scan with C = q, B = k, x = v: chunked over the model's blocks for a
+/// prompt (the lightning block scheme: masked decayed q k^T times v inside a block, q S from the
+/// carried state, the block's k^T v into the state), recurrent for a decode step; an RMSNorm over
+/// all heads, the sigmoid output gate, out_proj.
+class lightning_runtime final : public linear_runtime {
+ public:
+  lightning_runtime(const attention_gdn& a, const model_spec& s, std::mt19937_64& rng)
+      : linear_runtime(s, a.v_heads, a.key_dim, a.value_dim,
+                       2 * a.qk_heads * a.key_dim + a.v_heads * a.value_dim, 0, "lightning"),
+        a_(a) {
+    w_qkv_ = random_weight(rng, s.hidden, channels_);
+    w_gate_ = random_weight(rng, s.hidden, a.v_heads * a.value_dim);
+    w_out_ = random_weight(rng, a.v_heads * a.value_dim, s.hidden);
+  }
+
+  mat forward(const mat& x, const mat&, const pass& p, run_context&, counters& c) override {
+    std::int64_t lin = 0;
+    const std::int64_t m = x.rows(), H = a_.v_heads, dk = a_.key_dim, dv = a_.value_dim,
+                       kw = H * dk;
+    mat qkv = gemm(x, w_qkv_, &lin).unaryExpr([](float v) { return silu(v); });
+    mat out(m, H * dv);
+    const execution_spec& e = *p.exec;
+    const bool recurrent = p.decode_step() || e.linear == linear_prefill::recurrent;
+    for (std::int64_t h = 0; h < H; ++h) {
+      mat q = qkv.block(0, h * dk, m, dk), k = qkv.block(0, kw + h * dk, m, dk);
+      mat v = qkv.block(0, 2 * kw + h * dv, m, dv);
+      // ALiBi-style slopes 2^(-8(h+1)/H): a fixed decay per head (MiniMax also scales them
+      // per layer; the values change no count).
+      ref::vec ld = ref::vec::Constant(
+          m, -std::exp2(-8.0f * static_cast<float>(h + 1) / static_cast<float>(H)));
+      mat S(dk, dv);
+      for (std::int64_t i = 0; i < dk; ++i)
+        for (std::int64_t j = 0; j < dv; ++j)
+          S(i, j) = state_.get(static_cast<std::size_t>((h * dk + i) * dv + j));
+      mat y;
+      if (recurrent) {
+        std::int64_t step = 0;
+        y = ref::recurrent_ssd(v, k, q, ld, S, &step);
+        (e.step_state_gemms ? c.state : c.uncounted) += step;
+        if (e.step_state_gemms) c.by_kind["lightning"] += step;
+      } else {
+        std::int64_t matrix = 0;
+        y = ref::chunked_ssd(v, k, q, ld, S, static_cast<int>(a_.block), &matrix);
+        c.state += matrix;
+        c.by_kind["lightning"] += matrix;
+      }
+      for (std::int64_t i = 0; i < dk; ++i)
+        for (std::int64_t j = 0; j < dv; ++j)
+          state_.set(static_cast<std::size_t>((h * dk + i) * dv + j), S(i, j));
+      out.block(0, h * dv, m, dv) = y;
+    }
+    // RMSNorm over all heads x head_dim, then the sigmoid output gate (element-wise).
+    for (std::int64_t i = 0; i < m; ++i) {
+      auto row = out.row(i);
+      row /= std::sqrt(row.squaredNorm() / static_cast<float>(H * dv) + 1e-5f);
+    }
+    mat gate = gemm(x, w_gate_, &lin);
+    out = out.array() * gate.unaryExpr([](float v) { return sigmoid(v); }).array();
+    mat y = gemm(out, w_out_, &lin);
+    c.linear += lin;
+    c.by_kind["lightning"] += lin;
+    return y;
+  }
+
+ private:
+  attention_gdn a_;
+  mat w_qkv_, w_gate_, w_out_;
+};
+
 class kda_runtime final : public linear_runtime {
  public:
   kda_runtime(const attention_kda& a, const model_spec& s, std::mt19937_64& rng)
@@ -662,7 +733,10 @@ struct attention_maker {
                        "the reference executor does not run sparse MLA (a lightning indexer)");
     return std::make_unique<mla_runtime>(a, s, rng);
   }
-  made operator()(const attention_gdn& a) const { return std::make_unique<gdn_runtime>(a, s, rng); }
+  made operator()(const attention_gdn& a) const {
+    if (a.lightning()) return std::make_unique<lightning_runtime>(a, s, rng);
+    return std::make_unique<gdn_runtime>(a, s, rng);
+  }
   made operator()(const attention_kda& a) const { return std::make_unique<kda_runtime>(a, s, rng); }
   made operator()(const attention_mamba2& a) const {
     if (a.selective()) return std::make_unique<mamba1_runtime>(a, s, rng);

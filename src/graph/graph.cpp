@@ -24,6 +24,9 @@ struct describe_visitor {
     return fmt::format("mla {}h latent {}+{}", a.heads, a.kv_rank, a.qk_rope);
   }
   std::string operator()(const attention_gdn& a) const {
+    if (a.lightning())
+      return fmt::format("lightning {}h {}x{} block {}", a.v_heads, a.key_dim, a.value_dim,
+                         a.block);
     return fmt::format("gated deltanet {}qk/{}v {}x{}", a.qk_heads, a.v_heads, a.key_dim,
                        a.value_dim);
   }
@@ -94,8 +97,8 @@ struct signature_visitor {
                        a.qk_rope, a.v_head, a.rope_branch, a.output_gate);
   }
   std::string operator()(const attention_gdn& a) const {
-    return fmt::format("gdn {} {} {} {} {}", a.qk_heads, a.v_heads, a.key_dim, a.value_dim,
-                       a.conv_kernel);
+    return fmt::format("gdn {} {} {} {} {} {} {}", a.qk_heads, a.v_heads, a.key_dim, a.value_dim,
+                       a.conv_kernel, static_cast<int>(a.rule), a.block);
   }
   std::string operator()(const attention_kda& a) const {
     return fmt::format("kda {} {} {} {} {} {} {}", a.heads, a.key_dim, a.value_dim, a.decay_rank,

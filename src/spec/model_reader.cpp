@@ -20,7 +20,8 @@ namespace calc {
 namespace {
 
 const std::vector<std::string> kAttentionKinds = {
-    "gqa", "mla", "gated_deltanet", "kda", "dsa", "mamba2", "mamba", "short_conv", "parallel"};
+    "gqa", "mla",    "gated_deltanet", "lightning",  "kda",
+    "dsa", "mamba2", "mamba",          "short_conv", "parallel"};
 const std::vector<std::string> kFfnKinds = {"swiglu", "moe", "mlp"};
 
 std::string kind_of(yaml_map& m, const std::vector<std::string>& known) {
@@ -96,6 +97,18 @@ attention_spec read_gdn(yaml_map& m) {
     m.fail("qk_heads",
            fmt::format("{} query/key heads do not divide {} value heads", a.qk_heads, a.v_heads));
   m.finish({"kind", "qk_heads", "v_heads", "key_dim", "value_dim", "conv_kernel"});
+  return a;
+}
+
+/// Lightning attention (MiniMax): read into the Gated DeltaNet struct as its lightning rule,
+/// one head count for queries, keys and values, key and value widths equal, no convolution.
+attention_spec read_lightning(yaml_map& m) {
+  attention_gdn a;
+  a.rule = attention_gdn::rule_kind::lightning;
+  a.qk_heads = a.v_heads = m.integer("heads");
+  a.key_dim = a.value_dim = m.integer("head_dim");
+  a.block = m.optional_integer("block_size").value_or(256);  // MiniMax's published default
+  m.finish({"kind", "heads", "head_dim", "block_size"});
   return a;
 }
 
@@ -246,6 +259,7 @@ const std::pair<const char*, attention_spec (*)(yaml_map&)> kAttentionReaders[] 
     {"gqa", read_gqa},
     {"mla", read_mla},
     {"gated_deltanet", read_gdn},
+    {"lightning", read_lightning},
     {"kda", read_kda},
     {"dsa", read_dsa},
     {"mamba2", read_mamba2},
@@ -253,8 +267,9 @@ const std::pair<const char*, attention_spec (*)(yaml_map&)> kAttentionReaders[] 
     {"short_conv", read_short_conv},
     {"parallel", read_parallel}};
 // Every alternative of attention_spec but attention_none (`attention: none`) has a reader; the
-// mamba2 alternative has three (mamba2, mamba for its Mamba-1 form, short_conv).
-static_assert(std::size(kAttentionReaders) == std::variant_size_v<attention_spec> + 1);
+// mamba2 alternative has three (mamba2, mamba for its Mamba-1 form, short_conv), the gated
+// DeltaNet one two (gated_deltanet, lightning).
+static_assert(std::size(kAttentionReaders) == std::variant_size_v<attention_spec> + 2);
 
 attention_spec read_attention(yaml_map m) {
   std::string kind = kind_of(m, kAttentionKinds);

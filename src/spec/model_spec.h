@@ -78,12 +78,29 @@ struct attention_mla {
 /// Gated DeltaNet linear attention (Qwen3.5/3.6; seed 004): joint QKV, output gate z, per-head
 /// a/b control values, a depthwise short convolution over the QKV channels, and a recurrent
 /// state of v_heads x key_dim x value_dim.
+///
+/// The same struct holds lightning attention (MiniMax-Text-01 / M1; schema `kind: lightning`)
+/// with rule = lightning: linear attention with a fixed per-head decay and no delta rule.
+/// heads = qk_heads = v_heads, key_dim = value_dim = head_dim, no convolution. Its tensors:
+/// qkv_proj d -> 3 x heads x head_dim, a sigmoid output gate d -> heads x head_dim, an RMSNorm
+/// over heads x head_dim and out_proj heads x head_dim -> d; the decay is a slope per head
+/// computed from the head and layer index (a buffer, no parameter). A step is the decayed
+/// update S = e^-s S + k^T v and the readout q S (2 products); a prompt runs the lightning
+/// block scheme, which is SSD's chunked form with C = q, B = k, x = v over blocks of `block`
+/// tokens (the model's block_size, not the call's linear_chunk).
 struct attention_gdn {
+  /// Which recurrence: Gated DeltaNet's delta rule, or lightning attention's plain decay.
+  enum class rule_kind { delta, lightning };
   std::int64_t qk_heads = 0;     // query/key heads
   std::int64_t v_heads = 0;      // value heads (each keeps one key_dim x value_dim state)
   std::int64_t key_dim = 0;      // d_k
   std::int64_t value_dim = 0;    // d_v
   std::int64_t conv_kernel = 0;  // short-convolution width; 0 = none
+  rule_kind rule = rule_kind::delta;
+  std::int64_t block = 0;  // lightning: tokens per block of the chunked prefill (block_size)
+
+  /// Lightning attention (MiniMax): a fixed decay, no delta rule.
+  bool lightning() const { return rule == rule_kind::lightning; }
 
   bool operator==(const attention_gdn&) const = default;
 };

@@ -1,6 +1,7 @@
-// Linear attention with a recurrent state: Gated DeltaNet and Kimi Delta Attention (§2.3.4,
-// §2.3.5; seed 004). The state is fixed in size (heads x d_k x d_v) and read and rewritten by
-// every decode step; short convolutions keep `kernel` slots per channel.
+// Linear attention with a recurrent state: Gated DeltaNet, lightning attention (MiniMax) and Kimi
+// Delta Attention (§2.3.4, §2.3.5; seed 004). The state is fixed in size (heads x d_k x d_v) and
+// read and rewritten by every decode step; short convolutions keep `kernel` slots per channel.
+// Lightning attention's prefill is SSD's chunked form over the model's own blocks (kinds.cpp).
 //
 // Prefill runs the chunked algorithm (intra-chunk GEMMs, one state pass per chunk) unless the
 // call asks for the recurrent one; a decode step is always recurrent. Which of these count as
@@ -46,9 +47,12 @@ checked recurrent_flops(const recurrent_shape& r, const call& c) {
     // update and readout), 2 d_k d_v each per head.
     if (c.exec.step_state_gemms) s += c.rows() * r.step_flops();
   } else {
+    execution_spec e = c.exec;
+    if (r.chunk > 0) e.chunk = r.chunk;  // the kind's own block (lightning attention)
+    // SSD's work is symmetric in its two state sides, so lightning's d_k x d_v passes as is.
     checked per_head = r.chunks == recurrent_shape::scan::ssd
-                           ? ssd_chunk_work(c.exec, c.tokens, r.key_dim, r.value_dim)
-                           : chunk_work(c.exec, c.tokens, r.key_dim, r.value_dim);
+                           ? ssd_chunk_work(e, c.tokens, r.key_dim, r.value_dim)
+                           : chunk_work(e, c.tokens, r.key_dim, r.value_dim);
     s += checked(c.batch) * r.heads * per_head;
   }
   return s + conv_work(r.conv_channels, r.conv_kernel, c);
@@ -77,7 +81,27 @@ std::vector<state_component> linear_state(const recurrent_shape& r, const model_
   return out;
 }
 
+namespace {
+
+/// Lightning attention's tensors (MiniMax's MiniMaxText01LightningAttention names). The per-head
+/// decay slopes are computed from the head and layer index, a buffer: no parameter.
+void add_lightning_tensors(const attention_gdn& a, const model_context& m,
+                           std::vector<tensor>& out) {
+  const dtype* w = m.precision->attention_weights();
+  checked d = m.hidden;
+  checked width = checked(a.v_heads) * a.value_dim;
+  checked qkv = checked(2) * a.qk_heads * a.key_dim + width;
+  out.push_back(matrix("attention", "qkv_proj", category::attention, d, qkv, w));
+  out.push_back(matrix("attention", "output_gate", category::attention, d, width, w));
+  out.push_back(matrix("attention", "out_proj", category::attention, width, d,
+                       m.precision->attention_out_weights()));
+  out.push_back({"norms", "norm", category::other, width, &m.precision->norms});  // all heads
+}
+
+}  // namespace
+
 void add_tensors(const attention_gdn& a, const model_context& m, std::vector<tensor>& out) {
+  if (a.lightning()) return add_lightning_tensors(a, m, out);
   const dtype* w = m.precision->attention_weights();
   const dtype* conv_w = &m.precision->weights;  // convolution taps: not a projection
   const dtype* norms = &m.precision->norms;

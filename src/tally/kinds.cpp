@@ -12,7 +12,9 @@ namespace {
 struct name_of {
   const char* operator()(const attention_gqa&) const { return "gqa"; }
   const char* operator()(const attention_mla&) const { return "mla"; }
-  const char* operator()(const attention_gdn&) const { return "gated_deltanet"; }
+  const char* operator()(const attention_gdn& a) const {
+    return a.lightning() ? "lightning" : "gated_deltanet";
+  }
   const char* operator()(const attention_kda&) const { return "kda"; }
   const char* operator()(const attention_dsa&) const { return "dsa"; }
   const char* operator()(const attention_mamba2& a) const {
@@ -46,7 +48,9 @@ struct mode_of {
     return a.window ? "swa" : a.chunk ? "chunked" : "gqa";
   }
   std::string operator()(const attention_mla& a) const { return a.indexer ? "mla_sparse" : "mla"; }
-  std::string operator()(const attention_gdn&) const { return "gated_deltanet"; }
+  std::string operator()(const attention_gdn& a) const {
+    return a.lightning() ? "lightning" : "gated_deltanet";
+  }
   std::string operator()(const attention_kda&) const { return "kda"; }
   std::string operator()(const attention_mamba2& a) const {
     return a.short_conv() ? "short_conv" : a.selective() ? "mamba" : "mamba2";
@@ -115,6 +119,13 @@ recurrent_shape recurrent_of(const attention_gdn& a) {
       checked(2) * a.qk_heads * a.key_dim + checked(a.v_heads) * a.value_dim;  // Q, K, V
   r.conv_kernel = a.conv_kernel;
   r.step_products = 3;
+  if (a.lightning()) {
+    // S = e^-s S + k^T v and y = q S: SSD's recurrence with B = k, x = v, C = q, and its
+    // chunked form over the model's blocks (the lightning block scheme).
+    r.step_products = 2;
+    r.chunks = recurrent_shape::scan::ssd;
+    r.chunk = a.block;
+  }
   return r;
 }
 

@@ -19,7 +19,8 @@
 
 namespace calc {
 
-/// The by-kind key of a layer's mixer ("gqa", "mla", "gated_deltanet", "kda", "dsa", "mamba2",
+/// The by-kind key of a layer's mixer ("gqa", "mla", "gated_deltanet", "lightning", "kda", "dsa",
+/// "mamba2",
 /// "mamba" (Mamba-1), "none", "parallel") or feed-forward ("swiglu", "moe", "mlp", "none").
 std::string kind_name(const attention_spec& a);
 std::string kind_name(const ffn_spec& f);
@@ -27,7 +28,7 @@ std::string kind_name(const ffn_spec& f);
 /// How a layer attends, as `calc layers` reports it: "gqa" or "swa" (a window) or "chunked"
 /// (chunked local attention), "mla" (or
 /// "mla_sparse" with a lightning indexer),
-/// "gated_deltanet", "kda", "mamba2", "mamba" (Mamba-1), "none", a parallel hybrid's
+/// "gated_deltanet", "lightning", "kda", "mamba2", "mamba" (Mamba-1), "none", a parallel hybrid's
 /// "gqa+mamba2" / "swa+mamba2", and sparse attention's "window" (no global branch), "full"
 /// (stores its own entries), "reindex" or "reuse" (reads a source's entries, with or without its
 /// own indexer; §2.3.6).
@@ -109,6 +110,9 @@ struct recurrent_shape {
   /// How a chunked prefill runs: the delta rule's chunks (chunk_work) or SSD's (ssd_chunk_work);
   /// none: the scan has no chunked form (Mamba-1's S6) and every token is a recurrent step.
   enum class scan { delta_rule, ssd, none } chunks = scan::delta_rule;
+  /// Tokens per chunk when the kind fixes its own (lightning attention's block_size); 0 = the
+  /// call's linear_chunk.
+  std::int64_t chunk = 0;
 
   /// Values of the state matrices, all heads.
   checked state_values() const { return checked(heads) * key_dim * value_dim; }
@@ -117,6 +121,7 @@ struct recurrent_shape {
 };
 
 recurrent_shape recurrent_of(const attention_gdn& a);     // v_heads states; Q, K, V convolved
+                                                          // (lightning: SSD's scan, no conv)
 recurrent_shape recurrent_of(const attention_kda& a);     // heads states; Q, K, V convolved
 recurrent_shape recurrent_of(const attention_mamba2& a);  // heads x P x N; x, B, C convolved
                                                           // (Mamba-1: inner x N; x convolved)

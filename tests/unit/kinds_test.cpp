@@ -277,14 +277,23 @@ TEST_CASE("the engine's pages are the per-kind records and recurrent shapes") {
             // One rank keeps the tally's state matrices and kernel - 1 of its conv slots.
             checked conv =
                 p.conv.bytes(r->conv_channels * std::max<std::int64_t>(0, r->conv_kernel - 1));
-            CHECK(lc.state_bytes == p.recurrent.bytes(r->state_values()) + conv);
+            // vLLM keeps a lightning layer's state in mamba_cache_dtype (the conv slots'
+            // format), not the SSM state's (docs/engines.md rule 7a).
+            const auto* gdn = std::get_if<attention_gdn>(&l.attention);
+            const bool lightning = gdn != nullptr && gdn->lightning();
+            const dtype& kept = lightning ? p.conv : p.recurrent;
+            CHECK(lc.state_bytes == kept.bytes(r->state_values()) + conv);
             std::vector<state_component> comps =
                 std::visit([&](const auto& x) { return state(x, m, spec.execution); }, l.attention);
             auto rec = std::find_if(comps.begin(), comps.end(),
                                     [](const state_component& s) { return s.name == "recurrent"; });
             // A short convolution (LFM2) keeps no state matrix, so no recurrent component.
             REQUIRE((rec != comps.end()) == (r->state_values() > 0));
-            CHECK(lc.state_bytes - (rec != comps.end() ? rec->fixed : checked(0)) == conv);
+            checked tallied = rec == comps.end() ? checked(0)
+                              : lightning        ? p.conv.bytes(r->state_values())
+                                                 : rec->fixed;
+            if (lightning) CHECK(rec->fixed == p.recurrent.bytes(r->state_values()));
+            CHECK(lc.state_bytes - tallied == conv);
             break;
           }
         }

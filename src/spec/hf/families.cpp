@@ -919,6 +919,7 @@ const std::vector<family>& families() {
   static const std::vector<family> all = [] {
     std::vector<family> t = own_families();
     for (family& f : ssm_families()) t.push_back(std::move(f));
+    for (family& f : minimax_families()) t.push_back(std::move(f));
     return t;
   }();
   return all;
@@ -930,6 +931,7 @@ std::string family_table_file(const std::string& model_type) {
                        [&](const family& f) { return f.model_type == model_type; });
   };
   if (in(ssm_families())) return "families_ssm.cpp";
+  if (in(minimax_families())) return "families_minimax.cpp";
   if (in(more_families())) return "families_more.cpp";
   if (in(extra_families())) return "families_extra.cpp";
   return "families.cpp";

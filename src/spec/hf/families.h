@@ -17,7 +17,8 @@ namespace calc::hf {
 enum class attention_family { gqa, mla };
 enum class ffn_family { dense, moe };
 /// The kind of a family's linear-attention layers.
-enum class linear_family { gated_deltanet, kda };
+/// lightning: MiniMax's lightning attention (`kind: lightning`), a fixed per-head decay.
+enum class linear_family { gated_deltanet, kda, lightning };
 /// The kind of a family's state-space mixers: Mamba2's SSD, Mamba-1's S6 (Mamba, Falcon-Mamba,
 /// Jamba), written `kind: mamba`, or LFM2's gated short convolution, `kind: short_conv`.
 enum class ssm_family { mamba2, mamba1, short_conv };
@@ -49,6 +50,9 @@ enum class layer_rule {
   conv_hybrid,     // LFM2: layer_types says "conv" (a short convolution) or "full_attention",
                    // else full_attn_idxs lists the attention layers; every layer then has the
                    // dense feed-forward
+  // Lightning-attention hybrids (families_minimax.cpp):
+  type_list,  // MiniMax-Text-01 / M1: attn_type_list, one code per layer, 0 a linear (lightning)
+              // layer and 1 softmax attention
 };
 
 /// One architecture family: the table the translator reads.
@@ -116,6 +120,10 @@ const std::vector<family>& families();
 /// families_more.cpp, families_extra.cpp or families_ssm.cpp), for the header `calc import`
 /// writes.
 std::string family_table_file(const std::string& model_type);
+
+/// The lightning-attention families (families_minimax.cpp): minimax_text_01, minimax_m1;
+/// families() lists them after the state-space ones.
+std::vector<family> minimax_families();
 
 /// The state-space families read since the first hybrids (families_ssm.cpp): jamba, mamba,
 /// falcon_mamba, bamba, lfm2; families() lists them last.

@@ -523,7 +523,8 @@ std::vector<attn_kind> attention_kinds(const family_reader& r, std::int64_t coun
     if (!v.is_array() || static_cast<std::int64_t>(v.size()) != count)
       cfg.fail("layer_types",
                fmt::format("expected a list of {} layer types (num_hidden_layers)", count));
-    const bool linear_ok = r.fam().layers == layer_rule::linear_interval;
+    const bool linear_ok =
+        r.fam().layers == layer_rule::linear_interval || r.fam().layers == layer_rule::type_list;
     const bool chunked_ok = r.fam().layers == layer_rule::chunked_nope;
     for (std::size_t i = 0; i < v.size(); ++i) {
       std::string t = v[i].is_string() ? v[i].get<std::string>() : v[i].dump();
@@ -629,6 +630,21 @@ std::vector<attn_kind> attention_kinds(const family_reader& r, std::int64_t coun
             r.fail("linear_layers", fmt::format("layer {} is in neither {} nor {}", i + 1, origin,
                                                 r.field("linear_layers")));
         origin += ", " + r.field("linear_layers");
+      }
+      break;
+    }
+    case layer_rule::type_list: {
+      // MiniMax's attn_type_list: one code per layer, 0 lightning (linear) attention, 1 softmax.
+      std::vector<std::int64_t> codes = r.integers("type_list", o);
+      if (static_cast<std::int64_t>(codes.size()) != count)
+        r.fail("type_list",
+               fmt::format("expected {} entries (num_hidden_layers), got {}", count, codes.size()));
+      origin = fmt::format("{} (0: lightning, 1: softmax attention)", o);
+      for (std::int64_t i = 0; i < count; ++i) {
+        std::int64_t v = codes[static_cast<std::size_t>(i)];
+        if (v != 0 && v != 1)
+          r.fail("type_list", fmt::format("entry {} is {}, expected 0 or 1", i, v));
+        if (v == 0) kinds[static_cast<std::size_t>(i)] = attn_kind::linear;
       }
       break;
     }
@@ -880,6 +896,14 @@ ynode attention_node(const family_reader& r, attn_kind kind, std::int64_t hidden
       a.kids.push_back(scalar(
           "gate_rank", std::to_string(head_dim),
           fmt::format("g_a/g_b, {}; full rank only with {}", rank_rule, r.field("kda_full_gate"))));
+    return a;
+  }
+  if (kind == attn_kind::linear && r.fam().linear == linear_family::lightning) {
+    a.kids.push_back(scalar("kind", "lightning", "lightning attention layers"));
+    a.kids.push_back(numbered("heads", r.positive("heads", o), o));
+    a.kids.push_back(numbered("head_dim", r.positive("head_dim", o), o));
+    std::int64_t block = r.positive("lightning_block", o);
+    a.kids.push_back(numbered("block_size", block, o + ": tokens per block of the prefill"));
     return a;
   }
   if (kind == attn_kind::linear) {
