@@ -122,3 +122,26 @@ TEST_CASE("--weights fp8:row: a short convolution's taps take a scale per channe
     CHECK(out.str() != out8.str());
   }
 }
+
+TEST_CASE("glm-4.6 bundle (reconstructed from GLM-4.7's config): 352,797,829,024 parameters") {
+  testing::model m("zai-org/GLM-4.6");
+  CHECK(m.spec.name == "glm-4.6");
+  // Labelled reconstructed where a reader sees the model: its source line.
+  CHECK(m.spec.source.find("RECONSTRUCTED") != std::string::npos);
+  // By hand (GLM-4.5's architecture): per layer GQA 96/8 x 128 with Q/K/V biases and per-head
+  // Q/K norms, 2 x 5120 x 12288 + 12288 + 2 x (5120 x 1024 + 1024) + 2 x 128 = 136,329,472, and
+  // two norms; 3 dense layers of 3 x 5120 x 12288; 89 MoE layers of 160 routed + 1 shared
+  // experts of 3 x 5120 x 1536, the router 160 x 5120 and its bias 160 = 3,799,285,920;
+  // embedding and untied head 2 x 151552 x 5120; the final norm. The MTP layer is not counted.
+  const std::int64_t d = 5120;
+  std::int64_t total = 92 * (136'329'472 + 2 * d) + 3 * 3 * d * 12288 + 89 * 3'799'285'920LL +
+                       2 * 151552LL * d + d;
+  CHECK(total == 352'797'829'024);
+  CHECK(params(m) == total);
+  // BF16, the routing bias F32 (glm4_moe's listings): 2 B more for each of 89 x 160 values.
+  CHECK(weight_bytes(m) == 2 * total + 89 * 160 * 2);
+  // GQA 8 x 128, K and V BF16, 92 layers: 376,832 B/token; the window 202,752.
+  CHECK(state(m, 8192) == 376'832LL * 8192);      // 3,087,007,744 B
+  CHECK(state(m, 131072) == 376'832LL * 131072);  // 49,392,123,904 B
+  CHECK(m.spec.max_position_embeddings == 202'752);
+}
