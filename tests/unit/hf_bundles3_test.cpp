@@ -4,12 +4,15 @@
 #include <doctest/doctest.h>
 
 #include <cstdint>
+#include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <string>
 
 #include "cli/cli.h"
 #include "common/dtype.h"
 #include "hf_counts.h"
+#include "scratch.h"
 #include "tally/rules.h"
 #include "spec/hf/import.h"
 #include "test_model.h"
@@ -144,4 +147,37 @@ TEST_CASE("glm-4.6 bundle (reconstructed from GLM-4.7's config): 352,797,829,024
   CHECK(state(m, 8192) == 376'832LL * 8192);      // 3,087,007,744 B
   CHECK(state(m, 131072) == 376'832LL * 131072);  // 49,392,123,904 B
   CHECK(m.spec.max_position_embeddings == 202'752);
+}
+
+TEST_CASE("minimax_m2: the FP8 checkpoints' router is F32, the only matrix left in weights") {
+  // MiniMax-M2.5's and M2.7's listings store block_sparse_moe.gate.weight F32, and MiniMax-M2's
+  // headers sum to M2.5's 230,121,630,720 B (SOURCES.md): the family's router_dtype.
+  hf::imported y = hf::import_config(fixture("MiniMaxAI--MiniMax-M2/config.json"));
+  CHECK(y.plain.find("weights: fp32") != std::string::npos);
+  CHECK(y.yaml.find("minimax_m2's checkpoints store the router (gate.weight) as fp32") !=
+        std::string::npos);
+  testing::model m = testing::model::from_text(y.yaml);
+  CHECK(weight_bytes(m) == 230'121'630'720);
+  CHECK(weight_bytes(testing::model("minimax-m2")) == 230'121'630'720);
+  CHECK(weight_bytes(testing::model("minimax-m2.5")) == 230'121'630'720);
+  // A folder whose headers store the router BF16: the headers decide, 62 x 256 x 3072 x 2 B less.
+  std::filesystem::path dir = testing::scratch_dir("calc-bytes") / "minimax-bf16-router";
+  std::filesystem::create_directories(dir);
+  std::filesystem::copy_file(fixture("MiniMaxAI--MiniMax-M2/config.json"), dir / "config.json",
+                             std::filesystem::copy_options::overwrite_existing);
+  std::string header =
+      R"({"model.layers.0.block_sparse_moe.gate.weight": {"dtype": "BF16", "shape": [256, 3072],)"
+      R"( "data_offsets": [0, 1572864]}})";
+  {
+    std::ofstream out(dir / "model.safetensors", std::ios::binary);
+    std::uint64_t n = header.size();
+    for (int i = 0; i < 8; ++i) out.put(static_cast<char>((n >> (8 * i)) & 0xff));
+    out << header;
+  }
+  hf::imported h = hf::import_config(dir.string());
+  CHECK(h.plain.find("weights: bf16") != std::string::npos);
+  CHECK(weight_bytes(testing::model::from_text(h.yaml)) == 230'121'630'720 - 62LL * 256 * 3072 * 2);
+  // Families without a documented router format keep weights at the model dtype (Kimi K2).
+  CHECK(hf::import_config(fixture("kimi-k2-instruct-fp8.json")).plain.find("weights: bf16") !=
+        std::string::npos);
 }
