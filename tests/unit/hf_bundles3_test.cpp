@@ -35,7 +35,8 @@ std::int64_t fp8_block(std::int64_t rows, std::int64_t cols) {
 }  // namespace
 
 TEST_CASE("nemotron-nas (Llama-3.1-Nemotron-Ultra-253B-v1): 162 blocks, 253,401,268,224") {
-  testing::model m("llama-3.1-nemotron-ultra-253b-v1");
+  testing::model m("nvidia/Llama-3_1-Nemotron-Ultra-253B-v1");  // by its Hugging Face id
+  CHECK(m.spec.name == "llama-3.1-nemotron-ultra-253b-v1");
   // By hand from the 162 block_configs (the card's 253B): 64 layers with GQA 128/8 x 128
   // (2 x 16384^2 + 2 x 16384 x 1024 each), 98 without attention; 81 SwiGLU blocks of width
   // int(2 x ffn_mult x 16384 / 3) up to a multiple of 256, and 81 without one (49 layers have
