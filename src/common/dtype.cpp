@@ -35,12 +35,37 @@ std::vector<std::string> split(const std::string& text, char sep) {
   return parts;
 }
 
+[[noreturn]] void unknown(const std::string& text);
+
+/// The bits of a per-matrix record named `<elem>x<count>` (compressed-tensors' weight_shape:
+/// int32x2, two int32 per matrix); `text` is the whole name, for the error.
+int matrix_record_bits(const std::string& spec, const std::string& text) {
+  auto x = spec.rfind('x');
+  if (x == std::string::npos) unknown(text);
+  auto elem = element_bits().find(spec.substr(0, x));
+  if (elem == element_bits().end()) unknown(text);
+  int count = 0;
+  try {
+    std::size_t used = 0;
+    count = std::stoi(spec.substr(x + 1), &used);
+    if (used != spec.size() - x - 1) unknown(text);
+  } catch (const std::logic_error&) {
+    unknown(text);
+  }
+  // A few values a matrix (a shape, an offset): more would be a tensor of its own.
+  if (count <= 0 || count > 16)
+    throw std::invalid_argument(
+        fmt::format("'{}': a per-matrix record holds 1 to 16 values (e.g. matrix:int32x2)", text));
+  return elem->second * count;
+}
+
 [[noreturn]] void unknown(const std::string& text) {
   throw std::invalid_argument(fmt::format(
       "unknown precision '{}' (known: bf16, fp16, fp32, fp64, fp8, int8, int4, fp4, int32, int64, "
       "mxfp4, nvfp4, <elem>:g<N>[:<scale>][:zero[:<zero>]][:rowidx:<elem>] such as int4:g128, "
       "<elem>:b<R>x<C>[:<scale>] such as fp8:b128x128:fp32, <elem>:row[:<scale>] such as "
-      "fp8:row:fp32, or a mixed record "
+      "fp8:row:fp32, a per-matrix record :matrix:<elem>x<count> such as "
+      "int4:g32:bf16:matrix:int32x2, or a mixed record "
       "such as "
       "fp8:g64:e8m0*448+bf16*64@8)",
       text));
@@ -66,6 +91,10 @@ checked dtype::bytes(checked n) const {
 
 checked dtype::bytes(checked n, checked rows) const {
   return bytes(n) + ceil_div(rows * row_bits, 8);
+}
+
+checked dtype::matrix_bytes(checked matrices) const {
+  return matrices * ceil_div(checked(matrix_bits), 8);
 }
 
 checked dtype::blocks(checked in, checked out) const {
@@ -122,9 +151,9 @@ dtype parse_dtype(const std::string& text) {
         unknown(text);
       }
       auto format = std::make_shared<dtype>(parse_dtype(piece.substr(0, star)));
-      if (format->row_bits > 0)
+      if (format->row_bits > 0 || format->matrix_bits > 0)
         throw std::invalid_argument(fmt::format(
-            "'{}': a record's values have no matrix rows (rowidx is for weights)", text));
+            "'{}': a record's values have no matrix (rowidx and matrix are for weights)", text));
       mixed.parts.push_back({count, format});
     }
     return mixed;
@@ -142,17 +171,23 @@ dtype parse_dtype(const std::string& text) {
 
   const std::string& g = parts[1];
   if (g == "row") {
-    // <elem>:row[:<scale>]: a scale per output row of each matrix (per-channel FP8,
-    // compressed-tensors' strategy "channel": weight_scale [out, 1]), bf16 unless named. Kept
-    // as block_rows 1 and block_cols 0 (the whole row); no group: the count of scales needs
-    // the matrix's sides, so only a matrix of known sides can be counted (tally.cpp).
-    if (parts.size() > 3) unknown(text);
+    // <elem>:row[:<scale>][:matrix:<elem>x<count>]: a scale per output row of each matrix
+    // (per-channel FP8 or INT8, compressed-tensors' strategy "channel": weight_scale [out, 1]),
+    // bf16 unless named. Kept as block_rows 1 and block_cols 0 (the whole row); no group: the
+    // count of scales needs the matrix's sides, so only a matrix of known sides can be counted
+    // (tally.cpp).
     t.block_rows = 1;
     t.scale_bits = 16;
-    if (parts.size() == 3) {
-      auto scale = element_bits().find(parts[2]);
+    std::size_t i = 2;
+    if (i < parts.size() && parts[i] != "matrix") {
+      auto scale = element_bits().find(parts[i]);
       if (scale == element_bits().end()) unknown(text);
       t.scale_bits = scale->second;
+      ++i;
+    }
+    if (i < parts.size()) {
+      if (parts[i] != "matrix" || i + 2 != parts.size()) unknown(text);
+      t.matrix_bits = matrix_record_bits(parts[i + 1], text);
     }
     return t;
   }
@@ -200,6 +235,14 @@ dtype parse_dtype(const std::string& text) {
       if (row == element_bits().end()) unknown(text);
       t.row_bits = row->second;
       break;
+    }
+    if (parts[i] == "matrix") {
+      // A record stored once per matrix (pack-quantized's weight_shape: int4:g32:bf16:matrix:
+      // int32x2), before rowidx if both are named.
+      if (i + 1 >= parts.size()) unknown(text);
+      t.matrix_bits = matrix_record_bits(parts[i + 1], text);
+      ++i;
+      continue;
     }
     if (parts[i] == "zero") {
       // A zero point per group: as wide as the scale, or the element named next

@@ -28,6 +28,9 @@ struct dtype {
   int row_bits = 0;    // bits stored per input row of a matrix (GPTQ's g_idx: 32); 0 = none
   int block_rows = 0;  // block-scaled: output rows per scale block (R); 0 = groups of `group`
   int block_cols = 0;  // block-scaled: input columns per scale block (C); group = R * C
+  /// Bits stored once per weight matrix, whatever its sides (compressed-tensors' pack-quantized
+  /// weight_shape: two int32, 64 bits); 0 = none. Counted per matrix of known sides.
+  int matrix_bits = 0;
 
   /// A mixed record: parts of `count` values each in their own format, the record padded to
   /// `align` bytes (V4-Flash's 584-byte main record: 448 fp8 values with e8m0 scales per 64,
@@ -44,6 +47,8 @@ struct dtype {
   checked bytes(checked n) const;
   /// Bytes of a matrix of n values and `rows` input rows: bytes(n) plus the per-row term.
   checked bytes(checked n, checked rows) const;
+  /// Bytes stored once per matrix for `matrices` matrices (whole bytes per matrix).
+  checked matrix_bytes(checked matrices) const;
   /// Scale blocks of one in x out matrix in a block-scaled format: ceil(out / R) * ceil(in / C),
   /// each side rounded up on its own (a 576-row matrix takes 5 blocks of 128 rows, not 4.5).
   checked blocks(checked in, checked out) const;
@@ -53,11 +58,14 @@ struct dtype {
 };
 
 /// Parses a format name: `bf16`, `fp16`, `fp32`, `fp8`, `int8`, `int4`, `fp4`, `int64`, `mxfp4`,
-/// `nvfp4`, `<elem>:g<N>[:<scale format>][:zero[:<zero format>]][:rowidx:<row format>]` (default
-/// scale bf16; a zero point as wide as the scale unless its format is named; rowidx: one value
-/// per input row of each matrix, GPTQ's g_idx), `<elem>:b<R>x<C>[:<scale format>]` (one scale per
-/// block of R output rows x C input columns of each matrix, the grid rounded up per side: FP8
-/// block quantisation, e.g. fp8:b128x128:fp32), or a mixed record
+/// `nvfp4`, `<elem>:g<N>[:<scale format>][:zero[:<zero format>]][:matrix:<elem>x<count>]
+/// [:rowidx:<row format>]` (default scale bf16; a zero point as wide as the scale unless its
+/// format is named; matrix: `count` values stored once per matrix, compressed-tensors'
+/// weight_shape int32x2; rowidx: one value per input row of each matrix, GPTQ's g_idx),
+/// `<elem>:row[:<scale format>][:matrix:<elem>x<count>]` (a scale per output row),
+/// `<elem>:b<R>x<C>[:<scale format>]` (one scale per block of R output rows x C input columns
+/// of each matrix, the grid rounded up per side: FP8 block quantisation, e.g.
+/// fp8:b128x128:fp32), or a mixed record
 /// `<format>*<count>+<format>*<count>[@<align>]`, e.g. `fp8:g64:e8m0*448+bf16*64@8`.
 /// Throws std::invalid_argument with a message listing the known names.
 dtype parse_dtype(const std::string& text);

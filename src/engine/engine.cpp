@@ -458,19 +458,23 @@ const std::vector<rule_set>& rule_sets() {
        "calc does not model; use --engine-version 0.10 or newer"},
       {"vllm-v1-hybrid", "vllm", "0.10-0.13 (V1 hybrid allocator)", 10, 13, hybrid_source,
        pool::block_hybrid, print::blocks_per_group, true, 16},
+      // 0.14: the fits check merges every stage's specs (PR #29431), and chunked local attention
+      // layers stay in the hybrid allocator by default (PR #29627, merged in December 2025, set
+      // VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE's default to 1).
       {"vllm-v1-merged-check", "vllm",
        "0.14-0.15 (V1 hybrid allocator, memory checked against every stage)", 14, 15,
        "vllm/v1/core/kv_cache_utils.py (get_kv_cache_configs: the specs of all workers merged "
        "before _check_enough_kv_cache_memory, PR #29431; fixed by PR #33698)",
-       pool::block_hybrid, print::blocks_per_group, true, 16, 1, true, nullptr, true},
-      {"vllm-v1-hybrid", "vllm", "0.16-0.22 (V1 hybrid allocator)", 16, 22, hybrid_source,
-       pool::block_hybrid, print::blocks_per_group, true, 16},
-      // 0.23: chunked local attention layers kept in the hybrid allocator by default
-      // (VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=1, PR #29627).
-      {"vllm-v1-hybrid", "vllm", "0.23 (V1 hybrid allocator, chunked local attention in it)", 23,
-       23, hybrid_source, pool::block_hybrid, print::blocks_per_group, true, 16, 1, true, nullptr,
+       pool::block_hybrid, print::blocks_per_group, true, 16, 1, true, nullptr, true, {}, true},
+      {"vllm-v1-hybrid", "vllm", "0.16-0.18 (V1 hybrid allocator)", 16, 18, hybrid_source,
+       pool::block_hybrid, print::blocks_per_group, true, 16, 1, true, nullptr, false, {}, true},
+      // 0.19: --enable-prefix-caching keeps a recurrent model's states in Mamba "align" mode
+      // (PR #30877), two state pages per request and group.
+      {"vllm-v1-hybrid", "vllm", "0.19-0.20 (V1 hybrid allocator, Mamba align mode)", 19, 20,
+       hybrid_source, pool::block_hybrid, print::blocks_per_group, true, 16, 2, true, nullptr,
        false, {}, true},
-      {"vllm-v1-derived", "vllm", ">=0.24 (GPU KV cache size = concurrency x max_model_len)", 24,
+      // 0.21: "GPU KV cache size" printed as int(max_concurrency x max_model_len).
+      {"vllm-v1-derived", "vllm", ">=0.21 (GPU KV cache size = concurrency x max_model_len)", 21,
        99999, "vllm/v1/core/kv_cache_utils.py (_report_kv_cache_config)", pool::block_hybrid,
        print::concurrency_x_len, true, 16, 2, true, nullptr, false, {}, true},
       {"sglang", "sglang", "0.4", 4, 4,
@@ -516,35 +520,46 @@ const std::vector<rule_boundary>& rule_boundaries() {
        "the function's v0.14.0 documentation; issue #32105 (0.15.0rc1) names #29431 as the "
        "regression",
        true},
-      {"vllm", 16, "whole_model_check off again: each stage checked against its own layers",
-       "PR #33698 ('Fix PP KV cache sharding memory validation')",
-       "a 0.15.2rc1 build of 2026-02-08 (issue #34076) still had the merged check; 0.16 is the "
-       "first minor after it",
-       false},
-      {"vllm", 23,
+      {"vllm", 14,
        "chunked_local_hybrid: chunked local attention layers (Llama 4) kept in the hybrid "
        "allocator, min(chunk + max_num_batched_tokens, max_model_len) tokens a request "
        "(ChunkedLocalAttentionSpec, PR #19351); before it vLLM turned the hybrid manager off "
        "for such models by default (VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=0, PR "
        "#21761, merged 2025-07-28, so from 0.10.1)",
-       "PR #29627 (attention metadata cached across KV cache groups) set the variable's default "
-       "to 1 (PR #46553's account, 2026-06-24)",
-       "PR #46553's author sees the hybrid manager's Llama 4 regression appear 'between 0.22 and "
-       "0.23'; a Llama-4-Scout log of 2025-12-18 (a write-up of it, code index file id "
-       "14123402554; engine_test.cpp) still prints the default-off warning; **first release not "
-       "confirmed**",
+       "PR #29627 (attention metadata cached across KV cache groups, merged in the week to "
+       "2025-12-19) set the variable's default to 1 (PR #46553's account, 2026-06-24)",
+       "merged on main a month before the 0.14.0 release (January 2026), so 0.14.0 carries it; "
+       "whether 0.13.0 (December 2025) does is not established (a Llama-4-Scout log of "
+       "2025-12-18, release not printed, still warns that it is off by default); PR #46553's "
+       "'between 0.22 and 0.23' is a ROCm latency observation, not the default's change",
        false},
-      {"vllm", 24,
-       "tokens: concurrency_x_len ('GPU KV cache size' = int(max_concurrency x max_model_len)); "
-       "state_pages_prefix_caching: 2 (Mamba align mode)",
-       "PR #38364 (derived print, opened 2026-03-27); PR #30877 (align mode: "
-       "max_memory_usage_bytes = page x (2 + speculative blocks), merged 2026-01-19, opt-in "
-       "with --mamba-cache-mode align), selected by --enable-prefix-caching for models without "
-       "'all' mode (PR #46778's account, 2026-06)",
-       "a 0.19.0 log still prints the per-group formula (issue #40691); vllm-ascend PR #7103 "
-       "needs --mamba-cache-mode align on 0.17.0; fixtures qwen3.6-35b-a3b-vllm-0.24-* show both "
-       "at 0.24",
+      {"vllm", 16, "whole_model_check off again: each stage checked against its own layers",
+       "PR #33698 ('Fix PP KV cache sharding memory validation', merged in the week to "
+       "2026-02-13)",
+       "a 0.15.2rc1.dev93 build of 2026-02-08 (issue #34076) still had the merged check; 0.16.0 "
+       "(released 2026-02-25/26) is the first release after the merge; no 0.16 pipeline-parallel "
+       "log confirms it carries the fix",
        false},
+      {"vllm", 19,
+       "state_pages_prefix_caching: 2 (--enable-prefix-caching keeps a recurrent model's "
+       "states in Mamba 'align' mode, max_memory_usage_bytes = page x (2 + speculative "
+       "blocks))",
+       "PR #30877 (align mode, merged 2026-01-19), chosen by --enable-prefix-caching for models "
+       "without 'all' mode",
+       "a 0.19.1 report (issue #40696: Qwen3.5-4B, --enable-prefix-caching alone, whole 528-token "
+       "blocks hit the cache, which only align mode gives a Gated DeltaNet model); 0.22.0 log "
+       "reproduced exactly with 2 + 3 pages (fixture qwen3.6-27b-vllm-0.22-tp2-mtp3); on 0.17.0 "
+       "vllm-ascend PR #7103 still passed --mamba-cache-mode align by hand; 0.18 not checked",
+       false},
+      {"vllm", 21,
+       "tokens: concurrency_x_len ('GPU KV cache size' = int(max_concurrency x max_model_len))",
+       "the derived print of PR #38364's proposal (opened 2026-03-27), landed on main between "
+       "the nightlies of 2026-04-29 and 2026-05-15",
+       "0.19.0 (issue #40691) and v0.20.0 print the per-group formula, v0.21.0 the derived one "
+       "(issue #43308: Gemma 4 ~55k -> ~525k tokens from the same ~50 GB); 0.22.0 log reproduced "
+       "exactly (fixture qwen3.6-27b-vllm-0.22-tp2-mtp3, an odd token count no per-group print "
+       "gives)",
+       true},
       {"sglang", 5,
        "mamba: hybrid models' recurrent states in a Mamba pool (MambaPool) sized before the "
        "token pool of the full-attention layers (HybridLinearKVPool), the budget split by "
@@ -554,8 +569,10 @@ const std::vector<rule_boundary>& rule_boundaries() {
        "a 0.5.9 startup log (kvcache-ai/ktransformers #1870, fixture "
        "qwen3.5-397b-a17b-sglang-0.5.9-tp2) prints the split's 82 state slots and their "
        "conv/ssm sizes; fixture nemotron-3-nano-30b-a3b-sglang-xpu-tp4-no-radix the pool "
-       "without the radix cache; calc keys major.minor, so 0.5.0-0.5.1 (before Qwen3-Next) and 0.5.x "
-       "before PR #11679 (ratio 0.2: pass --mamba-full-memory-ratio 0.2) share the row",
+       "without the radix cache; the pool was on main before v0.5.3rc0 (PR #10468, "
+       "2025-09-15: follow-ups such as PR #10400 landed 2025-09-13), so 0.5.3rc0 carries it, "
+       "0.5.2 not established; calc keys major.minor, so 0.5.0-0.5.1 (before Qwen3-Next) and "
+       "0.5.x before PR #11679 (ratio 0.2: pass --mamba-full-memory-ratio 0.2) share the row",
        false},
   };
   return table;

@@ -51,6 +51,26 @@ checked tensor::bytes() const {
                      fmt::format("'{}' stores a value per input row of a matrix, but {}.{} is "
                                  "not a matrix (give its role another format)",
                                  format->name, module, name));
+  // A record stored once per matrix (compressed-tensors' pack-quantized weight_shape, two
+  // int32) is counted per matrix, and the groups of such a format per output row of each
+  // matrix, as the checkpoint stores weight_scale [out, ceil(in / group)].
+  checked per_matrix = 0;
+  if (format->matrix_bits > 0) {
+    checked values = 0, matrices = 0, groups = 0;
+    for (const matrix_shape& s : shapes) {
+      values += s.count * s.in * s.out;
+      matrices += s.count;
+      if (format->group > 0) groups += s.count * s.out * ceil_div(s.in, format->group);
+    }
+    if (shapes.empty() || values != params)
+      throw spec_error("precision",
+                       fmt::format("'{}' stores a record per matrix, but {}.{} is not a matrix "
+                                   "of known sides (give its role another format)",
+                                   format->name, module, name));
+    per_matrix = format->matrix_bytes(matrices);
+    if (format->block_rows == 0 && format->group > 0)
+      return format->block_bytes(params, groups, inputs) + per_matrix;
+  }
   if (format->block_rows > 0 && !shapes.empty()) {
     // Scale blocks counted per matrix, each side rounded up (576 rows are 5 blocks of 128).
     checked values = 0, blocks = 0;
@@ -58,7 +78,7 @@ checked tensor::bytes() const {
       values += s.count * s.in * s.out;
       blocks += s.count * format->blocks(s.in, s.out);
     }
-    if (values == params) return format->block_bytes(params, blocks, inputs);
+    if (values == params) return format->block_bytes(params, blocks, inputs) + per_matrix;
   }
   // Per-row scales have no group to fall back on: their count is the matrices' output rows.
   if (format->block_rows == 1 && format->block_cols == 0)
@@ -66,7 +86,7 @@ checked tensor::bytes() const {
                      fmt::format("'{}' stores a scale per output row of a matrix, but {}.{} is "
                                  "not a matrix of known sides (give its role another format)",
                                  format->name, module, name));
-  return format->bytes(params, inputs);
+  return format->bytes(params, inputs) + per_matrix;
 }
 
 checked tensor::instance_bytes() const {

@@ -93,7 +93,7 @@ const std::map<std::string, sample> kSamples = {
     {"--mamba-full-memory-ratio", {"0.5", "qwen3.6-35b-a3b"}},
     {"--mamba-scheduler-strategy", {"extra_buffer", "qwen3.6-35b-a3b"}},
     {"--limit-mm-per-prompt", {R"({"image": 0, "video": 0})"}},
-    // vLLM's chunked local attention with the hybrid allocator (on by default since 0.23).
+    // vLLM's chunked local attention with the hybrid allocator (on by default since 0.14).
     {"--allow-chunked-local-hybrid", {"0", "llama-4-scout"}},
     {"--mtp", {"", "deepseek-v4-flash", true}},
     {"--fp8", {"", "", true}},

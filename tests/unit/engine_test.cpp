@@ -138,11 +138,11 @@ TEST_CASE("engine: 52 sliding + 10 full layers make 7 groups of 10, 8 of them pa
   // A full layer needs 32768 / 16 = 2048 blocks; a sliding one min(1023 + 8192, 32768) tokens
   // -> ceil(9215 / 16) + 1 = 577 blocks; per request 2048 + 6 x 577 = 5510.
   CHECK(j["blocks_per_request"] == 5510);
-  // Printed tokens (0.10-0.23): blocks // 7 groups x 16.
+  // Printed tokens (0.10-0.20): blocks // 7 groups x 16.
   CHECK(j["kv_cache_tokens"] == 16384 / 7 * 16);
   CHECK(j["log"][1]["line"] == "GPU KV cache size: 37,440 tokens");
   CHECK(j["log"][2]["line"] == "Maximum concurrency for 32,768 tokens per request: 2.97x");
-  // From 0.24 the printed size is int(concurrency x max_model_len) = 16384 x 32768 // 5510.
+  // From 0.21 the printed size is int(concurrency x max_model_len) = 16384 x 32768 // 5510.
   ojson now = engine_run({"capacity", "--engine", "vllm", "--model",
                           source("tests/fixtures/engine-logs/models/gemma-3-27b.yaml"),
                           "--max-model-len", "32768", "--kv-memory", "20GiB",
@@ -185,7 +185,7 @@ TEST_CASE("engine: recurrent-state layers raise the attention block to hold a st
   CHECK(bf16["block_size"] == 1072);
   CHECK(bf16["page_bytes"] == 1097728);
   CHECK(bf16["blocks_per_request"] == 123 + 3);
-  // Prefix caching (vLLM >= 0.24, Mamba "align" mode): two state pages per request and group.
+  // Prefix caching (vLLM >= 0.19, Mamba "align" mode): two state pages per request and group.
   ojson aligned = run({"--enable-prefix-caching"});
   CHECK(aligned["blocks_per_request"] == 63 + 3 * 2);
   ojson older = run({"--enable-prefix-caching", "--engine-version", "0.11"});
@@ -356,7 +356,7 @@ TEST_CASE("engine: Nemotron-H (Mamba2 + attention + MLP-only layers) in vLLM's h
   // of attention + one state page in each of 6 groups = 8.
   CHECK(j["blocks"] == 127);
   CHECK(j["blocks_per_request"] == 8);
-  // >= 0.24 prints int(127 / 8 x 8192) = 130,048 tokens.
+  // >= 0.21 prints int(127 / 8 x 8192) = 130,048 tokens.
   CHECK(j["kv_cache_tokens"] == 130048);
   // One request needs 10 layers x 16,908,288 B x 8 blocks = 1,352,663,040 B.
   CHECK(j["max_model_len_kv_bytes"] == 1352663040LL);
@@ -457,7 +457,7 @@ TEST_CASE("engine: Falcon-H1-0.5B in vLLM's hybrid pool, by hand") {
   CHECK(j["blocks"] == 371);
   CHECK(j["blocks_per_request"] == 7);
   CHECK(j["max_concurrency"] == doctest::Approx(53.0));
-  // >= 0.24: 371 x 8,192 // 7 = 434,176 tokens; 0.10-0.23: 371 // 2 groups x 1,568 = 290,080.
+  // >= 0.21: 371 x 8,192 // 7 = 434,176 tokens; 0.10-0.20: 371 // 2 groups x 1,568 = 290,080.
   CHECK(j["kv_cache_tokens"] == 434176);
   CHECK(run({"--engine-version", "0.11"})["kv_cache_tokens"] == 290080);
   // One request: 36 layers x 802,816 B x 7 pages = 202,309,632 B.
@@ -475,7 +475,7 @@ TEST_CASE("engine: Falcon-H1-0.5B in vLLM's hybrid pool, by hand") {
   CHECK(bf16["kv_cache_tokens"] == 496981);
   CHECK(two(bf16["max_concurrency"].get<double>()) == doctest::Approx(60.67));
   CHECK(bf16["max_model_len_kv_bytes"] == 36LL * 409600 * 12);
-  // Prefix caching on >= 0.24 (Mamba "align" mode): two state pages, 6 + 2 = 8 per request.
+  // Prefix caching on >= 0.19 (Mamba "align" mode): two state pages, 6 + 2 = 8 per request.
   CHECK(run({"--enable-prefix-caching"})["blocks_per_request"] == 8);
   // TP 2 (pages of 1,568 x 256 = 401,408 B hold the 399,360 B state): 26,749 // 36 = 743 blocks.
   ojson tp2 = run({"--tensor-parallel-size", "2"});
@@ -592,8 +592,8 @@ TEST_CASE("engine: bad engine input is one line naming the option") {
       "--engine-version: calc has no vllm rules for 0.2 (known: 0.4-0.7 (V0 "
       "engine), 0.8-0.9 (V1, before the hybrid allocator), 0.10-0.13 (V1 hybrid "
       "allocator), 0.14-0.15 (V1 hybrid allocator, memory checked against every stage), "
-      "0.16-0.22 (V1 hybrid allocator), 0.23 (V1 hybrid allocator, chunked local attention "
-      "in it), >=0.24 (GPU KV cache size = concurrency x max_model_len))");
+      "0.16-0.18 (V1 hybrid allocator), 0.19-0.20 (V1 hybrid allocator, Mamba align mode), "
+      ">=0.21 (GPU KV cache size = concurrency x max_model_len))");
   CHECK_THROWS_WITH(engine_run({"capacity", "--engine", "vllm", "--model", "qwen3-8b",
                                 "--max-model-len", "4096", "--kv-memory", "lots"}),
                     "--kv-memory: 'lots' is not a size such as 18.69GiB or 40GB");
@@ -1373,18 +1373,25 @@ TEST_CASE("engine: vLLM's chunked local attention (Llama-4-Scout) in or out of t
                          "5242880", "--max-num-batched-tokens", "8192", "--kv-memory",
                          std::to_string(bytes) + "B", "-f", "json"});
     };
-    ojson off = run("0.13");  // the variable's default 0 (PR #21761) to 0.22
+    ojson off = run("0.13");  // the variable's default 0 (PR #21761) to 0.13
     CHECK(off["kv_cache_tokens"].get<std::int64_t>() >= 3'919'264);
     CHECK(off["kv_cache_tokens"].get<std::int64_t>() <= 3'919'696);
     CHECK(two(off["max_concurrency"].get<double>()) == 0.75);
     CHECK(off["groups"].size() == 1);
-    ojson on = run("0.23");  // default 1 (PR #29627)
+    // Default 1 from 0.14 (PR #29627). The log's 3,919,664 tokens are the per-group print of a
+    // release before 0.21; from 0.21 the same pool prints int(2.96... x 5,242,880) instead.
+    ojson on = run("0.16");
     CHECK(on["kv_cache_tokens"].get<std::int64_t>() >= 3'919'264);
     CHECK(on["kv_cache_tokens"].get<std::int64_t>() <= 3'919'696);
     CHECK(two(on["max_concurrency"].get<double>()) == 2.96);
     CHECK(on["groups"].size() == 4);
+    ojson derived = run("0.23");
+    CHECK(derived["blocks"] == on["blocks"]);
+    CHECK(derived["kv_cache_tokens"].get<std::int64_t>() ==
+          on["blocks"].get<std::int64_t>() * 5'242'880 /
+              on["blocks_per_request"].get<std::int64_t>());
   }
-  // The variable set on a release whose default is 0 gives the same pool as 0.23's default.
+  // The variable set on a release whose default is 0 gives the same pool as the default from 0.14.
   ojson set = engine_run({"capacity", "--engine", "vllm", "--engine-version", "0.13", "--model",
                           "llama-4-scout", "--tensor-parallel-size", "8", "--max-model-len",
                           "5242880", "--kv-memory", "96329662464B", "--allow-chunked-local-hybrid",
@@ -1417,4 +1424,68 @@ TEST_CASE("engine: vLLM's chunked local attention (Llama-4-Scout) in or out of t
   c.speculative.draft = calc::engine::speculative_config::drafter::model;
   c.speculative.tokens = 2;
   CHECK(calc::engine::plan_engine(scout.g, r13, c).groups.size() == 1);
+}
+
+TEST_CASE("engine: the hybrid-allocator version boundaries against the logs that pin them") {
+  // Issue 21 item 4: each boundary at the release a log or a dated merge puts it
+  // (docs/engines.md, "Version boundaries").
+  using calc::engine::find_rules;
+  using print = calc::engine::rule_set::token_print;
+  CHECK_FALSE(find_rules("vllm", "0.13").chunked_local_hybrid);  // PR #21761's default 0
+  CHECK(find_rules("vllm", "0.14.0").chunked_local_hybrid);      // PR #29627, December 2025
+  CHECK(find_rules("vllm", "0.15").whole_model_check);
+  CHECK_FALSE(find_rules("vllm", "0.16").whole_model_check);     // PR #33698
+  CHECK(find_rules("vllm", "0.18").state_pages_prefix_caching == 1);
+  CHECK(find_rules("vllm", "0.19.1").state_pages_prefix_caching == 2);  // issue #40696
+  CHECK(find_rules("vllm", "0.20").tokens == print::blocks_per_group);  // v0.20.0, issue #43308
+  CHECK(find_rules("vllm", "0.21.0").tokens == print::concurrency_x_len);
+
+  // vLLM 0.22.0 (club-3090 issue #487, fixture qwen3.6-27b-vllm-0.22-tp2-mtp3): Qwen3.6-27B at
+  // TP 2 with 3 MTP tokens and prefix caching, 10.85 GiB: 418 blocks of 4 groups, 1,600-token
+  // blocks, 164 + 3 x (2 + 3) = 179 blocks a request. The same pool read by each row shows what
+  // each boundary changes: the print (0.21) and the state pages (0.19).
+  auto run = [](const char* version) {
+    return engine_run({"capacity", "--engine", "vllm", "--engine-version", version, "--model",
+                       source("tests/fixtures/engine-logs/models/qwen3.6-27b.json"),
+                       "--tensor-parallel-size", "2", "--max-model-len", "262144",
+                       "--kv-cache-dtype", "fp8_e5m2", "--enable-prefix-caching",
+                       "--speculative-config", R"({"method": "mtp", "num_speculative_tokens": 3})",
+                       "--kv-memory", "10.85GiB", "-f", "json"});
+  };
+  ojson v22 = run("0.22.0");
+  CHECK(v22["block_size"] == 1600);
+  CHECK(v22["page_bytes"] == 1600 * 1024);
+  CHECK(v22["groups"].size() == 4);
+  CHECK(v22["blocks"] == 418);
+  CHECK(v22["blocks_per_request"] == 164 + 3 * (2 + 3));
+  CHECK(v22["kv_cache_tokens"] == 612157);  // int(418 / 179 x 262,144), as logged
+  CHECK(two(v22["max_concurrency"].get<double>()) == doctest::Approx(2.34));
+  ojson v20 = run("0.20");  // per-group print: 418 // 4 x 1,600
+  CHECK(v20["blocks_per_request"] == 179);
+  CHECK(v20["kv_cache_tokens"] == 418 / 4 * 1600);
+  ojson v18 = run("0.18");  // one state page: 164 + 3 x (1 + 3) = 176 blocks, 2.38x
+  CHECK(v18["blocks_per_request"] == 176);
+  CHECK(two(v18["max_concurrency"].get<double>()) == doctest::Approx(2.38));
+
+  // vLLM 0.19.0 (issue #40691: Qwen3.5-27B at TP 1, max_model_len 32,768, no prefix caching, no
+  // "Available KV cache memory" line): "GPU KV cache size: 290,864 tokens" and "33.04x". A bf16
+  // token is 4,096 B a layer, a state 61,440 + 3,145,728 B, so 784-token blocks, 4 groups of
+  // 16 and 42 + 3 blocks a request. One
+  // block count gives both printed numbers under the per-group print, 1,487: 1,487 // 4 x 784 =
+  // 290,864 and 1,487 / 45 = 33.04 (1,486 gives 33.02, 1,488 33.07). Under the derived print of
+  // 0.21 the same pool would say 1,082,800 tokens, which is what issue #40691 asked for.
+  const std::int64_t page = 784LL * 4096;
+  auto qwen35 = [&](const char* version) {
+    return engine_run({"capacity", "--engine", "vllm", "--engine-version", version, "--model",
+                       source("tests/fixtures/hf/Qwen--Qwen3.5-27B/config.json"),
+                       "--max-model-len", "32768", "--kv-memory",
+                       std::to_string(1487 * page * 16) + "B", "-f", "json"});
+  };
+  ojson v19 = qwen35("0.19.0");
+  CHECK(v19["block_size"] == 784);
+  CHECK(v19["blocks"] == 1487);
+  CHECK(v19["blocks_per_request"] == 45);
+  CHECK(v19["kv_cache_tokens"] == 290864);
+  CHECK(two(v19["max_concurrency"].get<double>()) == doctest::Approx(33.04));
+  CHECK(qwen35("0.21")["kv_cache_tokens"] == 1487LL * 32768 / 45);
 }

@@ -255,6 +255,7 @@ family with_router_bias(family f, std::string format) {
 /// The table of families() followed by the families of families_more.cpp.
 std::vector<family> with_more_families(std::vector<family> table) {
   for (family& f : more_families()) table.push_back(std::move(f));
+  for (family& f : extra_families()) table.push_back(std::move(f));
   return table;
 }
 
@@ -933,6 +934,7 @@ std::string family_table_file(const std::string& model_type) {
   };
   if (in(ssm_families())) return "families_ssm.cpp";
   if (in(more_families())) return "families_more.cpp";
+  if (in(extra_families())) return "families_extra.cpp";
   return "families.cpp";
 }
 

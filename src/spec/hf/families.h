@@ -94,6 +94,10 @@ struct family {
   /// the field, never read as this family (MiniMax-M2's qk_norm_type must be per_layer, every
   /// entry of attn_type_list 1, full softmax attention).
   std::map<std::string, nlohmann::json> only;
+  /// Roles whose config field may be a list with one entry per layer (Hunyuan's moe_topk,
+  /// moe_intermediate_size, num_shared_expert): read when every entry is the same value, an
+  /// error at the field when they differ (calc would need a variant per layer).
+  std::vector<std::string> per_layer_lists;
 };
 
 /// The defaults every dense GQA family shares, `extra` replacing some (families.cpp).
@@ -103,6 +107,10 @@ nlohmann::json gqa_defaults(nlohmann::json extra);
 /// glm, gemma, ...; families_more.cpp), listed after the others.
 std::vector<family> more_families();
 
+/// The families read since issue 21's fifth round (hunyuan_v1_dense, hunyuan_v1_moe, ...;
+/// families_extra.cpp), listed after those of more_families().
+std::vector<family> extra_families();
+
 /// The config field of each role, shared by most families (e.g. heads -> num_attention_heads).
 const std::map<std::string, std::string>& common_names();
 
@@ -110,7 +118,8 @@ const std::map<std::string, std::string>& common_names();
 const std::vector<family>& families();
 
 /// The source file under src/spec/hf/ that holds `model_type`'s table (families.cpp,
-/// families_more.cpp or families_ssm.cpp), for the header `calc import` writes.
+/// families_more.cpp, families_extra.cpp or families_ssm.cpp), for the header `calc import`
+/// writes.
 std::string family_table_file(const std::string& model_type);
 
 /// The state-space families read since the first hybrids (families_ssm.cpp): jamba, mamba,

@@ -147,6 +147,7 @@ class family_reader {
     origin = v.origin;
     if (given(role)) {  // located type check
       auto [o, k] = at(field(role));
+      if (o.value(k).is_array() && per_layer(role)) return uniform_entry(o, k, origin);
       return o.integer(k);
     }
     return v.value.get<std::int64_t>();
@@ -198,6 +199,25 @@ class family_reader {
   }
 
  private:
+  /// Whether the family reads the role's field as a per-layer list (families.h).
+  bool per_layer(const std::string& role) const {
+    return std::find(f_.per_layer_lists.begin(), f_.per_layer_lists.end(), role) !=
+           f_.per_layer_lists.end();
+  }
+
+  /// A per-layer list read as its one value: every entry the same integer, else an error there.
+  std::int64_t uniform_entry(const hf_object& o, const std::string& k, std::string& origin) const {
+    std::vector<std::int64_t> v = o.integers(k);
+    if (v.empty()) o.fail(k, "an empty per-layer list");
+    for (std::int64_t x : v)
+      if (x != v.front())
+        o.fail(k, fmt::format("per-layer values differ ({} and {}); calc reads one value for "
+                              "every layer of {}",
+                              v.front(), x, f_.model_type));
+    origin = fmt::format("{} (the same in all {} per-layer entries)", origin, v.size());
+    return v.front();
+  }
+
   /// "=a/b" or "=a": a default computed from other roles (head_dim = hidden / heads).
   valued derived(const std::string& role, const json& d) const {
     std::string expr = d.get<std::string>().substr(1);
@@ -1004,6 +1024,7 @@ std::string quoted(const std::string& s) {
 struct stored_formats {
   std::string block_scale;  // FP8 block or row scales (`*.weight_scale_inv`, compressed-tensors'
                             // `*.weight_scale` [out, 1]): "fp32", "bf16", "fp16"
+  std::string stored_scale;  // compressed-tensors' weight_scale of any strategy
   std::string dtype;        // the dtype of most unquantised weight-matrix bytes
   std::string router_bias;  // the MoE routing bias (`*.e_score_correction_bias`)
   std::string router;       // the MoE router (`*mlp.gate.weight`, `*block_sparse_moe.gate.weight`)
@@ -1031,9 +1052,13 @@ stored_formats formats_in_headers(const std::string& config_path) {
       out.block_scale = name->second;
     }
     // compressed-tensors' per-row scales (weight_scale [out, 1]), when no block scale said it.
-    if (t.name.ends_with(".weight_scale") && t.shape.size() == 2 && t.shape[1] == 1 &&
-        out.block_scale.empty() && name != calc_name.end())
+    // compressed-tensors' scales of any strategy (weight_scale [out, 1] per row, [out, groups]
+    // per group, [rows / R, columns / C] per block), when no block scale said it.
+    if (t.name.ends_with(".weight_scale") && t.shape.size() == 2 && out.block_scale.empty() &&
+        name != calc_name.end()) {
       out.block_scale = name->second;
+      out.stored_scale = name->second;
+    }
     // The vectors some checkpoints keep wider than their norms, as the first one stored says:
     // a Mamba2 mixer's A_log and D, a Gated DeltaNet layer's A_log and gated norm
     // (linear_attn.norm.weight), calc's ssm_params role.
@@ -1167,7 +1192,8 @@ imported translate(const hf_json& doc, const std::string& name, const std::strin
   }
   std::optional<quant_formats> quant =
       read_quant(root, modelopt, /*has_routers=*/fam->ffn == ffn_family::moe,
-                 stored.block_scale.empty() ? fam->fp8_block_scale : stored.block_scale);
+                 stored.block_scale.empty() ? fam->fp8_block_scale : stored.block_scale,
+                 stored.stored_scale, dtype);
   if (!quant) {
     precision.kids.push_back(scalar("weights", dtype, dtype_origin));
     precision.kids.push_back(
@@ -1176,14 +1202,21 @@ imported translate(const hf_json& doc, const std::string& name, const std::strin
     // The router keeps the model dtype: it is part of `weights`, so the quantised matrices are
     // named by role (schema roles attention, experts, shared_experts, dense_ffn).
     const std::string& why = quant->kept_roles.at("router").why;
-    std::string kept = dtype_origin + (why.empty() ? " (router not quantised)"
-                                                   : fmt::format(" (router not quantised: {})", why));
+    // Whole roles an ignore pattern keeps in `weights` too (Kimi-K2.5: self_attn, the shared
+    // experts, the dense layer's MLP), each with the entry that says so.
+    std::string also;
+    for (const char* role : {"attention", "shared_experts", "dense_ffn"})
+      if (auto k = quant->kept_roles.find(role); k != quant->kept_roles.end())
+        also += fmt::format("; {} excluded: {}", role, k->second.field);
+    std::string kept =
+        dtype_origin + (why.empty() ? " (router not quantised" + also + ")"
+                                    : fmt::format(" (router not quantised: {}{})", why, also));
     // A family whose quantised checkpoints leave the router the only matrix in `weights` and
     // store it wider (MiniMax-M2's F32 gate): `weights` is the router's format, as the headers
-    // show it, else as the family documents it.
+    // show it, else as the family documents it. Not when another role stays in `weights`.
     std::string router = stored.router.empty() ? fam->router_dtype : stored.router;
-    if (!fam->router_dtype.empty() && !router.empty() && router != dtype &&
-        !quant->kept_roles.count("attention") && !quant->kept_roles.count("attention_in"))
+    if (!fam->router_dtype.empty() && !router.empty() && router != dtype && also.empty() &&
+        !quant->kept_roles.count("attention_in"))
       precision.kids.push_back(scalar(
           "weights", router,
           stored.router.empty()
@@ -1200,11 +1233,16 @@ imported translate(const hf_json& doc, const std::string& name, const std::strin
     else if (!quant->kept_roles.count("attention"))
       precision.kids.push_back(scalar("attention", quant->weights, quant->origin));
     for (const char* role : {"experts", "shared_experts", "dense_ffn"})
-      precision.kids.push_back(scalar(role, quant->weights, quant->origin));
+      if (!quant->kept_roles.count(role))  // a role the ignore list keeps stays in `weights`
+        precision.kids.push_back(scalar(role, quant->weights, quant->origin));
   } else {
     precision.kids.push_back(scalar("weights", quant->weights, quant->origin));
     if (quant->kept_roles.count("attention"))
       precision.kids.push_back(scalar("attention", dtype, dtype_origin + " (self_attn excluded)"));
+    for (const char* role : {"shared_experts", "dense_ffn"})
+      if (quant->kept_roles.count(role))
+        precision.kids.push_back(
+            scalar(role, dtype, dtype_origin + " (" + quant->kept_roles.at(role).field + ")"));
     if (quant->kept_roles.count("attention_in")) {
       precision.kids.push_back(
           scalar("attention", dtype, dtype_origin + " (self_attn input projections excluded)"));

@@ -46,20 +46,85 @@ std::string scale_of(const hf_object& w) {
   return it->second;
 }
 
-/// compressed-tensors' float-quantized FP8 (llm-compressor, and zai-org's GLM-4.5-FP8): every
-/// config group's weights 8-bit float over the Linear targets, one scale per tensor ("tensor"),
-/// per output row ("channel": weight_scale [out, 1]) or per block ("block", block_structure
-/// [rows, columns]); activations (dynamic per-token, or static) hold no stored bytes. The
-/// config names the scale dtype only from compressed-tensors 0.12 on (`scale_dtype`); else
-/// `scale` (the headers' weight_scale, or the family's documented default) decides.
-/// One format for all groups: groups that differ would need a format per module.
+/// compressed-tensors' integer weights (llm-compressor's W4A16, W8A16 and W8A8; Kimi-K2's
+/// int4 release): every quantised Linear of `in` inputs and `out` outputs stores, as
+/// pack-quantized, weight_packed int32 [out, in * bits / 32] (eight int4 or four int8 a word),
+/// weight_scale [out, ceil(in / group)] ("group") or [out, 1] ("channel") in the scale dtype,
+/// and weight_shape int32 [2]; as int-quantized (W8A8), weight int8 [out, in] and weight_scale
+/// [out, 1]. actorder "group" adds weight_g_idx int32 [in]. Symmetric weights store no zero
+/// point; asymmetric ones (weight_zero_point, packed differently across compressed-tensors
+/// versions) are refused. Activations (dynamic per token, or a static scalar) store no bytes
+/// that count.
+std::string int_weights(const hf_object& w, const std::string& container, const std::string& s,
+                        std::string& said) {
+  std::int64_t bits = w.integer("num_bits");
+  if (bits != 4 && bits != 8)
+    w.fail("num_bits", fmt::format("integer weights of {} bits are not mapped (calc reads 4 and "
+                                   "8)",
+                                   bits));
+  if (container == "int-quantized" && bits != 8)
+    w.fail("num_bits", "int-quantized stores 8-bit integers; 4-bit ones are pack-quantized");
+  if (w.has("symmetric") && w.value("symmetric").is_boolean() && !w.boolean("symmetric"))
+    w.fail("symmetric", "asymmetric integer weights (a weight_zero_point per group) are not "
+                        "mapped (calc reads symmetric ones)");
+  std::string elem = bits == 4 ? "int4" : "int8";
+  bool packed = container == "pack-quantized";
+  // pack-quantized keeps each matrix's original shape beside it: two int32, 8 bytes a matrix.
+  std::string record = packed ? ":matrix:int32x2" : "";
+  std::string record_said = packed ? ", its shape (2 int32) per matrix" : "";
+  std::string strategy = w.has("strategy") ? w.text("strategy") : "tensor";
+  std::string actorder;
+  if (w.has("actorder") && w.value("actorder").is_string()) actorder = w.text("actorder");
+  if (!actorder.empty() && actorder != "group" && actorder != "weight" && actorder != "static")
+    w.fail("actorder", fmt::format("actorder '{}' is not mapped (calc reads group, weight, "
+                                   "static and null)",
+                                   actorder));
+  if (strategy == "group") {
+    if (!w.has("group_size") || !w.value("group_size").is_number_integer() ||
+        w.integer("group_size") <= 0 || w.integer("group_size") > 4096)
+      w.fail("group_size", "strategy group needs a group_size of 1 to 4096 (inputs per scale)");
+    std::int64_t group = w.integer("group_size");
+    // actorder "group" stores the group of each input row (weight_g_idx int32 [in]); "weight"
+    // and "static" reorder nothing that is stored.
+    bool g_idx = actorder == "group";
+    said = fmt::format("{} {} values, a {} scale per {} inputs of each output row{}{}",
+                       container, elem, s, group, record_said,
+                       g_idx ? ", an int32 g_idx per input row" : "");
+    return fmt::format("{}:g{}:{}{}{}", elem, group, s, record, g_idx ? ":rowidx:int32" : "");
+  }
+  if (strategy == "channel") {
+    if (actorder == "group")
+      w.fail("actorder", "actorder group with strategy channel is not mapped");
+    said = fmt::format("{} {} values, a {} scale per output row{}", container, elem, s,
+                       record_said);
+    return fmt::format("{}:row:{}{}", elem, s, record);
+  }
+  w.fail("strategy", fmt::format("integer weight strategy '{}' is not mapped (calc reads group "
+                                 "and channel)",
+                                 strategy));
+}
+
+/// compressed-tensors' quantised weights, one format for all config groups (groups that differ
+/// would need a format per module):
+/// - float-quantized FP8 (llm-compressor, and zai-org's GLM-4.5-FP8): 8-bit float over the
+///   Linear targets, one scale per tensor ("tensor"), per output row ("channel": weight_scale
+///   [out, 1]) or per block ("block", block_structure [rows, columns]); activations (dynamic
+///   per-token, or static) hold no stored bytes.
+/// - pack-quantized and int-quantized integers (int_weights).
+/// The scale dtype: what the safetensors headers store (`stored_scale`), else the config's
+/// `scale_dtype` (compressed-tensors 0.12 on), else, for FP8, `scale` (the family's documented
+/// default) and, for integers, `model_dtype` (compressed-tensors keeps an integer scheme's
+/// scales in the dtype of the weights it quantised: Kimi-K2.5's BF16 weight_scale).
 std::string compressed_tensors_weights(const hf_object& q, const std::string& scale,
-                                       std::string& origin) {
-  if (q.has("format") && q.text("format") != "float-quantized")
+                                       const std::string& stored_scale,
+                                       const std::string& model_dtype, std::string& origin) {
+  std::string container = q.has("format") ? q.text("format") : "float-quantized";
+  if (container != "float-quantized" && container != "pack-quantized" &&
+      container != "int-quantized")
     q.fail("format", fmt::format("compressed-tensors format '{}' is not mapped (calc reads "
-                                 "float-quantized, FP8 weights)",
-                                 q.text("format")));
-  // A sparsity_config (2:4 bitmask and the like) stores other bytes than dense FP8 matrices.
+                                 "float-quantized, pack-quantized and int-quantized)",
+                                 container));
+  // A sparsity_config (2:4 bitmask and the like) stores other bytes than dense matrices.
   if (q.has("sparsity_config") && q.value("sparsity_config").is_object() &&
       !q.value("sparsity_config").empty() && q.object("sparsity_config").has("format") &&
       q.object("sparsity_config").text("format") != "dense")
@@ -76,31 +141,45 @@ std::string compressed_tensors_weights(const hf_object& q, const std::string& sc
         g.fail("targets", "calc reads one config group over [\"Linear\"] (every linear layer "
                           "not ignored)");
     }
+    if (g.has("format") && g.value("format").is_string() && g.text("format") != container)
+      g.fail("format", fmt::format("this group stores '{}' beside the config's '{}'; calc keeps "
+                                   "one format for the quantised matrices",
+                                   g.text("format"), container));
     hf_object w = g.object("weights");
-    bool fp8 = w.has("num_bits") && w.integer("num_bits") == 8 && w.has("type") &&
-               w.text("type") == "float";
-    if (!fp8) w.fail("num_bits", "weights other than 8-bit float are not mapped (calc reads FP8)");
-    std::string strategy = w.has("strategy") ? w.text("strategy") : "tensor";
-    std::string s = scale_of(w);
-    if (s.empty()) s = scale;
+    std::string type = w.has("type") ? w.text("type") : "int";
+    std::string s = stored_scale.empty() ? scale_of(w) : stored_scale;
     std::string format;
-    if (strategy == "channel") {
-      format = "fp8:row:" + s;
-      said = fmt::format("FP8 with one {} scale per output row (strategy channel)", s);
-    } else if (strategy == "block") {
-      std::vector<std::int64_t> block = w.integers("block_structure");
-      if (block.size() != 2 || block[0] == 0 || block[1] == 0 || block[0] > 4096 ||
-          block[1] > 4096)
-        w.fail("block_structure", "expected two block sides of 1 to 4096, e.g. [128, 128]");
-      format = fmt::format("fp8:b{}x{}:{}", block[0], block[1], s);
-      said = fmt::format("FP8 with one {} scale per block of {}x{}", s, block[0], block[1]);
-    } else if (strategy == "tensor") {
-      format = "fp8";
-      said = "FP8 with one scale per tensor (a few bytes a matrix, not counted)";
+    if (type == "int") {
+      if (container == "float-quantized")
+        w.fail("num_bits", "integer weights stored float-quantized are not mapped (calc reads "
+                           "integers pack-quantized or int-quantized)");
+      if (s.empty()) s = model_dtype.empty() ? "bf16" : model_dtype;
+      format = int_weights(w, container, s, said);
     } else {
-      w.fail("strategy", fmt::format("FP8 weight strategy '{}' is not mapped (calc reads "
-                                     "channel, block, tensor)",
-                                     strategy));
+      bool fp8 = w.has("num_bits") && w.integer("num_bits") == 8 && type == "float";
+      if (!fp8 || container != "float-quantized")
+        w.fail("num_bits", "float weights other than 8-bit float-quantized are not mapped (calc "
+                           "reads FP8)");
+      if (s.empty()) s = scale;
+      std::string strategy = w.has("strategy") ? w.text("strategy") : "tensor";
+      if (strategy == "channel") {
+        format = "fp8:row:" + s;
+        said = fmt::format("FP8 with one {} scale per output row (strategy channel)", s);
+      } else if (strategy == "block") {
+        std::vector<std::int64_t> block = w.integers("block_structure");
+        if (block.size() != 2 || block[0] == 0 || block[1] == 0 || block[0] > 4096 ||
+            block[1] > 4096)
+          w.fail("block_structure", "expected two block sides of 1 to 4096, e.g. [128, 128]");
+        format = fmt::format("fp8:b{}x{}:{}", block[0], block[1], s);
+        said = fmt::format("FP8 with one {} scale per block of {}x{}", s, block[0], block[1]);
+      } else if (strategy == "tensor") {
+        format = "fp8";
+        said = "FP8 with one scale per tensor (a few bytes a matrix, not counted)";
+      } else {
+        w.fail("strategy", fmt::format("FP8 weight strategy '{}' is not mapped (calc reads "
+                                       "channel, block, tensor)",
+                                       strategy));
+      }
     }
     if (!weights.empty() && weights != format)
       w.fail("strategy", fmt::format("config groups quantise to {} and {}; calc keeps one "
@@ -132,7 +211,9 @@ std::string pattern_module(const std::string& m) {
 }  // namespace
 
 std::optional<quant_formats> read_quant(const hf_object& root, const hf_json* modelopt,
-                                        bool has_routers, const std::string& block_scale) {
+                                        bool has_routers, const std::string& block_scale,
+                                        const std::string& stored_scale,
+                                        const std::string& model_dtype) {
   std::optional<hf_object> q;
   if (modelopt) {
     q = hf_object(*modelopt, "").object("quantization");
@@ -234,7 +315,7 @@ std::optional<quant_formats> read_quant(const hf_object& root, const hf_json* mo
     k.all = true;
     k.field = f.origin;
   } else if (method == "compressed-tensors") {
-    f.weights = compressed_tensors_weights(*q, block_scale, f.origin);
+    f.weights = compressed_tensors_weights(*q, block_scale, stored_scale, model_dtype, f.origin);
   } else {
     q->fail(key, fmt::format("quantisation '{}' is not mapped (calc reads fp8, FP8, NVFP4, "
                              "mxfp4, awq, gptq, compressed-tensors)",
@@ -267,6 +348,36 @@ std::optional<quant_formats> read_quant(const hf_object& root, const hf_json* mo
       // compressed-tensors' patterns: one module of every layer ("re:.*mlp.gate$") reads as
       // that module listed for all layers ("model.layers.*.mlp.gate"); the head as lm_head.
       if (std::string p = pattern_module(m); !p.empty()) {
+        // A pattern over a whole role of every layer (Kimi-K2.5's int4 release keeps
+        // "re:.*self_attn.*", "re:.*shared_experts.*" and the dense layer's
+        // "re:.*mlp\\.(gate|up|gate_up|down)_proj.*" in BF16, quantising the routed experts).
+        static const std::map<std::string, std::string> role_patterns = {
+            {"self_attn", "attention"},
+            {"self_attn.*", "attention"},
+            {"shared_experts", "shared_experts"},
+            {"shared_experts.*", "shared_experts"},
+            {"mlp.shared_experts.*", "shared_experts"},
+            {"mlp.(gate|up|down)_proj", "dense_ffn"},
+            {"mlp.(gate|up|down)_proj.*", "dense_ffn"},
+            {"mlp.(gate|up|gate_up|down)_proj", "dense_ffn"},
+            {"mlp.(gate|up|gate_up|down)_proj.*", "dense_ffn"}};
+        // The vision tower and projector (K2.5-derived releases list "re:.*vision_tower.*" and
+        // "re:.*mm_projector.*") are not counted; norms and the embedding are never converted.
+        bool vision = false;
+        for (const char* v : {"vision_tower", "mm_projector", "multi_modal_projector", "visual",
+                              "vision_model"})
+          vision = vision || p.starts_with(v);
+        if (vision || p == "norm.*" || p == "embed.*" || p == "embed_tokens") continue;
+        if (p == "lm_head.*") p = "lm_head";
+        if (auto role = role_patterns.find(p); role != role_patterns.end()) {
+          quant_formats::kept_role& k = f.kept_roles[role->second];
+          if (k.field.empty()) {
+            k.where = q->doc().where(fmt::format("{}/{}/{}", q->pointer(), list_key, i));
+            k.field = fmt::format("{}[{}]", q->path_of(list_key), i);
+          }
+          k.all = true;
+          continue;
+        }
         bool known = p == "lm_head" || p == "gate" || p == "mlp.gate" ||
                      p.ends_with("layernorm") || p.ends_with("_norm") ||
                      p.ends_with("e_score_correction_bias");
@@ -370,6 +481,18 @@ std::optional<quant_formats> read_quant(const hf_object& root, const hf_json* mo
     if (!k.all && !k.layers.empty())
       k.why = fmt::format("the ignore list names the routers of layers {} to {}",
                           *k.layers.begin(), *k.layers.rbegin());
+  }
+  if (method == "compressed-tensors" && has_routers && !f.weights.starts_with("fp8") &&
+      !f.kept_roles.count("router")) {
+    // compressed-tensors converts the Linear modules its groups target: DeepSeek's router
+    // (Kimi-K2.5's mlp.gate) is a bare weight Parameter and stays in the model dtype unlisted,
+    // as Kimi-K2.5's tensor listing shows (mlp.gate.weight BF16 beside int4 experts); the
+    // llm-compressor recipes list the others (re:.*mlp.gate$), and vLLM builds every MoE
+    // router without a quantisation method.
+    quant_formats::kept_role& k = f.kept_roles["router"];
+    k.field = f.origin;
+    k.why = "compressed-tensors' integer releases keep MoE routers unquantised";
+    k.all = true;
   }
   bool block_fp8 = (method == "fp8" || method == "FP8") && q->has("weight_block_size");
   if ((from_modelopt || block_fp8) && has_routers) {

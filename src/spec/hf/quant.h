@@ -54,7 +54,12 @@ struct quant_formats {
 /// (`weight_block_size` [rows, columns]: fp8:b<rows>x<columns>:<scale>, the scale grid of each
 /// matrix rounded up per side), whose config does not say it: the family's documented default
 /// ("fp32" for DeepSeek's, "bf16" for Qwen's), or what the checkpoint's headers store.
+/// compressed-tensors checkpoints take their scale dtype from `stored_scale` (what the
+/// safetensors headers store as weight_scale; "" when no headers) before the config's
+/// scale_dtype; an integer scheme with neither keeps `model_dtype` (its weights' dtype).
 std::optional<quant_formats> read_quant(const hf_object& root, const hf_json* modelopt,
-                                        bool has_routers, const std::string& block_scale);
+                                        bool has_routers, const std::string& block_scale,
+                                        const std::string& stored_scale = "",
+                                        const std::string& model_dtype = "bf16");
 
 }  // namespace calc::hf
