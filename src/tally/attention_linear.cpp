@@ -115,7 +115,7 @@ void add_tensors(const attention_gdn& a, const model_context& m, std::vector<ten
   out.push_back(matrix("attention", "out_proj", category::attention, v_width, d,
                        m.precision->attention_out_weights()));
   if (a.conv_kernel > 0)
-    out.push_back({"conv", "conv1d", category::other, qkv * a.conv_kernel, conv_w});
+    out.push_back(conv_taps("conv1d", {qkv}, a.conv_kernel, conv_w));
   // A_log and the gated norm in `ssm_params` (F32 in the Qwen3.5 releases' files, BF16 in
   // Qwen3-Next's and Qwen3.6's); dt_bias is stored in the model dtype in all of them.
   const dtype* ssm = m.precision->ssm_params_format();
@@ -155,8 +155,7 @@ void add_tensors(const attention_kda& a, const model_context& m, std::vector<ten
   out.push_back(matrix("attention", "o_proj", category::attention, v_width, d,
                        m.precision->attention_out_weights()));
   if (a.conv_kernel > 0)
-    out.push_back({"conv", "q_k_v_conv1d", category::other,
-                   recurrent_of(a).conv_channels * a.conv_kernel, conv_w});
+    out.push_back(conv_taps("q_k_v_conv1d", {k_width, k_width, v_width}, a.conv_kernel, conv_w));
   out.push_back({"norms", "A_log", category::other, a.heads, norms});
   out.push_back({"norms", "dt_bias", category::other, k_width, norms});  // per channel
   out.push_back({"norms", "o_norm", category::other, a.value_dim, norms});

@@ -79,7 +79,7 @@ void add_selective_tensors(const attention_mamba2& a, const model_context& m,
     out.push_back({"norms", "in_proj_bias", category::other, checked(2) * n, norms});
     out.push_back({"norms", "out_proj_bias", category::other, d, norms});
   }
-  out.push_back({"conv", "conv1d", category::other, n * a.conv_kernel, conv_w});
+  out.push_back(conv_taps("conv1d", {n}, a.conv_kernel, conv_w));
   if (a.conv_bias) out.push_back({"norms", "conv1d_bias", category::other, n, norms});
   out.push_back({"norms", "dt_proj_bias", category::other, n, norms});
   out.push_back(
@@ -104,7 +104,7 @@ void add_short_conv_tensors(const attention_mamba2& a, const model_context& m,
                     m.precision->attention_out_weights());
   o.shards = a.heads;
   out.push_back(o);
-  out.push_back({"conv", "conv1d", category::other, n * a.conv_kernel, &m.precision->weights});
+  out.push_back(conv_taps("conv1d", {n}, a.conv_kernel, &m.precision->weights));
   if (a.conv_bias) {
     out.push_back({"norms", "in_proj_bias", category::other, checked(3) * n, norms});
     out.push_back({"norms", "conv1d_bias", category::other, n, norms});
@@ -132,7 +132,7 @@ void add_tensors(const attention_mamba2& a, const model_context& m, std::vector<
     out.push_back({"norms", "in_proj_bias", category::other, in_width(a), norms});
     out.push_back({"norms", "out_proj_bias", category::other, d, norms});
   }
-  out.push_back({"conv", "conv1d", category::other, conv_channels(a) * a.conv_kernel, conv_w});
+  out.push_back(conv_taps("conv1d", {conv_channels(a)}, a.conv_kernel, conv_w));
   if (a.conv_bias)
     out.push_back({"norms", "conv1d_bias", category::other, conv_channels(a), norms});
   out.push_back({"norms", "dt_bias", category::other, a.heads, norms});

@@ -91,6 +91,25 @@ inline tensor matrix(std::string module, std::string name, category cat, checked
   return t;
 }
 
+/// A depthwise convolution's taps, `channels` x `kernel` values (a short conv's conv1d): not a
+/// GEMM operand, and in the `weights` role (docs/model-schema.md, Precision roles), so `--weights`
+/// sets them as it sets every weight. Their sides are known: a per-row format stores one scale
+/// per channel (output row) of `kernel` taps, a block format its grid rounded up per side, as for
+/// a matrix of `channels` outputs and `kernel` inputs. `channels` lists the convolutions a
+/// layer keeps apart (Kimi Linear's q, k and v), one shape each; no input-row term (no GEMM).
+inline tensor conv_taps(std::string name, std::vector<checked> channels, checked kernel,
+                        const dtype* format) {
+  checked values = 0;
+  std::vector<matrix_shape> shapes;
+  for (checked c : channels) {
+    values += c * kernel;
+    shapes.push_back({kernel, c, 1});
+  }
+  tensor t{"conv", std::move(name), category::other, values, format};
+  t.shapes = std::move(shapes);
+  return t;
+}
+
 /// Non-weight matrix FLOPs of one block for one call.
 struct work {
   checked interaction;  // QK^T and AV (and index dot products): grows with pairs

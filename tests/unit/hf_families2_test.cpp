@@ -317,8 +317,8 @@ TEST_CASE("granite (Granite-3.3-2B): Llama's layers, tied head, µP multipliers;
 
 TEST_CASE("minimax_m2: the published FP8 config's modules_to_not_convert reads") {
   // MiniMax-M2.x publish FP8 blocks of 128 x 128 with gate (the router), e_score_correction_bias
-  // and lm_head left out: the bias is a vector calc never converts, the router and head keep
-  // BF16.
+  // and lm_head left out: the bias is a vector calc never converts, the head keeps BF16 and the
+  // router F32, as the M2.5 and M2.7 listings store it (minimax_m2's router_dtype).
   std::string json = text_of(fixture("minimax-m2.5-bf16.json"));
   const std::string dtype = R"("torch_dtype": "bfloat16")";
   json.replace(json.find(dtype), dtype.size(),
@@ -331,10 +331,10 @@ TEST_CASE("minimax_m2: the published FP8 config's modules_to_not_convert reads")
   // By hand, per layer: FP8 attention 44,040,192 B and experts 3,623,878,656 B, one FP32
   // scale per 128 x 128 block of each matrix (q and o 1,152 blocks each, k and v 192 each: 10,752
   // B; the experts 221,184 blocks: 884,736 B); x 62 = 227,466,488,832 B. BF16: embedding and
-  // head 2 x 200064 x 3072 x 2 B = 2,458,386,432; per layer the router 256 x 3072, two norms
-  // 6,144 and q_norm 6,144 + k_norm 1,024 (799,744 values, x 62 x 2 B = 99,168,256); the routing
-  // bias FP32 as MiniMax's files store it (precision.router_bias), 62 x 256 x 4 = 63,488 B; the
-  // final norm 6,144 B. Total 230,024,113,152 B (214.2 GiB; the published shards hold about
-  // 230 GB).
-  CHECK(weight_bytes(m) == 230'024'113'152);
+  // head 2 x 200064 x 3072 x 2 B = 2,458,386,432; per layer two norms 6,144 and q_norm 6,144 +
+  // k_norm 1,024 (13,312 values, x 62 x 2 B = 1,650,688); FP32 as MiniMax's files store them:
+  // the router 256 x 3072 (62 x 786,432 x 4 B = 195,035,136) and the routing bias
+  // (precision.router_bias), 62 x 256 x 4 = 63,488 B; the final norm 6,144 B. Total
+  // 230,121,630,720 B: M2.5's listing (214.32 GiB) to the byte.
+  CHECK(weight_bytes(m) == 230'121'630'720);
 }

@@ -900,6 +900,9 @@ const std::vector<family>& own_families() {
                                  {"router_bias", true}}),
        .not_counted = "the MTP modules (num_mtp_modules, use_mtp): calc does not read them",
        .router_bias_dtype = "fp32",  // F32 in MiniMax-M2.5's files
+       // block_sparse_moe.gate.weight: F32 in the listings of MiniMax-M2.5 and M2.7, and
+       // MiniMax-M2's headers sum to M2.5's bytes (tests/fixtures/hf/SOURCES.md).
+       .router_dtype = "fp32",
        .only = {{"qk_norm_type", "per_layer"},
                 {"attn_type_list", 1},
                 {"shared_intermediate_size", 0}}},

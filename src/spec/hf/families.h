@@ -84,6 +84,11 @@ struct family {
   std::string router_bias_dtype;
   /// The same for a Mamba2 mixer's A_log and D (F32 in Nemotron-H's files); "" = the norms'.
   std::string ssm_params_dtype;
+  /// The format the family's FP8 checkpoints store the MoE router (`*.gate.weight`) in, where it
+  /// is the only matrix left in `weights` (every other one quantised under its own role):
+  /// MiniMax-M2, M2.5 and M2.7 keep it F32. "" = the model dtype. The headers decide when
+  /// present.
+  std::string router_dtype;
   /// Set for a family calc recognises but cannot read exactly: why, said at the first field of
   /// `refused_at` that the config gives, else at model_type. Never a silent approximation.
   std::string refused;

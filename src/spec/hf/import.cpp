@@ -1051,6 +1051,7 @@ struct stored_formats {
   std::string stored_scale;  // compressed-tensors' weight_scale of any strategy
   std::string dtype;        // the dtype of most unquantised weight-matrix bytes
   std::string router_bias;  // the MoE routing bias (`*.e_score_correction_bias`)
+  std::string router;       // the MoE router (`*mlp.gate.weight`, `*block_sparse_moe.gate.weight`)
   std::string ssm_params;   // `A_log` and `D` (Mamba2), `A_log` and the gated norm (GDN)
   std::string dtype_why;    // how many bytes in which dtype, for the YAML comment
 };
@@ -1087,9 +1088,11 @@ stored_formats formats_in_headers(const std::string& config_path) {
     // (linear_attn.norm.weight), calc's ssm_params role.
     bool ssm_vector = t.name.ends_with(".A_log") || t.name.ends_with(".D") ||
                       t.name.ends_with("linear_attn.norm.weight");
+    bool router = t.shape.size() == 2 && (t.name.ends_with("mlp.gate.weight") ||
+                                          t.name.ends_with("block_sparse_moe.gate.weight"));
     for (auto [wanted, slot] :
          {std::pair{t.name.ends_with(".e_score_correction_bias"), &out.router_bias},
-          std::pair{ssm_vector, &out.ssm_params}})
+          std::pair{ssm_vector, &out.ssm_params}, std::pair{router, &out.router}})
       if (wanted && slot->empty() && name != calc_name.end()) *slot = name->second;
     bool language_matrix = t.name.ends_with(".weight") && t.shape.size() == 2 &&
                            !t.name.starts_with("mtp.") &&
@@ -1229,11 +1232,26 @@ imported translate(const hf_json& doc, const std::string& name, const std::strin
     for (const char* role : {"attention", "shared_experts", "dense_ffn"})
       if (auto k = quant->kept_roles.find(role); k != quant->kept_roles.end())
         also += fmt::format("; {} excluded: {}", role, k->second.field);
-    precision.kids.push_back(
-        scalar("weights", dtype,
-               dtype_origin + (why.empty() ? " (router not quantised" + also + ")"
-                                           : fmt::format(" (router not quantised: {}{})", why,
-                                                         also))));
+    std::string kept =
+        dtype_origin + (why.empty() ? " (router not quantised" + also + ")"
+                                    : fmt::format(" (router not quantised: {}{})", why, also));
+    // A family whose quantised checkpoints leave the router the only matrix in `weights` and
+    // store it wider (MiniMax-M2's F32 gate): `weights` is the router's format, as the headers
+    // show it, else as the family documents it. Not when another role stays in `weights`.
+    std::string router = stored.router.empty() ? fam->router_dtype : stored.router;
+    if (!fam->router_dtype.empty() && !router.empty() && router != dtype && also.empty() &&
+        !quant->kept_roles.count("attention_in"))
+      precision.kids.push_back(scalar(
+          "weights", router,
+          stored.router.empty()
+              ? fmt::format("{}'s checkpoints store the router (gate.weight) as {}, the only "
+                            "matrix left in weights ({})",
+                            fam->model_type, router, kept)
+              : fmt::format("safetensors headers store the router (gate.weight) as {}, the only "
+                            "matrix left in weights ({})",
+                            router, kept)));
+    else
+      precision.kids.push_back(scalar("weights", dtype, kept));
     if (quant->kept_roles.count("attention_in"))  // the inputs keep `weights`, o_proj is converted
       precision.kids.push_back(scalar("attention_out", quant->weights, quant->origin));
     else if (!quant->kept_roles.count("attention"))

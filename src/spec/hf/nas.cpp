@@ -25,18 +25,18 @@ struct nas_layer {
 };
 
 /// The SwiGLU width of an ffn_mult, as DeciLM sizes it (_ffn_mult_to_intermediate_size):
-/// int(2 * ffn_mult * hidden / 3), rounded up to a multiple of 256. ffn_mult is a short binary
-/// fraction (5.25, 1.3125, 0.5), so 2 * ffn_mult * hidden is an exact integer in a double.
+/// int(2 * ffn_mult * hidden / 3), rounded up to a multiple of 256. Ultra's ffn_mult values
+/// (0.4875, 1.95, 3.4125, ...) are not binary fractions, so the product is not a whole number;
+/// the reference evaluates that expression in Python floats (IEEE doubles, left to right) and
+/// truncates, and the same double expression here truncates to the same integer.
 std::int64_t swiglu_width(const hf_object& ffn, std::int64_t hidden) {
   const json& v = ffn.value("ffn_mult");
   if (!v.is_number() || v.get<double>() <= 0)
     ffn.fail("ffn_mult", "expected a positive number (the SwiGLU width over the hidden size)");
-  double twice = 2.0 * v.get<double>() * static_cast<double>(hidden);
-  if (twice != std::floor(twice) || twice > 1e15)
-    ffn.fail("ffn_mult", fmt::format("2 x ffn_mult x hidden_size = {} is not a whole number; "
-                                     "calc reads the binary fractions DeciLM configs use",
-                                     twice));
-  std::int64_t width = static_cast<std::int64_t>(twice) / 3;  // int() truncates
+  double width_f = 2.0 * v.get<double>() * static_cast<double>(hidden) / 3.0;
+  if (!(width_f < 1e15))
+    ffn.fail("ffn_mult", fmt::format("2 x ffn_mult x hidden_size / 3 = {} is out of range", width_f));
+  std::int64_t width = static_cast<std::int64_t>(width_f);  // int() truncates
   return (width + 255) / 256 * 256;
 }
 
