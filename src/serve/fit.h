@@ -40,6 +40,8 @@ struct evaluation {
   std::vector<row_prediction> rows;  // modelled rows with a measurement
   error_stats all;
   std::map<std::string, error_stats> by_system, by_engine, by_model;
+  // Cross-validation: the expert popularity exponent each fold fitted without its group.
+  std::map<std::string, double> fold_expert_zipf_s;
 };
 
 /// Predicts every modelled row with `c` (never fitting on them).

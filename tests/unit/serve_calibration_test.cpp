@@ -71,12 +71,18 @@ TEST_CASE("latency gate: leave one model out") {
   evaluation cv = cross_validate(f.rows, f.cal, [](const mapped_row& m) { return m.model; });
   MESSAGE("leave one model out: TPOT median ", cv.all.tpot_median, " %, TTFT median ",
           cv.all.ttft_median, " %");
+  // Each fold fitted its own expert popularity, without the model it predicts.
+  CHECK(cv.fold_expert_zipf_s.size() == cv.by_model.size());
   CHECK(cv.all.tpot_median <= gate::tpot_leave_model);
 }
 
 TEST_CASE("latency gate: the shipped calibration is what `calc calibrate` fits from the rows") {
   const fixture& f = data();
   calibration refit = fit_calibration(f.rows, f.cal, "test");
+  // The expert popularity is fitted with the rest (a 1-D search), within its physical range.
+  CHECK(refit.expert_zipf_s == f.cal.expert_zipf_s);
+  CHECK(refit.expert_zipf_s >= 0);
+  CHECK(refit.expert_zipf_s <= coefficients::max_expert_zipf_s);
   REQUIRE(refit.entries.size() == f.cal.entries.size());
   for (std::size_t i = 0; i < refit.entries.size(); ++i) {
     CAPTURE(refit.entries[i].family);
