@@ -160,7 +160,9 @@ struct row_mapper::impl {
     graph g;
     model_forms forms;  // compiled once, under the calibration's expert popularity
   };
-  std::map<std::string, std::unique_ptr<loaded>> models;  // by name + formats
+  // By name + formats; shared with the rows mapped on them, whose steps may be costed again
+  // after the mapper is gone (at_expert_popularity).
+  std::map<std::string, std::shared_ptr<loaded>> models;
   std::map<std::string, std::optional<gpu_spec>> gpus;
   std::map<std::string, std::shared_ptr<const deployment>> deployments;
 
@@ -281,7 +283,7 @@ mapped_row row_mapper::map(const measured_row& r) {
                    r.at("model_path")),
                m;
       }
-      auto l = std::make_unique<impl::loaded>();
+      auto l = std::make_shared<impl::loaded>();
       l->spec = std::make_unique<model_spec>(read_model_file(path));
       precision_spec& p = l->spec->precision;
       p.set_weights(parse_dtype(wf));
@@ -295,6 +297,7 @@ mapped_row row_mapper::map(const measured_row& r) {
       it = p_->models.emplace(key, std::move(l)).first;
     }
     const graph& g = it->second->g;
+    m.model_graph = std::shared_ptr<const graph>(it->second, &it->second->g);
     serve_layout lay;
     lay.tp = whole(r, "tp_size", 1, 1);
     lay.pp = whole(r, "pp_size", 1, 1);

@@ -45,6 +45,9 @@ struct mapped_row {
   std::string model;  // bundled model name
   double ttft_ms = 0, tpot_ms = 0;
   std::shared_ptr<const scenario> s;
+  // The model the scenario's deployment points into, kept alive with the row: its steps are
+  // costed again under another expert popularity (at_expert_popularity) after the mapper is gone.
+  std::shared_ptr<const graph> model_graph;
 };
 
 /// Models and GPUs read once for a whole file (rows share them).

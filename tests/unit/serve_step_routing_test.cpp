@@ -124,7 +124,6 @@ TEST_CASE("calibration file: the expert popularity exponent, its provenance and 
 TEST_CASE("calibrate: rows mapped under one expert popularity are costed again under another") {
   calibration cal = read_calibration(default_calibration_path());
   cal.set_expert_popularity(1.0, "test");
-  row_mapper mapper(cal);
   measured_row r;
   r.id = "t";
   r.fields = {{"backend", "vllm"},          {"model_path", "openai/gpt-oss-120b"},
@@ -137,7 +136,8 @@ TEST_CASE("calibrate: rows mapped under one expert popularity are costed again u
               {"moe_ep_size", "1"}};
   r.ttft_ms = 100;
   r.tpot_ms = 10;
-  mapped_row m = mapper.map(r);
+  // The mapper is gone when the row is costed again: the row keeps its model alive.
+  mapped_row m = row_mapper(cal).map(r);
   REQUIRE_MESSAGE(m.s, m.error);
   CHECK(m.s->d.forms.expert_zipf_s == 1.0);
   std::vector<mapped_row> again = at_expert_popularity({m}, 1.6);
