@@ -27,8 +27,9 @@ percent, per row; medians and 90th percentiles by GPU, engine and model.
 
 Targets (issue "Time under load"): TPOT median <= 10 % and TTFT median <= 20 % in sample, TPOT
 median <= 15 % under each cross-validation. **TPOT meets its targets in sample and for a GPU
-left out; TTFT in sample (24.1 %) and TPOT for a model left out (18.0 %) do not yet** (figures
-below).
+left out; TTFT in sample (24.0 %) and TPOT for a model left out (18.8 %) do not yet** (figures
+below). Every coefficient, the expert popularity exponent included, is fitted inside each
+cross-validation fold: a fold never sees the GPU or model it predicts.
 tests/unit/serve_calibration_test.cpp gates the two met at their targets and the others at the
 figures reached, with a little room, so that a change making them worse fails; they are tightened
 as the model improves.
@@ -87,9 +88,9 @@ cross-validated):
   59 / 60 / 33 / 33 %: the fold without it has two optima); 1.4 / 1.5 put in-sample TPOT at 10.5 /
   10.8 %. In sample TTFT 24.1 -> 24.0 %. The exponent is one number chosen on this file, like the
   Cauchy scale, not refitted per fold: it was picked where the leave-one-model-out median was
-  lowest, so that figure (18.0 %) is not fully held out, and the step between 1.1 and 1.3 is
-  within the fit's noise (a few tenths). It is a constant of the step model (src/serve/step.cpp),
-  not a calibration coefficient a user's `calc calibrate` refits. Tried with s = 0 and not shipped (figures from a build with
+  lowest, so that figure (18.0 %) was not fully held out, and the step between 1.1 and 1.3 is
+  within the fit's noise (a few tenths). It is now a calibration coefficient (below, fourth
+  pass). Tried with s = 0 and not shipped (figures from a build with
   one more coefficient, which moves a fit by a few tenths): a row count at half efficiency of its
   own for expert GEMMs, free (in sample 9.8 %, leave one model out 19.2 %, gpt-oss 38 %) or capped
   at 64 / 40 rows (in sample 9.8 / 10.7 %, left out 19.2 / 18.6 %); fixed at 4 / 8 / 16 / 32 rows
@@ -98,6 +99,32 @@ cross-validated):
   `step_overhead_ms`); expert memory and compute time added rather than overlapped (in sample 10.9
   %, left out 18.5 %); with the free row count, FP4 experts on a GPU without FP4 tensor cores
   (Hopper) multiplied at the BF16 peak (left out 19.8 %, gpt-oss 53 %).
+- expert popularity fitted (2026-12, fourth pass): the exponent s is the calibration file's
+  `expert_popularity.zipf_s`, bounded to [0, 2], with its provenance, and `calc calibrate` fits it
+  with the other coefficients: for each s of a 1-D search (0 to 2 in steps of 0.5, then 0.25 and
+  0.125 around the best) the rows' steps are costed again and every group refitted, and the s
+  whose table leaves the least fit loss (the robust TPOT and weighted TTFT log ratios) on the
+  training rows is kept. Under `--cross-validate` each fold searches its own s without the
+  group it predicts, and the held-out rows are costed under that s. The figures above are the
+  honest ones: leave one model out 18.0 -> 18.8 % (what the chosen constant had hidden), in
+  sample TPOT 9.4 -> 9.8 %, TTFT 24.0 -> 24.0 %, leave one GPU out 13.7 -> 13.8 %. The loss is
+  nearly flat in s between 0.5 and 1.25 (118.8-119.2 on the whole file, 121.8 at 1.5, 122.3 at
+  2): the rows hardly tell those exponents apart, and the whole file picks 0.625. The fold
+  without gpt-oss-120b picks 0.625 and predicts it 56 % off (33 % at the hand-picked 1.2): the
+  other models' rows do not pin the skew that gpt-oss needs, which is what the hand-picked
+  value had learnt from gpt-oss itself. The tests gate leave one model out at 19.3 %, the
+  honest figure plus 0.5: the 18.5 % gate held a figure that was not held out.
+  Selection criteria tried (TPOT / TTFT in sample, TPOT leave one GPU / model out; the s of the
+  whole file):
+
+  | criterion for s | s | TPOT in sample | TTFT in sample | TPOT LOGO | TPOT LOMO |
+  |---|---:|---:|---:|---:|---:|
+  | hand-picked constant on the whole file, LOMO included (before; not held out) | 1.2 | 9.4 | 24.0 | 13.7 | 18.0 |
+  | fit loss, TPOT and TTFT, every row (shipped) | 0.625 | 9.8 | 24.0 | 13.8 | 18.8 |
+  | fit loss, TPOT only, every row | 1.0 | 9.4 | 24.1 | 13.4 | 19.1 |
+  | fit loss, TPOT only, MoE rows only | 0.75 | 9.6 | 24.0 | 14.5 | 19.0 |
+
+  The shipped criterion is the fit's own objective; the two others are no better held out.
 
 How a row maps onto calc (backend -> engine, system -> GPU, model_path -> bundled model, quant
 modes -> formats, layout, workload) is described in docs/commands.md (`calc calibrate`). One rule

@@ -194,7 +194,7 @@ result run_serve(const options& o) {
   calibration cal = load_calibration(q.calibration);
   std::string family = cal.family_of(gpu.name), used;
   const coefficients& k = cal.lookup(family, q.engine, &used);
-  deployment d = make_deployment(m.g, gpu, q.layout);
+  deployment d = make_deployment(m.g, gpu, q.layout, 0, compile_forms(m.g, k.expert_zipf_s));
   double gpus = static_cast<double>(q.layout.gpus());
   ojson j;
   j["model"] = m.spec->name;
@@ -334,6 +334,7 @@ ojson summary_json(const evaluation& e) {
     s[key] = ojson::object();
     for (const auto& [name, st] : *m) s[key][name] = stats_json(st);
   }
+  if (!e.fold_expert_zipf_s.empty()) s["fold_expert_zipf_s"] = e.fold_expert_zipf_s;
   return s;
 }
 
@@ -350,6 +351,12 @@ std::string stats_table(const std::string& title, const evaluation& e) {
   for (const auto& [n, s] : e.by_system) row("gpu " + n, s);
   for (const auto& [n, s] : e.by_engine) row("engine " + n, s);
   for (const auto& [n, s] : e.by_model) row("model " + n, s);
+  if (!e.fold_expert_zipf_s.empty()) {
+    md += "\nExpert popularity exponent (Zipf s) each fold fitted without its group:";
+    for (const auto& [n, s] : e.fold_expert_zipf_s) md += fmt::format(" {} {:g};", n, s);
+    md.back() = '.';
+    md += "\n";
+  }
   return md + "\n";
 }
 

@@ -92,7 +92,8 @@ void answer_load(const graph& g, const report_request& q, report_model& m) {
   // counts tp per attention group (as `calc serve --tp --dp` reads them).
   serve::serve_layout l{m.lay.tp / m.lay.dp, m.lay.ep, m.lay.dp, m.lay.pp};
   try {
-    serve::deployment d = serve::make_deployment(g, q.gpu, l);
+    serve::deployment d =
+        serve::make_deployment(g, q.gpu, l, 0, serve::compile_forms(g, w.k.expert_zipf_s));
     auto gpus = static_cast<double>(l.gpus());
     std::int64_t cap = std::min(w.cfg.max_num_seqs, serve::make_scenario(d, w.cfg, 1).kv_requests);
     if (cap < 1) {

@@ -83,6 +83,12 @@ std::string calibration::family_of(const std::string& gpu) const {
   return "any";
 }
 
+void calibration::set_expert_popularity(double s, std::string why) {
+  expert_zipf_s = s;
+  expert_zipf_source = std::move(why);
+  for (calibration_entry& e : entries) e.k.expert_zipf_s = s;
+}
+
 const coefficients& calibration::lookup(const std::string& family, const std::string& engine,
                                         std::string* used) const {
   static const coefficients kDefaults;
@@ -154,7 +160,23 @@ calibration read_calibration(const std::string& path) {
     em.finish(known);
     c.entries.push_back(entry);
   }
-  m.finish({"source", "families", "models", "systems", "entries"});
+  // The expert popularity came after the first calibration files: one without it takes the
+  // built-in prior.
+  if (YAML::Node f = m.optional("expert_popularity"); f.IsDefined()) {
+    yaml_map em(f, "expert_popularity", path);
+    YAML::Node n = em.required("zipf_s");
+    double v = NAN;
+    try {
+      v = n.as<double>();
+    } catch (const YAML::Exception&) {
+    }
+    if (!(std::isfinite(v) && v >= 0 && v <= coefficients::max_expert_zipf_s))
+      em.fail("zipf_s", fmt::format("a Zipf exponent must be a number in [0, {}]",
+                                    coefficients::max_expert_zipf_s));
+    c.set_expert_popularity(v, em.optional_text("source").value_or(""));
+    em.finish({"zipf_s", "source"});
+  }
+  m.finish({"source", "families", "models", "systems", "expert_popularity", "entries"});
   return c;
 }
 
@@ -186,6 +208,11 @@ std::string write_calibration(const calibration& c) {
   if (!c.systems.empty()) out += "systems:  # a measured row's system -> the catalogue's GPU\n";
   for (const auto& [system, gpu] : c.systems)
     out += fmt::format("  {}: {}\n", quoted(system), gpu);
+  out +=
+      "expert_popularity:  # routed experts: the i-th most used of a layer drawn ~ i^-zipf_s\n";
+  out += fmt::format("  zipf_s: {:.6g}\n", c.expert_zipf_s);
+  if (!c.expert_zipf_source.empty())
+    out += fmt::format("  source: {}\n", quoted(c.expert_zipf_source));
   out += c.entries.empty() ? "entries: []\n" : "entries:\n";
   for (const calibration_entry& e : c.entries) {
     out +=

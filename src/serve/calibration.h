@@ -42,8 +42,17 @@ struct coefficients {
                                     // router, top-k, token permutation and the expert kernels'
                                     // launches a dense feed-forward does not have
 
+  // Not in the Levenberg-Marquardt vector below (it changes the step's costs, not its timing): the
+  // Zipf exponent s of routed experts' popularity, the i-th most used expert of a layer drawn with
+  // probability ~ i^-s (0: every expert equally likely). One value per calibration file, for
+  // every model, GPU and engine: `calc calibrate` fits it by a 1-D search over [0, 2] around
+  // the least-squares fit (serve/fit.cpp); the file's value is copied into every entry. The
+  // built-in 1.2 is the prior of a table without it.
+  double expert_zipf_s = 1.2;
+  static constexpr double max_expert_zipf_s = 2;  // beyond it nearly every token meets one expert
+
   static constexpr std::size_t size = 16;
-  /// The coefficients in declaration order (the fit's parameter vector).
+  /// The coefficients in declaration order (the fit's parameter vector; not expert_zipf_s).
   std::array<double, size> values() const;
   void set(const std::array<double, size>& v);
   /// YAML / JSON key of the i-th coefficient.
@@ -72,6 +81,11 @@ struct calibration {
   std::map<std::string, std::string> systems;
   std::vector<calibration_entry> entries;
   std::string file;  // where it was read from
+  // The expert popularity exponent of every entry (coefficients::expert_zipf_s) and where it
+  // came from; set through set_expert_popularity, which keeps the entries in step.
+  double expert_zipf_s = coefficients{}.expert_zipf_s;
+  std::string expert_zipf_source;
+  void set_expert_popularity(double s, std::string why);
 
   /// The GPU family of a catalogue name ("any" when no family lists it).
   std::string family_of(const std::string& gpu) const;

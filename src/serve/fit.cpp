@@ -1,5 +1,7 @@
 #include "serve/fit.h"
 
+#include <fmt/format.h>
+
 #include <Eigen/Dense>
 #include <algorithm>
 #include <cmath>
@@ -165,10 +167,9 @@ error_stats stats(const std::vector<const row_prediction*>& ps) {
 
 bool usable(const mapped_row& m) { return m.s && m.ttft_ms > 0 && m.tpot_ms > 0; }
 
-}  // namespace
-
-calibration fit_calibration(const std::vector<mapped_row>& rows, const calibration& base,
-                            const std::string& source, std::int64_t min_rows) {
+/// The coefficients of every group fitted to rows costed under one expert popularity.
+calibration fit_coefficients(const std::vector<mapped_row>& rows, const calibration& base,
+                             const std::string& source, std::int64_t min_rows) {
   calibration out;
   out.source = source;
   out.families = base.families;
@@ -216,6 +217,67 @@ calibration fit_calibration(const std::vector<mapped_row>& rows, const calibrati
   return out;
 }
 
+/// What the fit minimises, over every usable row as the table predicts it (each row by the entry
+/// lookup gives it): the squared robust log ratios of TPOT and weighted TTFT.
+double table_loss(const std::vector<mapped_row>& rows, const calibration& c) {
+  double loss = 0;
+  for (const mapped_row& m : rows) {
+    if (!usable(m)) continue;
+    steady_state s = solve_steady_state(*m.s, c.lookup(m.family, m.engine));
+    double t = robust(std::log(s.tpot_ms / m.tpot_ms));
+    double f = kTtftWeight * robust(std::log(s.ttft_ms / m.ttft_ms));
+    loss += t * t + f * f;
+  }
+  return loss;
+}
+
+}  // namespace
+
+calibration fit_calibration(const std::vector<mapped_row>& rows, const calibration& base,
+                            const std::string& source, std::int64_t min_rows) {
+  // The expert popularity changes which experts a step reads, so the rows' steps are costed
+  // again for each exponent tried, and every group refitted: a 1-D search over [0, 2] (steps of
+  // 0.5, then 0.25 and 0.125 around the best) for the exponent whose fit leaves the least loss
+  // on these rows. Rows without experts do not see it: a set of them keeps the built-in prior.
+  bool moe = std::any_of(rows.begin(), rows.end(), [](const mapped_row& m) {
+    return usable(m) && m.s->d.forms.experts != nullptr;
+  });
+  if (!moe) {
+    calibration out = fit_coefficients(rows, base, source, min_rows);
+    out.set_expert_popularity(coefficients{}.expert_zipf_s,
+                              "built-in prior: the rows hold no mixture-of-experts model");
+    return out;
+  }
+  std::map<double, std::pair<calibration, double>> tried;  // exponent -> table, loss
+  auto at = [&](double s) {
+    if (s < 0 || s > coefficients::max_expert_zipf_s || tried.count(s)) return;
+    std::vector<mapped_row> costed = at_expert_popularity(rows, s);
+    calibration c = fit_coefficients(costed, base, source, min_rows);
+    c.set_expert_popularity(s, "");
+    double loss = table_loss(costed, c);
+    tried.emplace(s, std::make_pair(std::move(c), loss));
+  };
+  auto best = [&] {
+    return std::min_element(tried.begin(), tried.end(), [](const auto& a, const auto& b) {
+             return a.second.second < b.second.second;
+           })->first;
+  };
+  for (double s = 0; s <= coefficients::max_expert_zipf_s; s += 0.5) at(s);
+  for (double step : {0.25, 0.125}) {
+    double b = best();
+    at(b - step);
+    at(b + step);
+  }
+  double s = best();
+  std::string why = "calc calibrate: the exponent in [0, 2] (steps of 0.5, then 0.25 and 0.125 "
+                    "around the best) whose fit leaves the least loss on the rows; loss by "
+                    "exponent:";
+  for (const auto& [x, fit] : tried) why += fmt::format(" {:g}: {:.2f}", x, fit.second);
+  calibration out = std::move(tried.at(s).first);
+  out.set_expert_popularity(s, why);
+  return out;
+}
+
 void summarise(evaluation& e) {
   std::vector<const row_prediction*> all;
   std::map<std::string, std::vector<const row_prediction*>> sys, eng, mod;
@@ -236,10 +298,11 @@ void summarise(evaluation& e) {
 
 evaluation evaluate(const std::vector<mapped_row>& rows, const calibration& c) {
   evaluation e;
-  for (const mapped_row& m : rows) {
-    if (!usable(m)) continue;
-    steady_state s = predict(m, c);
-    e.rows.push_back({&m, s.ttft_ms, s.tpot_ms});
+  std::vector<mapped_row> costed = at_expert_popularity(rows, c.expert_zipf_s);
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    if (!usable(rows[i])) continue;
+    steady_state s = predict(costed[i], c);
+    e.rows.push_back({&rows[i], s.ttft_ms, s.tpot_ms});
   }
   summarise(e);
   return e;
@@ -256,10 +319,19 @@ evaluation cross_validate(const std::vector<mapped_row>& rows, const calibration
     for (const mapped_row& m : rows)
       if (usable(m) && group(m) != key) train.push_back(m);
     calibration c = fit_calibration(train, base, "cross-validation fold");
-    for (const mapped_row& m : rows) {
-      if (!usable(m) || group(m) != key) continue;
-      steady_state s = predict(m, c);
-      out.rows.push_back({&m, s.ttft_ms, s.tpot_ms});
+    out.fold_expert_zipf_s[key] = c.expert_zipf_s;
+    // The held-out rows costed under the fold's own expert popularity, never the shipped one.
+    std::vector<mapped_row> held;
+    std::vector<const mapped_row*> of;
+    for (const mapped_row& m : rows)
+      if (usable(m) && group(m) == key) {
+        held.push_back(m);
+        of.push_back(&m);
+      }
+    held = at_expert_popularity(held, c.expert_zipf_s);
+    for (std::size_t i = 0; i < held.size(); ++i) {
+      steady_state s = predict(held[i], c);
+      out.rows.push_back({of[i], s.ttft_ms, s.tpot_ms});
     }
   }
   summarise(out);

@@ -18,8 +18,10 @@ namespace calc::serve {
 /// predicted to measured TPOT and TTFT. Efficiencies stay in (0, 1) and times positive by
 /// construction (logistic and exponential parameters); a weak prior pulls a coefficient the
 /// rows cannot see (MoE on a dense-only group) back to the built-in prior (the pooled fit for a
-/// narrower group). Families and model aliases are taken from `base`; its coefficients are not
-/// used, so a refit of the same rows is the same table.
+/// narrower group). The expert popularity exponent (coefficients::expert_zipf_s), which changes
+/// the steps' costs rather than their timing, is fitted around that by a 1-D search over [0, 2],
+/// the rows costed again at each exponent tried. Families and model aliases are taken from
+/// `base`; its coefficients are not used, so a refit of the same rows is the same table.
 calibration fit_calibration(const std::vector<mapped_row>& rows, const calibration& base,
                             const std::string& source, std::int64_t min_rows = 10);
 
@@ -40,6 +42,8 @@ struct evaluation {
   std::vector<row_prediction> rows;  // modelled rows with a measurement
   error_stats all;
   std::map<std::string, error_stats> by_system, by_engine, by_model;
+  // Cross-validation: the expert popularity exponent each fold fitted without its group.
+  std::map<std::string, double> fold_expert_zipf_s;
 };
 
 /// Predicts every modelled row with `c` (never fitting on them).
@@ -49,7 +53,8 @@ evaluation evaluate(const std::vector<mapped_row>& rows, const calibration& c);
 void summarise(evaluation& e);
 
 /// Leave-one-group-out: for each value of `group` (a row's GPU, or its model), fit on the
-/// other rows and predict that group's rows; the predictions of every fold together.
+/// other rows (the expert popularity included) and predict that group's rows, costed under the
+/// fold's expert popularity; the predictions of every fold together.
 evaluation cross_validate(const std::vector<mapped_row>& rows, const calibration& base,
                           const std::function<std::string(const mapped_row&)>& group);
 

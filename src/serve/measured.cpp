@@ -158,8 +158,11 @@ struct row_mapper::impl {
   struct loaded {
     std::unique_ptr<model_spec> spec;
     graph g;
+    model_forms forms;  // compiled once, under the calibration's expert popularity
   };
-  std::map<std::string, std::unique_ptr<loaded>> models;  // by name + formats
+  // By name + formats; shared with the rows mapped on them, whose steps may be costed again
+  // after the mapper is gone (at_expert_popularity).
+  std::map<std::string, std::shared_ptr<loaded>> models;
   std::map<std::string, std::optional<gpu_spec>> gpus;
   std::map<std::string, std::shared_ptr<const deployment>> deployments;
 
@@ -280,7 +283,7 @@ mapped_row row_mapper::map(const measured_row& r) {
                    r.at("model_path")),
                m;
       }
-      auto l = std::make_unique<impl::loaded>();
+      auto l = std::make_shared<impl::loaded>();
       l->spec = std::make_unique<model_spec>(read_model_file(path));
       precision_spec& p = l->spec->precision;
       p.set_weights(parse_dtype(wf));
@@ -290,9 +293,11 @@ mapped_row row_mapper::map(const measured_row& r) {
       // release's (Kimi-K2.5 read through its NVFP4 bundle would take its FP8 cache).
       if (named.by_shape) p.kv = p.embedding = p.head = p.activations;
       l->g = build_graph(*l->spec);
+      l->forms = compile_forms(l->g, p_->cal.expert_zipf_s);
       it = p_->models.emplace(key, std::move(l)).first;
     }
     const graph& g = it->second->g;
+    m.model_graph = std::shared_ptr<const graph>(it->second, &it->second->g);
     serve_layout lay;
     lay.tp = whole(r, "tp_size", 1, 1);
     lay.pp = whole(r, "pp_size", 1, 1);
@@ -328,7 +333,7 @@ mapped_row row_mapper::map(const measured_row& r) {
         fmt::format("{}|{}|{}|{}|{}|{}|{}", key, m.gpu, lay.tp, lay.ep, lay.dp, lay.pp, bits);
     auto dit = p_->deployments.find(dkey);
     if (dit == p_->deployments.end()) {
-      deployment d = make_deployment(g, *gpu, lay, bits);
+      deployment d = make_deployment(g, *gpu, lay, bits, it->second->forms);
       dit = p_->deployments.emplace(dkey, std::make_shared<const deployment>(d)).first;
     }
     std::int64_t isl = whole(r, "isl", 0, 1);
@@ -343,8 +348,29 @@ mapped_row row_mapper::map(const measured_row& r) {
   return m;
 }
 
+std::vector<mapped_row> at_expert_popularity(const std::vector<mapped_row>& rows, double s) {
+  std::vector<mapped_row> out = rows;
+  std::map<const graph*, model_forms> forms;  // one compile per model
+  for (mapped_row& m : out) {
+    if (!m.s || !m.s->d.forms.experts || m.s->d.forms.expert_zipf_s == s) continue;
+    const graph& g = *m.s->d.g;
+    auto it = forms.find(&g);
+    if (it == forms.end())
+      it = forms.emplace(&g, with_expert_popularity(g, m.s->d.forms, s)).first;
+    // Only the experts' costs change: the deployment's memory, the KV pool and the caps do not
+    // depend on which experts a step touches.
+    deployment d = m.s->d;
+    d.forms = it->second;
+    m.s = std::make_shared<const scenario>(make_scenario(d, m.s->cfg, m.s->concurrency));
+  }
+  return out;
+}
+
 steady_state predict(const mapped_row& r, const calibration& c) {
-  return solve_steady_state(*r.s, c.lookup(r.family, r.engine));
+  const coefficients& k = c.lookup(r.family, r.engine);
+  if (r.s->d.forms.experts && r.s->d.forms.expert_zipf_s != k.expert_zipf_s)
+    return solve_steady_state(*at_expert_popularity({r}, k.expert_zipf_s).front().s, k);
+  return solve_steady_state(*r.s, k);
 }
 
 }  // namespace calc::serve

@@ -45,6 +45,9 @@ struct mapped_row {
   std::string model;  // bundled model name
   double ttft_ms = 0, tpot_ms = 0;
   std::shared_ptr<const scenario> s;
+  // The model the scenario's deployment points into, kept alive with the row: its steps are
+  // costed again under another expert popularity (at_expert_popularity) after the mapper is gone.
+  std::shared_ptr<const graph> model_graph;
 };
 
 /// Models and GPUs read once for a whole file (rows share them).
@@ -61,7 +64,12 @@ class row_mapper {
   std::unique_ptr<impl> p_;
 };
 
-/// Predicted steady state of a mapped row under a calibration.
+/// The rows with their steps costed again under an expert popularity of Zipf exponent `s`
+/// (coefficients::expert_zipf_s); rows without experts, or already at `s`, are shared.
+std::vector<mapped_row> at_expert_popularity(const std::vector<mapped_row>& rows, double s);
+
+/// Predicted steady state of a mapped row under a calibration (its steps costed again when the
+/// calibration's expert popularity is not the one the row was mapped under).
 steady_state predict(const mapped_row& r, const calibration& c);
 
 }  // namespace calc::serve

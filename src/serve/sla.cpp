@@ -59,7 +59,7 @@ sla_plan plan_sla(const graph& g, const gpu_spec& gpu, const coefficients& k, co
   // compile fails in each layout's make_deployment below, as before.
   model_forms forms;
   try {
-    forms = compile_forms(g);
+    forms = compile_forms(g, k.expert_zipf_s);
   } catch (const spec_error&) {
   }
   for (std::int64_t tp = 1; tp <= r.node_gpus; tp *= 2)

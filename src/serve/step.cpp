@@ -39,17 +39,15 @@ bool has_moe(const graph& g) {
                      [](const layer& l) { return std::holds_alternative<ffn_moe>(l.ffn); });
 }
 
-/// Expected distinct experts over independent draws from a Zipf popularity (the i-th most used
-/// expert of a layer taken with probability ~ i^-1.2), between `uniform` (every dispatch a new
-/// expert) and `concentrated`. A router's experts are not equally popular over the tokens of one
-/// step: with every expert equally likely (s = 0) a decode step of 32 requests was costed as
-/// reading 81 of gpt-oss-120b's 128 experts per layer, and only compute-bound expert GEMMs with a
-/// large padding (`gemm_half_rows`) fitted the measured steps. One exponent for every model (a
-/// property of learnt routers, not of one model); refits with s = 0 / 1.0 / 1.1 / 1.2 / 1.3 gave
-/// in-sample TPOT 9.9 / 9.4 / 9.3 / 9.4 / 9.2 %, leave one GPU out 14.1 / 13.5 / 13.3 / 13.7 /
-/// 14.0 %, leave one model out 18.8 / 18.3 / 18.3 / 18.0 / 18.2 %; 1.4 / 1.5 put in-sample TPOT
-/// at 10.5 / 10.8 % (docs/validation/latency.md).
-const routing kServingRouting{routing::kind::zipf, 1.2};
+/// The experts a step touches are expected distinct experts over independent draws from a Zipf
+/// popularity (the i-th most used expert of a layer taken with probability ~ i^-s), between
+/// `uniform` (every dispatch a new expert, s = 0) and `concentrated`. A router's experts are not
+/// equally popular over the tokens of one step: with every expert equally likely a decode step
+/// of 32 requests was costed as reading 81 of gpt-oss-120b's 128 experts per layer, and only
+/// compute-bound expert GEMMs with a large padding (`gemm_half_rows`) fitted the measured steps.
+/// s is one number for every model (a property of learnt routers, not of one model), fitted by
+/// `calc calibrate` with the other coefficients (serve/fit.cpp) and read from the calibration.
+routing serving_routing(double s) { return {routing::kind::zipf, s}; }
 
 }  // namespace
 
@@ -96,11 +94,19 @@ std::string layout_problem(const graph& g, const serve_layout& l) {
   return "";
 }
 
-model_forms compile_forms(const graph& g) {
+model_forms compile_forms(const graph& g, double expert_zipf_s) {
   model_forms f;
   f.tallies = std::make_shared<const closed_form>(g);
-  if (has_moe(g)) f.experts = std::make_shared<const experts_form>(g, kServingRouting);
-  return f;
+  return with_expert_popularity(g, f, expert_zipf_s);
+}
+
+model_forms with_expert_popularity(const graph& g, const model_forms& f, double expert_zipf_s) {
+  model_forms out = f;
+  out.expert_zipf_s = expert_zipf_s;
+  out.experts.reset();
+  if (has_moe(g))
+    out.experts = std::make_shared<const experts_form>(g, serving_routing(expert_zipf_s));
+  return out;
 }
 
 deployment make_deployment(const graph& g, const gpu_spec& gpu, const serve_layout& l,
@@ -183,7 +189,7 @@ struct itemised_tallies {
     return {t.growing, t.decode_read, t.decode_state_rw, t.window_write};
   }
   experts_plan experts(std::int64_t tokens) const {
-    return plan_experts(*d.g, tokens, kServingRouting);
+    return plan_experts(*d.g, tokens, serving_routing(d.forms.expert_zipf_s));
   }
 };
 

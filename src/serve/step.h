@@ -77,10 +77,15 @@ struct step_costs {
 struct model_forms {
   std::shared_ptr<const closed_form> tallies;
   std::shared_ptr<const experts_form> experts;  // null without MoE layers
+  double expert_zipf_s = 0;                     // the popularity `experts` was compiled under
 };
 
-/// Compiles the forms of a model.
-model_forms compile_forms(const graph& g);
+/// Compiles the forms of a model, its experts counted under a Zipf popularity of exponent
+/// `expert_zipf_s` (the calibration's, coefficients::expert_zipf_s; serve/step.cpp says why).
+model_forms compile_forms(const graph& g, double expert_zipf_s = coefficients{}.expert_zipf_s);
+
+/// The same forms with the experts counted under another popularity (the tallies are shared).
+model_forms with_expert_popularity(const graph& g, const model_forms& f, double expert_zipf_s);
 
 /// A model on a layout of one GPU kind: what does not change from step to step, tallied once.
 struct deployment {
@@ -107,7 +112,8 @@ struct deployment {
 /// Tallies what a step needs once; throws spec_error when the layout cannot run the model.
 /// `compute_bits`: the width the tensor cores multiply at (0: the weights' width; 16 for
 /// weight-only quantisation such as w4a16). `forms`: the model's compiled tallies when the
-/// caller already has them (a search over layouts), compiled here when empty.
+/// caller already has them (a search over layouts, or a calibration's expert popularity),
+/// compiled here under the built-in popularity when empty.
 deployment make_deployment(const graph& g, const gpu_spec& gpu, const serve_layout& l,
                            int compute_bits = 0, model_forms forms = {});
 

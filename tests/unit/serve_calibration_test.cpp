@@ -6,14 +6,16 @@
 //
 // The targets are TPOT median <= 10 % and TTFT median <= 20 % in sample, TPOT median
 // <= 15 % cross-validated. In-sample TPOT and leave-one-GPU-out TPOT meet their targets, which
-// are their gates; the others are not reached yet, and their gates hold the figures reached (docs/validation/latency.md), with a
-// little room, so a change that makes them worse fails. Tighten each toward the target as the
-// model improves; never loosen one.
+// are their gates; the others are not reached yet, and their gates hold the figures reached
+// (docs/validation/latency.md), with a little room, so a change that makes them worse fails.
+// Tighten each toward the target as the model improves; never loosen one. (The leave-one-model-
+// out gate was 18.5 on a figure of 18.0 that was not held out: the expert popularity exponent
+// had been chosen on the whole file. With it fitted inside each fold the figure is 18.8.)
 namespace gate {
-constexpr double tpot_in_sample = 10;      // target 10; reached 9.4 (the target is the gate)
+constexpr double tpot_in_sample = 10;      // target 10; reached 9.8 (the target is the gate)
 constexpr double ttft_in_sample = 24.5;    // target 20; reached 24.0
-constexpr double tpot_leave_gpu = 15;      // target 15; reached 13.7 (the target is the gate)
-constexpr double tpot_leave_model = 18.5;  // target 15; reached 18.0
+constexpr double tpot_leave_gpu = 15;      // target 15; reached 13.8 (the target is the gate)
+constexpr double tpot_leave_model = 19.3;  // target 15; reached 18.8, held out (see above)
 }  // namespace gate
 #include <doctest/doctest.h>
 
@@ -71,12 +73,18 @@ TEST_CASE("latency gate: leave one model out") {
   evaluation cv = cross_validate(f.rows, f.cal, [](const mapped_row& m) { return m.model; });
   MESSAGE("leave one model out: TPOT median ", cv.all.tpot_median, " %, TTFT median ",
           cv.all.ttft_median, " %");
+  // Each fold fitted its own expert popularity, without the model it predicts.
+  CHECK(cv.fold_expert_zipf_s.size() == cv.by_model.size());
   CHECK(cv.all.tpot_median <= gate::tpot_leave_model);
 }
 
 TEST_CASE("latency gate: the shipped calibration is what `calc calibrate` fits from the rows") {
   const fixture& f = data();
   calibration refit = fit_calibration(f.rows, f.cal, "test");
+  // The expert popularity is fitted with the rest (a 1-D search), within its physical range.
+  CHECK(refit.expert_zipf_s == f.cal.expert_zipf_s);
+  CHECK(refit.expert_zipf_s >= 0);
+  CHECK(refit.expert_zipf_s <= coefficients::max_expert_zipf_s);
   REQUIRE(refit.entries.size() == f.cal.entries.size());
   for (std::size_t i = 0; i < refit.entries.size(); ++i) {
     CAPTURE(refit.entries[i].family);
