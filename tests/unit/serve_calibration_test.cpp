@@ -93,3 +93,33 @@ TEST_CASE("latency gate: the shipped calibration is what `calc calibrate` fits f
     for (std::size_t j = 0; j < a.size(); ++j) CHECK(a[j] == doctest::Approx(b[j]).epsilon(0.01));
   }
 }
+
+// The gates above take minutes (hundreds of refits) and the sanitizer run skips them
+// (scripts/hardening.sh); this drives the same fit, its exponent search and a cross-validation
+// through every code path on a twentieth of the rows, so ASan and UBSan still see them.
+TEST_CASE("calibrate: a fit and a leave-one-model-out on a twentieth of the rows") {
+  const fixture& f = data();
+  std::vector<mapped_row> some;
+  for (std::size_t i = 0; i < f.rows.size(); i += 20) some.push_back(f.rows[i]);
+  REQUIRE(some.size() > 60);
+
+  calibration a = fit_calibration(some, f.cal, "test");
+  calibration b = fit_calibration(some, f.cal, "test");
+  CHECK(a.expert_zipf_s >= 0);
+  CHECK(a.expert_zipf_s <= coefficients::max_expert_zipf_s);
+  CHECK(a.expert_zipf_s == b.expert_zipf_s);  // the search is deterministic
+  REQUIRE(a.entries.size() == b.entries.size());
+  for (std::size_t i = 0; i < a.entries.size(); ++i)
+    CHECK(a.entries[i].k.values() == b.entries[i].k.values());
+
+  evaluation in_sample = evaluate(some, a);
+  evaluation cv = cross_validate(some, f.cal, [](const mapped_row& m) { return m.model; });
+  // Every modelled row is predicted once, by the fold that did not see its model.
+  CHECK(cv.rows.size() == in_sample.rows.size());
+  CHECK(cv.fold_expert_zipf_s.size() == cv.by_model.size());
+  for (const auto& fold : cv.fold_expert_zipf_s) {
+    CAPTURE(fold.first);
+    CHECK(fold.second >= 0);
+    CHECK(fold.second <= coefficients::max_expert_zipf_s);
+  }
+}
