@@ -226,40 +226,40 @@ dtype parse_dtype(const std::string& text) {
     unknown(text);
   }
   t.scale_bits = 16;  // bf16 scales unless stated
-  for (std::size_t i = 2; i < parts.size(); ++i) {
-    if (parts[i] == "rowidx") {
-      // One value per input row of each matrix, last in the name (GPTQ's int32 g_idx:
-      // int4:g128:fp16:zero:int4:rowidx:int32).
-      if (i + 2 != parts.size()) unknown(text);
-      auto row = element_bits().find(parts[i + 1]);
-      if (row == element_bits().end()) unknown(text);
-      t.row_bits = row->second;
-      break;
-    }
-    if (parts[i] == "matrix") {
-      // A record stored once per matrix (pack-quantized's weight_shape: int4:g32:bf16:matrix:
-      // int32x2), before rowidx if both are named.
-      if (i + 1 >= parts.size()) unknown(text);
-      t.matrix_bits = matrix_record_bits(parts[i + 1], text);
-      ++i;
-      continue;
-    }
-    if (parts[i] == "zero") {
-      // A zero point per group: as wide as the scale, or the element named next
-      // (AWQ's packed int4 zeros: int4:g128:fp16:zero:int4).
-      t.zero_bits = t.scale_bits;
-      if (i + 1 < parts.size() && parts[i + 1] != "rowidx") {
-        auto zero = element_bits().find(parts[i + 1]);
-        if (zero == element_bits().end()) unknown(text);
-        t.zero_bits = zero->second;
-        ++i;
-      }
-      continue;
-    }
-    auto scale = element_bits().find(parts[i]);
-    if (scale == element_bits().end()) unknown(text);
-    t.scale_bits = scale->second;
+  // The parts after g<N>, each at most once and in this order (anything else is refused, so a
+  // misspelt or repeated part never silently wins):
+  // [:<scale>][:zero[:<zero>]][:matrix:<elem>x<count>][:rowidx:<elem>].
+  std::size_t i = 2;
+  auto at = [&](const char* word) { return i < parts.size() && parts[i] == word; };
+  auto element = [&](std::size_t at_part) {
+    auto e = element_bits().find(parts[at_part]);
+    if (e == element_bits().end()) unknown(text);
+    return e->second;
+  };
+  if (i < parts.size() && !at("zero") && !at("matrix") && !at("rowidx"))
+    t.scale_bits = element(i++);
+  if (at("zero")) {
+    // A zero point per group: as wide as the scale, or the element named next
+    // (AWQ's packed int4 zeros: int4:g128:fp16:zero:int4).
+    ++i;
+    t.zero_bits = t.scale_bits;
+    if (i < parts.size() && !at("matrix") && !at("rowidx")) t.zero_bits = element(i++);
   }
+  if (at("matrix")) {
+    // A record stored once per matrix (pack-quantized's weight_shape: int4:g32:bf16:matrix:
+    // int32x2).
+    if (i + 1 >= parts.size()) unknown(text);
+    t.matrix_bits = matrix_record_bits(parts[i + 1], text);
+    i += 2;
+  }
+  if (at("rowidx")) {
+    // One value per input row of each matrix (GPTQ's int32 g_idx:
+    // int4:g128:fp16:zero:int4:rowidx:int32).
+    if (i + 1 >= parts.size()) unknown(text);
+    t.row_bits = element(i + 1);
+    i += 2;
+  }
+  if (i != parts.size()) unknown(text);
   return t;
 }
 

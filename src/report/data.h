@@ -112,7 +112,7 @@ struct report_data {
   std::int64_t requests = 0;
   std::vector<std::int64_t> lengths;
   std::vector<report_model> models;
-  /// The rules the requests per deployment are counted by ("vllm 0.16-0.23 (...)"); empty: the
+  /// The rules the requests per deployment are counted by ("vllm >=0.21 (...)"); empty: the
   /// plain count (whole histories beside the weights and the workspace).
   std::string engine;
   std::optional<load_request> load;  // the workload of the throughput chart

@@ -87,11 +87,11 @@ void calibration::set_expert_popularity(double s, std::string why) {
   expert_zipf_s = s;
   expert_zipf_source = std::move(why);
   for (calibration_entry& e : entries) e.k.expert_zipf_s = s;
+  defaults.expert_zipf_s = s;
 }
 
 const coefficients& calibration::lookup(const std::string& family, const std::string& engine,
                                         std::string* used) const {
-  static const coefficients kDefaults;
   const std::pair<std::string, std::string> order[] = {
       {family, engine}, {"any", engine}, {family, "any"}, {"any", "any"}};
   for (const auto& [f, e] : order)
@@ -101,7 +101,7 @@ const coefficients& calibration::lookup(const std::string& family, const std::st
         return c.k;
       }
   if (used) *used = "built-in defaults";
-  return kDefaults;
+  return defaults;
 }
 
 calibration read_calibration(const std::string& path) {

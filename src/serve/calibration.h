@@ -86,6 +86,9 @@ struct calibration {
   double expert_zipf_s = coefficients{}.expert_zipf_s;
   std::string expert_zipf_source;
   void set_expert_popularity(double s, std::string why);
+  // What lookup answers when no entry matches: the built-in coefficients, at the file's expert
+  // popularity (a hand-written file without an any/any entry still costs experts at its own).
+  coefficients defaults;
 
   /// The GPU family of a catalogue name ("any" when no family lists it).
   std::string family_of(const std::string& gpu) const;

@@ -77,7 +77,8 @@ struct step_costs {
 struct model_forms {
   std::shared_ptr<const closed_form> tallies;
   std::shared_ptr<const experts_form> experts;  // null without MoE layers
-  double expert_zipf_s = 0;                     // the popularity `experts` was compiled under
+  // The popularity `experts` was compiled under.
+  double expert_zipf_s = coefficients{}.expert_zipf_s;
 };
 
 /// Compiles the forms of a model, its experts counted under a Zipf popularity of exponent

@@ -100,6 +100,18 @@ attention_spec read_gdn(yaml_map& m) {
   return a;
 }
 
+/// A chunked scan's block (lightning's block_size, a linear kind's linear_chunk): every block is
+/// padded to its size and costs a block x block product (the tally's block scheme and the
+/// executor's reference alike), so a size past any scan kernel's is refused at its field.
+constexpr std::int64_t max_scan_block = 4096;
+std::int64_t scan_block(yaml_map& m, const std::string& key, std::int64_t fallback) {
+  std::int64_t block = m.optional_integer(key).value_or(fallback);
+  if (block > max_scan_block)
+    m.fail(key, fmt::format("{} tokens is past the largest scan block calc models ({})", block,
+                            max_scan_block));
+  return block;
+}
+
 /// Lightning attention (MiniMax): read into the Gated DeltaNet struct as its lightning rule,
 /// one head count for queries, keys and values, key and value widths equal, no convolution.
 attention_spec read_lightning(yaml_map& m) {
@@ -107,7 +119,7 @@ attention_spec read_lightning(yaml_map& m) {
   a.rule = attention_gdn::rule_kind::lightning;
   a.qk_heads = a.v_heads = m.integer("heads");
   a.key_dim = a.value_dim = m.integer("head_dim");
-  a.block = m.optional_integer("block_size").value_or(256);  // MiniMax's published default
+  a.block = scan_block(m, "block_size", 256);  // MiniMax's published default
   m.finish({"kind", "heads", "head_dim", "block_size"});
   return a;
 }
@@ -460,7 +472,7 @@ execution_spec read_execution(yaml_map& parent) {
   read_choice<linear_prefill>(
       m, "linear_prefill",
       {{"chunked", linear_prefill::chunked}, {"recurrent", linear_prefill::recurrent}}, e.linear);
-  e.chunk = m.optional_integer("linear_chunk").value_or(e.chunk);
+  e.chunk = scan_block(m, "linear_chunk", e.chunk);
   read_choice<chunk_rule>(m, "linear_chunk_flops",
                           {{"padded_gemms", chunk_rule::padded_gemms},
                            {"valid_triangles", chunk_rule::valid_triangles}},

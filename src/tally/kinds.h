@@ -20,8 +20,7 @@
 namespace calc {
 
 /// The by-kind key of a layer's mixer ("gqa", "mla", "gated_deltanet", "lightning", "kda", "dsa",
-/// "mamba2",
-/// "mamba" (Mamba-1), "none", "parallel") or feed-forward ("swiglu", "moe", "mlp", "none").
+/// "mamba2", "mamba" (Mamba-1), "none", "parallel") or feed-forward ("swiglu", "moe", "mlp", "none").
 std::string kind_name(const attention_spec& a);
 std::string kind_name(const ffn_spec& f);
 

@@ -68,3 +68,19 @@ TEST_CASE("sizes on the command line") {
   CHECK_FALSE(parse_bytes("2 parsecs").has_value());
   CHECK_FALSE(parse_bytes("0.5B").has_value());
 }
+
+TEST_CASE("a group format's parts come once each, in the documented order") {
+  // [:<scale>][:zero[:<zero>]][:matrix:<elem>x<count>][:rowidx:<elem>]
+  dtype all = parse_dtype("int4:g128:bf16:zero:int4:matrix:int32x2:rowidx:int32");
+  CHECK(all.scale_bits == 16);
+  CHECK(all.zero_bits == 4);
+  CHECK(all.matrix_bits == 64);
+  CHECK(all.row_bits == 32);
+  // A zero as wide as the scale, then the record.
+  CHECK(parse_dtype("int4:g128:bf16:zero:matrix:int32x2").zero_bits == 16);
+  CHECK_THROWS(parse_dtype("int4:g128:bf16:matrix:int32x2:matrix:int64x3"));  // a second record
+  CHECK_THROWS(parse_dtype("int4:g128:matrix:int32x2:fp32"));                 // a scale after it
+  CHECK_THROWS(parse_dtype("int4:g128:bf16:fp32"));                           // two scales
+  CHECK_THROWS(parse_dtype("int4:g128:zero:zero"));
+  CHECK_THROWS(parse_dtype("int4:g128:matrix"));
+}

@@ -214,3 +214,20 @@ TEST_CASE("compressed-tensors scales: the safetensors headers decide their dtype
   hf::imported y = hf::import_config(dir.string());
   CHECK(y.plain.find("weights: fp8:b128x128:fp32") != std::string::npos);
 }
+
+TEST_CASE("compressed-tensors actorder: true is group (an int32 g_idx per input row), other types "
+          "are refused") {
+  CHECK(weights_format(llama(R"({"num_bits": 4, "type": "int", "symmetric": true,
+      "strategy": "group", "group_size": 128, "actorder": true})")) ==
+        weights_format(llama(R"({"num_bits": 4, "type": "int", "symmetric": true,
+      "strategy": "group", "group_size": 128, "actorder": "group"})")));
+  CHECK(weights_format(llama(R"({"num_bits": 4, "type": "int", "symmetric": true,
+      "strategy": "group", "group_size": 128, "actorder": false})"))
+            .find("rowidx") == std::string::npos);
+  CHECK(testing::import_error(llama(R"({"num_bits": 4, "type": "int", "strategy": "group",
+      "group_size": 128, "actorder": 1})"))
+            .find("actorder") != std::string::npos);
+  CHECK(testing::import_error(llama(R"({"num_bits": 4, "type": "int", "strategy": "group",
+      "group_size": 128, "symmetric": "yes"})"))
+            .find("symmetric") != std::string::npos);
+}

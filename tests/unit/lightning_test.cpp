@@ -142,6 +142,12 @@ TEST_CASE("lightning: located errors") {
   std::string zero = kLightning;
   zero.replace(zero.find("block_size: 8"), 13, "block_size: 0");
   CHECK(error_of(zero).find("block_size") != std::string::npos);
+  // A block past any scan kernel's (each is padded to its size and costs a block x block
+  // product) is refused at its field, not allocated.
+  std::string huge = kLightning;
+  huge.replace(huge.find("block_size: 8"), 13, "block_size: 2147483649");
+  CHECK(error_of(huge).find("block_size") != std::string::npos);
+  CHECK(error_of(huge).find("4096") != std::string::npos);
 }
 
 TEST_CASE("minimax_m1 (MiniMax-M1-80k): 70 lightning + 10 softmax layers; 456,089,655,296") {

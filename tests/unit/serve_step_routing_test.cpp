@@ -151,3 +151,12 @@ TEST_CASE("calibrate: rows mapped under one expert popularity are costed again u
   CHECK(predict(m, steep).tpot_ms == doctest::Approx(direct.tpot_ms));
   CHECK(predict(m, steep).tpot_ms < predict(m, cal).tpot_ms);
 }
+
+TEST_CASE("calibration: the built-in defaults a lookup falls back to follow the file's popularity") {
+  calibration c;  // a hand-written file without an any/any entry
+  c.set_expert_popularity(0.5, "test");
+  std::string used;
+  const coefficients& k = c.lookup("hopper", "vllm", &used);
+  CHECK(used == "built-in defaults");
+  CHECK(k.expert_zipf_s == 0.5);
+}

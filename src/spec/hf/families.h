@@ -111,7 +111,7 @@ nlohmann::json gqa_defaults(nlohmann::json extra);
 /// glm, gemma, ...; families_more.cpp), listed after the others.
 std::vector<family> more_families();
 
-/// The families read since issue 21's fifth round (hunyuan_v1_dense, hunyuan_v1_moe, ...;
+/// Hunyuan and ERNIE 4.5 dense (hunyuan_v1_dense, hunyuan_v1_moe, ernie4_5;
 /// families_extra.cpp), listed after those of more_families().
 std::vector<family> extra_families();
 

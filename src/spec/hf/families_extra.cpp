@@ -1,4 +1,4 @@
-// The families read since issue 21's fifth round: one table each, in the form of families.cpp
+// Hunyuan (dense and MoE) and ERNIE 4.5 dense: one table each, in the form of families.cpp
 // (defaults are those of each family's configuration class; a field that would change memory and
 // that the table does not read is pinned in `only`, so another value is an error at that field).
 #include "spec/hf/families.h"

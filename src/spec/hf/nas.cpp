@@ -35,7 +35,8 @@ std::int64_t swiglu_width(const hf_object& ffn, std::int64_t hidden) {
     ffn.fail("ffn_mult", "expected a positive number (the SwiGLU width over the hidden size)");
   double width_f = 2.0 * v.get<double>() * static_cast<double>(hidden) / 3.0;
   if (!(width_f < 1e15))
-    ffn.fail("ffn_mult", fmt::format("2 x ffn_mult x hidden_size / 3 = {} is out of range", width_f));
+    ffn.fail("ffn_mult",
+             fmt::format("2 x ffn_mult x hidden_size / 3 = {} is out of range", width_f));
   std::int64_t width = static_cast<std::int64_t>(width_f);  // int() truncates
   return (width + 255) / 256 * 256;
 }

@@ -64,6 +64,8 @@ std::string int_weights(const hf_object& w, const std::string& container, const 
                                    bits));
   if (container == "int-quantized" && bits != 8)
     w.fail("num_bits", "int-quantized stores 8-bit integers; 4-bit ones are pack-quantized");
+  if (w.has("symmetric") && !w.value("symmetric").is_null() && !w.value("symmetric").is_boolean())
+    w.fail("symmetric", "expected true or false");
   if (w.has("symmetric") && w.value("symmetric").is_boolean() && !w.boolean("symmetric"))
     w.fail("symmetric", "asymmetric integer weights (a weight_zero_point per group) are not "
                         "mapped (calc reads symmetric ones)");
@@ -73,8 +75,13 @@ std::string int_weights(const hf_object& w, const std::string& container, const 
   std::string record = packed ? ":matrix:int32x2" : "";
   std::string record_said = packed ? ", its shape (2 int32) per matrix" : "";
   std::string strategy = w.has("strategy") ? w.text("strategy") : "tensor";
+  // compressed-tensors reads actorder true as "group" and false as none.
   std::string actorder;
   if (w.has("actorder") && w.value("actorder").is_string()) actorder = w.text("actorder");
+  else if (w.has("actorder") && w.value("actorder").is_boolean())
+    actorder = w.boolean("actorder") ? "group" : "";
+  else if (w.has("actorder") && !w.value("actorder").is_null())
+    w.fail("actorder", "expected group, weight, static, true, false or null");
   if (!actorder.empty() && actorder != "group" && actorder != "weight" && actorder != "static")
     w.fail("actorder", fmt::format("actorder '{}' is not mapped (calc reads group, weight, "
                                    "static and null)",
