@@ -8,6 +8,27 @@ namespace calc::exec {
 
 namespace {
 
+/// One head's scan in the SSD form (a decayed B^T x update of S, a C S readout), shared by Mamba2
+/// and lightning: recurrent for a decode step or when the execution asks, else chunked; its
+/// state products counted under `kind` as the tally counts them (a recurrent step's only when
+/// the execution counts step products).
+mat scan_head(const mat& x, const mat& b, const mat& readout, const ref::vec& log_decay, mat& S,
+              bool recurrent, std::int64_t chunk, const execution_spec& e, counters& c,
+              const char* kind) {
+  if (recurrent) {
+    std::int64_t step = 0;
+    mat y = ref::recurrent_ssd(x, b, readout, log_decay, S, &step);
+    (e.step_state_gemms ? c.state : c.uncounted) += step;
+    if (e.step_state_gemms) c.by_kind[kind] += step;
+    return y;
+  }
+  std::int64_t matrix = 0;
+  mat y = ref::chunked_ssd(x, b, readout, log_decay, S, static_cast<int>(chunk), &matrix);
+  c.state += matrix;
+  c.by_kind[kind] += matrix;
+  return y;
+}
+
 using ref::gemm;
 using ref::state_buffer;
 
@@ -407,18 +428,7 @@ class lightning_runtime final : public linear_runtime {
       for (std::int64_t i = 0; i < dk; ++i)
         for (std::int64_t j = 0; j < dv; ++j)
           S(i, j) = state_.get(static_cast<std::size_t>((h * dk + i) * dv + j));
-      mat y;
-      if (recurrent) {
-        std::int64_t step = 0;
-        y = ref::recurrent_ssd(v, k, q, ld, S, &step);
-        (e.step_state_gemms ? c.state : c.uncounted) += step;
-        if (e.step_state_gemms) c.by_kind["lightning"] += step;
-      } else {
-        std::int64_t matrix = 0;
-        y = ref::chunked_ssd(v, k, q, ld, S, static_cast<int>(a_.block), &matrix);
-        c.state += matrix;
-        c.by_kind["lightning"] += matrix;
-      }
+      mat y = scan_head(v, k, q, ld, S, recurrent, a_.block, e, c, "lightning");
       for (std::int64_t i = 0; i < dk; ++i)
         for (std::int64_t j = 0; j < dv; ++j)
           state_.set(static_cast<std::size_t>((h * dk + i) * dv + j), S(i, j));
@@ -548,18 +558,7 @@ class mamba2_runtime final : public linear_runtime {
       for (std::int64_t n = 0; n < N; ++n)
         for (std::int64_t q = 0; q < P; ++q)
           S(n, q) = state_.get(static_cast<std::size_t>((h * P + q) * N + n));
-      mat y;
-      if (recurrent) {
-        std::int64_t step = 0;
-        y = ref::recurrent_ssd(xdt, b, cc, ld, S, &step);
-        (e.step_state_gemms ? c.state : c.uncounted) += step;
-        if (e.step_state_gemms) c.by_kind["mamba2"] += step;
-      } else {
-        std::int64_t matrix = 0;
-        y = ref::chunked_ssd(xdt, b, cc, ld, S, static_cast<int>(e.chunk), &matrix);
-        c.state += matrix;
-        c.by_kind["mamba2"] += matrix;
-      }
+      mat y = scan_head(xdt, b, cc, ld, S, recurrent, e.chunk, e, c, "mamba2");
       for (std::int64_t n = 0; n < N; ++n)
         for (std::int64_t q = 0; q < P; ++q)
           state_.set(static_cast<std::size_t>((h * P + q) * N + n), S(n, q));
