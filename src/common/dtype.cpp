@@ -63,7 +63,8 @@ int matrix_record_bits(const std::string& spec, const std::string& text) {
   throw std::invalid_argument(fmt::format(
       "unknown precision '{}' (known: bf16, fp16, fp32, fp64, fp8, int8, int4, fp4, int32, int64, "
       "mxfp4, nvfp4, <elem>:g<N>[:<scale>][:zero[:<zero>]][:rowidx:<elem>] such as int4:g128, "
-      "<elem>:b<R>x<C>[:<scale>] such as fp8:b128x128:fp32, <elem>:row[:<scale>] such as "
+      "<elem>:b<R>x<C>[:<scale>] such as fp8:b128x128:fp32, <elem>:row[:<scale>][:zero[:<zero>]] "
+      "such as "
       "fp8:row:fp32, a per-matrix record :matrix:<elem>x<count> such as "
       "int4:g32:bf16:matrix:int32x2, or a mixed record "
       "such as "
@@ -171,19 +172,29 @@ dtype parse_dtype(const std::string& text) {
 
   const std::string& g = parts[1];
   if (g == "row") {
-    // <elem>:row[:<scale>][:matrix:<elem>x<count>]: a scale per output row of each matrix
-    // (per-channel FP8 or INT8, compressed-tensors' strategy "channel": weight_scale [out, 1]),
-    // bf16 unless named. Kept as block_rows 1 and block_cols 0 (the whole row); no group: the
-    // count of scales needs the matrix's sides, so only a matrix of known sides can be counted
-    // (tally.cpp).
+    // <elem>:row[:<scale>][:zero[:<zero>]][:matrix:<elem>x<count>]: a scale (and, for
+    // asymmetric weights, a zero point) per output row of each matrix (per-channel FP8 or INT8,
+    // compressed-tensors' strategy "channel": weight_scale [out, 1]), bf16 unless named. Kept as
+    // block_rows 1 and block_cols 0 (the whole row); no group: the count of scales needs the
+    // matrix's sides, so only a matrix of known sides can be counted (tally.cpp).
     t.block_rows = 1;
     t.scale_bits = 16;
     std::size_t i = 2;
-    if (i < parts.size() && parts[i] != "matrix") {
+    if (i < parts.size() && parts[i] != "matrix" && parts[i] != "zero") {
       auto scale = element_bits().find(parts[i]);
       if (scale == element_bits().end()) unknown(text);
       t.scale_bits = scale->second;
       ++i;
+    }
+    if (i < parts.size() && parts[i] == "zero") {
+      ++i;
+      t.zero_bits = t.scale_bits;
+      if (i < parts.size() && parts[i] != "matrix") {
+        auto z = element_bits().find(parts[i]);
+        if (z == element_bits().end()) unknown(text);
+        t.zero_bits = z->second;
+        ++i;
+      }
     }
     if (i < parts.size()) {
       if (parts[i] != "matrix" || i + 2 != parts.size()) unknown(text);

@@ -9,6 +9,11 @@
 // one scale per block of R output rows x C input columns of each matrix (FP8 block quantisation's
 // weight_block_size): a matrix of `in` x `out` stores ceil(out / R) * ceil(in / C) scales, the grid
 // rounded up on each side, so its bytes need the matrix's sides, not only its value count.
+// A plain group format counts ceil(n / group) scales per tensor (one scale per `group` values,
+// the chapter's convention); one with a per-matrix record (`:matrix:`, compressed-tensors'
+// pack-quantized layout of a Linear weight) counts them per output row of each matrix, as
+// weight_scale [out, ceil(in / group)] stores them: the same count wherever `group` divides the
+// input width. That layout is a Linear's only: tally.cpp refuses it on convolution taps.
 #pragma once
 
 #include <memory>
@@ -62,7 +67,8 @@ struct dtype {
 /// [:rowidx:<row format>]` (default scale bf16; a zero point as wide as the scale unless its
 /// format is named; matrix: `count` values stored once per matrix, compressed-tensors'
 /// weight_shape int32x2; rowidx: one value per input row of each matrix, GPTQ's g_idx),
-/// `<elem>:row[:<scale format>][:matrix:<elem>x<count>]` (a scale per output row),
+/// `<elem>:row[:<scale format>][:zero[:<zero format>]][:matrix:<elem>x<count>]` (a scale, and
+/// for asymmetric weights a zero point, per output row),
 /// `<elem>:b<R>x<C>[:<scale format>]` (one scale per block of R output rows x C input columns
 /// of each matrix, the grid rounded up per side: FP8 block quantisation, e.g.
 /// fp8:b128x128:fp32), or a mixed record

@@ -15,6 +15,8 @@ std::string format_summary(const precision_spec& p) {
   role("experts", p.experts);
   role("shared_experts", p.shared_experts);
   role("dense_ffn", p.dense_ffn);
+  role("conv_taps", p.conv_taps);
+  role("mixer_gates", p.mixer_gates);
   if (p.embedding.name != p.weights.name) roles.emplace_back("embedding", &p.embedding);
   if (p.head.name != p.weights.name) roles.emplace_back("head", &p.head);
   roles.emplace_back("kv", &p.kv);

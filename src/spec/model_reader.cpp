@@ -391,6 +391,8 @@ precision_spec read_precision(yaml_map& parent) {
   if (m.has("experts")) p.experts = read_dtype(m, "experts", "");
   if (m.has("shared_experts")) p.shared_experts = read_dtype(m, "shared_experts", "");
   if (m.has("dense_ffn")) p.dense_ffn = read_dtype(m, "dense_ffn", "");
+  if (m.has("conv_taps")) p.conv_taps = read_dtype(m, "conv_taps", "");
+  if (m.has("mixer_gates")) p.mixer_gates = read_dtype(m, "mixer_gates", "");
   p.embedding = read_dtype(m, "embedding", p.weights.name);
   p.head = read_dtype(m, "head", p.weights.name);
   p.norms = read_dtype(m, "norms", "bf16");
@@ -435,9 +437,18 @@ precision_spec read_precision(yaml_map& parent) {
                               "which the {} role does not have",
                               t->name, per_row ? "output" : "input",
                               per_row ? "row scales" : "rowidx", key));
+  // Convolution taps are no Linear: a layout only a Linear stores (pack-quantized's per-matrix
+  // record, GPTQ's g_idx per input row) has nothing to count there.
+  if (p.conv_taps && (p.conv_taps->matrix_bits > 0 || p.conv_taps->row_bits > 0))
+    m.fail("conv_taps", fmt::format("'{}' is a layout of Linear weights ({}); convolution taps "
+                                    "are not a Linear and no quantiser stores them so",
+                                    p.conv_taps->name,
+                                    p.conv_taps->matrix_bits > 0 ? "a record per matrix"
+                                                                 : "a value per input row"));
   m.finish({"weights", "attention", "attention_out", "experts", "shared_experts", "dense_ffn",
-            "embedding", "head", "norms", "router_bias", "ssm_params", "kv", "recurrent", "conv",
-            "index", "window", "compressor", "token_history", "activations", "production"});
+            "conv_taps", "mixer_gates", "embedding", "head", "norms", "router_bias",
+            "ssm_params", "kv", "recurrent", "conv", "index", "window", "compressor",
+            "token_history", "activations", "production"});
   return p;
 }
 

@@ -322,6 +322,16 @@ struct precision_spec {
   std::optional<dtype> experts;         // routed expert matrices (gpt-oss: mxfp4)
   std::optional<dtype> shared_experts;  // shared expert matrices
   std::optional<dtype> dense_ffn;       // dense feed-forward matrices
+  /// A depthwise convolution's taps (conv1d of Mamba, Gated DeltaNet, KDA, short conv): not a
+  /// Linear, so no quantiser calc reads converts them (compressed-tensors targets Linear,
+  /// ModelOpt disables *mixer.conv1d* and *linear_attn.conv1d*, Qwen's FP8 lists conv1d in
+  /// modules_to_not_convert). An imported quantised checkpoint keeps them in the model dtype
+  /// here; absent = `weights`.
+  std::optional<dtype> conv_taps;
+  /// A Gated DeltaNet layer's decay and beta projections (in_proj_a, in_proj_b; Qwen3-Next
+  /// stores them fused as in_proj_ba), which Qwen's FP8 releases keep in the model dtype beside
+  /// FP8 projections; absent = `attention`.
+  std::optional<dtype> mixer_gates;
   dtype embedding;                      // embedding table
   dtype head;                           // vocabulary head (when untied)
   dtype norms;                          // normalisation vectors
@@ -341,14 +351,22 @@ struct precision_spec {
   /// reference ones above; empty names leave a role as it is.
   std::map<std::string, dtype> production;
 
-  /// One format for every weight matrix (`--weights`): the module roles fall back to it.
+  /// One format for every weight matrix (`--weights`): the module roles fall back to it. A
+  /// layout that only a Linear stores (pack-quantized's per-matrix record, GPTQ's g_idx) never
+  /// reaches the convolution taps: they keep the format they had, as every quantiser leaves them.
   void set_weights(const dtype& format) {
+    if (format.matrix_bits > 0 || format.row_bits > 0) {
+      if (!conv_taps) conv_taps = weights;
+    } else {
+      conv_taps.reset();
+    }
     weights = format;
     attention.reset();
     attention_out.reset();
     experts.reset();
     shared_experts.reset();
     dense_ffn.reset();
+    mixer_gates.reset();
   }
 
   /// The format of a module's matrices: its own role when given, else `weights`.
@@ -362,6 +380,10 @@ struct precision_spec {
     return shared_experts ? &*shared_experts : &weights;
   }
   const dtype* dense_ffn_weights() const { return dense_ffn ? &*dense_ffn : &weights; }
+  const dtype* conv_tap_weights() const { return conv_taps ? &*conv_taps : &weights; }
+  const dtype* mixer_gate_weights() const {
+    return mixer_gates ? &*mixer_gates : attention_weights();
+  }
   const dtype* router_bias_format() const { return router_bias ? &*router_bias : &norms; }
   const dtype* ssm_params_format() const { return ssm_params ? &*ssm_params : &norms; }
 

@@ -103,15 +103,16 @@ void add_lightning_tensors(const attention_gdn& a, const model_context& m,
 void add_tensors(const attention_gdn& a, const model_context& m, std::vector<tensor>& out) {
   if (a.lightning()) return add_lightning_tensors(a, m, out);
   const dtype* w = m.precision->attention_weights();
-  const dtype* conv_w = &m.precision->weights;  // convolution taps: not a projection
+  const dtype* conv_w = m.precision->conv_tap_weights();  // taps: not a Linear
   const dtype* norms = &m.precision->norms;
   checked d = m.hidden;
   checked v_width = checked(a.v_heads) * a.value_dim;
   checked qkv = recurrent_of(a).conv_channels;  // Q, K and V: what the convolution runs over
   out.push_back(matrix("attention", "in_proj_qkv", category::attention, d, qkv, w));
   out.push_back(matrix("attention", "in_proj_z", category::attention, d, v_width, w));    // gate
-  out.push_back(matrix("attention", "in_proj_a", category::attention, d, a.v_heads, w));  // decay
-  out.push_back(matrix("attention", "in_proj_b", category::attention, d, a.v_heads, w));  // beta
+  const dtype* gates = m.precision->mixer_gate_weights();  // kept apart by Qwen's FP8 releases
+  out.push_back(matrix("attention", "in_proj_a", category::attention, d, a.v_heads, gates));
+  out.push_back(matrix("attention", "in_proj_b", category::attention, d, a.v_heads, gates));
   out.push_back(matrix("attention", "out_proj", category::attention, v_width, d,
                        m.precision->attention_out_weights()));
   if (a.conv_kernel > 0)
@@ -135,7 +136,7 @@ std::vector<state_component> state(const attention_gdn& a, const model_context& 
 
 void add_tensors(const attention_kda& a, const model_context& m, std::vector<tensor>& out) {
   const dtype* w = m.precision->attention_weights();
-  const dtype* conv_w = &m.precision->weights;  // convolution taps: not a projection
+  const dtype* conv_w = m.precision->conv_tap_weights();  // taps: not a Linear
   const dtype* norms = &m.precision->norms;
   checked d = m.hidden;
   checked k_width = checked(a.heads) * a.key_dim;

@@ -58,7 +58,7 @@ namespace {
 void add_selective_tensors(const attention_mamba2& a, const model_context& m,
                            std::vector<tensor>& out) {
   const dtype* w = m.precision->attention_weights();
-  const dtype* conv_w = &m.precision->weights;  // convolution taps: not a projection
+  const dtype* conv_w = m.precision->conv_tap_weights();  // taps: not a Linear
   const dtype* norms = &m.precision->norms;
   checked d = m.hidden, n = inner(a);
   tensor in = matrix("attention", "in_proj", category::attention, d, checked(2) * n, w);
@@ -104,7 +104,7 @@ void add_short_conv_tensors(const attention_mamba2& a, const model_context& m,
                     m.precision->attention_out_weights());
   o.shards = a.heads;
   out.push_back(o);
-  out.push_back(conv_taps("conv1d", {n}, a.conv_kernel, &m.precision->weights));
+  out.push_back(conv_taps("conv1d", {n}, a.conv_kernel, m.precision->conv_tap_weights()));
   if (a.conv_bias) {
     out.push_back({"norms", "in_proj_bias", category::other, checked(3) * n, norms});
     out.push_back({"norms", "conv1d_bias", category::other, n, norms});
@@ -118,7 +118,7 @@ void add_tensors(const attention_mamba2& a, const model_context& m, std::vector<
   if (a.selective()) return add_selective_tensors(a, m, out);
   if (a.short_conv()) return add_short_conv_tensors(a, m, out);
   const dtype* w = m.precision->attention_weights();
-  const dtype* conv_w = &m.precision->weights;  // convolution taps: not a projection
+  const dtype* conv_w = m.precision->conv_tap_weights();  // taps: not a Linear
   const dtype* norms = &m.precision->norms;
   checked d = m.hidden;
   tensor in = matrix("attention", "in_proj", category::attention, d, in_width(a), w);

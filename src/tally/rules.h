@@ -92,10 +92,11 @@ inline tensor matrix(std::string module, std::string name, category cat, checked
 }
 
 /// A depthwise convolution's taps, `channels` x `kernel` values (a short conv's conv1d): not a
-/// GEMM operand, and in the `weights` role (docs/model-schema.md, Precision roles), so `--weights`
-/// sets them as it sets every weight. Their sides are known: a per-row format stores one scale
-/// per channel (output row) of `kernel` taps, a block format its grid rounded up per side, as for
-/// a matrix of `channels` outputs and `kernel` inputs. `channels` lists the convolutions a
+/// GEMM operand, in the `conv_taps` role, else `weights` (docs/model-schema.md, Precision roles),
+/// so `--weights` sets them as it sets every weight unless its layout is a Linear's only
+/// (pack-quantized's per-matrix record, GPTQ's g_idx). Their sides are known: a per-row format
+/// stores one scale per channel (output row) of `kernel` taps, a block format its grid rounded
+/// up per side, as for a matrix of `channels` outputs and `kernel` inputs. `channels` lists the convolutions a
 /// layer keeps apart (Kimi Linear's q, k and v), one shape each; no input-row term (no GEMM).
 inline tensor conv_taps(std::string name, std::vector<checked> channels, checked kernel,
                         const dtype* format) {

@@ -55,6 +55,14 @@ checked tensor::bytes() const {
   // int32) is counted per matrix, and the groups of such a format per output row of each
   // matrix, as the checkpoint stores weight_scale [out, ceil(in / group)].
   checked per_matrix = 0;
+  if (format->matrix_bits > 0 && inputs == 0 && !shapes.empty())
+    // compressed-tensors sizes a scale grid by the weight's sides for nn.Linear modules only and
+    // packs two-dimensional weights only: a convolution's taps are never stored pack-quantized.
+    throw spec_error("precision",
+                     fmt::format("'{}' is compressed-tensors' layout of a Linear weight, but {}.{} "
+                                 "is not a Linear (give its role another format: "
+                                 "precision.conv_taps for convolution taps)",
+                                 format->name, module, name));
   if (format->matrix_bits > 0) {
     checked values = 0, matrices = 0, groups = 0;
     for (const matrix_shape& s : shapes) {

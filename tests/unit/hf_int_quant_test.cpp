@@ -10,6 +10,8 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <tuple>
+#include <vector>
 
 #include "common/dtype.h"
 #include "hf_counts.h"
@@ -230,4 +232,94 @@ TEST_CASE("compressed-tensors actorder: true is group (an int32 g_idx per input 
   CHECK(testing::import_error(llama(R"({"num_bits": 4, "type": "int", "strategy": "group",
       "group_size": 128, "symmetric": "yes"})"))
             .find("symmetric") != std::string::npos);
+}
+
+namespace {
+
+/// A folder holding `config` and one safetensors header listing `tensors` (name, dtype, shape).
+std::filesystem::path folder_with_header(
+    const std::string& name, const std::string& config,
+    const std::vector<std::tuple<std::string, std::string, std::vector<std::int64_t>>>& tensors) {
+  std::filesystem::path dir = testing::scratch_dir("calc-bytes") / name;
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "config.json") << config;
+  std::string header = "{";
+  std::int64_t offset = 0;
+  for (const auto& t : tensors) {
+    std::int64_t n = 1;
+    std::string shape;
+    for (std::int64_t s : std::get<2>(t)) {
+      n *= s;
+      shape += (shape.empty() ? "" : ", ") + std::to_string(s);
+    }
+    const std::string& dtype = std::get<1>(t);
+    std::int64_t bytes = n * (dtype == "I32" || dtype == "F32" ? 4 : dtype == "I8" ? 1 : 2);
+    header += (offset == 0 ? "\"" : ", \"") + std::get<0>(t) + "\": {\"dtype\": \"" + dtype +
+              "\", \"shape\": [" + shape + "], \"data_offsets\": [" + std::to_string(offset) +
+              ", " + std::to_string(offset + bytes) + "]}";
+    offset += bytes;
+  }
+  header += "}";
+  std::ofstream out(dir / "model.safetensors", std::ios::binary);
+  std::uint64_t n = header.size();
+  for (int i = 0; i < 8; ++i) out.put(static_cast<char>((n >> (8 * i)) & 0xff));
+  out << header;
+  return dir;
+}
+
+}  // namespace
+
+TEST_CASE("compressed-tensors asymmetric pack-quantized: zero points as the headers pack them") {
+  // compressed-tensors packs an asymmetric weight's zero points int32 along the output rows
+  // (pack_to_int32(zero_point, bits, packed_dim=0)): q_proj of 256 x 256 in int4 groups of 128
+  // stores weight_packed I32 [256, 32], weight_scale BF16 [256, 2], weight_zero_point I32
+  // [32, 2] (256 rows / 8 a word), weight_shape I32 [2].
+  std::string w4a16_asym = llama(R"({"num_bits": 4, "type": "int", "symmetric": false,
+      "strategy": "group", "group_size": 128})");
+  std::filesystem::path dir =
+      folder_with_header("ct-asym-packed", w4a16_asym,
+                         {{"model.layers.0.self_attn.q_proj.weight_packed", "I32", {256, 32}},
+                          {"model.layers.0.self_attn.q_proj.weight_scale", "BF16", {256, 2}},
+                          {"model.layers.0.self_attn.q_proj.weight_zero_point", "I32", {32, 2}},
+                          {"model.layers.0.self_attn.q_proj.weight_shape", "I32", {2}}});
+  hf::imported y = hf::import_config(dir.string());
+  CHECK(y.plain.find("weights: int4:g128:bf16:zero:int4:matrix:int32x2") != std::string::npos);
+  testing::model m = testing::model::from_text(y.plain);
+  // One q_proj: 256 x 256 / 2 B values + 512 scales x 2 B + 512 zeros x 0.5 B + 8 B.
+  for (const tensor& t : model_tensors(m.g))
+    if (t.name == "q_proj")
+      CHECK(t.bytes().value() == 256 * 256 / 2 + 256 * 2 * 2 + 32 * 2 * 4 + 8);
+  // Asymmetric per-row (channel) weights: a zero per row beside each scale.
+  std::string w8_channel = llama(R"({"num_bits": 8, "type": "int", "symmetric": false,
+      "strategy": "channel"})");
+  std::filesystem::path dir8 = folder_with_header(
+      "ct-asym-channel", w8_channel,
+      {{"model.layers.0.self_attn.q_proj.weight_zero_point", "I32", {64, 1}}});
+  CHECK(hf::import_config(dir8.string()).plain.find("weights: int8:row:bf16:zero:int8:matrix:"
+                                                    "int32x2") != std::string::npos);
+  CHECK(parse_dtype("int8:row:bf16:zero:int8:matrix:int32x2").zero_bits == 8);
+  CHECK(parse_dtype("int4:row:zero").zero_bits == 16);
+  CHECK_THROWS(parse_dtype("int4:row:bf16:zero:bogus"));
+  CHECK_THROWS(parse_dtype("int4:row:bf16:matrix:int32x2:zero"));
+  // Without headers the layout is unknown; the early unpacked layout (I8, dropped when all zero)
+  // cannot be one format per role.
+  std::string none = testing::import_error(w4a16_asym);
+  CHECK(none.find("safetensors headers") != std::string::npos);
+  CHECK(none.find("symmetric") != std::string::npos);
+  std::filesystem::path old = folder_with_header(
+      "ct-asym-int8", w4a16_asym,
+      {{"model.layers.0.self_attn.q_proj.weight_zero_point", "I8", {256, 2}}});
+  std::string e;
+  try {
+    hf::import_config(old.string());
+  } catch (const spec_error& x) {
+    e = x.what();
+  }
+  CHECK(e.find("I8") != std::string::npos);
+  // int-quantized (W8A8) asymmetric stays refused.
+  CHECK(testing::import_error(llama(R"({"num_bits": 8, "type": "int", "symmetric": false,
+      "strategy": "channel"})",
+                                    "int-quantized"))
+            .find("int-quantized") != std::string::npos);
+  for (const auto& d : {dir, dir8, old}) std::filesystem::remove_all(d);
 }

@@ -389,7 +389,9 @@ const std::vector<family>& own_families() {
                                  {"shared_experts", 1},
                                  {"shared_intermediate", 512},
                                  {"shared_gate", true}}),
-       .fp8_block_scale = "bf16"},
+       // Qwen3-Next-80B-A3B-Instruct-FP8's listing stores every weight_scale_inv F32
+       // (tests/fixtures/hf/SOURCES.md), unlike Qwen3's FP8 releases' BF16.
+       .fp8_block_scale = "fp32"},
       // Qwen3_5MoeConfig (Qwen3.5/3.6 MoE): the language model in text_config, as Qwen3-Next's
       // (layer_types lists full_attention and linear_attention layers, gated full attention,
       // one gated shared expert) with its MTP block spelt mtp_num_hidden_layers. No default is

@@ -1043,6 +1043,19 @@ std::string quoted(const std::string& s) {
   return out + "\"";
 }
 
+/// Whether any layer's mixer has a depthwise convolution's taps (Mamba, short conv, Gated
+/// DeltaNet or KDA with a kernel; a parallel hybrid's Mamba2 side).
+bool has_conv_taps(const family_reader& r, const std::vector<attn_kind>& attn) {
+  std::string o;
+  for (attn_kind k : attn) {
+    if (k == attn_kind::mamba || k == attn_kind::parallel) return true;
+    if (k == attn_kind::linear && r.fam().linear == linear_family::kda) return true;
+    if (k == attn_kind::linear && r.fam().linear == linear_family::gated_deltanet)
+      return r.integer("linear_conv", o) > 0;
+  }
+  return false;
+}
+
 /// What the safetensors headers beside a config say about formats; empty strings when the
 /// folder holds no headers (the config and the family's defaults then decide).
 struct stored_formats {
@@ -1053,6 +1066,8 @@ struct stored_formats {
   std::string router_bias;  // the MoE routing bias (`*.e_score_correction_bias`)
   std::string router;       // the MoE router (`*mlp.gate.weight`, `*block_sparse_moe.gate.weight`)
   std::string ssm_params;   // `A_log` and `D` (Mamba2), `A_log` and the gated norm (GDN)
+  std::string conv_taps;    // a depthwise convolution's taps (`*conv1d.weight` [C, 1, K])
+  std::string zero_point;   // compressed-tensors' `*.weight_zero_point`, as stored ("I32", ...)
   std::string dtype_why;    // how many bytes in which dtype, for the YAML comment
 };
 
@@ -1090,9 +1105,15 @@ stored_formats formats_in_headers(const std::string& config_path) {
                       t.name.ends_with("linear_attn.norm.weight");
     bool router = t.shape.size() == 2 && (t.name.ends_with("mlp.gate.weight") ||
                                           t.name.ends_with("block_sparse_moe.gate.weight"));
+    if (t.name.ends_with(".weight_zero_point") && out.zero_point.empty())
+      out.zero_point = t.dtype;
+    // Mamba's, Gated DeltaNet's and KDA's conv1d, LFM2's conv.conv: [channels, 1, kernel].
+    bool conv = t.shape.size() == 3 && !t.name.starts_with("mtp.") &&
+                (t.name.ends_with("conv1d.weight") || t.name.ends_with(".conv.conv.weight"));
     for (auto [wanted, slot] :
          {std::pair{t.name.ends_with(".e_score_correction_bias"), &out.router_bias},
-          std::pair{ssm_vector, &out.ssm_params}, std::pair{router, &out.router}})
+          std::pair{ssm_vector, &out.ssm_params}, std::pair{router, &out.router},
+          std::pair{conv, &out.conv_taps}})
       if (wanted && slot->empty() && name != calc_name.end()) *slot = name->second;
     bool language_matrix = t.name.ends_with(".weight") && t.shape.size() == 2 &&
                            !t.name.starts_with("mtp.") &&
@@ -1217,7 +1238,7 @@ imported translate(const hf_json& doc, const std::string& name, const std::strin
   std::optional<quant_formats> quant =
       read_quant(root, modelopt, /*has_routers=*/fam->ffn == ffn_family::moe,
                  stored.block_scale.empty() ? fam->fp8_block_scale : stored.block_scale,
-                 stored.stored_scale, dtype);
+                 stored.stored_scale, dtype, stored.zero_point);
   if (!quant) {
     precision.kids.push_back(scalar("weights", dtype, dtype_origin));
     precision.kids.push_back(
@@ -1329,7 +1350,8 @@ imported translate(const hf_json& doc, const std::string& name, const std::strin
   layers.kids.push_back(scalar("count", std::to_string(count), o));
   if (quant)
     for (const auto& [role, k] : quant->kept_roles)
-      if (!k.all && role != "router" && static_cast<std::int64_t>(k.layers.size()) != count)
+      if (!k.all && role != "router" && role != "mixer_gates" &&
+          static_cast<std::int64_t>(k.layers.size()) != count)
         throw spec_error(k.where, k.field,
                          fmt::format("the {} of {} of the {} layers stays unquantised; calc keeps "
                                      "one format per role",
@@ -1353,6 +1375,43 @@ imported translate(const hf_json& doc, const std::string& name, const std::strin
     ffn = ffn_kinds(r, count, ffn_origin);
   }
   if (quant) check_attention_inputs(r, *quant, attn);
+  ynode* precision_node = nullptr;
+  for (ynode& n : top)
+    if (n.key == "precision") precision_node = &n;
+  bool conv_stored_apart = !stored.conv_taps.empty() && stored.conv_taps != dtype;
+  if (has_conv_taps(r, attn) && (quant || conv_stored_apart)) {
+    // Every quantiser calc reads converts Linear layers only, and a depthwise convolution's
+    // taps (conv1d) are not one: compressed-tensors' groups target Linear, ModelOpt disables
+    // *mixer.conv1d* and *linear_attn.conv1d*, Qwen's FP8 lists each conv1d in
+    // modules_to_not_convert, GPTQ and AWQ quantise Linear layers. They keep the model dtype,
+    // or what the safetensors headers store for them.
+    if (!stored.conv_taps.empty())
+      precision_node->kids.push_back(
+          scalar("conv_taps", stored.conv_taps, "safetensors headers store conv1d as " +
+                                                    stored.conv_taps));
+    else
+      precision_node->kids.push_back(scalar(
+          "conv_taps", dtype, dtype_origin + " (conv1d taps: not a Linear, never quantised)"));
+  }
+  if (quant && quant->kept_roles.count("mixer_gates")) {
+    // The decay and beta projections, listed layer by layer (Qwen3-Next-FP8: in_proj_ba of
+    // each Gated DeltaNet layer): every such layer's, or some would be quantised and others not.
+    const quant_formats::kept_role& k = quant->kept_roles.at("mixer_gates");
+    std::set<std::int64_t> listed, linear;
+    for (std::int64_t l : k.layers)
+      if (l < count) listed.insert(l);
+    for (std::size_t i = 0; i < attn.size(); ++i)
+      if (attn[i] == attn_kind::linear) linear.insert(static_cast<std::int64_t>(i));
+    if (!k.all && listed != linear)
+      throw spec_error(k.where, k.field,
+                       fmt::format("the decay and beta projections of {} of the {} Gated "
+                                   "DeltaNet layers stay unquantised; calc keeps one format per "
+                                   "role",
+                                   listed.size(), linear.size()));
+    precision_node->kids.push_back(scalar(
+        "mixer_gates", dtype,
+        fmt::format("{} (in_proj_a and in_proj_b not converted: {})", dtype_origin, k.field)));
+  }
   if (quant && quant->kept_roles.count("router") && !quant->kept_roles.at("router").all) {
     // Routers listed layer by layer: every MoE layer's, or some routers would be quantised
     // and others not. Layers past num_hidden_layers are the MTP block's, not counted.

@@ -52,11 +52,15 @@ std::string scale_of(const hf_object& w) {
 /// weight_scale [out, ceil(in / group)] ("group") or [out, 1] ("channel") in the scale dtype,
 /// and weight_shape int32 [2]; as int-quantized (W8A8), weight int8 [out, in] and weight_scale
 /// [out, 1]. actorder "group" adds weight_g_idx int32 [in]. Symmetric weights store no zero
-/// point; asymmetric ones (weight_zero_point, packed differently across compressed-tensors
-/// versions) are refused. Activations (dynamic per token, or a static scalar) store no bytes
-/// that count.
+/// point. Asymmetric pack-quantized ones store weight_zero_point per group (or row), laid out
+/// differently across compressed-tensors versions: early releases kept it int8 [out, groups]
+/// and dropped a matrix's when all were zero; later ones pack it int32 along the output rows,
+/// [ceil(out * bits / 32), groups] (pack_to_int32(zero_point, bits, packed_dim=0)), `bits` a
+/// zero. The safetensors headers say which (`stored_zero`: the dtype of weight_zero_point);
+/// calc reads the packed layout and refuses the others. Activations (dynamic per token, or a
+/// static scalar) store no bytes that count.
 std::string int_weights(const hf_object& w, const std::string& container, const std::string& s,
-                        std::string& said) {
+                        const std::string& stored_zero, std::string& said) {
   std::int64_t bits = w.integer("num_bits");
   if (bits != 4 && bits != 8)
     w.fail("num_bits", fmt::format("integer weights of {} bits are not mapped (calc reads 4 and "
@@ -66,11 +70,30 @@ std::string int_weights(const hf_object& w, const std::string& container, const 
     w.fail("num_bits", "int-quantized stores 8-bit integers; 4-bit ones are pack-quantized");
   if (w.has("symmetric") && !w.value("symmetric").is_null() && !w.value("symmetric").is_boolean())
     w.fail("symmetric", "expected true or false");
-  if (w.has("symmetric") && w.value("symmetric").is_boolean() && !w.boolean("symmetric"))
-    w.fail("symmetric", "asymmetric integer weights (a weight_zero_point per group) are not "
-                        "mapped (calc reads symmetric ones)");
   std::string elem = bits == 4 ? "int4" : "int8";
   bool packed = container == "pack-quantized";
+  // A zero point per group (or row) of asymmetric weights, packed as the headers show.
+  std::string zero, zero_said;
+  if (w.has("symmetric") && w.value("symmetric").is_boolean() && !w.boolean("symmetric")) {
+    if (!packed)
+      w.fail("symmetric", "asymmetric int-quantized weights (a weight_zero_point per row) are "
+                          "not mapped (calc reads asymmetric pack-quantized ones)");
+    if (stored_zero.empty())
+      w.fail("symmetric",
+             "asymmetric integer weights store a weight_zero_point per group, laid out "
+             "differently across compressed-tensors versions (int8, dropped when all zero, in "
+             "early releases; int32 packed along the output rows since): calc reads the layout "
+             "from the safetensors headers, and there are none beside this config");
+    if (stored_zero != "I32")
+      w.fail("symmetric",
+             fmt::format("the safetensors headers store weight_zero_point as {}, the unpacked "
+                         "layout of early compressed-tensors releases, which drop a matrix's "
+                         "zero points when all are zero: one format per role cannot state that "
+                         "(calc reads the packed I32 layout)",
+                         stored_zero));
+    zero = ":zero:" + elem;
+    zero_said = fmt::format(" and an {} zero point (packed in int32 along the output rows)", elem);
+  }
   // pack-quantized keeps each matrix's original shape beside it: two int32, 8 bytes a matrix.
   std::string record = packed ? ":matrix:int32x2" : "";
   std::string record_said = packed ? ", its shape (2 int32) per matrix" : "";
@@ -94,17 +117,18 @@ std::string int_weights(const hf_object& w, const std::string& container, const 
     // actorder "group" stores the group of each input row (weight_g_idx int32 [in]); "weight"
     // and "static" reorder nothing that is stored.
     bool g_idx = actorder == "group";
-    said = fmt::format("{} {} values, a {} scale per {} inputs of each output row{}{}",
-                       container, elem, s, group, record_said,
+    said = fmt::format("{} {} values, a {} scale{} per {} inputs of each output row{}{}",
+                       container, elem, s, zero_said, group, record_said,
                        g_idx ? ", an int32 g_idx per input row" : "");
-    return fmt::format("{}:g{}:{}{}{}", elem, group, s, record, g_idx ? ":rowidx:int32" : "");
+    return fmt::format("{}:g{}:{}{}{}{}", elem, group, s, zero, record,
+                       g_idx ? ":rowidx:int32" : "");
   }
   if (strategy == "channel") {
     if (actorder == "group")
       w.fail("actorder", "actorder group with strategy channel is not mapped");
-    said = fmt::format("{} {} values, a {} scale per output row{}", container, elem, s,
-                       record_said);
-    return fmt::format("{}:row:{}{}", elem, s, record);
+    said = fmt::format("{} {} values, a {} scale{} per output row{}", container, elem, s,
+                       zero_said, record_said);
+    return fmt::format("{}:row:{}{}{}", elem, s, zero, record);
   }
   w.fail("strategy", fmt::format("integer weight strategy '{}' is not mapped (calc reads group "
                                  "and channel)",
@@ -124,7 +148,8 @@ std::string int_weights(const hf_object& w, const std::string& container, const 
 /// scales in the dtype of the weights it quantised: Kimi-K2.5's BF16 weight_scale).
 std::string compressed_tensors_weights(const hf_object& q, const std::string& scale,
                                        const std::string& stored_scale,
-                                       const std::string& model_dtype, std::string& origin) {
+                                       const std::string& model_dtype,
+                                       const std::string& stored_zero, std::string& origin) {
   std::string container = q.has("format") ? q.text("format") : "float-quantized";
   if (container != "float-quantized" && container != "pack-quantized" &&
       container != "int-quantized")
@@ -161,7 +186,7 @@ std::string compressed_tensors_weights(const hf_object& q, const std::string& sc
         w.fail("num_bits", "integer weights stored float-quantized are not mapped (calc reads "
                            "integers pack-quantized or int-quantized)");
       if (s.empty()) s = model_dtype.empty() ? "bf16" : model_dtype;
-      format = int_weights(w, container, s, said);
+      format = int_weights(w, container, s, stored_zero, said);
     } else {
       bool fp8 = w.has("num_bits") && w.integer("num_bits") == 8 && type == "float";
       if (!fp8 || container != "float-quantized")
@@ -220,7 +245,8 @@ std::string pattern_module(const std::string& m) {
 std::optional<quant_formats> read_quant(const hf_object& root, const hf_json* modelopt,
                                         bool has_routers, const std::string& block_scale,
                                         const std::string& stored_scale,
-                                        const std::string& model_dtype) {
+                                        const std::string& model_dtype,
+                                        const std::string& stored_zero) {
   std::optional<hf_object> q;
   if (modelopt) {
     q = hf_object(*modelopt, "").object("quantization");
@@ -322,7 +348,8 @@ std::optional<quant_formats> read_quant(const hf_object& root, const hf_json* mo
     k.all = true;
     k.field = f.origin;
   } else if (method == "compressed-tensors") {
-    f.weights = compressed_tensors_weights(*q, block_scale, stored_scale, model_dtype, f.origin);
+    f.weights = compressed_tensors_weights(*q, block_scale, stored_scale, model_dtype,
+                                           stored_zero, f.origin);
   } else {
     q->fail(key, fmt::format("quantisation '{}' is not mapped (calc reads fp8, FP8, NVFP4, "
                              "mxfp4, awq, gptq, compressed-tensors)",
@@ -411,7 +438,17 @@ std::optional<quant_formats> read_quant(const hf_object& root, const hf_json* mo
       // in every FP8 release: calc counts it at `weights` always (tally/attention_mla.cpp).
       bool index_weights = m.ends_with("self_attn.indexers_proj") ||
                            m.ends_with("self_attn.indexer.weights_proj");
-      if (mtp || index_weights) continue;
+      // Qwen3-Next's MTP block sits apart from the layers (mtp.fc, mtp.layers.0.*, mtp.norm,
+      // listed by its FP8 release): not counted in totals.
+      mtp = mtp || m == "mtp" || m.starts_with("mtp.");
+      // A mixer's vectors and convolution taps (A_log, D, dt_bias, conv1d; Qwen's FP8 releases
+      // list each Gated DeltaNet layer's) are never converted: no quantiser calc reads converts
+      // a vector or a Conv1d, and a quantised import keeps the taps in the model dtype
+      // (precision.conv_taps) whether listed or not.
+      bool mixer_kept = false;
+      for (const char* t : {".A_log", ".D", ".dt_bias", "conv1d"})
+        mixer_kept = mixer_kept || (m.starts_with("model.layers.") && m.ends_with(t));
+      if (mtp || index_weights || mixer_kept) continue;
       if (m == "lm_head") {
         f.kept_dtype.push_back("head");
       } else if (m == "model.embed_tokens") {
@@ -450,10 +487,18 @@ std::optional<quant_formats> read_quant(const hf_object& root, const hf_json* mo
         std::string sub = module.starts_with("self_attn.") ? module.substr(10) : "";
         // The router's module: mlp.gate (Qwen, DeepSeek), mlp.router, block_sparse_moe.gate
         // (Mixtral, MiniMax; ModelOpt lists it per layer).
+        // The shared expert's gate (Qwen's mlp.shared_expert_gate, d x 1) sits with the router
+        // in `weights`, and is kept with it.
         static const std::set<std::string> routers = {"mlp.gate", "mlp.router",
-                                                      "block_sparse_moe.gate"};
+                                                      "block_sparse_moe.gate",
+                                                      "mlp.shared_expert_gate"};
+        // A Gated DeltaNet layer's decay and beta projections (Qwen3-Next's fused in_proj_ba,
+        // Qwen3.5's in_proj_a and in_proj_b), kept by Qwen's FP8 releases: role mixer_gates.
+        static const std::set<std::string> gates = {
+            "linear_attn.in_proj_ba", "linear_attn.in_proj_a", "linear_attn.in_proj_b"};
         std::string role = module == "self_attn"   ? "attention"
                            : routers.count(module) ? "router"
+                           : gates.count(module)   ? "mixer_gates"
                            : inputs.count(sub)     ? "attention_in"
                                                    : "";
         bool number = !index.empty() && std::all_of(index.begin(), index.end(), ::isdigit);
@@ -461,8 +506,8 @@ std::optional<quant_formats> read_quant(const hf_object& root, const hf_json* mo
           throw spec_error(
               where, field,
               fmt::format("'{}' stays unquantised, but calc keeps formats per role "
-                          "(attention, attention_out, router, head, embedding), not per "
-                          "module",
+                          "(attention, attention_out, mixer_gates, router, head, embedding), "
+                          "not per module",
                           m));
         quant_formats::kept_role& k = f.kept_roles[role];
         if (k.field.empty()) k.where = where, k.field = field;

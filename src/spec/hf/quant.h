@@ -57,9 +57,12 @@ struct quant_formats {
 /// compressed-tensors checkpoints take their scale dtype from `stored_scale` (what the
 /// safetensors headers store as weight_scale; "" when no headers) before the config's
 /// scale_dtype; an integer scheme with neither keeps `model_dtype` (its weights' dtype).
+/// `stored_zero` is the safetensors dtype of weight_zero_point ("I32", "I8"; "" when no
+/// headers), which says how an asymmetric compressed-tensors checkpoint packs its zero points.
 std::optional<quant_formats> read_quant(const hf_object& root, const hf_json* modelopt,
                                         bool has_routers, const std::string& block_scale,
                                         const std::string& stored_scale = "",
-                                        const std::string& model_dtype = "bf16");
+                                        const std::string& model_dtype = "bf16",
+                                        const std::string& stored_zero = "");
 
 }  // namespace calc::hf
