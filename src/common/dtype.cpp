@@ -186,7 +186,9 @@ dtype parse_dtype(const std::string& text) {
       t.scale_bits = scale->second;
       ++i;
     }
-    if (i < parts.size() && parts[i] == "zero") {
+    // Zero points belong to asymmetric integer weights (compressed-tensors' int4/int8 with
+    // symmetric false); a float element has none.
+    if (i < parts.size() && parts[i] == "zero" && parts[0].starts_with("int")) {
       ++i;
       t.zero_bits = t.scale_bits;
       if (i < parts.size() && parts[i] != "matrix") {

@@ -506,8 +506,8 @@ std::optional<quant_formats> read_quant(const hf_object& root, const hf_json* mo
           throw spec_error(
               where, field,
               fmt::format("'{}' stays unquantised, but calc keeps formats per role "
-                          "(attention, attention_out, mixer_gates, router, head, embedding), "
-                          "not per module",
+                          "(attention, attention_out, router, head, embedding), not per "
+                          "module",
                           m));
         quant_formats::kept_role& k = f.kept_roles[role];
         if (k.field.empty()) k.where = where, k.field = field;
