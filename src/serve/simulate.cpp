@@ -254,9 +254,9 @@ class engine_group {
   /// - no admission: the request cap or the budget is full, or the queue is empty and nothing
   ///   arrives (the run stops at an arrival), or its front is refused for want of KV at every
   ///   step: its need at the run's end (vLLM: the blocks it still finds cached only shrink) above
-  ///   the pool now (which only shrinks during the run); SGLang: that need plus new_token_ratio of
-  ///   the outputs still to write, bounded below step by step (each running request's future KV
-  ///   falls by at most growth() a step).
+  ///   the pool now (which only shrinks during the run); SGLang: its whole prompt and outputs
+  ///   (fixed while it waits) plus new_token_ratio of the running requests' outputs still to
+  ///   write, bounded below step by step (each one's future KV falls by at most growth() a step).
   /// Per step the clock adds its time, the step count and the gap sample as schedule() would;
   /// requests and the pool are updated once, at the run's end (their state is the same).
   std::int64_t decode_run(double& t, std::size_t& next, step_clock& clock,
@@ -288,7 +288,7 @@ class engine_group {
     if (most < 1) return 0;
     bool closed = count >= cfg_.max_num_seqs || budget <= 0;
     bool front = !closed && !waiting.empty();
-    double front_need = 0, front_future = 0, futures = 0, drift = 0;
+    double front_need = 0, futures = 0, drift = 0;
     if (front && !retract) {
       const request_state& f = reqs[waiting.front()];
       most = last_true(most, [&](std::int64_t k) {
@@ -297,9 +297,9 @@ class engine_group {
       });
       if (most < 1) return 0;
     } else if (front) {
-      const request_state& f = reqs[waiting.front()];
-      front_need = static_cast<double>(admission_need(f, budget, queue_head_ + grown(most)));
-      front_future = static_cast<double>(future_delta(f));
+      // SGLang's ask of the front does not change while it waits: its whole prompt and all its
+      // outputs; only the running requests' reserved share falls.
+      front_need = static_cast<double>(retract_admission_need(reqs[waiting.front()]));
       std::int64_t sum = 0;
       for (std::size_t i : running) sum += future_delta(reqs[i]);
       futures = static_cast<double>(sum);
@@ -321,8 +321,8 @@ class engine_group {
       }
       if (front && retract) {
         // admit()'s left side (in doubles, within 1e-9 of the exact sum) at least this.
-        double least = front_need + ratio_ * (front_future +
-                                              std::max(0.0, futures - static_cast<double>(k) * drift));
+        double least =
+            front_need + ratio_ * std::max(0.0, futures - static_cast<double>(k) * drift);
         if (!(least * (1 - 1e-9) > static_cast<double>(free_))) break;
       }
       if (k == 0 && front) {
@@ -419,11 +419,8 @@ class engine_group {
   }
   /// Admits waiting requests while the budget, the request cap and the pool allow.
   void admit(std::int64_t& budget) {
-    // SGLang admits against the pool less a share (new_token_ratio) of the outputs the running
-    // requests have still to write, and of the new request's own.
-    double reserve = 0;
-    if (cfg_.kv == kv_policy::retract)
-      for (std::size_t i : running) reserve += future_bytes(reqs[i]);
+    bool retract = cfg_.kv == kv_policy::retract;
+    double reserve = retract ? retract_reserve() : 0;
     while (!waiting.empty() && budget > 0 &&
            static_cast<std::int64_t>(running.size()) < cfg_.max_num_seqs) {
       std::size_t i = waiting.front();
@@ -431,25 +428,60 @@ class engine_group {
       // A resumed request's cached blocks count as its own (taken only if it is admitted).
       std::int64_t cached = cached_tokens(r);
       std::int64_t n = std::min(r.tokens() - std::max(r.computed, cached), budget);
-      double own = cfg_.kv == kv_policy::retract ? future_bytes(r) : 0;
-      if (static_cast<double>(need(r, std::max(r.computed, cached) + n)) + own + reserve >
-          static_cast<double>(free_)) {
+      // vLLM and TensorRT-LLM ask for this step's chunk (TensorRT-LLM's need() is the whole
+      // length); SGLang for the whole prompt and its outputs, whatever the chunk.
+      std::int64_t asked =
+          retract ? retract_admission_need(r) : admission_need(r, budget, queue_head_);
+      if (static_cast<double>(asked) + reserve > static_cast<double>(free_)) {
         if (!r.waited_for_kv) ++out_.requests_waited_for_kv;
         r.waited_for_kv = true;
         return;
       }
       take_cached(r, cached);
       allocate(r, r.computed + n);
-      reserve += own;
+      // An admitted request's outputs stay reserved in full for the rest of this step's
+      // admissions (its chunk is taken from the pool already); a truncated one ends them, the
+      // budget spent.
+      if (retract) reserve += static_cast<double>(future_delta(r));
       waiting.pop_front();
       running.push_back(i);
       chunks_.push_back({i, n});
       budget -= n;
     }
   }
+  /// What SGLang's PrefillAdder.add_one_req asks of the pool for waiting request `r`
+  /// (schedule_policy.py, total_tokens): its whole prompt still to prefill, not only the chunk
+  /// this step can take (so a long prompt is admitted only when all its chunks will fit), plus
+  /// all of its outputs still to write (at most 4096 counted, CLIP_MAX_NEW_TOKENS), before any
+  /// new_token_ratio. `r` holds nothing while it waits; blocks a resume finds cached are in the
+  /// free pool and count in its whole length.
+  std::int64_t retract_admission_need(const request_state& r) {
+    return need(r, r.tokens()) + future_delta(r);
+  }
+  /// What SGLang keeps back from the pool for the requests already running when admission
+  /// starts (PrefillAdder's rem_total_token_offset): new_token_ratio of the outputs each decoding
+  /// request has still to write (running_batch), all of those of a request whose prefill this
+  /// step's chunk ends (add_chunked_req, not truncated), none for one still in its chunked
+  /// prefill (the scheduler's chunked_req sits outside running_batch; its own admission asked
+  /// for its whole prompt).
+  double retract_reserve() {
+    double reserve = 0;
+    for (std::size_t i : running)
+      if (reqs[i].decoding()) reserve += future_bytes(reqs[i]);
+    for (const chunk& c : chunks_) {
+      const request_state& r = reqs[c.r];
+      if (!r.decoding() && r.computed + c.tokens >= r.tokens())
+        reserve += static_cast<double>(future_delta(r));
+    }
+    return reserve;
+  }
   /// The KV admit() asks of waiting request `r` under `budget` tokens when the free queue's front
   /// is at `head` (its own check, in one place for decode runs).
   std::int64_t admission_need(const request_state& r, std::int64_t budget, std::int64_t head) {
+    // Prefill run apart goes first (SGLang's order): a request started on a chunk the pool
+    // holds, but not on its whole prompt, would fill the pool with partial prefills that starve
+    // every decode. Such an engine asks for the whole prompt, as SGLang does.
+    if (!cfg_.mixed_prefill) return need(r, r.tokens());
     std::int64_t cached = cached_tokens(r, head);
     std::int64_t n = std::min(r.tokens() - std::max(r.computed, cached), budget);
     return need(r, std::max(r.computed, cached) + n);

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <sstream>
 
 #include "cli/cli.h"
@@ -196,6 +197,136 @@ TEST_CASE("serve simulation: a request the pool cannot hold alone is refused, no
   CHECK(error_of([&] {
           simulate(d, engine_config("vllm", 1, 1), coefficients{}, {{0, 1, 0}});
         }) == "output_tokens: a request returns at least one token");
+}
+
+TEST_CASE("serve simulation: SGLang prefills a prompt far past its chunk budget, asking KV whole") {
+  // Qwen3-8B on a 24 GB card holds one 20,000 + 500 token request but not two. SGLang admits a
+  // request only when the pool holds its whole prompt and its outputs (PrefillAdder.add_one_req
+  // counts extend_input_len before chunking), so the second waits for the first rather than
+  // taking a 300-token chunk at a time until the pool runs dry. Before, calc admitted it by its
+  // chunk; the two then retracted and re-admitted the second forever (the prefill batch always
+  // ran first, so the first never decoded): "the simulation stopped making progress".
+  model m("qwen3-8b");
+  deployment d = make_deployment(m.g, find_gpu("rtx-4090"), {});
+  batching_config cfg = engine_config("sglang", 20'000, 500);
+  cfg.max_num_batched_tokens = 300;
+  cfg.max_num_seqs = 8;
+  double one = tally_state(m.g, 20'500).total.to_double() * d.kv_share;
+  double pool = kv_pool_bytes(d, cfg);
+  REQUIRE(pool > one);
+  REQUIRE(pool < 2 * one);
+  std::vector<arrival> a = burst(2, 20'000, 500);
+  simulation s = simulate(d, cfg, coefficients{}, a);
+  check_conservation(s, a);
+  CHECK(s.preemptions == 0);
+  CHECK(s.requests_waited_for_kv == 1);
+  // The second's first token comes after the first's last: it waited for the whole pool.
+  CHECK(s.ttft.max > s.e2e.p50);  // p50 of two: the first's
+  // The command of the report, as a user runs it.
+  std::string out, err;
+  CHECK(run({"serve", "--model", "qwen3-8b", "--gpu", "rtx-4090", "--engine", "sglang", "--isl",
+             "20000", "--osl", "500", "--rate", "1", "--requests", "2",
+             "--max-num-batched-tokens", "300", "--max-num-seqs", "8", "--format", "json"},
+            out, err) == 0);
+  CHECK(err.empty());
+  auto j = nlohmann::json::parse(out);
+  CHECK(j["points"][0]["output_tokens"] == 1000);
+  // Two that fit together are admitted together, chunk by chunk: nobody waits.
+  std::vector<arrival> short_ones = burst(2, 8'000, 500);
+  simulation t = simulate(d, cfg, coefficients{}, short_ones);
+  check_conservation(t, short_ones);
+  CHECK(t.preemptions == 0);
+  CHECK(t.requests_waited_for_kv == 0);
+}
+
+TEST_CASE("serve simulation: long prompts, tiny budgets, small cards: a result or one clear line") {
+  // The neighbourhood of the case above, every engine: prompts of many chunks (budgets from one
+  // token), near and past what the pool holds, outputs short and long, requests together or
+  // apart, on cards that hold the weights with little room or none. Each either runs every
+  // request to its end or is refused in one line naming the input at fault, never the internal
+  // "stopped making progress".
+  std::int64_t ran = 0, refused = 0, waited = 0, preempted = 0;
+  auto one = [&](const deployment& d, const batching_config& cfg, const std::vector<arrival>& a) {
+    std::string error = error_of([&] {
+      simulation s = simulate(d, cfg, coefficients{}, a);
+      check_conservation(s, a);
+      if (s.requests_waited_for_kv > 0) ++waited;
+      if (s.preemptions > 0) ++preempted;
+      ++ran;
+    });
+    if (error.empty()) return;
+    ++refused;
+    CHECK_MESSAGE(error.find("internal error") == std::string::npos, error);
+    CHECK_MESSAGE(error.find('\n') == std::string::npos, error);
+    CHECK_MESSAGE((error.rfind("input_tokens: a request of ", 0) == 0 ||
+                   error.rfind("gpu: the weights ", 0) == 0),
+                  error);
+  };
+  model m("qwen3-8b");
+  for (const char* gpu : {"rtx-4090", "l4", "t4"}) {
+    deployment d = make_deployment(m.g, find_gpu(gpu), {});
+    for (const char* e : {"vllm", "sglang", "trtllm"})
+      for (std::int64_t budget : {1, 16, 300})
+        for (std::int64_t isl : {3'000, 20'000, 60'000})
+          for (std::int64_t osl : {1, 500, 6'000})
+            for (double gap : {0.0, 400.0}) {
+              if (budget == 1 && isl > 3'000) continue;  // time: 16 tokens covers the long ones
+              CAPTURE(gpu);
+              CAPTURE(e);
+              CAPTURE(budget);
+              CAPTURE(isl);
+              CAPTURE(osl);
+              CAPTURE(gap);
+              batching_config cfg = engine_config(e, isl, osl);
+              cfg.max_num_batched_tokens = budget;
+              cfg.max_num_seqs = 8;
+              // One long prompt among short ones, then the long one again.
+              std::vector<arrival> a = {{0, isl, osl}, {gap, 700, 300}, {2 * gap, isl, osl}};
+              one(d, cfg, a);
+            }
+  }
+  // Random workloads on pools sized around the longest request (0.9 to 4 of it), with the
+  // knobs no engine pairs too (prefill apart under vLLM's preemption, and the reverse).
+  std::mt19937_64 rng(20261202);
+  auto uniform = [&](std::int64_t lo, std::int64_t hi) {
+    return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng);
+  };
+  for (const char* name : {"gemma-2-9b", "gpt-oss-20b", "jamba-v0.1"}) {
+    model r(name);
+    for (int c = 0; c < 40; ++c) {
+      CAPTURE(name);
+      CAPTURE(c);
+      const char* engines[] = {"vllm", "sglang", "trtllm"};
+      batching_config cfg = engine_config(engines[uniform(0, 2)], 1, 1);
+      cfg.max_num_batched_tokens = uniform(0, 1) ? uniform(1, 8) : uniform(9, 2000);
+      cfg.max_num_seqs = uniform(1, 40);
+      if (uniform(0, 3) == 0) cfg.mixed_prefill = !cfg.mixed_prefill;
+      if (uniform(0, 3) == 0) cfg.preempted_kv_cached = !cfg.preempted_kv_cached;
+      std::int64_t longest_isl = uniform(1000, 30'000);
+      std::vector<arrival> a;
+      double t = 0;
+      for (std::int64_t i = 0, n = uniform(2, 30); i < n; ++i) {
+        a.push_back({t, uniform(0, 2) == 0 ? longest_isl : uniform(1, longest_isl),
+                     uniform(0, 3) == 0 ? uniform(1, 3) : uniform(1, 6000)});
+        t += uniform(0, 2) == 0 ? 0 : static_cast<double>(uniform(1, 3000));
+      }
+      std::int64_t longest = 0;
+      for (const arrival& x : a) longest = std::max(longest, x.isl + x.osl);
+      deployment d = make_deployment(r.g, find_gpu("h200"), {});
+      double request = tally_state(r.g, longest + cfg.kv_block_tokens).total.to_double() *
+                       d.kv_share;
+      double pool = request * static_cast<double>(uniform(90, 400)) / 100;
+      d.gpu.memory = static_cast<std::int64_t>((d.weight_bytes_per_rank + pool) /
+                                               cfg.memory_fraction) + 1;
+      one(d, cfg, a);
+    }
+  }
+  MESSAGE(ran, " ran (", waited, " holding requests for KV, ", preempted, " preempting), ",
+          refused, " refused");
+  CHECK(ran > 200);
+  CHECK(refused > 20);
+  CHECK(waited > 50);
+  CHECK(preempted > 20);
 }
 
 TEST_CASE("serve simulation: ITL is per token, TPOT per request") {
