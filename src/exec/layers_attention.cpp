@@ -166,15 +166,16 @@ class gqa_runtime final : public layer_runtime {
     const std::int64_t n = static_cast<std::int64_t>(keys.size());
     Eigen::VectorXf s(n);
     for (std::int64_t j = 0; j < n; ++j)
-      s(j) = K.block(keys[static_cast<std::size_t>(j)] - base, g * dh, 1, dh)
-                 .dot(q.block(i, h * dh, 1, dh)) *
+      s(j) = K.row(keys[static_cast<std::size_t>(j)] - base)
+                 .segment(g * dh, dh)
+                 .dot(q.row(i).segment(h * dh, dh)) *
              scale;
     float top = a_.sinks ? std::max(s.maxCoeff(), sinks_(h)) : s.maxCoeff();
     s = (s.array() - top).exp();
     float total = s.sum() + (a_.sinks ? std::exp(sinks_(h) - top) : 0.0f);
     Eigen::RowVectorXf o = Eigen::RowVectorXf::Zero(dh);
     for (std::int64_t j = 0; j < n; ++j)
-      o += s(j) * V.block(keys[static_cast<std::size_t>(j)] - base, g * dh, 1, dh);
+      o += s(j) * V.row(keys[static_cast<std::size_t>(j)] - base).segment(g * dh, dh);
     inter += 2 * dh * n + 2 * dh * n;  // QK, then AV, over the keys seen
     return o / total;
   }

@@ -73,7 +73,9 @@ std::int64_t block_sparse_phase(const block_sparse_spec& b, std::int64_t q_heads
   // head_sliding_step: vert_stride / q_heads in integers, at least 1 (Python's int() of the
   // positive quotient); a homogeneous pattern does not slide.
   const std::int64_t step = b.homo_heads ? 0 : std::max<std::int64_t>(1, b.vert_stride / q_heads);
-  return static_cast<std::int64_t>((static_cast<__int128>(head) * step) % b.vert_stride) + 1;
+  // Both factors reduced first: each below vert_stride <= 2^20, the product fits.
+  const std::int64_t v = b.vert_stride;
+  return (head % v) * (step % v) % v + 1;
 }
 
 bool block_sparse_sees(const block_sparse_spec& b, std::int64_t phase, std::int64_t t,

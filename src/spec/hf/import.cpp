@@ -680,7 +680,7 @@ std::vector<attn_kind> attention_kinds(const family_reader& r, std::int64_t coun
       // Phi-3-small: layer i is dense when (i + 1) % n == 0, block-sparse otherwise; n = 0 (or
       // null) makes every layer block-sparse, as the modeling code's falsy test does.
       std::int64_t n = r.optional_integer("dense_every", o).value_or(0);
-      origin = n > 0 ? fmt::format("block-sparse but every {}-th layer: {}", n, o)
+      origin = n > 0 ? fmt::format("block-sparse, dense where (i + 1) % {} == 0: {}", n, o)
                      : fmt::format("block-sparse everywhere: {} is {}", o, n);
       for (std::int64_t i = 0; i < count; ++i)
         if (n == 0 || (i + 1) % n != 0)
