@@ -5,7 +5,9 @@
 // and the reference executor proving the counts.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <fstream>
+#include <iterator>
 #include <string>
 
 #include "../cli/run_cli.h"
