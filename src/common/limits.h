@@ -26,6 +26,9 @@ inline constexpr std::int64_t yaml_nodes = 4'000'000;
 // ---- model spec ----------------------------------------------------------------------------
 /// Layers of a model (layers.count, the expanded pattern, mtp.layers); checked before expanding.
 inline constexpr std::int64_t layers = 100'000;
+/// Block-sparse attention's block, local band and vertical stride (Phi-3-small: 64, 16, 8): far
+/// above any published pattern, and small enough that a block of positions stays an int64.
+inline constexpr std::int64_t max_block_sparse = 1LL << 20;
 /// Longest format name (e.g. fp8:g64:e8m0*448+bf16*64@8 is 25 characters).
 inline constexpr std::int64_t format_chars = 256;
 /// Parts of a mixed record; each part is a plain or grouped format (records do not nest).

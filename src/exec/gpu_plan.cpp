@@ -120,10 +120,11 @@ void add_model(ordered_json& cases, const timed_model& t) {
   m.g = build_graph(m.spec);
   const std::string& name = t.name;
   const std::size_t before = cases.size();
-  // GQA decode: the first full-attention layer (the kernel reads the whole history; a window or
-  // a chunk would read less).
-  if (const layer* l = m.first<attention_gqa>(
-          [](const attention_gqa& a) { return !a.window && !a.chunk; })) {
+  // GQA decode: the first full-attention layer (the kernel reads the whole history; a window,
+  // a chunk or a block pattern would read less).
+  if (const layer* l = m.first<attention_gqa>([](const attention_gqa& a) {
+        return !a.window && !a.chunk && !a.block_sparse;
+      })) {
     const auto& a = std::get<attention_gqa>(l->attention);
     for (auto [B, L] : t.decode) {
       case_shape s{.kernel = "gqa_decode",

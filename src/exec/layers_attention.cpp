@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "exec/runtime.h"
+#include "tally/block_sparse.h"
 
 namespace calc::exec {
 
@@ -102,10 +103,15 @@ class gqa_runtime final : public layer_runtime {
       std::int64_t hi = rect ? end - 1 : t, n = hi - lo + 1;
       for (std::int64_t h = 0; h < a_.q_heads; ++h) {
         std::int64_t g = h / (a_.q_heads / a_.kv_heads);
+        if (a_.block_sparse && !rect) {
+          // Block-sparse: only the keys of the head's pattern are scored and summed.
+          out.block(i, h * dh, 1, dh) = sparse_head(K, V, q, i, h, g, t, lo, base, scale, inter);
+          continue;
+        }
         Eigen::VectorXf s =
             K.block(lo - base, g * dh, n, dh) * q.block(i, h * dh, 1, dh).transpose() * scale;
         for (std::int64_t j = 0; j < n; ++j)
-          if (lo + j > t) s(j) = -INFINITY;  // masked after scoring
+          if (lo + j > t || !sees(h, t, lo + j)) s(j) = -INFINITY;  // masked after scoring
         // A sink logit joins the softmax's denominator and attends to nothing (gpt-oss).
         float top = a_.sinks ? std::max(s.maxCoeff(), sinks_(h)) : s.maxCoeff();
         s = (s.array() - top).exp();
@@ -140,6 +146,40 @@ class gqa_runtime final : public layer_runtime {
   }
 
  private:
+  /// Whether head h's query at t may see the key at k under the layer's block pattern (always,
+  /// without one); the mask is block_sparse_sees, the counts are the executor's own.
+  bool sees(std::int64_t h, std::int64_t t, std::int64_t k) const {
+    if (!a_.block_sparse) return true;
+    return block_sparse_sees(*a_.block_sparse, block_sparse_phase(*a_.block_sparse, a_.q_heads, h),
+                             t, k);
+  }
+
+  /// One head's output for the query row i at position t, scoring only the keys it sees (a
+  /// block-sparse kernel skips the other blocks); adds the QK and AV FLOPs it did to `inter`.
+  Eigen::RowVectorXf sparse_head(const mat& K, const mat& V, const mat& q, std::int64_t i,
+                                 std::int64_t h, std::int64_t g, std::int64_t t, std::int64_t lo,
+                                 std::int64_t base, float scale, std::int64_t& inter) const {
+    const std::int64_t dh = a_.head_dim;
+    std::vector<std::int64_t> keys;
+    for (std::int64_t k = lo; k <= t; ++k)
+      if (sees(h, t, k)) keys.push_back(k);
+    const std::int64_t n = static_cast<std::int64_t>(keys.size());
+    Eigen::VectorXf s(n);
+    for (std::int64_t j = 0; j < n; ++j)
+      s(j) = K.row(keys[static_cast<std::size_t>(j)] - base)
+                 .segment(g * dh, dh)
+                 .dot(q.row(i).segment(h * dh, dh)) *
+             scale;
+    float top = a_.sinks ? std::max(s.maxCoeff(), sinks_(h)) : s.maxCoeff();
+    s = (s.array() - top).exp();
+    float total = s.sum() + (a_.sinks ? std::exp(sinks_(h) - top) : 0.0f);
+    Eigen::RowVectorXf o = Eigen::RowVectorXf::Zero(dh);
+    for (std::int64_t j = 0; j < n; ++j)
+      o += s(j) * V.row(keys[static_cast<std::size_t>(j)] - base).segment(g * dh, dh);
+    inter += 2 * dh * n + 2 * dh * n;  // QK, then AV, over the keys seen
+    return o / total;
+  }
+
   attention_gqa a_;
   std::int64_t layer_;
   mat wq_, wk_, wv_, wo_;

@@ -15,6 +15,10 @@ struct describe_visitor {
     if (a.output_gate) s += " gated";
     if (a.window) s += fmt::format(" window {}", *a.window);
     if (a.chunk) s += fmt::format(" chunk {}", *a.chunk);
+    if (a.block_sparse)
+      s += fmt::format(" block-sparse {}x{}/{}{}", a.block_sparse->block,
+                       a.block_sparse->local_blocks, a.block_sparse->vert_stride,
+                       a.block_sparse->homo_heads ? " homo" : "");
     if (a.sinks) s += " sinks";
     if (a.k_is_v) s += " k=v";
     if (a.kv_source) s += fmt::format(" kv from layer {}", *a.kv_source);
@@ -77,10 +81,14 @@ struct signature_visitor {
     return v ? std::to_string(*v) : "-";
   }
   std::string operator()(const attention_gqa& a) const {
-    return fmt::format("gqa {} {} {} {}{}{}{}{} {} {} {}{} {}", a.q_heads, a.kv_heads, a.head_dim,
-                       a.qk_norm, a.qk_norm_full, a.output_gate, a.qkv_bias, a.o_bias,
-                       opt(a.window), opt(a.chunk), a.sinks,
-                       a.k_is_v, opt(a.kv_source));
+    std::string bs =
+        a.block_sparse
+            ? fmt::format("{}/{}/{}/{}", a.block_sparse->block, a.block_sparse->local_blocks,
+                          a.block_sparse->vert_stride, a.block_sparse->homo_heads)
+            : "-";
+    return fmt::format("gqa {} {} {} {}{}{}{}{} {} {} {} {}{} {}", a.q_heads, a.kv_heads,
+                       a.head_dim, a.qk_norm, a.qk_norm_full, a.output_gate, a.qkv_bias, a.o_bias,
+                       opt(a.window), opt(a.chunk), bs, a.sinks, a.k_is_v, opt(a.kv_source));
   }
   std::string operator()(const attention_mamba2& a) const {
     return fmt::format("mamba2 {} {} {} {} {} {}{}{} {} {} {}", a.heads, a.head_dim, a.state_dim,
@@ -116,7 +124,7 @@ struct signature_visitor {
     return s;
   }
   std::string operator()(const ffn_swiglu& f) const {
-    return fmt::format("swiglu {}", f.intermediate);
+    return fmt::format("swiglu {} {}", f.intermediate, f.bias);
   }
   std::string operator()(const ffn_mlp& f) const {
     return fmt::format("mlp {} {}", f.intermediate, f.bias);

@@ -49,6 +49,24 @@ attention_spec read_gqa(yaml_map& m) {
   a.chunk = m.optional_integer("chunk");
   if (a.window && a.chunk)
     m.fail("chunk", "a layer attends within a sliding window or within a chunk, not both");
+  if (m.has("block_sparse")) {
+    if (a.window || a.chunk)
+      m.fail("block_sparse", "a block-sparse layer has no sliding window or chunk");
+    yaml_map b = m.map("block_sparse");
+    block_sparse_spec bs;
+    bs.block = b.integer("block");
+    bs.local_blocks = b.integer("local_blocks");
+    bs.vert_stride = b.integer("vert_stride");
+    bs.homo_heads = b.boolean("homo_heads", false);
+    for (auto [key, v] : {std::pair{"block", bs.block}, std::pair{"vert_stride", bs.vert_stride}})
+      if (v > limits::max_block_sparse)
+        b.fail(key, fmt::format("{} exceeds the limit of {}", v, limits::max_block_sparse));
+    if (bs.local_blocks > limits::max_block_sparse)
+      b.fail("local_blocks",
+             fmt::format("{} exceeds the limit of {}", bs.local_blocks, limits::max_block_sparse));
+    b.finish({"block", "local_blocks", "vert_stride", "homo_heads"});
+    a.block_sparse = bs;
+  }
   a.sinks = m.boolean("sinks", false);
   a.k_is_v = m.boolean("k_is_v", false);
   a.kv_source = m.optional_integer("kv_source", 0);
@@ -56,7 +74,8 @@ attention_spec read_gqa(yaml_map& m) {
     m.fail("kv_heads",
            fmt::format("{} KV heads do not divide {} query heads", a.kv_heads, a.q_heads));
   m.finish({"kind", "q_heads", "kv_heads", "head_dim", "qk_norm", "qk_norm_full", "output_gate",
-            "qkv_bias", "o_bias", "window", "chunk", "sinks", "k_is_v", "kv_source"});
+            "qkv_bias", "o_bias", "window", "chunk", "block_sparse", "sinks", "k_is_v",
+            "kv_source"});
   return a;
 }
 
@@ -322,7 +341,8 @@ ffn_spec read_mlp(yaml_map& m) {
 ffn_spec read_swiglu(yaml_map& m) {
   ffn_swiglu f;
   f.intermediate = m.integer("intermediate");
-  m.finish({"kind", "intermediate"});
+  f.bias = m.boolean("bias", false);
+  m.finish({"kind", "intermediate", "bias"});
   return f;
 }
 
@@ -679,7 +699,7 @@ void validate_kv_sources(const model_spec& spec, const std::vector<const attenti
     const auto* s = std::get_if<attention_gqa>(at[static_cast<std::size_t>(src)]);
     if (!s || s->kv_source) fail(fmt::format("layer {} stores no GQA cache of its own", src));
     if (s->kv_heads != a->kv_heads || s->head_dim != a->head_dim || s->window != a->window ||
-        s->chunk != a->chunk || s->k_is_v != a->k_is_v) {
+        s->chunk != a->chunk || s->block_sparse != a->block_sparse || s->k_is_v != a->k_is_v) {
       auto shape = [](const attention_gqa& g) {
         std::string t = fmt::format("{} KV heads x {}", g.kv_heads, g.head_dim);
         if (g.window) t += fmt::format(", window {}", *g.window);

@@ -17,6 +17,22 @@
 
 namespace calc {
 
+/// Block-sparse attention (Phi-3-small's BlockSparseAttentionLayer, vLLM's blocksparse backend):
+/// positions fall in aligned blocks of `block` tokens, and a query in block qb of query head h
+/// sees, causally, the keys of every block kb <= qb with qb - kb < local_blocks (its own block
+/// and the local_blocks - 1 before it) or (kb + h * step + 1) mod vert_stride == 0, the
+/// "vertical" blocks. step = max(1, vert_stride / q_heads) in integers (the reference's
+/// head_sliding_step over all query heads), 0 when homo_heads (every head alike). The cache is
+/// the whole history, as full attention's: only the pairs a query scores are fewer.
+struct block_sparse_spec {
+  std::int64_t block = 0;         // tokens per block (blocksparse_block_size)
+  std::int64_t local_blocks = 0;  // blocks of the local band, the query's own included (>= 1)
+  std::int64_t vert_stride = 0;   // every vert_stride-th block stays visible (>= 1)
+  bool homo_heads = false;        // one pattern for every head (blocksparse_homo_head_pattern)
+
+  bool operator==(const block_sparse_spec&) const = default;
+};
+
 /// Grouped-query attention; MHA when q_heads == kv_heads, MQA when kv_heads == 1 (§2.3.1).
 struct attention_gqa {
   std::int64_t q_heads = 0;            // n_Q
@@ -36,6 +52,8 @@ struct attention_gqa {
   /// the chunk buffer an engine reserves (the live part is the current chunk, (N-1) mod chunk + 1,
   /// which is never more). Never set with `window`.
   std::optional<std::int64_t> chunk;
+  /// Block-sparse attention (above); never set with `window` or `chunk`.
+  std::optional<block_sparse_spec> block_sparse;
   bool sinks = false;   // a learned sink logit per query head in the softmax (gpt-oss): n_Q
                         // parameters, nothing cached
   bool k_is_v = false;  // values are the keys (Gemma 4's attention_k_eq_v): no v_proj, one
@@ -242,9 +260,11 @@ struct engram_spec {
   bool operator==(const engram_spec&) const = default;
 };
 
-/// Dense SwiGLU feed-forward: gate and up d->f, down f->d (§2.1.4).
+/// Dense SwiGLU feed-forward: gate and up d->f, down f->d (§2.1.4). The same shapes hold any
+/// gated MLP: Phi-3-small's gegelu (one fused up_proj of 2f, halves GELU-gated) counts alike.
 struct ffn_swiglu {
   std::int64_t intermediate = 0;  // f
+  bool bias = false;              // biases on gate and up (2f) and down (d): Phi-3-small
 
   bool operator==(const ffn_swiglu&) const = default;
 };

@@ -5,6 +5,7 @@
 // (Gemma 3n / 4: a layer reads an earlier layer's cache and keeps none; its own K/V projections
 // stay in the checkpoint -- Gemma 4's HF module drops them on load as unexpected keys -- so they
 // count as parameters but are never multiplied or read).
+#include "tally/block_sparse.h"
 #include "tally/rules.h"
 
 namespace calc {
@@ -52,7 +53,13 @@ void add_tensors(const attention_gqa& a, const model_context& m, std::vector<ten
 
 work flops(const attention_gqa& a, const model_context&, const call& c) {
   // §2.1.3: per pair and query head, 2*d_h for QK^T and 2*d_h for AV (kinds.cpp).
-  // A chunked layer's query sees the keys of its own chunk only (call.h).
+  // A chunked layer's query sees the keys of its own chunk only (call.h); a block-sparse layer's
+  // heads each see their own block pattern, counted per head (block_sparse.h).
+  if (a.block_sparse) {
+    attention_gqa one = a;
+    one.q_heads = 1;
+    return {pair_of(one).flops() * block_sparse_head_pairs(c, a), 0};
+  }
   checked pairs = a.chunk ? chunked_attention_pairs(c, *a.chunk) : attention_pairs(c, a.window);
   return {pair_of(a).flops() * pairs, 0};
 }
@@ -73,6 +80,11 @@ std::vector<state_component> state(const attention_gqa& a, const model_context& 
   return {kv};
 }
 
+checked block_sparse_head_record(const attention_gqa& a, const model_context& m) {
+  record_shape r = record_of(a);
+  return record_shape{1, r.key_dim, r.value_dim}.bytes(m.precision->kv);
+}
+
 checked decode_read(const attention_gqa& a, const model_context& m, const execution_spec& e,
                     checked length) {
   // The history is read once, reused across heads; a sharing layer reads its source's cache,
@@ -86,6 +98,9 @@ checked decode_read(const attention_gqa& a, const model_context& m, const execut
     checked c = *a.chunk;
     return kv.per_entry * (length - length / c * c);
   }
+  // A block-sparse layer's KV head reads the earlier keys its query group sees (block_sparse.h),
+  // at one head's record each.
+  if (a.block_sparse) return block_sparse_head_record(a, m) * block_sparse_read_records(a, length);
   return kv.bytes(length);
 }
 

@@ -6,6 +6,7 @@
 // with one overload per kind and no fallback, so a new kind does not compile until it has one.
 #include <fmt/format.h>
 
+#include "tally/block_sparse.h"
 #include "tally/closed_form.h"
 
 namespace calc {
@@ -26,6 +27,20 @@ attention_form form(const attention_gqa& a, const model_context& m, const execut
   // attention_pairs at a decode query: h + 1 keys, min(h + 1, W) with a causal window; the
   // rectangle counts every key whatever the window.
   checked per_pair = pair_of(a).flops();
+  if (a.block_sparse) {
+    // Block-sparse: each head's keys at the query h as floor terms (block_sparse.h), its KV
+    // heads' reads likewise; the rectangle counts every key, as for a chunk.
+    if (e.pairs == pair_counting::causal) {
+      attention_gqa one = a;
+      one.q_heads = 1;
+      f.step_interaction = block_sparse_step_series(a, pair_of(one).flops());
+    } else {
+      f.step_interaction.add(floor_term{per_pair, 1, 1, -1});
+    }
+    f.step_work = f.step_interaction;
+    f.decode_read = block_sparse_read_series(a, block_sparse_head_record(a, m));
+    return f;
+  }
   if (a.chunk) {
     // Chunked: the query at h sees (h mod C) + 1 = (h + 1) - C * floor(h / C) keys of its own
     // chunk, and reads the h mod C earlier records of it (decode_read); the rectangle counts

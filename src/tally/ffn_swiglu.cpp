@@ -10,6 +10,11 @@ void add_tensors(const ffn_swiglu& f, const model_context& m, std::vector<tensor
   out.push_back(matrix("ffn", "gate_proj", category::dense_shared_ffn, d, f.intermediate, w));
   out.push_back(matrix("ffn", "up_proj", category::dense_shared_ffn, d, f.intermediate, w));
   out.push_back(matrix("ffn", "down_proj", category::dense_shared_ffn, f.intermediate, d, w));
+  if (f.bias) {  // Phi-3-small: up_proj's 2f-wide bias (both halves) and down_proj's
+    out.push_back({"norms", "gate_bias", category::other, f.intermediate, &m.precision->norms});
+    out.push_back({"norms", "up_bias", category::other, f.intermediate, &m.precision->norms});
+    out.push_back({"norms", "down_bias", category::other, d, &m.precision->norms});
+  }
 }
 
 void add_tensors(const ffn_mlp& f, const model_context& m, std::vector<tensor>& out) {

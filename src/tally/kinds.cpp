@@ -45,7 +45,7 @@ struct heads_of {
 /// How each kind attends (attention_mode).
 struct mode_of {
   std::string operator()(const attention_gqa& a) const {
-    return a.window ? "swa" : a.chunk ? "chunked" : "gqa";
+    return a.window ? "swa" : a.chunk ? "chunked" : a.block_sparse ? "block_sparse" : "gqa";
   }
   std::string operator()(const attention_mla& a) const { return a.indexer ? "mla_sparse" : "mla"; }
   std::string operator()(const attention_gdn& a) const {

@@ -25,7 +25,7 @@ std::string kind_name(const attention_spec& a);
 std::string kind_name(const ffn_spec& f);
 
 /// How a layer attends, as `calc layers` reports it: "gqa" or "swa" (a window) or "chunked"
-/// (chunked local attention), "mla" (or
+/// (chunked local attention) or "block_sparse" (Phi-3-small's block pattern), "mla" (or
 /// "mla_sparse" with a lightning indexer),
 /// "gated_deltanet", "lightning", "kda", "mamba2", "mamba" (Mamba-1), "none", a parallel hybrid's
 /// "gqa+mamba2" / "swa+mamba2", and sparse attention's "window" (no global branch), "full"

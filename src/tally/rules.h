@@ -156,6 +156,10 @@ struct model_context {
   std::int64_t norm_vectors() const { return layer_norm ? 2 : 1; }
 };
 
+/// One KV head's cached record of a GQA layer (K and V of head_dim), for a block-sparse layer
+/// whose KV heads read different keys (block_sparse.h).
+checked block_sparse_head_record(const attention_gqa& a, const model_context& m);
+
 /// Bytes one decode query reads from a layer's history of `length` tokens: attention KV,
 /// selected entries and index keys scanned. Recurrent state is counted apart (read + write).
 checked decode_read(const attention_gqa& a, const model_context& m, const execution_spec& e,

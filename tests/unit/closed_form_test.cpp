@@ -37,6 +37,14 @@ std::vector<std::int64_t> breakpoints(const model_spec& s, const graph& g) {
       edges.insert(*a->chunk);  // a chunk boundary, and the one after it
       edges.insert(2 * *a->chunk);
     }
+    if (const auto* a = std::get_if<attention_gqa>(&l.attention); a && a->block_sparse) {
+      // A block edge, the band's end and the first vertical blocks below it.
+      const block_sparse_spec& b = *a->block_sparse;
+      edges.insert(b.block);
+      edges.insert(b.block * b.local_blocks);
+      edges.insert(b.block * (b.local_blocks + b.vert_stride));
+      edges.insert(b.block * (b.local_blocks + 3 * b.vert_stride));
+    }
     if (const auto* a = std::get_if<attention_mla>(&l.attention); a && a->indexer)
       edges.insert(a->indexer->top_k);  // sparse MLA reads min(t + 1, top_k) tokens
     if (const auto* a = std::get_if<attention_dsa>(&l.attention)) {

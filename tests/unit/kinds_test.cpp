@@ -9,6 +9,7 @@
 #include <algorithm>
 
 #include "engine/engine.h"
+#include "tally/block_sparse.h"
 #include "tally/closed_form.h"
 #include "tally/tally.h"
 #include "test_model.h"
@@ -30,6 +31,16 @@ struct decode_interaction {
     if (e.pairs == pair_counting::causal && a.window) keys = min(keys, *a.window);
     // A chunked layer's query sees its own chunk: (h mod C) + 1 keys.
     if (e.pairs == pair_counting::causal && a.chunk) keys = checked(h % *a.chunk) + 1;
+    if (e.pairs == pair_counting::causal && a.block_sparse) {
+      // A block-sparse layer's heads each see their own pattern (block_sparse.h): per head.
+      attention_gqa one = a;
+      one.q_heads = 1;
+      checked sum = 0;
+      for (std::int64_t q = 0; q < a.q_heads; ++q)
+        sum += block_sparse_keys(*a.block_sparse, block_sparse_phase(*a.block_sparse, a.q_heads, q),
+                                 h);
+      return pair_of(one).flops() * sum;
+    }
     return pair_of(a).flops() * keys;
   }
   checked operator()(const attention_mla& a) const {

@@ -92,6 +92,14 @@ const std::map<std::string, std::string>& common_names() {
       {"nope_layers", ""},
       {"nope_interval", ""},
       {"moe_layers", ""},
+      // Phi-3-small's roles: biases on the gated MLP, the dense-layer period and the block
+      // pattern of the others.
+      {"gated_bias", ""},
+      {"dense_every", ""},
+      {"bs_block", ""},
+      {"bs_local", ""},
+      {"bs_vert", ""},
+      {"bs_homo", ""},
   };
   return names;
 }
@@ -925,6 +933,7 @@ const std::vector<family>& families() {
     std::vector<family> t = own_families();
     for (family& f : ssm_families()) t.push_back(std::move(f));
     for (family& f : minimax_families()) t.push_back(std::move(f));
+    for (family& f : phi3small_families()) t.push_back(std::move(f));
     return t;
   }();
   return all;
@@ -937,6 +946,7 @@ std::string family_table_file(const std::string& model_type) {
   };
   if (in(ssm_families())) return "families_ssm.cpp";
   if (in(minimax_families())) return "families_minimax.cpp";
+  if (in(phi3small_families())) return "families_phi3small.cpp";
   if (in(more_families())) return "families_more.cpp";
   if (in(extra_families())) return "families_extra.cpp";
   return "families.cpp";

@@ -50,6 +50,9 @@ enum class layer_rule {
   conv_hybrid,     // LFM2: layer_types says "conv" (a short convolution) or "full_attention",
                    // else full_attn_idxs lists the attention layers; every layer then has the
                    // dense feed-forward
+  // Phi-3-small (families_phi3small.cpp):
+  dense_every,  // layer i attends densely when (i + 1) % dense_attention_every_n_layers == 0
+                // (0: never), block-sparsely otherwise (blocksparse_* fields)
   // Lightning-attention hybrids (families_minimax.cpp):
   type_list,  // MiniMax-Text-01 / M1: attn_type_list, one code per layer, 0 a linear (lightning)
               // layer and 1 softmax attention
@@ -129,6 +132,9 @@ std::string family_table_file(const std::string& model_type);
 /// The lightning-attention families (families_minimax.cpp): minimax_text_01, minimax_m1;
 /// families() lists them after the state-space ones.
 std::vector<family> minimax_families();
+
+/// Phi-3-small (families_phi3small.cpp): phi3small; families() lists it after the minimax ones.
+std::vector<family> phi3small_families();
 
 /// The state-space families read since the first hybrids (families_ssm.cpp): jamba, mamba,
 /// falcon_mamba, bamba, lfm2; families() lists them last.

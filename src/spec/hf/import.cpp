@@ -15,6 +15,7 @@
 #include <tuple>
 #include <utility>
 
+#include "common/limits.h"
 #include "spec/hf/checkpoint.h"
 #include "spec/hf/families.h"
 #include "spec/hf/hf_json.h"
@@ -257,7 +258,7 @@ class family_reader {
 
 // ---- layers ----------------------------------------------------------------------------------
 
-enum class attn_kind { full, sliding, linear, mamba, none, parallel, chunked };
+enum class attn_kind { full, sliding, linear, mamba, none, parallel, chunked, block_sparse };
 enum class ffn_kind { dense, moe, none };
 
 /// Names of the kinds in variant names ("sliding", "mamba_dense", ...).
@@ -277,6 +278,8 @@ const char* attn_name(attn_kind k) {
       return "parallel";
     case attn_kind::chunked:
       return "chunked";
+    case attn_kind::block_sparse:
+      return "block_sparse";
   }
   return "full";
 }
@@ -319,7 +322,8 @@ void check_attention_inputs(const family_reader& r, const quant_formats& q,
   if (q.kept_roles.count("attention"))
     fail("some layers leave all of self_attn unquantised, others only its input projections");
   for (attn_kind a : attn)
-    if (a != attn_kind::full && a != attn_kind::sliding && a != attn_kind::chunked)
+    if (a != attn_kind::full && a != attn_kind::sliding && a != attn_kind::chunked &&
+        a != attn_kind::block_sparse)
       fail(fmt::format("self_attn input projections stay unquantised on a model with {} layers",
                        attn_name(a)));
   std::string o;
@@ -672,6 +676,17 @@ std::vector<attn_kind> attention_kinds(const family_reader& r, std::int64_t coun
       }
       break;
     }
+    case layer_rule::dense_every: {
+      // Phi-3-small: layer i is dense when (i + 1) % n == 0, block-sparse otherwise; n = 0 (or
+      // null) makes every layer block-sparse, as the modeling code's falsy test does.
+      std::int64_t n = r.optional_integer("dense_every", o).value_or(0);
+      origin = n > 0 ? fmt::format("block-sparse, dense where (i + 1) % {} == 0: {}", n, o)
+                     : fmt::format("block-sparse everywhere: {} is {}", o, n);
+      for (std::int64_t i = 0; i < count; ++i)
+        if (n == 0 || (i + 1) % n != 0)
+          kinds[static_cast<std::size_t>(i)] = attn_kind::block_sparse;
+      break;
+    }
     case layer_rule::hybrid_pattern:
     case layer_rule::mixer_only:
     case layer_rule::parallel_hybrid:
@@ -791,6 +806,26 @@ ynode mamba1_node(const family_reader& r, std::int64_t hidden) {
   if (r.flag("dt_norms", o))
     a.kids.push_back(scalar("dt_norms", "true", o + ": RMSNorms on dt, B and C"));
   return a;
+}
+
+/// Phi-3-small's block pattern (block_sparse_spec), each field checked at the config's field:
+/// at least 1 (a query must see its own block; a stride of 0 has no blocks) and within
+/// limits::max_block_sparse.
+ynode block_sparse_node(const family_reader& r) {
+  ynode b{"block_sparse", "", "block-sparse attention: local blocks and every vert_stride-th", {}};
+  std::string o;
+  for (auto [role, key] : {std::pair{"bs_block", "block"}, std::pair{"bs_local", "local_blocks"},
+                           std::pair{"bs_vert", "vert_stride"}}) {
+    std::int64_t v = r.positive(role, o);
+    if (v > limits::max_block_sparse)
+      r.fail(role, fmt::format("{} exceeds the limit of {}", v, limits::max_block_sparse));
+    b.kids.push_back(numbered(key, v, o));
+  }
+  bool homo = r.flag("bs_homo", o);
+  b.kids.push_back(
+      scalar("homo_heads", bool_text(homo),
+             o + (homo ? ": every head alike" : ": head h's vertical blocks shifted by h x step")));
+  return b;
 }
 
 ynode attention_node(const family_reader& r, attn_kind kind, std::int64_t hidden,
@@ -964,6 +999,7 @@ ynode attention_node(const family_reader& r, attn_kind kind, std::int64_t hidden
     a.kids.push_back(
         numbered("chunk", chunk, o + ": chunked local attention, keys from the chunk's start"));
   }
+  if (kind == attn_kind::block_sparse) a.kids.push_back(block_sparse_node(r));
   return a;
 }
 
@@ -1008,6 +1044,9 @@ ynode ffn_node(const family_reader& r, ffn_kind kind) {
     std::int64_t width = r.positive("intermediate", o);
     if (r.fam().names.count("ff_multiple_of")) width = adjusted_ff(r, width, o);  // LFM2
     f.kids.push_back(numbered("intermediate", width, o));
+    // A family whose gated MLP carries biases (Phi-3-small's gegelu: up_proj 2f and down_proj).
+    if (r.fam().defaults.contains("gated_bias") && r.flag("gated_bias", o))
+      f.kids.push_back(scalar("bias", "true", o + ": biases on gate/up (2f) and down (d)"));
     return f;
   }
   f.kids.push_back(scalar("kind", "moe", fmt::format("{} experts", r.fam().model_type)));
@@ -1483,7 +1522,9 @@ imported translate(const hf_json& doc, const std::string& name, const std::strin
   auto block_of = [&](attn_kind a) { return attention_node(r, a, hidden, window, window_origin); };
 
   ynode base_attention = block_of(base.attn);
-  if ((base.attn == attn_kind::sliding || base.attn == attn_kind::chunked) && !attn_origin.empty())
+  if ((base.attn == attn_kind::sliding || base.attn == attn_kind::chunked ||
+       base.attn == attn_kind::block_sparse) &&
+      !attn_origin.empty())
     base_attention.comment = attn_origin;
   layers.kids.push_back(base_attention);
   layers.kids.push_back(ffn_node(r, base.ffn));
