@@ -125,6 +125,54 @@ cross-validated):
   | fit loss, TPOT only, MoE rows only | 0.75 | 9.6 | 24.0 | 14.5 | 19.0 |
 
   The shipped criterion is the fit's own objective; the two others are no better held out.
+- tried and not shipped (2026-12, fifth pass; before: TPOT 9.8 %, TTFT 24.0 % in sample, TPOT
+  13.8 % / 18.8 % leaving one GPU / model out). The code is on branch `accuracy6-mla-experiment`.
+  - **MLA prefilled in its expanded form.** The step costed a prefill chunk's MLA attention on the
+    model's compact path (scores over kv_rank + qk_rope = 576, aggregates over kv_rank = 512 per
+    head), the form engines run only for decode; vLLM (MLACommonImpl's prefill), SGLang
+    (forward_normal for extend batches) and TensorRT-LLM (context MLA) prefill with kv_b
+    restoring per-head K and V (192 + 128 per head), 3.4x fewer FLOPs per query-key pair for
+    DeepSeek-V3. A prefill step of 8192 tokens on 8 H200s (SGLang) went from 327 to 249 ms
+    (attention 111 -> 33 ms). Figures 10.3 / 24.2 / 14.1 / 19.1 (TPOT / TTFT in sample, TPOT
+    leave one GPU / model out). DeepSeek-V3's own TTFT improved (in sample 39.0 -> 37.7 %, p90
+    131 -> 109 %; left out, p90 298 -> 212 %), but the refit kept DeepSeek's prefill as slow as
+    before by lowering `attention_compute` (SGLang 0.65 -> 0.30, shared with its compute-bound
+    absorbed decode attention) and `moe_compute` (TensorRT-LLM 0.28 -> 0.17), and the slower
+    experts put Qwen3-235B's in-sample TPOT at 12.0 % (7.3 before). The rows that pull DeepSeek's
+    prefill up are those whose TTFT is under-predicted for reasons outside the step (the
+    TensorRT-LLM attention-DP balance wait under "Benchmark options"; SGLang runs on B200 slower
+    than on H200 at the same layout, e.g. FP8 TP 8, 1024 x 1024, 64 clients: 799 ms on B200,
+    419 ms on H200), while the H200 SGLang rows at ISL 8192 were predicted 2-4x over their TTFT.
+    The kv_b decompression of a chunk's cached history (the expanded path on a later chunk) was
+    not counted; at these lengths a prompt takes one chunk or a small second one.
+  - **A compute efficiency of prefill attention apart from decode's** (`attention_prefill_compute`:
+    flash attention over tiles of queries against decode kernels of few query rows): with the
+    expanded MLA 10.0 / 24.0 / 14.1 / 19.6 (SGLang fitted it at 0.28 against 0.50 for decode: the
+    fit again wants DeepSeek's prefill slow); alone, on the compact path, 9.4 / 24.1 / 14.0 / 18.7
+    (fitted 0.61 SGLang, 0.44 TensorRT-LLM, 0.38 vLLM; decode 0.45-0.51): TPOT in sample 0.4
+    better, the others within the fit's noise, TTFT and leave one model out not improved; a
+    17th coefficient for that is not shipped.
+  - **SGLang's token budget by GPU memory.** SGLang sets `chunked_prefill_size` from the card's
+    memory (server_args.py, `_handle_gpu_memory_settings`: 8192 up to 160 GiB, H100 and H200;
+    16384 beyond, B200), where calc takes 8192 on every GPU. Mapping the B200 SGLang rows at
+    16384 (an experiment in the row mapping only) gave 9.6 / 25.7 / 14.5 / 18.9: SGLang's TTFT
+    in sample went 36.6 -> 47.8 %: Llama-3.1-8B on H200 121.6 -> 47.3 %, but Qwen3-32B on
+    H100 9.3 -> 57.0 % (predicted at 0.43 x), through the SGLang coefficients the Hopper and
+    Blackwell fits share by their pull toward the engine's pooled fit (`burst_share` above all,
+    0.60 -> 0.33 for SGLang; InferenceX's 10 prompts per client would make it 0.1). The rule is the engine's, but the fit is worse with it, so it is not shipped. The
+    B200 SGLang rows' TTFT scatters both ways by layout, beyond what a budget explains:
+    DeepSeek-R1 FP4 at 8192 x 1024 took 5.6-9.2 s at TP 8 without EP at 4-16 clients (0.4-0.8 s
+    predicted) and 0.3-1.0 s at TP 16 with EP 4 at 4-32 clients (2.5-3.1 x that predicted).
+  - Checked and left: a MoE step's expert GEMMs take their rows from the routing of the whole
+    step's tokens (every attention group's, prefill and decode together), as they should. The
+    TTFT residuals are centred in every engine at every concurrency (median log ratio within
+    +-0.11 per engine and band of 1-8, 9-32, 33-128 and more clients, but vLLM's 9 rows beyond
+    128) while their median |error| is 12-45 % in each: what is left is spread within groups,
+    not a bias of a group. One pattern no queue
+    makes: the aiconfigurator-measured TensorRT-LLM Llama-3.1-8B rows on H100 at TP 1 have TTFT
+    falling as concurrency rises (1024 x 256: 318, 195, 160 ms at 8, 16, 32 clients) and rising
+    with OSL at the same ISL and concurrency (4096 x 128 / 256 / 512 at 8 clients: 441, 605,
+    857 ms).
 
 How a row maps onto calc (backend -> engine, system -> GPU, model_path -> bundled model, quant
 modes -> formats, layout, workload) is described in docs/commands.md (`calc calibrate`). One rule
