@@ -12,6 +12,7 @@
 #include "common/units.h"
 #include "engine/engine.h"
 #include "engine/question.h"
+#include "spec/component_reader.h"
 #include "spec/gpu_spec.h"
 #include "spec/hf/checkpoint.h"
 #include "spec/hf/import.h"
@@ -216,8 +217,9 @@ bool text_only_of(const std::string& text) {
 /// (model_spec's `components`, from vision_config), plus a tower its safetensors headers store
 /// that no component counts (the named difference of spec/hf/checkpoint.h); 0 for neither.
 checked vision_bytes_of(const options& o, const loaded_model& m) {
-  checked bytes = component_bytes(*m.spec);
   std::string path = resolve_model_path(o.model);
+  checked bytes =
+      component_bytes(read_model_components(path, m.spec->precision.embedding));
   if (!hf::is_hf_config(path)) return bytes;
   std::optional<hf::checkpoint> ck = hf::read_checkpoint(path);
   if (!ck) return bytes;

@@ -6,6 +6,7 @@
 
 #include "cli/support.h"
 #include "plan/plan.h"
+#include "spec/component_reader.h"
 #include "spec/format_summary.h"
 #include "spec/hf/checkpoint.h"
 #include "spec/hf/import.h"
@@ -171,10 +172,12 @@ result run_params(const options& o) {
   // Components beside the text model (a vision tower and its projector): counted from their
   // shapes and reported apart, in none of the totals above.
   checked component_total;
-  if (!m.spec->components.empty()) {
+  const std::vector<component_spec> components =
+      read_model_components(resolve_model_path(o.model), m.spec->precision.embedding);
+  if (!components.empty()) {
     ojson comps = ojson::array();
     checked component_params;
-    for (const component_spec& cs : m.spec->components) {
+    for (const component_spec& cs : components) {
       component_tally t = tally_component(cs);
       comps.push_back({{"name", t.name},
                        {"kind", "vit"},

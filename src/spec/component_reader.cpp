@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "common/limits.h"
+#include "spec/hf/import.h"
 
 namespace calc {
 
@@ -109,6 +110,25 @@ std::vector<component_spec> read_components(yaml_map& model, const dtype& model_
     out.push_back(std::move(s));
   }
   return out;
+}
+
+std::vector<component_spec> read_model_components_text(const std::string& yaml,
+                                                       const std::string& file,
+                                                       const dtype& model_dtype) {
+  YAML::Node root = load_yaml_text(yaml, file);
+  yaml_map m(root, "", file);
+  return read_components(m, model_dtype);
+}
+
+std::vector<component_spec> read_model_components(const std::string& path,
+                                                  const dtype& model_dtype) {
+  if (hf::is_hf_config(path)) {
+    hf::imported i = hf::import_config(path);
+    return read_model_components_text(i.plain, i.file, model_dtype);
+  }
+  YAML::Node root = load_yaml_file(path);
+  yaml_map m(root, "", path);
+  return read_components(m, model_dtype);
 }
 
 }  // namespace calc

@@ -763,7 +763,9 @@ model_spec read_model(const YAML::Node& root, const std::string& file) {
   spec.rope_table_frequencies = m.optional_integer("rope_table_frequencies", 0).value_or(0);
   spec.token_history = m.boolean("token_history", false);
   spec.layers = read_layers(m.map("layers"));
-  spec.components = read_components(m, spec.precision.embedding);
+  // Parts beside the text model (a vision tower): checked here, reported by the commands that
+  // read them (component_reader.h); model_spec stays the text model's.
+  read_components(m, spec.precision.embedding);
   if (m.has("ced")) {
     yaml_map c = m.map("ced");
     ced_spec ced;

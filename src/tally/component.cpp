@@ -49,9 +49,9 @@ component_tally tally_component(const component_spec& c) {
   return t;
 }
 
-checked component_bytes(const model_spec& s) {
+checked component_bytes(const std::vector<component_spec>& components) {
   checked bytes;
-  for (const component_spec& c : s.components) bytes += tally_component(c).bytes;
+  for (const component_spec& c : components) bytes += tally_component(c).bytes;
   return bytes;
 }
 

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "common/checked.h"
-#include "spec/model_spec.h"
+#include "spec/component_spec.h"
 
 namespace calc {
 
@@ -28,6 +28,6 @@ struct component_tally {
 component_tally tally_component(const component_spec& c);
 
 /// Bytes of every component of a model (0 when it has none).
-checked component_bytes(const model_spec& s);
+checked component_bytes(const std::vector<component_spec>& components);
 
 }  // namespace calc

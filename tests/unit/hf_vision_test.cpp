@@ -12,7 +12,9 @@
 #include "common/error.h"
 #include "hf_counts.h"
 #include "scratch.h"
+#include "spec/component_reader.h"
 #include "spec/hf/import.h"
+#include "spec/model_reader.h"
 #include "tally/component.h"
 
 using namespace calc;
@@ -21,18 +23,34 @@ namespace fs = std::filesystem;
 namespace {
 
 using testing::fixture;
-using testing::params;
 using testing::state;
 
+/// A model with the components its file holds (component_reader.h), as the commands read them.
+struct model_with_components {
+  testing::model m;
+  std::vector<component_spec> components;
+  explicit model_with_components(const std::string& path)
+      : m(path),
+        components(read_model_components(resolve_model_path(path), m.spec.precision.embedding)) {}
+  model_with_components(const std::string& yaml, const std::string& file)
+      : m(testing::model::from_text(yaml)),
+        components(read_model_components_text(yaml, file, m.spec.precision.embedding)) {}
+};
+
 /// The parameters of a model's components (0 when it has none).
-std::int64_t vision(const testing::model& m) {
+std::int64_t vision(const model_with_components& w) {
   checked n;
-  for (const component_spec& c : m.spec.components) n += tally_component(c).params;
+  for (const component_spec& c : w.components) n += tally_component(c).params;
   return n.value();
 }
+std::int64_t params(const model_with_components& w) { return testing::params(w.m); }
 
-testing::model from_json(const std::string& json) {
-  return testing::model::from_text(hf::import_text(json, "config.json", "t").plain);
+model_with_components from_json(const std::string& json) {
+  return model_with_components(hf::import_text(json, "config.json", "t").plain, "config.json");
+}
+
+model_with_components from_yaml(const std::string& yaml) {
+  return model_with_components(yaml, "test.yaml");
 }
 
 nlohmann::json read_json(const std::string& path) {
@@ -47,21 +65,21 @@ TEST_CASE("vision qwen2_vl / qwen2_5_vl: the ViT and patch merger from vision_co
   // gives only in_chans and spatial_patch_size; the rest are Qwen2VLVisionConfig's defaults
   // (depth 32, embed_dim 1280, mlp_ratio 4, num_heads 16, merge 2, temporal 2, hidden_size
   // 3584). Patch embedding 1,505,280, 32 blocks of 19,677,440, merger 44,575,744.
-  testing::model q2(fixture("qwen2-vl-7b-instruct-finetune.json"));
-  REQUIRE(q2.spec.components.size() == 1);
+  model_with_components q2(fixture("qwen2-vl-7b-instruct-finetune.json"));
+  REQUIRE(q2.components.size() == 1);
   CHECK(vision(q2) == 675'759'104);
   CHECK(params(q2) + vision(q2) == 8'291'375'616);
-  component_tally t = tally_component(q2.spec.components[0]);
+  component_tally t = tally_component(q2.components[0]);
   CHECK(t.parts[0].params.value() == 1'505'280);
   CHECK(t.parts[1].params.value() == 32LL * 19'677'440);
   CHECK(t.parts[2].params.value() == 44'575'744);
   CHECK(t.bytes.value() == 2 * 675'759'104LL);  // torch_dtype bfloat16
   // Qwen2.5-VL-7B-Instruct, published 8,292,166,656: RMSNorms and a gated MLP with biases.
-  testing::model q25(fixture("Qwen--Qwen2.5-VL-7B-Instruct"));
+  model_with_components q25(fixture("Qwen--Qwen2.5-VL-7B-Instruct"));
   CHECK(vision(q25) == 676'550'144);
   CHECK(params(q25) + vision(q25) == 8'292'166'656);
   // No KV cache: the state is the text model's alone (57,344 B a token, as before).
-  CHECK(state(q25, 8192) == 57'344LL * 8192);
+  CHECK(state(q25.m, 8192) == 57'344LL * 8192);
 }
 
 TEST_CASE("vision qwen3_vl / qwen3_vl_moe: position table, merger and DeepStack mergers") {
@@ -76,14 +94,14 @@ TEST_CASE("vision qwen3_vl / qwen3_vl_moe: position table, merger and DeepStack 
                        row{"Qwen--Qwen3-VL-30B-A3B-Instruct", 538'631'408, 31'070'754'032},
                        row{"Qwen--Qwen3-VL-235B-A22B-Instruct", 576'388'336, 235'670'022'896}}) {
     CAPTURE(r.fixture);
-    testing::model m(fixture(r.fixture));
+    model_with_components m(fixture(r.fixture));
     CHECK(vision(m) == r.tower);
     CHECK(params(m) + vision(m) == r.total);
   }
   // The 8B by part: patch 3*2*16*16*1152 + 1152 and 2304 positions; 27 blocks of 15,239,504;
   // the merger 40,119,040 and three DeepStack mergers of 40,125,952.
-  testing::model b8(fixture("Qwen--Qwen3-VL-8B-Instruct"));
-  component_tally t = tally_component(b8.spec.components[0]);
+  model_with_components b8(fixture("Qwen--Qwen3-VL-8B-Instruct"));
+  component_tally t = tally_component(b8.components[0]);
   CHECK(t.parts[0].params.value() == 3LL * 2 * 16 * 16 * 1152 + 1152 + 2304LL * 1152);
   CHECK(t.parts[1].params.value() == 27LL * 15'239'504);
   CHECK(t.parts[2].params.value() == 40'119'040 + 3LL * 40'125'952);
@@ -92,7 +110,7 @@ TEST_CASE("vision qwen3_vl / qwen3_vl_moe: position table, merger and DeepStack 
 TEST_CASE("vision qwen3_5: Qwen3-VL's tower without DeepStack (Qwen3.5-27B: 460,730,096)") {
   // Published 27,781,427,952 = language model 26,895,998,464 + tower 460,730,096 + the MTP
   // block 424,699,392 (SOURCES.md; the tensor listing hf_checkpoint_test.cpp writes).
-  testing::model m(fixture("Qwen--Qwen3.5-27B"));
+  model_with_components m(fixture("Qwen--Qwen3.5-27B"));
   CHECK(vision(m) == 460'730'096);
   CHECK(params(m) + vision(m) + 424'699'392 == 27'781'427'952);
   // A DeepStack list on a Qwen3.5 tower is not read: not counted, and said.
@@ -108,14 +126,14 @@ TEST_CASE("vision qwen3_5: Qwen3-VL's tower without DeepStack (Qwen3.5-27B: 460,
 TEST_CASE("vision gemma3: SigLIP without its head, and the RMSNorm + matrix projector") {
   // gemma-3-27b-it, published 27,432,406,640 = language model 27,009,346,304 + SigLIP
   // 416,866,032 + projector 1152 x 5376 + 1152 (SOURCES.md).
-  testing::model g27(fixture("google--gemma-3-27b-it"));
+  model_with_components g27(fixture("google--gemma-3-27b-it"));
   CHECK(vision(g27) == 416'866'032 + 1152LL * 5376 + 1152);
   CHECK(params(g27) + vision(g27) == 27'432'406'640);
   // gemma-3-4b-it: the same tower, the projector onto 2560: the card's 4.3B, 4,300,079,472.
-  testing::model g4(fixture("google--gemma-3-4b-it"));
+  model_with_components g4(fixture("google--gemma-3-4b-it"));
   CHECK(params(g4) + vision(g4) == 4'300'079'472);
   // gemma-3-12b-it: 12,187,325,040.
-  testing::model g12(fixture("google--gemma-3-12b-it"));
+  model_with_components g12(fixture("google--gemma-3-12b-it"));
   CHECK(params(g12) + vision(g12) == 12'187'325'040);
   // A SigLIP with its pooling head (vision_use_head absent: SiglipVisionTransformer builds it)
   // is not read: not counted, and the header says why.
@@ -132,9 +150,9 @@ TEST_CASE("vision mistral3: Pixtral and the patch-merger projector (Mistral Smal
   // (SOURCES.md) = language model 23,572,403,200 + Pixtral 403,305,472 (patch 3*14*14*1024,
   // ln_pre, 24 blocks of 16,779,264) + projector 35,652,608 (norm 1024, merging 4096 x 1024,
   // linear_1 1024 x 5120, linear_2 5120 x 5120, no biases).
-  testing::model m(fixture("mistral-small-3.2-24b.json"));
+  model_with_components m(fixture("mistral-small-3.2-24b.json"));
   CHECK(params(m) == 23'572'403'200);
-  component_tally t = tally_component(m.spec.components[0]);
+  component_tally t = tally_component(m.components[0]);
   CHECK(t.parts[0].params.value() == 3LL * 14 * 14 * 1024 + 1024);
   CHECK(t.parts[1].params.value() == 24LL * 16'779'264);
   CHECK(t.parts[2].params.value() == 35'652'608);
@@ -156,8 +174,8 @@ TEST_CASE("vision llama4: Scout's tower, pixel-shuffle MLP and projector (108,64
     "projector_dropout": 0.0, "projector_input_dim": 4096, "projector_output_dim": 4096,
     "rope_theta": 10000, "vision_feature_layer": -1, "vision_feature_select_strategy": "default",
     "vision_output_dim": 4096})");
-  testing::model m = from_json(c.dump());
-  component_tally t = tally_component(m.spec.components[0]);
+  model_with_components m = from_json(c.dump());
+  component_tally t = tally_component(m.components[0]);
   CHECK(t.parts[0].params.value() == 827'904 + 812'416 + 1'408 + 2 * 1'408);
   CHECK(t.parts[1].params.value() == 34LL * 23'807'872 + 2 * 1'408);
   CHECK(t.parts[2].params.value() == 23'068'672 + 16'777'216 + 20'971'520);
@@ -176,14 +194,14 @@ TEST_CASE("vision: a quantised checkpoint counts the tower only when its exclusi
                               {"activation_scheme", "dynamic"},
                               {"weight_block_size", {128, 128}},
                               {"modules_to_not_convert", {"lm_head", "model.visual"}}};
-  testing::model kept = from_json(c.dump());
+  model_with_components kept = from_json(c.dump());
   CHECK(vision(kept) == 576'388'336);
-  CHECK(kept.spec.components[0].weights.name == "bf16");
+  CHECK(kept.components[0].weights.name == "bf16");
   c["quantization_config"]["modules_to_not_convert"] = {"lm_head"};
   hf::imported quantised = hf::import_text(c.dump(), "config.json", "t");
   CHECK(quantised.yaml.find("# Not counted: the vision tower and projector (vision_config): the "
                             "quantisation config does not exclude `visual`") != std::string::npos);
-  CHECK(testing::model::from_text(quantised.plain).spec.components.empty());
+  CHECK(from_yaml(quantised.plain).components.empty());
 }
 
 TEST_CASE("vision: calc params reports the component apart from the text model's totals") {
@@ -261,8 +279,7 @@ components:
     heads: 4
 )";
   // A two-block tower: patch 3*14*14*32; each block 4*32^2 + 2*32*64 + 2 LayerNorms (4*32).
-  testing::model m = testing::model::from_text(model + tower +
-                                               "    projector:\n      - {linear: [32, 64]}\n");
+  model_with_components m = from_yaml(model + tower + "    projector:\n      - {linear: [32, 64]}\n");
   CHECK(vision(m) == 3 * 14 * 14 * 32 + 2 * (4 * 32 * 32 + 2 * 32 * 64 + 4 * 32) + 32 * 64);
   CHECK(testing::error_of(model + tower + "    mlp: swish\n") ==
         "test.yaml:16:10: components[0].mlp: expected gated or plain, got 'swish'");

@@ -75,6 +75,15 @@ vision_line line(std::string key, std::int64_t v, std::string why) {
 vision_line line(std::string key, bool v, std::string why) {
   return {std::move(key), bool_text(v), std::move(why)};
 }
+/// A line of a size read through `f`: the value first, then its origin (function arguments are
+/// evaluated in no fixed order, so the origin is never read beside the call that sets it).
+vision_line sized(const vision_fields& f, std::string key, std::initializer_list<const char*> keys,
+                  std::optional<std::int64_t> fallback) {
+  std::string origin;
+  std::int64_t v = f.size(keys, fallback, origin);
+  return line(std::move(key), v, origin);
+}
+
 vision_line word(std::string key, std::string v, std::string why) {
   return {std::move(key), std::move(v), std::move(why)};
 }
@@ -144,12 +153,12 @@ void read_qwen(vision_family fam, const hf_object& vc, vision_read& r) {
   e.layout = q2    ? "Qwen2VLVisionBlock: LayerNorms, qkv/proj and fc1/fc2 with biases"
              : q25 ? "Qwen2_5_VLVisionBlock: RMSNorms, qkv/proj and gate/up/down with biases"
                    : "Qwen3VLVisionBlock: LayerNorms, qkv/proj and linear_fc1/fc2 with biases";
-  r.fields.push_back(line("channels", f.size({"in_channels", "in_chans"}, 3, o), o));
-  r.fields.push_back(line("patch", f.size({"patch_size", "spatial_patch_size"}, q3 ? 16 : 14, o), o));
-  r.fields.push_back(line("temporal_patch", f.size({"temporal_patch_size"}, 2, o), o));
+  r.fields.push_back(sized(f, "channels", {"in_channels", "in_chans"}, 3));
+  r.fields.push_back(sized(f, "patch", {"patch_size", "spatial_patch_size"}, q3 ? 16 : 14));
+  r.fields.push_back(sized(f, "temporal_patch", {"temporal_patch_size"}, 2));
   r.fields.push_back(line("patch_bias", q3, q3 ? "Conv3d with a bias (Qwen3VLVisionPatchEmbed)"
                                                : "Conv3d without bias (PatchEmbed)"));
-  if (q3) r.fields.push_back(line("positions", f.size({"num_position_embeddings"}, 2304, o), o));
+  if (q3) r.fields.push_back(sized(f, "positions", {"num_position_embeddings"}, 2304));
   push_encoder(r, e);
   std::int64_t merge = f.size({"spatial_merge_size"}, 2, o);
   const std::string merge_o = o;
@@ -207,7 +216,7 @@ void read_siglip(const hf_object& vc, std::int64_t text_hidden, vision_read& r) 
   const std::string image_o = o;
   std::int64_t patch = f.size({"patch_size"}, 16, o);
   const std::string patch_o = o;
-  r.fields.push_back(line("channels", f.size({"num_channels"}, 3, o), o));
+  r.fields.push_back(sized(f, "channels", {"num_channels"}, 3));
   r.fields.push_back(line("patch", patch, patch_o));
   r.fields.push_back(line("patch_bias", true, "SiglipVisionEmbeddings: Conv2d with a bias"));
   r.fields.push_back(line("positions", (image / patch) * (image / patch),
@@ -239,8 +248,8 @@ void read_pixtral(const hf_object& root, const hf_object& vc, std::int64_t text_
   e.attention_bias = false;
   e.mlp_bias = false;
   e.layout = "PixtralAttentionLayer: RMSNorms, q/k/v/o and gate/up/down without biases";
-  r.fields.push_back(line("channels", f.size({"num_channels"}, 3, o), o));
-  r.fields.push_back(line("patch", f.size({"patch_size"}, 16, o), o));
+  r.fields.push_back(sized(f, "channels", {"num_channels"}, 3));
+  r.fields.push_back(sized(f, "patch", {"patch_size"}, 16));
   r.fields.push_back(line("patch_bias", false, "patch_conv: Conv2d without bias"));
   r.fields.push_back(line("pre_norm", true, "ln_pre: an RMSNorm before the blocks"));
   push_encoder(r, e);
@@ -292,7 +301,7 @@ void read_llama4(const hf_object& vc, std::int64_t text_hidden, vision_read& r) 
   const std::string image_o = o;
   std::int64_t patch = f.size({"patch_size"}, 14, o);
   const std::string patch_o = o;
-  r.fields.push_back(line("channels", f.size({"num_channels"}, 3, o), o));
+  r.fields.push_back(sized(f, "channels", {"num_channels"}, 3));
   r.fields.push_back(line("patch", patch, patch_o));
   r.fields.push_back(line("patch_bias", false, "Llama4UnfoldConvolution: a Linear without bias"));
   r.fields.push_back(line("positions", (image / patch) * (image / patch) + 1,
