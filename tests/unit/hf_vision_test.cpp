@@ -3,6 +3,7 @@
 // checkpoint (text model + tower), and reported apart from the text model's totals.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -256,7 +257,8 @@ TEST_CASE("vision: a malformed vision_config field is a one-line located error, 
   CHECK(err.str().find((dir / "config.json").string() + ":") == 0);
   CHECK(err.str().find(": vision_config.hidden_size: expected a non-negative integer, got -1024") !=
         std::string::npos);
-  CHECK(std::count(err.str().begin(), err.str().end(), '\n') == 1);
+  const std::string message = err.str();
+  CHECK(std::count(message.begin(), message.end(), '\n') == 1);
 }
 
 TEST_CASE("vision: the components schema is read strictly") {
@@ -282,9 +284,9 @@ components:
   model_with_components m = from_yaml(model + tower + "    projector:\n      - {linear: [32, 64]}\n");
   CHECK(vision(m) == 3 * 14 * 14 * 32 + 2 * (4 * 32 * 32 + 2 * 32 * 64 + 4 * 32) + 32 * 64);
   CHECK(testing::error_of(model + tower + "    mlp: swish\n") ==
-        "test.yaml:16:10: components[0].mlp: expected gated or plain, got 'swish'");
+        "test.yaml:17:10: components[0].mlp: expected gated or plain, got 'swish'");
   CHECK(testing::error_of(model + tower + "    weights: fp8\n") ==
-        "test.yaml:16:14: components[0].weights: expected bf16, fp16 or fp32, got 'fp8'");
+        "test.yaml:17:14: components[0].weights: expected bf16, fp16 or fp32, got 'fp8'");
   CHECK(testing::error_of(model + tower + "    projector:\n      - {norm: 32, linear: [1, 2]}\n")
             .find("components[0].projector[0].norm: give one of linear: [in, out] or norm: "
                   "width") != std::string::npos);
