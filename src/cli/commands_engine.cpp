@@ -12,10 +12,12 @@
 #include "common/units.h"
 #include "engine/engine.h"
 #include "engine/question.h"
+#include "spec/component_reader.h"
 #include "spec/gpu_spec.h"
 #include "spec/hf/checkpoint.h"
 #include "spec/hf/import.h"
 #include "spec/model_reader.h"
+#include "tally/component.h"
 
 namespace calc::cli {
 
@@ -211,16 +213,18 @@ bool text_only_of(const std::string& text) {
   return true;
 }
 
-/// The vision tower and projector a multimodal checkpoint stores, from its safetensors headers
-/// (the named difference of spec/hf/checkpoint.h); 0 for a model without headers to read.
+/// The vision tower and projector of a multimodal model: the components its YAML counts
+/// (model_spec's `components`, from vision_config), plus a tower its safetensors headers store
+/// that no component counts (the named difference of spec/hf/checkpoint.h); 0 for neither.
 checked vision_bytes_of(const options& o, const loaded_model& m) {
   std::string path = resolve_model_path(o.model);
-  if (!hf::is_hf_config(path)) return 0;
+  checked bytes =
+      component_bytes(read_model_components(path, m.spec->precision.embedding));
+  if (!hf::is_hf_config(path)) return bytes;
   std::optional<hf::checkpoint> ck = hf::read_checkpoint(path);
-  if (!ck) return 0;
-  hf::checkpoint_comparison c =
-      hf::compare_checkpoint(*ck, 0, m.spec->layers.count, m.spec->tie_embeddings);
-  checked bytes;
+  if (!ck) return bytes;
+  hf::checkpoint_comparison c = hf::compare_checkpoint(
+      *ck, 0, m.spec->layers.count, m.spec->tie_embeddings, bytes.value());
   for (const hf::checkpoint_difference& d : c.differences)
     if (d.name.find("vision") != std::string::npos) bytes += d.bytes;
   return bytes;

@@ -6,10 +6,12 @@
 
 #include "cli/support.h"
 #include "plan/plan.h"
+#include "spec/component_reader.h"
 #include "spec/format_summary.h"
 #include "spec/hf/checkpoint.h"
 #include "spec/hf/import.h"
 #include "spec/model_reader.h"
+#include "tally/component.h"
 #include "tally/tally.h"
 
 namespace calc::cli {
@@ -167,13 +169,42 @@ result run_params(const options& o) {
   j["selected_expert_bytes_per_token"] = exact(p.selected_expert_bytes_per_token);
   j["embedding_table_bytes"] = exact(p.lookup_bytes);
   j["shared_read_bytes"] = exact(p.shared_read_bytes);
-  // A model folder with safetensors: the bytes its files store beside calc's weight_bytes,
-  // each difference named (spec/hf/checkpoint.h); headers only, never tensor data.
+  // Components beside the text model (a vision tower and its projector): counted from their
+  // shapes and reported apart, in none of the totals above.
+  checked component_total;
+  const std::vector<component_spec> components =
+      read_model_components(resolve_model_path(o.model), m.spec->precision.embedding);
+  if (!components.empty()) {
+    ojson comps = ojson::array();
+    checked component_params;
+    for (const component_spec& cs : components) {
+      component_tally t = tally_component(cs);
+      comps.push_back({{"name", t.name},
+                       {"kind", "vit"},
+                       {"format", cs.weights.name},
+                       {"params", exact(t.params)},
+                       {"bytes", exact(t.bytes)},
+                       {"embedding_params", exact(t.parts[0].params)},
+                       {"block_params", exact(t.parts[1].params)},
+                       {"projector_params", exact(t.parts[2].params)}});
+      component_params += t.params;
+      component_total += t.bytes;
+    }
+    j["components"] = comps;
+    j["component_params"] = exact(component_params);
+    j["component_bytes"] = exact(component_total);
+  }
+  // A model folder with safetensors: the bytes its files store beside calc's weight_bytes and
+  // component bytes, each difference named (spec/hf/checkpoint.h); headers only, never tensor
+  // data.
   if (std::string path = resolve_model_path(o.model); hf::is_hf_config(path))
     if (auto ck = hf::read_checkpoint(path)) {
-      hf::checkpoint_comparison c = hf::compare_checkpoint(
-          *ck, p.weight_bytes.value(), m.spec->layers.count, m.spec->tie_embeddings);
+      hf::checkpoint_comparison c =
+          hf::compare_checkpoint(*ck, p.weight_bytes.value(), m.spec->layers.count,
+                                 m.spec->tie_embeddings, component_total.value());
       j["checkpoint_bytes"] = c.checkpoint_bytes;
+      if (component_total > 0 && c.headers_complete)
+        j["checkpoint_component_bytes"] = c.component_stored_bytes;
       ojson diffs = ojson::array();
       for (const hf::checkpoint_difference& d : c.differences)
         diffs.push_back({{"name", d.name}, {"bytes", d.bytes}, {"tensors", d.tensors}});

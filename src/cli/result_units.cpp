@@ -42,11 +42,13 @@ unit_map params_units() {
   return {
       {unit::params,
        {"total_params", "active_params", "categories.*", "tensors.*", "groups.attention_params",
-        "groups.ffn_params", "groups.other_params"}},
+        "groups.ffn_params", "groups.other_params", "component_params", "components.params",
+        "components.embedding_params", "components.block_params", "components.projector_params"}},
       {unit::count, {"groups.layers"}},
       {unit::bytes,
        {"weight_bytes", "bf16_bytes", "selected_expert_bytes_per_token", "embedding_table_bytes",
-        "shared_read_bytes", "groups.attention_bytes", "groups.ffn_bytes", "checkpoint_bytes"}}};
+        "shared_read_bytes", "groups.attention_bytes", "groups.ffn_bytes", "checkpoint_bytes",
+        "component_bytes", "components.bytes", "checkpoint_component_bytes"}}};
 }
 
 unit_map request_units() {

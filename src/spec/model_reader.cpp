@@ -11,6 +11,7 @@
 
 #include "common/limits.h"
 #include "common/names.h"
+#include "spec/component_reader.h"
 #include "spec/hf/hub.h"
 #include "spec/hf/import.h"
 #include "spec/yaml_reader.h"
@@ -793,6 +794,9 @@ model_spec read_model(const YAML::Node& root, const std::string& file) {
   spec.rope_table_frequencies = m.optional_integer("rope_table_frequencies", 0).value_or(0);
   spec.token_history = m.boolean("token_history", false);
   spec.layers = read_layers(m.map("layers"));
+  // Parts beside the text model (a vision tower): checked here, reported by the commands that
+  // read them (component_reader.h); model_spec stays the text model's.
+  read_components(m, spec.precision.embedding);
   if (m.has("ced")) {
     yaml_map c = m.map("ced");
     ced_spec ced;
@@ -828,7 +832,7 @@ model_spec read_model(const YAML::Node& root, const std::string& file) {
   m.finish({"schema", "name", "source", "vocab", "hidden", "tie_embeddings", "final_norm",
             "head_bias", "norm",
             "position_embeddings", "max_position_embeddings", "precision", "execution", "connection", "rope_table_frequencies",
-            "token_history", "ced", "mtp", "layers"});
+            "token_history", "ced", "mtp", "layers", "components"});
   spec.defaulted = m.defaulted();
   return spec;
 }

@@ -1312,22 +1312,24 @@ TEST_CASE("engine: the vision tower the engines load comes out of the budget") {
     args.insert(args.end(), extra.begin(), extra.end());
     return engine_run(args);
   };
-  // The same config with and without the checkpoint beside it: the tower's bytes are weights
-  // of the one rank, taken from the KV budget.
+  // The same config with and without the checkpoint beside it: the tower is counted from
+  // vision_config (the model's component), so both take its bytes from the one rank's KV
+  // budget; the headers store the same bytes, which are then no difference to add.
   ojson bare = run(text_only, {}), full = run(with_tower, {});
-  CHECK_FALSE(bare.contains("vision_weight_bytes_per_rank"));
+  CHECK(bare["vision_weight_bytes_per_rank"] == tower);
   CHECK(full["vision_weight_bytes_per_rank"] == tower);
-  CHECK(full["weight_bytes_per_rank"].get<std::int64_t>() ==
-        bare["weight_bytes_per_rank"].get<std::int64_t>() + tower);
-  CHECK(bare["available_kv_bytes"].get<std::int64_t>() -
-            full["available_kv_bytes"].get<std::int64_t>() ==
-        tower);
+  CHECK(full["weight_bytes_per_rank"] == bare["weight_bytes_per_rank"]);
+  CHECK(full["available_kv_bytes"] == bare["available_kv_bytes"]);
   // TP 2: the tower's layers split over the two ranks.
   CHECK(run(with_tower, {"--tp", "2"})["vision_weight_bytes_per_rank"] == tower / 2);
   // vLLM's text-only mode (every modality limited to 0, from 0.10): the tower is not loaded.
   ojson skip = run(with_tower, {"--limit-mm-per-prompt", R"({"image": 0, "video": 0})"});
   CHECK_FALSE(skip.contains("vision_weight_bytes_per_rank"));
-  CHECK(skip["weight_bytes_per_rank"] == bare["weight_bytes_per_rank"]);
+  CHECK(skip["weight_bytes_per_rank"].get<std::int64_t>() ==
+        bare["weight_bytes_per_rank"].get<std::int64_t>() - tower);
+  CHECK(skip["available_kv_bytes"].get<std::int64_t>() -
+            bare["available_kv_bytes"].get<std::int64_t>() ==
+        tower);
   CHECK(skip["vision_tower"].get<std::string>().rfind("not loaded", 0) == 0);
   // One modality still allowed: loaded. Before 0.10 the limits change profiling only.
   CHECK(run(with_tower, {"--limit-mm-per-prompt", R"({"image": 1, "video": 0})"})

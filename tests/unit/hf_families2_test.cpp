@@ -300,8 +300,9 @@ TEST_CASE("mistral3 (Mistral Small 3.x 24B): the text model in text_config; 23,5
   // sliding_window null: full attention on every layer. 2 x 8 x 128 x 2 B x 40 = 163,840 B/token.
   CHECK(state(m, 8192) == 163'840LL * 8192);      // 1,342,177,280 B
   CHECK(state(m, 131072) == 163'840LL * 131072);  // 21,474,836,480 B
+  // The Pixtral tower and projector are counted apart, as a component (hf_vision_test.cpp).
   CHECK(hf::import_config(fixture("mistral-small-3.2-24b.json")).yaml.find(
-            "# Not counted: the Pixtral vision tower") != std::string::npos);
+            "# Counted apart: the vision tower and projector") != std::string::npos);
 }
 
 TEST_CASE("granite (Granite-3.3-2B): Llama's layers, tied head, µP multipliers; 2,533,539,840") {

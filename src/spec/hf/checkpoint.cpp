@@ -181,7 +181,8 @@ bool contains_any(const std::string& s, std::initializer_list<const char*> parts
 }  // namespace
 
 checkpoint_comparison compare_checkpoint(const checkpoint& c, std::int64_t weight_bytes,
-                                         std::int64_t layers, bool tied) {
+                                         std::int64_t layers, bool tied,
+                                         std::int64_t component_bytes) {
   checkpoint_comparison out;
   out.checkpoint_bytes = c.bytes();
   out.headers_complete = c.missing_shards.empty() && !c.shards.empty();
@@ -203,6 +204,10 @@ checkpoint_comparison compare_checkpoint(const checkpoint& c, std::int64_t weigh
       else if (tied && t.name.ends_with("lm_head.weight"))
         k = 3;
       if (k == parts.size()) continue;
+      if (k == 0 && component_bytes > 0) {  // the tower calc counts as a component
+        out.component_stored_bytes += t.bytes;
+        continue;
+      }
       parts[k].bytes += t.bytes;
       parts[k].tensors += 1;
     }
@@ -213,7 +218,7 @@ checkpoint_comparison compare_checkpoint(const checkpoint& c, std::int64_t weigh
       out.differences.push_back(d);
       named += d.bytes;
     }
-  out.unexplained_bytes = out.checkpoint_bytes - named - weight_bytes;
+  out.unexplained_bytes = out.checkpoint_bytes - named - weight_bytes - component_bytes;
   return out;
 }
 

@@ -61,15 +61,21 @@ struct checkpoint_difference {
 struct checkpoint_comparison {
   std::int64_t checkpoint_bytes = 0;
   std::vector<checkpoint_difference> differences;  // stored, and not in calc's count
-  std::int64_t unexplained_bytes = 0;  // checkpoint - named parts - weight_bytes (signed)
+  std::int64_t unexplained_bytes = 0;  // checkpoint - named parts - weight_bytes - components
+  /// Bytes the headers store under a vision tower or projector when calc counts it as a
+  /// component (then it is no difference); 0 otherwise.
+  std::int64_t component_stored_bytes = 0;
   bool headers_complete = false;       // every shard's header was read (names decide parts)
 };
 
 /// Names the parts of the checkpoint that calc's weight bytes leave out: tensors of a vision
 /// tower or projector, MTP layers (model.layers.N with N >= `layers`, or mtp.*), rotary
 /// inv_freq buffers, and lm_head.weight when the embeddings are `tied`. Parts are named only
-/// from headers; with an index alone, the whole difference is unexplained.
+/// from headers; with an index alone, the whole difference is unexplained. `component_bytes`:
+/// what calc counts for the model's components (its vision tower, model_spec's `components`);
+/// when positive, the tower's tensors are counted, not a difference.
 checkpoint_comparison compare_checkpoint(const checkpoint& c, std::int64_t weight_bytes,
-                                         std::int64_t layers, bool tied);
+                                         std::int64_t layers, bool tied,
+                                         std::int64_t component_bytes = 0);
 
 }  // namespace calc::hf

@@ -260,6 +260,12 @@ family with_router_bias(family f, std::string format) {
   return f;
 }
 
+/// A multimodal wrapper whose vision tower vision.cpp reads as a component.
+family with_vision(family f, vision_family vision) {
+  f.vision = vision;
+  return f;
+}
+
 /// The table of families() followed by the families of families_more.cpp.
 std::vector<family> with_more_families(std::vector<family> table) {
   for (family& f : more_families()) table.push_back(std::move(f));
@@ -361,7 +367,8 @@ const std::vector<family>& own_families() {
                                  {"window", nullptr},
                                  {"window_switch", false}}),
        .not_counted = "the vision tower and its DeepStack mergers (vision_config)",
-       .fp8_block_scale = "bf16"},
+       .fp8_block_scale = "bf16",
+       .vision = vision_family::qwen3_vl},
       {.model_type = "qwen3_vl_moe",
        .architectures = {"Qwen3VLMoeForConditionalGeneration"},
        .scope = "text_config",
@@ -373,7 +380,8 @@ const std::vector<family>& own_families() {
                                  {"window", nullptr},
                                  {"window_switch", false}}),
        .not_counted = "the vision tower and its DeepStack mergers (vision_config)",
-       .fp8_block_scale = "bf16"},
+       .fp8_block_scale = "bf16",
+       .vision = vision_family::qwen3_vl},
       // Qwen3NextConfig: every 4th layer gated full attention, the others Gated DeltaNet; 512
       // experts, top-10, one gated shared expert.
       {.model_type = "qwen3_next",
@@ -424,7 +432,8 @@ const std::vector<family>& own_families() {
        // The Qwen3.5 releases store each Gated DeltaNet layer's A_log and gated norm F32
        // (Qwen3.5-35B-A3B's listing; the dense 0.8B, 4B and 27B alike); the Qwen3.6 releases
        // BF16, which their headers (or the bundle) say (tests/fixtures/hf/SOURCES.md).
-       .ssm_params_dtype = "fp32"},
+       .ssm_params_dtype = "fp32",
+       .vision = vision_family::qwen3_5},
       // Qwen3_5Config (Qwen3.5/3.6 dense): the same layers with a dense SwiGLU feed-forward.
       {.model_type = "qwen3_5",
        .architectures = {"Qwen3_5ForConditionalGeneration"},
@@ -437,7 +446,8 @@ const std::vector<family>& own_families() {
        .defaults = gqa_defaults({{"qk_norm", true}, {"output_gate", true}, {"full_interval", 4}}),
        .not_counted = "the vision tower and its merger (vision_config)",
        .fp8_block_scale = "bf16",
-       .ssm_params_dtype = "fp32"},  // A_log and the gated norm: as qwen3_5_moe's
+       .ssm_params_dtype = "fp32",  // A_log and the gated norm: as qwen3_5_moe's
+       .vision = vision_family::qwen3_5},
       // Gemma2Config: head_dim 256, tied head, four norms per layer (pre/post attention and
       // feed-forward), sliding window 4096 on even layers.
       {.model_type = "gemma2",
@@ -461,7 +471,8 @@ const std::vector<family>& own_families() {
        .layers = layer_rule::sliding_pattern,
        .names = {{"mlp_bias", ""}},
        .defaults = gemma3_text_defaults(),
-       .not_counted = "the vision tower and projector (vision_config)"},
+       .not_counted = "the vision tower and projector (vision_config)",
+       .vision = vision_family::siglip},
       // DeepseekV2Config: MLA (q_lora_rank null = no query compression), shared experts,
       // first_k_dense_replace dense layers, then MoE every moe_layer_freq layers.
       {.model_type = "deepseek_v2",
@@ -870,7 +881,8 @@ const std::vector<family>& own_families() {
        .scope = "text_config",
        .names = {{"qkv_bias", ""}, {"o_bias", ""}, {"mlp_bias", ""}},
        .defaults = gqa_defaults({{"kv_heads", 8}, {"window", 4096}}),
-       .not_counted = "the Pixtral vision tower and its multimodal projector (vision_config)"},
+       .not_counted = "the Pixtral vision tower and its multimodal projector (vision_config)",
+       .vision = vision_family::pixtral},
       // MiniMaxM2Config (MiniMaxAI/MiniMax-M2, M2.1, M2.5): GQA with RMSNorms on Q and K over all
       // heads (qk_norm_type per_layer), partial rotary (rotary_dim; counts nothing), every layer
       // full softmax attention (attn_type_list all 1) and a MoE of num_local_experts experts of
@@ -918,8 +930,9 @@ const std::vector<family>& own_families() {
                 {"shared_intermediate_size", 0}}},
       // Llama4Config (meta-llama/Llama-4-Scout / Maverick; the language model in text_config)
       // and Llama4TextConfig (Llama4ForCausalLM, the document itself).
-      llama4_like("llama4", {"Llama4ForConditionalGeneration"}, "text_config",
-                  "the vision tower and its multimodal projector (vision_config)"),
+      with_vision(llama4_like("llama4", {"Llama4ForConditionalGeneration"}, "text_config",
+                              "the vision tower and its multimodal projector (vision_config)"),
+                  vision_family::llama4),
       llama4_like("llama4_text", {"Llama4ForCausalLM"}, "", ""),
   });
   return table;

@@ -23,6 +23,19 @@ enum class linear_family { gated_deltanet, kda, lightning };
 /// Jamba), written `kind: mamba`, or LFM2's gated short convolution, `kind: short_conv`.
 enum class ssm_family { mamba2, mamba1, short_conv };
 
+/// The vision tower a multimodal wrapper's vision_config describes (vision.cpp reads each from
+/// its reference implementation's layout); none: not counted, said in the YAML header.
+enum class vision_family {
+  none,
+  qwen2_vl,    // Qwen2-VL: LayerNorm blocks, fc1/fc2 MLP, PatchMerger (LayerNorm ln_q)
+  qwen2_5_vl,  // Qwen2.5-VL: RMSNorm blocks, gated MLP with biases, PatchMerger (RMSNorm ln_q)
+  qwen3_vl,    // Qwen3-VL: patch bias, position table, LayerNorm blocks, merger + DeepStack
+  qwen3_5,     // Qwen3.5 / 3.6: Qwen3-VL's tower without DeepStack mergers by default
+  siglip,      // Gemma 3: SigLIP without its pooling head, RMSNorm + one projection matrix
+  pixtral,     // Mistral 3: Pixtral (RMSNorm, gated MLP) and the patch-merger projector
+  llama4,      // Llama 4: class token, LayerNorm pre/post, pixel-shuffle MLP and projector
+};
+
 /// How a config marks each layer's attention when it has no `layer_types` list.
 enum class layer_rule {
   uniform,            // every layer alike; sliding everywhere when a window is set (Mistral v0.1)
@@ -105,6 +118,8 @@ struct family {
   /// moe_intermediate_size, num_shared_expert): read when every entry is the same value, an
   /// error at the field when they differ (calc would need a variant per layer).
   std::vector<std::string> per_layer_lists;
+  /// The vision tower beside the text model, counted as a component (`components`).
+  vision_family vision = vision_family::none;
 };
 
 /// The defaults every dense GQA family shares, `extra` replacing some (families.cpp).

@@ -86,7 +86,8 @@ family glm_like(std::string model_type, std::vector<std::string> archs, std::int
 // before transformers split it out, at the top of the document beside vision_config; M-RoPE
 // (mrope_section) rotates and counts nothing. The ViT and its patch merger are apart. Qwen's
 // FP8 checkpoints keep BF16 block scales.
-family qwen2_vl_like(std::string model_type, std::vector<std::string> archs) {
+family qwen2_vl_like(std::string model_type, std::vector<std::string> archs,
+                     vision_family vision) {
   return {.model_type = std::move(model_type),
           .architectures = std::move(archs),
           .scope = "text_config",
@@ -103,7 +104,8 @@ family qwen2_vl_like(std::string model_type, std::vector<std::string> archs) {
                                     {"window_switch", false},
                                     {"window_from", 80}}),
           .not_counted = "the vision tower and its patch merger (vision_config)",
-          .fp8_block_scale = "bf16"};
+          .fp8_block_scale = "bf16",
+          .vision = vision};
 }
 
 // Dots1Config (rednote-hilab/dots.llm1.base, dots.llm1.inst): Qwen3's attention (per-head
@@ -441,8 +443,9 @@ std::vector<family> more_families() {
           gemma(),
           glm_like("glm4", {"Glm4ForCausalLM"}, 4),
           glm_like("glm", {"GlmForCausalLM"}, 2),
-          qwen2_vl_like("qwen2_vl", {"Qwen2VLForConditionalGeneration"}),
-          qwen2_vl_like("qwen2_5_vl", {"Qwen2_5_VLForConditionalGeneration"}),
+          qwen2_vl_like("qwen2_vl", {"Qwen2VLForConditionalGeneration"}, vision_family::qwen2_vl),
+          qwen2_vl_like("qwen2_5_vl", {"Qwen2_5_VLForConditionalGeneration"},
+                        vision_family::qwen2_5_vl),
           dots1(),
           exaone(),
           bailing_moe(),

@@ -22,6 +22,7 @@
 #include "spec/hf/hub.h"
 #include "spec/hf/nas.h"
 #include "spec/hf/quant.h"
+#include "spec/hf/vision.h"
 
 namespace calc::hf {
 
@@ -1376,6 +1377,10 @@ imported translate(const hf_json& doc, const std::string& name, const std::strin
             : fmt::format("safetensors headers store {} as {}", what, format)));
   }
   top.push_back(precision);
+  // A multimodal wrapper's vision tower: a component of its own, or why it is not counted.
+  std::optional<vision_read> vision;
+  if (fam->vision != vision_family::none)
+    vision = read_vision(fam->vision, root, hidden, dtype, dtype_origin, modelopt);
   if (!r.field("ssm_chunk").empty()) {
     // The SSD chunk the reference forward pads a prompt to: it sets the chunked-prefill FLOPs.
     ynode exec{"execution", "", "", {}};
@@ -1594,7 +1599,13 @@ imported translate(const hf_json& doc, const std::string& name, const std::strin
         "# Each value names the config field it came from, or the family default it took.\n",
         doc.file(), fam->model_type, fam->model_type,
         family_table_file(fam->model_type));
-    if (!fam->not_counted.empty()) header += fmt::format("# Not counted: {}.\n", fam->not_counted);
+    if (vision && vision->not_counted.empty())
+      header += "# Counted apart: the vision tower and projector (vision_config), as "
+                "components[0]; not in the text model's totals or state.\n";
+    else if (vision)
+      header += fmt::format("# Not counted: {}.\n", vision->not_counted);
+    else if (!fam->not_counted.empty())
+      header += fmt::format("# Not counted: {}.\n", fam->not_counted);
     if (!read_as.empty()) header += fmt::format("# Family: {}.\n", read_as);
     std::string out =
         annotate
@@ -1608,6 +1619,7 @@ imported translate(const hf_json& doc, const std::string& name, const std::strin
     if (mtp > 0)
       out += fmt::format("mtp: {{layers: {}, variant: base}}", mtp) +
              (annotate ? fmt::format("  # {} (excluded from totals)", o) : "") + "\n";
+    if (vision) out += emit_vision(*vision, annotate);
     return out;
   };
   return {write(true), write(false), fam->model_type, doc.file()};

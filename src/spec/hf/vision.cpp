@@ -1,0 +1,443 @@
+// Vision towers from vision_config, one reader per layout (families.h's vision_family). Each
+// layout is the module tree of its transformers reference implementation, written as shapes:
+// modeling_qwen2_vl.py (Qwen2VisionTransformerPretrainedModel), modeling_qwen2_5_vl.py,
+// modeling_qwen3_vl.py (with DeepStack mergers), modeling_qwen3_5.py, modeling_siglip.py with
+// modeling_gemma3.py's Gemma3MultiModalProjector, modeling_pixtral.py with modeling_mistral3.py's
+// Mistral3MultiModalProjector, and modeling_llama4.py (Llama4VisionModel,
+// Llama4MultiModalProjector). A field a published config leaves out takes its configuration
+// class's default, named in the comment. Parameter counts follow in src/tally/component.cpp.
+#include "spec/hf/vision.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <initializer_list>
+#include <optional>
+
+namespace calc::hf {
+
+namespace {
+
+using nlohmann::json;
+
+/// Reads sizes of one vision_config, each with the field it came from.
+class vision_fields {
+ public:
+  vision_fields(const hf_object& o, std::string cls) : o_(o), cls_(std::move(cls)) {}
+
+  /// The first of `keys` the config gives (a positive integer), else `fallback` as the class
+  /// default; neither is an error at the first key.
+  std::int64_t size(std::initializer_list<const char*> keys, std::optional<std::int64_t> fallback,
+                    std::string& origin) const {
+    for (const char* k : keys)
+      if (o_.has(k)) {
+        std::int64_t v = o_.integer(k);
+        if (v <= 0) o_.fail(k, fmt::format("must be positive, got {}", v));
+        origin = o_.path_of(k);
+        return v;
+      }
+    const char* first = *keys.begin();
+    if (!fallback) o_.fail(first, "missing required field (the vision tower's shapes need it)");
+    origin = fmt::format("default of {} ({} absent)", cls_, o_.path_of(first));
+    return *fallback;
+  }
+  /// A boolean field, else the class default.
+  bool flag(const char* key, bool fallback, std::string& origin) const {
+    if (o_.has(key)) {
+      origin = o_.path_of(key);
+      return o_.boolean(key);
+    }
+    origin = fmt::format("default of {} ({} absent)", cls_, o_.path_of(key));
+    return fallback;
+  }
+  /// How many entries a list field has, else `fallback`.
+  std::int64_t list_size(const char* key, std::int64_t fallback, std::string& origin) const {
+    if (o_.has(key)) {
+      o_.integers(key);  // a list of non-negative layer indices, or a located error
+      origin = o_.path_of(key);
+      return static_cast<std::int64_t>(o_.value(key).size());
+    }
+    origin = fmt::format("default of {} ({} absent: {} entries)", cls_, o_.path_of(key), fallback);
+    return fallback;
+  }
+  const hf_object& object() const { return o_; }
+
+ private:
+  const hf_object& o_;
+  std::string cls_;
+};
+
+std::string bool_text(bool b) { return b ? "true" : "false"; }
+
+vision_line line(std::string key, std::int64_t v, std::string why) {
+  return {std::move(key), std::to_string(v), std::move(why)};
+}
+vision_line line(std::string key, bool v, std::string why) {
+  return {std::move(key), bool_text(v), std::move(why)};
+}
+/// A line of a size read through `f`: the value first, then its origin (function arguments are
+/// evaluated in no fixed order, so the origin is never read beside the call that sets it).
+vision_line sized(const vision_fields& f, std::string key, std::initializer_list<const char*> keys,
+                  std::optional<std::int64_t> fallback) {
+  std::string origin;
+  std::int64_t v = f.size(keys, fallback, origin);
+  return line(std::move(key), v, origin);
+}
+
+vision_line word(std::string key, std::string v, std::string why) {
+  return {std::move(key), std::move(v), std::move(why)};
+}
+
+vision_line linear(std::int64_t in, std::int64_t out, bool bias, std::string why,
+                   std::int64_t count = 1) {
+  std::string v = fmt::format("{{linear: [{}, {}]{}{}}}", in, out, bias ? ", bias: true" : "",
+                              count != 1 ? fmt::format(", count: {}", count) : "");
+  return {"", v, std::move(why)};
+}
+vision_line norm(std::int64_t width, bool bias, std::string why, std::int64_t count = 1) {
+  std::string v = fmt::format("{{norm: {}{}{}}}", width, bias ? ", bias: true" : "",
+                              count != 1 ? fmt::format(", count: {}", count) : "");
+  return {"", v, std::move(why)};
+}
+
+/// The shared encoder fields: the block widths and the block's fixed layout.
+struct encoder {
+  std::int64_t layers, hidden, intermediate, heads;
+  std::string layers_o, hidden_o, intermediate_o, heads_o;
+  bool gated, layer_norm, attention_bias, mlp_bias;
+  std::string layout;  // the modules the flags stand for, said once
+};
+
+void push_encoder(vision_read& r, const encoder& e) {
+  r.fields.push_back(line("layers", e.layers, e.layers_o));
+  r.fields.push_back(line("hidden", e.hidden, e.hidden_o));
+  r.fields.push_back(line("intermediate", e.intermediate, e.intermediate_o));
+  r.fields.push_back(line("heads", e.heads, e.heads_o));
+  r.fields.push_back(word("mlp", e.gated ? "gated" : "plain", e.layout));
+  r.fields.push_back(word("norm", e.layer_norm ? "layernorm" : "rmsnorm", e.layout));
+  r.fields.push_back(line("attention_bias", e.attention_bias, e.layout));
+  r.fields.push_back(line("mlp_bias", e.mlp_bias, e.layout));
+}
+
+/// Qwen2-VL, Qwen2.5-VL, Qwen3-VL and Qwen3.5: a Conv3d patch embedding of in_channels x
+/// temporal_patch_size x patch_size^2, `depth` blocks, and a merger from spatial_merge_size^2
+/// patches (LayerNorm or RMSNorm of the tower's width, fc1 of m^2 w -> m^2 w, fc2 -> out).
+void read_qwen(vision_family fam, const hf_object& vc, vision_read& r) {
+  const bool q2 = fam == vision_family::qwen2_vl, q25 = fam == vision_family::qwen2_5_vl;
+  const bool q3 = fam == vision_family::qwen3_vl || fam == vision_family::qwen3_5;
+  const std::string cls = q2    ? "Qwen2VLVisionConfig"
+                          : q25 ? "Qwen2_5_VLVisionConfig"
+                          : fam == vision_family::qwen3_vl ? "Qwen3VLVisionConfig"
+                                                           : "Qwen3_5VisionConfig";
+  vision_fields f(vc, cls);
+  std::string o;
+  encoder e{};
+  e.layers = f.size({"depth"}, q3 ? 27 : 32, e.layers_o);
+  if (q2) {
+    e.hidden = f.size({"embed_dim"}, 1280, e.hidden_o);
+    std::string ratio_o;
+    std::int64_t ratio = f.size({"mlp_ratio"}, 4, ratio_o);
+    e.intermediate = e.hidden * ratio;
+    e.intermediate_o = fmt::format("{} x {}", e.hidden_o, ratio_o);
+  } else {
+    e.hidden = f.size({"hidden_size"}, q25 ? 3584 : 1152, e.hidden_o);
+    e.intermediate = f.size({"intermediate_size"}, q25 ? 3420 : 4304, e.intermediate_o);
+  }
+  e.heads = f.size({"num_heads"}, 16, e.heads_o);
+  if (e.hidden % e.heads != 0)
+    vc.fail("num_heads", fmt::format("{} heads do not divide the width {}", e.heads, e.hidden));
+  e.gated = q25;
+  e.layer_norm = !q25;
+  e.attention_bias = true;
+  e.mlp_bias = true;
+  e.layout = q2    ? "Qwen2VLVisionBlock: LayerNorms, qkv/proj and fc1/fc2 with biases"
+             : q25 ? "Qwen2_5_VLVisionBlock: RMSNorms, qkv/proj and gate/up/down with biases"
+                   : "Qwen3VLVisionBlock: LayerNorms, qkv/proj and linear_fc1/fc2 with biases";
+  r.fields.push_back(sized(f, "channels", {"in_channels", "in_chans"}, 3));
+  r.fields.push_back(sized(f, "patch", {"patch_size", "spatial_patch_size"}, q3 ? 16 : 14));
+  r.fields.push_back(sized(f, "temporal_patch", {"temporal_patch_size"}, 2));
+  r.fields.push_back(line("patch_bias", q3, q3 ? "Conv3d with a bias (Qwen3VLVisionPatchEmbed)"
+                                               : "Conv3d without bias (PatchEmbed)"));
+  if (q3) r.fields.push_back(sized(f, "positions", {"num_position_embeddings"}, 2304));
+  push_encoder(r, e);
+  std::int64_t merge = f.size({"spatial_merge_size"}, 2, o);
+  const std::string merge_o = o;
+  std::int64_t out = q2 ? f.size({"hidden_size"}, 3584, o)
+                        : f.size({"out_hidden_size"}, 3584, o);
+  const std::string out_o = o;
+  const std::int64_t wide = e.hidden * merge * merge;
+  r.projector.push_back(norm(e.hidden, !q25, q25 ? "merger ln_q: RMSNorm of the width"
+                                                 : "merger norm: LayerNorm of the width"));
+  r.projector.push_back(linear(wide, wide, true, "merger fc1: " + merge_o + "^2 patches"));
+  r.projector.push_back(linear(wide, out, true, "merger fc2 to " + out_o));
+  if (q3) {
+    // Qwen3-VL's DeepStack: one merger per listed layer, its LayerNorm after the shuffle (m^2 w).
+    std::int64_t deep = f.list_size("deepstack_visual_indexes",
+                                    fam == vision_family::qwen3_vl ? 3 : 0, o);
+    if (deep > 0) {
+      if (fam == vision_family::qwen3_5)
+        r.not_counted = fmt::format(
+            "the vision tower (vision_config): {} lists DeepStack layers, which Qwen3.5's "
+            "tower is not read with",
+            vc.path_of("deepstack_visual_indexes"));
+      r.projector.push_back(norm(wide, true, "DeepStack mergers: " + o, deep));
+      r.projector.push_back(linear(wide, wide, true, "their fc1", deep));
+      r.projector.push_back(linear(wide, out, true, "their fc2", deep));
+    }
+  }
+}
+
+/// Gemma 3: SiglipVisionModel (Conv2d patches with a bias, a position table of
+/// (image_size / patch_size)^2 rows, LayerNorm blocks with biases, post_layernorm) and
+/// Gemma3MultiModalProjector (an RMSNorm of the tower's width and a matrix onto the text model).
+void read_siglip(const hf_object& vc, std::int64_t text_hidden, vision_read& r) {
+  vision_fields f(vc, "SiglipVisionConfig");
+  std::string o, use_head_o;
+  if (f.flag("vision_use_head", true, use_head_o)) {
+    r.not_counted = fmt::format(
+        "the vision tower and projector (vision_config): SigLIP's pooling head ({}) is not read",
+        use_head_o);
+    return;
+  }
+  encoder e{};
+  e.layers = f.size({"num_hidden_layers"}, 12, e.layers_o);
+  e.hidden = f.size({"hidden_size"}, 768, e.hidden_o);
+  e.intermediate = f.size({"intermediate_size"}, 3072, e.intermediate_o);
+  e.heads = f.size({"num_attention_heads"}, 12, e.heads_o);
+  if (e.hidden % e.heads != 0)
+    vc.fail("num_attention_heads",
+            fmt::format("{} heads do not divide the width {}", e.heads, e.hidden));
+  e.gated = false;
+  e.layer_norm = true;
+  e.attention_bias = true;
+  e.mlp_bias = true;
+  e.layout = "SiglipEncoderLayer: LayerNorms, q/k/v/out_proj and fc1/fc2 with biases";
+  std::int64_t image = f.size({"image_size"}, 224, o);
+  const std::string image_o = o;
+  std::int64_t patch = f.size({"patch_size"}, 16, o);
+  const std::string patch_o = o;
+  r.fields.push_back(sized(f, "channels", {"num_channels"}, 3));
+  r.fields.push_back(line("patch", patch, patch_o));
+  r.fields.push_back(line("patch_bias", true, "SiglipVisionEmbeddings: Conv2d with a bias"));
+  r.fields.push_back(line("positions", (image / patch) * (image / patch),
+                          fmt::format("({} / {})^2 patches", image_o, patch_o)));
+  push_encoder(r, e);
+  r.fields.push_back(line("post_norm", true, "post_layernorm"));
+  r.projector.push_back(norm(e.hidden, false, "mm_soft_emb_norm: RMSNorm of the width"));
+  r.projector.push_back(
+      linear(e.hidden, text_hidden, false, "mm_input_projection_weight onto text_config.hidden_size"));
+}
+
+/// Mistral 3: PixtralVisionModel (Conv2d patches without bias, ln_pre, RMSNorm blocks with a
+/// gated MLP, no biases, 2-D RoPE) and Mistral3MultiModalProjector (an RMSNorm, the patch
+/// merger of spatial_merge_size^2 patches, linear_1 and linear_2 onto the text model).
+void read_pixtral(const hf_object& root, const hf_object& vc, std::int64_t text_hidden,
+                  vision_read& r) {
+  vision_fields f(vc, "PixtralVisionConfig"), top(root, "Mistral3Config");
+  std::string o;
+  encoder e{};
+  e.layers = f.size({"num_hidden_layers"}, 24, e.layers_o);
+  e.hidden = f.size({"hidden_size"}, 1024, e.hidden_o);
+  e.intermediate = f.size({"intermediate_size"}, 4096, e.intermediate_o);
+  e.heads = f.size({"num_attention_heads"}, 16, e.heads_o);
+  if (e.hidden % e.heads != 0)
+    vc.fail("num_attention_heads",
+            fmt::format("{} heads do not divide the width {}", e.heads, e.hidden));
+  e.gated = true;
+  e.layer_norm = false;
+  e.attention_bias = false;
+  e.mlp_bias = false;
+  e.layout = "PixtralAttentionLayer: RMSNorms, q/k/v/o and gate/up/down without biases";
+  r.fields.push_back(sized(f, "channels", {"num_channels"}, 3));
+  r.fields.push_back(sized(f, "patch", {"patch_size"}, 16));
+  r.fields.push_back(line("patch_bias", false, "patch_conv: Conv2d without bias"));
+  r.fields.push_back(line("pre_norm", true, "ln_pre: an RMSNorm before the blocks"));
+  push_encoder(r, e);
+  std::int64_t merge = top.size({"spatial_merge_size"}, 2, o);
+  const std::string merge_o = o;
+  bool bias = top.flag("multimodal_projector_bias", false, o);
+  const std::string bias_o = o;
+  // vision_feature_layer: one layer (an index) or a list whose features are concatenated.
+  std::int64_t feature_layers = 1;
+  std::string feature_o = "default of Mistral3Config (vision_feature_layer absent: -1)";
+  if (root.has("vision_feature_layer")) {
+    const json& v = root.value("vision_feature_layer");
+    if (v.is_array() && !v.empty()) feature_layers = static_cast<std::int64_t>(v.size());
+    else if (!v.is_number_integer())
+      root.fail("vision_feature_layer", "expected a layer index or a list of them");
+    feature_o = root.path_of("vision_feature_layer");
+  }
+  r.projector.push_back(norm(e.hidden, false, "multi_modal_projector.norm: RMSNorm"));
+  r.projector.push_back(linear(e.hidden * merge * merge, e.hidden, false,
+                               "patch_merger.merging_layer: " + merge_o + "^2 patches"));
+  r.projector.push_back(linear(e.hidden * feature_layers, text_hidden, bias,
+                               fmt::format("linear_1 ({} layers: {}); bias: {}", feature_layers,
+                                           feature_o, bias_o)));
+  r.projector.push_back(linear(text_hidden, text_hidden, bias, "linear_2; bias: " + bias_o));
+}
+
+/// Llama 4: Llama4VisionModel (an unfolded patch projection without bias, a class embedding,
+/// (image_size / patch_size)^2 + 1 positions, LayerNorms before and after, blocks with biases
+/// everywhere), its pixel-shuffle MLP (fc1 intermediate_size -> projector_input_dim, fc2
+/// projector_output_dim square, no biases) and Llama4MultiModalProjector (vision_output_dim onto
+/// the text model, no bias).
+void read_llama4(const hf_object& vc, std::int64_t text_hidden, vision_read& r) {
+  vision_fields f(vc, "Llama4VisionConfig");
+  std::string o;
+  encoder e{};
+  e.layers = f.size({"num_hidden_layers"}, 34, e.layers_o);
+  e.hidden = f.size({"hidden_size"}, 768, e.hidden_o);
+  e.intermediate = f.size({"intermediate_size"}, 5632, e.intermediate_o);
+  e.heads = f.size({"num_attention_heads"}, 16, e.heads_o);
+  if (e.hidden % e.heads != 0)
+    vc.fail("num_attention_heads",
+            fmt::format("{} heads do not divide the width {}", e.heads, e.hidden));
+  e.gated = false;
+  e.layer_norm = true;
+  e.attention_bias = true;
+  e.mlp_bias = true;
+  e.layout = "Llama4VisionEncoderLayer: LayerNorms, q/k/v/o and fc1/fc2 with biases";
+  std::int64_t image = f.size({"image_size"}, 448, o);
+  const std::string image_o = o;
+  std::int64_t patch = f.size({"patch_size"}, 14, o);
+  const std::string patch_o = o;
+  r.fields.push_back(sized(f, "channels", {"num_channels"}, 3));
+  r.fields.push_back(line("patch", patch, patch_o));
+  r.fields.push_back(line("patch_bias", false, "Llama4UnfoldConvolution: a Linear without bias"));
+  r.fields.push_back(line("positions", (image / patch) * (image / patch) + 1,
+                          fmt::format("({} / {})^2 patches + the class token", image_o, patch_o)));
+  r.fields.push_back(line("class_token", true, "class_embedding"));
+  r.fields.push_back(line("pre_norm", true, "layernorm_pre"));
+  push_encoder(r, e);
+  r.fields.push_back(line("post_norm", true, "layernorm_post"));
+  std::int64_t in = f.size({"projector_input_dim"}, 4096, o);
+  const std::string in_o = o;
+  std::int64_t out = f.size({"projector_output_dim"}, 4096, o);
+  const std::string out_o = o;
+  std::int64_t vision_out = f.size({"vision_output_dim"}, 7680, o);
+  r.projector.push_back(linear(e.intermediate, in, false,
+                               "vision_adapter fc1: intermediate_size -> " + in_o));
+  r.projector.push_back(linear(out, out, false, "vision_adapter fc2: " + out_o));
+  r.projector.push_back(linear(vision_out, text_hidden, false,
+                               "multi_modal_projector.linear_1: " + o + " -> text hidden"));
+}
+
+/// The module roots a checkpoint names its tower and projector by (the quantisers' exclusion
+/// lists must cover each for the tower to stay in the model dtype).
+std::vector<std::string> roots_of(vision_family fam) {
+  switch (fam) {
+    case vision_family::siglip:
+    case vision_family::pixtral:
+      return {"vision_tower", "multi_modal_projector"};
+    case vision_family::llama4:
+      return {"vision_model", "multi_modal_projector"};
+    default:
+      return {"visual"};
+  }
+}
+
+/// An exclusion entry as the module root it covers: "re:.*visual.*", "model.visual" and
+/// "visual." all read "visual".
+std::string root_of_entry(std::string e) {
+  if (e.starts_with("re:")) e = e.substr(3);
+  if (e.starts_with(".*")) e = e.substr(2);
+  while (!e.empty() && (e.ends_with(".*") || e.ends_with(".") || e.ends_with("*")))
+    e.resize(e.size() - (e.ends_with(".*") ? 2 : 1));
+  if (e.starts_with("model.")) e = e.substr(6);
+  return e;
+}
+
+/// The first root a quantised checkpoint leaves out of its exclusion lists ("" when it covers
+/// every root, or the checkpoint is not quantised).
+std::string quantised_root(vision_family fam, const hf_object& root, const hf_json* modelopt) {
+  std::vector<const json*> lists;
+  bool quantised = false;
+  if (root.has("quantization_config") && root.value("quantization_config").is_object()) {
+    quantised = true;
+    const json& q = root.value("quantization_config");
+    for (const char* k : {"ignore", "modules_to_not_convert", "exclude_modules"})
+      if (q.contains(k)) lists.push_back(&q[k]);
+  }
+  if (modelopt) {
+    quantised = true;
+    const json& m = modelopt->root();
+    if (m.contains("quantization") && m["quantization"].is_object() &&
+        m["quantization"].contains("exclude_modules"))
+      lists.push_back(&m["quantization"]["exclude_modules"]);
+  }
+  if (!quantised) return "";
+  for (const std::string& want : roots_of(fam)) {
+    bool covered = false;
+    for (const json* l : lists)
+      if (l->is_array())
+        for (const json& e : *l)
+          covered = covered || (e.is_string() && root_of_entry(e.get<std::string>()) == want);
+    if (!covered) return want;
+  }
+  return "";
+}
+
+}  // namespace
+
+vision_read read_vision(vision_family family, const hf_object& root, std::int64_t text_hidden,
+                        const std::string& dtype, const std::string& dtype_origin,
+                        const hf_json* modelopt) {
+  vision_read r;
+  if (!root.has("vision_config")) {
+    r.not_counted = "the vision tower and projector: the file has no vision_config";
+    return r;
+  }
+  const hf_object vc = root.object("vision_config");
+  switch (family) {
+    case vision_family::siglip:
+      read_siglip(vc, text_hidden, r);
+      break;
+    case vision_family::pixtral:
+      read_pixtral(root, vc, text_hidden, r);
+      break;
+    case vision_family::llama4:
+      read_llama4(vc, text_hidden, r);
+      break;
+    default:
+      read_qwen(family, vc, r);
+  }
+  if (!r.not_counted.empty()) return r;
+  if (std::string left = quantised_root(family, root, modelopt); !left.empty()) {
+    r.not_counted = fmt::format(
+        "the vision tower and projector (vision_config): the quantisation config does not "
+        "exclude `{}`, and calc counts the tower only in the model dtype",
+        left);
+    return r;
+  }
+  if (dtype != "bf16" && dtype != "fp16" && dtype != "fp32") {
+    r.not_counted = fmt::format(
+        "the vision tower and projector (vision_config): the model dtype {} is not one calc "
+        "counts a component in",
+        dtype);
+    return r;
+  }
+  r.fields.insert(r.fields.begin(),
+                  {word("kind", "vit", "a vision encoder and its projector (vision_config)"),
+                   word("weights", dtype,
+                        dtype_origin + " (the tower is stored unquantised, in the model dtype)")});
+  return r;
+}
+
+std::string emit_vision(const vision_read& v, bool annotate) {
+  if (!v.not_counted.empty()) return "";
+  std::string out = "components:\n";
+  auto put = [&](std::string text, const std::string& comment) {
+    if (annotate && !comment.empty()) {
+      text.resize(std::max<std::size_t>(text.size() + 2, 36), ' ');
+      text += "# " + comment;
+    }
+    out += text + "\n";
+  };
+  put("  - name: vision_tower", "counted apart from the text model's totals");
+  for (const vision_line& l : v.fields) put("    " + l.key + ": " + l.value, l.comment);
+  put("    projector:", "");
+  for (const vision_line& l : v.projector) put("      - " + l.value, l.comment);
+  return out;
+}
+
+}  // namespace calc::hf

@@ -1,0 +1,295 @@
+// Vision towers counted as a component (src/spec/hf/vision.cpp, src/tally/component.cpp): each
+// family's tower from its vision_config, pinned against the published total of the whole
+// checkpoint (text model + tower), and reported apart from the text model's totals.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "cli/cli.h"
+#include "common/error.h"
+#include "hf_counts.h"
+#include "scratch.h"
+#include "spec/component_reader.h"
+#include "spec/hf/import.h"
+#include "spec/model_reader.h"
+#include "tally/component.h"
+
+using namespace calc;
+namespace fs = std::filesystem;
+
+namespace {
+
+using testing::fixture;
+using testing::state;
+
+/// A model with the components its file holds (component_reader.h), as the commands read them.
+struct model_with_components {
+  testing::model m;
+  std::vector<component_spec> components;
+  explicit model_with_components(const std::string& path)
+      : m(path),
+        components(read_model_components(resolve_model_path(path), m.spec.precision.embedding)) {}
+  model_with_components(const std::string& yaml, const std::string& file)
+      : m(testing::model::from_text(yaml)),
+        components(read_model_components_text(yaml, file, m.spec.precision.embedding)) {}
+};
+
+/// The parameters of a model's components (0 when it has none).
+std::int64_t vision(const model_with_components& w) {
+  checked n;
+  for (const component_spec& c : w.components) n += tally_component(c).params;
+  return n.value();
+}
+std::int64_t params(const model_with_components& w) { return testing::params(w.m); }
+
+model_with_components from_json(const std::string& json) {
+  return model_with_components(hf::import_text(json, "config.json", "t").plain, "config.json");
+}
+
+model_with_components from_yaml(const std::string& yaml) {
+  return model_with_components(yaml, "test.yaml");
+}
+
+nlohmann::json read_json(const std::string& path) {
+  std::ifstream in(path);
+  return nlohmann::json::parse(in);
+}
+
+}  // namespace
+
+TEST_CASE("vision qwen2_vl / qwen2_5_vl: the ViT and patch merger from vision_config's defaults") {
+  // Qwen2-VL-7B-Instruct, published 8,291,375,616 (SOURCES.md): the fine-tune's vision_config
+  // gives only in_chans and spatial_patch_size; the rest are Qwen2VLVisionConfig's defaults
+  // (depth 32, embed_dim 1280, mlp_ratio 4, num_heads 16, merge 2, temporal 2, hidden_size
+  // 3584). Patch embedding 1,505,280, 32 blocks of 19,677,440, merger 44,575,744.
+  model_with_components q2(fixture("qwen2-vl-7b-instruct-finetune.json"));
+  REQUIRE(q2.components.size() == 1);
+  CHECK(vision(q2) == 675'759'104);
+  CHECK(params(q2) + vision(q2) == 8'291'375'616);
+  component_tally t = tally_component(q2.components[0]);
+  CHECK(t.parts[0].params.value() == 1'505'280);
+  CHECK(t.parts[1].params.value() == 32LL * 19'677'440);
+  CHECK(t.parts[2].params.value() == 44'575'744);
+  CHECK(t.bytes.value() == 2 * 675'759'104LL);  // torch_dtype bfloat16
+  // Qwen2.5-VL-7B-Instruct, published 8,292,166,656: RMSNorms and a gated MLP with biases.
+  model_with_components q25(fixture("Qwen--Qwen2.5-VL-7B-Instruct"));
+  CHECK(vision(q25) == 676'550'144);
+  CHECK(params(q25) + vision(q25) == 8'292'166'656);
+  // No KV cache: the state is the text model's alone (57,344 B a token, as before).
+  CHECK(state(q25.m, 8192) == 57'344LL * 8192);
+}
+
+TEST_CASE("vision qwen3_vl / qwen3_vl_moe: position table, merger and DeepStack mergers") {
+  struct row {
+    const char* fixture;
+    std::int64_t tower, total;
+  };
+  // The published totals of SOURCES.md (Hub and provider counts of the whole checkpoint).
+  for (const row& r : {row{"Qwen--Qwen3-VL-2B-Instruct", 406'957'056, 2'127'532'032},
+                       row{"Qwen--Qwen3-VL-4B-Instruct", 415'347'712, 4'437'815'808},
+                       row{"Qwen--Qwen3-VL-8B-Instruct", 576'388'336, 8'767'123'696},
+                       row{"Qwen--Qwen3-VL-30B-A3B-Instruct", 538'631'408, 31'070'754'032},
+                       row{"Qwen--Qwen3-VL-235B-A22B-Instruct", 576'388'336, 235'670'022'896}}) {
+    CAPTURE(r.fixture);
+    model_with_components m(fixture(r.fixture));
+    CHECK(vision(m) == r.tower);
+    CHECK(params(m) + vision(m) == r.total);
+  }
+  // The 8B by part: patch 3*2*16*16*1152 + 1152 and 2304 positions; 27 blocks of 15,239,504;
+  // the merger 40,119,040 and three DeepStack mergers of 40,125,952.
+  model_with_components b8(fixture("Qwen--Qwen3-VL-8B-Instruct"));
+  component_tally t = tally_component(b8.components[0]);
+  CHECK(t.parts[0].params.value() == 3LL * 2 * 16 * 16 * 1152 + 1152 + 2304LL * 1152);
+  CHECK(t.parts[1].params.value() == 27LL * 15'239'504);
+  CHECK(t.parts[2].params.value() == 40'119'040 + 3LL * 40'125'952);
+}
+
+TEST_CASE("vision qwen3_5: Qwen3-VL's tower without DeepStack (Qwen3.5-27B: 460,730,096)") {
+  // Published 27,781,427,952 = language model 26,895,998,464 + tower 460,730,096 + the MTP
+  // block 424,699,392 (SOURCES.md; the tensor listing hf_checkpoint_test.cpp writes).
+  model_with_components m(fixture("Qwen--Qwen3.5-27B"));
+  CHECK(vision(m) == 460'730'096);
+  CHECK(params(m) + vision(m) + 424'699'392 == 27'781'427'952);
+  // A DeepStack list on a Qwen3.5 tower is not read: not counted, and said.
+  nlohmann::json c = read_json(fixture("Qwen--Qwen3.5-27B/config.json"));
+  c["vision_config"]["deepstack_visual_indexes"] = {8, 16, 24};
+  hf::imported i = hf::import_text(c.dump(), "config.json", "t");
+  CHECK(i.yaml.find("# Not counted: the vision tower (vision_config): "
+                    "vision_config.deepstack_visual_indexes lists DeepStack layers") !=
+        std::string::npos);
+  CHECK(i.yaml.find("components:") == std::string::npos);
+}
+
+TEST_CASE("vision gemma3: SigLIP without its head, and the RMSNorm + matrix projector") {
+  // gemma-3-27b-it, published 27,432,406,640 = language model 27,009,346,304 + SigLIP
+  // 416,866,032 + projector 1152 x 5376 + 1152 (SOURCES.md).
+  model_with_components g27(fixture("google--gemma-3-27b-it"));
+  CHECK(vision(g27) == 416'866'032 + 1152LL * 5376 + 1152);
+  CHECK(params(g27) + vision(g27) == 27'432'406'640);
+  // gemma-3-4b-it: the same tower, the projector onto 2560: the card's 4.3B, 4,300,079,472.
+  model_with_components g4(fixture("google--gemma-3-4b-it"));
+  CHECK(params(g4) + vision(g4) == 4'300'079'472);
+  // gemma-3-12b-it: 12,187,325,040.
+  model_with_components g12(fixture("google--gemma-3-12b-it"));
+  CHECK(params(g12) + vision(g12) == 12'187'325'040);
+  // A SigLIP with its pooling head (vision_use_head absent: SiglipVisionTransformer builds it)
+  // is not read: not counted, and the header says why.
+  nlohmann::json c = read_json(fixture("google--gemma-3-4b-it/config.json"));
+  c["vision_config"].erase("vision_use_head");
+  hf::imported i = hf::import_text(c.dump(), "config.json", "t");
+  CHECK(i.yaml.find("# Not counted: the vision tower and projector (vision_config): SigLIP's "
+                    "pooling head (default of SiglipVisionConfig (vision_config.vision_use_head "
+                    "absent)) is not read.") != std::string::npos);
+}
+
+TEST_CASE("vision mistral3: Pixtral and the patch-merger projector (Mistral Small 3.x 24B)") {
+  // KerasHub's mistral3 presets give 24,011,361,280 parameters for Mistral Small 3.1/3.2 24B
+  // (SOURCES.md) = language model 23,572,403,200 + Pixtral 403,305,472 (patch 3*14*14*1024,
+  // ln_pre, 24 blocks of 16,779,264) + projector 35,652,608 (norm 1024, merging 4096 x 1024,
+  // linear_1 1024 x 5120, linear_2 5120 x 5120, no biases).
+  model_with_components m(fixture("mistral-small-3.2-24b.json"));
+  CHECK(params(m) == 23'572'403'200);
+  component_tally t = tally_component(m.components[0]);
+  CHECK(t.parts[0].params.value() == 3LL * 14 * 14 * 1024 + 1024);
+  CHECK(t.parts[1].params.value() == 24LL * 16'779'264);
+  CHECK(t.parts[2].params.value() == 35'652'608);
+  CHECK(params(m) + vision(m) == 24'011'361'280);
+}
+
+TEST_CASE("vision llama4: Scout's tower, pixel-shuffle MLP and projector (108,641,793,536)") {
+  // The Scout fixture is abridged (no vision_config); the vision_config below is the one a model
+  // report prints for Llama-4-Scout-17B-16E (SOURCES.md), with its per-tensor listing: patch
+  // 827,904, positions 812,416, class 1,408, q/k/v/o 1,982,464 + 1,408 each, fc1 7,929,856 +
+  // 5,632, fc2 7,929,856 + 1,408, adapter fc1 23,068,672 and fc2 16,777,216, projector
+  // 20,971,520. The Hub's count for meta-llama/Llama-4-Scout-17B-16E-Instruct: 108,641,793,536.
+  nlohmann::json c = read_json(fixture("meta-llama--Llama-4-Scout-17B-16E-Instruct/config.json"));
+  c["vision_config"] = nlohmann::json::parse(R"({
+    "attention_dropout": 0.0, "hidden_act": "gelu", "hidden_size": 1408, "image_size": 336,
+    "initializer_range": 0.02, "intermediate_size": 5632, "model_type": "llama4_vision_model",
+    "multi_modal_projector_bias": false, "norm_eps": 1e-05, "num_attention_heads": 16,
+    "num_channels": 3, "num_hidden_layers": 34, "patch_size": 14, "pixel_shuffle_ratio": 0.5,
+    "projector_dropout": 0.0, "projector_input_dim": 4096, "projector_output_dim": 4096,
+    "rope_theta": 10000, "vision_feature_layer": -1, "vision_feature_select_strategy": "default",
+    "vision_output_dim": 4096})");
+  model_with_components m = from_json(c.dump());
+  component_tally t = tally_component(m.components[0]);
+  CHECK(t.parts[0].params.value() == 827'904 + 812'416 + 1'408 + 2 * 1'408);
+  CHECK(t.parts[1].params.value() == 34LL * 23'807'872 + 2 * 1'408);
+  CHECK(t.parts[2].params.value() == 23'068'672 + 16'777'216 + 20'971'520);
+  CHECK(vision(m) == 871'932'416);
+  CHECK(params(m) + vision(m) == 108'641'793'536);
+  // The abridged fixture itself: no vision_config, so nothing to count, and the header says so.
+  hf::imported abridged =
+      hf::import_config(fixture("meta-llama--Llama-4-Scout-17B-16E-Instruct"));
+  CHECK(abridged.yaml.find("# Not counted: the vision tower and projector: the file has no "
+                           "vision_config.") != std::string::npos);
+}
+
+TEST_CASE("vision: a quantised checkpoint counts the tower only when its exclusions cover it") {
+  nlohmann::json c = read_json(fixture("Qwen--Qwen3-VL-8B-Instruct/config.json"));
+  c["quantization_config"] = {{"quant_method", "fp8"},
+                              {"activation_scheme", "dynamic"},
+                              {"weight_block_size", {128, 128}},
+                              {"modules_to_not_convert", {"lm_head", "model.visual"}}};
+  model_with_components kept = from_json(c.dump());
+  CHECK(vision(kept) == 576'388'336);
+  CHECK(kept.components[0].weights.name == "bf16");
+  c["quantization_config"]["modules_to_not_convert"] = {"lm_head"};
+  hf::imported quantised = hf::import_text(c.dump(), "config.json", "t");
+  CHECK(quantised.yaml.find("# Not counted: the vision tower and projector (vision_config): the "
+                            "quantisation config does not exclude `visual`") != std::string::npos);
+  CHECK(from_yaml(quantised.plain).components.empty());
+}
+
+TEST_CASE("vision: calc params reports the component apart from the text model's totals") {
+  const std::string cfg = fixture("Qwen--Qwen3-VL-2B-Instruct");
+  std::ostringstream out, err;
+  REQUIRE(run_cli({"params", "--model", cfg, "--format", "json"}, out, err) == 0);
+  nlohmann::json j = nlohmann::json::parse(out.str());
+  CHECK(j["total_params"] == 1'720'574'976);  // the text model, as before
+  CHECK(j["weight_bytes"] == 2 * 1'720'574'976LL);
+  REQUIRE(j["components"].size() == 1);
+  CHECK(j["components"][0]["name"] == "vision_tower");
+  CHECK(j["components"][0]["format"] == "bf16");
+  CHECK(j["components"][0]["params"] == 406'957'056);
+  CHECK(j["components"][0]["bytes"] == 2 * 406'957'056LL);
+  CHECK(j["component_bytes"] == 2 * 406'957'056LL);
+  // The state has no vision part.
+  std::ostringstream so, se;
+  REQUIRE(run_cli({"state", "--model", cfg, "--length", "8192", "--format", "json"}, so, se) == 0);
+  CHECK(nlohmann::json::parse(so.str())["total_bytes"] == 4'096LL * 28 * 8192);
+  // Markdown: the component's rows beside the totals.
+  std::ostringstream md, mde;
+  REQUIRE(run_cli({"params", "--model", cfg}, md, mde) == 0);
+  CHECK(md.str().find("| component bytes") != std::string::npos);
+  CHECK(md.str().find("### components") != std::string::npos);
+  CHECK(md.str().find("| vision_tower") != std::string::npos);
+}
+
+TEST_CASE("vision: a malformed vision_config field is a one-line located error, exit 2") {
+  nlohmann::json c = read_json(fixture("Qwen--Qwen3-VL-2B-Instruct/config.json"));
+  c["vision_config"]["depth"] = "twenty-four";
+  std::string text = c.dump(2);
+  CHECK(testing::import_error(text).find("config.json:") == 0);
+  CHECK(testing::import_error(text).find(
+            ": vision_config.depth: expected a non-negative integer, got \"twenty-four\"") !=
+        std::string::npos);
+  c["vision_config"]["depth"] = 0;
+  CHECK(testing::import_error(c.dump(2)).find(": vision_config.depth: must be positive, got 0") !=
+        std::string::npos);
+  c["vision_config"]["depth"] = 24;
+  c["vision_config"]["num_heads"] = 15;
+  CHECK(testing::import_error(c.dump(2)).find(
+            ": vision_config.num_heads: 15 heads do not divide the width 1024") !=
+        std::string::npos);
+  // Through the command line: exit 2, one line on stderr naming file:line:col and the field.
+  c["vision_config"]["num_heads"] = 16;
+  c["vision_config"]["hidden_size"] = -1024;
+  fs::path dir = testing::scratch_dir("calc-vision") / "bad";
+  fs::create_directories(dir);
+  std::ofstream(dir / "config.json") << c.dump(2);
+  std::ostringstream out, err;
+  CHECK(run_cli({"params", "--model", (dir / "config.json").string()}, out, err) == 2);
+  CHECK(err.str().find((dir / "config.json").string() + ":") == 0);
+  CHECK(err.str().find(": vision_config.hidden_size: expected a non-negative integer, got -1024") !=
+        std::string::npos);
+  const std::string message = err.str();
+  CHECK(std::count(message.begin(), message.end(), '\n') == 1);
+}
+
+TEST_CASE("vision: the components schema is read strictly") {
+  const std::string model = R"(schema: 1
+name: t
+vocab: 100
+hidden: 64
+layers:
+  count: 1
+  attention: {kind: gqa, q_heads: 4, kv_heads: 4, head_dim: 16}
+  ffn: {kind: swiglu, intermediate: 128}
+components:
+  - name: vision_tower
+    kind: vit
+)";
+  const std::string tower = R"(    patch: 14
+    layers: 2
+    hidden: 32
+    intermediate: 64
+    heads: 4
+)";
+  // A two-block tower: patch 3*14*14*32; each block 4*32^2 + 2*32*64 + 2 LayerNorms (4*32).
+  model_with_components m = from_yaml(model + tower + "    projector:\n      - {linear: [32, 64]}\n");
+  CHECK(vision(m) == 3 * 14 * 14 * 32 + 2 * (4 * 32 * 32 + 2 * 32 * 64 + 4 * 32) + 32 * 64);
+  CHECK(testing::error_of(model + tower + "    mlp: swish\n") ==
+        "test.yaml:17:10: components[0].mlp: expected gated or plain, got 'swish'");
+  CHECK(testing::error_of(model + tower + "    weights: fp8\n") ==
+        "test.yaml:17:14: components[0].weights: expected bf16, fp16 or fp32, got 'fp8'");
+  CHECK(testing::error_of(model + tower + "    projector:\n      - {norm: 32, linear: [1, 2]}\n")
+            .find("components[0].projector[0].norm: give one of linear: [in, out] or norm: "
+                  "width") != std::string::npos);
+  CHECK(testing::error_of(model + "    patch: 14\n").find("components[0].layers: missing") !=
+        std::string::npos);
+}
