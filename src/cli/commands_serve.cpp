@@ -256,7 +256,15 @@ result run_serve(const options& o) {
     std::vector<arrival> arrivals =
         q.trace.empty() ? poisson_arrivals(q.rate, q.requests, q.cfg.isl, q.cfg.osl, q.seed)
                         : read_trace(q.trace);
-    simulation sim = simulate(d, q.cfg, k, arrivals);
+    simulation sim;
+    try {
+      sim = simulate(d, q.cfg, k, arrivals);
+    } catch (const spec_error& e) {
+      // The simulation names a trace's field; Poisson arrivals take their lengths from --isl and
+      // --osl, which is what the user typed.
+      if (!q.trace.empty() || e.field() != "input_tokens") throw;
+      throw spec_error("--isl", e.message());
+    }
     ojson p;
     if (q.trace.empty())
       p["rate"] = q.rate;

@@ -471,3 +471,17 @@ TEST_CASE("serve simulation from the command line: preemption fields, bad input 
   CHECK(j["binding"] == "gpus");
   CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(20));
 }
+
+TEST_CASE("serve --rate: a request the pool cannot hold is refused at --isl, a trace's at its field") {
+  std::string out, err;
+  CHECK(run({"serve", "--model", "qwen3-8b", "--gpu", "l4", "--engine", "vllm", "--isl", "40000",
+             "--osl", "500", "--rate", "1", "--requests", "2"},
+            out, err) == 2);
+  CHECK(err.rfind("--isl: a request of 40000 + 500 tokens needs ", 0) == 0);
+  std::string trace = write_temp("calc_serve_long_trace.jsonl",
+                                 "{\"arrival_ms\": 0, \"input_tokens\": 40000, "
+                                 "\"output_tokens\": 500}\n");
+  CHECK(run({"serve", "--model", "qwen3-8b", "--gpu", "l4", "--engine", "vllm", "--trace", trace},
+            out, err) == 2);
+  CHECK(err.rfind("input_tokens: a request of 40000 + 500 tokens needs ", 0) == 0);
+}
