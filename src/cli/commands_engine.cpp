@@ -213,6 +213,8 @@ bool text_only_of(const std::string& text) {
   return true;
 }
 
+}  // namespace
+
 /// The vision tower and projector of a multimodal model: the components its YAML counts
 /// (model_spec's `components`, from vision_config), plus a tower its safetensors headers store
 /// that no component counts (the named difference of spec/hf/checkpoint.h); 0 for neither.
@@ -229,6 +231,8 @@ checked vision_bytes_of(const options& o, const loaded_model& m) {
     if (d.name.find("vision") != std::string::npos) bytes += d.bytes;
   return bytes;
 }
+
+namespace {
 
 /// Binds the engine options into the capacity question (validation of option text here, the
 /// arithmetic in src/engine/question.cpp).

@@ -180,6 +180,7 @@ result run_report(const options& o) {
     options one = v;
     one.model = name;
     graphs.push_back(&loaded.emplace_back(load(one)).g);
+    if (!o.engine.empty()) q.vision_bytes.push_back(vision_bytes_of(one, loaded.back()));
     if (q.lay)
       if (std::string why = layout_problem(loaded.back().g, *q.lay); !why.empty())
         throw spec_error("--tp/--pp/--ep/--dp", fmt::format("{}: {}", name, why));

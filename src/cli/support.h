@@ -282,6 +282,8 @@ result run_report(const options& o);
 engine::capacity_request engine_request_of(const options& o, std::int64_t length,
                                            const std::string& gpu_name,
                                            std::optional<loaded_model>& draft);
+/// The vision tower and projector an engine loads beside the text model (commands_engine.cpp).
+checked vision_bytes_of(const options& o, const loaded_model& m);
 /// Time under load (commands_serve.cpp): `serve`, `calibrate`, and `plan --sla`.
 void add_serve_options(CLI::App& app, options& o);
 void add_calibrate_options(CLI::App& app, options& o);

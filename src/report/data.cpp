@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <stdexcept>
 
 #include "common/dtype.h"
 #include "common/error.h"
@@ -117,7 +118,7 @@ void answer_load(const graph& g, const report_request& q, report_model& m) {
   }
 }
 
-report_model answer_report_model(const graph& g, const report_request& q) {
+report_model answer_report_model(const graph& g, const report_request& q, checked vision_bytes) {
   const model_spec& s = *g.spec;
   const std::vector<std::int64_t>& lengths = q.lengths;
   if (lengths.empty()) throw spec_error("lengths", "give at least one context length");
@@ -178,7 +179,11 @@ report_model answer_report_model(const graph& g, const report_request& q) {
     pt.batch_read_crossover = c.batch_read_crossover;
     const capacity_plan& held = cap.rows[i].plan;
     pt.requests = held.weights_fit ? held.requests : 0;
-    if (q.engine) pt.requests = m.deployable ? engine_requests(g, *q.engine, m.lay, q.gpu, n) : 0;
+    if (q.engine) {
+      engine::capacity_request eq = *q.engine;
+      eq.memory.vision_bytes = vision_bytes;
+      pt.requests = m.deployable ? engine_requests(g, eq, m.lay, q.gpu, n) : 0;
+    }
     pt.cards = place.best;
     pt.searched_up_to = place.searched_up_to;
     // A prefill of a million tokens on a large model can pass the 64-bit FLOP range of the
@@ -206,7 +211,11 @@ report_data answer_report(const std::vector<const graph*>& models, const report_
   r.lengths = q.lengths;
   if (q.engine) r.engine = fmt::format("{} {}", q.engine->rules->engine, q.engine->rules->versions);
   r.load = q.load;
-  for (const graph* g : models) r.models.push_back(answer_report_model(*g, q));
+  if (!q.vision_bytes.empty() && q.vision_bytes.size() != models.size())
+    throw std::logic_error("answer_report: one vision figure per model");
+  for (std::size_t i = 0; i < models.size(); ++i)
+    r.models.push_back(answer_report_model(
+        *models[i], q, q.vision_bytes.empty() ? checked{0} : q.vision_bytes[i]));
   return r;
 }
 

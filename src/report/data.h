@@ -54,6 +54,9 @@ struct report_request {
   /// pipeline degrees (and the card, unless a KV figure is logged) are set per model and
   /// length. Layouts planned for it keep DP attention off, which calc's engine rules lack.
   std::optional<engine::capacity_request> engine;
+  /// Per model, in the order answer_report takes them: the vision tower's bytes each engine
+  /// budget deducts (empty: none for any).
+  std::vector<checked> vision_bytes;
   /// With a workload: each model's throughput per GPU against per user (none: no such chart).
   std::optional<load_request> load;
 };
@@ -135,7 +138,10 @@ planned_deployment plan_deployment(const graph& g, const gpu_spec& card, std::in
 
 /// One model at every length of the request. A prefill past the 64-bit FLOP range leaves
 /// `prefill` empty; the decode bound is then for a one-token step at the length.
-report_model answer_report_model(const graph& g, const report_request& q);
+/// `vision_bytes`: the model's vision tower and projector, which an engine loads beside the text
+/// model and which its KV budget loses (0 for a text model).
+report_model answer_report_model(const graph& g, const report_request& q,
+                                 checked vision_bytes = checked{0});
 
 /// Every model, in order.
 report_data answer_report(const std::vector<const graph*>& models, const report_request& q);

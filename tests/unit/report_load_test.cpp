@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <nlohmann/json.hpp>
+#include <cmath>
 #include <sstream>
 
 #include "cli/cli.h"
@@ -100,4 +101,29 @@ TEST_CASE("report throughput from the command line: JSON and the Markdown sectio
             {"report", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--length", "8K", "--isl", "0"},
             o4, e5) == 2);
   CHECK(e5.str() == "--isl: must be at least 1, got 0\n");
+}
+
+TEST_CASE("report --engine: a multimodal model's requests lose its vision tower, as capacity's do") {
+  // The engine loads the vision tower beside the text model; `capacity` deducts it from the KV
+  // budget, and the report, which asks the same engine rules per model, must too (it did not).
+  for (const char* length : {"512", "1024"}) {
+    CAPTURE(length);
+    std::ostringstream out, err;
+    REQUIRE(run_cli({"report", "--model", "gemma-3-27b-it,qwen3-8b", "--gpu", "h100-sxm",
+                     "--engine", "vllm", "--length", length, "--format", "json"},
+                    out, err) == 0);
+    auto r = nlohmann::json::parse(out.str());
+    for (int i = 0; i < 2; ++i) {
+      std::string model = r["models"][i]["model"];
+      CAPTURE(model);
+      std::ostringstream cout_, cerr_;
+      REQUIRE(run_cli({"capacity", "--model", model, "--gpu", "h100-sxm", "--engine", "vllm",
+                       "--length", length, "--format", "json"},
+                      cout_, cerr_) == 0);
+      auto c = nlohmann::json::parse(cout_.str());
+      if (model == "gemma-3-27b-it") CHECK(c["vision_weight_bytes_per_rank"].get<double>() > 0);
+      CHECK(r["models"][i]["points"][0]["requests"].get<double>() ==
+            std::floor(c["max_concurrency"].get<double>()));
+    }
+  }
 }
