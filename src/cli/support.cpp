@@ -395,6 +395,7 @@ void warning_sink::add(const std::string& line) {
 loaded_model load(const options& o) {
   loaded_model m;
   m.spec = std::make_unique<model_spec>(read_model(o));
+  m.file_embedding = m.spec->precision.embedding;
   // The longest context the command asks about: a length (or a range's end), S + P of a call,
   // S + P + G - 1 of a request, an engine's --max-model-len.
   // Options are not range-checked yet here: the sums saturate instead of overflowing.

@@ -186,6 +186,9 @@ void check_mode_options(const CLI::App& sub, const options& o);
 struct loaded_model {
   std::unique_ptr<model_spec> spec;
   graph g;
+  /// The model's own embedding format (its file and --set, before --embeddings or --weights):
+  /// what a component's `weights` defaults to, as the model reader checked it.
+  dtype file_embedding;
 };
 
 /// Lets a token-count option take K/M/G suffixes (`--prompt 32K`).

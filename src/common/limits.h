@@ -29,6 +29,10 @@ inline constexpr std::int64_t layers = 100'000;
 /// Block-sparse attention's block, local band and vertical stride (Phi-3-small: 64, 16, 8): far
 /// above any published pattern, and small enough that a block of positions stays an int64.
 inline constexpr std::int64_t max_block_sparse = 1LL << 20;
+/// Any one size of a vision tower's config (widths, patch and image sides, merge factors, depth):
+/// far above any published tower (SigLIP's image side 896, Qwen's width 1,280), and small enough
+/// that the reader's products of three sizes (a merger's hidden x merge x merge) stay an int64.
+inline constexpr std::int64_t max_vision_size = 1LL << 20;
 /// Longest format name (e.g. fp8:g64:e8m0*448+bf16*64@8 is 25 characters).
 inline constexpr std::int64_t format_chars = 256;
 /// Parts of a mixed record; each part is a plain or grouped format (records do not nest).

@@ -152,15 +152,15 @@ void compare(const graph& g, const execution_spec& exec, point_source& p, int po
 
 /// The code paths a layer takes through the state and attention terms of the tallies and the
 /// closed form, sizes aside: its attention and FFN kinds and the switches that bend a term in the
-/// length (a window, a chunk, sinks, a shared cache, a sparse indexer, a compressed global branch,
+/// length (a window, a chunk, a block-sparse pattern, sinks, a shared cache, a sparse indexer, a compressed global branch,
 /// a scan rule, shared or latent experts, an Engram lookup). Switches that only add weights (norms,
 /// biases, gates) are left out: their terms are linear in the tokens.
 std::string kind(const attention_spec& a) {
   struct visitor {
     std::string operator()(const attention_gqa& x) const {
-      return fmt::format("gqa{}{}{}{}{}", x.window ? " window" : "", x.chunk ? " chunk" : "",
+      return fmt::format("gqa{}{}{}{}{}{}", x.window ? " window" : "", x.chunk ? " chunk" : "",
                          x.sinks ? " sinks" : "", x.k_is_v ? " k=v" : "",
-                         x.kv_source ? " shared" : "");
+                         x.kv_source ? " shared" : "", x.block_sparse ? " block_sparse" : "");
     }
     std::string operator()(const attention_mla& x) const {
       return fmt::format("mla{}{}", x.indexer ? " indexer" : "", x.rope_branch ? " rope" : "");

@@ -293,3 +293,38 @@ components:
   CHECK(testing::error_of(model + "    patch: 14\n").find("components[0].layers: missing") !=
         std::string::npos);
 }
+
+TEST_CASE("vision: sizes past the limit are refused at their field, never multiplied over") {
+  // SigLIP's position table is (image / patch)^2 and Qwen's merger hidden x merge^2: with sizes
+  // near 2^32 these overflowed an int64 into a silent zero or a negative count.
+  nlohmann::json g = read_json(fixture("google--gemma-3-4b-it/config.json"));
+  g["vision_config"]["image_size"] = 4294967296LL;
+  g["vision_config"]["patch_size"] = 1;
+  CHECK(testing::import_error(g.dump(2)).find(
+            ": vision_config.image_size: 4294967296 is above the limit of 1048576") !=
+        std::string::npos);
+  nlohmann::json q = read_json(fixture("Qwen--Qwen3-VL-2B-Instruct/config.json"));
+  q["vision_config"]["spatial_merge_size"] = 3037000500LL;
+  CHECK(testing::import_error(q.dump(2)).find(
+            ": vision_config.spatial_merge_size: 3037000500 is above the limit") !=
+        std::string::npos);
+}
+
+TEST_CASE("vision: --embeddings changes the text model's tables, not the tower's default dtype") {
+  // A component without `weights:` takes the model's own dtype (the file's), as the model reader
+  // checked it; --embeddings fp8 made that default fp8 and the tower an error at the file's line.
+  std::ifstream in(std::string(CALC_SOURCE_DIR) + "/models/gemma-3-4b-it.yaml");
+  std::string yaml, line;
+  while (std::getline(in, line))
+    if (line.find("    weights: bf16") != 0) yaml += line + "\n";
+  fs::path file = testing::scratch_dir("calc-vision") / "gemma-no-tower-dtype.yaml";
+  std::ofstream(file) << yaml;
+  std::ostringstream base, be, fp8, fe;
+  REQUIRE(run_cli({"params", "--model", file.string(), "--format", "json"}, base, be) == 0);
+  REQUIRE(run_cli({"params", "--model", file.string(), "--embeddings", "fp8", "--format", "json"},
+                  fp8, fe) == 0);
+  auto b = nlohmann::json::parse(base.str()), e = nlohmann::json::parse(fp8.str());
+  CHECK(b["component_bytes"].get<std::int64_t>() > 0);
+  CHECK(e["component_bytes"] == b["component_bytes"]);
+  CHECK(e["weight_bytes"].get<std::int64_t>() < b["weight_bytes"].get<std::int64_t>());
+}

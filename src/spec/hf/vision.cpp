@@ -8,6 +8,8 @@
 // class's default, named in the comment. Parameter counts follow in src/tally/component.cpp.
 #include "spec/hf/vision.h"
 
+#include "common/limits.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -33,6 +35,9 @@ class vision_fields {
       if (o_.has(k)) {
         std::int64_t v = o_.integer(k);
         if (v <= 0) o_.fail(k, fmt::format("must be positive, got {}", v));
+        if (v > limits::max_vision_size)
+          o_.fail(k, fmt::format("{} is above the limit of {} for a vision tower's size", v,
+                                 limits::max_vision_size));
         origin = o_.path_of(k);
         return v;
       }
