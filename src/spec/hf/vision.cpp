@@ -124,6 +124,15 @@ void push_encoder(vision_read& r, const encoder& e) {
   r.fields.push_back(line("mlp_bias", e.mlp_bias, e.layout));
 }
 
+/// The encoder's attention heads (`key`, else `fallback`), which must divide its width.
+std::int64_t heads_of(const vision_fields& f, const char* key, std::int64_t fallback,
+                      std::int64_t hidden, std::string& origin) {
+  std::int64_t heads = f.size({key}, fallback, origin);
+  if (hidden % heads != 0)
+    f.object().fail(key, fmt::format("{} heads do not divide the width {}", heads, hidden));
+  return heads;
+}
+
 /// Qwen2-VL, Qwen2.5-VL, Qwen3-VL and Qwen3.5: a Conv3d patch embedding of in_channels x
 /// temporal_patch_size x patch_size^2, `depth` blocks, and a merger from spatial_merge_size^2
 /// patches (LayerNorm or RMSNorm of the tower's width, fc1 of m^2 w -> m^2 w, fc2 -> out).
@@ -148,9 +157,7 @@ void read_qwen(vision_family fam, const hf_object& vc, vision_read& r) {
     e.hidden = f.size({"hidden_size"}, q25 ? 3584 : 1152, e.hidden_o);
     e.intermediate = f.size({"intermediate_size"}, q25 ? 3420 : 4304, e.intermediate_o);
   }
-  e.heads = f.size({"num_heads"}, 16, e.heads_o);
-  if (e.hidden % e.heads != 0)
-    vc.fail("num_heads", fmt::format("{} heads do not divide the width {}", e.heads, e.hidden));
+  e.heads = heads_of(f, "num_heads", 16, e.hidden, e.heads_o);
   e.gated = q25;
   e.layer_norm = !q25;
   e.attention_bias = true;
@@ -208,10 +215,7 @@ void read_siglip(const hf_object& vc, std::int64_t text_hidden, vision_read& r) 
   e.layers = f.size({"num_hidden_layers"}, 12, e.layers_o);
   e.hidden = f.size({"hidden_size"}, 768, e.hidden_o);
   e.intermediate = f.size({"intermediate_size"}, 3072, e.intermediate_o);
-  e.heads = f.size({"num_attention_heads"}, 12, e.heads_o);
-  if (e.hidden % e.heads != 0)
-    vc.fail("num_attention_heads",
-            fmt::format("{} heads do not divide the width {}", e.heads, e.hidden));
+  e.heads = heads_of(f, "num_attention_heads", 12, e.hidden, e.heads_o);
   e.gated = false;
   e.layer_norm = true;
   e.attention_bias = true;
@@ -244,10 +248,7 @@ void read_pixtral(const hf_object& root, const hf_object& vc, std::int64_t text_
   e.layers = f.size({"num_hidden_layers"}, 24, e.layers_o);
   e.hidden = f.size({"hidden_size"}, 1024, e.hidden_o);
   e.intermediate = f.size({"intermediate_size"}, 4096, e.intermediate_o);
-  e.heads = f.size({"num_attention_heads"}, 16, e.heads_o);
-  if (e.hidden % e.heads != 0)
-    vc.fail("num_attention_heads",
-            fmt::format("{} heads do not divide the width {}", e.heads, e.hidden));
+  e.heads = heads_of(f, "num_attention_heads", 16, e.hidden, e.heads_o);
   e.gated = true;
   e.layer_norm = false;
   e.attention_bias = false;
@@ -293,10 +294,7 @@ void read_llama4(const hf_object& vc, std::int64_t text_hidden, vision_read& r) 
   e.layers = f.size({"num_hidden_layers"}, 34, e.layers_o);
   e.hidden = f.size({"hidden_size"}, 768, e.hidden_o);
   e.intermediate = f.size({"intermediate_size"}, 5632, e.intermediate_o);
-  e.heads = f.size({"num_attention_heads"}, 16, e.heads_o);
-  if (e.hidden % e.heads != 0)
-    vc.fail("num_attention_heads",
-            fmt::format("{} heads do not divide the width {}", e.heads, e.hidden));
+  e.heads = heads_of(f, "num_attention_heads", 16, e.hidden, e.heads_o);
   e.gated = false;
   e.layer_norm = true;
   e.attention_bias = true;
