@@ -13,6 +13,7 @@
 #include "cli/cli.h"
 #include "common/error.h"
 #include "hf_counts.h"
+#include "safetensors_writer.h"
 #include "scratch.h"
 #include "spec/hf/checkpoint.h"
 #include "spec/hf/import.h"
@@ -24,26 +25,7 @@ using nlohmann::json;
 namespace {
 
 using testing::fixture;
-
-/// A safetensors header for (name, dtype, shape) tensors laid end to end; no data follows.
-struct header_writer {
-  json h = json::object();
-  std::int64_t offset = 0;
-  void add(const std::string& name, const std::string& dtype, std::vector<std::int64_t> shape) {
-    std::int64_t n = 1;
-    for (std::int64_t s : shape) n *= s;
-    std::int64_t bytes = n * (dtype == "F32" ? 4 : dtype == "F8_E4M3" ? 1 : 2);
-    h[name] = {{"dtype", dtype}, {"shape", shape}, {"data_offsets", {offset, offset + bytes}}};
-    offset += bytes;
-  }
-  void write(const fs::path& p) const {
-    std::string text = h.dump();
-    std::ofstream out(p, std::ios::binary);
-    std::uint64_t n = text.size();
-    for (int i = 0; i < 8; ++i) out.put(static_cast<char>((n >> (8 * i)) & 0xff));
-    out << text;
-  }
-};
+using testing::header_writer;
 
 /// Qwen/Qwen3.5-27B's tensors as the published checkpoint lists them (a model report of the
 /// checkpoint, SOURCES.md): 48 Gated DeltaNet and 16 gated-attention layers in BF16 with A_log

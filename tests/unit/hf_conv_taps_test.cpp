@@ -17,6 +17,7 @@
 
 #include "common/dtype.h"
 #include "hf_counts.h"
+#include "safetensors_writer.h"
 #include "scratch.h"
 #include "spec/hf/import.h"
 #include "tally/tally.h"
@@ -29,6 +30,7 @@ namespace fs = std::filesystem;
 namespace {
 
 using testing::fixture;
+using testing::header_writer;
 using testing::weight_bytes;
 
 std::string read_text(const std::string& path) {
@@ -70,26 +72,6 @@ const json fp8_dynamic = json::parse(R"({"quant_method": "compressed-tensors", "
   "weights": {"num_bits": 8, "type": "float", "symmetric": true, "strategy": "channel"},
   "input_activations": {"num_bits": 8, "type": "float", "strategy": "token",
   "dynamic": true}}}})");
-
-/// A safetensors header for (name, dtype, shape) tensors laid end to end; no data follows.
-struct header_writer {
-  json h = json::object();
-  std::int64_t offset = 0;
-  void add(const std::string& name, const std::string& dtype, std::vector<std::int64_t> shape) {
-    std::int64_t n = 1;
-    for (std::int64_t s : shape) n *= s;
-    std::int64_t bytes = n * (dtype == "F32" ? 4 : dtype == "F8_E4M3" ? 1 : 2);
-    h[name] = {{"dtype", dtype}, {"shape", shape}, {"data_offsets", {offset, offset + bytes}}};
-    offset += bytes;
-  }
-  void write(const fs::path& p) const {
-    std::string text = h.dump();
-    std::ofstream out(p, std::ios::binary);
-    std::uint64_t n = text.size();
-    for (int i = 0; i < 8; ++i) out.put(static_cast<char>((n >> (8 * i)) & 0xff));
-    out << text;
-  }
-};
 
 }  // namespace
 

@@ -133,6 +133,38 @@ std::int64_t heads_of(const vision_fields& f, const char* key, std::int64_t fall
   return heads;
 }
 
+/// A ViT of LayerNorms and plain MLPs with biases everywhere (SigLIP, Llama 4), sized by
+/// num_hidden_layers, hidden_size, intermediate_size and num_attention_heads (else the class
+/// defaults given).
+encoder biased_encoder(const vision_fields& f, std::int64_t layers, std::int64_t hidden,
+                       std::int64_t intermediate, std::int64_t heads, std::string layout) {
+  encoder e{};
+  e.layers = f.size({"num_hidden_layers"}, layers, e.layers_o);
+  e.hidden = f.size({"hidden_size"}, hidden, e.hidden_o);
+  e.intermediate = f.size({"intermediate_size"}, intermediate, e.intermediate_o);
+  e.heads = heads_of(f, "num_attention_heads", heads, e.hidden, e.heads_o);
+  e.gated = false;
+  e.layer_norm = true;
+  e.attention_bias = true;
+  e.mlp_bias = true;
+  e.layout = std::move(layout);
+  return e;
+}
+
+/// A square image's patches: (image_size / patch_size)^2, each size else its class default.
+struct patch_grid {
+  std::int64_t patch, patches;
+  std::string patch_o, patches_o;
+};
+patch_grid grid_of(const vision_fields& f, std::int64_t image_default,
+                   std::int64_t patch_default) {
+  std::string image_o, patch_o;
+  std::int64_t image = f.size({"image_size"}, image_default, image_o);
+  std::int64_t patch = f.size({"patch_size"}, patch_default, patch_o);
+  return {patch, (image / patch) * (image / patch), patch_o,
+          fmt::format("({} / {})^2 patches", image_o, patch_o)};
+}
+
 /// Qwen2-VL, Qwen2.5-VL, Qwen3-VL and Qwen3.5: a Conv3d patch embedding of in_channels x
 /// temporal_patch_size x patch_size^2, `depth` blocks, and a merger from spatial_merge_size^2
 /// patches (LayerNorm or RMSNorm of the tower's width, fc1 of m^2 w -> m^2 w, fc2 -> out).
@@ -204,32 +236,20 @@ void read_qwen(vision_family fam, const hf_object& vc, vision_read& r) {
 /// Gemma3MultiModalProjector (an RMSNorm of the tower's width and a matrix onto the text model).
 void read_siglip(const hf_object& vc, std::int64_t text_hidden, vision_read& r) {
   vision_fields f(vc, "SiglipVisionConfig");
-  std::string o, use_head_o;
+  std::string use_head_o;
   if (f.flag("vision_use_head", true, use_head_o)) {
     r.not_counted = fmt::format(
         "the vision tower and projector (vision_config): SigLIP's pooling head ({}) is not read",
         use_head_o);
     return;
   }
-  encoder e{};
-  e.layers = f.size({"num_hidden_layers"}, 12, e.layers_o);
-  e.hidden = f.size({"hidden_size"}, 768, e.hidden_o);
-  e.intermediate = f.size({"intermediate_size"}, 3072, e.intermediate_o);
-  e.heads = heads_of(f, "num_attention_heads", 12, e.hidden, e.heads_o);
-  e.gated = false;
-  e.layer_norm = true;
-  e.attention_bias = true;
-  e.mlp_bias = true;
-  e.layout = "SiglipEncoderLayer: LayerNorms, q/k/v/out_proj and fc1/fc2 with biases";
-  std::int64_t image = f.size({"image_size"}, 224, o);
-  const std::string image_o = o;
-  std::int64_t patch = f.size({"patch_size"}, 16, o);
-  const std::string patch_o = o;
+  encoder e = biased_encoder(f, 12, 768, 3072, 12,
+                             "SiglipEncoderLayer: LayerNorms, q/k/v/out_proj and fc1/fc2 with biases");
+  patch_grid g = grid_of(f, 224, 16);
   r.fields.push_back(sized(f, "channels", {"num_channels"}, 3));
-  r.fields.push_back(line("patch", patch, patch_o));
+  r.fields.push_back(line("patch", g.patch, g.patch_o));
   r.fields.push_back(line("patch_bias", true, "SiglipVisionEmbeddings: Conv2d with a bias"));
-  r.fields.push_back(line("positions", (image / patch) * (image / patch),
-                          fmt::format("({} / {})^2 patches", image_o, patch_o)));
+  r.fields.push_back(line("positions", g.patches, g.patches_o));
   push_encoder(r, e);
   r.fields.push_back(line("post_norm", true, "post_layernorm"));
   r.projector.push_back(norm(e.hidden, false, "mm_soft_emb_norm: RMSNorm of the width"));
@@ -290,25 +310,13 @@ void read_pixtral(const hf_object& root, const hf_object& vc, std::int64_t text_
 void read_llama4(const hf_object& vc, std::int64_t text_hidden, vision_read& r) {
   vision_fields f(vc, "Llama4VisionConfig");
   std::string o;
-  encoder e{};
-  e.layers = f.size({"num_hidden_layers"}, 34, e.layers_o);
-  e.hidden = f.size({"hidden_size"}, 768, e.hidden_o);
-  e.intermediate = f.size({"intermediate_size"}, 5632, e.intermediate_o);
-  e.heads = heads_of(f, "num_attention_heads", 16, e.hidden, e.heads_o);
-  e.gated = false;
-  e.layer_norm = true;
-  e.attention_bias = true;
-  e.mlp_bias = true;
-  e.layout = "Llama4VisionEncoderLayer: LayerNorms, q/k/v/o and fc1/fc2 with biases";
-  std::int64_t image = f.size({"image_size"}, 448, o);
-  const std::string image_o = o;
-  std::int64_t patch = f.size({"patch_size"}, 14, o);
-  const std::string patch_o = o;
+  encoder e = biased_encoder(f, 34, 768, 5632, 16,
+                             "Llama4VisionEncoderLayer: LayerNorms, q/k/v/o and fc1/fc2 with biases");
+  patch_grid g = grid_of(f, 448, 14);
   r.fields.push_back(sized(f, "channels", {"num_channels"}, 3));
-  r.fields.push_back(line("patch", patch, patch_o));
+  r.fields.push_back(line("patch", g.patch, g.patch_o));
   r.fields.push_back(line("patch_bias", false, "Llama4UnfoldConvolution: a Linear without bias"));
-  r.fields.push_back(line("positions", (image / patch) * (image / patch) + 1,
-                          fmt::format("({} / {})^2 patches + the class token", image_o, patch_o)));
+  r.fields.push_back(line("positions", g.patches + 1, g.patches_o + " + the class token"));
   r.fields.push_back(line("class_token", true, "class_embedding"));
   r.fields.push_back(line("pre_norm", true, "layernorm_pre"));
   push_encoder(r, e);
