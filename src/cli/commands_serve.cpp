@@ -187,6 +187,26 @@ load_request report_load_of(const options& o, const gpu_spec& gpu) {
   return w;
 }
 
+/// The asked layout leaves no KV pool: the error names the smallest wider tensor-parallel group
+/// (same ep, dp and pp, within the GPU's NVLink domain) that leaves one, a deployment that runs.
+[[noreturn]] void refuse_without_pool(const deployment& d, const serve_request& q) {
+  std::string hint = "; use more ranks (`calc plan --sla` picks a layout)";
+  std::int64_t widest = std::max<std::int64_t>(d.gpu.nvlink_domain, 1);
+  for (std::int64_t tp = q.layout.tp * 2; tp <= widest; tp *= 2) {
+    serve_layout l = q.layout;
+    l.tp = tp;
+    if (!layout_problem(*d.g, l).empty()) continue;
+    double pool = kv_pool_bytes(make_deployment(*d.g, d.gpu, l, 0, d.forms), q.cfg);
+    if (pool <= 0) continue;
+    hint = fmt::format("; --tp {} leaves a KV pool of {:.1f} GB per rank", tp, pool / 1e9);
+    break;
+  }
+  throw spec_error("gpu", fmt::format("the weights ({:.1f} GB per rank) leave no KV pool in "
+                                      "{:.0f} % of {}'s memory{}",
+                                      d.weight_bytes_per_rank / 1e9,
+                                      q.cfg.memory_fraction * 100, d.gpu.name, hint));
+}
+
 result run_serve(const options& o) {
   serve_request q = read_serve(o);
   loaded_model m = load(o);
@@ -195,6 +215,7 @@ result run_serve(const options& o) {
   std::string family = cal.family_of(gpu.name), used;
   const coefficients& k = cal.lookup(family, q.engine, &used);
   deployment d = make_deployment(m.g, gpu, q.layout, 0, compile_forms(m.g, k.expert_zipf_s));
+  if (kv_pool_bytes(d, q.cfg) <= 0) refuse_without_pool(d, q);
   double gpus = static_cast<double>(q.layout.gpus());
   ojson j;
   j["model"] = m.spec->name;

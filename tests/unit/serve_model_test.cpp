@@ -413,6 +413,22 @@ TEST_CASE("serve, calibrate and plan --sla from the command line: JSON keys and 
              "--concurrency", "1"},
             out, err) == 2);
   CHECK(err == "--isl: must be at least 1, got 0\n");
+  // A model one card cannot hold: the error names the narrowest tensor-parallel group that
+  // leaves a KV pool, and that layout runs.
+  REQUIRE(run({"serve", "--model", "qwen3-235b-a22b", "--gpu", "b200", "--isl", "1K", "--osl",
+               "256", "--concurrency", "8"},
+              out, err) == 2);
+  auto at = err.find("; --tp ");
+  REQUIRE(at != std::string::npos);
+  std::string tp = err.substr(at + 7, err.find(' ', at + 7) - at - 7);
+  CHECK(std::stoi(tp) > 1);
+  CHECK(run({"serve", "--model", "qwen3-235b-a22b", "--gpu", "b200", "--tp", tp, "--isl", "1K",
+             "--osl", "256", "--concurrency", "8"},
+            out, err) == 0);
+  CHECK(run({"serve", "--model", "qwen3-235b-a22b", "--gpu", "b200", "--tp",
+             std::to_string(std::stoi(tp) / 2), "--isl", "1K", "--osl", "256", "--concurrency",
+             "8"},
+            out, err) == 2);
   REQUIRE(run({"plan", "--sla", "ttft=2000,tpot=50", "--rate", "2", "--isl", "1024", "--osl", "256",
                "--model", "qwen3-8b", "--gpu", "h100-sxm", "--format", "json"},
               out, err) == 0);
