@@ -192,13 +192,12 @@ load_request report_load_of(const options& o, const gpu_spec& gpu) {
 [[noreturn]] void refuse_without_pool(const deployment& d, const serve_request& q) {
   std::string hint = "; use more ranks (`calc plan --sla` picks a layout)";
   std::int64_t widest = std::max<std::int64_t>(d.gpu.nvlink_domain, 1);
-  for (std::int64_t tp = q.layout.tp * 2; tp <= widest; tp *= 2) {
-    serve_layout l = q.layout;
-    l.tp = tp;
+  for (serve_layout l = q.layout; (l.tp *= 2) * l.dp <= widest;) {
     if (!layout_problem(*d.g, l).empty()) continue;
     double pool = kv_pool_bytes(make_deployment(*d.g, d.gpu, l, 0, d.forms), q.cfg);
     if (pool <= 0) continue;
-    hint = fmt::format("; --tp {} leaves a KV pool of {:.1f} GB per rank", tp, pool / 1e9);
+    hint = fmt::format("; --tp {} leaves a KV pool of {:.1f} GB per rank", l.tp_group(),
+                       pool / 1e9);
     break;
   }
   throw spec_error("gpu", fmt::format("the weights ({:.1f} GB per rank) leave no KV pool in "
@@ -221,8 +220,9 @@ result run_serve(const options& o) {
   j["model"] = m.spec->name;
   j["gpu"] = gpu.name;
   j["engine"] = q.engine;
-  j["layout"] = {
-      {"tp", q.layout.tp}, {"ep", q.layout.ep}, {"dp", q.layout.dp}, {"pp", q.layout.pp}};
+  j["layout"] = {{"tp", q.layout.tp_group()}, {"attention_tp", q.layout.tp},
+                 {"ep", q.layout.ep},           {"dp", q.layout.dp},
+                 {"pp", q.layout.pp}};
   j["gpus"] = q.layout.gpus();
   j["weights_format"] = m.spec->precision.weights.name;
   j["kv_format"] = m.spec->precision.kv.name;
@@ -235,8 +235,8 @@ result run_serve(const options& o) {
   j["calibration"] = {{"file", cal.file}, {"entry", used}};
   j["points"] = ojson::array();
   std::string md = fmt::format(
-      "# calc serve: {} on {} x {} ({}), tp {} ep {} dp {} pp {}{}\n\n", m.spec->name,
-      q.layout.gpus(), gpu.display, q.engine, q.layout.tp, q.layout.ep, q.layout.dp, q.layout.pp,
+      "# calc serve: {} on {} x {} ({}), {}{}\n\n", m.spec->name, q.layout.gpus(), gpu.display,
+      q.engine, layout_flags(q.layout),
       q.trace.empty() ? fmt::format(", ISL {} OSL {}", q.cfg.isl, q.cfg.osl) : std::string());
   if (!q.concurrency.empty()) {
     md +=
@@ -548,7 +548,8 @@ result run_plan_sla(const options& o) {
   } else {
     const sla_option& b = *p.best;
     j["gpus"] = b.gpus;
-    j["tp"] = b.layout.tp;
+    j["tp"] = b.layout.tp_group();
+    j["attention_tp"] = b.layout.tp;
     j["pp"] = b.layout.pp;
     j["ep"] = b.layout.ep;
     j["dp"] = b.layout.dp;
@@ -563,7 +564,7 @@ result run_plan_sla(const options& o) {
         "| GPUs | instances | tp | ep | dp | pp | clients / instance | TTFT ms | TPOT ms | req/s / "
         "instance |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
     md += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.2f} |\n\n", b.gpus,
-                      b.instances, b.layout.tp, b.layout.ep, b.layout.dp, b.layout.pp,
+                      b.instances, b.layout.tp_group(), b.layout.ep, b.layout.dp, b.layout.pp,
                       b.concurrency_per_group * b.layout.dp, ms(b.at.ttft_ms), ms(b.at.tpot_ms),
                       b.at.requests_per_s);
     md += fmt::format("Why not fewer: {}.\n", p.reason);

@@ -436,6 +436,28 @@ TEST_CASE("serve, calibrate and plan --sla from the command line: JSON keys and 
   CHECK(j["feasible"] == true);
   for (const char* key : {"gpus", "tp", "pp", "ep", "dp", "reason"})
     CHECK_MESSAGE(j.contains(key), key);
+  // A plan's layout is in the flags that run it: fed back to serve, it runs and predicts the
+  // same point (SGLang DP attention: --tp 8 --dp 8, not tp 1 dp 8).
+  REQUIRE(run({"plan", "--sla", "ttft=3000,tpot=40", "--concurrency", "512", "--isl", "1024",
+               "--osl", "1024", "--model", "deepseek-v3", "--gpu", "h200", "--engine", "sglang",
+               "--format", "json"},
+              out, err) == 0);
+  j = nlohmann::json::parse(out);
+  REQUIRE(j["feasible"] == true);
+  auto flag = [&](const char* key) { return std::to_string(j[key].get<std::int64_t>()); };
+  std::int64_t dp = j["dp"].get<std::int64_t>();
+  CHECK(j["tp"].get<std::int64_t>() == j["attention_tp"].get<std::int64_t>() * dp);
+  std::string clients = std::to_string(j["concurrency_per_instance"].get<std::int64_t>() / dp);
+  double tpot = j["tpot_ms"].get<double>();
+  std::int64_t gpus = j["gpus_per_instance"].get<std::int64_t>();
+  REQUIRE(run({"serve", "--model", "deepseek-v3", "--gpu", "h200", "--engine", "sglang", "--tp",
+               flag("tp"), "--dp", flag("dp"), "--ep", flag("ep"), "--pp", flag("pp"), "--isl",
+               "1024", "--osl", "1024", "--concurrency", clients, "--format", "json"},
+              out, err) == 0);
+  j = nlohmann::json::parse(out);
+  CHECK(j["gpus"].get<std::int64_t>() == gpus);
+  CHECK(j["layout"]["dp"].get<std::int64_t>() == dp);
+  CHECK(j["points"][0]["tpot_ms"].get<double>() == doctest::Approx(tpot).epsilon(1e-9));
   std::string rows =
       write_temp("calc_cli_rows.csv",
                  "id,backend,model_path,system,isl,osl,batch_size,tp_size,pp_size,gemm_quant_mode,"
