@@ -18,7 +18,6 @@ using namespace calc;
 namespace {
 
 using testing::fixture;
-using testing::import_error;
 using testing::params;
 using testing::state;
 using testing::weight_bytes;
@@ -58,14 +57,14 @@ TEST_CASE("afmoe (Trinity-Mini): gated GQA, 3 sliding layers to 1 full, 2 dense 
   // Published: arcee-ai/Trinity-Mini, the card's 26B total (3B active). Worked from
   // modeling_afmoe.py's shapes: attention GQA 32/4 x 128: Q, O and the output gate (gate_proj)
   // 3 x 2048 x 4096 = 25,165,824, K and V 2 x 2048 x 512 = 2,097,152, per-head Q/K norms 256:
-  // 27,263,232 + 256 = 27,263,488; four norms 8,192. Dense layers (num_dense_layers 2): SwiGLU
-  // 3 x 2048 x 6144 = 37,748,736, a layer 65,020,416, x 2 = 130,040,832. MoE layers: 128 experts
+  // 27,262,976 + 256 = 27,263,232; four norms 8,192. Dense layers (num_dense_layers 2): SwiGLU
+  // 3 x 2048 x 6144 = 37,748,736, a layer 65,020,160, x 2 = 130,040,320. MoE layers: 128 experts
   // x 3 x 2048 x 1024 = 805,306,368, the shared MLP 6,291,456, the router 2048 x 128 = 262,144,
-  // expert_bias 128: 811,860,096, a layer 839,131,776, x 30 = 25,173,953,280. Untied 200192 x
+  // expert_bias 128: 811,860,096, a layer 839,131,520, x 30 = 25,173,945,600. Untied 200192 x
   // 2048 embedding and head 819,986,432; the final norm 2,048.
   testing::model m(fixture("arcee-ai--Trinity-Mini"));
-  CHECK(params(m) == 26'123'982'592);
-  CHECK(weight_bytes(m) == 2LL * 26'123'982'592);  // bfloat16
+  CHECK(params(m) == 26'123'974'400);
+  CHECK(weight_bytes(m) == 2LL * 26'123'974'400);  // bfloat16
   // layer_types: every 4th layer full (8), the other 24 slide over 2048 tokens. K and V of 4
   // heads x 128 in bf16: 2,048 B per token and layer.
   //   8K:   8 x 8192 x 2048 + 24 x 2048 x 2048 = 134,217,728 + 100,663,296 = 234,881,024 B
@@ -142,4 +141,21 @@ TEST_CASE("bailing_moe (Ling-mini-2.0, BailingMoeV2): Q/K norms, the routing bia
   //   128K: 131072 x 40,960 = 5,368,709,120 B (the README's YaRN extension of the 32K limit)
   CHECK(state(m, 8192) == 335'544'320);
   CHECK(state(m, 131072) == 5'368'709'120);
+}
+
+TEST_CASE("bundles of the recent families read as their fixtures do, and by their Hugging Face ids") {
+  // Each bundle is `calc import` of its fixture with the name and source edited.
+  const std::pair<const char*, const char*> bundles[] = {
+      {"mimo-7b-base", "XiaomiMiMo--MiMo-7B-Base"}, {"trinity-mini", "arcee-ai--Trinity-Mini"}};
+  for (const auto& b : bundles) {
+    std::string name = b.first;
+    CAPTURE(name);
+    testing::model bundled(name);
+    testing::model imported(fixture(b.second));
+    CHECK(params(bundled) == params(imported));
+    CHECK(weight_bytes(bundled) == weight_bytes(imported));
+    CHECK(state(bundled, 131072) == state(imported, 131072));
+  }
+  CHECK(params(testing::model("XiaomiMiMo/MiMo-7B-Base")) == 7'622'619'136);
+  CHECK(params(testing::model("arcee-ai/Trinity-Mini")) == 26'123'974'400);
 }

@@ -50,6 +50,7 @@ family afmoe() {
                     {"sliding_pattern", "global_attn_every_n_layers"},
                     {"first_dense", "num_dense_layers"},
                     {"shared_experts", "num_shared_experts"},
+                    {"shared_intermediate", ""},
                     {"moe_freq", ""},
                     {"sparse_step", ""},
                     {"mlp_only", ""},
