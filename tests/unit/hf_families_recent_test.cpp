@@ -107,6 +107,32 @@ TEST_CASE("afmoe (Trinity-Nano-Preview): layer kinds from global_attn_every_n_la
   CHECK(state(derived, 4096) == (4096 + 3 * 16) * 512);
 }
 
+TEST_CASE("afmoe (Trinity-Large's sizes): 256 experts top 4, 6 dense layers; 398,635,286,016") {
+  // Trinity-Large's own config.json was not found; these are the sizes the AWS Neuron test that
+  // quotes Trinity-Nano-Preview's file lists as its LARGE_OVERRIDES (tests/fixtures/hf/SOURCES.md)
+  // on that file. Published: the card's 400B total, 13B active. Worked: attention GQA 48/8 x 128:
+  // Q, O and the gate 3 x 3072 x 6144 = 56,623,104, K and V 2 x 3072 x 1024 = 6,291,456, Q/K
+  // norms 256: 62,914,816; four norms 12,288. Dense (6 layers): 3 x 3072 x 12288 = 113,246,208,
+  // a layer 176,173,312, x 6 = 1,057,039,872. MoE (54 layers): 256 x 3 x 3072^2 =
+  // 7,247,757,312, shared 28,311,552, router 786,432, expert_bias 256: 7,276,855,552, a layer
+  // 7,339,782,656, x 54 = 396,348,263,424. Embedding and head 2 x 200192 x 3072 = 1,229,979,648;
+  // the final norm 3,072.
+  testing::model m = from_json(R"({"architectures": ["AfmoeForCausalLM"], "model_type": "afmoe",
+    "global_attn_every_n_layers": 4, "head_dim": 128, "hidden_size": 3072,
+    "intermediate_size": 12288, "max_position_embeddings": 131072, "moe_intermediate_size": 3072,
+    "num_attention_heads": 48, "num_dense_layers": 6, "num_experts": 256,
+    "num_experts_per_tok": 4, "num_hidden_layers": 60, "num_key_value_heads": 8,
+    "num_shared_experts": 1, "sliding_window": 4096, "tie_word_embeddings": false,
+    "vocab_size": 200192, "dtype": "bfloat16"})");
+  CHECK(params(m) == 398'635'286'016);
+  // 15 full layers, 45 sliding over 4096; K and V of 8 heads x 128 in bf16: 4,096 B per token
+  // and layer.
+  //   8K:   15 x 8192 x 4096 + 45 x 4096 x 4096 = 503,316,480 + 754,974,720 = 1,258,291,200 B
+  //   128K: 15 x 131072 x 4096 + 754,974,720 = 8,053,063,680 + 754,974,720 = 8,808,038,400 B
+  CHECK(state(m, 8192) == 1'258'291'200);
+  CHECK(state(m, 131072) == 8'808'038'400);
+}
+
 TEST_CASE("bailing_moe (Ling-mini-2.0, BailingMoeV2): Q/K norms, the routing bias, an MTP layer") {
   // Ling 2.0 publishes model_type "bailing_moe" with BailingMoeV2ForCausalLM; no complete copy of
   // its config.json was found (tests/fixtures/hf/SOURCES.md), so these are the sizes every
