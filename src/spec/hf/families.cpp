@@ -947,6 +947,7 @@ const std::vector<family>& families() {
     for (family& f : ssm_families()) t.push_back(std::move(f));
     for (family& f : minimax_families()) t.push_back(std::move(f));
     for (family& f : phi3small_families()) t.push_back(std::move(f));
+    for (family& f : recent_families()) t.push_back(std::move(f));
     return t;
   }();
   return all;
@@ -960,6 +961,7 @@ std::string family_table_file(const std::string& model_type) {
   if (in(ssm_families())) return "families_ssm.cpp";
   if (in(minimax_families())) return "families_minimax.cpp";
   if (in(phi3small_families())) return "families_phi3small.cpp";
+  if (in(recent_families())) return "families_recent.cpp";
   if (in(more_families())) return "families_more.cpp";
   if (in(extra_families())) return "families_extra.cpp";
   return "families.cpp";
