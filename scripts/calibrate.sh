@@ -192,6 +192,15 @@ cross-validated):
     prompts, `--num-prompts $((CONC * 10))`) on those rows, `burst_share` fitted on the others:
     10.0 / 24.0 / 13.9 / 19.0. The fitted share stays well above 1 / 10 for SGLang (0.5-0.7):
     what it carries there is not the burst alone.
+  - no cohorts on those rows (a client whose output lengths differ by up to 20 % puts the
+    prompts of one opening-burst step out of step after their first round, so `cohort_share`
+    would describe only the fixed-length clients): 9.1 / 25.2 / 13.7 / 17.7. TPOT is a little
+    better everywhere, but TTFT in sample is 2 points worse: on the InferenceX rows the fitted
+    cohort term carries TTFT that this model has nowhere else to put, whatever its name says.
+  - checked, nothing to model: InferenceX's TensorRT-LLM scripts set `stream_interval: 10`, but
+    the PyTorch executor answers a request's first decoding iteration at once
+    (`py_decoding_iter == 1` in its response handling) and its last when it finishes, so
+    neither TTFT nor the client's TPOT, (latency - TTFT) / (output tokens - 1), moves with it.
   - not run: a dequantisation cost for MXFP4 experts on GPUs without FP4 tensor cores (vLLM's
     Marlin / Triton path on Hopper), per weight byte read or per weight multiplied. It can only
     make a step slower, and the fold without gpt-oss-120b already predicts it too slow: refitted
