@@ -201,6 +201,13 @@ cross-validated):
     the PyTorch executor answers a request's first decoding iteration at once
     (`py_decoding_iter == 1` in its response handling) and its last when it finishes, so
     neither TTFT nor the client's TPOT, (latency - TTFT) / (output tokens - 1), moves with it.
+  - looked at, not modelled: the largest TTFT misses left are SGLang DeepSeek-R1 NVFP4 at TP 4
+    without EP on B200 (InferenceX; its db-dump and its 2026-04-06 export hold the same runs):
+    TTFT 5.5-9.2 s at ISL 8192 from 4 clients and at ISL 1024 from 32 (0.4-0.9 s below 32),
+    nearly flat from 32 to 128 clients (1024 x 1024: 7.1, 7.5, 7.6 s), while their TPOT is
+    predicted within 0-26 % and their TTFT at 0.2-2.0 s; the same GPUs with EP 4 measure
+    0.2-2.6 s. No queue of this model stays flat over a 4x load, and nothing in the columns but
+    the layout tells those runs apart.
   - not run: a dequantisation cost for MXFP4 experts on GPUs without FP4 tensor cores (vLLM's
     Marlin / Triton path on Hopper), per weight byte read or per weight multiplied. It can only
     make a step slower, and the fold without gpt-oss-120b already predicts it too slow: refitted
