@@ -26,8 +26,10 @@ bool read_word(yaml_map& m, const std::string& key, const char* yes, const char*
 
 projector_part read_part(yaml_map& p) {
   projector_part part;
-  bool linear = p.has("linear"), norm = p.has("norm");
-  if (linear == norm) p.fail(linear ? "norm" : "linear", "give one of linear: [in, out] or norm: width");
+  const bool linear = p.has("linear"), norm = p.has("norm"), vector = p.has("vector");
+  if (linear + norm + vector != 1)
+    p.fail(linear ? (norm ? "norm" : "vector") : norm ? "vector" : "linear",
+           "give one of linear: [in, out], norm: width or vector: width");
   if (linear) {
     YAML::Node sides = p.required("linear");
     if (!sides.IsSequence() || sides.size() != 2)
@@ -35,14 +37,17 @@ projector_part read_part(yaml_map& p) {
                        "expected [in, out], two widths");
     part.in = read_integer(sides[0], p.path_of("linear") + "[0]", p.file(), 1);
     part.out = read_integer(sides[1], p.path_of("linear") + "[1]", p.file(), 1);
-  } else {
+  } else if (norm) {
     part.norm = p.integer("norm");
+  } else {
+    part.vector = p.integer("vector");
   }
   part.bias = p.boolean("bias", false);
+  if (vector && part.bias) p.fail("bias", "a learned vector has no bias");
   part.count = p.optional_integer("count", 1).value_or(1);
   if (part.count > limits::layers)
     p.fail("count", fmt::format("{} is more than the limit of {}", part.count, limits::layers));
-  p.finish({"linear", "norm", "bias", "count"});
+  p.finish({"linear", "norm", "vector", "bias", "count"});
   return part;
 }
 
