@@ -126,13 +126,19 @@ std::vector<component_spec> read_model_components_text(const std::string& yaml,
 }
 
 std::vector<component_spec> read_model_components(const std::string& path,
-                                                  const dtype& model_dtype) {
+                                                  const dtype& model_dtype,
+                                                  const std::vector<std::string>& sets) {
+  // The same document the model reader reads: an import's YAML is named as that reader names it.
+  std::string file = path;
+  YAML::Node root;
   if (hf::is_hf_config(path)) {
-    hf::imported i = hf::import_config(path);
-    return read_model_components_text(i.plain, i.file, model_dtype);
+    file = path + " (as imported)";
+    root = load_yaml_text(hf::import_config(path).plain, file);
+  } else {
+    root = load_yaml_file(path);
   }
-  YAML::Node root = load_yaml_file(path);
-  yaml_map m(root, "", path);
+  for (const std::string& s : sets) apply_set(root, s, file);
+  yaml_map m(root, "", file);
   return read_components(m, model_dtype);
 }
 

@@ -39,6 +39,7 @@ enum class vision_family {
   moonvit,     // Kimi-K2.5: MoonViT3d (learned 2-D position grid, packed qkv) and its patch merger
   llava,       // LLaVA: CLIP ViT (class token, pre/post LayerNorm) and the two-layer projector
   llava_next,  // LLaVA-NeXT: LLaVA's tower and projector and the image_newline vector
+  glm4v,       // GLM-4.5V: Conv3d patches, RMSNorm blocks with a gated MLP, downsample and merger
 };
 
 /// How a config marks each layer's attention when it has no `layer_types` list.
@@ -173,7 +174,7 @@ std::vector<family> phi3small_families();
 std::vector<family> ssm_families();
 
 /// The multimodal wrappers whose text model is another family's (families_wrappers.cpp): llava,
-/// llava_next; families() lists them after the phi3small one.
+/// llava_next, glm4v_moe; families() lists them after the phi3small one.
 std::vector<family> wrapper_families();
 
 /// The family that reads a wrapper's text model: the table text_config.model_type names (else

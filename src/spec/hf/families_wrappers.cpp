@@ -3,7 +3,9 @@
 // reads the text model. LlavaConfig and LlavaNextConfig build their text_config through
 // CONFIG_MAPPING[text_config.model_type], so a field the published text_config leaves out takes
 // that text configuration class's default; the classes' defaults are kept here, beside the
-// wrappers that need them, for the text tables that have none.
+// wrappers that need them, for the text tables that have none. A wrapper whose configuration
+// class names its text class by a model_type of its own (glm4v_moe_text) maps it to the table of
+// the layout that class builds.
 #include <fmt/format.h>
 
 #include <optional>
@@ -34,6 +36,15 @@ const std::map<std::string, json>& text_class_defaults() {
   return d;
 }
 
+/// Text model_types a wrapper's configuration class names its own text class by, with the
+/// table that reads that layout: Glm4vMoeTextConfig (`glm4v_moe_text`) builds Glm4Moe's layers
+/// (GLM-4.5V's module tree: the same attention with Q/K/V biases, dense first layer, routed and
+/// shared experts, two norms a layer), M-RoPE changing no count.
+const std::map<std::string, std::string>& text_aliases() {
+  static const std::map<std::string, std::string> a = {{"glm4v_moe_text", "glm4_moe"}};
+  return a;
+}
+
 /// A wrapper whose text_config defaults to `text` and whose tower is `vision`.
 family wrapper(std::string model_type, std::string architecture, std::string text,
                vision_family vision) {
@@ -54,6 +65,9 @@ std::vector<family> wrapper_families() {
       // LlavaNextConfig: the same tower and projector and the image_newline vector.
       wrapper("llava_next", "LlavaNextForConditionalGeneration", "llama",
               vision_family::llava_next),
+      // Glm4vMoeConfig (GLM-4.5V): the Glm4vMoe vision tower, a GLM-4.5-Air text model.
+      wrapper("glm4v_moe", "Glm4vMoeForConditionalGeneration", "glm4_moe",
+              vision_family::glm4v),
   };
 }
 
@@ -62,6 +76,7 @@ family wrapped_text_family(const family& w, const hf_object& root) {
   std::optional<hf_object> text;
   if (root.has(w.scope)) text = root.object(w.scope);
   if (text && text->has("model_type")) type = text->text("model_type");
+  if (auto a = text_aliases().find(type); a != text_aliases().end()) type = a->second;
   const family* f = find_family(type, {});
   if (!f || !f->refused.empty() || !f->scope.empty() || !f->text_family.empty()) {
     std::string why = fmt::format(

@@ -3,9 +3,12 @@
 // modeling_qwen2_vl.py (Qwen2VisionTransformerPretrainedModel), modeling_qwen2_5_vl.py,
 // modeling_qwen3_vl.py (with DeepStack mergers), modeling_qwen3_5.py, modeling_siglip.py with
 // modeling_gemma3.py's Gemma3MultiModalProjector, modeling_pixtral.py with modeling_mistral3.py's
-// Mistral3MultiModalProjector, modeling_llama4.py (Llama4VisionModel, Llama4MultiModalProjector)
-// and Kimi-K2.5's own modeling_kimi_k25.py (MoonViT3dPretrainedModel, PatchMergerMLP). A field a published config leaves out takes its configuration
-// class's default, named in the comment. Parameter counts follow in src/tally/component.cpp.
+// Mistral3MultiModalProjector, modeling_llama4.py (Llama4VisionModel, Llama4MultiModalProjector),
+// Kimi-K2.5's own modeling_kimi_k25.py (MoonViT3dPretrainedModel, PatchMergerMLP),
+// modeling_clip.py with modeling_llava.py / modeling_llava_next.py, and modeling_glm4v_moe.py.
+// A field a published config leaves out takes its configuration class's default, named in the
+// comment, where the class's default is known; else it is required. Parameter counts follow in
+// src/tally/component.cpp.
 #include "spec/hf/vision.h"
 
 #include "common/limits.h"
@@ -289,8 +292,9 @@ void read_clip_llava(const hf_object& root, const hf_object& vc, std::int64_t te
                                       vc.text("model_type"), next ? "llava_next" : "llava"));
   const char* cls = next ? "LlavaNextConfig" : "LlavaConfig";
   vision_fields f(vc, "CLIPVisionConfig"), top(root, cls);
-  encoder e = biased_encoder(f, 12, 768, 3072, 12,
-                             "CLIPEncoderLayer: LayerNorms, q/k/v/out_proj and fc1/fc2 with biases");
+  encoder e =
+      biased_encoder(f, 12, 768, 3072, 12,
+                     "CLIPEncoderLayer: LayerNorms, q/k/v/out_proj and fc1/fc2 with biases");
   patch_grid g = grid_of(f, 224, 32);
   r.fields.push_back(sized(f, "channels", {"num_channels"}, 3));
   r.fields.push_back(line("patch", g.patch, g.patch_o));
@@ -309,7 +313,57 @@ void read_clip_llava(const hf_object& root, const hf_object& vc, std::int64_t te
                                            "bias: {}",
                                            layers, o, bias_o)));
   r.projector.push_back(linear(text_hidden, text_hidden, bias, "linear_2; bias: " + bias_o));
-  if (next) r.projector.push_back(vector(text_hidden, "image_newline: one vector of the text width"));
+  if (next)
+    r.projector.push_back(vector(text_hidden, "image_newline: one vector of the text width"));
+}
+
+/// GLM-4.5V: Glm4vMoeVisionModel (modeling_glm4v_moe.py: a Conv3d patch embedding with a bias,
+/// post_conv_layernorm, an RMSNorm before the blocks, (image_size / patch_size)^2 learned
+/// positions, RMSNorm blocks with qkv and proj without biases and a gated MLP of out_hidden_size,
+/// post_layernorm) and its projector: downsample, a Conv2d of spatial_merge_size^2 patches onto
+/// out_hidden_size with a bias, then the merger (proj, a LayerNorm, gate/up of
+/// intermediate_size and down, no biases). No field takes a class default: each is required.
+void read_glm4v(const hf_object& vc, vision_read& r) {
+  vision_fields f(vc, "Glm4vMoeVisionConfig");
+  std::string o;
+  // qkv takes attention_bias, proj never a bias: a layout the block's one flag cannot write.
+  if (f.flag("attention_bias", false, o))
+    vc.fail("attention_bias", "a qkv bias beside a proj without one is not a layout calc reads "
+                              "(the published GLM-4.5V tower has none)");
+  encoder e{};
+  e.layers = f.size({"depth"}, std::nullopt, e.layers_o);
+  e.hidden = f.size({"hidden_size"}, std::nullopt, e.hidden_o);
+  std::string out_o;
+  const std::int64_t out = f.size({"out_hidden_size"}, std::nullopt, out_o);
+  e.intermediate = out;
+  e.intermediate_o = out_o + " (the blocks' MLP is out_hidden_size wide)";
+  e.heads = heads_of(f, "num_heads", std::nullopt, e.hidden, e.heads_o);
+  e.gated = true;
+  e.layer_norm = false;
+  e.attention_bias = false;
+  e.mlp_bias = false;
+  e.layout = "Glm4vMoeVisionBlock: RMSNorms, qkv/proj and gate/up/down without biases";
+  std::string image_o, patch_o;
+  std::int64_t image = f.size({"image_size"}, std::nullopt, image_o);
+  std::int64_t patch = f.size({"patch_size"}, std::nullopt, patch_o);
+  r.fields.push_back(sized(f, "channels", {"in_channels"}, 3));
+  r.fields.push_back(line("patch", patch, patch_o));
+  r.fields.push_back(sized(f, "temporal_patch", {"temporal_patch_size"}, std::nullopt));
+  r.fields.push_back(line("patch_bias", true, "patch_embed.proj: Conv3d with a bias"));
+  r.fields.push_back(line("positions", (image / patch) * (image / patch),
+                          fmt::format("({} / {})^2 patches", image_o, patch_o)));
+  r.fields.push_back(line("pre_norm", true, "post_conv_layernorm: an RMSNorm before the blocks"));
+  push_encoder(r, e);
+  r.fields.push_back(line("post_norm", true, "post_layernorm"));
+  std::string merge_o, ctx_o;
+  std::int64_t merge = f.size({"spatial_merge_size"}, std::nullopt, merge_o);
+  std::int64_t ctx = f.size({"intermediate_size"}, std::nullopt, ctx_o);
+  r.projector.push_back(linear(e.hidden * merge * merge, out, true,
+                               "downsample: Conv2d of " + merge_o + "^2 patches, with a bias"));
+  r.projector.push_back(linear(out, out, false, "merger.proj"));
+  r.projector.push_back(norm(out, true, "merger.post_projection_norm: LayerNorm"));
+  r.projector.push_back(linear(out, ctx, false, "merger gate_proj and up_proj to " + ctx_o, 2));
+  r.projector.push_back(linear(ctx, out, false, "merger down_proj"));
 }
 
 /// Mistral 3: PixtralVisionModel (Conv2d patches without bias, ln_pre, RMSNorm blocks with a
@@ -540,6 +594,9 @@ vision_read read_vision(const family& fam, const hf_object& root,
     case vision_family::llava:
     case vision_family::llava_next:
       read_clip_llava(root, vc, text_hidden, kind == vision_family::llava_next, r);
+      break;
+    case vision_family::glm4v:
+      read_glm4v(vc, r);
       break;
     default:
       read_qwen(kind, vc, r);
