@@ -268,7 +268,8 @@ TEST_CASE("vision llava: CLIP ViT-L/14-336 and the projector around a llama text
   CHECK(y.yaml.find("(model_type llava: the llava wrapper in src/spec/hf/families_wrappers.cpp, "
                     "its text_config read by the llama table in src/spec/hf/families.cpp)") !=
         std::string::npos);
-  CHECK(y.yaml.find("default of llama (text_config.hidden_size absent)") != std::string::npos);
+  CHECK(y.yaml.find("hidden: 4096                        # default of llama (hidden_size absent)") !=
+        std::string::npos);
   // No KV cache in the tower: 32 layers x 2 x 4096 x 2 B a token, the text model's alone.
   CHECK(state(m.m, 8192) == 32LL * 2 * 4096 * 2 * 8192);
   // vision_feature_layer as a list concatenates the layers' features into linear_1.
@@ -485,8 +486,11 @@ components:
   CHECK(testing::error_of(model + tower + "    weights: fp8\n") ==
         "test.yaml:17:14: components[0].weights: expected bf16, fp16 or fp32, got 'fp8'");
   CHECK(testing::error_of(model + tower + "    projector:\n      - {norm: 32, linear: [1, 2]}\n")
-            .find("components[0].projector[0].norm: give one of linear: [in, out] or norm: "
-                  "width") != std::string::npos);
+            .find("components[0].projector[0].norm: give one of linear: [in, out], norm: width "
+                  "or vector: width") != std::string::npos);
+  CHECK(testing::error_of(model + tower + "    projector:\n      - {vector: 32, bias: true}\n")
+            .find("components[0].projector[0].bias: a learned vector has no bias") !=
+        std::string::npos);
   CHECK(testing::error_of(model + "    patch: 14\n").find("components[0].layers: missing") !=
         std::string::npos);
 }

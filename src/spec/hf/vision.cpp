@@ -641,7 +641,8 @@ std::string emit_vision(const vision_read& v, bool annotate) {
   };
   put("  - name: vision_tower", "counted apart from the text model's totals");
   for (const vision_line& l : v.fields) put("    " + l.key + ": " + l.value, l.comment);
-  put("    projector:", "");
+  // A tower whose projector has no weights (Kimi's `identity`) writes an empty list.
+  put(v.projector.empty() ? "    projector: []" : "    projector:", "");
   for (const vision_line& l : v.projector) put("      - " + l.value, l.comment);
   return out;
 }
