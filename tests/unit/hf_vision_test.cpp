@@ -328,6 +328,11 @@ TEST_CASE("vision glm4v_moe: GLM-4.5V's tower, downsample and merger (107,710,93
   CHECK(vision(m) == 858'681'856);
   CHECK(params(m) + vision(m) == 107'710'933'120);
   CHECK(t.bytes.value() == 2 * 858'681'856LL);  // dtype bfloat16
+  // Bytes as the listing stores them: BF16 everywhere but the 45 x 128 F32 routing-bias values;
+  // 215,421,877,760 B together, the listing's 200.63 GB (GiB).
+  CHECK(testing::weight_bytes(m.m) + t.bytes.value() ==
+        2 * 107'710'933'120LL + 45 * 128 * 2);
+  CHECK(2 * 107'710'933'120LL + 45 * 128 * 2 == 215'421'877'760);
   hf::imported y = hf::import_config(fixture("zai-org--GLM-4.5V"));
   CHECK(y.yaml.find("its text_config read by the glm4_moe table in src/spec/hf/families.cpp") !=
         std::string::npos);
