@@ -304,9 +304,22 @@ TEST_CASE("vision llava_next: the LLaVA tower, image_newline and a mistral text 
   CHECK(params(m) + vision(m) == 7'566'747'648);
   // sliding_window null: no window, every layer holds the whole history (8 KV heads of 128).
   CHECK(state(m.m, 131072) == 32LL * 2 * 1024 * 2 * 131072);
-  // The vector is read strictly: one width, no bias.
   const std::string yaml = hf::import_config(fixture("llava-hf--llava-v1.6-mistral-7b-hf")).plain;
   CHECK(yaml.find("{vector: 4096}") != std::string::npos);
+  // The text class's defaults where text_config is silent: MistralConfig's intermediate 14336
+  // (the table's own default of 8 KV heads stays); a qwen2 text_config with nothing but its
+  // model_type takes Qwen2Config's vocab 151936, hidden 4096, intermediate 22016, 32 layers of
+  // 32 heads (Q/K/V biases, the qwen2 table's).
+  nlohmann::json c = read_json(fixture("llava-hf--llava-v1.6-mistral-7b-hf/config.json"));
+  c["text_config"].erase("intermediate_size");
+  c["text_config"].erase("num_key_value_heads");
+  CHECK(params(from_json(c.dump())) == 7'242'256'384);
+  c["text_config"] = {{"model_type", "qwen2"}};
+  model_with_components q = from_json(c.dump());
+  CHECK(q.m.spec.vocab == 151936);
+  CHECK(params(q) == 2 * 151936LL * 4096 +
+                         32 * (4 * 4096LL * 4096 + 3 * 4096 + 3 * 4096LL * 22016 + 2 * 4096) +
+                         4096);
 }
 
 TEST_CASE("vision glm4v_moe: GLM-4.5V's tower, downsample and merger (107,710,933,120)") {
