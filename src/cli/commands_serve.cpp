@@ -187,6 +187,25 @@ load_request report_load_of(const options& o, const gpu_spec& gpu) {
   return w;
 }
 
+/// The asked layout leaves no KV pool: the error names the smallest wider tensor-parallel group
+/// (same ep, dp and pp, within the GPU's NVLink domain) that leaves one, a deployment that runs.
+[[noreturn]] void refuse_without_pool(const deployment& d, const serve_request& q) {
+  std::string hint = "; use more ranks (`calc plan --sla` picks a layout)";
+  std::int64_t widest = std::max<std::int64_t>(d.gpu.nvlink_domain, 1);
+  for (serve_layout l = q.layout; (l.tp *= 2) * l.dp <= widest;) {
+    if (!layout_problem(*d.g, l).empty()) continue;
+    double pool = kv_pool_bytes(make_deployment(*d.g, d.gpu, l, 0, d.forms), q.cfg);
+    if (pool <= 0) continue;
+    hint = fmt::format("; --tp {} leaves a KV pool of {:.1f} GB per rank", l.tp_group(),
+                       pool / 1e9);
+    break;
+  }
+  throw spec_error("gpu", fmt::format("the weights ({:.1f} GB per rank) leave no KV pool in "
+                                      "{:.0f} % of {}'s memory{}",
+                                      d.weight_bytes_per_rank / 1e9,
+                                      q.cfg.memory_fraction * 100, d.gpu.name, hint));
+}
+
 result run_serve(const options& o) {
   serve_request q = read_serve(o);
   loaded_model m = load(o);
@@ -195,13 +214,15 @@ result run_serve(const options& o) {
   std::string family = cal.family_of(gpu.name), used;
   const coefficients& k = cal.lookup(family, q.engine, &used);
   deployment d = make_deployment(m.g, gpu, q.layout, 0, compile_forms(m.g, k.expert_zipf_s));
+  if (kv_pool_bytes(d, q.cfg) <= 0) refuse_without_pool(d, q);
   double gpus = static_cast<double>(q.layout.gpus());
   ojson j;
   j["model"] = m.spec->name;
   j["gpu"] = gpu.name;
   j["engine"] = q.engine;
-  j["layout"] = {
-      {"tp", q.layout.tp}, {"ep", q.layout.ep}, {"dp", q.layout.dp}, {"pp", q.layout.pp}};
+  j["layout"] = {{"tp", q.layout.tp_group()}, {"attention_tp", q.layout.tp},
+                 {"ep", q.layout.ep},           {"dp", q.layout.dp},
+                 {"pp", q.layout.pp}};
   j["gpus"] = q.layout.gpus();
   j["weights_format"] = m.spec->precision.weights.name;
   j["kv_format"] = m.spec->precision.kv.name;
@@ -214,8 +235,8 @@ result run_serve(const options& o) {
   j["calibration"] = {{"file", cal.file}, {"entry", used}};
   j["points"] = ojson::array();
   std::string md = fmt::format(
-      "# calc serve: {} on {} x {} ({}), tp {} ep {} dp {} pp {}{}\n\n", m.spec->name,
-      q.layout.gpus(), gpu.display, q.engine, q.layout.tp, q.layout.ep, q.layout.dp, q.layout.pp,
+      "# calc serve: {} on {} x {} ({}), {}{}\n\n", m.spec->name, q.layout.gpus(), gpu.display,
+      q.engine, layout_flags(q.layout),
       q.trace.empty() ? fmt::format(", ISL {} OSL {}", q.cfg.isl, q.cfg.osl) : std::string());
   if (!q.concurrency.empty()) {
     md +=
@@ -527,7 +548,8 @@ result run_plan_sla(const options& o) {
   } else {
     const sla_option& b = *p.best;
     j["gpus"] = b.gpus;
-    j["tp"] = b.layout.tp;
+    j["tp"] = b.layout.tp_group();
+    j["attention_tp"] = b.layout.tp;
     j["pp"] = b.layout.pp;
     j["ep"] = b.layout.ep;
     j["dp"] = b.layout.dp;
@@ -542,7 +564,7 @@ result run_plan_sla(const options& o) {
         "| GPUs | instances | tp | ep | dp | pp | clients / instance | TTFT ms | TPOT ms | req/s / "
         "instance |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
     md += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.2f} |\n\n", b.gpus,
-                      b.instances, b.layout.tp, b.layout.ep, b.layout.dp, b.layout.pp,
+                      b.instances, b.layout.tp_group(), b.layout.ep, b.layout.dp, b.layout.pp,
                       b.concurrency_per_group * b.layout.dp, ms(b.at.ttft_ms), ms(b.at.tpot_ms),
                       b.at.requests_per_s);
     md += fmt::format("Why not fewer: {}.\n", p.reason);

@@ -323,7 +323,8 @@ class engine_group {
         // admit()'s left side (in doubles, within 1e-9 of the exact sum) at least this.
         double least =
             front_need + ratio_ * std::max(0.0, futures - static_cast<double>(k) * drift);
-        if (!(least * (1 - 1e-9) > static_cast<double>(free_))) break;
+        // SGLang still refuses at equality (admit()).
+        if (!(least * (1 - 1e-9) >= static_cast<double>(free_))) break;
       }
       if (k == 0 && front) {
         request_state& f = reqs[waiting.front()];
@@ -432,7 +433,11 @@ class engine_group {
       // length); SGLang for the whole prompt and its outputs, whatever the chunk.
       std::int64_t asked =
           retract ? retract_admission_need(r) : admission_need(r, budget, queue_head_);
-      if (static_cast<double>(asked) + reserve > static_cast<double>(free_)) {
+      // SGLang refuses at equality (`total_tokens >= rem_total_tokens`), vLLM only beyond
+      // (allocate_slots fails when more blocks are asked than are free).
+      double left = static_cast<double>(asked) + reserve;
+      double room = static_cast<double>(free_);
+      if (retract ? left >= room : left > room) {
         if (!r.waited_for_kv) ++out_.requests_waited_for_kv;
         r.waited_for_kv = true;
         return;
@@ -742,7 +747,9 @@ simulation simulate(const deployment& d, const batching_config& cfg, const coeff
         longest = i;
     const arrival& a = arrivals[longest];
     std::int64_t need = kv.bytes(a.isl + a.osl);
-    if (need > pool_bytes)
+    // SGLang refuses an ask equal to what is free (admit()); its ask is at most `need`.
+    bool refused = cfg.kv == kv_policy::retract ? need >= pool_bytes : need > pool_bytes;
+    if (refused)
       throw spec_error("input_tokens",
                        fmt::format("a request of {} + {} tokens needs {:.2f} GB of KV per rank, "
                                    "more than the pool of {:.2f} GB; the engine would refuse it",

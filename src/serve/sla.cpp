@@ -172,8 +172,7 @@ sla_plan plan_sla(const graph& g, const gpu_spec& gpu, const coefficients& k, co
                                 : static_cast<double>(s.o.concurrency_per_group * s.o.layout.dp));
       if (load > most) {
         most = load;
-        which = fmt::format("tp {} dp {} ep {} pp {}", s.o.layout.tp, s.o.layout.dp, s.o.layout.ep,
-                            s.o.layout.pp);
+        which = layout_flags(s.o.layout);
       }
     }
     out.reason =

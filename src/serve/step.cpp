@@ -75,6 +75,10 @@ const char* op_name(op_class c) {
   return "?";
 }
 
+std::string layout_flags(const serve_layout& l) {
+  return fmt::format("tp {} dp {} ep {} pp {}", l.tp_group(), l.dp, l.ep, l.pp);
+}
+
 std::string layout_problem(const graph& g, const serve_layout& l) {
   if (l.tp < 1 || l.ep < 1 || l.dp < 1 || l.pp < 1) return "every degree must be at least 1";
   if (l.pp > static_cast<std::int64_t>(g.layers.size()))

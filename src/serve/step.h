@@ -26,7 +26,13 @@ struct serve_layout {
   std::int64_t dp = 1;  // attention data parallel groups (each tp ranks)
   std::int64_t pp = 1;  // pipeline stages
   std::int64_t gpus() const { return tp * dp * pp; }
+  // The engines' and calc's --tp: the cards of one tp group, whose dp attention groups each
+  // split heads over `tp` of them (SGLang's --tp 8 --dp 8 is tp 1 per attention group).
+  std::int64_t tp_group() const { return tp * dp; }
 };
+
+/// "tp 8 dp 8 ep 8 pp 1": a layout in the flags that run it (--tp is the tp group).
+std::string layout_flags(const serve_layout& l);
 
 /// Why a layout cannot run the model ("" when it can).
 std::string layout_problem(const graph& g, const serve_layout& l);

@@ -413,6 +413,22 @@ TEST_CASE("serve, calibrate and plan --sla from the command line: JSON keys and 
              "--concurrency", "1"},
             out, err) == 2);
   CHECK(err == "--isl: must be at least 1, got 0\n");
+  // A model one card cannot hold: the error names the narrowest tensor-parallel group that
+  // leaves a KV pool, and that layout runs.
+  REQUIRE(run({"serve", "--model", "qwen3-235b-a22b", "--gpu", "b200", "--isl", "1K", "--osl",
+               "256", "--concurrency", "8"},
+              out, err) == 2);
+  auto at = err.find("; --tp ");
+  REQUIRE(at != std::string::npos);
+  std::string tp = err.substr(at + 7, err.find(' ', at + 7) - at - 7);
+  CHECK(std::stoi(tp) > 1);
+  CHECK(run({"serve", "--model", "qwen3-235b-a22b", "--gpu", "b200", "--tp", tp, "--isl", "1K",
+             "--osl", "256", "--concurrency", "8"},
+            out, err) == 0);
+  CHECK(run({"serve", "--model", "qwen3-235b-a22b", "--gpu", "b200", "--tp",
+             std::to_string(std::stoi(tp) / 2), "--isl", "1K", "--osl", "256", "--concurrency",
+             "8"},
+            out, err) == 2);
   REQUIRE(run({"plan", "--sla", "ttft=2000,tpot=50", "--rate", "2", "--isl", "1024", "--osl", "256",
                "--model", "qwen3-8b", "--gpu", "h100-sxm", "--format", "json"},
               out, err) == 0);
@@ -420,6 +436,28 @@ TEST_CASE("serve, calibrate and plan --sla from the command line: JSON keys and 
   CHECK(j["feasible"] == true);
   for (const char* key : {"gpus", "tp", "pp", "ep", "dp", "reason"})
     CHECK_MESSAGE(j.contains(key), key);
+  // A plan's layout is in the flags that run it: fed back to serve, it runs and predicts the
+  // same point (SGLang DP attention: --tp 8 --dp 8, not tp 1 dp 8).
+  REQUIRE(run({"plan", "--sla", "ttft=3000,tpot=40", "--concurrency", "512", "--isl", "1024",
+               "--osl", "1024", "--model", "deepseek-v3", "--gpu", "h200", "--engine", "sglang",
+               "--format", "json"},
+              out, err) == 0);
+  j = nlohmann::json::parse(out);
+  REQUIRE(j["feasible"] == true);
+  auto flag = [&](const char* key) { return std::to_string(j[key].get<std::int64_t>()); };
+  std::int64_t dp = j["dp"].get<std::int64_t>();
+  CHECK(j["tp"].get<std::int64_t>() == j["attention_tp"].get<std::int64_t>() * dp);
+  std::string clients = std::to_string(j["concurrency_per_instance"].get<std::int64_t>() / dp);
+  double tpot = j["tpot_ms"].get<double>();
+  std::int64_t gpus = j["gpus_per_instance"].get<std::int64_t>();
+  REQUIRE(run({"serve", "--model", "deepseek-v3", "--gpu", "h200", "--engine", "sglang", "--tp",
+               flag("tp"), "--dp", flag("dp"), "--ep", flag("ep"), "--pp", flag("pp"), "--isl",
+               "1024", "--osl", "1024", "--concurrency", clients, "--format", "json"},
+              out, err) == 0);
+  j = nlohmann::json::parse(out);
+  CHECK(j["gpus"].get<std::int64_t>() == gpus);
+  CHECK(j["layout"]["dp"].get<std::int64_t>() == dp);
+  CHECK(j["points"][0]["tpot_ms"].get<double>() == doctest::Approx(tpot).epsilon(1e-9));
   std::string rows =
       write_temp("calc_cli_rows.csv",
                  "id,backend,model_path,system,isl,osl,batch_size,tp_size,pp_size,gemm_quant_mode,"

@@ -959,6 +959,7 @@ const std::vector<family>& families() {
     for (family& f : ssm_families()) t.push_back(std::move(f));
     for (family& f : minimax_families()) t.push_back(std::move(f));
     for (family& f : phi3small_families()) t.push_back(std::move(f));
+    for (family& f : recent_families()) t.push_back(std::move(f));
     for (family& f : wrapper_families()) t.push_back(std::move(f));
     return t;
   }();
@@ -973,6 +974,7 @@ std::string family_table_file(const std::string& model_type) {
   if (in(ssm_families())) return "families_ssm.cpp";
   if (in(minimax_families())) return "families_minimax.cpp";
   if (in(phi3small_families())) return "families_phi3small.cpp";
+  if (in(recent_families())) return "families_recent.cpp";
   if (in(wrapper_families())) return "families_wrappers.cpp";
   if (in(more_families())) return "families_more.cpp";
   if (in(extra_families())) return "families_extra.cpp";

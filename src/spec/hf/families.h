@@ -169,6 +169,10 @@ std::vector<family> minimax_families();
 /// Phi-3-small (families_phi3small.cpp): phi3small; families() lists it after the minimax ones.
 std::vector<family> phi3small_families();
 
+/// Recent text-only families (families_recent.cpp): mimo, afmoe, ...; families() lists them
+/// after the phi3small one.
+std::vector<family> recent_families();
+
 /// The state-space families read since the first hybrids (families_ssm.cpp): jamba, mamba,
 /// falcon_mamba, bamba, lfm2; families() lists them last.
 std::vector<family> ssm_families();

@@ -153,14 +153,25 @@ family exaone() {
 // moe_intermediate_size, top num_experts_per_tok, num_shared_experts shared experts of
 // moe_intermediate_size each, a router without bias. norm_head normalises the head's rows at
 // run time and counts nothing. The sliding-window fields are read in one form only: off.
+// Ling 2.0 / Ring 2.0 (inclusionAI/Ling-mini-2.0, Ling-flash-2.0, Ring-mini-2.0; the remote
+// code's BailingMoeV2ForCausalLM) publish the same model_type: the same layers plus per-head
+// Q/K RMSNorms (query_layernorm / key_layernorm, head_dim each) where use_qk_norm, the gate's
+// routing bias (expert_bias, one value an expert) where moe_router_enable_expert_bias, and
+// num_nextn_predict_layers MTP layers (the `mtp` block, outside the totals). A V1 config has
+// neither flag, so both read false. Group-limited routing (n_group, topk_group) and
+// partial_rotary_factor count nothing; moe_shared_expert_intermediate_size, which some V2 files
+// carry, is not read by the reference (the shared MLP is moe_intermediate_size x
+// num_shared_experts).
 family bailing_moe() {
   return {.model_type = "bailing_moe",
-          .architectures = {"BailingMoeForCausalLM"},
+          .architectures = {"BailingMoeForCausalLM", "BailingMoeV2ForCausalLM"},
           .ffn = ffn_family::moe,
           .names = {{"qkv_bias", "use_qkv_bias"},
                     {"o_bias", "use_bias"},
                     {"mlp_bias", "use_bias"},
                     {"shared_experts", "num_shared_experts"},
+                    {"qk_norm", "use_qk_norm"},
+                    {"router_bias", "moe_router_enable_expert_bias"},
                     {"window", ""}},
           .defaults = gqa_defaults({{"vocab", 30592},
                                     {"hidden", 1024},

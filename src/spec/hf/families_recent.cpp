@@ -1,0 +1,83 @@
+// Recent text-only families (2025): one table each, in the form of families.cpp. Defaults are
+// those of each family's configuration class (transformers', or the remote code its checkpoints
+// ship); a field that would change memory and that the table does not read is pinned in `only`,
+// so another value is an error at that field rather than a silent guess.
+#include "spec/hf/families.h"
+
+namespace calc::hf {
+
+using nlohmann::json;
+
+namespace {
+
+// MiMoConfig (XiaomiMiMo/MiMo-7B-Base / -SFT / -RL / -RL-0530, the remote code's
+// configuration_mimo.py): Qwen2Config plus num_nextn_predict_layers. The main model is Qwen2's
+// (Q/K/V biased, O not, the SwiGLU MLP, two RMSNorms a layer); the MTP layers (mtp_layers.N: a
+// Qwen2 decoder layer with token/hidden norms and a 2d -> d input projection) are read as the
+// `mtp` block, outside the totals, as DeepSeek's are. The class defaults are Qwen2Config's, and
+// num_nextn_predict_layers 0.
+family mimo() {
+  return {.model_type = "mimo",
+          .architectures = {"MiMoForCausalLM"},
+          .layers = layer_rule::window_from,
+          .names = {{"qkv_bias", ""}, {"o_bias", ""}, {"mlp_bias", ""}},
+          .defaults = gqa_defaults({{"kv_heads", 32},
+                                    {"qkv_bias", true},
+                                    {"window", 4096},
+                                    {"window_switch", false},
+                                    {"window_from", 28}})};
+}
+
+// AfmoeConfig (arcee-ai/Trinity-Nano / Trinity-Mini / Trinity-Large; transformers'
+// configuration_afmoe.py and modeling_afmoe.py): GQA with head_dim given, per-head Q/K RMSNorms,
+// and a sigmoid output gate (gate_proj, d -> heads x head_dim, no bias: the `output_gate` count);
+// no attention biases (the class sets attention_bias false whatever the config says). Layers
+// slide (sliding_window) except every global_attn_every_n_layers-th, or as layer_types lists
+// them; RoPE on the sliding layers only (counts nothing). Four RMSNorms a layer (pre and post
+// around attention and around the MLP). The first num_dense_layers are the dense SwiGLU of
+// intermediate_size; the others num_experts routed experts of moe_intermediate_size, top
+// num_experts_per_tok, a shared MLP of moe_intermediate_size x num_shared_experts (counted as that
+// many shared experts: the same matrices), a router without bias and the routing bias
+// (expert_bias, one value an expert). route_scale, mup_enabled and the group fields count nothing.
+family afmoe() {
+  return {.model_type = "afmoe",
+          .architectures = {"AfmoeForCausalLM"},
+          .ffn = ffn_family::moe,
+          .layers = layer_rule::sliding_pattern,
+          .names = {{"qkv_bias", ""},
+                    {"o_bias", ""},
+                    {"mlp_bias", ""},
+                    {"sliding_pattern", "global_attn_every_n_layers"},
+                    {"first_dense", "num_dense_layers"},
+                    {"shared_experts", "num_shared_experts"},
+                    {"shared_intermediate", ""},
+                    {"moe_freq", ""},
+                    {"sparse_step", ""},
+                    {"mlp_only", ""},
+                    {"mtp_layers", ""}},
+          .defaults = gqa_defaults({{"vocab", 200192},
+                                    {"hidden", 2048},
+                                    {"intermediate", 6144},
+                                    {"moe_intermediate", 1408},
+                                    {"layers", 32},
+                                    {"first_dense", 1},
+                                    {"heads", 16},
+                                    {"head_dim", 128},
+                                    {"max_positions", 16384},
+                                    {"experts", 64},
+                                    {"top_k", 6},
+                                    {"shared_experts", 2},
+                                    {"shared_intermediate", "=moe_intermediate"},
+                                    {"router_bias", true},
+                                    {"qk_norm", true},
+                                    {"output_gate", true},
+                                    {"norms", 4},
+                                    {"window", 1024},
+                                    {"sliding_pattern", 4}})};
+}
+
+}  // namespace
+
+std::vector<family> recent_families() { return {mimo(), afmoe()}; }
+
+}  // namespace calc::hf
