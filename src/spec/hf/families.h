@@ -7,12 +7,15 @@
 // config may leave out. The translator (import.cpp) is the same for every family.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 namespace calc::hf {
+
+class hf_object;
 
 enum class attention_family { gqa, mla };
 enum class ffn_family { dense, moe };
@@ -120,6 +123,14 @@ struct family {
   std::vector<std::string> per_layer_lists;
   /// The vision tower beside the text model, counted as a component (`components`).
   vision_family vision = vision_family::none;
+  /// A family whose KV head count follows flags rather than one field (Falcon's multi_query and
+  /// new_decoder_architecture, GPT-BigCode's multi_query): the count given the query heads, and
+  /// where it came from in `origin`. Null: the `kv_heads` role.
+  std::int64_t (*kv_heads_rule)(const hf_object& cfg, std::int64_t heads,
+                                std::string& origin) = nullptr;
+  /// A family whose norms per layer follow flags rather than one field (Falcon: one LayerNorm
+  /// before parallel attention and MLP, two in the new decoder architecture). Null: `norms`.
+  std::int64_t (*norms_rule)(const hf_object& cfg, std::string& origin) = nullptr;
 };
 
 /// The defaults every dense GQA family shares, `extra` replacing some (families.cpp).
@@ -150,6 +161,10 @@ std::vector<family> minimax_families();
 
 /// Phi-3-small (families_phi3small.cpp): phi3small; families() lists it after the minimax ones.
 std::vector<family> phi3small_families();
+
+/// The classic decoders (families_classic.cpp): falcon, gpt_bigcode, gpt2, gptj, olmo, ...;
+/// families() lists them after Phi-3-small.
+std::vector<family> classic_families();
 
 /// The state-space families read since the first hybrids (families_ssm.cpp): jamba, mamba,
 /// falcon_mamba, bamba, lfm2; families() lists them last.
