@@ -299,3 +299,32 @@ TEST_CASE("arcee (AFM-4.5B's shapes): an ungated ReLU^2 MLP; 4,619,189,760") {
   CHECK(import_error(R"({"model_type": "arcee", "hidden_act": "silu"})").find("hidden_act") !=
         std::string::npos);
 }
+
+TEST_CASE("classic bundles read as their fixtures do, and by their Hugging Face ids") {
+  // Each bundle is `calc import` of its fixture with the name and source edited.
+  const std::pair<const char*, const char*> bundles[] = {
+      {"falcon-7b-instruct", "tiiuae--falcon-7b-instruct"},
+      {"falcon-40b", "tiiuae--falcon-40b"},
+      {"starcoder", "bigcode--starcoder-co-format"},
+      {"gpt2-large", "openai-community--gpt2-large"},
+      {"gpt-j-6b", "hivemind--gpt-j-6B-8bit"},
+      {"mpt-30b-chat", "mosaicml--mpt-30b-chat"},
+      {"bloom-560m", "bigscience--bloom-560m"},
+      {"opt-125m", "facebook--opt-125m"},
+      {"olmo-7b-hf", "PrunaAI--allenai-OLMo-7B-hf-HQQ-1bit-smashed"}};
+  for (const auto& b : bundles) {
+    std::string name = b.first;
+    CAPTURE(name);
+    testing::model bundled(name);
+    testing::model from_fixture(fixture(b.second));
+    CHECK(params(bundled) == params(from_fixture));
+    CHECK(weight_bytes(bundled) == weight_bytes(from_fixture));
+    CHECK(state(bundled, 131072) == state(from_fixture, 131072));
+  }
+  CHECK(params(testing::model("tiiuae/falcon-40b")) == 41'303'293'952);
+  CHECK(params(testing::model("bigcode/starcoder")) == 15'517'456'384);
+  CHECK(params(testing::model("EleutherAI/gpt-j-6b")) == 6'050'882'784);
+  CHECK(params(testing::model("bigscience/bloom-560m")) == 559'214'592);
+  CHECK(params(testing::model("facebook/opt-125m")) == 125'239'296);
+  CHECK(params(testing::model("allenai/OLMo-7B-hf")) == 6'888'095'744);
+}
