@@ -151,8 +151,8 @@ const std::map<std::string, std::string>& common_names();
 const std::vector<family>& families();
 
 /// The source file under src/spec/hf/ that holds `model_type`'s table (families.cpp,
-/// families_more.cpp, families_extra.cpp or families_ssm.cpp), for the header `calc import`
-/// writes.
+/// families_more.cpp, families_extra.cpp, families_ssm.cpp, families_classic.cpp, ...), for the
+/// header `calc import` writes.
 std::string family_table_file(const std::string& model_type);
 
 /// The lightning-attention families (families_minimax.cpp): minimax_text_01, minimax_m1;

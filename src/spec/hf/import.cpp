@@ -1326,7 +1326,8 @@ imported translate(const hf_json& doc, const std::string& name, const std::strin
     top.push_back(
         scalar("embedding_norm", "true", o + ": a norm right after the token embedding"));
   if (fam->defaults.contains("final_norm") && !r.flag("final_norm", o))
-    top.push_back(scalar("final_norm", "false", o + ": the final norm has no parameters"));
+    top.push_back(scalar("final_norm", "false",
+                         o + ": no final norm with parameters (one without weights, or none)"));
   if (!fam->dense_mlp && r.flag("mlp_bias", o))
     cfg.fail(r.field("mlp_bias"), "biases on the gated MLP are not in calc's schema");
 
