@@ -186,6 +186,12 @@ TEST_CASE("mpt (MPT-30B-chat): ALiBi, no biases, weight-only LayerNorms, tied; 2
   // 6,649,286,656, the "6.7B" of its card.
   CHECK(params(imported(R"({"model_type": "mpt", "d_model": 4096, "n_heads": 32,
     "n_layers": 32, "vocab_size": 50432, "expansion_ratio": 4})")) == 6'649'286'656);
+  // Grouped attention and Q/K LayerNorms (llm-foundry's attn_config) are refused at the field.
+  CHECK(import_error(R"({"model_type": "mpt", "attn_config": {"attn_type":
+    "grouped_query_attention", "kv_n_heads": 8}})")
+            .find("attn_config.attn_type") != std::string::npos);
+  CHECK(import_error(R"({"model_type": "mpt", "attn_config": {"qk_ln": true}})")
+            .find("attn_config.qk_ln") != std::string::npos);
   // no_bias false would put biases everywhere: refused.
   CHECK(import_error(R"({"model_type": "mpt", "no_bias": false})").find("no_bias") !=
         std::string::npos);

@@ -200,6 +200,22 @@ family gptj() {
                                     {"head_bias", true}})};
 }
 
+// MPT's attention is multi-head in transformers' MptAttention, which reads neither a grouped
+// attn_config.attn_type (llm-foundry's grouped_query_attention, kv_n_heads) nor Q/K LayerNorms
+// (attn_config.qk_ln): either is an error at that field rather than read as plain MHA.
+std::int64_t mpt_kv_heads(const hf_object& cfg, std::int64_t heads, std::string& origin) {
+  if (cfg.has("attn_config") && cfg.value("attn_config").is_object()) {
+    hf_object a = cfg.object("attn_config");
+    if (a.has("attn_type") && a.text("attn_type") != "multihead_attention")
+      a.fail("attn_type", fmt::format("mpt is read only with multihead_attention (got \"{}\")",
+                                      a.text("attn_type")));
+    if (a.has("qk_ln") && a.boolean("qk_ln"))
+      a.fail("qk_ln", "Q/K LayerNorms are not read for mpt (expected false)");
+  }
+  origin = "n_heads: multi-head attention";
+  return heads;
+}
+
 // MptConfig (mosaicml/mpt-7b, mpt-30b; transformers modeling_mpt.py): Wqkv d -> 3d and out_proj,
 // up_proj / down_proj of expansion_ratio x d_model, all without biases (no_bias, read only as
 // true); norm_1, norm_2 and norm_f are LayerNorms whose bias the model removes, so each stores
@@ -230,7 +246,8 @@ family mpt() {
                                     {"intermediate", "=expansion*hidden"},
                                     {"max_positions", 2048},
                                     {"tie", true}}),
-          .only = {{"no_bias", true}}};
+          .only = {{"no_bias", true}},
+          .kv_heads_rule = mpt_kv_heads};
 }
 
 // BloomConfig (bigscience/bloom, bloom-560m ... bloom-7b1, bloomz): query_key_value d -> 3d and
