@@ -127,7 +127,7 @@ struct signature_visitor {
     return fmt::format("swiglu {} {}", f.intermediate, f.bias);
   }
   std::string operator()(const ffn_mlp& f) const {
-    return fmt::format("mlp {} {}", f.intermediate, f.bias);
+    return fmt::format("mlp {} {} {}", f.intermediate, f.bias, f.activation_params);
   }
   std::string operator()(const ffn_moe& f) const {
     return fmt::format("moe {} {} {} {} {} {}{}{} {} {} {} {}", f.experts, f.top_k,

@@ -99,13 +99,14 @@ std::vector<card_load> card_loads(const graph& g, const layout& l, std::int64_t 
     }
     out.push_back(c);
   }
-  // The embedding table sits with the first stage, the head, final norm and model-level
+  // The embedding table (and a norm right after it) sits with the first stage, the head, final norm and model-level
   // connection tensors with the last; the tables are split over the vocabulary by tp. A layer's
   // own connection tensors (mHC mixes) were counted with its stage above.
   std::vector<tensor> ts;
   model_level_tensors(s, m, ts);
   for (const tensor& t : ts) {
-    if (t.module == "embedding") out.front().weight_bytes += card_bytes(t, l);
+    if (t.module == "embedding" || t.name == "embedding_norm")  // BLOOM's norm after it
+      out.front().weight_bytes += card_bytes(t, l);
     if (t.module == "head" || t.name == "final_norm" || t.module == "connection")
       out.back().weight_bytes += card_bytes(t, l);
   }

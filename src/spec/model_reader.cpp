@@ -335,7 +335,8 @@ ffn_spec read_mlp(yaml_map& m) {
   ffn_mlp f;
   f.intermediate = m.integer("intermediate");
   f.bias = m.boolean("bias", false);
-  m.finish({"kind", "intermediate", "bias"});
+  f.activation_params = m.optional_integer("activation_params", 0).value_or(0);
+  m.finish({"kind", "intermediate", "bias", "activation_params"});
   return f;
 }
 
@@ -778,6 +779,7 @@ model_spec read_model(const YAML::Node& root, const std::string& file) {
   spec.hidden = m.integer("hidden");
   spec.tie_embeddings = m.boolean("tie_embeddings", false);
   spec.final_norm = m.boolean("final_norm", true);
+  spec.embedding_norm = m.boolean("embedding_norm", false);
   spec.head_bias = m.boolean("head_bias", false);
   if (spec.head_bias && spec.tie_embeddings)
     m.fail("head_bias", "a tied head has no bias of its own (set tie_embeddings: false)");
@@ -830,6 +832,7 @@ model_spec read_model(const YAML::Node& root, const std::string& file) {
   }
   validate_sources(spec, m, root);
   m.finish({"schema", "name", "source", "vocab", "hidden", "tie_embeddings", "final_norm",
+            "embedding_norm",
             "head_bias", "norm",
             "position_embeddings", "max_position_embeddings", "precision", "execution", "connection", "rope_table_frequencies",
             "token_history", "ced", "mtp", "layers", "components"});

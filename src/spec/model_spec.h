@@ -273,6 +273,9 @@ struct ffn_swiglu {
 struct ffn_mlp {
   std::int64_t intermediate = 0;  // f
   bool bias = false;              // biases on both projections
+  /// Learned scalars of the activation itself (Apertus' xIELU: alpha_p and alpha_n, 2 a layer);
+  /// element-wise, so they add parameters and no matrix FLOPs.
+  std::int64_t activation_params = 0;
 
   bool operator==(const ffn_mlp&) const = default;
 };
@@ -487,6 +490,8 @@ struct model_spec {
   std::int64_t hidden = 0;  // d
   bool tie_embeddings = false;
   bool final_norm = true;
+  bool embedding_norm = false;  // a d-wide norm right after the token embedding (BLOOM's
+                                // word_embeddings_layernorm)
   bool layer_norm = false;  // LayerNorm (weight and bias per norm) instead of RMSNorm (weight)
   bool head_bias = false;   // the vocabulary head has a bias of V values (Phi-2's lm_head)
   std::int64_t position_embeddings = 0;  // a learned position table of this many rows; 0 = none

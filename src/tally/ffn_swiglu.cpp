@@ -26,6 +26,9 @@ void add_tensors(const ffn_mlp& f, const model_context& m, std::vector<tensor>& 
     out.push_back({"norms", "up_bias", category::other, f.intermediate, &m.precision->norms});
     out.push_back({"norms", "down_bias", category::other, d, &m.precision->norms});
   }
+  if (f.activation_params > 0)  // xIELU's alpha_p and alpha_n: scalars, stored like the norms
+    out.push_back({"norms", "activation_params", category::other, f.activation_params,
+                   &m.precision->norms});
 }
 
 }  // namespace calc

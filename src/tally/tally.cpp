@@ -190,6 +190,9 @@ void model_level_tensors(const model_spec& s, const model_context& m, std::vecto
   if (s.final_norm)
     out.push_back({"norms", "final_norm", category::other, checked(s.hidden) * m.norm_vectors(),
                    &s.precision.norms});
+  if (s.embedding_norm)  // BLOOM's word_embeddings_layernorm, as wide as the final norm
+    out.push_back({"norms", "embedding_norm", category::other,
+                   checked(s.hidden) * m.norm_vectors(), &s.precision.norms});
   add_connection_model_tensors(s, m, out);
 }
 

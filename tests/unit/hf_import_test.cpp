@@ -399,9 +399,9 @@ TEST_CASE("every value of the imported YAML names where it came from") {
 }
 
 TEST_CASE("unknown model_type: one line naming the field and the supported families") {
-  std::string e = import_error("{\n  \"model_type\": \"bloom\",\n  \"hidden_size\": 64\n}");
+  std::string e = import_error("{\n  \"model_type\": \"rwkv\",\n  \"hidden_size\": 64\n}");
   CHECK(
-      e.starts_with("config.json:2:17: model_type: unknown model_type 'bloom' (supported "
+      e.starts_with("config.json:2:17: model_type: unknown model_type 'rwkv' (supported "
                     "families: llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, "));
 }
 
@@ -442,12 +442,12 @@ TEST_CASE("command line: calc import prints the YAML; a bad config exits 2 with 
 
   auto dir = calc::testing::scratch_dir("calc-hf-tests");
   std::filesystem::create_directories(dir);
-  std::ofstream(dir / "config.json") << "{\n  \"model_type\": \"bloom\"\n}\n";
+  std::ofstream(dir / "config.json") << "{\n  \"model_type\": \"rwkv\"\n}\n";
   std::ostringstream out2, err2;
   code = run_cli({"state", "--model", dir.string(), "--length", "8192"}, out2, err2);
   CHECK(code == 2);
   CHECK(err2.str() == (dir / "config.json").string() +
-                          ":2:17: model_type: unknown model_type 'bloom' (supported families: " +
+                          ":2:17: model_type: unknown model_type 'rwkv' (supported families: " +
                           hf::family_names() + ")\n");
   std::ostringstream out3, err3;
   code = run_cli({"params", "--model", (dir / "missing.json").string()}, out3, err3);

@@ -100,6 +100,20 @@ const std::map<std::string, std::string>& common_names() {
       {"bs_local", ""},
       {"bs_vert", ""},
       {"bs_homo", ""},
+      // The classic decoders' roles (families_classic.cpp): a learned position table of
+      // `positions` rows plus `position_offset` (OPT keeps 2 rows past its positions), and
+      // whether the final norm has parameters (OLMo-1's non-parametric LayerNorm has none).
+      {"positions", ""},
+      {"position_offset", ""},
+      {"final_norm", ""},
+      // BLOOM's LayerNorm right after the token embedding (word_embeddings_layernorm), and
+      // OPT's word_embed_proj_dim (the embedding's width, read only equal to hidden_size).
+      {"embedding_norm", ""},
+      {"embed_proj", ""},
+      // MPT's expansion_ratio: the MLP is this many times d_model.
+      {"expansion", ""},
+      // Learned scalars of an MLP's activation (Apertus' xIELU: alpha_p, alpha_n).
+      {"activation_params", ""},
   };
   return names;
 }
@@ -961,6 +975,7 @@ const std::vector<family>& families() {
     for (family& f : phi3small_families()) t.push_back(std::move(f));
     for (family& f : recent_families()) t.push_back(std::move(f));
     for (family& f : wrapper_families()) t.push_back(std::move(f));
+    for (family& f : classic_families()) t.push_back(std::move(f));
     return t;
   }();
   return all;
@@ -976,6 +991,7 @@ std::string family_table_file(const std::string& model_type) {
   if (in(phi3small_families())) return "families_phi3small.cpp";
   if (in(recent_families())) return "families_recent.cpp";
   if (in(wrapper_families())) return "families_wrappers.cpp";
+  if (in(classic_families())) return "families_classic.cpp";
   if (in(more_families())) return "families_more.cpp";
   if (in(extra_families())) return "families_extra.cpp";
   return "families.cpp";

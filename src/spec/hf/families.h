@@ -7,6 +7,7 @@
 // config may leave out. The translator (import.cpp) is the same for every family.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -138,6 +139,14 @@ struct family {
   /// Set on the family a wrapper's text model is read by: the wrapper's model_type (for the
   /// YAML header). Empty otherwise.
   std::string wrapper;
+  /// A family whose KV head count follows flags rather than one field (Falcon's multi_query and
+  /// new_decoder_architecture, GPT-BigCode's multi_query): the count given the query heads, and
+  /// where it came from in `origin`. Null: the `kv_heads` role.
+  std::int64_t (*kv_heads_rule)(const hf_object& cfg, std::int64_t heads,
+                                std::string& origin) = nullptr;
+  /// A family whose norms per layer follow flags rather than one field (Falcon: one LayerNorm
+  /// before parallel attention and MLP, two in the new decoder architecture). Null: `norms`.
+  std::int64_t (*norms_rule)(const hf_object& cfg, std::string& origin) = nullptr;
 };
 
 /// The defaults every dense GQA family shares, `extra` replacing some (families.cpp).
@@ -158,8 +167,8 @@ const std::map<std::string, std::string>& common_names();
 const std::vector<family>& families();
 
 /// The source file under src/spec/hf/ that holds `model_type`'s table (families.cpp,
-/// families_more.cpp, families_extra.cpp or families_ssm.cpp), for the header `calc import`
-/// writes.
+/// families_more.cpp, families_extra.cpp, families_ssm.cpp, families_classic.cpp, ...), for the
+/// header `calc import` writes.
 std::string family_table_file(const std::string& model_type);
 
 /// The lightning-attention families (families_minimax.cpp): minimax_text_01, minimax_m1;
@@ -172,6 +181,9 @@ std::vector<family> phi3small_families();
 /// Recent text-only families (families_recent.cpp): mimo, afmoe, ...; families() lists them
 /// after the phi3small one.
 std::vector<family> recent_families();
+/// The classic decoders (families_classic.cpp): falcon, gpt_bigcode, gpt2, gptj, olmo, ...;
+/// families() lists them after Phi-3-small.
+std::vector<family> classic_families();
 
 /// The state-space families read since the first hybrids (families_ssm.cpp): jamba, mamba,
 /// falcon_mamba, bamba, lfm2; families() lists them last.

@@ -220,9 +220,11 @@ class family_reader {
     return v.front();
   }
 
-  /// "=a/b" or "=a": a default computed from other roles (head_dim = hidden / heads).
+  /// "=a/b" or "=a": a default computed from other roles (head_dim = hidden / heads); "=n*a":
+  /// a whole multiple of one (GPT-2's n_inner null: 4 x n_embd).
   valued derived(const std::string& role, const json& d) const {
     std::string expr = d.get<std::string>().substr(1);
+    if (auto star = expr.find('*'); star != std::string::npos) return multiple(role, expr, star);
     auto slash = expr.find('/');
     std::string a = expr.substr(0, slash);
     std::string b = slash == std::string::npos ? "" : expr.substr(slash + 1);
@@ -251,6 +253,43 @@ class family_reader {
     }
     if (fld.empty()) return {value, fmt::format("{} (rule of {})", rule, f_.model_type)};
     return {value, fmt::format("{} (default of {}, {} absent)", rule, f_.model_type, fld)};
+  }
+
+  /// "=n*a": n (an integer, or a role such as MPT's expansion_ratio) times role a, each from
+  /// the config or its integer default.
+  valued multiple(const std::string& role, const std::string& expr, std::size_t star) const {
+    const std::string fld = field(role);
+    // One factor: an integer literal, else a role's value; each kept far inside int64.
+    auto factor = [&](const std::string& f, std::string& name) -> std::int64_t {
+      if (!f.empty() && f.find_first_not_of("0123456789") == std::string::npos) {
+        name = f;
+        return std::stoll(f);
+      }
+      std::string ff = field(f);
+      name = ff.empty() ? f : ff;
+      std::int64_t v = 0;
+      if (given(f)) {
+        auto [fo, fk] = at(ff);
+        v = fo.integer(fk);
+      } else if (f_.defaults.contains(f) && f_.defaults.at(f).is_number_integer()) {
+        v = f_.defaults.at(f).get<std::int64_t>();
+      } else {
+        cfg_.fail(fld, fmt::format("missing, and the {} default {} needs {}", f_.model_type,
+                                   expr, name));
+      }
+      if (v > limits::tokens)
+        cfg_.fail(ff.empty() ? fld : ff, fmt::format("{} is too large", v));
+      return v;
+    };
+    std::string nn, an;
+    const std::int64_t n = factor(expr.substr(0, star), nn);
+    const std::int64_t va = factor(expr.substr(star + 1), an);
+    if (n > 0 && va > limits::tokens / n)  // a width past any model's, and past int64 soon
+      cfg_.fail(fld.empty() ? expr : fld,
+                fmt::format("{} x {} = {} x {} is too large", nn, an, n, va));
+    std::string rule = fmt::format("{} x {}", nn, an);
+    if (fld.empty()) return {n * va, fmt::format("{} (rule of {})", rule, f_.model_type)};
+    return {n * va, fmt::format("{} (default of {}, {} absent)", rule, f_.model_type, fld)};
   }
 
   const family& f_;
@@ -977,7 +1016,10 @@ ynode attention_node(const family_reader& r, attn_kind kind, std::int64_t hidden
   a.kids.push_back(scalar("kind", "gqa", fmt::format("{} attention", r.fam().model_type)));
   std::int64_t heads = r.positive("heads", o);
   a.kids.push_back(scalar("q_heads", std::to_string(heads), o));
-  std::int64_t kv = r.positive("kv_heads", o);
+  std::int64_t kv = r.fam().kv_heads_rule ? r.fam().kv_heads_rule(r.cfg(), heads, o)
+                                          : r.positive("kv_heads", o);
+  if (kv <= 0 || kv > heads)
+    r.cfg().fail(r.field("kv_heads"), fmt::format("{} KV heads for {} query heads", kv, heads));
   if (heads % kv != 0)
     r.cfg().fail(r.field("kv_heads"),
                  fmt::format("{} KV heads do not divide {} query heads", kv, heads));
@@ -1038,6 +1080,10 @@ ynode ffn_node(const family_reader& r, ffn_kind kind) {
     f.kids.push_back(numbered("intermediate", r.positive("intermediate", o), o));
     bool bias = r.flag("mlp_bias", o);
     if (bias) f.kids.push_back(scalar("bias", "true", o));
+    // Learned scalars of the activation (Apertus' xIELU: alpha_p and alpha_n).
+    if (r.fam().defaults.contains("activation_params"))
+      if (std::int64_t n = r.integer("activation_params", o); n > 0)
+        f.kids.push_back(numbered("activation_params", n, o));
     return f;
   }
   if (kind == ffn_kind::dense) {
@@ -1263,6 +1309,31 @@ imported translate(const hf_json& doc, const std::string& name, const std::strin
     if (*limit <= 0) r.fail("max_positions", fmt::format("must be positive, got {}", *limit));
     top.push_back(numbered("max_position_embeddings", *limit, o));
   }
+  if (fam->defaults.contains("positions")) {
+    // A learned absolute position table (GPT-2's wpe, OPT's embed_positions): its rows are
+    // weights, looked up like the token table; `position_offset` rows past the positions
+    // (OPT's 2).
+    std::string po;
+    std::int64_t rows = r.positive("positions", o);
+    std::int64_t offset = r.integer("position_offset", po);
+    if (rows > limits::tokens)
+      r.fail("positions", fmt::format("{} exceeds the limit of {}", rows, limits::tokens));
+    top.push_back(numbered("position_embeddings", rows + offset,
+                           offset == 0 ? o + ": a learned position table"
+                                       : fmt::format("{} + {} ({}): a learned position table",
+                                                     o, offset, po)));
+  }
+  if (fam->defaults.contains("embed_proj") && r.given("embed_proj") &&
+      r.integer("embed_proj", o) != hidden)
+    r.fail("embed_proj", fmt::format("{} differs from {} ({}): the embedding's projections in "
+                                     "and out (project_in, project_out) are not read",
+                                     r.integer("embed_proj", o), r.field("hidden"), hidden));
+  if (fam->defaults.contains("embedding_norm") && r.flag("embedding_norm", o))
+    top.push_back(
+        scalar("embedding_norm", "true", o + ": a norm right after the token embedding"));
+  if (fam->defaults.contains("final_norm") && !r.flag("final_norm", o))
+    top.push_back(scalar("final_norm", "false",
+                         o + ": no final norm with parameters (one without weights, or none)"));
   if (!fam->dense_mlp && r.flag("mlp_bias", o))
     cfg.fail(r.field("mlp_bias"), "biases on the gated MLP are not in calc's schema");
 
@@ -1539,7 +1610,9 @@ imported translate(const hf_json& doc, const std::string& name, const std::strin
     base_attention.comment = attn_origin;
   layers.kids.push_back(base_attention);
   layers.kids.push_back(ffn_node(r, base.ffn));
-  std::int64_t norms = r.positive("norms", o);
+  // Norms per layer: a family's rule where flags decide (Falcon), else the role; 0 for a
+  // non-parametric norm (OLMo-1), which stores nothing.
+  std::int64_t norms = fam->norms_rule ? fam->norms_rule(cfg, o) : r.integer("norms", o);
   layers.kids.push_back(scalar("norms", std::to_string(norms), o));
 
   std::map<combo, bool> used;
