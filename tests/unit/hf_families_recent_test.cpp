@@ -174,7 +174,9 @@ TEST_CASE("bailing_moe (Ling-mini-2.0, BailingMoeV2): Q/K norms, the routing bia
 TEST_CASE("bundles of the recent families read as their fixtures do, and by their Hugging Face ids") {
   // Each bundle is `calc import` of its fixture with the name and source edited.
   const std::pair<const char*, const char*> bundles[] = {
-      {"mimo-7b-base", "XiaomiMiMo--MiMo-7B-Base"}, {"trinity-mini", "arcee-ai--Trinity-Mini"}};
+      {"mimo-7b-base", "XiaomiMiMo--MiMo-7B-Base"},
+      {"trinity-mini", "arcee-ai--Trinity-Mini"},
+      {"mimo-v2-flash", "XiaomiMiMo--MiMo-V2-Flash"}};
   for (const auto& b : bundles) {
     std::string name = b.first;
     CAPTURE(name);
@@ -186,6 +188,7 @@ TEST_CASE("bundles of the recent families read as their fixtures do, and by thei
   }
   CHECK(params(testing::model("XiaomiMiMo/MiMo-7B-Base")) == 7'622'619'136);
   CHECK(params(testing::model("arcee-ai/Trinity-Mini")) == 26'123'974'400);
+  CHECK(params(testing::model("XiaomiMiMo/MiMo-V2-Flash")) == 308'778'780'864);
 }
 
 TEST_CASE("mimo_v2_flash (MiMo-V2-Flash): keys 192 wide, values 128, own sliding shape, sinks") {
