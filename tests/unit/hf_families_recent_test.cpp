@@ -6,6 +6,10 @@
 // bundles made from them.
 #include <doctest/doctest.h>
 
+#include <fmt/format.h>
+
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <variant>
 
@@ -294,4 +298,27 @@ TEST_CASE("mimo_v2_flash: the per-layer lists are checked") {
   CHECK(std::holds_alternative<ffn_moe>(m.g.layers[1].ffn));
   CHECK(testing::import_error(with("[0, 1]")).find("hybrid_layer_pattern") != std::string::npos);
   CHECK(testing::import_error(with("[0, 2, 1]")).find("hybrid_layer_pattern") != std::string::npos);
+}
+
+TEST_CASE("mimo_v2_flash: an FP8 exclusion list is read, also under vLLM's ignored_layers") {
+  // The published config lists no unconverted modules. A list naming one layer's o_proj (the
+  // form a BF16 o_proj would take) is refused at that entry, under either key, never passed over
+  // silently: calc keeps one format for o_proj across layers, not one per module.
+  std::ifstream in(fixture("XiaomiMiMo--MiMo-V2-Flash/config.json"));
+  const std::string cfg{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  const std::string anchor = R"("quant_method": "fp8",)";
+  for (const char* key : {"modules_to_not_convert", "ignored_layers"}) {
+    CAPTURE(key);
+    std::string c = cfg;
+    c.insert(c.find(anchor) + anchor.size(),
+             fmt::format(R"( "{}": ["model.layers.0.self_attn.o_proj"],)", key));
+    std::string e = testing::import_error(c);
+    CHECK(e.find(std::string(key) + "[0]") != std::string::npos);
+    CHECK(e.find("o_proj") != std::string::npos);
+  }
+  // The head listed reads as before (it stays in the model dtype either way).
+  std::string c = cfg;
+  c.insert(c.find(anchor) + anchor.size(), R"( "ignored_layers": ["lm_head"],)");
+  CHECK(weight_bytes(from_json(c)) ==
+        weight_bytes(testing::model(fixture("XiaomiMiMo--MiMo-V2-Flash"))));
 }
