@@ -221,7 +221,7 @@ bool text_only_of(const std::string& text) {
 checked vision_bytes_of(const options& o, const loaded_model& m) {
   std::string path = resolve_model_path(o.model);
   checked bytes =
-      component_bytes(read_model_components(path, m.file_embedding));
+      component_bytes(read_model_components(path, m.file_embedding, o.sets));
   if (!hf::is_hf_config(path)) return bytes;
   std::optional<hf::checkpoint> ck = hf::read_checkpoint(path);
   if (!ck) return bytes;

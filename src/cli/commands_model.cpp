@@ -173,7 +173,7 @@ result run_params(const options& o) {
   // shapes and reported apart, in none of the totals above.
   checked component_total;
   const std::vector<component_spec> components =
-      read_model_components(resolve_model_path(o.model), m.file_embedding);
+      read_model_components(resolve_model_path(o.model), m.file_embedding, o.sets);
   if (!components.empty()) {
     ojson comps = ojson::array();
     checked component_params;

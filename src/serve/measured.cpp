@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <cmath>
 #include <fstream>
 
 #include "common/dtype.h"
@@ -99,6 +100,34 @@ std::int64_t whole(const measured_row& r, const std::string& column, std::int64_
 }
 
 }  // namespace
+
+const std::vector<benchmark_client>& benchmark_clients() {
+  static const std::vector<benchmark_client> rows = {
+      // InferenceX's database dumps ("db-dump/<date>") and its exports named by date
+      // ("source_file=<date>.csv"), where aiconfigurator's own runs name a path.
+      {.name = "InferenceX bench_serving",
+       .source_prefixes = {"db-dump/", "source_file=20"},
+       .length_low = 0.8,
+       .source = "github.com/SemiAnalysisAI/InferenceX: benchmarks/*.sh run "
+                 "utils/bench_serving/benchmark_serving.py (kimbochen/bench_serving) with "
+                 "--dataset-name random --random-range-ratio 0.8 --ignore-eos; its "
+                 "sample_random_requests draws input and output lengths with "
+                 "np.random.randint(int(len * ratio), len + 1)"},
+  };
+  return rows;
+}
+
+const benchmark_client* client_of(const std::string& data_source) {
+  for (const benchmark_client& c : benchmark_clients())
+    for (const std::string& prefix : c.source_prefixes)
+      if (data_source.starts_with(prefix)) return &c;
+  return nullptr;
+}
+
+std::int64_t mean_length(std::int64_t nominal, double low) {
+  auto lowest = static_cast<std::int64_t>(std::floor(static_cast<double>(nominal) * low));
+  return (lowest + nominal + 1) / 2;
+}
 
 const std::string& measured_row::at(const std::string& column) const {
   static const std::string kEmpty;
@@ -338,6 +367,12 @@ mapped_row row_mapper::map(const measured_row& r) {
     }
     std::int64_t isl = whole(r, "isl", 0, 1);
     std::int64_t osl = whole(r, "osl", 0, 1);
+    // A client that draws lengths around the nominal ones sends requests of its mean lengths on
+    // average: a request's TTFT follows its own prompt and the decode batch the mean lengths.
+    if (const benchmark_client* client = client_of(r.at("silicon_data_source"))) {
+      isl = mean_length(isl, client->length_low);
+      osl = mean_length(osl, client->length_low);
+    }
     batching_config cfg = engine_batching(eng, isl, osl);
     std::int64_t c = whole(r, "batch_size", 0, 1) * clients_per_group;
     m.s = std::make_shared<const scenario>(make_scenario(*dit->second, cfg, c));

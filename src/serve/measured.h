@@ -6,7 +6,8 @@
 // weight and expert formats; tp/pp/attention_dp/moe_ep -> layout (a MoE row with moe_tp = moe_ep
 // = N and tp x attention_dp = N x N wider than the GPU's NVLink domain is `--tp N --ep N` with EP
 // counted twice: N ranks); isl/osl/batch_size -> workload (batch_size clients per attention-DP
-// group).
+// group), at the mean request of the benchmark client the row's data source names
+// (silicon_data_source: benchmark_clients below), else at the nominal lengths.
 #pragma once
 
 #include <cstdint>
@@ -49,6 +50,26 @@ struct mapped_row {
   // costed again under another expert popularity (at_expert_popularity) after the mapper is gone.
   std::shared_ptr<const graph> model_graph;
 };
+
+/// A benchmark client a measured row's data source names (one row per client; docs/commands.md
+/// cites each): how it drew the requests' lengths. Like the engine, the client is a fact of the
+/// row (its silicon_data_source column), not of its model or lengths.
+struct benchmark_client {
+  const char* name;
+  std::vector<std::string> source_prefixes;  // a silicon_data_source starting with one of these
+  // Input and output lengths drawn uniformly among the whole numbers in
+  // [floor(length_low x nominal), nominal] (1: every request at the nominal lengths).
+  double length_low = 1;
+  const char* source;  // provenance
+};
+const std::vector<benchmark_client>& benchmark_clients();
+
+/// The client whose source prefix starts `data_source`, else null (nominal lengths).
+const benchmark_client* client_of(const std::string& data_source);
+
+/// The mean of whole numbers drawn uniformly in [floor(nominal x low), nominal], rounded half up:
+/// the mean request a closed loop of that client serves (1024 at 0.8: 922).
+std::int64_t mean_length(std::int64_t nominal, double low);
 
 /// Models and GPUs read once for a whole file (rows share them).
 class row_mapper {

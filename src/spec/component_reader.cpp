@@ -26,8 +26,10 @@ bool read_word(yaml_map& m, const std::string& key, const char* yes, const char*
 
 projector_part read_part(yaml_map& p) {
   projector_part part;
-  bool linear = p.has("linear"), norm = p.has("norm");
-  if (linear == norm) p.fail(linear ? "norm" : "linear", "give one of linear: [in, out] or norm: width");
+  const bool linear = p.has("linear"), norm = p.has("norm"), vector = p.has("vector");
+  if (linear + norm + vector != 1)
+    p.fail(linear ? (norm ? "norm" : "vector") : norm ? "vector" : "linear",
+           "give one of linear: [in, out], norm: width or vector: width");
   if (linear) {
     YAML::Node sides = p.required("linear");
     if (!sides.IsSequence() || sides.size() != 2)
@@ -35,14 +37,17 @@ projector_part read_part(yaml_map& p) {
                        "expected [in, out], two widths");
     part.in = read_integer(sides[0], p.path_of("linear") + "[0]", p.file(), 1);
     part.out = read_integer(sides[1], p.path_of("linear") + "[1]", p.file(), 1);
-  } else {
+  } else if (norm) {
     part.norm = p.integer("norm");
+  } else {
+    part.vector = p.integer("vector");
   }
   part.bias = p.boolean("bias", false);
+  if (vector && part.bias) p.fail("bias", "a learned vector has no bias");
   part.count = p.optional_integer("count", 1).value_or(1);
   if (part.count > limits::layers)
     p.fail("count", fmt::format("{} is more than the limit of {}", part.count, limits::layers));
-  p.finish({"linear", "norm", "bias", "count"});
+  p.finish({"linear", "norm", "vector", "bias", "count"});
   return part;
 }
 
@@ -121,13 +126,19 @@ std::vector<component_spec> read_model_components_text(const std::string& yaml,
 }
 
 std::vector<component_spec> read_model_components(const std::string& path,
-                                                  const dtype& model_dtype) {
+                                                  const dtype& model_dtype,
+                                                  const std::vector<std::string>& sets) {
+  // The same document the model reader reads: an import's YAML is named as that reader names it.
+  std::string file = path;
+  YAML::Node root;
   if (hf::is_hf_config(path)) {
-    hf::imported i = hf::import_config(path);
-    return read_model_components_text(i.plain, i.file, model_dtype);
+    file = path + " (as imported)";
+    root = load_yaml_text(hf::import_config(path).plain, file);
+  } else {
+    root = load_yaml_file(path);
   }
-  YAML::Node root = load_yaml_file(path);
-  yaml_map m(root, "", path);
+  for (const std::string& s : sets) apply_set(root, s, file);
+  yaml_map m(root, "", file);
   return read_components(m, model_dtype);
 }
 

@@ -19,9 +19,12 @@ namespace calc {
 std::vector<component_spec> read_components(yaml_map& model, const dtype& model_dtype);
 
 /// The components of the model file at `path` (a model YAML, or a Hugging Face config.json or
-/// folder, read through `calc import`), as resolve_model_path names it.
+/// folder, read through `calc import`), as resolve_model_path names it, after the --set
+/// assignments `sets` (components.0.layers=12, components.vision_tower.weights=fp32), as the
+/// model reader applies them.
 std::vector<component_spec> read_model_components(const std::string& path,
-                                                  const dtype& model_dtype);
+                                                  const dtype& model_dtype,
+                                                  const std::vector<std::string>& sets = {});
 
 /// The same from model YAML text (tests); `file` names it in errors.
 std::vector<component_spec> read_model_components_text(const std::string& yaml,

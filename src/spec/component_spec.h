@@ -13,12 +13,14 @@
 namespace calc {
 
 /// One step of a component's projector: a linear map `in` x `out` (with `out` biases when
-/// `bias`), or a norm of `norm` values (a LayerNorm's bias beside its weight when `bias`);
-/// `count` alike steps (Qwen3-VL's DeepStack mergers).
+/// `bias`), a norm of `norm` values (a LayerNorm's bias beside its weight when `bias`), or a
+/// learned vector of `vector` values (LLaVA-NeXT's image_newline); `count` alike steps
+/// (Qwen3-VL's DeepStack mergers).
 struct projector_part {
-  std::int64_t in = 0;    // linear: input width
-  std::int64_t out = 0;   // linear: output width
-  std::int64_t norm = 0;  // a norm of this width instead of a linear map; 0 = a linear map
+  std::int64_t in = 0;      // linear: input width
+  std::int64_t out = 0;     // linear: output width
+  std::int64_t norm = 0;    // a norm of this width instead of a linear map; 0 = a linear map
+  std::int64_t vector = 0;  // a learned vector of this width instead; 0 = none
   bool bias = false;
   std::int64_t count = 1;
 

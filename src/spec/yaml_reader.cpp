@@ -4,6 +4,7 @@
 #include <yaml-cpp/eventhandler.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -231,6 +232,25 @@ YAML::Node unmarked(const YAML::Node& n) {
   return YAML::Node();
 }
 
+/// The entry of a list that `key` names for --set: its 0-based index, else the entry whose
+/// `name` is `key` (components.vision_tower.layers); an error naming --set otherwise.
+YAML::Node list_entry(const YAML::Node& list, const std::string& key, const std::string& path,
+                      const std::string& walked) {
+  if (!key.empty() && std::all_of(key.begin(), key.end(), [](unsigned char c) {
+        return std::isdigit(c) != 0;
+      })) {
+    std::size_t index = key.size() > 9 ? list.size() : std::stoul(key);
+    if (index < list.size()) return list[index];
+    throw spec_error("--set " + path, fmt::format("'{}' has {} entries, no entry {}", walked,
+                                                  list.size(), key));
+  }
+  for (const YAML::Node& e : list)
+    if (e.IsMap() && e["name"].IsScalar() && e["name"].Scalar() == key) return e;
+  throw spec_error("--set " + path,
+                   fmt::format("'{}' has no entry named '{}' (give its name or its index)",
+                               walked, key));
+}
+
 }  // namespace
 
 void apply_set(YAML::Node& root, const std::string& assignment, const std::string& file) {
@@ -267,6 +287,11 @@ void apply_set(YAML::Node& root, const std::string& assignment, const std::strin
     // A missing mapping is created: the strict reader then rejects it if it is no schema field.
     if (!cur[keys[i]].IsDefined()) cur[keys[i]] = YAML::Node(YAML::NodeType::Map);
     YAML::Node next = cur[keys[i]];
+    if (next.IsSequence() && i + 2 < keys.size()) {
+      // A list of named entries (`components`): the next key is an entry's index or its name.
+      next.reset(list_entry(next, keys[i + 1], path, walked));
+      walked += "." + keys[++i];
+    }
     if (!next.IsMap())
       throw spec_error("--set " + path, fmt::format("'{}' is not a mapping in the model", walked));
     cur.reset(next);

@@ -39,8 +39,9 @@ component_tally tally_component(const component_spec& c) {
 
   checked projector;
   for (const projector_part& p : v.projector) {
-    checked one = p.norm > 0 ? (p.bias ? 2 * checked(p.norm) : checked(p.norm))  // norm
-                             : checked(p.in) * p.out + (p.bias ? p.out : 0);      // linear
+    checked one = p.vector > 0 ? checked(p.vector)                                 // vector
+                  : p.norm > 0 ? (p.bias ? 2 * checked(p.norm) : checked(p.norm))  // norm
+                               : checked(p.in) * p.out + (p.bias ? p.out : 0);     // linear
     projector += one * p.count;
   }
   t.parts.push_back({"projector", projector});

@@ -160,33 +160,206 @@ TEST_CASE("vision mistral3: Pixtral and the patch-merger projector (Mistral Smal
   CHECK(params(m) + vision(m) == 24'011'361'280);
 }
 
-TEST_CASE("vision llama4: Scout's tower, pixel-shuffle MLP and projector (108,641,793,536)") {
-  // The Scout fixture is abridged (no vision_config); the vision_config below is the one a model
-  // report prints for Llama-4-Scout-17B-16E (SOURCES.md), with its per-tensor listing: patch
-  // 827,904, positions 812,416, class 1,408, q/k/v/o 1,982,464 + 1,408 each, fc1 7,929,856 +
-  // 5,632, fc2 7,929,856 + 1,408, adapter fc1 23,068,672 and fc2 16,777,216, projector
-  // 20,971,520. The Hub's count for meta-llama/Llama-4-Scout-17B-16E-Instruct: 108,641,793,536.
-  nlohmann::json c = read_json(fixture("meta-llama--Llama-4-Scout-17B-16E-Instruct/config.json"));
-  c["vision_config"] = nlohmann::json::parse(R"({
-    "attention_dropout": 0.0, "hidden_act": "gelu", "hidden_size": 1408, "image_size": 336,
-    "initializer_range": 0.02, "intermediate_size": 5632, "model_type": "llama4_vision_model",
-    "multi_modal_projector_bias": false, "norm_eps": 1e-05, "num_attention_heads": 16,
-    "num_channels": 3, "num_hidden_layers": 34, "patch_size": 14, "pixel_shuffle_ratio": 0.5,
-    "projector_dropout": 0.0, "projector_input_dim": 4096, "projector_output_dim": 4096,
-    "rope_theta": 10000, "vision_feature_layer": -1, "vision_feature_select_strategy": "default",
-    "vision_output_dim": 4096})");
-  model_with_components m = from_json(c.dump());
-  component_tally t = tally_component(m.components[0]);
+TEST_CASE("vision llama4: Scout's and Maverick's tower from the published vision_config") {
+  // The fixtures carry the published vision_config (SOURCES.md). By tensor, as a model report
+  // lists Scout's vision modules: patch 827,904, positions 812,416, class 1,408, q/k/v/o
+  // 1,982,464 + 1,408 each, fc1 7,929,856 + 5,632, fc2 7,929,856 + 1,408, adapter fc1
+  // 23,068,672 and fc2 16,777,216, projector 20,971,520.
+  model_with_components scout(fixture("meta-llama--Llama-4-Scout-17B-16E-Instruct"));
+  REQUIRE(scout.components.size() == 1);
+  component_tally t = tally_component(scout.components[0]);
   CHECK(t.parts[0].params.value() == 827'904 + 812'416 + 1'408 + 2 * 1'408);
   CHECK(t.parts[1].params.value() == 34LL * 23'807'872 + 2 * 1'408);
   CHECK(t.parts[2].params.value() == 23'068'672 + 16'777'216 + 20'971'520);
-  CHECK(vision(m) == 871'932'416);
-  CHECK(params(m) + vision(m) == 108'641'793'536);
-  // The abridged fixture itself: no vision_config, so nothing to count, and the header says so.
-  hf::imported abridged =
-      hf::import_config(fixture("meta-llama--Llama-4-Scout-17B-16E-Instruct"));
+  CHECK(vision(scout) == 871'932'416);
+  CHECK(t.bytes.value() == 2 * 871'932'416LL);  // torch_dtype bfloat16
+  // The Hub's count for meta-llama/Llama-4-Scout-17B-16E-Instruct: 108,641,793,536.
+  CHECK(params(scout) + vision(scout) == 108'641'793'536);
+  // Maverick: the same tower; Fireworks bills Llama 4 Maverick as 401,583,781,376 parameters.
+  model_with_components maverick(fixture("meta-llama--Llama-4-Maverick-17B-128E-Instruct"));
+  CHECK(vision(maverick) == 871'932'416);
+  CHECK(params(maverick) + vision(maverick) == 401'583'781'376);
+  // The bundles are the imports of these fixtures: the tower is a component there too, and the
+  // header says it is counted apart.
+  for (const char* name : {"llama-4-scout", "llama-4-maverick"}) {
+    CAPTURE(name);
+    model_with_components bundled(name);
+    CHECK(vision(bundled) == 871'932'416);
+  }
+  hf::imported y = hf::import_config(fixture("meta-llama--Llama-4-Scout-17B-16E-Instruct"));
+  CHECK(y.yaml.find("# Counted apart: the vision tower and projector (vision_config)") !=
+        std::string::npos);
+  // A copy without vision_config (as the fixture was abridged before) counts none, and says so.
+  nlohmann::json c = read_json(fixture("meta-llama--Llama-4-Scout-17B-16E-Instruct/config.json"));
+  c.erase("vision_config");
+  hf::imported abridged = hf::import_text(c.dump(), "config.json", "t");
   CHECK(abridged.yaml.find("# Not counted: the vision tower and projector: the file has no "
                            "vision_config.") != std::string::npos);
+  CHECK(from_json(c.dump()).components.empty());
+}
+
+TEST_CASE("vision kimi_k25: MoonViT and its patch merger (Kimi-K2.5: 1,026,879,376,368)") {
+  // The card's whole checkpoint = language model 1,026,408,232,448 + MoonViT 416,866,032 +
+  // PatchMergerMLP 54,277,888 (SOURCES.md). By tensor (the release's listing): patch_embed.proj
+  // 1152 x 3 x 14 x 14 + bias, pos_emb 64 x 64 x 1152; 27 blocks of wqkv 3456 x 1152, wo, fc0,
+  // fc1 with biases and two LayerNorms (15,239,504); final_layernorm; pre_norm 1152 with bias,
+  // proj.0 4608 x 4608 and proj.2 7168 x 4608 with biases.
+  for (const char* folder : {"moonshotai--Kimi-K2.5", "nvidia--Kimi-K2.5-NVFP4"}) {
+    CAPTURE(folder);
+    model_with_components m(fixture(folder));
+    REQUIRE(m.components.size() == 1);
+    component_tally t = tally_component(m.components[0]);
+    CHECK(t.parts[0].params.value() == 1152LL * 3 * 14 * 14 + 1152 + 64LL * 64 * 1152);
+    CHECK(t.parts[1].params.value() == 27LL * 15'239'504 + 2 * 1152);
+    CHECK(t.parts[2].params.value() == 54'277'888);
+    CHECK(vision(m) == 416'866'032 + 54'277'888);
+    CHECK(params(m) + vision(m) == 1'026'879'376'368);
+    // BF16 in both releases: the int4 release's listing stores the tower's 833,732,064 B and
+    // the projector's 108,555,776 B, although its quantisation config ignores no vision module
+    // (kimi_k25's vision_kept_unquantised); the NVFP4 release excludes both roots by name.
+    CHECK(m.components[0].weights.name == "bf16");
+    CHECK(t.bytes.value() == 833'732'064 + 108'555'776);
+  }
+  model_with_components bundled("kimi-k2.5");
+  CHECK(vision(bundled) == 416'866'032 + 54'277'888);
+  // The projector as modeling_kimi_k25.py builds each mm_projector_type: `mlp` is a LayerNorm
+  // and two Linears from mm_hidden_size; `identity` has no weights.
+  nlohmann::json c = read_json(fixture("moonshotai--Kimi-K2.5/config.json"));
+  c["vision_config"]["mm_projector_type"] = "mlp";
+  CHECK(tally_component(from_json(c.dump()).components[0]).parts[2].params.value() ==
+        2 * 1152 + 1152LL * 7168 + 7168 + 7168LL * 7168 + 7168);
+  c["vision_config"]["mm_projector_type"] = "identity";
+  CHECK(tally_component(from_json(c.dump()).components[0]).parts[2].params.value() == 0);
+  // Layouts the reference raises on are errors at their field, never a guess.
+  c["vision_config"]["mm_projector_type"] = "patchmerger";
+  c["vision_config"]["pos_emb_type"] = "rope";
+  CHECK(testing::import_error(c.dump(2)).find(
+            ": vision_config.pos_emb_type: 'rope' is not a layout calc reads (expected "
+            "divided_fixed)") != std::string::npos);
+  c["vision_config"]["pos_emb_type"] = "divided_fixed";
+  c["vision_config"]["merge_kernel_size"] = {2};
+  CHECK(testing::import_error(c.dump(2)).find(
+            ": vision_config.merge_kernel_size: expected two positive sides") !=
+        std::string::npos);
+  c["vision_config"]["merge_kernel_size"] = {2, 2};
+  c["vision_config"].erase("vt_num_hidden_layers");
+  CHECK(testing::import_error(c.dump(2)).find(
+            ": vision_config.vt_num_hidden_layers: missing required field") != std::string::npos);
+}
+
+TEST_CASE("vision llava: CLIP ViT-L/14-336 and the projector around a llama text model") {
+  // llava-hf/llava-1.5-7b-hf, 7,063,427,072 (SOURCES.md): the llama text model from
+  // LlamaConfig's defaults where text_config is silent (hidden 4096, intermediate 11008, 32
+  // layers, 32 heads; vocab 32064): 2 x 32064 x 4096 + 32 x 202,383,360 + 4096.
+  model_with_components m(fixture("llava-hf--llava-1.5-7b-hf"));
+  CHECK(params(m) == 2 * 32064LL * 4096 + 32 * 202'383'360LL + 4096);
+  CHECK(m.m.spec.hidden == 4096);
+  REQUIRE(m.components.size() == 1);
+  component_tally t = tally_component(m.components[0]);
+  // Patch 3 x 14 x 14 x 1024 (no bias), class 1024, 577 positions, pre_layrnorm; 24 blocks of
+  // 12,596,224; post_layernorm; linear_1 1024 x 4096 and linear_2 4096 x 4096 with biases.
+  CHECK(t.parts[0].params.value() == 3 * 14 * 14 * 1024 + 1024 + 577 * 1024 + 2 * 1024);
+  CHECK(t.parts[1].params.value() == 24LL * 12'596'224 + 2 * 1024);
+  CHECK(t.parts[2].params.value() == 1024LL * 4096 + 4096 + 4096LL * 4096 + 4096);
+  CHECK(vision(m) == 303'507'456 + 20'979'712);
+  CHECK(params(m) + vision(m) == 7'063'427'072);
+  CHECK(t.bytes.value() == 2 * vision(m));  // torch_dtype float16
+  hf::imported y = hf::import_config(fixture("llava-hf--llava-1.5-7b-hf"));
+  CHECK(y.yaml.find("(model_type llava: the llava wrapper in src/spec/hf/families_wrappers.cpp, "
+                    "its text_config read by the llama table in src/spec/hf/families.cpp)") !=
+        std::string::npos);
+  CHECK(y.yaml.find("hidden: 4096                        # default of llama (hidden_size absent)") !=
+        std::string::npos);
+  // No KV cache in the tower: 32 layers x 2 x 4096 x 2 B a token, the text model's alone.
+  CHECK(state(m.m, 8192) == 32LL * 2 * 4096 * 2 * 8192);
+  // vision_feature_layer as a list concatenates the layers' features into linear_1.
+  nlohmann::json c = read_json(fixture("llava-hf--llava-1.5-7b-hf/config.json"));
+  c["vision_feature_layer"] = {-2, -5};
+  c["multimodal_projector_bias"] = false;
+  CHECK(tally_component(from_json(c.dump()).components[0]).parts[2].params.value() ==
+        2048LL * 4096 + 4096LL * 4096);
+  // A text model calc does not read as a plain text family, or another tower, is an error at
+  // its model_type.
+  c = read_json(fixture("llava-hf--llava-1.5-7b-hf/config.json"));
+  c["text_config"]["model_type"] = "gemma3";
+  CHECK(testing::import_error(c.dump(2)).find(
+            ": text_config.model_type: llava wraps a text model calc reads as a plain text "
+            "family (llama, mistral, qwen2, ...); 'gemma3' is not one") != std::string::npos);
+  c = read_json(fixture("llava-hf--llava-1.5-7b-hf/config.json"));
+  c["vision_config"]["model_type"] = "siglip_vision_model";
+  CHECK(testing::import_error(c.dump(2)).find(
+            ": vision_config.model_type: 'siglip_vision_model' is not a tower calc reads under "
+            "llava") != std::string::npos);
+}
+
+TEST_CASE("vision llava_next: the LLaVA tower, image_newline and a mistral text model") {
+  // llava-hf/llava-v1.6-mistral-7b-hf: MistralConfig's hidden 4096, 32 layers, 32 heads with
+  // the file's intermediate 14336, 8 KV heads and vocab 32064: 7,242,256,384; the tower and
+  // projector as llava's and image_newline (4096): 7,566,747,648 by the module shapes.
+  model_with_components m(fixture("llava-hf--llava-v1.6-mistral-7b-hf"));
+  CHECK(params(m) == 2 * 32064LL * 4096 + 32 * (2 * 4096LL * 4096 + 2 * 4096LL * 1024 +
+                                                3 * 4096LL * 14336 + 2 * 4096) + 4096);
+  CHECK(params(m) == 7'242'256'384);
+  CHECK(vision(m) == 303'507'456 + 20'979'712 + 4096);
+  CHECK(params(m) + vision(m) == 7'566'747'648);
+  // sliding_window null: no window, every layer holds the whole history (8 KV heads of 128).
+  CHECK(state(m.m, 131072) == 32LL * 2 * 1024 * 2 * 131072);
+  const std::string yaml = hf::import_config(fixture("llava-hf--llava-v1.6-mistral-7b-hf")).plain;
+  CHECK(yaml.find("{vector: 4096}") != std::string::npos);
+  // The text class's defaults where text_config is silent: MistralConfig's intermediate 14336
+  // (the table's own default of 8 KV heads stays); a qwen2 text_config with nothing but its
+  // model_type takes Qwen2Config's vocab 151936, hidden 4096, intermediate 22016, 32 layers of
+  // 32 heads (Q/K/V biases, the qwen2 table's).
+  nlohmann::json c = read_json(fixture("llava-hf--llava-v1.6-mistral-7b-hf/config.json"));
+  c["text_config"].erase("intermediate_size");
+  c["text_config"].erase("num_key_value_heads");
+  CHECK(params(from_json(c.dump())) == 7'242'256'384);
+  c["text_config"] = {{"model_type", "qwen2"}};
+  model_with_components q = from_json(c.dump());
+  CHECK(q.m.spec.vocab == 151936);
+  CHECK(params(q) == 2 * 151936LL * 4096 +
+                         32 * (4 * 4096LL * 4096 + 3 * 4096 + 3 * 4096LL * 22016 + 2 * 4096) +
+                         4096);
+}
+
+TEST_CASE("vision glm4v_moe: GLM-4.5V's tower, downsample and merger (107,710,933,120)") {
+  // zai-org/GLM-4.5V (SOURCES.md): its tensor listing sums to 107,710,933,120 parameters: the
+  // glm4_moe text model (GLM-4.5-Air's layout: glm4v_moe_text) 106,852,251,264 and the tower
+  // 858,681,856. By tensor: patch_embed.proj 1536 x 3 x 2 x 14 x 14 + bias, post_conv_layernorm,
+  // 576 x 1536 positions; 24 blocks of qkv 4608 x 1536, proj 1536 x 1536, gate/up 4096 x 1536,
+  // down 1536 x 4096 (no biases) and two RMSNorms; post_layernorm; downsample 4096 x 1536 x 2 x 2
+  // + bias; merger proj 4096 x 4096, LayerNorm 4096, gate/up 10944 x 4096, down 4096 x 10944.
+  model_with_components m(fixture("zai-org--GLM-4.5V"));
+  CHECK(params(m) == 106'852'251'264);
+  REQUIRE(m.components.size() == 1);
+  component_tally t = tally_component(m.components[0]);
+  CHECK(t.parts[0].params.value() == 1536LL * 3 * 2 * 14 * 14 + 1536 + 1536 + 576 * 1536);
+  CHECK(t.parts[1].params.value() ==
+        24 * (4608LL * 1536 + 1536LL * 1536 + 3 * 4096LL * 1536 + 2 * 1536) + 1536);
+  CHECK(t.parts[2].params.value() == 4096LL * 1536 * 4 + 4096 + 4096LL * 4096 + 2 * 4096 +
+                                         3 * 10944LL * 4096);
+  CHECK(vision(m) == 858'681'856);
+  CHECK(params(m) + vision(m) == 107'710'933'120);
+  CHECK(t.bytes.value() == 2 * 858'681'856LL);  // dtype bfloat16
+  // Bytes as the listing stores them: BF16 everywhere but the 45 x 128 F32 routing-bias values;
+  // 215,421,877,760 B together, the listing's 200.63 GB (GiB).
+  CHECK(testing::weight_bytes(m.m) + t.bytes.value() ==
+        2 * 107'710'933'120LL + 45 * 128 * 2);
+  CHECK(2 * 107'710'933'120LL + 45 * 128 * 2 == 215'421'877'760);
+  hf::imported y = hf::import_config(fixture("zai-org--GLM-4.5V"));
+  CHECK(y.yaml.find("its text_config read by the glm4_moe table in src/spec/hf/families.cpp") !=
+        std::string::npos);
+  // A qkv bias (attention_bias) beside the bias-less proj is a layout the block cannot write:
+  // an error at the field; a size the class default would have to guess is required.
+  nlohmann::json c = read_json(fixture("zai-org--GLM-4.5V/config.json"));
+  c["vision_config"]["attention_bias"] = true;
+  CHECK(testing::import_error(c.dump(2)).find(
+            ": vision_config.attention_bias: a qkv bias beside a proj without one") !=
+        std::string::npos);
+  c["vision_config"]["attention_bias"] = false;
+  c["vision_config"].erase("out_hidden_size");
+  CHECK(testing::import_error(c.dump(2)).find(
+            ": vision_config.out_hidden_size: missing required field") != std::string::npos);
 }
 
 TEST_CASE("vision: a quantised checkpoint counts the tower only when its exclusions cover it") {
@@ -261,6 +434,49 @@ TEST_CASE("vision: a malformed vision_config field is a one-line located error, 
   CHECK(std::count(message.begin(), message.end(), '\n') == 1);
 }
 
+TEST_CASE("vision: --set reaches the components list by index or by name") {
+  auto component_params = [](std::vector<std::string> args) {
+    std::vector<std::string> all = {"params", "--model", "llava-hf--llava-1.5-7b-hf"};
+    all[2] = fixture(all[2]);
+    all.insert(all.end(), args.begin(), args.end());
+    all.insert(all.end(), {"--format", "json"});
+    std::ostringstream out, err;
+    REQUIRE(run_cli(all, out, err) == 0);
+    return nlohmann::json::parse(out.str())["components"][0]["params"].get<std::int64_t>();
+  };
+  const std::int64_t block = 12'596'224;  // a CLIP-L block (hf_vision_test's llava case)
+  CHECK(component_params({}) == 324'487'168);
+  // A what-if on the tower alone: 23 blocks (vision_feature_layer -2 never runs the last one).
+  CHECK(component_params({"--set", "components.0.layers=23"}) == 324'487'168 - block);
+  CHECK(component_params({"--set", "components.vision_tower.layers=23"}) == 324'487'168 - block);
+  // The text model is untouched, and the engine budget takes the edited tower.
+  std::ostringstream out, err;
+  REQUIRE(run_cli({"params", "--model", fixture("llava-hf--llava-1.5-7b-hf"), "--set",
+                   "components.vision_tower.weights=fp32", "--format", "json"},
+                  out, err) == 0);
+  nlohmann::json j = nlohmann::json::parse(out.str());
+  CHECK(j["total_params"] == 6'738'939'904);
+  CHECK(j["component_bytes"] == 4 * 324'487'168LL);
+  // An entry that is not there, or a field the schema does not have, is an error naming --set
+  // or the field, exit 2.
+  std::ostringstream o2, e2;
+  CHECK(run_cli({"params", "--model", fixture("llava-hf--llava-1.5-7b-hf"), "--set",
+                 "components.3.layers=2"},
+                o2, e2) == 2);
+  CHECK(e2.str() == "--set components.3.layers: 'components' has 1 entries, no entry 3\n");
+  std::ostringstream o3, e3;
+  CHECK(run_cli({"params", "--model", fixture("llava-hf--llava-1.5-7b-hf"), "--set",
+                 "components.audio.layers=2"},
+                o3, e3) == 2);
+  CHECK(e3.str() == "--set components.audio.layers: 'components' has no entry named 'audio' "
+                    "(give its name or its index)\n");
+  std::ostringstream o4, e4;
+  CHECK(run_cli({"params", "--model", fixture("llava-hf--llava-1.5-7b-hf"), "--set",
+                 "components.0.depth=2"},
+                o4, e4) == 2);
+  CHECK(e4.str().find("components[0].depth") != std::string::npos);
+}
+
 TEST_CASE("vision: the components schema is read strictly") {
   const std::string model = R"(schema: 1
 name: t
@@ -288,8 +504,11 @@ components:
   CHECK(testing::error_of(model + tower + "    weights: fp8\n") ==
         "test.yaml:17:14: components[0].weights: expected bf16, fp16 or fp32, got 'fp8'");
   CHECK(testing::error_of(model + tower + "    projector:\n      - {norm: 32, linear: [1, 2]}\n")
-            .find("components[0].projector[0].norm: give one of linear: [in, out] or norm: "
-                  "width") != std::string::npos);
+            .find("components[0].projector[0].norm: give one of linear: [in, out], norm: width "
+                  "or vector: width") != std::string::npos);
+  CHECK(testing::error_of(model + tower + "    projector:\n      - {vector: 32, bias: true}\n")
+            .find("components[0].projector[0].bias: a learned vector has no bias") !=
+        std::string::npos);
   CHECK(testing::error_of(model + "    patch: 14\n").find("components[0].layers: missing") !=
         std::string::npos);
 }

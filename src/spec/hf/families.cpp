@@ -266,6 +266,13 @@ family with_vision(family f, vision_family vision) {
   return f;
 }
 
+/// A wrapper whose releases store the vision tower in the model dtype whatever the quantisation
+/// config targets (families.h, vision_kept_unquantised).
+family kept_unquantised(family f) {
+  f.vision_kept_unquantised = true;
+  return f;
+}
+
 /// The table of families() followed by the families of families_more.cpp.
 std::vector<family> with_more_families(std::vector<family> table) {
   for (family& f : more_families()) table.push_back(std::move(f));
@@ -496,12 +503,17 @@ const std::vector<family>& own_families() {
       // as in V3: Kimi-K2-Instruct's tensor listing (tests/fixtures/hf/SOURCES.md).
       with_router_bias(deepseek_v3_like("kimi_k2", {}), "fp32"),
       // KimiK25Config (moonshotai/Kimi-K2.5): the language model is a DeepseekV3Config in
-      // text_config; the MoonViT vision tower and its patch-merger projector are apart. The
-      // routing bias F32 in Kimi-K2.5's tensor listing.
-      with_router_bias(
-          deepseek_v3_like("kimi_k25", {"KimiK25ForConditionalGeneration"}, "text_config",
-                           "the MoonViT vision tower and its projector (vision_config)"),
-          "fp32"),
+      // text_config; the MoonViT vision tower and its patch-merger projector are a component
+      // (vision.cpp), BF16 in the int4 release's listing although its quantisation config
+      // ignores no vision module. The routing bias F32 in Kimi-K2.5's tensor listing.
+      kept_unquantised(
+          with_vision(with_router_bias(deepseek_v3_like(
+                                           "kimi_k25", {"KimiK25ForConditionalGeneration"},
+                                           "text_config",
+                                           "the MoonViT vision tower and its projector "
+                                           "(vision_config)"),
+                                       "fp32"),
+                      vision_family::moonvit)),
       // DeepseekV32Config (DeepSeek-V3.2): DeepSeek-V3's MLA and MoE plus DeepSeek sparse
       // attention's lightning indexer on every layer (index_n_heads query heads, one
       // index_head_dim key per token cached beside the latent, top index_topk tokens read).
@@ -948,6 +960,7 @@ const std::vector<family>& families() {
     for (family& f : minimax_families()) t.push_back(std::move(f));
     for (family& f : phi3small_families()) t.push_back(std::move(f));
     for (family& f : recent_families()) t.push_back(std::move(f));
+    for (family& f : wrapper_families()) t.push_back(std::move(f));
     return t;
   }();
   return all;
@@ -962,6 +975,7 @@ std::string family_table_file(const std::string& model_type) {
   if (in(minimax_families())) return "families_minimax.cpp";
   if (in(phi3small_families())) return "families_phi3small.cpp";
   if (in(recent_families())) return "families_recent.cpp";
+  if (in(wrapper_families())) return "families_wrappers.cpp";
   if (in(more_families())) return "families_more.cpp";
   if (in(extra_families())) return "families_extra.cpp";
   return "families.cpp";

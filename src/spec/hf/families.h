@@ -14,6 +14,8 @@
 
 namespace calc::hf {
 
+class hf_object;
+
 enum class attention_family { gqa, mla };
 enum class ffn_family { dense, moe };
 /// The kind of a family's linear-attention layers.
@@ -34,6 +36,10 @@ enum class vision_family {
   siglip,      // Gemma 3: SigLIP without its pooling head, RMSNorm + one projection matrix
   pixtral,     // Mistral 3: Pixtral (RMSNorm, gated MLP) and the patch-merger projector
   llama4,      // Llama 4: class token, LayerNorm pre/post, pixel-shuffle MLP and projector
+  moonvit,     // Kimi-K2.5: MoonViT3d (learned 2-D position grid, packed qkv) and its patch merger
+  llava,       // LLaVA: CLIP ViT (class token, pre/post LayerNorm) and the two-layer projector
+  llava_next,  // LLaVA-NeXT: LLaVA's tower and projector and the image_newline vector
+  glm4v,       // GLM-4.5V: Conv3d patches, RMSNorm blocks with a gated MLP, downsample and merger
 };
 
 /// How a config marks each layer's attention when it has no `layer_types` list.
@@ -122,6 +128,18 @@ struct family {
   std::vector<std::string> per_layer_lists;
   /// The vision tower beside the text model, counted as a component (`components`).
   vision_family vision = vision_family::none;
+  /// The family's quantised releases store the vision tower and projector in the model dtype
+  /// whatever modules the quantisation config targets (Kimi-K2.5's int4 release targets every
+  /// Linear and ignores no vision module, yet its tensor listing holds every vision_tower and
+  /// mm_projector tensor in BF16). false: the exclusion lists must cover the tower.
+  bool vision_kept_unquantised = false;
+  /// A wrapper (families_wrappers.cpp): its text model is another family's, the one
+  /// text_config.model_type names, or this one when text_config names none (the configuration
+  /// class's default). Empty: the family reads its text model itself.
+  std::string text_family;
+  /// Set on the family a wrapper's text model is read by: the wrapper's model_type (for the
+  /// YAML header). Empty otherwise.
+  std::string wrapper;
 };
 
 /// The defaults every dense GQA family shares, `extra` replacing some (families.cpp).
@@ -160,6 +178,17 @@ std::vector<family> recent_families();
 /// The state-space families read since the first hybrids (families_ssm.cpp): jamba, mamba,
 /// falcon_mamba, bamba, lfm2; families() lists them last.
 std::vector<family> ssm_families();
+
+/// The multimodal wrappers whose text model is another family's (families_wrappers.cpp): llava,
+/// llava_next, glm4v_moe; families() lists them after the phi3small one.
+std::vector<family> wrapper_families();
+
+/// The family that reads a wrapper's text model: the table text_config.model_type names (else
+/// the wrapper's default), reading text_config, with the wrapper's vision tower and the text
+/// configuration class's defaults where the table has none (a wrapper's text_config often lists
+/// only what differs from them). A text model_type calc does not read as a plain text family is
+/// an error at text_config.model_type.
+family wrapped_text_family(const family& wrapper, const hf_object& root);
 
 /// The family of a config: by model_type, else by its first architecture; null when none fits.
 const family* find_family(const std::string& model_type, const std::vector<std::string>& archs);

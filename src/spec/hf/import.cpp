@@ -1255,6 +1255,12 @@ imported translate(const hf_json& doc, const std::string& name, const std::strin
     root.fail("model_type", fmt::format("unknown model_type '{}' (supported families: {})",
                                         model_type, family_names()));
   }
+  // A wrapper's text model is read by the table its text_config names (families_wrappers.cpp).
+  family wrapped;
+  if (!fam->text_family.empty()) {
+    wrapped = wrapped_text_family(*fam, root);
+    fam = &wrapped;
+  }
   // The text model's object (text_config); a flattened copy that has none keeps the text
   // model's fields at the top, where they are read instead.
   hf_object cfg = fam->scope.empty() || !root.has(fam->scope) ? root : root.object(fam->scope);
@@ -1431,7 +1437,7 @@ imported translate(const hf_json& doc, const std::string& name, const std::strin
   // A multimodal wrapper's vision tower: a component of its own, or why it is not counted.
   std::optional<vision_read> vision;
   if (fam->vision != vision_family::none)
-    vision = read_vision(fam->vision, root, hidden, dtype, dtype_origin, modelopt);
+    vision = read_vision(*fam, root, hidden, dtype, dtype_origin, modelopt);
   if (!r.field("ssm_chunk").empty()) {
     // The SSD chunk the reference forward pads a prompt to: it sets the chunked-prefill FLOPs.
     ynode exec{"execution", "", "", {}};
@@ -1644,12 +1650,19 @@ imported translate(const hf_json& doc, const std::string& name, const std::strin
 
   std::int64_t mtp = r.integer("mtp_layers", o);
   auto write = [&](bool annotate) {
-    std::string header = fmt::format(
-        "# Imported by `calc import` from {} (model_type {}: the {} table in "
-        "src/spec/hf/{}).\n"
-        "# Each value names the config field it came from, or the family default it took.\n",
-        doc.file(), fam->model_type, fam->model_type,
-        family_table_file(fam->model_type));
+    std::string header =
+        fam->wrapper.empty()
+            ? fmt::format("# Imported by `calc import` from {} (model_type {}: the {} table in "
+                          "src/spec/hf/{}).\n",
+                          doc.file(), fam->model_type, fam->model_type,
+                          family_table_file(fam->model_type))
+            : fmt::format("# Imported by `calc import` from {} (model_type {}: the {} wrapper in "
+                          "src/spec/hf/{}, its text_config read by the {} table in "
+                          "src/spec/hf/{}).\n",
+                          doc.file(), fam->wrapper, fam->wrapper,
+                          family_table_file(fam->wrapper), fam->model_type,
+                          family_table_file(fam->model_type));
+    header += "# Each value names the config field it came from, or the family default it took.\n";
     if (vision && vision->not_counted.empty())
       header += "# Counted apart: the vision tower and projector (vision_config), as "
                 "components[0]; not in the text model's totals or state.\n";

@@ -3,9 +3,12 @@
 // modeling_qwen2_vl.py (Qwen2VisionTransformerPretrainedModel), modeling_qwen2_5_vl.py,
 // modeling_qwen3_vl.py (with DeepStack mergers), modeling_qwen3_5.py, modeling_siglip.py with
 // modeling_gemma3.py's Gemma3MultiModalProjector, modeling_pixtral.py with modeling_mistral3.py's
-// Mistral3MultiModalProjector, and modeling_llama4.py (Llama4VisionModel,
-// Llama4MultiModalProjector). A field a published config leaves out takes its configuration
-// class's default, named in the comment. Parameter counts follow in src/tally/component.cpp.
+// Mistral3MultiModalProjector, modeling_llama4.py (Llama4VisionModel, Llama4MultiModalProjector),
+// Kimi-K2.5's own modeling_kimi_k25.py (MoonViT3dPretrainedModel, PatchMergerMLP),
+// modeling_clip.py with modeling_llava.py / modeling_llava_next.py, and modeling_glm4v_moe.py.
+// A field a published config leaves out takes its configuration class's default, named in the
+// comment, where the class's default is known; else it is required. Parameter counts follow in
+// src/tally/component.cpp.
 #include "spec/hf/vision.h"
 
 #include "common/limits.h"
@@ -105,6 +108,10 @@ vision_line norm(std::int64_t width, bool bias, std::string why, std::int64_t co
   return {"", v, std::move(why)};
 }
 
+vision_line vector(std::int64_t width, std::string why) {
+  return {"", fmt::format("{{vector: {}}}", width), std::move(why)};
+}
+
 /// The shared encoder fields: the block widths and the block's fixed layout.
 struct encoder {
   std::int64_t layers, hidden, intermediate, heads;
@@ -125,8 +132,9 @@ void push_encoder(vision_read& r, const encoder& e) {
 }
 
 /// The encoder's attention heads (`key`, else `fallback`), which must divide its width.
-std::int64_t heads_of(const vision_fields& f, const char* key, std::int64_t fallback,
-                      std::int64_t hidden, std::string& origin) {
+std::int64_t heads_of(const vision_fields& f, const char* key,
+                      std::optional<std::int64_t> fallback, std::int64_t hidden,
+                      std::string& origin) {
   std::int64_t heads = f.size({key}, fallback, origin);
   if (hidden % heads != 0)
     f.object().fail(key, fmt::format("{} heads do not divide the width {}", heads, hidden));
@@ -257,6 +265,107 @@ void read_siglip(const hf_object& vc, std::int64_t text_hidden, vision_read& r) 
       linear(e.hidden, text_hidden, false, "mm_input_projection_weight onto text_config.hidden_size"));
 }
 
+/// How many of the tower's layers feed the projector: vision_feature_layer is one layer (an
+/// index) or a list whose features are concatenated (`cls` defaults to the one layer `index`).
+std::int64_t feature_layers_of(const hf_object& root, const char* cls, int index,
+                               std::string& origin) {
+  origin = fmt::format("default of {} (vision_feature_layer absent: {})", cls, index);
+  if (!root.has("vision_feature_layer")) return 1;
+  const json& v = root.value("vision_feature_layer");
+  origin = root.path_of("vision_feature_layer");
+  if (v.is_array() && !v.empty()) return static_cast<std::int64_t>(v.size());
+  if (!v.is_number_integer())
+    root.fail("vision_feature_layer", "expected a layer index or a list of them");
+  return 1;
+}
+
+/// LLaVA and LLaVA-NeXT: CLIPVisionModel (modeling_clip.py: a class embedding, a Conv2d patch
+/// embedding without bias, (image_size / patch_size)^2 + 1 positions, pre_layrnorm, LayerNorm
+/// blocks with biases everywhere, post_layernorm) and LlavaMultiModalProjector (linear_1 from the
+/// tower's width times the feature layers onto the text model, linear_2, biased when
+/// multimodal_projector_bias); LLaVA-NeXT adds image_newline, a learned vector of the text width.
+void read_clip_llava(const hf_object& root, const hf_object& vc, std::int64_t text_hidden,
+                     bool next, vision_read& r) {
+  if (vc.has("model_type") && vc.text("model_type") != "clip_vision_model")
+    vc.fail("model_type", fmt::format("'{}' is not a tower calc reads under {} (it reads "
+                                      "clip_vision_model)",
+                                      vc.text("model_type"), next ? "llava_next" : "llava"));
+  const char* cls = next ? "LlavaNextConfig" : "LlavaConfig";
+  vision_fields f(vc, "CLIPVisionConfig"), top(root, cls);
+  encoder e =
+      biased_encoder(f, 12, 768, 3072, 12,
+                     "CLIPEncoderLayer: LayerNorms, q/k/v/out_proj and fc1/fc2 with biases");
+  patch_grid g = grid_of(f, 224, 32);
+  r.fields.push_back(sized(f, "channels", {"num_channels"}, 3));
+  r.fields.push_back(line("patch", g.patch, g.patch_o));
+  r.fields.push_back(line("patch_bias", false, "CLIPVisionEmbeddings: Conv2d without bias"));
+  r.fields.push_back(line("positions", g.patches + 1, g.patches_o + " + the class token"));
+  r.fields.push_back(line("class_token", true, "class_embedding"));
+  r.fields.push_back(line("pre_norm", true, "pre_layrnorm"));
+  push_encoder(r, e);
+  r.fields.push_back(line("post_norm", true, "post_layernorm"));
+  std::string o;
+  bool bias = top.flag("multimodal_projector_bias", true, o);
+  const std::string bias_o = o;
+  std::int64_t layers = feature_layers_of(root, cls, -2, o);
+  r.projector.push_back(linear(e.hidden * layers, text_hidden, bias,
+                               fmt::format("linear_1 ({} layers: {}) onto the text width; "
+                                           "bias: {}",
+                                           layers, o, bias_o)));
+  r.projector.push_back(linear(text_hidden, text_hidden, bias, "linear_2; bias: " + bias_o));
+  if (next)
+    r.projector.push_back(vector(text_hidden, "image_newline: one vector of the text width"));
+}
+
+/// GLM-4.5V: Glm4vMoeVisionModel (modeling_glm4v_moe.py: a Conv3d patch embedding with a bias,
+/// post_conv_layernorm, an RMSNorm before the blocks, (image_size / patch_size)^2 learned
+/// positions, RMSNorm blocks with qkv and proj without biases and a gated MLP of out_hidden_size,
+/// post_layernorm) and its projector: downsample, a Conv2d of spatial_merge_size^2 patches onto
+/// out_hidden_size with a bias, then the merger (proj, a LayerNorm, gate/up of
+/// intermediate_size and down, no biases). No field takes a class default: each is required.
+void read_glm4v(const hf_object& vc, vision_read& r) {
+  vision_fields f(vc, "Glm4vMoeVisionConfig");
+  std::string o;
+  // qkv takes attention_bias, proj never a bias: a layout the block's one flag cannot write.
+  if (f.flag("attention_bias", false, o))
+    vc.fail("attention_bias", "a qkv bias beside a proj without one is not a layout calc reads "
+                              "(the published GLM-4.5V tower has none)");
+  encoder e{};
+  e.layers = f.size({"depth"}, std::nullopt, e.layers_o);
+  e.hidden = f.size({"hidden_size"}, std::nullopt, e.hidden_o);
+  std::string out_o;
+  const std::int64_t out = f.size({"out_hidden_size"}, std::nullopt, out_o);
+  e.intermediate = out;
+  e.intermediate_o = out_o + " (the blocks' MLP is out_hidden_size wide)";
+  e.heads = heads_of(f, "num_heads", std::nullopt, e.hidden, e.heads_o);
+  e.gated = true;
+  e.layer_norm = false;
+  e.attention_bias = false;
+  e.mlp_bias = false;
+  e.layout = "Glm4vMoeVisionBlock: RMSNorms, qkv/proj and gate/up/down without biases";
+  std::string image_o, patch_o;
+  std::int64_t image = f.size({"image_size"}, std::nullopt, image_o);
+  std::int64_t patch = f.size({"patch_size"}, std::nullopt, patch_o);
+  r.fields.push_back(sized(f, "channels", {"in_channels"}, 3));
+  r.fields.push_back(line("patch", patch, patch_o));
+  r.fields.push_back(sized(f, "temporal_patch", {"temporal_patch_size"}, std::nullopt));
+  r.fields.push_back(line("patch_bias", true, "patch_embed.proj: Conv3d with a bias"));
+  r.fields.push_back(line("positions", (image / patch) * (image / patch),
+                          fmt::format("({} / {})^2 patches", image_o, patch_o)));
+  r.fields.push_back(line("pre_norm", true, "post_conv_layernorm: an RMSNorm before the blocks"));
+  push_encoder(r, e);
+  r.fields.push_back(line("post_norm", true, "post_layernorm"));
+  std::string merge_o, ctx_o;
+  std::int64_t merge = f.size({"spatial_merge_size"}, std::nullopt, merge_o);
+  std::int64_t ctx = f.size({"intermediate_size"}, std::nullopt, ctx_o);
+  r.projector.push_back(linear(e.hidden * merge * merge, out, true,
+                               "downsample: Conv2d of " + merge_o + "^2 patches, with a bias"));
+  r.projector.push_back(linear(out, out, false, "merger.proj"));
+  r.projector.push_back(norm(out, true, "merger.post_projection_norm: LayerNorm"));
+  r.projector.push_back(linear(out, ctx, false, "merger gate_proj and up_proj to " + ctx_o, 2));
+  r.projector.push_back(linear(ctx, out, false, "merger down_proj"));
+}
+
 /// Mistral 3: PixtralVisionModel (Conv2d patches without bias, ln_pre, RMSNorm blocks with a
 /// gated MLP, no biases, 2-D RoPE) and Mistral3MultiModalProjector (an RMSNorm, the patch
 /// merger of spatial_merge_size^2 patches, linear_1 and linear_2 onto the text model).
@@ -283,16 +392,8 @@ void read_pixtral(const hf_object& root, const hf_object& vc, std::int64_t text_
   const std::string merge_o = o;
   bool bias = top.flag("multimodal_projector_bias", false, o);
   const std::string bias_o = o;
-  // vision_feature_layer: one layer (an index) or a list whose features are concatenated.
-  std::int64_t feature_layers = 1;
-  std::string feature_o = "default of Mistral3Config (vision_feature_layer absent: -1)";
-  if (root.has("vision_feature_layer")) {
-    const json& v = root.value("vision_feature_layer");
-    if (v.is_array() && !v.empty()) feature_layers = static_cast<std::int64_t>(v.size());
-    else if (!v.is_number_integer())
-      root.fail("vision_feature_layer", "expected a layer index or a list of them");
-    feature_o = root.path_of("vision_feature_layer");
-  }
+  std::string feature_o;
+  std::int64_t feature_layers = feature_layers_of(root, "Mistral3Config", -1, feature_o);
   r.projector.push_back(norm(e.hidden, false, "multi_modal_projector.norm: RMSNorm"));
   r.projector.push_back(linear(e.hidden * merge * merge, e.hidden, false,
                                "patch_merger.merging_layer: " + merge_o + "^2 patches"));
@@ -333,6 +434,78 @@ void read_llama4(const hf_object& vc, std::int64_t text_hidden, vision_read& r) 
                                "multi_modal_projector.linear_1: " + o + " -> text hidden"));
 }
 
+/// A text field that must be one of `known` when given (the reference raises on any other).
+void pinned_text(const hf_object& o, const char* key, std::initializer_list<const char*> known) {
+  if (!o.has(key)) return;
+  std::string v = o.text(key);
+  std::string names;
+  for (const char* k : known) {
+    if (v == k) return;
+    names += (names.empty() ? "" : " or ") + std::string(k);
+  }
+  o.fail(key, fmt::format("'{}' is not a layout calc reads (expected {})", v, names));
+}
+
+/// Kimi-K2.5: MoonViT3dPretrainedModel (modeling_kimi_k25.py: a Conv2d patch embedding with a
+/// bias, a learned init_pos_emb_height x init_pos_emb_width position grid beside a fixed sin-cos
+/// time table that is a non-persistent buffer, blocks of LayerNorms, a packed wqkv and wo with
+/// biases, fc0/fc1 with biases, a final LayerNorm; 2-D RoPE has no weights) and its projector:
+/// PatchMergerMLP (a LayerNorm of mm_hidden_size, then merge_kernel_size patches concatenated
+/// through two biased Linears) or the plain MLP projector (a LayerNorm and two Linears).
+void read_moonvit(const hf_object& vc, std::int64_t text_hidden, vision_read& r) {
+  vision_fields f(vc, "the MoonViT vision_config");
+  pinned_text(vc, "pos_emb_type", {"divided_fixed"});
+  pinned_text(vc, "merge_type", {"sd2_tpool"});
+  pinned_text(vc, "mm_projector_type", {"patchmerger", "mlp", "identity"});
+  encoder e{};
+  e.layers = f.size({"vt_num_hidden_layers"}, std::nullopt, e.layers_o);
+  e.hidden = f.size({"vt_hidden_size"}, std::nullopt, e.hidden_o);
+  e.intermediate = f.size({"vt_intermediate_size"}, std::nullopt, e.intermediate_o);
+  e.heads = heads_of(f, "vt_num_attention_heads", std::nullopt, e.hidden, e.heads_o);
+  e.gated = false;
+  e.layer_norm = true;
+  e.attention_bias = true;
+  e.mlp_bias = true;
+  e.layout = "MoonViTEncoderLayer: LayerNorms, wqkv/wo and fc0/fc1 with biases";
+  std::string h_o, w_o;
+  std::int64_t h = f.size({"init_pos_emb_height"}, std::nullopt, h_o);
+  std::int64_t w = f.size({"init_pos_emb_width"}, std::nullopt, w_o);
+  r.fields.push_back(line("channels", std::int64_t{3}, "MoonVision3dPatchEmbed: in_dim 3"));
+  r.fields.push_back(sized(f, "patch", {"patch_size"}, std::nullopt));
+  r.fields.push_back(line("patch_bias", true, "proj: Conv2d with a bias"));
+  r.fields.push_back(line("positions", h * w,
+                          fmt::format("pos_emb: {} x {} (the time table is a fixed buffer, not "
+                                      "stored)",
+                                      h_o, w_o)));
+  push_encoder(r, e);
+  r.fields.push_back(line("post_norm", true, "encoder.final_layernorm"));
+  std::string type = vc.has("mm_projector_type") ? vc.text("mm_projector_type") : "patchmerger";
+  if (type == "identity") return;
+  std::string mm_o, out_o;
+  std::int64_t mm = f.size({"mm_hidden_size"}, e.hidden, mm_o);
+  std::int64_t out = f.size({"text_hidden_size"}, text_hidden, out_o);
+  if (!vc.has("text_hidden_size")) out_o = "text_config.hidden_size";
+  std::int64_t kernel = 4;
+  std::string kernel_o = "default 2 x 2 (merge_kernel_size absent)";
+  if (vc.has("merge_kernel_size")) {
+    std::vector<std::int64_t> k = vc.integers("merge_kernel_size");
+    if (k.size() != 2 || k[0] <= 0 || k[1] <= 0 || k[0] > limits::max_vision_size ||
+        k[1] > limits::max_vision_size)
+      vc.fail("merge_kernel_size", "expected two positive sides [height, width]");
+    kernel = k[0] * k[1];
+    kernel_o = vc.path_of("merge_kernel_size");
+  }
+  r.projector.push_back(norm(mm, true, "mm_projector.pre_norm: LayerNorm of " + mm_o));
+  if (type == "mlp") {
+    r.projector.push_back(linear(mm, out, true, "proj.0 onto " + out_o));
+    r.projector.push_back(linear(out, out, true, "proj.2"));
+    return;
+  }
+  const std::int64_t wide = mm * kernel;
+  r.projector.push_back(linear(wide, wide, true, "proj.0: " + kernel_o + " patches"));
+  r.projector.push_back(linear(wide, out, true, "proj.2 onto " + out_o));
+}
+
 /// The module roots a checkpoint names its tower and projector by (the quantisers' exclusion
 /// lists must cover each for the tower to stay in the model dtype).
 std::vector<std::string> roots_of(vision_family fam) {
@@ -342,6 +515,11 @@ std::vector<std::string> roots_of(vision_family fam) {
       return {"vision_tower", "multi_modal_projector"};
     case vision_family::llama4:
       return {"vision_model", "multi_modal_projector"};
+    case vision_family::moonvit:
+      return {"vision_tower", "mm_projector"};
+    case vision_family::llava:
+    case vision_family::llava_next:
+      return {"vision_tower", "multi_modal_projector"};
     default:
       return {"visual"};
   }
@@ -390,16 +568,17 @@ std::string quantised_root(vision_family fam, const hf_object& root, const hf_js
 
 }  // namespace
 
-vision_read read_vision(vision_family family, const hf_object& root, std::int64_t text_hidden,
-                        const std::string& dtype, const std::string& dtype_origin,
-                        const hf_json* modelopt) {
+vision_read read_vision(const family& fam, const hf_object& root,
+                        std::int64_t text_hidden, const std::string& dtype,
+                        const std::string& dtype_origin, const hf_json* modelopt) {
+  const vision_family kind = fam.vision;
   vision_read r;
   if (!root.has("vision_config")) {
     r.not_counted = "the vision tower and projector: the file has no vision_config";
     return r;
   }
   const hf_object vc = root.object("vision_config");
-  switch (family) {
+  switch (kind) {
     case vision_family::siglip:
       read_siglip(vc, text_hidden, r);
       break;
@@ -409,11 +588,22 @@ vision_read read_vision(vision_family family, const hf_object& root, std::int64_
     case vision_family::llama4:
       read_llama4(vc, text_hidden, r);
       break;
+    case vision_family::moonvit:
+      read_moonvit(vc, text_hidden, r);
+      break;
+    case vision_family::llava:
+    case vision_family::llava_next:
+      read_clip_llava(root, vc, text_hidden, kind == vision_family::llava_next, r);
+      break;
+    case vision_family::glm4v:
+      read_glm4v(vc, r);
+      break;
     default:
-      read_qwen(family, vc, r);
+      read_qwen(kind, vc, r);
   }
   if (!r.not_counted.empty()) return r;
-  if (std::string left = quantised_root(family, root, modelopt); !left.empty()) {
+  std::string left = fam.vision_kept_unquantised ? "" : quantised_root(kind, root, modelopt);
+  if (!left.empty()) {
     r.not_counted = fmt::format(
         "the vision tower and projector (vision_config): the quantisation config does not "
         "exclude `{}`, and calc counts the tower only in the model dtype",
@@ -430,7 +620,12 @@ vision_read read_vision(vision_family family, const hf_object& root, std::int64_
   r.fields.insert(r.fields.begin(),
                   {word("kind", "vit", "a vision encoder and its projector (vision_config)"),
                    word("weights", dtype,
-                        dtype_origin + " (the tower is stored unquantised, in the model dtype)")});
+                        dtype_origin + (fam.vision_kept_unquantised
+                                            ? " (" + fam.model_type +
+                                                  "'s releases store the tower unquantised, "
+                                                  "in the model dtype)"
+                                            : " (the tower is stored unquantised, in the model "
+                                              "dtype)"))});
   return r;
 }
 
@@ -446,7 +641,8 @@ std::string emit_vision(const vision_read& v, bool annotate) {
   };
   put("  - name: vision_tower", "counted apart from the text model's totals");
   for (const vision_line& l : v.fields) put("    " + l.key + ": " + l.value, l.comment);
-  put("    projector:", "");
+  // A tower whose projector has no weights (Kimi's `identity`) writes an empty list.
+  put(v.projector.empty() ? "    projector: []" : "    projector:", "");
   for (const vision_line& l : v.projector) put("      - " + l.value, l.comment);
   return out;
 }
