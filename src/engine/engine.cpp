@@ -664,11 +664,13 @@ std::optional<layer_cache> gqa_cache(const attention_gqa& a, std::int64_t index,
   layer_cache l;
   l.layer = index;
   record_shape record = record_of(a);
-  checked width = checked(kv_heads_per_rank(record.heads, tp)) * record.key_dim;
-  l.k_token_bytes = kv.bytes(width);
+  checked heads = kv_heads_per_rank(record.heads, tp);
+  l.k_token_bytes = kv.bytes(heads * record.key_dim);
   // K and V, also for k_is_v: vLLM's Gemma 4 loads the K weights into the V slot of its
-  // QKV projection and caches both (V gets its own norm, K its norm and RoPE).
-  l.token_bytes = l.k_token_bytes * 2;
+  // QKV projection and caches both (V gets its own norm, K its norm and RoPE). A narrower V
+  // (v_head_dim) takes its own width: vLLM's DiffKV page holds head_size + head_size_v a head.
+  l.token_bytes = a.v_head_dim ? l.k_token_bytes + kv.bytes(heads * a.value_dim())
+                               : l.k_token_bytes * 2;
   if (a.window) {
     l.type = layer_cache::kind::sliding;
     l.window = *a.window;

@@ -123,7 +123,7 @@ void add_model(ordered_json& cases, const timed_model& t) {
   // GQA decode: the first full-attention layer (the kernel reads the whole history; a window,
   // a chunk or a block pattern would read less).
   if (const layer* l = m.first<attention_gqa>([](const attention_gqa& a) {
-        return !a.window && !a.chunk && !a.block_sparse;
+        return !a.window && !a.chunk && !a.block_sparse && !a.v_head_dim;  // the kernel: V = K wide
       })) {
     const auto& a = std::get<attention_gqa>(l->attention);
     for (auto [B, L] : t.decode) {

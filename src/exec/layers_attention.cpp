@@ -43,19 +43,22 @@ class gqa_runtime final : public layer_runtime {
  public:
   gqa_runtime(const attention_gqa& a, const model_spec& s, std::int64_t layer, std::mt19937_64& rng)
       : a_(a), layer_(layer), k_(storage_of(s.precision.kv)), v_(storage_of(s.precision.kv)) {
+    // Keys d_h wide, values and the heads' output d_v (value_dim()).
     std::int64_t qw = a.q_heads * a.head_dim, kvw = a.kv_heads * a.head_dim;
-    wq_ = random_weight(rng, s.hidden, a.output_gate ? 2 * qw : qw);
+    std::int64_t ow = a.q_heads * a.value_dim(), vw = a.kv_heads * a.value_dim();
+    wq_ = random_weight(rng, s.hidden, a.output_gate ? qw + ow : qw);
     if (!a.kv_source) {  // a sharing layer's own K/V weights are never used
       wk_ = random_weight(rng, s.hidden, kvw);
-      if (!a.k_is_v) wv_ = random_weight(rng, s.hidden, kvw);
+      if (!a.k_is_v) wv_ = random_weight(rng, s.hidden, vw);
     }
-    wo_ = random_weight(rng, qw, s.hidden);
+    wo_ = random_weight(rng, ow, s.hidden);
     if (a.sinks) sinks_ = random_weight(rng, 1, a.q_heads).row(0).transpose();
   }
 
   mat forward(const mat& x, const mat&, const pass& p, run_context& ctx, counters& c) override {
     std::int64_t lin = 0, inter = 0;
     const std::int64_t dh = a_.head_dim, qw = a_.q_heads * dh, kvw = a_.kv_heads * dh;
+    const std::int64_t dv = a_.value_dim(), ow = a_.q_heads * dv, vw = a_.kv_heads * dv;
     mat q = gemm(x, wq_, &lin);
     // Keys and values as stored (BF16-rounded): earlier positions from the cache, this call's
     // from its own rows. A window keeps a ring of its last W slots; a chunked layer a buffer of
@@ -80,21 +83,25 @@ class gqa_runtime final : public layer_runtime {
       k = gemm(x, wk_, &lin);
       v = a_.k_is_v ? k : gemm(x, wv_, &lin);
       K_.resize(end - base, kvw);
-      V_.resize(end - base, kvw);
-      for (std::int64_t pos = base; pos < end; ++pos)
+      V_.resize(end - base, vw);
+      for (std::int64_t pos = base; pos < end; ++pos) {
+        bool fresh = pos >= p.context;
         for (std::int64_t e = 0; e < kvw; ++e) {
-          bool fresh = pos >= p.context;
           std::size_t at = static_cast<std::size_t>(slot(pos) * kvw + e);
           K_(pos - base, e) = fresh ? k_.stored(k(pos - p.context, e)) : k_.get(at);
+        }
+        for (std::int64_t e = 0; e < vw; ++e) {
+          std::size_t at = static_cast<std::size_t>(slot(pos) * vw + e);
           V_(pos - base, e) = a_.k_is_v ? K_(pos - base, e)
                               : fresh   ? v_.stored(v(pos - p.context, e))
                                         : v_.get(at);
         }
+      }
       ctx.kv_shared[layer_] = {K_, V_, base};
     }
     const mat& K = K_;
     const mat& V = V_;
-    mat out(x.rows(), qw);
+    mat out(x.rows(), ow);
     const float scale = 1.0f / std::sqrt(static_cast<float>(dh));
     for (std::int64_t i = 0; i < x.rows(); ++i) {
       std::int64_t t = p.first + i;
@@ -105,7 +112,7 @@ class gqa_runtime final : public layer_runtime {
         std::int64_t g = h / (a_.q_heads / a_.kv_heads);
         if (a_.block_sparse && !rect) {
           // Block-sparse: only the keys of the head's pattern are scored and summed.
-          out.block(i, h * dh, 1, dh) = sparse_head(K, V, q, i, h, g, t, lo, base, scale, inter);
+          out.block(i, h * dv, 1, dv) = sparse_head(K, V, q, i, h, g, t, lo, base, scale, inter);
           continue;
         }
         Eigen::VectorXf s =
@@ -116,24 +123,25 @@ class gqa_runtime final : public layer_runtime {
         float top = a_.sinks ? std::max(s.maxCoeff(), sinks_(h)) : s.maxCoeff();
         s = (s.array() - top).exp();
         float total = s.sum() + (a_.sinks ? std::exp(sinks_(h) - top) : 0.0f);
-        out.block(i, h * dh, 1, dh) = (s.transpose() * V.block(lo - base, g * dh, n, dh)) / total;
-        inter += 2 * dh * n + 2 * dh * n;  // QK, then AV
+        out.block(i, h * dv, 1, dv) = (s.transpose() * V.block(lo - base, g * dv, n, dv)) / total;
+        inter += 2 * dh * n + 2 * dv * n;  // QK over d_h, then AV over d_v
       }
     }
     if (!a_.kv_source) {  // a sharing layer stores nothing; keys that are values once
       std::int64_t kept = w > 0 ? std::min(end, w) : end;
       k_.resize(static_cast<std::size_t>(kept * kvw));
-      if (!a_.k_is_v) v_.resize(static_cast<std::size_t>(kept * kvw));
-      for (std::int64_t i = 0; i < x.rows(); ++i)
-        for (std::int64_t e = 0; e < kvw; ++e) {
-          std::size_t at = static_cast<std::size_t>(slot(p.context + i) * kvw + e);
-          k_.set(at, k(i, e));
-          if (!a_.k_is_v) v_.set(at, v(i, e));
-        }
+      if (!a_.k_is_v) v_.resize(static_cast<std::size_t>(kept * vw));
+      for (std::int64_t i = 0; i < x.rows(); ++i) {
+        for (std::int64_t e = 0; e < kvw; ++e)
+          k_.set(static_cast<std::size_t>(slot(p.context + i) * kvw + e), k(i, e));
+        if (!a_.k_is_v)
+          for (std::int64_t e = 0; e < vw; ++e)
+            v_.set(static_cast<std::size_t>(slot(p.context + i) * vw + e), v(i, e));
+      }
     }
     if (a_.output_gate)
       for (std::int64_t i = 0; i < x.rows(); ++i)
-        for (std::int64_t e = 0; e < qw; ++e) out(i, e) *= sigmoid(q(i, qw + e));
+        for (std::int64_t e = 0; e < ow; ++e) out(i, e) *= sigmoid(q(i, qw + e));
     mat y = gemm(out, wo_, &lin);
     c.linear += lin;
     c.interaction += inter;
@@ -159,7 +167,7 @@ class gqa_runtime final : public layer_runtime {
   Eigen::RowVectorXf sparse_head(const mat& K, const mat& V, const mat& q, std::int64_t i,
                                  std::int64_t h, std::int64_t g, std::int64_t t, std::int64_t lo,
                                  std::int64_t base, float scale, std::int64_t& inter) const {
-    const std::int64_t dh = a_.head_dim;
+    const std::int64_t dh = a_.head_dim, dv = a_.value_dim();
     std::vector<std::int64_t> keys;
     for (std::int64_t k = lo; k <= t; ++k)
       if (sees(h, t, k)) keys.push_back(k);
@@ -173,10 +181,10 @@ class gqa_runtime final : public layer_runtime {
     float top = a_.sinks ? std::max(s.maxCoeff(), sinks_(h)) : s.maxCoeff();
     s = (s.array() - top).exp();
     float total = s.sum() + (a_.sinks ? std::exp(sinks_(h) - top) : 0.0f);
-    Eigen::RowVectorXf o = Eigen::RowVectorXf::Zero(dh);
+    Eigen::RowVectorXf o = Eigen::RowVectorXf::Zero(dv);
     for (std::int64_t j = 0; j < n; ++j)
-      o += s(j) * V.row(keys[static_cast<std::size_t>(j)] - base).segment(g * dh, dh);
-    inter += 2 * dh * n + 2 * dh * n;  // QK, then AV, over the keys seen
+      o += s(j) * V.row(keys[static_cast<std::size_t>(j)] - base).segment(g * dv, dv);
+    inter += 2 * dh * n + 2 * dv * n;  // QK over d_h, then AV over d_v, over the keys seen
     return o / total;
   }
 

@@ -16,6 +16,7 @@ struct scaler {
     a.q_heads = down(a.q_heads, k);
     a.kv_heads = std::gcd(a.q_heads, down(a.kv_heads, k));  // keeps kv_heads | q_heads
     a.head_dim = down(a.head_dim, k);
+    if (a.v_head_dim) a.v_head_dim = down(*a.v_head_dim, k);
   }
   void operator()(attention_mla& a) const {
     a.heads = down(a.heads, k);

@@ -12,6 +12,7 @@ namespace {
 struct describe_visitor {
   std::string operator()(const attention_gqa& a) const {
     std::string s = fmt::format("gqa {}q/{}kv x{}", a.q_heads, a.kv_heads, a.head_dim);
+    if (a.v_head_dim) s += fmt::format(" v{}", *a.v_head_dim);
     if (a.output_gate) s += " gated";
     if (a.window) s += fmt::format(" window {}", *a.window);
     if (a.chunk) s += fmt::format(" chunk {}", *a.chunk);
@@ -86,9 +87,10 @@ struct signature_visitor {
             ? fmt::format("{}/{}/{}/{}", a.block_sparse->block, a.block_sparse->local_blocks,
                           a.block_sparse->vert_stride, a.block_sparse->homo_heads)
             : "-";
-    return fmt::format("gqa {} {} {} {}{}{}{}{} {} {} {} {}{} {}", a.q_heads, a.kv_heads,
+    return fmt::format("gqa {} {} {} {}{}{}{}{} {} {} {} {}{} {} {}", a.q_heads, a.kv_heads,
                        a.head_dim, a.qk_norm, a.qk_norm_full, a.output_gate, a.qkv_bias, a.o_bias,
-                       opt(a.window), opt(a.chunk), bs, a.sinks, a.k_is_v, opt(a.kv_source));
+                       opt(a.window), opt(a.chunk), bs, a.sinks, a.k_is_v, opt(a.kv_source),
+                       opt(a.v_head_dim));
   }
   std::string operator()(const attention_mamba2& a) const {
     return fmt::format("mamba2 {} {} {} {} {} {}{}{} {} {} {}", a.heads, a.head_dim, a.state_dim,

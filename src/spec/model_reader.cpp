@@ -71,12 +71,15 @@ attention_spec read_gqa(yaml_map& m) {
   a.sinks = m.boolean("sinks", false);
   a.k_is_v = m.boolean("k_is_v", false);
   a.kv_source = m.optional_integer("kv_source", 0);
+  a.v_head_dim = m.optional_integer("v_head_dim");
+  if (a.v_head_dim && a.k_is_v)
+    m.fail("v_head_dim", "values that are the keys (k_is_v) have the key width");
   if (a.q_heads % a.kv_heads != 0)
     m.fail("kv_heads",
            fmt::format("{} KV heads do not divide {} query heads", a.kv_heads, a.q_heads));
   m.finish({"kind", "q_heads", "kv_heads", "head_dim", "qk_norm", "qk_norm_full", "output_gate",
             "qkv_bias", "o_bias", "window", "chunk", "block_sparse", "sinks", "k_is_v",
-            "kv_source"});
+            "kv_source", "v_head_dim"});
   return a;
 }
 
@@ -682,7 +685,7 @@ struct attention_origin {
 };
 
 /// A GQA layer that reads another layer's KV cache (kv_source) must name an earlier GQA layer
-/// that stores one of the same shape: KV heads, head_dim, window and k_is_v.
+/// that stores one of the same shape: KV heads, head_dim, value width, window and k_is_v.
 void validate_kv_sources(const model_spec& spec, const std::vector<const attention_spec*>& at,
                          const std::vector<attention_origin>& origin, const std::string& file) {
   for (std::int64_t i = 0; i < spec.layers.count; ++i) {
@@ -700,10 +703,12 @@ void validate_kv_sources(const model_spec& spec, const std::vector<const attenti
     if (src >= i) fail(fmt::format("the source layer {} must come before it", src));
     const auto* s = std::get_if<attention_gqa>(at[static_cast<std::size_t>(src)]);
     if (!s || s->kv_source) fail(fmt::format("layer {} stores no GQA cache of its own", src));
-    if (s->kv_heads != a->kv_heads || s->head_dim != a->head_dim || s->window != a->window ||
+    if (s->kv_heads != a->kv_heads || s->head_dim != a->head_dim ||
+        s->value_dim() != a->value_dim() || s->window != a->window ||
         s->chunk != a->chunk || s->block_sparse != a->block_sparse || s->k_is_v != a->k_is_v) {
       auto shape = [](const attention_gqa& g) {
         std::string t = fmt::format("{} KV heads x {}", g.kv_heads, g.head_dim);
+        if (g.v_head_dim) t += fmt::format(" (values x {})", *g.v_head_dim);
         if (g.window) t += fmt::format(", window {}", *g.window);
         if (g.chunk) t += fmt::format(", chunk {}", *g.chunk);
         if (g.k_is_v) t += ", k_is_v";

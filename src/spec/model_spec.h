@@ -60,6 +60,13 @@ struct attention_gqa {
                         // cached tensor of n_KV*d_h per token
   std::optional<std::int64_t> kv_source;  // reads this earlier layer's cache and stores none
                                           // (Gemma 3n / 4 num_kv_shared_layers); 0-based
+  /// The value head width where it differs from the key width (MiMo-V2-Flash: keys 192, values
+  /// 128): v_proj d -> n_KV*d_v, o_proj n_Q*d_v -> d, a cached V of n_KV*d_v per token, AV over
+  /// d_v. None: d_v = d_h. Never set with k_is_v.
+  std::optional<std::int64_t> v_head_dim;
+
+  /// d_v: the value head width (head_dim unless v_head_dim says otherwise).
+  std::int64_t value_dim() const { return v_head_dim.value_or(head_dim); }
 
   bool operator==(const attention_gqa&) const = default;
 };

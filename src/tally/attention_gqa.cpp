@@ -1,7 +1,9 @@
 // Grouped-query attention (Table 2-1; §2.1.3, §2.3.1). MHA and MQA are the two extremes.
 //
 // Extras real checkpoints carry: per-head sink logits (gpt-oss), keys that are also the values
-// (Gemma 4's attention_k_eq_v: no v_proj, one cached tensor), and cross-layer KV sharing
+// (Gemma 4's attention_k_eq_v: no v_proj, one cached tensor), values narrower than the keys
+// (MiMo-V2-Flash's v_head_dim: v_proj, o_proj, the cached V and AV at d_v), and cross-layer KV
+// sharing
 // (Gemma 3n / 4: a layer reads an earlier layer's cache and keeps none; its own K/V projections
 // stay in the checkpoint -- Gemma 4's HF module drops them on load as unexpected keys -- so they
 // count as parameters but are never multiplied or read).
@@ -15,18 +17,24 @@ void add_tensors(const attention_gqa& a, const model_context& m, std::vector<ten
   checked d = m.hidden;
   checked q_width = checked(a.q_heads) * a.head_dim;
   checked kv_width = checked(a.kv_heads) * a.head_dim;
-  checked q_out = a.output_gate ? q_width * 2 : q_width;  // query plus its sigmoid gate
+  // Values and the heads' output are d_v wide (v_head_dim; d_h unless it says otherwise).
+  checked v_width = checked(a.kv_heads) * a.value_dim();
+  checked out_width = checked(a.q_heads) * a.value_dim();
+  // The query plus its sigmoid gate, which scales the heads' output (n_Q*d_v).
+  checked q_out = a.output_gate ? q_width + out_width : q_width;
   out.push_back(matrix("attention", "q_proj", category::attention, d, q_out, w));
   const bool shared = a.kv_source.has_value();  // computes no K/V of its own
   tensor k = matrix("attention", "k_proj", category::attention, d, kv_width, w);
   k.gemm = !shared;
   k.shards = a.kv_heads;
   k.idle = shared;
-  tensor v = k;
-  v.name = "v_proj";
+  tensor v = matrix("attention", "v_proj", category::attention, d, v_width, w);
+  v.gemm = k.gemm;
+  v.shards = k.shards;
+  v.idle = k.idle;
   out.push_back(k);
   if (!a.k_is_v) out.push_back(v);
-  out.push_back(matrix("attention", "o_proj", category::attention, q_width, d,
+  out.push_back(matrix("attention", "o_proj", category::attention, out_width, d,
                        m.precision->attention_out_weights()));
   if (a.qkv_bias) {
     out.push_back({"norms", "q_bias", category::other, q_width, &m.precision->norms});
@@ -34,6 +42,7 @@ void add_tensors(const attention_gqa& a, const model_context& m, std::vector<ten
     kb.idle = shared;
     out.push_back(kb);
     kb.name = "v_bias";
+    kb.params = v_width;
     if (!a.k_is_v) out.push_back(kb);
   }
   if (a.sinks) out.push_back({"norms", "sinks", category::other, a.q_heads, &m.precision->norms});

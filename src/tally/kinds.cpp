@@ -74,7 +74,7 @@ std::string kind_name(const attention_spec& a) { return std::visit(name_of{}, a)
 std::string kind_name(const ffn_spec& f) { return std::visit(name_of{}, f); }
 
 pair_shape pair_of(const attention_gqa& a) {
-  return {a.q_heads, a.head_dim, a.head_dim};  // QK^T and AV over d_h
+  return {a.q_heads, a.head_dim, a.value_dim()};  // QK^T over d_h, AV over d_v
 }
 
 pair_shape pair_of(const attention_mla& a, mla_path path) {
@@ -92,8 +92,9 @@ pair_shape pair_of(const dsa_indexer& x) { return {x.heads, x.dim, 0}; }
 pair_shape pair_of(const mla_indexer& x) { return {x.heads, x.dim, 0}; }
 
 record_shape record_of(const attention_gqa& a) {
-  // §2.2.1: one K and one V vector per KV head; one tensor when the keys are the values.
-  return {a.kv_heads, a.head_dim, a.k_is_v ? 0 : a.head_dim};
+  // §2.2.1: one K (d_h) and one V (d_v) vector per KV head; one tensor when the keys are the
+  // values.
+  return {a.kv_heads, a.head_dim, a.k_is_v ? 0 : a.value_dim()};
 }
 
 std::optional<std::int64_t> kv_cap(const attention_gqa& a) { return a.window ? a.window : a.chunk; }

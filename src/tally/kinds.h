@@ -44,7 +44,8 @@ struct pair_shape {
   checked flops() const { return checked(2) * query_heads * (score_dim + aggregate_dim); }
 };
 
-/// GQA: n_Q heads score over d_h and aggregate d_h-wide values (4 * n_Q * d_h per pair).
+/// GQA: n_Q heads score over d_h and aggregate d_v-wide values (2 * n_Q * (d_h + d_v) per pair;
+/// d_v = d_h unless v_head_dim says otherwise).
 pair_shape pair_of(const attention_gqa& a);
 /// MLA: compact scores over kv_rank + qk_rope and aggregates kv_rank; expanded scores over
 /// qk_nope + qk_rope and aggregates v_head (§2.3.2).

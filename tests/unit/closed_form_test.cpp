@@ -158,9 +158,10 @@ void compare(const graph& g, const execution_spec& exec, point_source& p, int po
 std::string kind(const attention_spec& a) {
   struct visitor {
     std::string operator()(const attention_gqa& x) const {
-      return fmt::format("gqa{}{}{}{}{}{}", x.window ? " window" : "", x.chunk ? " chunk" : "",
+      return fmt::format("gqa{}{}{}{}{}{}{}", x.window ? " window" : "", x.chunk ? " chunk" : "",
                          x.sinks ? " sinks" : "", x.k_is_v ? " k=v" : "",
-                         x.kv_source ? " shared" : "", x.block_sparse ? " block_sparse" : "");
+                         x.kv_source ? " shared" : "", x.block_sparse ? " block_sparse" : "",
+                         x.v_head_dim ? " d_v" : "");
     }
     std::string operator()(const attention_mla& x) const {
       return fmt::format("mla{}{}", x.indexer ? " indexer" : "", x.rope_branch ? " rope" : "");

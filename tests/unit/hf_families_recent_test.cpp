@@ -6,10 +6,16 @@
 // bundles made from them.
 #include <doctest/doctest.h>
 
+#include <fmt/format.h>
+
+#include <fstream>
+#include <iterator>
 #include <string>
+#include <variant>
 
 #include "hf_counts.h"
 #include "spec/hf/import.h"
+#include "tally/call.h"
 #include "tally/tally.h"
 #include "test_model.h"
 
@@ -172,7 +178,9 @@ TEST_CASE("bailing_moe (Ling-mini-2.0, BailingMoeV2): Q/K norms, the routing bia
 TEST_CASE("bundles of the recent families read as their fixtures do, and by their Hugging Face ids") {
   // Each bundle is `calc import` of its fixture with the name and source edited.
   const std::pair<const char*, const char*> bundles[] = {
-      {"mimo-7b-base", "XiaomiMiMo--MiMo-7B-Base"}, {"trinity-mini", "arcee-ai--Trinity-Mini"}};
+      {"mimo-7b-base", "XiaomiMiMo--MiMo-7B-Base"},
+      {"trinity-mini", "arcee-ai--Trinity-Mini"},
+      {"mimo-v2-flash", "XiaomiMiMo--MiMo-V2-Flash"}};
   for (const auto& b : bundles) {
     std::string name = b.first;
     CAPTURE(name);
@@ -184,4 +192,133 @@ TEST_CASE("bundles of the recent families read as their fixtures do, and by thei
   }
   CHECK(params(testing::model("XiaomiMiMo/MiMo-7B-Base")) == 7'622'619'136);
   CHECK(params(testing::model("arcee-ai/Trinity-Mini")) == 26'123'974'400);
+  CHECK(params(testing::model("XiaomiMiMo/MiMo-V2-Flash")) == 308'778'780'864);
+}
+
+TEST_CASE("mimo_v2_flash (MiMo-V2-Flash): keys 192 wide, values 128, own sliding shape, sinks") {
+  // Published: the card's 309B total (15B active), which the model card gives without the three
+  // MTP layers its checkpoint also ships (0.33B each, not declared by the config, so not read).
+  // Worked from vLLM's mimo_v2_flash.py shapes: full layers (9, hybrid_layer_pattern 0): GQA
+  // 64/4, Q and K 192 wide, V 128: q_proj 4096 x 12288 = 50,331,648, k_proj 4096 x 768 =
+  // 3,145,728, v_proj 4096 x 512 = 2,097,152, o_proj 8192 x 4096 = 33,554,432: 89,128,960.
+  // Sliding layers (39): GQA 64/8: k_proj 6,291,456, v_proj 4,194,304, and 64 sink logits:
+  // 94,371,904. Two norms a layer 8,192 (x 48 = 393,216). Layer 0 dense SwiGLU 3 x 4096 x 16384
+  // = 201,326,592. Layers 1..47 MoE: 256 x 3 x 4096 x 2048 = 6,442,450,944, the router
+  // 1,048,576, the routing bias 256: 6,443,499,776, x 47 = 302,844,489,472. Untied 152576 x 4096
+  // embedding and head 1,249,902,592; the final norm 4,096. Together 308,778,780,864.
+  testing::model m(fixture("XiaomiMiMo--MiMo-V2-Flash"));
+  CHECK(params(m) == 308'778'780'864);
+  CHECK_FALSE(m.spec.mtp);  // the config declares none; the card's three are not guessed
+  // FP8 block-quantised (128 x 128, FP32 scales by the family default): every Linear in the
+  // layers is 1 B a value, 307,479,183,360 B; scale grids rounded up per matrix: 18,767,040
+  // scales, 75,068,160 B; embedding, head, norms, sinks, routers and routing biases in bf16:
+  // 1,299,597,504 values, 2,599,195,008 B.
+  CHECK(weight_bytes(m) == 307'479'183'360 + 75'068'160 + 2'599'195'008);
+  // The layer kinds: sliding layers with their own KV heads and the sinks, full layers without.
+  const auto& full = std::get<attention_gqa>(m.g.layers[0].attention);
+  const auto& swa = std::get<attention_gqa>(m.g.layers[1].attention);
+  CHECK(full.kv_heads == 4);
+  CHECK(swa.kv_heads == 8);
+  CHECK(full.value_dim() == 128);
+  CHECK(swa.value_dim() == 128);
+  CHECK(full.head_dim == 192);
+  CHECK_FALSE(full.window);
+  REQUIRE(swa.window);
+  CHECK(*swa.window == 128);
+  CHECK_FALSE(full.sinks);
+  CHECK(swa.sinks);
+  // KV in bf16, K 192 and V 128 a head: full layers 4 x 320 x 2 = 2,560 B per token, sliding
+  // layers 8 x 320 x 2 = 5,120 B per token over at most 128 tokens (655,360 B each).
+  //   8K:   9 x 8192 x 2560 + 39 x 655,360 = 188,743,680 + 25,559,040 = 214,302,720 B
+  //   128K: 9 x 131072 x 2560 + 25,559,040 = 3,019,898,880 + 25,559,040 = 3,045,457,920 B
+  //   256K (max_position_embeddings): 9 x 262144 x 2560 + 25,559,040 = 6,065,356,800 B
+  CHECK(state(m, 8192) == 214'302'720);
+  CHECK(state(m, 131072) == 3'045'457'920);
+  CHECK(state(m, 262144) == 6'065'356'800);
+  // AV over the 128-wide values: one decode token at 8191 cached tokens scores 8192 keys in a
+  // full layer and 128 in a sliding one, 2 x 64 x (192 + 128) = 40,960 FLOPs a key:
+  // 9 x 8192 x 40,960 + 39 x 128 x 40,960 = 3,019,898,880 + 204,472,320 = 3,224,371,200.
+  CHECK(tally_forward(m.g, make_call(m.spec, 1, 8191, 1)).interaction_flops.value() ==
+        3'224'371'200);
+}
+
+TEST_CASE("v_head_dim: the value width apart from the key width, in weights, FLOPs and state") {
+  const std::string base = R"(schema: 1
+name: t
+vocab: 100
+hidden: 64
+precision: {weights: bf16, kv: bf16}
+layers:
+  count: 2
+  attention: {kind: gqa, q_heads: 4, kv_heads: 2, head_dim: 16)";
+  const std::string tail = R"(}
+  ffn: {kind: swiglu, intermediate: 128}
+)";
+  testing::model same = testing::model::from_text(base + tail);
+  testing::model narrow = testing::model::from_text(base + ", v_head_dim: 8" + tail);
+  // v_proj 64 x 2 x (16 - 8) and o_proj 4 x (16 - 8) x 64 fewer, per layer: 1,024 + 2,048.
+  CHECK(params(same) - params(narrow) == 2 * (1024 + 2048));
+  // Each token keeps K 2 x 16 and V 2 x 8 per layer in bf16: 96 B, against 128 B.
+  CHECK(state(same, 10) == 10 * 2 * 128);
+  CHECK(state(narrow, 10) == 10 * 2 * 96);
+  // AV at 8 wide: a prefill of 10 tokens scores 55 pairs a layer, 2 x 4 x (16 + 8) FLOPs each.
+  call c = make_call(narrow.spec, 1, 0, 10);
+  CHECK(tally_forward(narrow.g, c).interaction_flops.value() == 2 * 55 * 2 * 4 * (16 + 8));
+  // A v_head_dim equal to head_dim reads as none given.
+  CHECK(params(testing::model::from_text(base + ", v_head_dim: 16" + tail)) == params(same));
+  // Values that are the keys have the key width.
+  CHECK(testing::error_of(base + ", k_is_v: true, v_head_dim: 8" + tail).find("v_head_dim") !=
+        std::string::npos);
+}
+
+TEST_CASE("mimo_v2_flash: the per-layer lists are checked") {
+  std::string cfg = R"({"model_type": "mimo_v2_flash", "architectures": ["MiMoV2FlashForCausalLM"],
+    "num_hidden_layers": 3, "hidden_size": 256, "num_attention_heads": 4,
+    "num_key_value_heads": 2, "head_dim": 48, "v_head_dim": 32, "swa_num_attention_heads": 8,
+    "swa_num_key_value_heads": 4, "swa_head_dim": 48, "swa_v_head_dim": 32,
+    "intermediate_size": 512, "moe_intermediate_size": 64, "n_routed_experts": 8,
+    "num_experts_per_tok": 2, "vocab_size": 1000, "sliding_window_size": 16,
+    "add_swa_attention_sink_bias": true, "add_full_attention_sink_bias": false,
+    "hybrid_layer_pattern": PATTERN, "moe_layer_freq": [0, 1, 1]})";
+  auto with = [&](const std::string& pattern) {
+    std::string c = cfg;
+    c.replace(c.find("PATTERN"), 7, pattern);
+    return c;
+  };
+  testing::model m = from_json(with("[0, 1, 1]"));
+  // Full layer 0: q 256 x 192, k and v 256 x 96 and 256 x 64, o 128 x 256; sliding layers:
+  // 8 query heads (q 256 x 384, o 256 x 256) and 4 KV heads, 8 sinks.
+  const auto& full = std::get<attention_gqa>(m.g.layers[0].attention);
+  const auto& swa = std::get<attention_gqa>(m.g.layers[2].attention);
+  CHECK(full.q_heads == 4);
+  CHECK(swa.q_heads == 8);
+  CHECK(swa.kv_heads == 4);
+  CHECK(swa.value_dim() == 32);
+  CHECK(std::holds_alternative<ffn_swiglu>(m.g.layers[0].ffn));
+  CHECK(std::holds_alternative<ffn_moe>(m.g.layers[1].ffn));
+  CHECK(testing::import_error(with("[0, 1]")).find("hybrid_layer_pattern") != std::string::npos);
+  CHECK(testing::import_error(with("[0, 2, 1]")).find("hybrid_layer_pattern") != std::string::npos);
+}
+
+TEST_CASE("mimo_v2_flash: an FP8 exclusion list is read, also under vLLM's ignored_layers") {
+  // The published config lists no unconverted modules. A list naming one layer's o_proj (the
+  // form a BF16 o_proj would take) is refused at that entry, under either key, never passed over
+  // silently: calc keeps one format for o_proj across layers, not one per module.
+  std::ifstream in(fixture("XiaomiMiMo--MiMo-V2-Flash/config.json"));
+  const std::string cfg{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  const std::string anchor = R"("quant_method": "fp8",)";
+  for (const char* key : {"modules_to_not_convert", "ignored_layers"}) {
+    CAPTURE(key);
+    std::string c = cfg;
+    c.insert(c.find(anchor) + anchor.size(),
+             fmt::format(R"( "{}": ["model.layers.0.self_attn.o_proj"],)", key));
+    std::string e = testing::import_error(c);
+    CHECK(e.find(std::string(key) + "[0]") != std::string::npos);
+    CHECK(e.find("o_proj") != std::string::npos);
+  }
+  // The head listed reads as before (it stays in the model dtype either way).
+  std::string c = cfg;
+  c.insert(c.find(anchor) + anchor.size(), R"( "ignored_layers": ["lm_head"],)");
+  CHECK(weight_bytes(from_json(c)) ==
+        weight_bytes(testing::model(fixture("XiaomiMiMo--MiMo-V2-Flash"))));
 }

@@ -262,7 +262,11 @@ TEST_CASE("the engine's pages are the per-kind records and recurrent shapes") {
             record_shape r = record_of(*a);
             checked k = p.kv.bytes(checked(engine::kv_heads_per_rank(r.heads, tp)) * r.key_dim);
             CHECK(lc.k_token_bytes == k);
-            CHECK(lc.token_bytes == k * 2);  // engines cache V beside K even when k_is_v
+            // Engines cache V beside K even when k_is_v; a narrower V (v_head_dim) at its width.
+            checked v = a->v_head_dim ? p.kv.bytes(checked(engine::kv_heads_per_rank(r.heads, tp)) *
+                                                   r.value_dim)
+                                      : k;
+            CHECK(lc.token_bytes == k + v);
             // On one rank the engine's page per token is the tally's KV record.
             if (tp == 1 && !a->k_is_v) {
               auto comps = state(*a, m, spec.execution);

@@ -76,6 +76,8 @@ enum class layer_rule {
   // Lightning-attention hybrids (families_minimax.cpp):
   type_list,  // MiniMax-Text-01 / M1: attn_type_list, one code per layer, 0 a linear (lightning)
               // layer and 1 softmax attention
+  // Recent families (families_recent.cpp):
+  sliding_flags,  // MiMo-V2-Flash: hybrid_layer_pattern, one entry per layer, 1 sliding, 0 full
 };
 
 /// One architecture family: the table the translator reads.
@@ -178,7 +180,7 @@ std::vector<family> minimax_families();
 /// Phi-3-small (families_phi3small.cpp): phi3small; families() lists it after the minimax ones.
 std::vector<family> phi3small_families();
 
-/// Recent text-only families (families_recent.cpp): mimo, afmoe, ...; families() lists them
+/// Recent text-only families (families_recent.cpp): mimo, afmoe, mimo_v2_flash, ...; families() lists them
 /// after the phi3small one.
 std::vector<family> recent_families();
 /// The classic decoders (families_classic.cpp): falcon, gpt_bigcode, gpt2, gptj, olmo, ...;

@@ -76,8 +76,72 @@ family afmoe() {
                                     {"sliding_pattern", 4}})};
 }
 
+// MiMoV2FlashConfig (XiaomiMiMo/MiMo-V2-Flash; the remote code's configuration_mimo_v2_flash.py
+// and vLLM's mimo_v2_flash.py for the module shapes): GQA whose keys are head_dim (192) wide and
+// whose values v_head_dim (128): q_proj d -> heads x 192, k_proj d -> kv x 192, v_proj d -> kv x
+// 128, o_proj heads x 128 -> d, no biases, no Q/K norms. hybrid_layer_pattern says per layer
+// whether it slides (1) over sliding_window_size tokens or attends fully (0); the sliding layers
+// have their own heads, KV heads and widths (swa_num_attention_heads, swa_num_key_value_heads,
+// swa_head_dim, swa_v_head_dim) and, with add_swa_attention_sink_bias, a learned sink logit per
+// query head (attention_sink_bias); add_full_attention_sink_bias does the same for the full
+// layers. moe_layer_freq is a list, 1 MoE and 0 dense per layer: n_routed_experts of
+// moe_intermediate_size, top num_experts_per_tok, a sigmoid router d -> E without bias and the
+// routing bias (topk_method noaux_tc: e_score_correction_bias, one value an expert); n_shared_
+// experts null (none). Dense layers are SwiGLU of intermediate_size. Two RMSNorms a layer, an
+// untied head. partial_rotary_factor, swa_rope_theta, attention_value_scale (a scalar on V) and
+// attention_chunk_size (not read by the reference, which uses sliding_window_size) count nothing.
+// The config does not declare the MTP layers the checkpoint ships (the card's three, 0.33B
+// each, read by the reference under model.mtp and skipped by vLLM's main model), so none are
+// read: `mtp_layers` has no field here.
+family mimo_v2_flash() {
+  return {.model_type = "mimo_v2_flash",
+          .architectures = {"MiMoV2FlashForCausalLM"},
+          .ffn = ffn_family::moe,
+          .layers = layer_rule::sliding_flags,
+          .names = {{"o_bias", ""},
+                    {"mlp_bias", ""},
+                    {"experts", "n_routed_experts"},
+                    {"window", "sliding_window_size"},
+                    {"sliding_flags", "hybrid_layer_pattern"},
+                    {"moe_flags", "moe_layer_freq"},
+                    {"moe_freq", ""},
+                    {"first_dense", ""},
+                    {"sparse_step", ""},
+                    {"mlp_only", ""},
+                    {"mtp_layers", ""},
+                    {"v_head_dim", "v_head_dim"},
+                    {"swa_heads", "swa_num_attention_heads"},
+                    {"swa_kv_heads", "swa_num_key_value_heads"},
+                    {"swa_head_dim", "swa_head_dim"},
+                    {"swa_v_head_dim", "swa_v_head_dim"},
+                    {"sinks", "add_full_attention_sink_bias"},
+                    {"swa_sinks", "add_swa_attention_sink_bias"},
+                    {"max_positions", "max_position_embeddings"}},
+          .defaults = gqa_defaults({{"vocab", 151936},
+                                    {"hidden", 4096},
+                                    {"intermediate", 16384},
+                                    {"moe_intermediate", 2048},
+                                    {"layers", 48},
+                                    {"heads", 64},
+                                    {"kv_heads", 4},
+                                    {"head_dim", 192},
+                                    {"v_head_dim", 128},
+                                    {"swa_heads", 64},
+                                    {"swa_kv_heads", 8},
+                                    {"swa_head_dim", 192},
+                                    {"swa_v_head_dim", 128},
+                                    {"swa_sinks", false},
+                                    {"experts", 256},
+                                    {"top_k", 8},
+                                    {"shared_intermediate", "=moe_intermediate"},
+                                    {"router_bias", true},
+                                    {"max_positions", 262144}}),
+          .not_counted = "the MTP layers the checkpoint ships (model.mtp; the card's three, 0.33B "
+                         "each), which the config does not declare"};
+}
+
 }  // namespace
 
-std::vector<family> recent_families() { return {mimo(), afmoe()}; }
+std::vector<family> recent_families() { return {mimo(), afmoe(), mimo_v2_flash()}; }
 
 }  // namespace calc::hf

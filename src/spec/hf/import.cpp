@@ -692,6 +692,27 @@ std::vector<attn_kind> attention_kinds(const family_reader& r, std::int64_t coun
       }
       break;
     }
+    case layer_rule::sliding_flags: {
+      // MiMo-V2-Flash's hybrid_layer_pattern: one entry per layer, 1 a sliding layer, 0 full.
+      std::vector<std::int64_t> flags = r.integers("sliding_flags", o);
+      if (static_cast<std::int64_t>(flags.size()) != count)
+        r.fail("sliding_flags",
+               fmt::format("expected {} entries (num_hidden_layers), got {}", count, flags.size()));
+      origin = fmt::format("{} (1: sliding, 0: full attention)", o);
+      for (std::int64_t i = 0; i < count; ++i) {
+        std::int64_t v = flags[static_cast<std::size_t>(i)];
+        if (v != 0 && v != 1)
+          r.fail("sliding_flags", fmt::format("entry {} is {}, expected 0 or 1", i, v));
+        if (v == 1) {
+          if (!has_window)
+            r.fail("sliding_flags",
+                   fmt::format("layer {} slides, but no sliding window is set ({})", i,
+                               r.field("window")));
+          kinds[static_cast<std::size_t>(i)] = attn_kind::sliding;
+        }
+      }
+      break;
+    }
     case layer_rule::chunked_nope: {
       // Llama 4: no_rope_layers[i] = 1 keeps RoPE and attends within a chunk, 0 is a NoPE layer
       // over the whole history; without the list, every no_rope_layer_interval-th layer is NoPE
@@ -744,6 +765,21 @@ std::vector<attn_kind> attention_kinds(const family_reader& r, std::int64_t coun
 std::vector<ffn_kind> ffn_kinds(const family_reader& r, std::int64_t count, std::string& origin) {
   std::vector<ffn_kind> kinds(static_cast<std::size_t>(count), ffn_kind::dense);
   if (r.fam().ffn == ffn_family::dense) return kinds;
+  if (r.fam().names.count("moe_flags") > 0 && r.given("moe_flags")) {
+    // One entry per layer, 1 MoE and 0 dense (MiMo-V2-Flash's moe_layer_freq list), decides
+    // alone.
+    std::vector<std::int64_t> flags = r.integers("moe_flags", origin);
+    if (static_cast<std::int64_t>(flags.size()) != count)
+      r.fail("moe_flags",
+             fmt::format("expected {} entries (num_hidden_layers), got {}", count, flags.size()));
+    for (std::int64_t i = 0; i < count; ++i) {
+      std::int64_t v = flags[static_cast<std::size_t>(i)];
+      if (v != 0 && v != 1) r.fail("moe_flags", fmt::format("entry {} is {}, expected 0 or 1", i, v));
+      kinds[static_cast<std::size_t>(i)] = v == 1 ? ffn_kind::moe : ffn_kind::dense;
+    }
+    origin += " (1: MoE, 0: dense)";
+    return kinds;
+  }
   if (r.given("moe_layers")) {
     // An explicit list of 0-based MoE layers (Llama 4's moe_layers) decides alone.
     for (std::int64_t i : r.integers("moe_layers", origin)) {
@@ -1014,17 +1050,30 @@ ynode attention_node(const family_reader& r, attn_kind kind, std::int64_t hidden
     return a;
   }
   a.kids.push_back(scalar("kind", "gqa", fmt::format("{} attention", r.fam().model_type)));
-  std::int64_t heads = r.positive("heads", o);
+  // A family whose sliding layers have their own shape (MiMo-V2-Flash's swa_num_key_value_heads
+  // and the other swa_* fields) reads them under the swa_ roles there; the table names them.
+  const bool own_swa = kind == attn_kind::sliding && r.fam().names.count("swa_kv_heads") > 0;
+  auto role = [&](const std::string& base) { return own_swa ? "swa_" + base : base; };
+  std::int64_t heads = r.positive(role("heads"), o);
   a.kids.push_back(scalar("q_heads", std::to_string(heads), o));
   std::int64_t kv = r.fam().kv_heads_rule ? r.fam().kv_heads_rule(r.cfg(), heads, o)
-                                          : r.positive("kv_heads", o);
+                                          : r.positive(role("kv_heads"), o);
   if (kv <= 0 || kv > heads)
-    r.cfg().fail(r.field("kv_heads"), fmt::format("{} KV heads for {} query heads", kv, heads));
+    r.cfg().fail(r.field(role("kv_heads")),
+                 fmt::format("{} KV heads for {} query heads", kv, heads));
   if (heads % kv != 0)
-    r.cfg().fail(r.field("kv_heads"),
+    r.cfg().fail(r.field(role("kv_heads")),
                  fmt::format("{} KV heads do not divide {} query heads", kv, heads));
   a.kids.push_back(scalar("kv_heads", std::to_string(kv), o));
-  a.kids.push_back(numbered("head_dim", r.positive("head_dim", o), o));
+  std::int64_t head_dim = r.positive(role("head_dim"), o);
+  a.kids.push_back(numbered("head_dim", head_dim, o));
+  // A value width apart from the key width (v_head_dim), where the family names the field.
+  if (r.fam().names.count("v_head_dim") > 0) {
+    std::string vo;
+    std::int64_t v = r.positive(role("v_head_dim"), vo);
+    if (v != head_dim)
+      a.kids.push_back(numbered("v_head_dim", v, vo + ": values narrower than the keys"));
+  }
   (void)hidden;
   if (r.flag("qk_norm", o)) {
     a.kids.push_back(scalar("qk_norm", "true", o));
@@ -1034,7 +1083,10 @@ ynode attention_node(const family_reader& r, attn_kind kind, std::int64_t hidden
   if (r.flag("output_gate", o)) a.kids.push_back(scalar("output_gate", "true", o));
   if (r.flag("qkv_bias", o)) a.kids.push_back(scalar("qkv_bias", "true", o));
   if (r.flag("o_bias", o)) a.kids.push_back(scalar("o_bias", "true", o));
-  if (r.flag("sinks", o)) a.kids.push_back(scalar("sinks", "true", o));
+  // Sinks on the sliding layers by their own flag where the family names one (MiMo-V2-Flash's
+  // add_swa_attention_sink_bias against add_full_attention_sink_bias).
+  const bool swa_sinks = kind == attn_kind::sliding && r.fam().names.count("swa_sinks") > 0;
+  if (r.flag(swa_sinks ? "swa_sinks" : "sinks", o)) a.kids.push_back(scalar("sinks", "true", o));
   if (kind == attn_kind::sliding)
     a.kids.push_back(scalar("window", std::to_string(*window), window_origin));
   if (kind == attn_kind::chunked) {

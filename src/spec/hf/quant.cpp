@@ -265,8 +265,10 @@ std::optional<quant_formats> read_quant(const hf_object& root, const hf_json* mo
     from_modelopt = true;
   }
   std::string method = q->text(key);
+  // vLLM's own FP8 config (Fp8Config) and llm-compressor name the list ignored_layers: read it
+  // as the same list rather than let a config that keeps modules unconverted pass unread.
   std::string list_key = "modules_to_not_convert";
-  for (const char* k : {"exclude_modules", "ignore"})
+  for (const char* k : {"exclude_modules", "ignore", "ignored_layers"})
     if (q->has(k)) list_key = k;
   quant_formats f;
   f.origin = q->path_of(key);
