@@ -187,23 +187,49 @@ load_request report_load_of(const options& o, const gpu_spec& gpu) {
   return w;
 }
 
-/// The asked layout leaves no KV pool: the error names the smallest wider tensor-parallel group
-/// (same ep, dp and pp, within the GPU's NVLink domain) that leaves one, a deployment that runs.
-[[noreturn]] void refuse_without_pool(const deployment& d, const serve_request& q) {
+/// Whether one rank's KV pool holds a request of the workload (with a trace, whose lengths the
+/// simulation checks request by request, whether there is a pool at all).
+bool holds_a_request(const deployment& d, const batching_config& cfg) {
+  if (kv_pool_bytes(d, cfg) <= 0) return false;
+  if (cfg.isl < 1 || cfg.osl < 1) return true;
+  return make_scenario(d, cfg, 1).kv_requests >= 1;
+}
+
+/// The asked layout cannot hold one request: the error names the first wider layout that can,
+/// a wider tensor-parallel group within the GPU's NVLink domain, then pipeline stages over the
+/// widest one (same ep and dp), so the answer is a deployment that runs.
+[[noreturn]] void refuse_without_room(const deployment& d, const serve_request& q) {
   std::string hint = "; use more ranks (`calc plan --sla` picks a layout)";
   std::int64_t widest = std::max<std::int64_t>(d.gpu.nvlink_domain, 1);
-  for (serve_layout l = q.layout; (l.tp *= 2) * l.dp <= widest;) {
-    if (!layout_problem(*d.g, l).empty()) continue;
-    double pool = kv_pool_bytes(make_deployment(*d.g, d.gpu, l, 0, d.forms), q.cfg);
-    if (pool <= 0) continue;
-    hint = fmt::format("; --tp {} leaves a KV pool of {:.1f} GB per rank", l.tp_group(),
-                       pool / 1e9);
+  std::vector<serve_layout> wider;
+  serve_layout l = q.layout;
+  while ((l.tp * 2) * l.dp <= widest && wider.size() < 16) {
+    l.tp *= 2;
+    wider.push_back(l);
+  }
+  for (int i = 0; i < 4; ++i) {
+    l.pp *= 2;
+    wider.push_back(l);
+  }
+  for (const serve_layout& w : wider) {
+    if (!layout_problem(*d.g, w).empty()) continue;
+    deployment x = make_deployment(*d.g, d.gpu, w, 0, d.forms);
+    if (!holds_a_request(x, q.cfg)) continue;
+    hint = fmt::format("; --tp {}{} holds one ({:.1f} GB of KV pool per rank)", w.tp_group(),
+                       w.pp > 1 ? fmt::format(" --pp {}", w.pp) : std::string(),
+                       kv_pool_bytes(x, q.cfg) / 1e9);
     break;
   }
-  throw spec_error("gpu", fmt::format("the weights ({:.1f} GB per rank) leave no KV pool in "
-                                      "{:.0f} % of {}'s memory{}",
-                                      d.weight_bytes_per_rank / 1e9,
-                                      q.cfg.memory_fraction * 100, d.gpu.name, hint));
+  double pool = kv_pool_bytes(d, q.cfg);
+  std::string what =
+      pool <= 0 ? fmt::format("the weights ({:.1f} GB per rank) leave no KV pool in {:.0f} % of "
+                              "{}'s memory",
+                              d.weight_bytes_per_rank / 1e9, q.cfg.memory_fraction * 100,
+                              d.gpu.name)
+                : fmt::format("a request of {} + {} tokens needs more KV than the pool of "
+                              "{:.2f} GB per rank holds",
+                              q.cfg.isl, q.cfg.osl, pool / 1e9);
+  throw spec_error(pool <= 0 ? "--tp" : "--isl", what + hint);
 }
 
 result run_serve(const options& o) {
@@ -214,7 +240,7 @@ result run_serve(const options& o) {
   std::string family = cal.family_of(gpu.name), used;
   const coefficients& k = cal.lookup(family, q.engine, &used);
   deployment d = make_deployment(m.g, gpu, q.layout, 0, compile_forms(m.g, k.expert_zipf_s));
-  if (kv_pool_bytes(d, q.cfg) <= 0) refuse_without_pool(d, q);
+  if (!holds_a_request(d, q.cfg)) refuse_without_room(d, q);
   double gpus = static_cast<double>(q.layout.gpus());
   ojson j;
   j["model"] = m.spec->name;
@@ -224,6 +250,7 @@ result run_serve(const options& o) {
                  {"ep", q.layout.ep},           {"dp", q.layout.dp},
                  {"pp", q.layout.pp}};
   j["gpus"] = q.layout.gpus();
+  j["launch_flags"] = launch_flags(q.engine, q.layout);
   j["weights_format"] = m.spec->precision.weights.name;
   j["kv_format"] = m.spec->precision.kv.name;
   if (q.trace.empty()) {
@@ -340,6 +367,7 @@ result run_serve(const options& o) {
   }
   md += fmt::format("\nCalibration: {} ({}). Step = the decode step at that concurrency.\n",
                     cal.file, used);
+  md += fmt::format("Launch {} with: {}.\n", q.engine, launch_flags(q.engine, q.layout));
   result r{j, "calc serve"};
   r.markdown = md;
   return r;
@@ -556,6 +584,8 @@ result run_plan_sla(const options& o) {
     j["instances"] = b.instances;
     j["gpus_per_instance"] = b.layout.gpus();
     j["concurrency_per_instance"] = b.concurrency_per_group * b.layout.dp;
+    j["concurrency_per_attention_group"] = b.concurrency_per_group;  // serve's --concurrency
+    j["launch_flags"] = launch_flags(engine, b.layout);
     j["ttft_ms"] = b.at.ttft_ms;
     j["tpot_ms"] = b.at.tpot_ms;
     j["requests_per_s_per_instance"] = b.at.requests_per_s;
@@ -567,6 +597,7 @@ result run_plan_sla(const options& o) {
                       b.instances, b.layout.tp_group(), b.layout.ep, b.layout.dp, b.layout.pp,
                       b.concurrency_per_group * b.layout.dp, ms(b.at.ttft_ms), ms(b.at.tpot_ms),
                       b.at.requests_per_s);
+    md += fmt::format("Launch {} with: {}.\n\n", engine, launch_flags(engine, b.layout));
     md += fmt::format("Why not fewer: {}.\n", p.reason);
   }
   result r{j, "calc plan --sla"};

@@ -108,6 +108,10 @@ class step_clock {
 /// size, from the state tally (so windows, latents and fixed state count as the model has them):
 /// the compiled state series (closed_form::state_series, tested equal to tally_state) evaluated
 /// in 64-bit integers where they cannot overflow, or, for the stepwise oracle, tally_state itself.
+/// SGLang counts at most this many of a request's outputs in its admission ask
+/// (schedule_policy.py, CLIP_MAX_NEW_TOKENS_ESTIMATION).
+constexpr std::int64_t clip_new_tokens = 4096;
+
 class kv_blocks {
  public:
   kv_blocks(const deployment& d, std::int64_t block_tokens, bool itemised)
@@ -510,7 +514,7 @@ class engine_group {
   }
   /// The KV those outputs take, all of them (before the ratio).
   std::int64_t future_delta(const request_state& r) {
-    std::int64_t left = std::min<std::int64_t>(r.a->osl - r.generated, 4096);
+    std::int64_t left = std::min<std::int64_t>(r.a->osl - r.generated, clip_new_tokens);
     if (left <= 0) return 0;
     std::int64_t now = std::max(r.tokens(), r.computed);
     return kv_.bytes(now + left) - kv_.bytes(now);
@@ -747,12 +751,13 @@ simulation simulate(const deployment& d, const batching_config& cfg, const coeff
         longest = i;
     const arrival& a = arrivals[longest];
     std::int64_t need = kv.bytes(a.isl + a.osl);
-    // SGLang refuses an ask equal to what is free (admit()); its ask is at most `need`.
-    bool refused = cfg.kv == kv_policy::retract ? need >= pool_bytes : need > pool_bytes;
-    if (refused)
+    // SGLang's ask, its prompt and at most clip_new_tokens outputs, must stay below what is
+    // free (admit()), else it would wait for ever in an empty engine.
+    std::int64_t ask = kv.bytes(a.isl + std::min(a.osl, clip_new_tokens));
+    if (need > pool_bytes || (cfg.kv == kv_policy::retract && ask >= pool_bytes))
       throw spec_error("input_tokens",
-                       fmt::format("a request of {} + {} tokens needs {:.2f} GB of KV per rank, "
-                                   "more than the pool of {:.2f} GB; the engine would refuse it",
+                       fmt::format("a request of {} + {} tokens needs {:.2f} GB of KV per rank "
+                                   "and the pool holds {:.2f} GB; the engine would refuse it",
                                    a.isl, a.osl, static_cast<double>(need) / 1e9, pool / 1e9));
   }
   weighted_samples ttft, tpot, itl, e2e;

@@ -79,15 +79,41 @@ std::string layout_flags(const serve_layout& l) {
   return fmt::format("tp {} dp {} ep {} pp {}", l.tp_group(), l.dp, l.ep, l.pp);
 }
 
+std::string launch_flags(const std::string& engine, const serve_layout& l) {
+  std::string f;
+  auto add = [&](bool when, std::string flag) {
+    if (when) f += (f.empty() ? "" : " ") + flag;
+  };
+  if (engine == "vllm") {
+    // vLLM's expert parallelism spans every tp x dp rank of a stage (--enable-expert-parallel).
+    add(true, fmt::format("--tensor-parallel-size {}", l.tp));
+    add(l.dp > 1, fmt::format("--data-parallel-size {}", l.dp));
+    add(l.ep > 1, "--enable-expert-parallel");
+    add(l.pp > 1, fmt::format("--pipeline-parallel-size {}", l.pp));
+    if (l.ep > 1 && l.ep != l.tp_group())
+      f += fmt::format(" (vLLM splits experts over all {} ranks, not {})", l.tp_group(), l.ep);
+  } else if (engine == "sglang") {
+    add(true, fmt::format("--tp-size {}", l.tp_group()));
+    add(l.dp > 1, fmt::format("--dp-size {} --enable-dp-attention", l.dp));
+    add(l.ep > 1, fmt::format("--ep-size {}", l.ep));
+    add(l.pp > 1, fmt::format("--pp-size {}", l.pp));
+  } else {
+    add(true, fmt::format("--tp_size {}", l.tp_group()));
+    add(l.ep > 1, fmt::format("--ep_size {}", l.ep));
+    add(l.pp > 1, fmt::format("--pp_size {}", l.pp));
+    add(l.dp > 1, "(enable_attention_dp: true in --extra_llm_api_options)");
+  }
+  return f;
+}
+
 std::string layout_problem(const graph& g, const serve_layout& l) {
   if (l.tp < 1 || l.ep < 1 || l.dp < 1 || l.pp < 1) return "every degree must be at least 1";
   if (l.pp > static_cast<std::int64_t>(g.layers.size()))
     return fmt::format("pp {} is more than the {} layers", l.pp, g.layers.size());
-  if (l.ep > l.tp * l.dp)
-    return fmt::format("ep {} is more than the tp x dp = {} ranks of a stage", l.ep, l.tp * l.dp);
-  if ((l.tp * l.dp) % l.ep != 0)
-    return fmt::format("ep {} does not divide the tp x dp = {} ranks of a stage", l.ep,
-                       l.tp * l.dp);
+  if (l.ep > l.tp_group())
+    return fmt::format("ep {} is more than the tp group's {} ranks", l.ep, l.tp_group());
+  if (l.tp_group() % l.ep != 0)
+    return fmt::format("ep {} does not divide the tp group's {} ranks", l.ep, l.tp_group());
   for (const layer& ly : g.layers) {
     if (const auto* m = std::get_if<ffn_moe>(&ly.ffn)) {
       if (m->experts % l.ep != 0)

@@ -31,8 +31,13 @@ struct serve_layout {
   std::int64_t tp_group() const { return tp * dp; }
 };
 
-/// "tp 8 dp 8 ep 8 pp 1": a layout in the flags that run it (--tp is the tp group).
+/// "tp 8 dp 8 ep 8 pp 1": a layout in calc's flags (--tp is the tp group, as SGLang counts it).
 std::string layout_flags(const serve_layout& l);
+
+/// The layout in the launch flags of `engine` (vllm, sglang, trtllm), which count it
+/// differently: vLLM's --tensor-parallel-size is one attention group's and its
+/// --data-parallel-size multiplies the cards, where SGLang's --tp-size is the whole tp group.
+std::string launch_flags(const std::string& engine, const serve_layout& l);
 
 /// Why a layout cannot run the model ("" when it can).
 std::string layout_problem(const graph& g, const serve_layout& l);

@@ -429,6 +429,18 @@ TEST_CASE("serve, calibrate and plan --sla from the command line: JSON keys and 
              std::to_string(std::stoi(tp) / 2), "--isl", "1K", "--osl", "256", "--concurrency",
              "8"},
             out, err) == 2);
+  // A pool that holds no whole request is refused as well (it would print hours of TTFT), and
+  // the layout named holds one.
+  CHECK(run({"serve", "--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--tp", "2", "--isl",
+             "32K", "--osl", "8K", "--concurrency", "64"},
+            out, err) == 2);
+  CHECK(err.rfind("--isl: a request of 32768 + 8192 tokens needs more KV than the pool", 0) == 0);
+  at = err.find("; --tp ");
+  REQUIRE(at != std::string::npos);
+  tp = err.substr(at + 7, err.find(' ', at + 7) - at - 7);
+  CHECK(run({"serve", "--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--tp", tp, "--isl", "32K",
+             "--osl", "8K", "--concurrency", "64"},
+            out, err) == 0);
   REQUIRE(run({"plan", "--sla", "ttft=2000,tpot=50", "--rate", "2", "--isl", "1024", "--osl", "256",
                "--model", "qwen3-8b", "--gpu", "h100-sxm", "--format", "json"},
               out, err) == 0);
@@ -446,6 +458,12 @@ TEST_CASE("serve, calibrate and plan --sla from the command line: JSON keys and 
   REQUIRE(j["feasible"] == true);
   auto flag = [&](const char* key) { return std::to_string(j[key].get<std::int64_t>()); };
   std::int64_t dp = j["dp"].get<std::int64_t>();
+  REQUIRE(dp > 1);  // the layout this checks: DP attention with experts split
+  REQUIRE(j["ep"].get<std::int64_t>() > 1);
+  CHECK(j["launch_flags"] == "--tp-size " + flag("tp") + " --dp-size " + flag("dp") +
+                                 " --enable-dp-attention --ep-size " + flag("ep"));
+  CHECK(j["concurrency_per_attention_group"].get<std::int64_t>() * dp ==
+        j["concurrency_per_instance"].get<std::int64_t>());
   CHECK(j["tp"].get<std::int64_t>() == j["attention_tp"].get<std::int64_t>() * dp);
   std::string clients = std::to_string(j["concurrency_per_instance"].get<std::int64_t>() / dp);
   double tpot = j["tpot_ms"].get<double>();
@@ -457,7 +475,16 @@ TEST_CASE("serve, calibrate and plan --sla from the command line: JSON keys and 
   j = nlohmann::json::parse(out);
   CHECK(j["gpus"].get<std::int64_t>() == gpus);
   CHECK(j["layout"]["dp"].get<std::int64_t>() == dp);
+  CHECK(j["layout"]["tp"].get<std::int64_t>() == j["layout"]["attention_tp"].get<std::int64_t>() * dp);
   CHECK(j["points"][0]["tpot_ms"].get<double>() == doctest::Approx(tpot).epsilon(1e-9));
+  // vLLM counts the same cards as one attention group's tp times dp.
+  REQUIRE(run({"serve", "--model", "deepseek-v3", "--gpu", "h200", "--engine", "vllm", "--tp", "8",
+               "--dp", "8", "--ep", "8", "--isl", "1024", "--osl", "1024", "--concurrency", "4",
+               "--format", "json"},
+              out, err) == 0);
+  j = nlohmann::json::parse(out);
+  CHECK(j["launch_flags"] ==
+        "--tensor-parallel-size 1 --data-parallel-size 8 --enable-expert-parallel");
   std::string rows =
       write_temp("calc_cli_rows.csv",
                  "id,backend,model_path,system,isl,osl,batch_size,tp_size,pp_size,gemm_quant_mode,"

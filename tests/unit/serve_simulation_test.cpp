@@ -186,6 +186,35 @@ TEST_CASE("serve simulation: mixed lengths over dp groups, every engine, conserv
   }
 }
 
+TEST_CASE("serve simulation: at a pool exactly one request's size SGLang refuses, vLLM admits") {
+  // SGLang admits while its ask stays below what is free (`total_tokens >= rem_total_tokens`
+  // refuses); vLLM while the blocks asked do not exceed the free ones. A pool of exactly the
+  // request's whole pages tells the two apart; one byte more admits both.
+  model m("llama-3.1-8b");
+  deployment d = make_deployment(m.g, find_gpu("h200"), {});
+  std::int64_t weights = static_cast<std::int64_t>(d.weight_bytes_per_rank);
+  REQUIRE(static_cast<double>(weights) == d.weight_bytes_per_rank);
+  std::int64_t need = tally_state(m.g, 256).total.value();  // 200 + 56: 16 whole pages
+  for (const char* e : {"sglang", "vllm"}) {
+    for (std::int64_t extra : {std::int64_t{0}, std::int64_t{1}}) {
+      CAPTURE(e);
+      CAPTURE(extra);
+      batching_config cfg = engine_config(e, 200, 56);
+      cfg.memory_fraction = 1;
+      cfg.fraction_of_free = false;
+      deployment x = d;
+      x.gpu.memory = weights + need + extra;
+      REQUIRE(kv_pool_bytes(x, cfg) == static_cast<double>(need + extra));
+      for (simulation_path path : {simulation_path::runs, simulation_path::stepwise}) {
+        std::string err = error_of([&] { simulate(x, cfg, coefficients{}, {{0, 200, 56}}, path); });
+        bool refused = std::string(e) == "sglang" && extra == 0;
+        CHECK(err.empty() == !refused);
+        if (refused) CHECK(err.find("the pool holds") != std::string::npos);
+      }
+    }
+  }
+}
+
 TEST_CASE("serve simulation: a request the pool cannot hold alone is refused, not looped on") {
   model m("llama-3.1-8b");
   deployment d = make_deployment(m.g, find_gpu("rtx-4090"), {});
@@ -430,10 +459,10 @@ TEST_CASE("serve simulation from the command line: preemption fields, bad input 
             out, err) == 2);
   CHECK(err == "--osl: is required: give a count of tokens, e.g. 1024 or 8K\n");
   // Work beyond what a simulation should take: refused up front, never a run of minutes.
-  CHECK(run({"serve", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--isl", "1K", "--osl", "1M",
-             "--rate", "5", "--requests", "1000"},
+  CHECK(run({"serve", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--isl", "1K", "--osl", "64K",
+             "--rate", "5", "--requests", "20000"},
             out, err) == 2);
-  CHECK(err.rfind("--requests: 1.05e+09 output tokens to simulate is more than the limit", 0) == 0);
+  CHECK(err.rfind("--requests: 1.31e+09 output tokens to simulate is more than the limit", 0) == 0);
   // A token budget so small that the prompts alone take 10^8 steps: refused up front too.
   CHECK(run({"serve", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--isl", "100K", "--osl", "8",
              "--rate", "5", "--requests", "1000", "--max-num-batched-tokens", "1"},
