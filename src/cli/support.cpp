@@ -152,7 +152,10 @@ void bind_group(CLI::App& app, options& o, option_group g, const command& c) {
               "--enable-expert-parallel at data parallel 1)");
       only_in(app.add_option("--dp,--data-parallel-size", o.dp,
                              "Attention data parallel within the tp group: each of dp groups runs "
-                             "attention for its own requests (SGLang's DP attention; default 1)"),
+                             "attention for its own requests (SGLang's DP attention; default 1). "
+                             "vLLM counts cards otherwise: its --tensor-parallel-size 1 "
+                             "--data-parallel-size 8 is calc's --tp 8 --dp 8 (serve and plan print "
+                             "launch_flags in the engine's terms)"),
               c, kPlainOnly);
       return;
     case option_group::workspace:
