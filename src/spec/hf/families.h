@@ -94,6 +94,10 @@ struct family {
   /// Role -> config field where it differs from common_names(); "" = no field (always the
   /// family default); "a.b" = field b of the nested object a (linear_attn_config.num_heads).
   std::map<std::string, std::string> names;
+  /// Role -> a second config field the configuration class also accepts for it (its
+  /// attribute_map: GPT-2's num_hidden_layers for n_layer), read when the role's own field is
+  /// absent. Both given with different values is an error at the second field.
+  std::map<std::string, std::string> aliases;
   /// Role -> documented default. A string "=a/b" or "=a" is derived from other roles
   /// (head_dim = hidden / heads). A role with no default and no field value is an error.
   nlohmann::json defaults;

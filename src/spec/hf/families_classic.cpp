@@ -123,6 +123,15 @@ std::map<std::string, std::string> gpt2_names() {
           {"o_bias", ""},            {"mlp_bias", ""},            {"window", ""}};
 }
 
+// GPT2Config's and GPTBigCodeConfig's attribute_map: the common names stand for the n_* fields.
+std::map<std::string, std::string> gpt2_aliases() {
+  return {{"hidden", "hidden_size"},
+          {"layers", "num_hidden_layers"},
+          {"heads", "num_attention_heads"},
+          {"positions", "max_position_embeddings"},
+          {"max_positions", "max_position_embeddings"}};
+}
+
 json gpt2_defaults(json extra) {
   json d = gqa_defaults({{"vocab", 50257},
                          {"hidden", 768},
@@ -149,6 +158,7 @@ family gpt_bigcode() {
           .architectures = {"GPTBigCodeForCausalLM"},
           .dense_mlp = true,
           .names = gpt2_names(),
+          .aliases = gpt2_aliases(),
           .defaults = gpt2_defaults({}),
           .kv_heads_rule = bigcode_kv_heads};
 }
@@ -162,6 +172,7 @@ family gpt2() {
           .architectures = {"GPT2LMHeadModel"},
           .dense_mlp = true,
           .names = gpt2_names(),
+          .aliases = gpt2_aliases(),
           .defaults = gpt2_defaults({}),
           .not_counted = "the causal-mask buffers (attn.bias, attn.masked_bias) older checkpoints "
                          "store beside the weights",
@@ -188,6 +199,11 @@ family gptj() {
                     {"o_bias", ""},
                     {"mlp_bias", ""},
                     {"window", ""}},
+          // GPTJConfig's attribute_map.
+          .aliases = {{"hidden", "hidden_size"},
+                      {"layers", "num_hidden_layers"},
+                      {"heads", "num_attention_heads"},
+                      {"max_positions", "max_position_embeddings"}},
           .defaults = gqa_defaults({{"vocab", 50400},
                                     {"hidden", 4096},
                                     {"layers", 28},
@@ -238,6 +254,10 @@ family mpt() {
                     {"o_bias", ""},
                     {"mlp_bias", ""},
                     {"window", ""}},
+          // MptConfig's attribute_map.
+          .aliases = {{"hidden", "hidden_size"},
+                      {"layers", "num_hidden_layers"},
+                      {"heads", "num_attention_heads"}},
           .defaults = gqa_defaults({{"vocab", 50368},
                                     {"hidden", 2048},
                                     {"layers", 24},
@@ -270,6 +290,8 @@ family bloom() {
                     {"mlp_bias", ""},
                     {"max_positions", ""},
                     {"window", ""}},
+          // BloomConfig's attribute_map.
+          .aliases = {{"layers", "num_hidden_layers"}, {"heads", "num_attention_heads"}},
           .defaults = gqa_defaults({{"vocab", 250880},
                                     {"hidden", 64},
                                     {"layers", 2},
