@@ -317,6 +317,14 @@ TEST_CASE("apertus (Apertus-8B's shapes): xIELU's two scalars a layer, Q/K norms
   //   128K: 131072 x 131,072 = 17,179,869,184 B
   CHECK(state(m, 8192) == 1'073'741'824);
   CHECK(state(m, 131072) == 17'179'869'184);
+  // ApertusAttention builds q_norm and k_norm whatever the config's qk_norm says.
+  const std::string small = R"({"model_type": "apertus", "hidden_size": 256, "num_hidden_layers": 2,
+    "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 512,
+    "vocab_size": 1000)";
+  testing::model off = imported(small + R"(, "qk_norm": false})");
+  testing::model on = imported(small + "}");
+  CHECK(gqa_of(off).qk_norm);
+  CHECK(params(off) == params(on));
   // Only xIELU is read: another activation would drop the scalars.
   CHECK(import_error(R"({"model_type": "apertus", "hidden_act": "silu"})").find("hidden_act") !=
         std::string::npos);

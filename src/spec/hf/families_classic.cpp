@@ -377,9 +377,10 @@ family arcee() {
 }
 
 // ApertusConfig (swiss-ai/Apertus-8B, -70B; transformers modeling_apertus.py): Llama's
-// attention with per-head RMSNorms on Q and K (q_norm, k_norm of head_dim; `qk_norm` in the
-// published configs, true), an ungated MLP up_proj / down_proj around xIELU (hidden_act xielu,
-// read in that form only), whose XIELUActivation holds two learned scalars per layer, alpha_p
+// attention with per-head RMSNorms on Q and K (q_norm, k_norm of head_dim), which
+// ApertusAttention builds whatever the config says (the published configs' `qk_norm` is not
+// read: the norms are fixed, never taken from that field); an ungated MLP up_proj / down_proj
+// around xIELU (hidden_act xielu, read in that form only), whose XIELUActivation holds two learned scalars per layer, alpha_p
 // and alpha_n (activation_params 2), and two buffers beta and eps that checkpoints store but are
 // not parameters. attention_layernorm and feedforward_layernorm, a final norm, an untied head.
 // post_norm moves the norms and counts the same. Defaults: ApertusConfig's.
@@ -387,7 +388,7 @@ family apertus() {
   return {.model_type = "apertus",
           .architectures = {"ApertusForCausalLM"},
           .dense_mlp = true,
-          .names = {{"qk_norm", "qk_norm"}, {"window", ""}},
+          .names = {{"qk_norm", ""}, {"window", ""}},
           .defaults = gqa_defaults({{"vocab", 131072},
                                     {"hidden", 4096},
                                     {"intermediate", 14336},
