@@ -527,6 +527,59 @@ TEST_CASE("vision: sizes past the limit are refused at their field, never multip
   CHECK(testing::import_error(q.dump(2)).find(
             ": vision_config.spatial_merge_size: 3037000500 is above the limit") !=
         std::string::npos);
+  // Each size within the limit, their product not: a projector of absurd width is refused at
+  // the field the product grows by, never imported as a 1e36-parameter tower.
+  q["vision_config"]["spatial_merge_size"] = 1024;  // 1024 x 1024^2 wide
+  CHECK(testing::import_error(q.dump(2)).find(
+            ": vision_config.spatial_merge_size: makes the merger's width hidden x merge^2 "
+            "1073741824, above the limit of 1048576") != std::string::npos);
+  nlohmann::json k = read_json(fixture("moonshotai--Kimi-K2.5/config.json"));
+  k["vision_config"]["merge_kernel_size"] = {1048576, 1048576};
+  CHECK(testing::import_error(k.dump(2)).find(": vision_config.merge_kernel_size: makes a kernel "
+                                              "of height x width 1099511627776") !=
+        std::string::npos);
+  k["vision_config"]["merge_kernel_size"] = {1024, 1024};  // 1152 x 1024^2 wide
+  CHECK(testing::import_error(k.dump(2)).find(
+            ": vision_config.merge_kernel_size: makes the projector's width") != std::string::npos);
+  k["vision_config"].erase("merge_kernel_size");
+  k["vision_config"]["mm_hidden_size"] = 1048576;  // x the default 2 x 2 kernel
+  CHECK(testing::import_error(k.dump(2)).find(
+            ": vision_config.mm_hidden_size: makes the projector's width") != std::string::npos);
+  k["vision_config"]["mm_hidden_size"] = 1152;
+  k["vision_config"]["init_pos_emb_width"] = 1048576;
+  CHECK(testing::import_error(k.dump(2)).find(
+            ": vision_config.init_pos_emb_width: makes a position grid") != std::string::npos);
+  nlohmann::json z = read_json(fixture("zai-org--GLM-4.5V/config.json"));
+  z["vision_config"]["spatial_merge_size"] = 1000;
+  CHECK(testing::import_error(z.dump(2)).find(
+            ": vision_config.spatial_merge_size: makes the downsample's input") !=
+        std::string::npos);
+  nlohmann::json p = read_json(fixture("mistral-small-3.2-24b.json"));
+  p["spatial_merge_size"] = 1000;
+  CHECK(testing::import_error(p.dump(2)).find(
+            ": spatial_merge_size: makes the patch merger's input") != std::string::npos);
+  // A components list written by hand: each side of a projector part within the same limit.
+  const std::string model = R"(schema: 1
+name: t
+vocab: 100
+hidden: 64
+layers:
+  count: 1
+  attention: {kind: gqa, q_heads: 4, kv_heads: 4, head_dim: 16}
+  ffn: {kind: swiglu, intermediate: 128}
+components:
+  - {name: v, kind: vit, patch: 14, layers: 1, hidden: 32, intermediate: 64, heads: 4,
+     projector: [)";
+  CHECK(testing::error_of(model + "{linear: [32, 1048577]}]}\n")
+            .find("components[0].projector[0].linear[1]: 1048577 is above the limit of 1048576") !=
+        std::string::npos);
+  CHECK(testing::error_of(model + "{norm: 1048577}]}\n")
+            .find("components[0].projector[0].norm: 1048577 is above the limit") !=
+        std::string::npos);
+  CHECK(testing::error_of(model + "{vector: 1048577}]}\n")
+            .find("components[0].projector[0].vector: 1048577 is above the limit") !=
+        std::string::npos);
+  CHECK(vision(from_yaml(model + "{linear: [32, 1048576]}]}\n")) > 0);
 }
 
 TEST_CASE("vision: --embeddings changes the text model's tables, not the tower's default dtype") {
