@@ -216,10 +216,24 @@ TEST_CASE("vision kimi_k25: MoonViT and its patch merger (Kimi-K2.5: 1,026,879,3
     CHECK(params(m) + vision(m) == 1'026'879'376'368);
     // BF16 in both releases: the int4 release's listing stores the tower's 833,732,064 B and
     // the projector's 108,555,776 B, although its quantisation config ignores no vision module
-    // (kimi_k25's vision_kept_unquantised); the NVFP4 release excludes both roots by name.
+    // (kimi_k25's vision_unquantised_method); the NVFP4 release excludes both roots by name.
     CHECK(m.components[0].weights.name == "bf16");
     CHECK(t.bytes.value() == 833'732'064 + 108'555'776);
   }
+  // The bypass is the compressed-tensors release's: under another method the exclusion lists
+  // must cover the tower, as for every other family.
+  nlohmann::json fp8 = read_json(fixture("moonshotai--Kimi-K2.5/config.json"));
+  fp8["quantization_config"] = {{"quant_method", "fp8"},
+                                {"activation_scheme", "dynamic"},
+                                {"weight_block_size", {128, 128}},
+                                {"modules_to_not_convert", {"lm_head"}}};
+  hf::imported left = hf::import_text(fp8.dump(), "config.json", "t");
+  CHECK(left.yaml.find("# Not counted: the vision tower and projector (vision_config): the "
+                       "quantisation config does not exclude `vision_tower`") != std::string::npos);
+  CHECK(from_yaml(left.plain).components.empty());
+  fp8["quantization_config"]["modules_to_not_convert"] = {"lm_head", "vision_tower",
+                                                          "mm_projector"};
+  CHECK(vision(from_json(fp8.dump())) == 416'866'032 + 54'277'888);
   model_with_components bundled("kimi-k2.5");
   CHECK(vision(bundled) == 416'866'032 + 54'277'888);
   // The projector as modeling_kimi_k25.py builds each mm_projector_type: `mlp` is a LayerNorm

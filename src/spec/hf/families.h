@@ -133,11 +133,12 @@ struct family {
   std::vector<std::string> per_layer_lists;
   /// The vision tower beside the text model, counted as a component (`components`).
   vision_family vision = vision_family::none;
-  /// The family's quantised releases store the vision tower and projector in the model dtype
-  /// whatever modules the quantisation config targets (Kimi-K2.5's int4 release targets every
-  /// Linear and ignores no vision module, yet its tensor listing holds every vision_tower and
-  /// mm_projector tensor in BF16). false: the exclusion lists must cover the tower.
-  bool vision_kept_unquantised = false;
+  /// The quantisation method (quant_method) whose releases of this family store the vision tower
+  /// and projector in the model dtype whatever modules the quantisation config targets
+  /// (Kimi-K2.5's compressed-tensors int4 release targets every Linear and ignores no vision
+  /// module, yet its tensor listing holds every vision_tower and mm_projector tensor in BF16).
+  /// Under any other method, or "" (none), the exclusion lists must cover the tower.
+  std::string vision_unquantised_method;
   /// A wrapper (families_wrappers.cpp): its text model is another family's, the one
   /// text_config.model_type names, or this one when text_config names none (the configuration
   /// class's default). Empty: the family reads its text model itself.

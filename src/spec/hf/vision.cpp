@@ -628,7 +628,14 @@ vision_read read_vision(const family& fam, const hf_object& root,
       read_qwen(kind, vc, r);
   }
   if (!r.not_counted.empty()) return r;
-  std::string left = fam.vision_kept_unquantised ? "" : quantised_root(kind, root, modelopt);
+  // The family's releases under one quant_method keep the tower in the model dtype whatever the
+  // config targets; under any other method its exclusion lists must say so.
+  const bool kept =
+      !fam.vision_unquantised_method.empty() && root.has("quantization_config") &&
+      root.value("quantization_config").is_object() &&
+      root.object("quantization_config").has("quant_method") &&
+      root.object("quantization_config").text("quant_method") == fam.vision_unquantised_method;
+  std::string left = kept ? "" : quantised_root(kind, root, modelopt);
   if (!left.empty()) {
     r.not_counted = fmt::format(
         "the vision tower and projector (vision_config): the quantisation config does not "
@@ -646,9 +653,10 @@ vision_read read_vision(const family& fam, const hf_object& root,
   r.fields.insert(r.fields.begin(),
                   {word("kind", "vit", "a vision encoder and its projector (vision_config)"),
                    word("weights", dtype,
-                        dtype_origin + (fam.vision_kept_unquantised
-                                            ? " (" + fam.model_type +
-                                                  "'s releases store the tower unquantised, "
+                        dtype_origin + (kept
+                                            ? " (" + fam.model_type + "'s " +
+                                                  fam.vision_unquantised_method +
+                                                  " releases store the tower unquantised, "
                                                   "in the model dtype)"
                                             : " (the tower is stored unquantised, in the model "
                                               "dtype)"))});
