@@ -355,11 +355,10 @@ TEST_CASE("vision glm4v_moe: GLM-4.5V's tower, downsample and merger (107,710,93
   CHECK(vision(m) == 858'681'856);
   CHECK(params(m) + vision(m) == 107'710'933'120);
   CHECK(t.bytes.value() == 2 * 858'681'856LL);  // dtype bfloat16
-  // Bytes as the listing stores them: BF16 everywhere but the 45 x 128 F32 routing-bias values;
-  // 215,421,877,760 B together, the listing's 200.63 GB (GiB).
-  CHECK(testing::weight_bytes(m.m) + t.bytes.value() ==
-        2 * 107'710'933'120LL + 45 * 128 * 2);
-  CHECK(2 * 107'710'933'120LL + 45 * 128 * 2 == 215'421'877'760);
+  // Bytes as the listing stores them: BF16 everywhere (2 x 107,710,933,120) but the 45 x 128
+  // F32 routing-bias values (2 more bytes each): 215,421,877,760 B together, the listing's
+  // 200.63 GB (GiB).
+  CHECK(testing::weight_bytes(m.m) + t.bytes.value() == 215'421'877'760);
   hf::imported y = hf::import_config(fixture("zai-org--GLM-4.5V"));
   CHECK(y.yaml.find("its text_config read by the glm4_moe table in src/spec/hf/families.cpp") !=
         std::string::npos);
@@ -489,6 +488,13 @@ TEST_CASE("vision: --set reaches the components list by index or by name") {
                  "components.0.depth=2"},
                 o4, e4) == 2);
   CHECK(e4.str().find("components[0].depth") != std::string::npos);
+  // A whole entry set to a scalar: the list's entries take one field at a time.
+  std::ostringstream o5, e5;
+  CHECK(run_cli({"params", "--model", fixture("llava-hf--llava-1.5-7b-hf"), "--set",
+                 "components.0=3"},
+                o5, e5) == 2);
+  CHECK(e5.str() == "--set components.0: 'components' is a list: --set takes a field of one "
+                    "entry, components.INDEX.FIELD or components.NAME.FIELD\n");
 }
 
 TEST_CASE("vision: the components schema is read strictly") {

@@ -185,19 +185,20 @@ std::vector<family> minimax_families();
 /// Phi-3-small (families_phi3small.cpp): phi3small; families() lists it after the minimax ones.
 std::vector<family> phi3small_families();
 
-/// Recent text-only families (families_recent.cpp): mimo, afmoe, mimo_v2_flash, ...; families() lists them
-/// after the phi3small one.
+/// Recent text-only families (families_recent.cpp): mimo, afmoe, mimo_v2_flash, ...; families()
+/// lists them after the phi3small one.
 std::vector<family> recent_families();
 /// The classic decoders (families_classic.cpp): falcon, gpt_bigcode, gpt2, gptj, olmo, ...;
-/// families() lists them after Phi-3-small.
+/// families() lists them last of all, after the wrappers.
 std::vector<family> classic_families();
 
 /// The state-space families read since the first hybrids (families_ssm.cpp): jamba, mamba,
-/// falcon_mamba, bamba, lfm2; families() lists them last.
+/// falcon_mamba, bamba, lfm2; families() lists them first after the own and more/extra tables
+/// (then minimax, phi3small, recent, wrappers, classic).
 std::vector<family> ssm_families();
 
 /// The multimodal wrappers whose text model is another family's (families_wrappers.cpp): llava,
-/// llava_next, glm4v_moe; families() lists them after the phi3small one.
+/// llava_next, glm4v_moe; families() lists them after the recent ones.
 std::vector<family> wrapper_families();
 
 /// The family that reads a wrapper's text model: the table text_config.model_type names (else
