@@ -37,10 +37,22 @@ projector_part read_part(yaml_map& p) {
                        "expected [in, out], two widths");
     part.in = read_integer(sides[0], p.path_of("linear") + "[0]", p.file(), 1);
     part.out = read_integer(sides[1], p.path_of("linear") + "[1]", p.file(), 1);
+    for (std::size_t i = 0; i < 2; ++i)
+      if (std::int64_t w = i == 0 ? part.in : part.out; w > limits::max_vision_size)
+        throw spec_error(location_of(sides[i], p.file()),
+                         fmt::format("{}[{}]", p.path_of("linear"), i),
+                         fmt::format("{} is above the limit of {} for a vision width", w,
+                                     limits::max_vision_size));
   } else if (norm) {
     part.norm = p.integer("norm");
+    if (part.norm > limits::max_vision_size)
+      p.fail("norm", fmt::format("{} is above the limit of {} for a vision width", part.norm,
+                                 limits::max_vision_size));
   } else {
     part.vector = p.integer("vector");
+    if (part.vector > limits::max_vision_size)
+      p.fail("vector", fmt::format("{} is above the limit of {} for a vision width", part.vector,
+                                   limits::max_vision_size));
   }
   part.bias = p.boolean("bias", false);
   if (vector && part.bias) p.fail("bias", "a learned vector has no bias");

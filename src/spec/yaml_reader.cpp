@@ -291,6 +291,12 @@ void apply_set(YAML::Node& root, const std::string& assignment, const std::strin
       // A list of named entries (`components`): the next key is an entry's index or its name.
       next.reset(list_entry(next, keys[i + 1], path, walked));
       walked += "." + keys[++i];
+    } else if (next.IsSequence()) {
+      // `components.0=3`: an entry is a mapping of fields, set one at a time.
+      throw spec_error("--set " + path,
+                       fmt::format("'{0}' is a list: --set takes a field of one entry, "
+                                   "{0}.INDEX.FIELD or {0}.NAME.FIELD",
+                                   walked));
     }
     if (!next.IsMap())
       throw spec_error("--set " + path, fmt::format("'{}' is not a mapping in the model", walked));

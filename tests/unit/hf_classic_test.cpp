@@ -121,6 +121,51 @@ TEST_CASE("gpt_bigcode (StarCoder): MQA, learned positions, biases; 15,517,456,3
   CHECK(gqa_of(imported("{" + dims + "}")).kv_heads == 1);  // the class default
 }
 
+TEST_CASE("classic families read the common names their configuration classes accept") {
+  // GPT2Config, GPTBigCodeConfig, GPTJConfig, MptConfig and BloomConfig map hidden_size,
+  // num_hidden_layers, num_attention_heads (and max_position_embeddings) onto their own fields
+  // (attribute_map): a config spelling them so is the same model, never the family default.
+  struct names_case {
+    const char* type;
+    const char* own;
+    const char* alias;
+  };
+  const names_case cases[] = {
+      {"gpt_bigcode", R"("n_embd": 256, "n_layer": 3, "n_head": 4, "n_positions": 96)",
+       R"("hidden_size": 256, "num_hidden_layers": 3, "num_attention_heads": 4,
+          "max_position_embeddings": 96)"},
+      {"gpt2", R"("n_embd": 256, "n_layer": 3, "n_head": 4, "n_positions": 96)",
+       R"("hidden_size": 256, "num_hidden_layers": 3, "num_attention_heads": 4,
+          "max_position_embeddings": 96)"},
+      {"gptj", R"("n_embd": 256, "n_layer": 3, "n_head": 4, "n_positions": 96)",
+       R"("hidden_size": 256, "num_hidden_layers": 3, "num_attention_heads": 4,
+          "max_position_embeddings": 96)"},
+      {"mpt", R"("d_model": 256, "n_layers": 3, "n_heads": 4)",
+       R"("hidden_size": 256, "num_hidden_layers": 3, "num_attention_heads": 4)"},
+      {"bloom", R"("hidden_size": 256, "n_layer": 3, "n_head": 4)",
+       R"("hidden_size": 256, "num_hidden_layers": 3, "num_attention_heads": 4)"},
+  };
+  for (const names_case& c : cases) {
+    CAPTURE(c.type);
+    const std::string head = std::string(R"({"model_type": ")") + c.type + R"(", "vocab_size": 1000, )";
+    testing::model own = imported(head + c.own + "}");
+    testing::model alias = imported(head + c.alias + "}");
+    CHECK(params(alias) == params(own));
+    CHECK(alias.spec.layers.count == 3);
+    CHECK(gqa_of(alias).q_heads == 4);
+    CHECK(alias.spec.position_embeddings == own.spec.position_embeddings);
+    // Both spellings with different values: an error at the alternative, naming the own field.
+    const std::string both = import_error(head + c.own + R"(, "num_hidden_layers": 5})");
+    CHECK(both.find("num_hidden_layers") != std::string::npos);
+    CHECK(both.find("differs from") != std::string::npos);
+  }
+  // StarCoder's config with the common names: 15.5B, not the class defaults' 0.1B.
+  const std::string starcoder = R"({"model_type": "gpt_bigcode", "vocab_size": 49152,
+    "hidden_size": 6144, "num_hidden_layers": 40, "num_attention_heads": 48, "n_inner": 24576,
+    "max_position_embeddings": 8192})";
+  CHECK(params(imported(starcoder)) == 15'517'456'384);
+}
+
 TEST_CASE("gpt2 (GPT-2 Large): wpe, n_inner null = 4 x n_embd, tied; 774,030,080") {
   testing::model m(fixture("openai-community--gpt2-large"));
   // Published: 774M (the model card); by hand from GPT2Model's Conv1D shapes: c_attn 1280 x
@@ -272,6 +317,14 @@ TEST_CASE("apertus (Apertus-8B's shapes): xIELU's two scalars a layer, Q/K norms
   //   128K: 131072 x 131,072 = 17,179,869,184 B
   CHECK(state(m, 8192) == 1'073'741'824);
   CHECK(state(m, 131072) == 17'179'869'184);
+  // ApertusAttention builds q_norm and k_norm whatever the config's qk_norm says.
+  const std::string small = R"({"model_type": "apertus", "hidden_size": 256, "num_hidden_layers": 2,
+    "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 512,
+    "vocab_size": 1000)";
+  testing::model off = imported(small + R"(, "qk_norm": false})");
+  testing::model on = imported(small + "}");
+  CHECK(gqa_of(off).qk_norm);
+  CHECK(params(off) == params(on));
   // Only xIELU is read: another activation would drop the scalars.
   CHECK(import_error(R"({"model_type": "apertus", "hidden_act": "silu"})").find("hidden_act") !=
         std::string::npos);

@@ -216,10 +216,24 @@ TEST_CASE("vision kimi_k25: MoonViT and its patch merger (Kimi-K2.5: 1,026,879,3
     CHECK(params(m) + vision(m) == 1'026'879'376'368);
     // BF16 in both releases: the int4 release's listing stores the tower's 833,732,064 B and
     // the projector's 108,555,776 B, although its quantisation config ignores no vision module
-    // (kimi_k25's vision_kept_unquantised); the NVFP4 release excludes both roots by name.
+    // (kimi_k25's vision_unquantised_method); the NVFP4 release excludes both roots by name.
     CHECK(m.components[0].weights.name == "bf16");
     CHECK(t.bytes.value() == 833'732'064 + 108'555'776);
   }
+  // The bypass is the compressed-tensors release's: under another method the exclusion lists
+  // must cover the tower, as for every other family.
+  nlohmann::json fp8 = read_json(fixture("moonshotai--Kimi-K2.5/config.json"));
+  fp8["quantization_config"] = {{"quant_method", "fp8"},
+                                {"activation_scheme", "dynamic"},
+                                {"weight_block_size", {128, 128}},
+                                {"modules_to_not_convert", {"lm_head"}}};
+  hf::imported left = hf::import_text(fp8.dump(), "config.json", "t");
+  CHECK(left.yaml.find("# Not counted: the vision tower and projector (vision_config): the "
+                       "quantisation config does not exclude `vision_tower`") != std::string::npos);
+  CHECK(from_yaml(left.plain).components.empty());
+  fp8["quantization_config"]["modules_to_not_convert"] = {"lm_head", "vision_tower",
+                                                          "mm_projector"};
+  CHECK(vision(from_json(fp8.dump())) == 416'866'032 + 54'277'888);
   model_with_components bundled("kimi-k2.5");
   CHECK(vision(bundled) == 416'866'032 + 54'277'888);
   // The projector as modeling_kimi_k25.py builds each mm_projector_type: `mlp` is a LayerNorm
@@ -341,11 +355,10 @@ TEST_CASE("vision glm4v_moe: GLM-4.5V's tower, downsample and merger (107,710,93
   CHECK(vision(m) == 858'681'856);
   CHECK(params(m) + vision(m) == 107'710'933'120);
   CHECK(t.bytes.value() == 2 * 858'681'856LL);  // dtype bfloat16
-  // Bytes as the listing stores them: BF16 everywhere but the 45 x 128 F32 routing-bias values;
-  // 215,421,877,760 B together, the listing's 200.63 GB (GiB).
-  CHECK(testing::weight_bytes(m.m) + t.bytes.value() ==
-        2 * 107'710'933'120LL + 45 * 128 * 2);
-  CHECK(2 * 107'710'933'120LL + 45 * 128 * 2 == 215'421'877'760);
+  // Bytes as the listing stores them: BF16 everywhere (2 x 107,710,933,120) but the 45 x 128
+  // F32 routing-bias values (2 more bytes each): 215,421,877,760 B together, the listing's
+  // 200.63 GB (GiB).
+  CHECK(testing::weight_bytes(m.m) + t.bytes.value() == 215'421'877'760);
   hf::imported y = hf::import_config(fixture("zai-org--GLM-4.5V"));
   CHECK(y.yaml.find("its text_config read by the glm4_moe table in src/spec/hf/families.cpp") !=
         std::string::npos);
@@ -475,6 +488,13 @@ TEST_CASE("vision: --set reaches the components list by index or by name") {
                  "components.0.depth=2"},
                 o4, e4) == 2);
   CHECK(e4.str().find("components[0].depth") != std::string::npos);
+  // A whole entry set to a scalar: the list's entries take one field at a time.
+  std::ostringstream o5, e5;
+  CHECK(run_cli({"params", "--model", fixture("llava-hf--llava-1.5-7b-hf"), "--set",
+                 "components.0=3"},
+                o5, e5) == 2);
+  CHECK(e5.str() == "--set components.0: 'components' is a list: --set takes a field of one "
+                    "entry, components.INDEX.FIELD or components.NAME.FIELD\n");
 }
 
 TEST_CASE("vision: the components schema is read strictly") {
@@ -527,6 +547,59 @@ TEST_CASE("vision: sizes past the limit are refused at their field, never multip
   CHECK(testing::import_error(q.dump(2)).find(
             ": vision_config.spatial_merge_size: 3037000500 is above the limit") !=
         std::string::npos);
+  // Each size within the limit, their product not: a projector of absurd width is refused at
+  // the field the product grows by, never imported as a 1e36-parameter tower.
+  q["vision_config"]["spatial_merge_size"] = 1024;  // 1024 x 1024^2 wide
+  CHECK(testing::import_error(q.dump(2)).find(
+            ": vision_config.spatial_merge_size: makes the merger's width hidden x merge^2 "
+            "1073741824, above the limit of 1048576") != std::string::npos);
+  nlohmann::json k = read_json(fixture("moonshotai--Kimi-K2.5/config.json"));
+  k["vision_config"]["merge_kernel_size"] = {1048576, 1048576};
+  CHECK(testing::import_error(k.dump(2)).find(": vision_config.merge_kernel_size: makes a kernel "
+                                              "of height x width 1099511627776") !=
+        std::string::npos);
+  k["vision_config"]["merge_kernel_size"] = {1024, 1024};  // 1152 x 1024^2 wide
+  CHECK(testing::import_error(k.dump(2)).find(
+            ": vision_config.merge_kernel_size: makes the projector's width") != std::string::npos);
+  k["vision_config"].erase("merge_kernel_size");
+  k["vision_config"]["mm_hidden_size"] = 1048576;  // x the default 2 x 2 kernel
+  CHECK(testing::import_error(k.dump(2)).find(
+            ": vision_config.mm_hidden_size: makes the projector's width") != std::string::npos);
+  k["vision_config"]["mm_hidden_size"] = 1152;
+  k["vision_config"]["init_pos_emb_width"] = 1048576;
+  CHECK(testing::import_error(k.dump(2)).find(
+            ": vision_config.init_pos_emb_width: makes a position grid") != std::string::npos);
+  nlohmann::json z = read_json(fixture("zai-org--GLM-4.5V/config.json"));
+  z["vision_config"]["spatial_merge_size"] = 1000;
+  CHECK(testing::import_error(z.dump(2)).find(
+            ": vision_config.spatial_merge_size: makes the downsample's input") !=
+        std::string::npos);
+  nlohmann::json p = read_json(fixture("mistral-small-3.2-24b.json"));
+  p["spatial_merge_size"] = 1000;
+  CHECK(testing::import_error(p.dump(2)).find(
+            ": spatial_merge_size: makes the patch merger's input") != std::string::npos);
+  // A components list written by hand: each side of a projector part within the same limit.
+  const std::string model = R"(schema: 1
+name: t
+vocab: 100
+hidden: 64
+layers:
+  count: 1
+  attention: {kind: gqa, q_heads: 4, kv_heads: 4, head_dim: 16}
+  ffn: {kind: swiglu, intermediate: 128}
+components:
+  - {name: v, kind: vit, patch: 14, layers: 1, hidden: 32, intermediate: 64, heads: 4,
+     projector: [)";
+  CHECK(testing::error_of(model + "{linear: [32, 1048577]}]}\n")
+            .find("components[0].projector[0].linear[1]: 1048577 is above the limit of 1048576") !=
+        std::string::npos);
+  CHECK(testing::error_of(model + "{norm: 1048577}]}\n")
+            .find("components[0].projector[0].norm: 1048577 is above the limit") !=
+        std::string::npos);
+  CHECK(testing::error_of(model + "{vector: 1048577}]}\n")
+            .find("components[0].projector[0].vector: 1048577 is above the limit") !=
+        std::string::npos);
+  CHECK(vision(from_yaml(model + "{linear: [32, 1048576]}]}\n")) > 0);
 }
 
 TEST_CASE("vision: --embeddings changes the text model's tables, not the tower's default dtype") {

@@ -280,10 +280,10 @@ family with_vision(family f, vision_family vision) {
   return f;
 }
 
-/// A wrapper whose releases store the vision tower in the model dtype whatever the quantisation
-/// config targets (families.h, vision_kept_unquantised).
-family kept_unquantised(family f) {
-  f.vision_kept_unquantised = true;
+/// A wrapper whose releases under `method` store the vision tower in the model dtype whatever
+/// the quantisation config targets (families.h, vision_unquantised_method).
+family kept_unquantised(family f, std::string method) {
+  f.vision_unquantised_method = std::move(method);
   return f;
 }
 
@@ -518,8 +518,10 @@ const std::vector<family>& own_families() {
       with_router_bias(deepseek_v3_like("kimi_k2", {}), "fp32"),
       // KimiK25Config (moonshotai/Kimi-K2.5): the language model is a DeepseekV3Config in
       // text_config; the MoonViT vision tower and its patch-merger projector are a component
-      // (vision.cpp), BF16 in the int4 release's listing although its quantisation config
-      // ignores no vision module. The routing bias F32 in Kimi-K2.5's tensor listing.
+      // (vision.cpp), BF16 in the int4 (compressed-tensors) release's listing although its
+      // quantisation config ignores no vision module; only that method is known to keep it so
+      // (the NVFP4 release's config excludes the tower itself). The routing bias F32 in
+      // Kimi-K2.5's tensor listing.
       kept_unquantised(
           with_vision(with_router_bias(deepseek_v3_like(
                                            "kimi_k25", {"KimiK25ForConditionalGeneration"},
@@ -527,7 +529,8 @@ const std::vector<family>& own_families() {
                                            "the MoonViT vision tower and its projector "
                                            "(vision_config)"),
                                        "fp32"),
-                      vision_family::moonvit)),
+                      vision_family::moonvit),
+          "compressed-tensors"),
       // DeepseekV32Config (DeepSeek-V3.2): DeepSeek-V3's MLA and MoE plus DeepSeek sparse
       // attention's lightning indexer on every layer (index_n_heads query heads, one
       // index_head_dim key per token cached beside the latent, top index_topk tokens read).

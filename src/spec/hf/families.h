@@ -94,6 +94,10 @@ struct family {
   /// Role -> config field where it differs from common_names(); "" = no field (always the
   /// family default); "a.b" = field b of the nested object a (linear_attn_config.num_heads).
   std::map<std::string, std::string> names;
+  /// Role -> a second config field the configuration class also accepts for it (its
+  /// attribute_map: GPT-2's num_hidden_layers for n_layer), read when the role's own field is
+  /// absent. Both given with different values is an error at the second field.
+  std::map<std::string, std::string> aliases;
   /// Role -> documented default. A string "=a/b" or "=a" is derived from other roles
   /// (head_dim = hidden / heads). A role with no default and no field value is an error.
   nlohmann::json defaults;
@@ -129,11 +133,12 @@ struct family {
   std::vector<std::string> per_layer_lists;
   /// The vision tower beside the text model, counted as a component (`components`).
   vision_family vision = vision_family::none;
-  /// The family's quantised releases store the vision tower and projector in the model dtype
-  /// whatever modules the quantisation config targets (Kimi-K2.5's int4 release targets every
-  /// Linear and ignores no vision module, yet its tensor listing holds every vision_tower and
-  /// mm_projector tensor in BF16). false: the exclusion lists must cover the tower.
-  bool vision_kept_unquantised = false;
+  /// The quantisation method (quant_method) whose releases of this family store the vision tower
+  /// and projector in the model dtype whatever modules the quantisation config targets
+  /// (Kimi-K2.5's compressed-tensors int4 release targets every Linear and ignores no vision
+  /// module, yet its tensor listing holds every vision_tower and mm_projector tensor in BF16).
+  /// Under any other method, or "" (none), the exclusion lists must cover the tower.
+  std::string vision_unquantised_method;
   /// A wrapper (families_wrappers.cpp): its text model is another family's, the one
   /// text_config.model_type names, or this one when text_config names none (the configuration
   /// class's default). Empty: the family reads its text model itself.
@@ -180,19 +185,20 @@ std::vector<family> minimax_families();
 /// Phi-3-small (families_phi3small.cpp): phi3small; families() lists it after the minimax ones.
 std::vector<family> phi3small_families();
 
-/// Recent text-only families (families_recent.cpp): mimo, afmoe, mimo_v2_flash, ...; families() lists them
-/// after the phi3small one.
+/// Recent text-only families (families_recent.cpp): mimo, afmoe, mimo_v2_flash, ...; families()
+/// lists them after the phi3small one.
 std::vector<family> recent_families();
 /// The classic decoders (families_classic.cpp): falcon, gpt_bigcode, gpt2, gptj, olmo, ...;
-/// families() lists them after Phi-3-small.
+/// families() lists them last of all, after the wrappers.
 std::vector<family> classic_families();
 
 /// The state-space families read since the first hybrids (families_ssm.cpp): jamba, mamba,
-/// falcon_mamba, bamba, lfm2; families() lists them last.
+/// falcon_mamba, bamba, lfm2; families() lists them first after the own and more/extra tables
+/// (then minimax, phi3small, recent, wrappers, classic).
 std::vector<family> ssm_families();
 
 /// The multimodal wrappers whose text model is another family's (families_wrappers.cpp): llava,
-/// llava_next, glm4v_moe; families() lists them after the phi3small one.
+/// llava_next, glm4v_moe; families() lists them after the recent ones.
 std::vector<family> wrapper_families();
 
 /// The family that reads a wrapper's text model: the table text_config.model_type names (else

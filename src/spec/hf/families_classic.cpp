@@ -123,6 +123,15 @@ std::map<std::string, std::string> gpt2_names() {
           {"o_bias", ""},            {"mlp_bias", ""},            {"window", ""}};
 }
 
+// GPT2Config's and GPTBigCodeConfig's attribute_map: the common names stand for the n_* fields.
+std::map<std::string, std::string> gpt2_aliases() {
+  return {{"hidden", "hidden_size"},
+          {"layers", "num_hidden_layers"},
+          {"heads", "num_attention_heads"},
+          {"positions", "max_position_embeddings"},
+          {"max_positions", "max_position_embeddings"}};
+}
+
 json gpt2_defaults(json extra) {
   json d = gqa_defaults({{"vocab", 50257},
                          {"hidden", 768},
@@ -149,6 +158,7 @@ family gpt_bigcode() {
           .architectures = {"GPTBigCodeForCausalLM"},
           .dense_mlp = true,
           .names = gpt2_names(),
+          .aliases = gpt2_aliases(),
           .defaults = gpt2_defaults({}),
           .kv_heads_rule = bigcode_kv_heads};
 }
@@ -162,6 +172,7 @@ family gpt2() {
           .architectures = {"GPT2LMHeadModel"},
           .dense_mlp = true,
           .names = gpt2_names(),
+          .aliases = gpt2_aliases(),
           .defaults = gpt2_defaults({}),
           .not_counted = "the causal-mask buffers (attn.bias, attn.masked_bias) older checkpoints "
                          "store beside the weights",
@@ -188,6 +199,11 @@ family gptj() {
                     {"o_bias", ""},
                     {"mlp_bias", ""},
                     {"window", ""}},
+          // GPTJConfig's attribute_map.
+          .aliases = {{"hidden", "hidden_size"},
+                      {"layers", "num_hidden_layers"},
+                      {"heads", "num_attention_heads"},
+                      {"max_positions", "max_position_embeddings"}},
           .defaults = gqa_defaults({{"vocab", 50400},
                                     {"hidden", 4096},
                                     {"layers", 28},
@@ -238,6 +254,10 @@ family mpt() {
                     {"o_bias", ""},
                     {"mlp_bias", ""},
                     {"window", ""}},
+          // MptConfig's attribute_map.
+          .aliases = {{"hidden", "hidden_size"},
+                      {"layers", "num_hidden_layers"},
+                      {"heads", "num_attention_heads"}},
           .defaults = gqa_defaults({{"vocab", 50368},
                                     {"hidden", 2048},
                                     {"layers", 24},
@@ -270,6 +290,8 @@ family bloom() {
                     {"mlp_bias", ""},
                     {"max_positions", ""},
                     {"window", ""}},
+          // BloomConfig's attribute_map.
+          .aliases = {{"layers", "num_hidden_layers"}, {"heads", "num_attention_heads"}},
           .defaults = gqa_defaults({{"vocab", 250880},
                                     {"hidden", 64},
                                     {"layers", 2},
@@ -355,9 +377,10 @@ family arcee() {
 }
 
 // ApertusConfig (swiss-ai/Apertus-8B, -70B; transformers modeling_apertus.py): Llama's
-// attention with per-head RMSNorms on Q and K (q_norm, k_norm of head_dim; `qk_norm` in the
-// published configs, true), an ungated MLP up_proj / down_proj around xIELU (hidden_act xielu,
-// read in that form only), whose XIELUActivation holds two learned scalars per layer, alpha_p
+// attention with per-head RMSNorms on Q and K (q_norm, k_norm of head_dim), which
+// ApertusAttention builds whatever the config says (the published configs' `qk_norm` is not
+// read: the norms are fixed, never taken from that field); an ungated MLP up_proj / down_proj
+// around xIELU (hidden_act xielu, read in that form only), whose XIELUActivation holds two learned scalars per layer, alpha_p
 // and alpha_n (activation_params 2), and two buffers beta and eps that checkpoints store but are
 // not parameters. attention_layernorm and feedforward_layernorm, a final norm, an untied head.
 // post_norm moves the norms and counts the same. Defaults: ApertusConfig's.
@@ -365,7 +388,7 @@ family apertus() {
   return {.model_type = "apertus",
           .architectures = {"ApertusForCausalLM"},
           .dense_mlp = true,
-          .names = {{"qk_norm", "qk_norm"}, {"window", ""}},
+          .names = {{"qk_norm", ""}, {"window", ""}},
           .defaults = gqa_defaults({{"vocab", 131072},
                                     {"hidden", 4096},
                                     {"intermediate", 14336},

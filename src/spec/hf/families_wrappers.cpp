@@ -89,7 +89,7 @@ family wrapped_text_family(const family& w, const hf_object& root) {
   family out = *f;
   out.scope = w.scope;
   out.vision = w.vision;
-  out.vision_kept_unquantised = w.vision_kept_unquantised;
+  out.vision_unquantised_method = w.vision_unquantised_method;
   out.not_counted = w.not_counted;
   out.wrapper = w.model_type;
   if (auto d = text_class_defaults().find(out.model_type); d != text_class_defaults().end())

@@ -97,10 +97,19 @@ class family_reader {
   const hf_object& cfg() const { return cfg_; }
   const family& fam() const { return f_; }
 
-  /// The config field of a role in this family; "" when the family has none.
+  /// The config field of a role in this family; "" when the family has none. Its alias
+  /// (family::aliases) when the config gives only that; both, with different values, an error.
   std::string field(const std::string& role) const {
-    if (auto it = f_.names.find(role); it != f_.names.end()) return it->second;
-    return common_names().at(role);
+    auto it = f_.names.find(role);
+    const std::string own = it != f_.names.end() ? it->second : common_names().at(role);
+    auto al = f_.aliases.find(role);
+    if (al == f_.aliases.end() || !cfg_.has(al->second)) return own;
+    // The configuration class maps the alternative onto the role's own field (attribute_map).
+    if (!cfg_.has(own)) return al->second;
+    if (cfg_.value(own) != cfg_.value(al->second))
+      cfg_.fail(al->second, fmt::format("differs from {} ({} here); {} reads one value for both",
+                                        own, cfg_.value(own).dump(), f_.model_type));
+    return own;
   }
 
   /// The object holding a field and the key within it: "a.b" is field b of the nested object a

@@ -75,6 +75,17 @@ class vision_fields {
   std::string cls_;
 };
 
+/// A width (or position count) the reader makes as a product of config sizes (a merger's hidden x
+/// merge x merge), each within max_vision_size but not their product: above that limit too, an
+/// error at `key`, the factor the product grows by, rather than a tower of absurd size.
+std::int64_t bounded(const hf_object& o, const char* key, std::int64_t product,
+                     const std::string& what) {
+  if (product > limits::max_vision_size)
+    o.fail(key, fmt::format("makes {} {}, above the limit of {} for a vision tower's size", what,
+                            product, limits::max_vision_size));
+  return product;
+}
+
 std::string bool_text(bool b) { return b ? "true" : "false"; }
 
 vision_line line(std::string key, std::int64_t v, std::string why) {
@@ -169,6 +180,8 @@ patch_grid grid_of(const vision_fields& f, std::int64_t image_default,
   std::string image_o, patch_o;
   std::int64_t image = f.size({"image_size"}, image_default, image_o);
   std::int64_t patch = f.size({"patch_size"}, patch_default, patch_o);
+  bounded(f.object(), "image_size", (image / patch) * (image / patch),
+          "a position table of (image / patch)^2");
   return {patch, (image / patch) * (image / patch), patch_o,
           fmt::format("({} / {})^2 patches", image_o, patch_o)};
 }
@@ -217,7 +230,8 @@ void read_qwen(vision_family fam, const hf_object& vc, vision_read& r) {
   std::int64_t out = q2 ? f.size({"hidden_size"}, 3584, o)
                         : f.size({"out_hidden_size"}, 3584, o);
   const std::string out_o = o;
-  const std::int64_t wide = e.hidden * merge * merge;
+  const std::int64_t wide = bounded(f.object(), "spatial_merge_size", e.hidden * merge * merge,
+                                    "the merger's width hidden x merge^2");
   r.projector.push_back(norm(e.hidden, !q25, q25 ? "merger ln_q: RMSNorm of the width"
                                                  : "merger norm: LayerNorm of the width"));
   r.projector.push_back(linear(wide, wide, true, "merger fc1: " + merge_o + "^2 patches"));
@@ -308,6 +322,7 @@ void read_clip_llava(const hf_object& root, const hf_object& vc, std::int64_t te
   bool bias = top.flag("multimodal_projector_bias", true, o);
   const std::string bias_o = o;
   std::int64_t layers = feature_layers_of(root, cls, -2, o);
+  bounded(root, "vision_feature_layer", e.hidden * layers, "linear_1's input hidden x layers");
   r.projector.push_back(linear(e.hidden * layers, text_hidden, bias,
                                fmt::format("linear_1 ({} layers: {}) onto the text width; "
                                            "bias: {}",
@@ -350,6 +365,8 @@ void read_glm4v(const hf_object& vc, vision_read& r) {
   r.fields.push_back(line("patch", patch, patch_o));
   r.fields.push_back(sized(f, "temporal_patch", {"temporal_patch_size"}, std::nullopt));
   r.fields.push_back(line("patch_bias", true, "patch_embed.proj: Conv3d with a bias"));
+  bounded(vc, "image_size", (image / patch) * (image / patch),
+          "a position table of (image / patch)^2");
   r.fields.push_back(line("positions", (image / patch) * (image / patch),
                           fmt::format("({} / {})^2 patches", image_o, patch_o)));
   r.fields.push_back(line("pre_norm", true, "post_conv_layernorm: an RMSNorm before the blocks"));
@@ -358,6 +375,8 @@ void read_glm4v(const hf_object& vc, vision_read& r) {
   std::string merge_o, ctx_o;
   std::int64_t merge = f.size({"spatial_merge_size"}, std::nullopt, merge_o);
   std::int64_t ctx = f.size({"intermediate_size"}, std::nullopt, ctx_o);
+  bounded(f.object(), "spatial_merge_size", e.hidden * merge * merge,
+          "the downsample's input hidden x merge^2");
   r.projector.push_back(linear(e.hidden * merge * merge, out, true,
                                "downsample: Conv2d of " + merge_o + "^2 patches, with a bias"));
   r.projector.push_back(linear(out, out, false, "merger.proj"));
@@ -395,6 +414,10 @@ void read_pixtral(const hf_object& root, const hf_object& vc, std::int64_t text_
   std::string feature_o;
   std::int64_t feature_layers = feature_layers_of(root, "Mistral3Config", -1, feature_o);
   r.projector.push_back(norm(e.hidden, false, "multi_modal_projector.norm: RMSNorm"));
+  bounded(top.object(), "spatial_merge_size", e.hidden * merge * merge,
+          "the patch merger's input hidden x merge^2");
+  bounded(root, "vision_feature_layer", e.hidden * feature_layers,
+          "linear_1's input hidden x layers");
   r.projector.push_back(linear(e.hidden * merge * merge, e.hidden, false,
                                "patch_merger.merging_layer: " + merge_o + "^2 patches"));
   r.projector.push_back(linear(e.hidden * feature_layers, text_hidden, bias,
@@ -473,6 +496,7 @@ void read_moonvit(const hf_object& vc, std::int64_t text_hidden, vision_read& r)
   r.fields.push_back(line("channels", std::int64_t{3}, "MoonVision3dPatchEmbed: in_dim 3"));
   r.fields.push_back(sized(f, "patch", {"patch_size"}, std::nullopt));
   r.fields.push_back(line("patch_bias", true, "proj: Conv2d with a bias"));
+  bounded(vc, "init_pos_emb_width", h * w, "a position grid of height x width");
   r.fields.push_back(line("positions", h * w,
                           fmt::format("pos_emb: {} x {} (the time table is a fixed buffer, not "
                                       "stored)",
@@ -492,7 +516,7 @@ void read_moonvit(const hf_object& vc, std::int64_t text_hidden, vision_read& r)
     if (k.size() != 2 || k[0] <= 0 || k[1] <= 0 || k[0] > limits::max_vision_size ||
         k[1] > limits::max_vision_size)
       vc.fail("merge_kernel_size", "expected two positive sides [height, width]");
-    kernel = k[0] * k[1];
+    kernel = bounded(vc, "merge_kernel_size", k[0] * k[1], "a kernel of height x width");
     kernel_o = vc.path_of("merge_kernel_size");
   }
   r.projector.push_back(norm(mm, true, "mm_projector.pre_norm: LayerNorm of " + mm_o));
@@ -501,7 +525,9 @@ void read_moonvit(const hf_object& vc, std::int64_t text_hidden, vision_read& r)
     r.projector.push_back(linear(out, out, true, "proj.2"));
     return;
   }
-  const std::int64_t wide = mm * kernel;
+  const std::int64_t wide = bounded(vc, vc.has("merge_kernel_size") ? "merge_kernel_size"
+                                                                    : "mm_hidden_size",
+                                    mm * kernel, "the projector's width mm_hidden_size x kernel");
   r.projector.push_back(linear(wide, wide, true, "proj.0: " + kernel_o + " patches"));
   r.projector.push_back(linear(wide, out, true, "proj.2 onto " + out_o));
 }
@@ -602,7 +628,14 @@ vision_read read_vision(const family& fam, const hf_object& root,
       read_qwen(kind, vc, r);
   }
   if (!r.not_counted.empty()) return r;
-  std::string left = fam.vision_kept_unquantised ? "" : quantised_root(kind, root, modelopt);
+  // The family's releases under one quant_method keep the tower in the model dtype whatever the
+  // config targets; under any other method its exclusion lists must say so.
+  const bool kept =
+      !fam.vision_unquantised_method.empty() && root.has("quantization_config") &&
+      root.value("quantization_config").is_object() &&
+      root.object("quantization_config").has("quant_method") &&
+      root.object("quantization_config").text("quant_method") == fam.vision_unquantised_method;
+  std::string left = kept ? "" : quantised_root(kind, root, modelopt);
   if (!left.empty()) {
     r.not_counted = fmt::format(
         "the vision tower and projector (vision_config): the quantisation config does not "
@@ -620,9 +653,10 @@ vision_read read_vision(const family& fam, const hf_object& root,
   r.fields.insert(r.fields.begin(),
                   {word("kind", "vit", "a vision encoder and its projector (vision_config)"),
                    word("weights", dtype,
-                        dtype_origin + (fam.vision_kept_unquantised
-                                            ? " (" + fam.model_type +
-                                                  "'s releases store the tower unquantised, "
+                        dtype_origin + (kept
+                                            ? " (" + fam.model_type + "'s " +
+                                                  fam.vision_unquantised_method +
+                                                  " releases store the tower unquantised, "
                                                   "in the model dtype)"
                                             : " (the tower is stored unquantised, in the model "
                                               "dtype)"))});

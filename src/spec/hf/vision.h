@@ -32,7 +32,8 @@ struct vision_read {
 /// `text_hidden` is the text model's width (the projector's output), `dtype` the model dtype with
 /// its origin; `modelopt` the hf_quant_config.json when there is one. A vision tower left out of a
 /// quantised checkpoint's exclusion list is not counted (calc reads it only in the model dtype),
-/// unless the family's releases keep it unquantised (family::vision_kept_unquantised). A malformed
+/// unless the family's releases under that quant_method keep it unquantised
+/// (family::vision_unquantised_method). A malformed
 /// field is a spec_error located at it (vision_config.depth).
 vision_read read_vision(const family& fam, const hf_object& root, std::int64_t text_hidden,
                         const std::string& dtype, const std::string& dtype_origin,
