@@ -5,6 +5,8 @@
 
 #include <algorithm>
 
+#include "spec/hf/nas.h"
+
 namespace calc::hf {
 
 using nlohmann::json;
@@ -1024,7 +1026,7 @@ std::string family_names() {
   std::string s;
   for (const family& f : families())
     if (f.refused.empty()) s += (s.empty() ? "" : ", ") + f.model_type;
-  return s;
+  return s + ", " + block_configs_model_type;  // read by nas.cpp, not a table
 }
 
 }  // namespace calc::hf

@@ -1284,7 +1284,7 @@ imported translate(const hf_json& doc, const std::string& name, const std::strin
                    const hf_json* modelopt, const stored_formats& stored) {
   hf_object root(doc, "");
   std::string model_type = root.has("model_type") ? root.text("model_type") : "";
-  if (model_type == "nemotron-nas") {  // per-layer blocks: their own translator (nas.cpp)
+  if (model_type == block_configs_model_type) {  // per-layer blocks: their own translator
     if (modelopt) root.fail("model_type", "nemotron-nas: a ModelOpt checkpoint is not mapped");
     return translate_block_configs(doc, name, repo);
   }

@@ -194,7 +194,7 @@ imported translate_block_configs(const hf_json& doc, const std::string& name,
   }
   imported out;
   out.yaml = y;
-  out.model_type = "nemotron-nas";
+  out.model_type = block_configs_model_type;
   out.file = doc.file();
   // The same lines without comments (a '#' never occurs in a value here).
   std::string plain, cur;

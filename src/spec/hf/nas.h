@@ -15,6 +15,9 @@ namespace calc::hf {
 /// Translates a nemotron-nas config (the document `doc`) to model YAML; `name` and `repo` as
 /// for every import. Throws spec_error at the field of anything it cannot map exactly
 /// (replace_with_linear, sparsify, windows and sink tokens, a quantization_config).
+/// The model_type whose layers nas.cpp reads from `block_configs` rather than a family table.
+inline constexpr const char* block_configs_model_type = "nemotron-nas";
+
 imported translate_block_configs(const hf_json& doc, const std::string& name,
                                  const std::string& repo);
 
