@@ -150,7 +150,7 @@ void logged_budget(const memory_request& m, capacity_result& r) {
   if (m.logged.size() != ranks)
     throw spec_error("kv_memory",
                      fmt::format("{} values for {} ranks (tp {} x pp {}): give one value for "
-                                 "every rank, or one per rank",
+                                 "all ranks, or one per rank",
                                  m.logged.size(), ranks, c.tensor_parallel, c.pipeline_parallel));
   c.rank_kv_bytes = m.logged;
   c.available_kv_bytes = *std::min_element(m.logged.begin(), m.logged.end());
@@ -280,7 +280,7 @@ static bool mamba_pool_model(const graph& g, const capacity_request& q) {
 
 plan_result answer_plan(const graph& g, const plan_request& q) {
   if (q.capacity.memory.logged.size() > 1)
-    throw spec_error("kv_memory", "plan tries several layouts: give one value for every rank");
+    throw spec_error("kv_memory", "plan tries several layouts: give one value for all ranks");
   // The card bounds TP by its NVLink domain; without one, TP stays within a server.
   gpu_spec card = q.card ? *q.card : q.capacity.memory.gpu.value_or(gpu_spec{});
   if (!q.card && !q.capacity.memory.gpu) card.nvlink_domain = q.node_gpus;

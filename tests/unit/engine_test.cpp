@@ -1016,8 +1016,8 @@ TEST_CASE("engine: a per-rank --kv-memory list keeps the smallest rank's blocks"
   ojson both = run("6GiB,7GiB,3GiB,9GiB", "2", "2");
   CHECK(both["blocks"] == (3LL << 30) / 32768 / 18);
   CHECK_THROWS_WITH(run("6GiB,7GiB,3GiB", "2", "2"),
-                    "--kv-memory: 3 values for 4 ranks (tp 2 x pp 2): give one value for every "
-                    "rank, or one per rank");
+                    "--kv-memory: 3 values for 4 ranks (tp 2 x pp 2): give one value for all "
+                    "ranks, or one per rank");
 }
 
 TEST_CASE("engine: plain plan and plan --engine choose the same layout") {
