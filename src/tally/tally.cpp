@@ -183,10 +183,14 @@ void model_level_tensors(const model_spec& s, const model_context& m, std::vecto
       out.push_back({"head", "lm_head_bias", category::embedding_output, checked(s.vocab),
                      &s.precision.head});
   }
-  if (s.position_embeddings > 0)  // learned positions: looked up by rows like the token table
+  if (s.position_embeddings > 0) {  // learned positions: looked up by rows like the token table
     out.push_back({"embedding", "position_embeddings", category::embedding_output,
                    checked(s.position_embeddings) * s.hidden, &s.precision.embedding, false, 1, 0,
                    true});
+    // Whole on every card: engines split the token table by vocabulary but build the position
+    // table as a plain embedding (vLLM's gpt2.py: wte VocabParallelEmbedding, wpe nn.Embedding).
+    out.back().shards = 1;
+  }
   if (s.final_norm)
     out.push_back({"norms", "final_norm", category::other, checked(s.hidden) * m.norm_vectors(),
                    &s.precision.norms});

@@ -46,6 +46,19 @@ TEST_CASE("placement: KV heads split by whole heads, replicated past their count
   CHECK(tp8[0].weight_bytes * 8 > tally_params(m.g).weight_bytes);
 }
 
+TEST_CASE("placement: a learned position table is whole on every card, the token table split") {
+  // vLLM's gpt2.py / gpt_bigcode.py: wte a VocabParallelEmbedding, wpe a plain nn.Embedding.
+  model with("starcoder");  // 8192 positions x 6144, BF16
+  model without("starcoder", {"position_embeddings=0"});
+  checked table = checked(8192) * 6144 * 2;
+  for (std::int64_t tp : {std::int64_t{1}, std::int64_t{4}}) {
+    CAPTURE(tp);
+    checked a = card_loads(with.g, layout{tp, 1, 1}, 4096)[0].weight_bytes;
+    checked b = card_loads(without.g, layout{tp, 1, 1}, 4096)[0].weight_bytes;
+    CHECK(a - b == table);
+  }
+}
+
 TEST_CASE("placement: at tp 1 the stages hold the model's weights exactly once") {
   // A tensor counted on two stages (or on none) shows as a difference from the model's total,
   // for every bundled model (mHC connection mixes, Engram tables, MTP layers included).
