@@ -115,9 +115,21 @@ const std::vector<command>& commands() {
              ->transform(token_suffixes())
              ->group(kEngineOnly);
          add_sla_options(app, o);  // time under load: commands_serve.cpp
+         // --sla times the engines serve times, TensorRT-LLM too (its plan is fed back to
+         // `calc serve --engine trtllm`); plain plan's KV rules know vllm and sglang (run below).
+         CLI::Option* engine = app.get_option("--engine");
+         engine->get_validator()->active(false);
+         engine->check(CLI::IsMember({"vllm", "sglang", "trtllm"}));
+         engine->description(
+             "Answer in a serving engine's terms: vllm or sglang (docs/engines.md); with --sla "
+             "also trtllm, whose defaults and calibration apply (default vllm)");
        },
        [](const options& o) {
          if (!o.sla.empty()) return run_plan_sla(o);  // time under load: commands_serve.cpp
+         if (o.engine == "trtllm")
+           throw spec_error("--engine",
+                            "trtllm is taken only with --sla (plan's KV rules cover vllm and "
+                            "sglang)");
          refuse_sla_options(o);
          if (o.requests < 0) throw spec_error("--requests", "is required (requests to hold)");
          if (!o.engine.empty()) return run_engine_plan(o);

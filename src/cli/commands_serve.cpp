@@ -4,6 +4,7 @@
 // friends); the answers come from src/serve/.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 
@@ -82,12 +83,22 @@ serve_request read_serve(const options& o) {
     auto n = parse_token_count(c);
     if (!n || *n < 1 || *n > limits::requests)
       throw spec_error("--concurrency", fmt::format("'{}' is not a count of clients >= 1", c));
+    // A repeated count is a typo in a sweep, not a second point to print.
+    if (std::find(r.concurrency.begin(), r.concurrency.end(), *n) != r.concurrency.end())
+      throw spec_error("--concurrency", fmt::format("{} is given twice", *n));
     r.concurrency.push_back(*n);
   }
   if (!o.concurrency.empty() && r.concurrency.empty())
     throw spec_error("--concurrency", "give at least one count, e.g. 1,8,64");
   r.rate = o.rate;
-  if (o.requests >= 0) r.requests = o.requests;
+  // -1: not given. Any other value is checked (poisson_arrivals: 1 to 10^6), never dropped.
+  if (o.requests != -1) {
+    if (o.rate == 0)
+      throw spec_error("--requests",
+                       "applies only with --rate (a trace carries its requests; --concurrency is a "
+                       "steady state)");
+    r.requests = o.requests;
+  }
   r.trace = o.trace;
   r.seed = o.seed;
   r.calibration = o.calibration;
@@ -133,19 +144,31 @@ void add_serve_options(CLI::App& app, options& o) {
   app.add_option("--engine", o.engine,
                  "Engine whose defaults and calibration apply: vllm, "
                  "sglang or trtllm (default vllm)");
-  app.add_option("--isl", o.isl, "Input tokens per request")->transform(token_suffixes());
-  app.add_option("--osl", o.osl, "Output tokens per request")->transform(token_suffixes());
+  app.add_option("--isl", o.isl,
+                 "Input tokens per request, e.g. 1024 or 8K (required with --concurrency and "
+                 "--rate; a --trace carries its own)")
+      ->transform(token_suffixes());
+  app.add_option("--osl", o.osl,
+                 "Output tokens per request, e.g. 256 or 1K (required with --concurrency and "
+                 "--rate; a --trace carries its own)")
+      ->transform(token_suffixes());
   app.add_option("--concurrency", o.concurrency,
-                 "Closed-loop clients per attention group, a list such as 1,8,64");
-  app.add_option("--rate", o.rate, "Poisson arrivals, requests per second (simulated)");
-  app.add_option("--requests", o.requests, "Requests simulated with --rate (default 1000)");
+                 "Closed-loop clients per attention group, a list such as 1,8,64: one "
+                 "steady-state point each (give one of --concurrency, --rate, --trace)");
+  app.add_option("--rate", o.rate,
+                 "Poisson arrivals, requests per second (> 0, at most 10^7): a simulation of "
+                 "--requests arrivals");
+  app.add_option("--requests", o.requests,
+                 "With --rate: requests simulated, 1 to 10^6 (default 1000)");
   app.add_option("--trace", o.trace,
-                 "JSON lines {arrival_ms, input_tokens, output_tokens} to simulate");
-  app.add_option("--seed", o.seed, "Seed of the Poisson arrivals (default 2026)");
+                 "JSON lines {\"arrival_ms\": T, \"input_tokens\": N, \"output_tokens\": M} "
+                 "to simulate, in any order (docs/commands.md)");
+  app.add_option("--seed", o.seed, "With --rate: seed of the Poisson arrivals (default 2026)");
   app.add_option("--max-num-batched-tokens,--chunked-prefill-size", o.max_num_batched_tokens,
-                 "Token budget of one step (default: the engine's)");
+                 "Token budget of one step (default: the engine's, 8192 in each)");
   app.add_option("--max-num-seqs,--max-running-requests", o.max_num_seqs,
-                 "Running requests at most (default: the engine's)");
+                 "Running requests at most (default: the engine's: vLLM 1024, SGLang 4096, "
+                 "TensorRT-LLM 2048)");
   app.add_option(
       "--calibration", o.calibration,
       "Calibration YAML from `calc calibrate` (default: models/calibration/default.yaml)");
@@ -164,14 +187,21 @@ void add_calibrate_options(CLI::App& app, options& o) {
 }
 
 void add_sla_options(CLI::App& app, options& o) {
-  app.add_option("--sla", o.sla, "Latency targets, ttft=MS,tpot=MS: plan for time under load");
-  app.add_option("--rate", o.rate, "With --sla: requests per second to serve");
-  app.add_option("--concurrency", o.concurrency, "With --sla: closed-loop clients to serve");
-  app.add_option("--isl", o.isl, "With --sla: input tokens per request")
+  app.add_option("--sla", o.sla,
+                 "Latency targets ttft=MS,tpot=MS, both given once: plan the fewest GPUs that "
+                 "meet them (time under load, the engine's defaults: --engine, default vllm)");
+  app.add_option("--rate", o.rate,
+                 "With --sla: requests per second to serve, all instances together (or "
+                 "--concurrency)");
+  app.add_option("--concurrency", o.concurrency,
+                 "With --sla: one count of closed-loop clients to serve, all instances together "
+                 "(or --rate)");
+  app.add_option("--isl", o.isl, "With --sla: input tokens per request (required), e.g. 1K")
       ->transform(token_suffixes());
-  app.add_option("--osl", o.osl, "With --sla: output tokens per request")
+  app.add_option("--osl", o.osl, "With --sla: output tokens per request (required), e.g. 1K")
       ->transform(token_suffixes());
-  app.add_option("--calibration", o.calibration, "With --sla: calibration YAML");
+  app.add_option("--calibration", o.calibration,
+                 "With --sla: calibration YAML (default: models/calibration/default.yaml)");
 }
 
 load_request report_load_of(const options& o, const gpu_spec& gpu) {
@@ -196,11 +226,13 @@ bool holds_a_request(const deployment& d, const batching_config& cfg) {
 }
 
 /// The asked layout cannot hold one request: the error names the first wider layout that can,
-/// a wider tensor-parallel group within the GPU's NVLink domain, then pipeline stages over the
-/// widest one (same ep and dp), so the answer is a deployment that runs.
-[[noreturn]] void refuse_without_room(const deployment& d, const serve_request& q) {
+/// a wider tensor-parallel group within the GPU's NVLink domain (tp_domain: one server's PCIe for
+/// a card without NVLink), then pipeline stages over the widest one (same ep and dp), so the
+/// answer is a deployment that runs.
+[[noreturn]] void refuse_without_room(const deployment& d, const serve_request& q,
+                                      std::int64_t server_gpus) {
   std::string hint = "; use more ranks (`calc plan --sla` picks a layout)";
-  std::int64_t widest = std::max<std::int64_t>(d.gpu.nvlink_domain, 1);
+  std::int64_t widest = tp_domain(d.gpu, server_gpus);
   std::vector<serve_layout> wider;
   serve_layout l = q.layout;
   while ((l.tp * 2) * l.dp <= widest && wider.size() < 16) {
@@ -236,11 +268,15 @@ result run_serve(const options& o) {
   serve_request q = read_serve(o);
   loaded_model m = load(o);
   gpu_spec gpu = load_gpu(o.gpu);
+  // serve has no --node-gpus: o.node_gpus is plan's default server (8), which bounds tensor
+  // parallelism over PCIe on a card without NVLink.
+  if (std::string why = domain_problem(gpu, q.layout, o.node_gpus); !why.empty())
+    throw spec_error("--tp", why);
   calibration cal = load_calibration(q.calibration);
   std::string family = cal.family_of(gpu.name), used;
   const coefficients& k = cal.lookup(family, q.engine, &used);
   deployment d = make_deployment(m.g, gpu, q.layout, 0, compile_forms(m.g, k.expert_zipf_s));
-  if (!holds_a_request(d, q.cfg)) refuse_without_room(d, q);
+  if (!holds_a_request(d, q.cfg)) refuse_without_room(d, q, o.node_gpus);
   double gpus = static_cast<double>(q.layout.gpus());
   ojson j;
   j["model"] = m.spec->name;
@@ -307,11 +343,15 @@ result run_serve(const options& o) {
     simulation sim;
     try {
       sim = simulate(d, q.cfg, k, arrivals);
+    } catch (const request_refused& e) {
+      // A trace's request is named by its line; Poisson arrivals take their lengths from --isl
+      // and --osl, which is what the user typed.
+      if (q.trace.empty()) throw spec_error("--isl", e.message());
+      throw spec_error(source_location{q.trace, e.line, 1}, e.field(), e.message());
     } catch (const spec_error& e) {
-      // The simulation names a trace's field; Poisson arrivals take their lengths from --isl and
-      // --osl, which is what the user typed.
-      if (!q.trace.empty() || e.field() != "input_tokens") throw;
-      throw spec_error("--isl", e.message());
+      // Too much work to simulate: a trace's own size, not a --requests the user did not give.
+      if (q.trace.empty() || e.field() != "requests") throw;
+      throw spec_error(source_location{q.trace, 0, 0}, "trace", e.message());
     }
     ojson p;
     if (q.trace.empty())
@@ -509,7 +549,10 @@ result run_calibrate(const options& o) {
 
 result run_plan_sla(const options& o) {
   sla_request q;
-  for (const std::string& part : split_list(o.sla)) {
+  for (std::string part : split_list(o.sla)) {
+    // "ttft=500, tpot=30" as a shell user quotes it: spaces around an item are not part of it.
+    part.erase(0, part.find_first_not_of(" \t"));
+    part.erase(part.find_last_not_of(" \t") + 1);
     auto eq = part.find('=');
     std::string key = part.substr(0, eq);
     double v = NAN;
@@ -523,28 +566,41 @@ result run_plan_sla(const options& o) {
     }
     if (!std::isfinite(v) || v <= 0)
       throw spec_error("--sla", fmt::format("'{}' is not ttft=MS or tpot=MS with MS > 0", part));
-    if (key == "ttft")
-      q.ttft_ms = v;
-    else if (key == "tpot")
-      q.tpot_ms = v;
-    else
+    double* target = key == "ttft" ? &q.ttft_ms : key == "tpot" ? &q.tpot_ms : nullptr;
+    if (!target)
       throw spec_error("--sla", fmt::format("unknown target '{}' (known: ttft, tpot)", key));
+    // ttft=500,tpot=30,ttft=50: which one was meant is not for calc to guess.
+    if (*target > 0) throw spec_error("--sla", fmt::format("{} is given twice", key));
+    *target = v;
   }
   if (q.ttft_ms <= 0 || q.tpot_ms <= 0)
     throw spec_error("--sla", "give both targets, e.g. ttft=500,tpot=30");
   std::int64_t isl = token_option("--isl", o.isl);
   std::int64_t osl = token_option("--osl", o.osl);
+  // The load is --rate or --concurrency; plain plan's question (--requests held at --length)
+  // is not asked with --sla, and would otherwise be read as neither.
+  if (o.requests != -1)
+    throw spec_error("--requests",
+                     "is not read with --sla: give the load as --rate R or --concurrency C");
+  if (o.length != -1 || !o.lengths.empty())
+    throw spec_error("--length", "is not read with --sla: give --isl N --osl N");
+  if (o.rate != 0 && !(o.rate > 0 && std::isfinite(o.rate)))
+    throw spec_error("--rate", fmt::format("{} is not a positive number of requests per second",
+                                           o.rate));
   if ((o.rate > 0) == !o.concurrency.empty())
     throw spec_error("--rate", "give one of --rate R or --concurrency C with --sla");
-  if (o.rate < 0 || !std::isfinite(o.rate)) throw spec_error("--rate", "must be a positive number");
   q.rate = o.rate;
   if (!o.concurrency.empty()) {
     auto n = parse_token_count(o.concurrency);
     if (!n || *n < 1 || *n > limits::requests)
       throw spec_error("--concurrency",
-                       fmt::format("'{}' is not a count of clients >= 1", o.concurrency));
+                       fmt::format("'{}' is not one count of clients >= 1 (the clients of every "
+                                   "instance together)",
+                                   o.concurrency));
     q.concurrency = *n;
   }
+  check_limit("--node-gpus", o.node_gpus, 1, limits::cards, "cards");
+  check_limit("--max-gpus", o.max_gpus, 1, limits::cards, "cards");
   std::string engine = o.engine.empty() ? "vllm" : o.engine;
   q.cfg = engine_config_of(engine, isl, osl, o.max_num_batched_tokens, o.max_num_seqs);
   q.node_gpus = o.node_gpus;

@@ -90,12 +90,15 @@ int compute_bits(const std::string& mode, const dtype& weights) {
 }
 
 std::int64_t whole(const measured_row& r, const std::string& column, std::int64_t fallback,
-                   std::int64_t min) {
+                   std::int64_t min, std::int64_t max) {
   const std::string& text = r.at(column);
   if (text.empty()) return fallback;
   auto v = number(text);
-  if (!v || *v != std::floor(*v) || *v < static_cast<double>(min) || *v > 1e12)
+  if (!v || *v != std::floor(*v) || *v < static_cast<double>(min))
     throw spec_error(column, fmt::format("'{}' is not a whole number >= {}", text, min));
+  // The limits serve's options have (--tp, --isl, --concurrency): a row is no bigger a question.
+  if (*v > static_cast<double>(max))
+    throw spec_error(column, fmt::format("{} is more than the limit of {}", text, max));
   return static_cast<std::int64_t>(*v);
 }
 
@@ -108,11 +111,13 @@ const std::vector<benchmark_client>& benchmark_clients() {
       {.name = "InferenceX bench_serving",
        .source_prefixes = {"db-dump/", "source_file=20"},
        .length_low = 0.8,
-       .source = "github.com/SemiAnalysisAI/InferenceX: benchmarks/*.sh run "
-                 "utils/bench_serving/benchmark_serving.py (kimbochen/bench_serving) with "
-                 "--dataset-name random --random-range-ratio 0.8 --ignore-eos; its "
-                 "sample_random_requests draws input and output lengths with "
-                 "np.random.randint(int(len * ratio), len + 1)"},
+       .source = "github.com/SemiAnalysisAI/InferenceX: the benchmark workflow "
+                 ".github/workflows/benchmark-tmpl.yml sets RANDOM_RANGE_RATIO: 0.8 (its "
+                 "random-range-ratio input defaults to '0.8'); benchmarks/*.sh pass it as "
+                 "--random-range-ratio \"$RANDOM_RANGE_RATIO\" to "
+                 "utils/bench_serving/benchmark_serving.py (kimbochen/bench_serving, "
+                 "--dataset-name random --ignore-eos), whose sample_random_requests draws input "
+                 "and output lengths with np.random.randint(int(len * range_ratio), len + 1)"},
   };
   return rows;
 }
@@ -125,6 +130,13 @@ const benchmark_client* client_of(const std::string& data_source) {
 }
 
 std::int64_t mean_length(std::int64_t nominal, double low) {
+  // The lowest length is the client's own arithmetic, int(len * range_ratio) in Python floats:
+  // the same IEEE double product, floored (int() truncates, and the product is >= 0), is that
+  // bound bit for bit. `nominal` is a whole number of at most limits::tokens (2^32 < 2^53), so
+  // its conversion is exact. At 0.8 it is also the exact floor(4 n / 5): the double nearest 0.8
+  // lies above it (by 4.4e-17), so the product never falls below an integer 0.8 n reaches, and
+  // where 0.8 n is not whole its fraction is at least 0.2 from the next integer, far more than
+  // the product's error (under 1e-6 at 2^32). Tested for every n to 2^20 and near 2^32.
   auto lowest = static_cast<std::int64_t>(std::floor(static_cast<double>(nominal) * low));
   return (lowest + nominal + 1) / 2;
 }
@@ -148,6 +160,8 @@ std::vector<measured_row> read_measured(const std::string& path) {
   while (std::getline(in, line)) {
     ++number_line;
     if (!line.empty() && line.back() == '\r') line.pop_back();
+    // A spreadsheet's UTF-8 export starts with a byte-order mark, which is not part of "id".
+    if (number_line == 1 && line.starts_with("\xEF\xBB\xBF")) line.erase(0, 3);
     // A row is a few hundred characters; a megabyte line is not a measurement file.
     constexpr std::size_t kMaxLine = 1 << 20;
     if (line.size() > kMaxLine)
@@ -328,11 +342,11 @@ mapped_row row_mapper::map(const measured_row& r) {
     const graph& g = it->second->g;
     m.model_graph = std::shared_ptr<const graph>(it->second, &it->second->g);
     serve_layout lay;
-    lay.tp = whole(r, "tp_size", 1, 1);
-    lay.pp = whole(r, "pp_size", 1, 1);
-    lay.dp = whole(r, "attention_dp_size", 1, 1);
-    lay.ep = std::max<std::int64_t>(1, whole(r, "moe_ep_size", 1, 0));
-    std::int64_t moe_tp = whole(r, "moe_tp_size", 0, 0);
+    lay.tp = whole(r, "tp_size", 1, 1, limits::cards);
+    lay.pp = whole(r, "pp_size", 1, 1, limits::cards);
+    lay.dp = whole(r, "attention_dp_size", 1, 1, limits::cards);
+    lay.ep = std::max<std::int64_t>(1, whole(r, "moe_ep_size", 1, 0, limits::cards));
+    std::int64_t moe_tp = whole(r, "moe_tp_size", 0, 0, limits::cards);
     bool moe = std::any_of(g.layers.begin(), g.layers.end(),
                            [](const layer& l) { return std::holds_alternative<ffn_moe>(l.ffn); });
     if (!moe) lay.ep = 1;                // a dense model's moe_* columns describe nothing
@@ -357,6 +371,10 @@ mapped_row row_mapper::map(const measured_row& r) {
                  "attention_dp {}",
                  moe_tp, lay.ep, lay.tp, lay.dp),
              m;
+    // Past the NVLink domain the row ran over a network calc has no bandwidth for: refused as
+    // `calc serve` refuses it (a PCIe card's server: the default of plan's --node-gpus).
+    if (std::string why = domain_problem(*gpu, lay, default_server_gpus); !why.empty())
+      return m.error = "layout: " + why, m;
     int bits = compute_bits(gemm_mode, g.spec->precision.weights);
     std::string dkey =
         fmt::format("{}|{}|{}|{}|{}|{}|{}", key, m.gpu, lay.tp, lay.ep, lay.dp, lay.pp, bits);
@@ -365,8 +383,8 @@ mapped_row row_mapper::map(const measured_row& r) {
       deployment d = make_deployment(g, *gpu, lay, bits, it->second->forms);
       dit = p_->deployments.emplace(dkey, std::make_shared<const deployment>(d)).first;
     }
-    std::int64_t isl = whole(r, "isl", 0, 1);
-    std::int64_t osl = whole(r, "osl", 0, 1);
+    std::int64_t isl = whole(r, "isl", 0, 1, limits::tokens);
+    std::int64_t osl = whole(r, "osl", 0, 1, limits::tokens);
     // A client that draws lengths around the nominal ones sends requests of its mean lengths on
     // average: a request's TTFT follows its own prompt and the decode batch the mean lengths.
     if (const benchmark_client* client = client_of(r.at("silicon_data_source"))) {
@@ -374,7 +392,7 @@ mapped_row row_mapper::map(const measured_row& r) {
       osl = mean_length(osl, client->length_low);
     }
     batching_config cfg = engine_batching(eng, isl, osl);
-    std::int64_t c = whole(r, "batch_size", 0, 1) * clients_per_group;
+    std::int64_t c = whole(r, "batch_size", 0, 1, limits::requests) * clients_per_group;
     m.s = std::make_shared<const scenario>(make_scenario(*dit->second, cfg, c));
   } catch (const spec_error& e) {
     m.error = e.field().empty() ? e.message() : e.field() + ": " + e.message();

@@ -690,12 +690,21 @@ std::vector<arrival> read_trace(const std::string& path) {
         throw spec_error(at, key, fmt::format("must be a number >= {}", min));
       return v;
     };
+    // A token count is whole: 10.5 tokens is a broken trace, not 10 tokens.
+    auto tokens = [&](const char* key) {
+      double v = field(key, 1);
+      if (v != std::floor(v))
+        throw spec_error(at, key, fmt::format("{} is not a whole number of tokens", v));
+      if (v > static_cast<double>(limits::tokens))
+        throw spec_error(at, key,
+                         fmt::format("{} is more than the limit of {} tokens", v, limits::tokens));
+      return static_cast<std::int64_t>(v);
+    };
     arrival a;
     a.time_ms = field("arrival_ms", 0);
-    a.isl = static_cast<std::int64_t>(field("input_tokens", 1));
-    a.osl = static_cast<std::int64_t>(field("output_tokens", 1));
-    if (a.isl > limits::tokens || a.osl > limits::tokens)
-      throw spec_error(at, "input_tokens", "beyond the supported tokens");
+    a.isl = tokens("input_tokens");
+    a.osl = tokens("output_tokens");
+    a.line = n;
     out.push_back(a);
   }
   if (out.empty()) throw spec_error(source_location{path, n, 1}, "trace", "no requests");
@@ -755,10 +764,11 @@ simulation simulate(const deployment& d, const batching_config& cfg, const coeff
     // free (admit()), else it would wait for ever in an empty engine.
     std::int64_t ask = kv.bytes(a.isl + std::min(a.osl, clip_new_tokens));
     if (need > pool_bytes || (cfg.kv == kv_policy::retract && ask >= pool_bytes))
-      throw spec_error("input_tokens",
-                       fmt::format("a request of {} + {} tokens needs {:.2f} GB of KV per rank "
-                                   "and the pool holds {:.2f} GB; the engine would refuse it",
-                                   a.isl, a.osl, static_cast<double>(need) / 1e9, pool / 1e9));
+      throw request_refused(
+          fmt::format("a request of {} + {} tokens needs {:.2f} GB of KV per rank and the pool "
+                      "holds {:.2f} GB; the engine would refuse it",
+                      a.isl, a.osl, static_cast<double>(need) / 1e9, pool / 1e9),
+          a.line);
   }
   weighted_samples ttft, tpot, itl, e2e;
   step_clock clock(d, k);

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "common/error.h"
 #include "serve/batching.h"
 
 namespace calc::serve {
@@ -16,6 +17,7 @@ struct arrival {
   double time_ms = 0;
   std::int64_t isl = 0;
   std::int64_t osl = 0;
+  int line = 0;  // the trace line it was read from (0: generated), for errors about it
 };
 
 /// `requests` arrivals of a Poisson process of `rate` requests per second, seeded.
@@ -23,7 +25,8 @@ std::vector<arrival> poisson_arrivals(double rate, std::int64_t requests, std::i
                                       std::int64_t osl, std::uint64_t seed);
 
 /// A trace: JSON lines {"arrival_ms": T, "input_tokens": N, "output_tokens": M}, arrivals in
-/// any order. A malformed line is a spec_error `file:line: field: why`.
+/// any order, token counts whole numbers >= 1. A malformed line is a spec_error
+/// `file:line: field: why`.
 std::vector<arrival> read_trace(const std::string& path);
 
 /// Mean and percentiles of a latency, ms. A percentile q is the smallest sample with at least
@@ -56,6 +59,16 @@ struct simulation {
   std::int64_t run_steps = 0;  // of `steps`, those taken in decode runs (simulation_path::runs)
   /// The KV pool shaped the run: a request waited for KV or was preempted.
   bool kv_limited() const { return preemptions > 0 || requests_waited_for_kv > 0; }
+};
+
+/// A request the KV pool cannot hold even alone (field "input_tokens": its prompt and outputs
+/// together), with the trace line it came from (0 for generated arrivals), so that the caller,
+/// who knows the file, can name file:line.
+class request_refused : public spec_error {
+ public:
+  request_refused(const std::string& message, int trace_line)
+      : spec_error("input_tokens", message), line(trace_line) {}
+  int line;
 };
 
 /// How `simulate` walks the steps. Both give the same simulation, bit for bit (tested):

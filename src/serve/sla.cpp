@@ -62,11 +62,16 @@ sla_plan plan_sla(const graph& g, const gpu_spec& gpu, const coefficients& k, co
     forms = compile_forms(g, k.expert_zipf_s);
   } catch (const spec_error&) {
   }
-  for (std::int64_t tp = 1; tp <= r.node_gpus; tp *= 2)
-    for (std::int64_t dp = 1; tp * dp <= r.node_gpus; dp *= 2) {
+  // A tp group stays within one server and within the GPU's NVLink domain, as serve requires
+  // (domain_problem): an H200 NVL's 4-card bridge caps it at 4 even in a server of 8.
+  const std::int64_t widest = std::min(r.node_gpus, tp_domain(gpu, r.node_gpus));
+  std::int64_t widest_tp = 1;  // the widest power-of-two group: pipeline stages start past it
+  while (widest_tp * 2 <= widest) widest_tp *= 2;
+  for (std::int64_t tp = 1; tp <= widest; tp *= 2)
+    for (std::int64_t dp = 1; tp * dp <= widest; dp *= 2) {
       if (dp > 1 && !moe) continue;  // without experts, DP attention is just more instances
       for (std::int64_t pp = 1; tp * dp * pp <= r.max_gpus && pp <= 16; pp *= 2) {
-        if (pp > 1 && tp * dp < r.node_gpus) continue;  // PP only across whole nodes
+        if (pp > 1 && tp * dp < widest_tp) continue;  // PP only past the widest tp group
         std::vector<std::int64_t> eps = {1};
         if (moe && tp * dp > 1) eps.push_back(tp * dp);
         for (std::int64_t ep : eps) {
@@ -129,21 +134,29 @@ sla_plan plan_sla(const graph& g, const gpu_spec& gpu, const coefficients& k, co
       }
     }
   if (feasible.empty()) {
+    // Which layouts "any layout" means, where the NVLink domain and not the server bounds them.
+    std::string scope = widest < r.node_gpus
+                            ? fmt::format("; tp groups stay within {}'s NVLink domain of {}",
+                                          gpu.name, widest)
+                            : std::string();
     if (best_tpot > r.tpot_ms) {
       out.binding = "tpot";
       out.reason = fmt::format(
           "tpot {} ms is below the fastest step any layout reaches ({:.3g} ms "
-          "at one request)",
-          r.tpot_ms, best_tpot);
+          "at one request{})",
+          r.tpot_ms, best_tpot, scope);
     } else if (best_ttft > r.ttft_ms) {
       out.binding = "ttft";
       out.reason = fmt::format(
           "ttft {} ms is below the fastest first token any layout reaches "
-          "({:.3g} ms at one request)",
-          r.ttft_ms, best_ttft);
+          "({:.3g} ms at one request{})",
+          r.ttft_ms, best_ttft, scope);
     } else if (std::isinf(best_tpot) && any_memory) {
       out.binding = "memory";
-      out.reason = "the weights and one request's state fit on no layout of up to the node's GPUs";
+      out.reason = fmt::format(
+          "the weights and one request's state fit on no layout searched (tp groups of up to {} "
+          "cards, up to 16 pipeline stages, at most --max-gpus {}){}",
+          widest, r.max_gpus, scope);
     } else {
       out.binding = "gpus";
       out.reason = fmt::format("the load needs more than --max-gpus {} GPUs", r.max_gpus);
@@ -175,11 +188,15 @@ sla_plan plan_sla(const graph& g, const gpu_spec& gpu, const coefficients& k, co
         which = layout_flags(s.o.layout);
       }
     }
+    // Enough digits that the most served reads below the rate (4.996 is not "at most 5").
+    std::string served = fmt::format("{:.3g}", most);
+    for (int digits = 4; digits <= 12 && std::stod(served) >= r.rate && most < r.rate; ++digits)
+      served = fmt::format("{:.{}g}", most, digits);
     out.reason =
         r.rate > 0
             ? fmt::format(
-                  "{} GPUs serve at most {:.3g} requests/s within the targets ({}), below {}",
-                  n - 1, most, which.empty() ? "no layout fits" : which, r.rate)
+                  "{} GPUs serve at most {} requests/s within the targets ({}), below {}",
+                  n - 1, served, which.empty() ? "no layout fits" : which, r.rate)
             : fmt::format("{} GPUs hold at most {:.0f} clients within the targets ({}), below {}",
                           n - 1, most, which.empty() ? "no layout fits" : which, r.concurrency);
   } else {

@@ -20,7 +20,7 @@ struct sla_request {
   double rate = 0;               // requests per second (0: use concurrency)
   std::int64_t concurrency = 0;  // clients in all (closed loop)
   batching_config cfg;           // isl, osl and the engine's knobs
-  std::int64_t node_gpus = 8;    // TP stays within one node (the NVLink domain)
+  std::int64_t node_gpus = 8;    // TP stays within one node and the GPU's NVLink domain
   std::int64_t max_gpus = 512;
 };
 
@@ -41,8 +41,8 @@ struct sla_plan {
   std::int64_t layouts_tried = 0;
 };
 
-/// Searches every layout of up to max_gpus GPUs (tp, dp powers of two within a node, ep
-/// spanning the stage's ranks for MoE, pp across nodes).
+/// Searches every layout of up to max_gpus GPUs (tp, dp powers of two within a node and the
+/// NVLink domain, ep spanning the stage's ranks for MoE, pp past the widest tp group).
 sla_plan plan_sla(const graph& g, const gpu_spec& gpu, const coefficients& k, const sla_request& r,
                   int compute_bits = 0);
 

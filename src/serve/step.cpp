@@ -7,6 +7,7 @@
 #include "common/error.h"
 #include "engine/engine.h"
 #include "plan/plan.h"
+#include "tally/kinds.h"
 #include "tally/tally.h"
 
 namespace calc::serve {
@@ -121,7 +122,36 @@ std::string layout_problem(const graph& g, const serve_layout& l) {
       break;
     }
   }
+  // One attention group splits each layer's heads over its tp cards (placement's rule).
+  for (const layer& ly : g.layers) {
+    std::int64_t heads = split_heads(ly.attention);  // tally/kinds.h; 0 without a mixer
+    if (heads % l.tp != 0)
+      return l.dp > 1 ? fmt::format(
+                            "the attention group's tp {} (tp {} / dp {}) does not divide the {} "
+                            "heads of layer {}",
+                            l.tp, l.tp_group(), l.dp, heads, ly.index)
+                      : fmt::format("tp {} does not divide the {} heads of layer {}", l.tp, heads,
+                                    ly.index);
+  }
   return "";
+}
+
+std::int64_t tp_domain(const gpu_spec& gpu, std::int64_t server_gpus) {
+  return gpu.nvlink_domain > 1 ? gpu.nvlink_domain : std::max<std::int64_t>(server_gpus, 1);
+}
+
+std::string domain_problem(const gpu_spec& gpu, const serve_layout& l, std::int64_t server_gpus) {
+  std::int64_t domain = tp_domain(gpu, server_gpus);
+  if (l.tp_group() <= domain) return "";
+  std::string where =
+      gpu.nvlink_domain > 1
+          ? fmt::format("{}'s NVLink domain of {}", gpu.name, domain)
+          : fmt::format("one server of {} {} cards (no NVLink: tp crosses PCIe)", domain, gpu.name);
+  return fmt::format(
+      "the tp group of {} cards exceeds {}; across nodes its collectives would cross a network "
+      "the catalogue has no bandwidth for: use --pp for more cards, or replicas (`calc plan "
+      "--sla`)",
+      l.tp_group(), where);
 }
 
 model_forms compile_forms(const graph& g, double expert_zipf_s) {

@@ -39,8 +39,23 @@ std::string layout_flags(const serve_layout& l);
 /// --data-parallel-size multiplies the cards, where SGLang's --tp-size is the whole tp group.
 std::string launch_flags(const std::string& engine, const serve_layout& l);
 
-/// Why a layout cannot run the model ("" when it can).
+/// Why a layout cannot run the model ("" when it can): a degree below 1, more stages than
+/// layers, an ep that does not divide the tp group or the routed experts, or an attention tp that
+/// does not divide a layer's heads (vLLM and SGLang refuse such a --tp at start-up).
 std::string layout_problem(const graph& g, const serve_layout& l);
+
+/// The cards one tp group may span on `gpu`: its NVLink domain; a card without NVLink (domain 1)
+/// runs tensor parallelism over the PCIe of one server of `server_gpus`, as plan's placement
+/// reads the catalogue (plan/placement.cpp deployable_layouts).
+std::int64_t tp_domain(const gpu_spec& gpu, std::int64_t server_gpus);
+/// Cards of one server where no option says (plan's --node-gpus default).
+inline constexpr std::int64_t default_server_gpus = 8;
+
+/// Why the layout's tp group cannot run on `gpu` ("" when it can): wider than tp_domain. An
+/// aggregated engine can run a tp group across nodes, but its all-reduces and all-to-alls then
+/// cross the inter-node network, whose bandwidth the catalogue does not record: calc refuses the
+/// layout rather than cost those collectives at the NVLink bandwidth.
+std::string domain_problem(const gpu_spec& gpu, const serve_layout& l, std::int64_t server_gpus);
 
 /// The op classes a step is summed over.
 enum class op_class {
