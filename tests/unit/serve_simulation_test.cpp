@@ -501,7 +501,7 @@ TEST_CASE("serve simulation from the command line: preemption fields, bad input 
   CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(20));
 }
 
-TEST_CASE("serve --rate: a request the pool cannot hold is refused at --isl, a trace's at its field") {
+TEST_CASE("serve --rate: a request the pool cannot hold is refused at --isl, a trace's at its line") {
   std::string out, err;
   CHECK(run({"serve", "--model", "qwen3-8b", "--gpu", "l4", "--engine", "vllm", "--isl", "40000",
              "--osl", "500", "--rate", "1", "--requests", "2"},
@@ -512,5 +512,5 @@ TEST_CASE("serve --rate: a request the pool cannot hold is refused at --isl, a t
                                  "\"output_tokens\": 500}\n");
   CHECK(run({"serve", "--model", "qwen3-8b", "--gpu", "l4", "--engine", "vllm", "--trace", trace},
             out, err) == 2);
-  CHECK(err.rfind("input_tokens: a request of 40000 + 500 tokens needs ", 0) == 0);
+  CHECK(err.rfind(trace + ":1:1: input_tokens: a request of 40000 + 500 tokens needs ", 0) == 0);
 }

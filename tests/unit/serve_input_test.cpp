@@ -1,0 +1,328 @@
+// Time under load as a demanding user drives it: layouts no engine runs (a tp group past the
+// NVLink domain, a tp that does not divide the heads), malformed traces and measurement files,
+// repeated or contradictory options. Each is one line naming the file:line or the option, exit 2;
+// what serve and plan --sla answer for a layout they accept agrees.
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "cli/cli.h"
+#include "common/limits.h"
+#include "serve/calibration.h"
+#include "serve/measured.h"
+#include "serve/simulate.h"
+#include "serve/step.h"
+#include "spec/gpu_spec.h"
+#include "test_model.h"
+
+using namespace calc;
+using namespace calc::serve;
+using testing::model;
+
+namespace {
+
+int run(const std::vector<std::string>& args, std::string& out, std::string& err) {
+  std::ostringstream o, e;
+  int rc = run_cli(args, o, e);
+  out = o.str();
+  err = e.str();
+  return rc;
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const spec_error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+std::string write_temp(const std::string& name, const std::string& text) {
+  auto p = std::filesystem::temp_directory_path() / name;
+  std::ofstream(p, std::ios::binary) << text;
+  return p.string();
+}
+
+std::vector<std::string> serve_args(const std::string& model, const std::string& gpu,
+                                    std::vector<std::string> more) {
+  std::vector<std::string> a = {"serve", "--model", model, "--gpu", gpu};
+  a.insert(a.end(), more.begin(), more.end());
+  return a;
+}
+
+const std::string kHeader =
+    "id,backend,model_path,system,isl,osl,batch_size,tp_size,pp_size,gemm_quant_mode,"
+    "moe_quant_mode,silicon_ttft_ms,silicon_tpot_ms\n";
+
+}  // namespace
+
+TEST_CASE("serve layout: a tp group stays within the NVLink domain, or one server over PCIe") {
+  gpu_spec h100 = find_gpu("h100-sxm"), l40s = find_gpu("l40s"), gb200 = find_gpu("gb200");
+  CHECK(tp_domain(h100, 8) == 8);
+  CHECK(tp_domain(gb200, 8) == 72);  // an NVL72 rack is one domain, wider than a server
+  CHECK(tp_domain(l40s, 8) == 8);    // no NVLink: tensor parallelism over the server's PCIe
+  CHECK(domain_problem(h100, {8, 1, 1, 1}, 8) == "");
+  CHECK(domain_problem(h100, {2, 8, 8, 1}, 8) != "");  // --tp 16 --dp 8: 16 cards
+  CHECK(domain_problem(gb200, {1, 16, 16, 1}, 8) == "");
+  CHECK(domain_problem(h100, {8, 1, 1, 4}, 8) == "");  // pipeline stages may cross nodes
+
+  std::string out, err;
+  CHECK(run(serve_args("qwen3-8b", "h100-sxm",
+                       {"--tp", "4096", "--isl", "1K", "--osl", "256", "--concurrency", "1"}),
+            out, err) == 2);
+  CHECK(err ==
+        "--tp: the tp group of 4096 cards exceeds h100-sxm's NVLink domain of 8; across nodes its "
+        "collectives would cross a network the catalogue has no bandwidth for: use --pp for more "
+        "cards, or replicas (`calc plan --sla`)\n");
+  CHECK(run(serve_args("deepseek-v3", "h200",
+                       {"--tp", "16", "--dp", "16", "--ep", "16", "--isl", "1K", "--osl", "256",
+                        "--concurrency", "1"}),
+            out, err) == 2);
+  CHECK(err.rfind("--tp: the tp group of 16 cards exceeds h200's NVLink domain of 8", 0) == 0);
+  // The same layout on GB200's NVL72 runs; a PCIe card runs tp within a server.
+  CHECK(run(serve_args("deepseek-v3", "gb200",
+                       {"--tp", "16", "--dp", "16", "--ep", "16", "--isl", "1K", "--osl", "256",
+                        "--concurrency", "1"}),
+            out, err) == 0);
+  CHECK(run(serve_args("qwen3-8b", "l40s",
+                       {"--tp", "2", "--isl", "1K", "--osl", "256", "--concurrency", "1"}),
+            out, err) == 0);
+  CHECK(run(serve_args("qwen3-8b", "l40s",
+                       {"--tp", "16", "--isl", "1K", "--osl", "256", "--concurrency", "1"}),
+            out, err) == 2);
+  CHECK(err.rfind("--tp: the tp group of 16 cards exceeds one server of 8 l40s cards", 0) == 0);
+  // A model one card cannot hold: the hint widens tp as far as serve takes it (a PCIe server's
+  // 8 L40S, where it once stopped at 1 and named 16 pipeline stages), then adds stages.
+  CHECK(run(serve_args("qwen3-235b-a22b", "l40s",
+                       {"--isl", "1K", "--osl", "256", "--concurrency", "1"}),
+            out, err) == 2);
+  CHECK(err.find("; --tp 8 --pp 2 holds one") != std::string::npos);
+}
+
+TEST_CASE("plan --sla: layouts stay within the NVLink domain, as serve requires") {
+  // An H100 PCIe pair shares a 2-card NVLink bridge: plan once chose tp 4 over it.
+  std::string out, err;
+  REQUIRE(run({"plan", "--sla", "ttft=3000,tpot=60", "--rate", "2", "--isl", "1024", "--osl",
+               "256", "--model", "llama-3.1-70b", "--gpu", "h100-pcie", "--format", "json"},
+              out, err) == 0);
+  auto j = nlohmann::json::parse(out);
+  REQUIRE(j["feasible"] == true);
+  CHECK(j["tp"].get<std::int64_t>() <= 2);
+  CHECK(j["pp"].get<std::int64_t>() > 1);  // the model needs more cards: pipeline stages
+  // Fed back to serve, the layout runs and predicts the plan's point.
+  REQUIRE(run(serve_args("llama-3.1-70b", "h100-pcie",
+                         {"--tp", std::to_string(j["tp"].get<std::int64_t>()), "--pp",
+                          std::to_string(j["pp"].get<std::int64_t>()), "--isl", "1024", "--osl",
+                          "256", "--concurrency",
+                          std::to_string(j["concurrency_per_attention_group"].get<std::int64_t>()),
+                          "--format", "json"}),
+              out, err) == 0);
+  auto s = nlohmann::json::parse(out);
+  CHECK(s["points"][0]["tpot_ms"].get<double>() ==
+        doctest::Approx(j["tpot_ms"].get<double>()).epsilon(1e-9));
+  CHECK(s["points"][0]["ttft_ms"].get<double>() ==
+        doctest::Approx(j["ttft_ms"].get<double>()).epsilon(1e-9));
+  // Infeasible within the domain: the reason says which layouts "any layout" means.
+  REQUIRE(run({"plan", "--sla", "ttft=2000,tpot=40", "--rate", "5", "--isl", "1024", "--osl",
+               "256", "--model", "llama-3.1-70b", "--gpu", "h100-pcie", "--format", "json"},
+              out, err) == 0);
+  j = nlohmann::json::parse(out);
+  REQUIRE(j["feasible"] == false);
+  CHECK(j["binding"] == "tpot");
+  CHECK(j["reason"].get<std::string>().find("tp groups stay within h100-pcie's NVLink domain of 2") !=
+        std::string::npos);
+}
+
+TEST_CASE("serve layout: tp divides every layer's heads, as the engines require") {
+  model m("qwen3-8b");  // 32 query heads
+  CHECK(layout_problem(m.g, {3, 1, 1, 1}) == "tp 3 does not divide the 32 heads of layer 0");
+  CHECK(layout_problem(m.g, {8, 1, 1, 1}) == "");
+  std::string out, err;
+  CHECK(run(serve_args("qwen3-8b", "h100-sxm",
+                       {"--tp", "3", "--isl", "1K", "--osl", "256", "--concurrency", "1"}),
+            out, err) == 2);
+  CHECK(err == "--tp/--ep/--dp/--pp: tp 3 does not divide the 32 heads of layer 0\n");
+  // DP attention: each group's share of the tp group splits the heads.
+  model ds("deepseek-v3");  // 128 heads
+  CHECK(layout_problem(ds.g, {1, 8, 8, 1}) == "");
+}
+
+TEST_CASE("serve trace: token counts are whole, a refused request is named by its line") {
+  std::string frac = write_temp(
+      "calc_in_frac.jsonl", "{\"arrival_ms\": 0, \"input_tokens\": 10.5, \"output_tokens\": 5}\n");
+  CHECK(error_of([&] { read_trace(frac); }) ==
+        frac + ":1:1: input_tokens: 10.5 is not a whole number of tokens");
+  std::string big = write_temp(
+      "calc_in_big.jsonl", "{\"arrival_ms\": 0, \"input_tokens\": 10, \"output_tokens\": 1e11}\n");
+  CHECK(error_of([&] { read_trace(big); }) ==
+        big + ":1:1: output_tokens: 100000000000 is more than the limit of 4294967296 tokens");
+  // CRLF line ends and any arrival order are a trace like any other.
+  std::string crlf = write_temp("calc_in_crlf.jsonl",
+                                "{\"arrival_ms\": 9, \"input_tokens\": 10, \"output_tokens\": 5}\r\n"
+                                "{\"arrival_ms\": 1, \"input_tokens\": 20, \"output_tokens\": 5}\r\n");
+  auto t = read_trace(crlf);
+  REQUIRE(t.size() == 2);
+  CHECK(t[1].line == 2);
+  // The pool cannot hold line 2's request: file:line, not only its field.
+  std::string out, err;
+  std::string refused =
+      write_temp("calc_in_refused.jsonl",
+                 "{\"arrival_ms\": 0, \"input_tokens\": 10, \"output_tokens\": 5}\n"
+                 "{\"arrival_ms\": 1, \"input_tokens\": 10, \"output_tokens\": 100000000}\n");
+  CHECK(run(serve_args("qwen3-8b", "h100-sxm", {"--trace", refused}), out, err) == 2);
+  CHECK(err.rfind(refused + ":2:1: input_tokens: a request of 10 + 100000000 tokens needs ", 0) ==
+        0);
+  // Too much work in a trace names the trace, not a --requests the user did not give.
+  std::string huge =
+      write_temp("calc_in_huge.jsonl",
+                 "{\"arrival_ms\": 0, \"input_tokens\": 10, \"output_tokens\": 150000000}\n"
+                 "{\"arrival_ms\": 0, \"input_tokens\": 10, \"output_tokens\": 150000000}\n");
+  CHECK(run(serve_args("qwen3-8b", "h100-sxm", {"--trace", huge}), out, err) == 2);
+  CHECK(err.rfind(huge + ": trace: 3e+08 output tokens to simulate is more than the limit", 0) ==
+        0);
+}
+
+TEST_CASE("serve options: a repeated count, --requests without --rate, a negative --requests") {
+  std::string out, err;
+  CHECK(run(serve_args("qwen3-8b", "h100-sxm",
+                       {"--isl", "1K", "--osl", "256", "--concurrency", "1,8,1"}),
+            out, err) == 2);
+  CHECK(err == "--concurrency: 1 is given twice\n");
+  CHECK(run(serve_args("qwen3-8b", "h100-sxm",
+                       {"--isl", "1K", "--osl", "256", "--concurrency", "4", "--requests", "5"}),
+            out, err) == 2);
+  CHECK(err ==
+        "--requests: applies only with --rate (a trace carries its requests; --concurrency is a "
+        "steady state)\n");
+  // A negative count was read as "not given" and simulated 1000 requests.
+  CHECK(run(serve_args("qwen3-8b", "h100-sxm",
+                       {"--isl", "1K", "--osl", "256", "--rate", "1", "--requests", "-5"}),
+            out, err) == 2);
+  CHECK(err == "--requests: must be between 1 and 1,000,000\n");
+}
+
+TEST_CASE("plan --sla options: targets once each, the load's sign, plain plan's options refused") {
+  std::string out, err;
+  std::vector<std::string> base = {"plan", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--isl",
+                                   "1024", "--osl", "256"};
+  auto with = [&](std::vector<std::string> more) {
+    std::vector<std::string> a = base;
+    a.insert(a.end(), more.begin(), more.end());
+    return run(a, out, err);
+  };
+  CHECK(with({"--sla", "ttft=1000,tpot=30,ttft=5", "--rate", "1"}) == 2);
+  CHECK(err == "--sla: ttft is given twice\n");
+  CHECK(with({"--sla", "ttft=1000, tpot=30", "--rate", "1", "--format", "json"}) == 0);
+  CHECK(nlohmann::json::parse(out)["sla"]["tpot_ms"] == 30);
+  CHECK(with({"--sla", "ttft=1000,tpot=30", "--rate", "-2"}) == 2);
+  CHECK(err == "--rate: -2 is not a positive number of requests per second\n");
+  CHECK(with({"--sla", "ttft=1000,tpot=30", "--rate", "1", "--requests", "4"}) == 2);
+  CHECK(err == "--requests: is not read with --sla: give the load as --rate R or --concurrency C\n");
+  CHECK(with({"--sla", "ttft=1000,tpot=30", "--rate", "1", "--length", "4K"}) == 2);
+  CHECK(err == "--length: is not read with --sla: give --isl N --osl N\n");
+  CHECK(with({"--sla", "ttft=1000,tpot=30", "--rate", "1", "--node-gpus", "0"}) == 2);
+  CHECK(err == "--node-gpus: must be at least 1, got 0\n");
+  // TensorRT-LLM, which serve times, is planned too; plain plan still refuses it.
+  REQUIRE(with({"--sla", "ttft=1000,tpot=30", "--rate", "5", "--engine", "trtllm", "--format",
+                "json"}) == 0);
+  auto j = nlohmann::json::parse(out);
+  CHECK(j["engine"] == "trtllm");
+  CHECK(j["launch_flags"].get<std::string>().rfind("--tp_size ", 0) == 0);
+  CHECK(run({"plan", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--length", "4K", "--requests",
+             "4", "--engine", "trtllm"},
+            out, err) == 2);
+  CHECK(err == "--engine: trtllm is taken only with --sla (plan's KV rules cover vllm and sglang)\n");
+}
+
+TEST_CASE("plan --sla: why one GPU fewer fails reads below the rate it misses") {
+  // 95 L40S serve 4.99... requests/s: "at most 5 requests/s, below 5" read as a contradiction.
+  std::string out, err;
+  REQUIRE(run({"plan", "--sla", "ttft=2000,tpot=40", "--rate", "5", "--isl", "1024", "--osl",
+               "256", "--model", "llama-3.1-70b", "--gpu", "l40s", "--format", "json"},
+              out, err) == 0);
+  auto j = nlohmann::json::parse(out);
+  REQUIRE(j["feasible"] == true);
+  std::string reason = j["reason"];
+  auto at = reason.find("at most ");
+  REQUIRE(at != std::string::npos);
+  double most = std::stod(reason.substr(at + 8));
+  CHECK(most < 5);
+}
+
+TEST_CASE("plan --sla fed back to serve: a vLLM MoE with DP attention, TTFT and TPOT alike") {
+  std::string out, err;
+  REQUIRE(run({"plan", "--sla", "ttft=2000,tpot=25", "--rate", "20", "--isl", "1024", "--osl",
+               "1024", "--model", "gpt-oss-120b", "--gpu", "h200", "--engine", "vllm", "--format",
+               "json"},
+              out, err) == 0);
+  auto j = nlohmann::json::parse(out);
+  REQUIRE(j["feasible"] == true);
+  for (const char* key : {"gpus", "tp", "pp", "ep", "dp", "feasible", "ttft_ms", "tpot_ms",
+                          "launch_flags", "concurrency_per_attention_group"})
+    CHECK_MESSAGE(j.contains(key), key);
+  std::int64_t dp = j["dp"].get<std::int64_t>();
+  REQUIRE(dp > 1);  // the case this checks: vLLM's --data-parallel-size with experts split
+  auto flag = [&](const char* key) { return std::to_string(j[key].get<std::int64_t>()); };
+  REQUIRE(run(serve_args("gpt-oss-120b", "h200",
+                         {"--engine", "vllm", "--tp", flag("tp"), "--dp", flag("dp"), "--ep",
+                          flag("ep"), "--pp", flag("pp"), "--isl", "1024", "--osl", "1024",
+                          "--concurrency", flag("concurrency_per_attention_group"), "--format",
+                          "json"}),
+              out, err) == 0);
+  auto s = nlohmann::json::parse(out);
+  CHECK(s["launch_flags"] == j["launch_flags"]);
+  auto p = s["points"][0];
+  CHECK(p["ttft_ms"].get<double>() == doctest::Approx(j["ttft_ms"].get<double>()).epsilon(1e-9));
+  CHECK(p["tpot_ms"].get<double>() == doctest::Approx(j["tpot_ms"].get<double>()).epsilon(1e-9));
+  for (const char* key : {"concurrency", "ttft_ms", "tpot_ms", "itl_ms", "e2e_ms",
+                          "output_tokens_per_s", "output_tokens_per_s_per_gpu",
+                          "output_tokens_per_s_per_user", "requests_per_s", "kv_pool_fits"})
+    CHECK_MESSAGE(p.contains(key), key);
+  for (const char* key :
+       {"total_ms", "weights_ms", "kv_ms", "compute_ms", "communication_ms", "overhead_ms"})
+    CHECK_MESSAGE(p["step"].contains(key), key);
+}
+
+TEST_CASE("serve measured CSV: a byte-order mark, rows past the limits, layouts no engine runs") {
+  std::string bom = write_temp(
+      "calc_in_bom.csv",
+      "\xEF\xBB\xBF" + kHeader + "a,vllm,meta-llama/Llama-3.1-8B,h100_sxm,1024,128,4,1,1,,,50,7\n");
+  auto rows = read_measured(bom);
+  REQUIRE(rows.size() == 1);
+  CHECK(rows[0].id == "a");
+  std::string f = write_temp("calc_in_rows.csv",
+                             kHeader +
+                                 "wide,vllm,meta-llama/Llama-3.1-8B,h100_sxm,1024,128,4,4096,1,,,50,7\n"
+                                 "odd,vllm,meta-llama/Llama-3.1-8B,h100_sxm,1024,128,4,3,1,,,50,7\n"
+                                 "many,vllm,meta-llama/Llama-3.1-8B,h100_sxm,1024,128,1e12,1,1,,,50,7\n"
+                                 "ok,vllm,meta-llama/Llama-3.1-8B,h100_sxm,1024,128,4,8,1,,,50,7\n");
+  rows = read_measured(f);
+  REQUIRE(rows.size() == 4);
+  calibration cal = read_calibration(default_calibration_path());
+  row_mapper mapper(cal);
+  CHECK(mapper.map(rows[0]).error.rfind(
+            "layout: the tp group of 4096 cards exceeds h100-sxm's NVLink domain of 8", 0) == 0);
+  CHECK(mapper.map(rows[1]).error ==
+        "deployment.layout: tp 3 does not divide the 32 heads of layer 0");
+  CHECK(mapper.map(rows[2]).error == "batch_size: 1e12 is more than the limit of 4294967296");
+  CHECK(mapper.map(rows[3]).error == "");
+}
+
+TEST_CASE("measured rows: a client's lowest length is floor(0.8 n) exactly, as its floats give it") {
+  // mean_length floors the double product as the client's int(len * 0.8) does; at 0.8 that is
+  // the integer floor(4 n / 5) for every length calc takes (src/serve/measured.cpp says why).
+  auto exact = [](std::int64_t n) { return (4 * n / 5 + n + 1) / 2; };
+  std::int64_t wrong = 0;
+  for (std::int64_t n = 1; n <= (1 << 20); ++n) wrong += mean_length(n, 0.8) != exact(n);
+  for (std::int64_t n = limits::tokens - 100000; n <= limits::tokens; ++n)
+    wrong += mean_length(n, 0.8) != exact(n);
+  CHECK(wrong == 0);
+  CHECK(mean_length(1024, 0.8) == 922);
+  CHECK(mean_length(8192, 0.8) == 7373);
+}
