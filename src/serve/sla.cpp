@@ -35,6 +35,19 @@ bool meets(const steady_state& s, const sla_request& r) {
   return s.ttft_ms <= r.ttft_ms && s.tpot_ms <= r.tpot_ms;
 }
 
+/// `v` in 3 significant digits, more where fewer would not read on its side of `bound`: a first
+/// token of 2000.4 ms against a 2000 ms target is not "2e+03", nor 4.996 requests/s "5".
+std::string apart(double v, double bound) {
+  std::string s = fmt::format("{:.3g}", v);
+  auto reads_apart = [&] {
+    double shown = std::stod(s);
+    return v > bound ? shown > bound : v < bound ? shown < bound : true;
+  };
+  for (int digits = 4; digits <= 17 && !reads_apart(); ++digits)
+    s = fmt::format("{:.{}g}", v, digits);
+  return s;
+}
+
 }  // namespace
 
 sla_plan plan_sla(const graph& g, const gpu_spec& gpu, const coefficients& k, const sla_request& r,
@@ -142,15 +155,15 @@ sla_plan plan_sla(const graph& g, const gpu_spec& gpu, const coefficients& k, co
     if (best_tpot > r.tpot_ms) {
       out.binding = "tpot";
       out.reason = fmt::format(
-          "tpot {} ms is below the fastest step any layout reaches ({:.3g} ms "
+          "tpot {} ms is below the fastest step any layout reaches ({} ms "
           "at one request{})",
-          r.tpot_ms, best_tpot, scope);
+          r.tpot_ms, apart(best_tpot, r.tpot_ms), scope);
     } else if (best_ttft > r.ttft_ms) {
       out.binding = "ttft";
       out.reason = fmt::format(
           "ttft {} ms is below the fastest first token any layout reaches "
-          "({:.3g} ms at one request{})",
-          r.ttft_ms, best_ttft, scope);
+          "({} ms at one request{})",
+          r.ttft_ms, apart(best_ttft, r.ttft_ms), scope);
     } else if (std::isinf(best_tpot) && any_memory) {
       out.binding = "memory";
       out.reason = fmt::format(
@@ -188,10 +201,7 @@ sla_plan plan_sla(const graph& g, const gpu_spec& gpu, const coefficients& k, co
         which = layout_flags(s.o.layout);
       }
     }
-    // Enough digits that the most served reads below the rate (4.996 is not "at most 5").
-    std::string served = fmt::format("{:.3g}", most);
-    for (int digits = 4; digits <= 12 && std::stod(served) >= r.rate && most < r.rate; ++digits)
-      served = fmt::format("{:.{}g}", most, digits);
+    std::string served = apart(most, r.rate);
     out.reason =
         r.rate > 0
             ? fmt::format(

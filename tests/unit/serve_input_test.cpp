@@ -240,7 +240,7 @@ TEST_CASE("plan --sla options: targets once each, the load's sign, plain plan's 
   CHECK(err == "--engine: trtllm is taken only with --sla (plan's KV rules cover vllm and sglang)\n");
 }
 
-TEST_CASE("plan --sla: why one GPU fewer fails reads below the rate it misses") {
+TEST_CASE("plan --sla: the numbers of a reason read on their side of the target they miss") {
   // 95 L40S serve 4.99... requests/s: "at most 5 requests/s, below 5" read as a contradiction.
   std::string out, err;
   REQUIRE(run({"plan", "--sla", "ttft=2000,tpot=40", "--rate", "5", "--isl", "1024", "--osl",
@@ -253,6 +253,18 @@ TEST_CASE("plan --sla: why one GPU fewer fails reads below the rate it misses") 
   REQUIRE(at != std::string::npos);
   double most = std::stod(reason.substr(at + 8));
   CHECK(most < 5);
+  // Infeasible by a hair: DeepSeek-V3's first token on A10s misses 2000 ms by under a ms, and
+  // read "below the fastest first token any layout reaches (2e+03 ms)".
+  REQUIRE(run({"plan", "--sla", "ttft=2000,tpot=50", "--rate", "10", "--isl", "2048", "--osl",
+               "512", "--model", "deepseek-v3", "--gpu", "a10", "--format", "json"},
+              out, err) == 0);
+  j = nlohmann::json::parse(out);
+  REQUIRE(j["feasible"] == false);
+  REQUIRE(j["binding"] == "ttft");
+  reason = j["reason"].get<std::string>();
+  at = reason.find("reaches (");
+  REQUIRE(at != std::string::npos);
+  CHECK(std::stod(reason.substr(at + 9)) > 2000);
 }
 
 TEST_CASE("plan --sla fed back to serve: a vLLM MoE with DP attention, TTFT and TPOT alike") {
