@@ -67,9 +67,16 @@ serve_request read_serve(const options& o) {
   if (o.tp % o.dp != 0)
     throw spec_error("--dp", fmt::format("{} does not divide the tp group of {} cards", o.dp, o.tp));
   r.layout = {o.tp / o.dp, o.ep, o.dp, o.pp};
-  // A trace carries each request's lengths; --isl/--osl then only size the steady-state fields.
+  // A trace carries each request's lengths: --isl/--osl would be read by nothing (once they only
+  // decided whether a request of those lengths fit the KV pool, refusing a trace of short ones).
   std::optional<std::int64_t> unset;
-  if (!o.trace.empty()) unset = 0;
+  if (!o.trace.empty()) {
+    unset = 0;
+    if (o.isl || o.osl)
+      throw spec_error(o.isl ? "--isl" : "--osl",
+                       "is not read with --trace: each line carries its request's input_tokens "
+                       "and output_tokens");
+  }
   std::int64_t isl = token_option("--isl", o.isl, unset);
   std::int64_t osl = token_option("--osl", o.osl, unset);
   check_count("--max-num-batched-tokens", o.max_num_batched_tokens, 0);
@@ -472,6 +479,22 @@ result run_calibrate(const options& o) {
   std::int64_t refused = 0;
   for (const mapped_row& m : mapped) refused += m.s ? 0 : 1;
   if (!o.measurements.empty()) {
+    if (o.cross_validate)
+      throw spec_error("--cross-validate",
+                       "applies only with --evaluate (a fit's own rows are not held out)");
+    // A fit learns from rows calc models that carry both measured times (serve/fit.cpp); with
+    // none, the "fitted" file would be the built-in priors under a fitted file's name.
+    std::size_t fits = 0;
+    for (const mapped_row& m : mapped) fits += m.s && m.ttft_ms > 0 && m.tpot_ms > 0 ? 1 : 0;
+    if (fits == 0) {
+      std::string why = rows.empty() ? "it has no rows"
+                        : refused == static_cast<std::int64_t>(mapped.size())
+                            ? fmt::format("calc models none of its {} rows (the first: {})",
+                                          mapped.size(), mapped.front().error)
+                            : "no modelled row has both silicon_ttft_ms and silicon_tpot_ms";
+      throw spec_error(source_location{file, 0, 0}, "measurements",
+                       "nothing to fit: " + why);
+    }
     calibration fitted = fit_calibration(
         mapped, base,
         fmt::format("fitted by `calc calibrate --measurements {}` on {} rows ({} refused)", file,

@@ -190,6 +190,15 @@ TEST_CASE("serve trace: token counts are whole, a refused request is named by it
 
 TEST_CASE("serve options: a repeated count, --requests without --rate, a negative --requests") {
   std::string out, err;
+  // --isl with a trace was read only to refuse a trace of short requests for a long --isl.
+  std::string trace = write_temp(
+      "calc_in_short.jsonl", "{\"arrival_ms\": 0, \"input_tokens\": 10, \"output_tokens\": 5}\n");
+  CHECK(run(serve_args("qwen3-8b", "h100-sxm", {"--trace", trace, "--isl", "10M"}), out, err) ==
+        2);
+  CHECK(err ==
+        "--isl: is not read with --trace: each line carries its request's input_tokens and "
+        "output_tokens\n");
+  CHECK(run(serve_args("qwen3-8b", "h100-sxm", {"--trace", trace}), out, err) == 0);
   CHECK(run(serve_args("qwen3-8b", "h100-sxm",
                        {"--isl", "1K", "--osl", "256", "--concurrency", "1,8,1"}),
             out, err) == 2);
@@ -337,4 +346,33 @@ TEST_CASE("measured rows: a client's lowest length is floor(0.8 n) exactly, as i
   CHECK(wrong == 0);
   CHECK(mean_length(1024, 0.8) == 922);
   CHECK(mean_length(8192, 0.8) == 7373);
+}
+
+TEST_CASE("calibrate: nothing to fit is refused, not written as a fitted file") {
+  std::string out, err;
+  std::string none = write_temp("calc_in_none.csv", kHeader);
+  CHECK(run({"calibrate", "--measurements", none}, out, err) == 2);
+  CHECK(err == none + ": measurements: nothing to fit: it has no rows\n");
+  std::string unmeasured = write_temp(
+      "calc_in_unmeasured.csv",
+      kHeader + "a,vllm,meta-llama/Llama-3.1-8B,h100_sxm,1024,128,4,1,1,,,,\n");
+  CHECK(run({"calibrate", "--measurements", unmeasured}, out, err) == 2);
+  CHECK(err == unmeasured +
+                   ": measurements: nothing to fit: no modelled row has both silicon_ttft_ms and "
+                   "silicon_tpot_ms\n");
+  std::string wide = write_temp(
+      "calc_in_wide.csv",
+      kHeader + "a,vllm,meta-llama/Llama-3.1-8B,h100_sxm,1024,128,4,4096,1,,,50,7\n");
+  CHECK(run({"calibrate", "--measurements", wide}, out, err) == 2);
+  CHECK(err.rfind(wide + ": measurements: nothing to fit: calc models none of its 1 rows (the "
+                         "first: layout: the tp group of 4096 cards",
+                  0) == 0);
+  // Evaluated, the same rows are each their own line, and the command answers.
+  CHECK(run({"calibrate", "--evaluate", wide, "--format", "json"}, out, err) == 0);
+  CHECK(nlohmann::json::parse(out)["rows"][0].contains("error"));
+  std::string one = write_temp(
+      "calc_in_one.csv",
+      kHeader + "a,vllm,meta-llama/Llama-3.1-8B,h100_sxm,1024,128,4,1,1,,,50,7\n");
+  CHECK(run({"calibrate", "--measurements", one, "--cross-validate"}, out, err) == 2);
+  CHECK(err == "--cross-validate: applies only with --evaluate (a fit's own rows are not held out)\n");
 }
