@@ -202,13 +202,21 @@ sla_plan plan_sla(const graph& g, const gpu_spec& gpu, const coefficients& k, co
       }
     }
     std::string served = apart(most, r.rate);
-    out.reason =
-        r.rate > 0
-            ? fmt::format(
-                  "{} GPUs serve at most {} requests/s within the targets ({}), below {}",
-                  n - 1, served, which.empty() ? "no layout fits" : which, r.rate)
-            : fmt::format("{} GPUs hold at most {:.0f} clients within the targets ({}), below {}",
-                          n - 1, most, which.empty() ? "no layout fits" : which, r.concurrency);
+    // Every layout meeting the targets may be wider than n - 1 GPUs (a model that needs 8).
+    if (which.empty())
+      out.reason = fmt::format(
+          "no layout of {} GPUs or fewer meets the targets (the smallest that does has {})", n - 1,
+          std::min_element(feasible.begin(), feasible.end(), [](const scored& a, const scored& b) {
+            return a.o.layout.gpus() < b.o.layout.gpus();
+          })->o.layout.gpus());
+    else
+      out.reason =
+          r.rate > 0
+              ? fmt::format("{} GPUs serve at most {} requests/s within the targets ({}), below {}",
+                            n - 1, served, which, r.rate)
+              : fmt::format(
+                    "{} GPUs hold at most {:.0f} clients within the targets ({}), below {}", n - 1,
+                    most, which, r.concurrency);
   } else {
     out.reason = "one GPU meets the targets";
   }

@@ -274,6 +274,15 @@ TEST_CASE("plan --sla: the numbers of a reason read on their side of the target 
   at = reason.find("reaches (");
   REQUIRE(at != std::string::npos);
   CHECK(std::stod(reason.substr(at + 9)) > 2000);
+  // A model no layout of fewer GPUs holds: said so, not "7 GPUs hold at most 0 clients".
+  REQUIRE(run({"plan", "--sla", "ttft=3000,tpot=50", "--concurrency", "100", "--isl", "1K",
+               "--osl", "1K", "--model", "kimi-k2-instruct", "--gpu", "gb200", "--format", "json"},
+              out, err) == 0);
+  j = nlohmann::json::parse(out);
+  REQUIRE(j["feasible"] == true);
+  REQUIRE(j["gpus"] == 8);
+  CHECK(j["reason"] ==
+        "no layout of 7 GPUs or fewer meets the targets (the smallest that does has 8)");
 }
 
 TEST_CASE("plan --sla fed back to serve: a vLLM MoE with DP attention, TTFT and TPOT alike") {
