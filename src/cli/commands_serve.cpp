@@ -54,6 +54,12 @@ batching_config engine_config_of(const std::string& engine, std::int64_t isl, st
   return c;
 }
 
+/// --max-num-batched-tokens and --max-num-seqs (0: the engine's default), in their own units.
+void check_engine_knobs(const options& o) {
+  check_limit("--max-num-batched-tokens", o.max_num_batched_tokens, 0, limits::tokens, "tokens");
+  check_limit("--max-num-seqs", o.max_num_seqs, 0, limits::requests, "requests");
+}
+
 serve_request read_serve(const options& o) {
   serve_request r;
   if (!o.engine.empty()) r.engine = o.engine;
@@ -79,8 +85,7 @@ serve_request read_serve(const options& o) {
   }
   std::int64_t isl = token_option("--isl", o.isl, unset);
   std::int64_t osl = token_option("--osl", o.osl, unset);
-  check_count("--max-num-batched-tokens", o.max_num_batched_tokens, 0);
-  check_count("--max-num-seqs", o.max_num_seqs, 0);
+  check_engine_knobs(o);
   r.cfg = engine_config_of(r.engine, isl, osl, o.max_num_batched_tokens, o.max_num_seqs);
   int modes = (!o.concurrency.empty()) + (o.rate != 0) + (!o.trace.empty());
   if (modes != 1)
@@ -625,6 +630,7 @@ result run_plan_sla(const options& o) {
   check_limit("--node-gpus", o.node_gpus, 1, limits::cards, "cards");
   check_limit("--max-gpus", o.max_gpus, 1, limits::cards, "cards");
   std::string engine = o.engine.empty() ? "vllm" : o.engine;
+  check_engine_knobs(o);
   q.cfg = engine_config_of(engine, isl, osl, o.max_num_batched_tokens, o.max_num_seqs);
   q.node_gpus = o.node_gpus;
   q.max_gpus = o.max_gpus;

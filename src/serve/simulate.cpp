@@ -654,6 +654,14 @@ std::vector<arrival> poisson_arrivals(double rate, std::int64_t requests, std::i
   if (rate > 1e7) throw spec_error("rate", fmt::format("{} requests/s is beyond 10^7", rate));
   if (requests < 1 || requests > 1'000'000)
     throw spec_error("requests", "must be between 1 and 1,000,000");
+  // The clock is a double of ms: past 10^12 ms (a trace's arrival_ms limit) it no longer keeps
+  // a step's microseconds, and a rate too small to be a number of ms apart gives infinite gaps.
+  double span_s = static_cast<double>(requests) / rate;
+  if (span_s > 1e9)
+    throw spec_error("rate", fmt::format("{} requests at {} requests/s arrive over {:.3g} s, beyond "
+                                         "the 10^9 s a simulation keeps to the microsecond; "
+                                         "raise --rate or lower --requests",
+                                         requests, rate, span_s));
   std::mt19937_64 gen(seed);
   std::exponential_distribution<double> gap(rate / 1e3);  // per ms
   std::vector<arrival> out;

@@ -214,6 +214,31 @@ TEST_CASE("serve options: a repeated count, --requests without --rate, a negativ
                        {"--isl", "1K", "--osl", "256", "--rate", "1", "--requests", "-5"}),
             out, err) == 2);
   CHECK(err == "--requests: must be between 1 and 1,000,000\n");
+  // A rate so small its gaps are infinite printed NaN; one merely tiny, a clock past the ms.
+  CHECK(run(serve_args("qwen3-8b", "h100-sxm",
+                       {"--isl", "1K", "--osl", "256", "--rate", "5e-324", "--requests", "10"}),
+            out, err) == 2);
+  CHECK(err.rfind("--rate: 10 requests at 5e-324 requests/s arrive over inf s, beyond the 10^9 s",
+                  0) == 0);
+  CHECK(run(serve_args("qwen3-8b", "h100-sxm",
+                       {"--isl", "1K", "--osl", "256", "--rate", "1e-9", "--requests", "1000"}),
+            out, err) == 2);
+  CHECK(run(serve_args("qwen3-8b", "h100-sxm",
+                       {"--isl", "1K", "--osl", "256", "--rate", "1e-6", "--requests", "1000",
+                        "--format", "json"}),
+            out, err) == 0);
+  CHECK(nlohmann::json::parse(out)["points"][0]["ttft_ms"].get<double>() > 0);
+  // The engine knobs in their own units.
+  CHECK(run(serve_args("qwen3-8b", "h100-sxm",
+                       {"--isl", "1K", "--osl", "256", "--concurrency", "1", "--max-num-seqs",
+                        "1000000000000"}),
+            out, err) == 2);
+  CHECK(err == "--max-num-seqs: 1000000000000 is more than the limit of 4294967296 requests\n");
+  CHECK(run({"plan", "--sla", "ttft=1000,tpot=30", "--rate", "5", "--isl", "1K", "--osl", "256",
+             "--model", "qwen3-8b", "--gpu", "h100-sxm", "--engine", "vllm", "--max-num-seqs",
+             "-3"},
+            out, err) == 2);
+  CHECK(err == "--max-num-seqs: must be at least 0, got -3\n");
 }
 
 TEST_CASE("plan --sla options: targets once each, the load's sign, plain plan's options refused") {
