@@ -188,8 +188,11 @@ void add_serve_options(CLI::App& app, options& o) {
 
 void add_calibrate_options(CLI::App& app, options& o) {
   app.add_option("--measurements", o.measurements,
-                 "Measured rows (CSV, aiconfigurator's silicon_sample columns) to fit");
-  app.add_option("--evaluate", o.evaluate, "Measured rows to predict with --calibration");
+                 "Measured rows to fit: CSV in aiconfigurator's silicon_sample columns "
+                 "(docs/commands.md maps each); give this or --evaluate");
+  app.add_option("--evaluate", o.evaluate,
+                 "Measured rows (the same CSV) to predict with --calibration, never fitting on "
+                 "them; a row calc cannot model is that row's error");
   app.add_flag("--cross-validate", o.cross_validate,
                "With --evaluate: also leave-one-GPU-out and leave-one-model-out errors");
   app.add_option("--out", o.out, "Where --measurements writes the calibration (default: stdout)");
@@ -392,6 +395,7 @@ result run_serve(const options& o) {
     p["output_tokens"] = sim.output_tokens;
     p["max_waiting"] = sim.max_waiting;
     p["steps"] = sim.steps;
+    p["step"] = step_json(sim.step);  // the mean step of the run
     j["points"].push_back(p);
     md += q.trace.empty()
               ? fmt::format("Poisson arrivals at {} requests/s, {} requests, seed {}.\n\n", q.rate,
@@ -417,8 +421,20 @@ result run_serve(const options& o) {
           sim.requests_waited_for_kv, sim.preemptions, sim.requests_preempted,
           sim.recomputed_tokens, kv_policy_words(q.cfg.kv));
   }
-  md += fmt::format("\nCalibration: {} ({}). Step = the decode step at that concurrency.\n",
-                    cal.file, used);
+  if (q.concurrency.empty())
+    md += fmt::format(
+        "\nMean step {} ms (weights {} / KV {} / compute {} / comm {} / overhead {}) over {} "
+        "steps.\n",
+        ms(j["points"][0]["step"]["total_ms"].get<double>()),
+        ms(j["points"][0]["step"]["weights_ms"].get<double>()),
+        ms(j["points"][0]["step"]["kv_ms"].get<double>()),
+        ms(j["points"][0]["step"]["compute_ms"].get<double>()),
+        ms(j["points"][0]["step"]["communication_ms"].get<double>()),
+        ms(j["points"][0]["step"]["overhead_ms"].get<double>()),
+        j["points"][0]["steps"].get<std::int64_t>());
+  md += fmt::format("\nCalibration: {} ({}). Step = {}.\n", cal.file, used,
+                    q.concurrency.empty() ? "the mean step of the simulated run"
+                                          : "the decode step at that concurrency");
   md += fmt::format("Launch {} with: {}.\n", q.engine, launch_flags(q.engine, q.layout));
   result r{j, "calc serve"};
   r.markdown = md;

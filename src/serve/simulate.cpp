@@ -86,10 +86,31 @@ class step_clock {
     step_shape s{b, round(context, kContext), p, round(prefill_context, kContext)};
     auto key = std::make_tuple(s.decode, s.decode_context, s.prefill, s.prefill_context);
     auto it = memo_.find(key);
-    if (it != memo_.end()) return it->second;
-    double t = time_step(d_, cost_step(d_, s), k_).total_ms;
-    memo_.emplace(key, t);
-    return t;
+    if (it == memo_.end()) it = memo_.emplace(key, time_step(d_, cost_step(d_, s), k_)).first;
+    last_ = &it->second;
+    return last_->total_ms;
+  }
+  /// One step taken at the time ms() last gave: its split joins the run's sum.
+  void count() {
+    for (std::size_t i = 0; i < op_classes; ++i) sum_.op_ms[i] += last_->op_ms[i];
+    sum_.weights_ms += last_->weights_ms;
+    sum_.kv_ms += last_->kv_ms;
+    sum_.compute_ms += last_->compute_ms;
+    sum_.communication_ms += last_->communication_ms;
+    sum_.overhead_ms += last_->overhead_ms;
+    sum_.total_ms += last_->total_ms;
+    ++steps_;
+  }
+  /// The mean step of those counted, split as time_step splits one.
+  step_time mean() const {
+    step_time m = sum_;
+    if (steps_ == 0) return m;
+    auto n = static_cast<double>(steps_);
+    for (double& v : m.op_ms) v /= n;
+    for (double* v : {&m.weights_ms, &m.kv_ms, &m.compute_ms, &m.communication_ms,
+                      &m.overhead_ms, &m.total_ms})
+      *v /= n;
+    return m;
   }
   /// The largest context the step at `context` shares its time with (the same rounding).
   static std::int64_t same_time_until(std::int64_t context) {
@@ -101,7 +122,11 @@ class step_clock {
   static constexpr std::int64_t kContext = 1024;
   const deployment& d_;
   const coefficients& k_;
-  std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t>, double> memo_;
+  // A std::map: last_ points into it, and its nodes never move.
+  std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t>, step_time> memo_;
+  const step_time* last_ = nullptr;
+  step_time sum_;
+  std::int64_t steps_ = 0;
 };
 
 /// KV bytes one request holds on a rank at a length, in whole blocks of the engine's page
@@ -341,6 +366,7 @@ class engine_group {
       }
       double start = t;
       t += step_ms;
+      clock.count();
       if (static_cast<double>(++out_.steps) > step_bound)
         throw spec_error("requests", "the simulation stopped making progress (internal error)");
       itl.add(t - start, count);
@@ -820,6 +846,7 @@ simulation simulate(const deployment& d, const batching_config& cfg, const coeff
       }
       double start = t;
       t += clock.ms(decoding, decoding ? context / decoding : 0, prefill, prefill_context);
+      clock.count();
       if (static_cast<double>(++out.steps) > step_bound)
         throw spec_error("requests", "the simulation stopped making progress (internal error)");
       std::int64_t regular = 0;  // tokens one step after the request's last: a gap of one step
@@ -852,6 +879,7 @@ simulation simulate(const deployment& d, const batching_config& cfg, const coeff
     }
   }
   out.itl_gaps = itl.count();
+  out.step = clock.mean();
   out.ttft = ttft.summary();
   out.tpot = tpot.summary();
   out.itl = itl.summary();

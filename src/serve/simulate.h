@@ -57,6 +57,7 @@ struct simulation {
   std::int64_t recomputed_tokens = 0;   // tokens prefilled again after a preemption
   std::int64_t requests_waited_for_kv = 0;  // requests held in the queue for want of KV
   std::int64_t run_steps = 0;  // of `steps`, those taken in decode runs (simulation_path::runs)
+  step_time step;  // the mean step of the run (ms), split as time_step splits one
   /// The KV pool shaped the run: a request waited for KV or was preempted.
   bool kv_limited() const { return preemptions > 0 || requests_waited_for_kv > 0; }
 };

@@ -410,3 +410,29 @@ TEST_CASE("calibrate: nothing to fit is refused, not written as a fitted file") 
   CHECK(run({"calibrate", "--measurements", one, "--cross-validate"}, out, err) == 2);
   CHECK(err == "--cross-validate: applies only with --evaluate (a fit's own rows are not held out)\n");
 }
+
+TEST_CASE("serve --rate: a simulated point has the JSON fields of a steady one, its step the run's mean") {
+  std::string out, err;
+  REQUIRE(run(serve_args("llama-3.1-8b", "h100-sxm",
+                         {"--isl", "1024", "--osl", "256", "--rate", "8", "--requests", "300",
+                          "--format", "json"}),
+              out, err) == 0);
+  auto p = nlohmann::json::parse(out)["points"][0];
+  for (const char* key : {"rate", "ttft_ms", "tpot_ms", "itl_ms", "e2e_ms", "output_tokens_per_s",
+                          "output_tokens_per_s_per_gpu", "output_tokens_per_s_per_user",
+                          "requests_per_s", "kv_pool_fits", "step", "steps"})
+    CHECK_MESSAGE(p.contains(key), key);
+  const auto& st = p["step"];
+  double parts = st["weights_ms"].get<double>() + st["kv_ms"].get<double>() +
+                 st["compute_ms"].get<double>() + st["communication_ms"].get<double>() +
+                 st["overhead_ms"].get<double>();
+  CHECK(parts == doctest::Approx(st["total_ms"].get<double>()));
+  // A mean step lies between the lightest step (one decode token) and the heaviest (a chunk).
+  CHECK(st["total_ms"].get<double>() > 0);
+  CHECK(st["total_ms"].get<double>() < p["tpot"]["max"].get<double>() + p["ttft"]["max"].get<double>());
+  // The steps fill at most the run: steps x mean step <= first arrival to last token.
+  double busy = st["total_ms"].get<double>() * p["steps"].get<double>();
+  double run_ms = 300 / p["requests_per_s"].get<double>() * 1e3;
+  CHECK(busy <= run_ms * (1 + 1e-9));
+  CHECK(busy > 0.5 * run_ms);  // 8 requests/s keeps this card busy most of the time
+}

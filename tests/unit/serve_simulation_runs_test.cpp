@@ -95,6 +95,14 @@ void check_same(const simulation& fast, const simulation& slow) {
   CHECK(fast.recomputed_tokens == slow.recomputed_tokens);
   CHECK(fast.requests_waited_for_kv == slow.requests_waited_for_kv);
   CHECK(slow.run_steps == 0);
+  // The mean step, summed step by step in the same order either way.
+  CHECK(fast.step.total_ms == slow.step.total_ms);
+  CHECK(fast.step.weights_ms == slow.step.weights_ms);
+  CHECK(fast.step.kv_ms == slow.step.kv_ms);
+  CHECK(fast.step.compute_ms == slow.step.compute_ms);
+  CHECK(fast.step.communication_ms == slow.step.communication_ms);
+  CHECK(fast.step.overhead_ms == slow.step.overhead_ms);
+  CHECK(fast.step.op_ms == slow.step.op_ms);
 }
 
 const coefficients& k_default() {
