@@ -466,7 +466,7 @@ TEST_CASE("serve, calibrate and plan --sla from the command line: JSON keys and 
         j["concurrency_per_instance"].get<std::int64_t>());
   CHECK(j["tp"].get<std::int64_t>() == j["attention_tp"].get<std::int64_t>() * dp);
   std::string clients = std::to_string(j["concurrency_per_instance"].get<std::int64_t>() / dp);
-  double tpot = j["tpot_ms"].get<double>();
+  double tpot = j["tpot_ms"].get<double>(), ttft = j["ttft_ms"].get<double>();
   std::int64_t gpus = j["gpus_per_instance"].get<std::int64_t>();
   REQUIRE(run({"serve", "--model", "deepseek-v3", "--gpu", "h200", "--engine", "sglang", "--tp",
                flag("tp"), "--dp", flag("dp"), "--ep", flag("ep"), "--pp", flag("pp"), "--isl",
@@ -477,6 +477,7 @@ TEST_CASE("serve, calibrate and plan --sla from the command line: JSON keys and 
   CHECK(j["layout"]["dp"].get<std::int64_t>() == dp);
   CHECK(j["layout"]["tp"].get<std::int64_t>() == j["layout"]["attention_tp"].get<std::int64_t>() * dp);
   CHECK(j["points"][0]["tpot_ms"].get<double>() == doctest::Approx(tpot).epsilon(1e-9));
+  CHECK(j["points"][0]["ttft_ms"].get<double>() == doctest::Approx(ttft).epsilon(1e-9));
   // vLLM counts the same cards as one attention group's tp times dp.
   REQUIRE(run({"serve", "--model", "deepseek-v3", "--gpu", "h200", "--engine", "vllm", "--tp", "8",
                "--dp", "8", "--ep", "8", "--isl", "1024", "--osl", "1024", "--concurrency", "4",
