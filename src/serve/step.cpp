@@ -122,6 +122,9 @@ std::string layout_problem(const graph& g, const serve_layout& l) {
       break;
     }
   }
+  // Expert parallelism of a dense model would be launched (--enable-expert-parallel) and do
+  // nothing: the flags printed would not be the deployment timed.
+  if (l.ep > 1 && !has_moe(g)) return fmt::format("ep {}: the model has no routed experts", l.ep);
   // One attention group splits each layer's heads over its tp cards (placement's rule).
   for (const layer& ly : g.layers) {
     std::int64_t heads = split_heads(ly.attention);  // tally/kinds.h; 0 without a mixer

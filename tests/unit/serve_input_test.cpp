@@ -139,7 +139,7 @@ TEST_CASE("plan --sla: layouts stay within the NVLink domain, as serve requires"
         std::string::npos);
 }
 
-TEST_CASE("serve layout: tp divides every layer's heads, as the engines require") {
+TEST_CASE("serve layout: tp divides every layer's heads, ep needs experts, as engines require") {
   model m("qwen3-8b");  // 32 query heads
   CHECK(layout_problem(m.g, {3, 1, 1, 1}) == "tp 3 does not divide the 32 heads of layer 0");
   CHECK(layout_problem(m.g, {8, 1, 1, 1}) == "");
@@ -151,6 +151,13 @@ TEST_CASE("serve layout: tp divides every layer's heads, as the engines require"
   // DP attention: each group's share of the tp group splits the heads.
   model ds("deepseek-v3");  // 128 heads
   CHECK(layout_problem(ds.g, {1, 8, 8, 1}) == "");
+  // Expert parallelism of a dense model printed --enable-expert-parallel and timed nothing.
+  CHECK(layout_problem(m.g, {8, 8, 1, 1}) == "ep 8: the model has no routed experts");
+  CHECK(run(serve_args("qwen3-8b", "h100-sxm",
+                       {"--tp", "8", "--ep", "8", "--isl", "1K", "--osl", "256", "--concurrency",
+                        "1"}),
+            out, err) == 2);
+  CHECK(err == "--tp/--ep/--dp/--pp: ep 8: the model has no routed experts\n");
 }
 
 TEST_CASE("serve trace: token counts are whole, a refused request is named by its line") {
