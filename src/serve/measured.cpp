@@ -6,6 +6,7 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 
 #include "common/dtype.h"
@@ -148,6 +149,9 @@ const std::string& measured_row::at(const std::string& column) const {
 }
 
 std::vector<measured_row> read_measured(const std::string& path) {
+  // A folder opens as a stream that reads nothing: "the file is empty" would hide the mistake.
+  if (std::filesystem::is_directory(path))
+    throw spec_error(source_location{path, 0, 0}, "measurements", "is a folder, not a file");
   std::ifstream in(path);
   if (!in) throw spec_error(source_location{path, 0, 0}, "measurements", "cannot open the file");
   std::string line;

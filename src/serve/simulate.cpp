@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <deque>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -700,6 +701,9 @@ std::vector<arrival> poisson_arrivals(double rate, std::int64_t requests, std::i
 }
 
 std::vector<arrival> read_trace(const std::string& path) {
+  // A folder opens as a stream that reads nothing: "no requests" would hide the mistake.
+  if (std::filesystem::is_directory(path))
+    throw spec_error(source_location{path, 0, 0}, "trace", "is a folder, not a file");
   std::ifstream in(path);
   if (!in) throw spec_error(source_location{path, 0, 0}, "trace", "cannot open the file");
   std::vector<arrival> out;

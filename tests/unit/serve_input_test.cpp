@@ -160,6 +160,12 @@ TEST_CASE("serve layout: tp divides every layer's heads, ep needs experts, as en
   CHECK(err == "--tp/--ep/--dp/--pp: ep 8: the model has no routed experts\n");
 }
 
+TEST_CASE("serve trace and measurements: a folder is named as one") {
+  std::string dir = std::filesystem::temp_directory_path().string();
+  CHECK(error_of([&] { read_trace(dir); }) == dir + ": trace: is a folder, not a file");
+  CHECK(error_of([&] { read_measured(dir); }) == dir + ": measurements: is a folder, not a file");
+}
+
 TEST_CASE("serve trace: token counts are whole, a refused request is named by its line") {
   std::string frac = write_temp(
       "calc_in_frac.jsonl", "{\"arrival_ms\": 0, \"input_tokens\": 10.5, \"output_tokens\": 5}\n");
