@@ -251,6 +251,7 @@ cross-validated):
   | recv interval only | 9.3 | 24.7 | 14.4 | 18.5 | 47.8 |
   | chunk, running cap and memory fraction | 9.2 | 23.4 | 14.3 | 18.0 | 35.4 |
   | all but the chunk | 9.3 | 25.1 | 13.7 | 18.4 | 48.9 |
+  | all, and no cohorts on the InferenceX rows | 9.7 | 26.0 | 14.2 | 18.6 | 42.5 |
 
   The B200 FP8 script's cap of 128 running requests is, by its own comment, its sweep's largest
   concurrency: its 256- and 512-client rows (2.1 and 3.1 s TTFT at 1024 x 1024, where the cap
@@ -263,13 +264,16 @@ cross-validated):
   tokens makes a cohort of 35 prompts of 922 tokens at 64 clients, whose step a cohort's share of
   the requests waits for, while those runs measure 260-420 ms from 4 to 64 clients at 1024 x 1024.
   Without that chunk (rows 4 and 6) the SGLang Hopper fit, pulled toward a pooled SGLang fit that
-  the B200 rows had moved, went to its other optimum, where SGLang Llama-3.1-8B on H200 fits
-  (TTFT 122 -> 45-47 %) and Qwen3-32B on H100 does not (9 -> 59 %): the SGLang TTFT median
-  rose, its p90 fell (171 -> 94-96 %). That group's coefficients are shared by three models whose TTFT
-  residuals point different ways. The FP4 B200 rows at TP 4 and TP 8 without EP (predicted at
-  a tenth to a third of their TTFT, under the sixth pass above) did not move. Not tried: the scripts' `--kv-cache-dtype fp8_e4m3`
-  on B200 (calc costs DeepSeek-R1's cache in BF16, and `calc serve --kv fp8` leaves it so for
-  that model: at 1024 x 8192 its pool overflows at 256 clients, 34 s TTFT against 1.8 s
+  the B200 rows had moved, went to its other optimum, where SGLang Llama-3.1-8B on H200 fits (TTFT
+  122 -> 45-47 %) and Qwen3-32B on H100 does not (9 -> 59 %): the SGLang TTFT median rose, its p90
+  fell (171 -> 94-96 %). Taking cohorts off the InferenceX rows as well (their client's lengths
+  put a cohort out of step, sixth pass; the last row) fits the H200 DeepSeek rows (TTFT 54 / 66 /
+  201 -> 10 / 10 / 105 %) and sends the Hopper fit to that same other optimum (Qwen3-32B on H100
+  55 %). That group's coefficients are shared by Qwen3-32B on H100 and Llama-3.1-8B, Qwen3-235B and
+  DeepSeek-R1 on H200, whose TTFT residuals point different ways. The FP4 B200 rows at TP 4 and TP 8 without EP (predicted at a tenth to a third of their
+  TTFT, under the sixth pass above) did not move. Not tried: the scripts' `--kv-cache-dtype
+  fp8_e4m3` on B200 (calc costs DeepSeek-R1's cache in BF16, and `calc serve --kv fp8` leaves it
+  so for that model: at 1024 x 8192 its pool overflows at 256 clients, 34 s TTFT against 1.8 s
   measured).
 
 How a row maps onto calc (backend -> engine, system -> GPU, model_path -> bundled model, quant
