@@ -272,9 +272,11 @@ cross-validated):
   55 %). That group's coefficients are shared by Qwen3-32B on H100 and Llama-3.1-8B, Qwen3-235B and
   DeepSeek-R1 on H200, whose TTFT residuals point different ways. The FP4 B200 rows at TP 4 and TP 8 without EP (predicted at a tenth to a third of their
   TTFT, under the sixth pass above) did not move. Not tried: the scripts' `--kv-cache-dtype
-  fp8_e4m3` on B200 (calc costs DeepSeek-R1's cache in BF16, and `calc serve --kv fp8` leaves it
-  so for that model: at 1024 x 8192 its pool overflows at 256 clients, 34 s TTFT against 1.8 s
-  measured).
+  fp8_e4m3` on B200. The row mapping keeps DeepSeek-R1's cache in BF16, whose pool at 1024 x 8192
+  overflows at 256 clients (34 s TTFT predicted, 1.8 s measured); in FP8 it holds 256 (0.8 s) but
+  not 512 (21 s; 159 s measured). (`calc serve --engine E --kv fp8` leaves the model's cache in
+  BF16, where `calc serve --kv fp8` does not: with --engine, --kv goes only to the engine's
+  kv-cache-dtype.)
 
 How a row maps onto calc (backend -> engine, system -> GPU, model_path -> bundled model, quant
 modes -> formats, layout, workload) is described in docs/commands.md (`calc calibrate`). One rule
