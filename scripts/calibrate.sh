@@ -274,9 +274,9 @@ cross-validated):
   TTFT, under the sixth pass above) did not move. Not tried: the scripts' `--kv-cache-dtype
   fp8_e4m3` on B200. The row mapping keeps DeepSeek-R1's cache in BF16, whose pool at 1024 x 8192
   overflows at 256 clients (34 s TTFT predicted, 1.8 s measured); in FP8 it holds 256 (0.8 s) but
-  not 512 (21 s; 159 s measured). (`calc serve --engine E --kv fp8` leaves the model's cache in
-  BF16, where `calc serve --kv fp8` does not: with --engine, --kv goes only to the engine's
-  kv-cache-dtype.)
+  not 512 (21 s; 159 s measured). (This pass found `calc serve --engine E --kv fp8` leaving the
+  model's cache in BF16: with --engine, --kv went only to the engine's kv-cache-dtype. Fixed:
+  serve and plan --sla price the cache in the format --kv names with any engine.)
 
 How a row maps onto calc (backend -> engine, system -> GPU, model_path -> bundled model, quant
 modes -> formats, layout, workload) is described in docs/commands.md (`calc calibrate`). One rule
