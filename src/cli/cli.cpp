@@ -371,7 +371,11 @@ void refuse_extras(const CLI::App& sub) {
 /// are the model's own at each of its lengths: there --kv applies to both.
 void engine_spellings(options& o, const std::string& command) {
   if (o.engine.empty()) return;
-  if (command == "report") {
+  // The time commands (serve, plan --sla) and report cost the model in the formats asked, the
+  // engine choosing only batching and calibration: --kv stays the model's cache format (it was
+  // moved to the engine's kv-cache-dtype and cleared, so `serve --engine sglang --kv fp8` priced
+  // a BF16 cache).
+  if (command == "report" || command == "serve" || (command == "plan" && !o.sla.empty())) {
     o.kv_cache_dtype = o.kv;
     return;
   }

@@ -409,6 +409,35 @@ TEST_CASE("serve, calibrate and plan --sla from the command line: JSON keys and 
                           "output_tokens_per_s_per_user", "requests_per_s", "kv_pool_fits", "step"})
     CHECK_MESSAGE(j["points"][1].contains(key), key);
   CHECK(j["points"][1]["tpot_ms"].get<double>() > j["points"][0]["tpot_ms"].get<double>());
+  // --kv is the cache's format whichever engine is named (with --engine it was dropped: the
+  // pool held a BF16 cache's requests).
+  for (const char* engine : {"vllm", "sglang", "trtllm"}) {
+    std::string pools[2];
+    for (int fp8 = 0; fp8 < 2; ++fp8) {
+      std::vector<std::string> args = {"serve",   "--model", "qwen3-8b", "--gpu",
+                                       "h100-sxm", "--isl",  "1K",       "--osl",
+                                       "256",      "--concurrency", "8", "--engine",
+                                       engine,     "--format", "json"};
+      if (fp8 == 1) args.insert(args.end(), {"--kv", "fp8"});
+      REQUIRE(run(args, out, err) == 0);
+      auto k = nlohmann::json::parse(out);
+      CHECK(k["kv_format"] == (fp8 == 1 ? "fp8" : "bf16"));
+      pools[fp8] = k["points"][0]["kv_pool_requests"].dump();
+    }
+    CHECK_MESSAGE(std::stoll(pools[1]) > std::stoll(pools[0]) * 19 / 10, engine);
+  }
+  std::string plans[2];
+  for (int fp8 = 0; fp8 < 2; ++fp8) {
+    std::vector<std::string> args = {"plan",  "--sla",     "ttft=3000,tpot=40", "--concurrency",
+                                     "64",    "--isl",     "1024",              "--osl",
+                                     "1024",  "--model",   "qwen3-8b",          "--gpu",
+                                     "h100-sxm", "--engine", "sglang",          "--format",
+                                     "json"};
+    if (fp8 == 1) args.insert(args.end(), {"--kv", "fp8"});
+    REQUIRE(run(args, out, err) == 0);
+    plans[fp8] = nlohmann::json::parse(out)["tpot_ms"].dump();
+  }
+  CHECK(std::stod(plans[1]) < std::stod(plans[0]));  // half the cache bytes read per step
   CHECK(run({"serve", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--isl", "0", "--osl", "10",
              "--concurrency", "1"},
             out, err) == 2);

@@ -178,6 +178,25 @@ json gemma3_text_defaults() {
                        {"sliding_pattern", 6}});
 }
 
+}  // namespace
+
+// Qwen2Config: Q/K/V always carry biases, the output projection none; sliding only when
+// use_sliding_window, from max_window_layers on. MiMo publishes the same main model under its
+// own model_type (families_recent.cpp).
+family qwen2_like(std::string model_type, std::vector<std::string> archs) {
+  return {.model_type = std::move(model_type),
+          .architectures = std::move(archs),
+          .layers = layer_rule::window_from,
+          .names = {{"qkv_bias", ""}, {"o_bias", ""}, {"mlp_bias", ""}},
+          .defaults = gqa_defaults({{"kv_heads", 32},
+                                    {"qkv_bias", true},
+                                    {"window", 4096},
+                                    {"window_switch", false},
+                                    {"window_from", 28}})};
+}
+
+namespace {
+
 // DeepSeek-V3's table (DeepseekV3Config): MLA with query compression, 256 routed experts top-8
 // with one shared expert and the routing bias, 3 dense layers first. Kimi K2 and K2.5 publish
 // the same architecture under their own model_type.
@@ -320,17 +339,7 @@ const std::vector<family>& own_families() {
                  {"moe_intermediate", "intermediate_size"},
                  {"shared_experts", ""}},
        .defaults = gqa_defaults({{"kv_heads", 8}, {"experts", 8}, {"top_k", 2}})},
-      // Qwen2Config: Q/K/V always carry biases, the output projection none; sliding only when
-      // use_sliding_window, from max_window_layers on.
-      {.model_type = "qwen2",
-       .architectures = {"Qwen2ForCausalLM"},
-       .layers = layer_rule::window_from,
-       .names = {{"qkv_bias", ""}, {"o_bias", ""}, {"mlp_bias", ""}},
-       .defaults = gqa_defaults({{"kv_heads", 32},
-                                 {"qkv_bias", true},
-                                 {"window", 4096},
-                                 {"window_switch", false},
-                                 {"window_from", 28}})},
+      qwen2_like("qwen2", {"Qwen2ForCausalLM"}),
       // Qwen2MoeConfig: 60 experts, top-4, one gated shared expert of 5632.
       {.model_type = "qwen2_moe",
        .architectures = {"Qwen2MoeForCausalLM"},

@@ -159,6 +159,10 @@ struct family {
 /// The defaults every dense GQA family shares, `extra` replacing some (families.cpp).
 nlohmann::json gqa_defaults(nlohmann::json extra);
 
+/// Qwen2's table under `model_type` and `archs`: families publishing Qwen2's main model under
+/// their own name (MiMo) share it rather than copy it.
+family qwen2_like(std::string model_type, std::vector<std::string> archs);
+
 /// The dense and MoE transformer families read since issue 21's fourth round (cohere2, glm4,
 /// glm, gemma, ...; families_more.cpp), listed after the others.
 std::vector<family> more_families();

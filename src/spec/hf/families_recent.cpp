@@ -16,17 +16,7 @@ namespace {
 // Qwen2 decoder layer with token/hidden norms and a 2d -> d input projection) are read as the
 // `mtp` block, outside the totals, as DeepSeek's are. The class defaults are Qwen2Config's, and
 // num_nextn_predict_layers 0.
-family mimo() {
-  return {.model_type = "mimo",
-          .architectures = {"MiMoForCausalLM"},
-          .layers = layer_rule::window_from,
-          .names = {{"qkv_bias", ""}, {"o_bias", ""}, {"mlp_bias", ""}},
-          .defaults = gqa_defaults({{"kv_heads", 32},
-                                    {"qkv_bias", true},
-                                    {"window", 4096},
-                                    {"window_switch", false},
-                                    {"window_from", 28}})};
-}
+family mimo() { return qwen2_like("mimo", {"MiMoForCausalLM"}); }
 
 // AfmoeConfig (arcee-ai/Trinity-Nano / Trinity-Mini / Trinity-Large; transformers'
 // configuration_afmoe.py and modeling_afmoe.py): GQA with head_dim given, per-head Q/K RMSNorms,

@@ -293,6 +293,26 @@ std::int64_t feature_layers_of(const hf_object& root, const char* cls, int index
   return 1;
 }
 
+/// Where a class-token ViT's unbiased patch projection and its two outer norms come from.
+struct trunk_origins {
+  std::string patch, pre_norm, post_norm;
+};
+
+/// The trunk CLIP's and Llama 4's towers share: an unbiased patch projection, a class token with
+/// its own position ((image / patch)^2 + 1 positions), a LayerNorm before the encoder and one
+/// after.
+void push_class_token_trunk(vision_read& r, const vision_fields& f, const patch_grid& g,
+                            const encoder& e, const trunk_origins& o) {
+  r.fields.push_back(sized(f, "channels", {"num_channels"}, 3));
+  r.fields.push_back(line("patch", g.patch, g.patch_o));
+  r.fields.push_back(line("patch_bias", false, o.patch));
+  r.fields.push_back(line("positions", g.patches + 1, g.patches_o + " + the class token"));
+  r.fields.push_back(line("class_token", true, "class_embedding"));
+  r.fields.push_back(line("pre_norm", true, o.pre_norm));
+  push_encoder(r, e);
+  r.fields.push_back(line("post_norm", true, o.post_norm));
+}
+
 /// LLaVA and LLaVA-NeXT: CLIPVisionModel (modeling_clip.py: a class embedding, a Conv2d patch
 /// embedding without bias, (image_size / patch_size)^2 + 1 positions, pre_layrnorm, LayerNorm
 /// blocks with biases everywhere, post_layernorm) and LlavaMultiModalProjector (linear_1 from the
@@ -310,14 +330,9 @@ void read_clip_llava(const hf_object& root, const hf_object& vc, std::int64_t te
       biased_encoder(f, 12, 768, 3072, 12,
                      "CLIPEncoderLayer: LayerNorms, q/k/v/out_proj and fc1/fc2 with biases");
   patch_grid g = grid_of(f, 224, 32);
-  r.fields.push_back(sized(f, "channels", {"num_channels"}, 3));
-  r.fields.push_back(line("patch", g.patch, g.patch_o));
-  r.fields.push_back(line("patch_bias", false, "CLIPVisionEmbeddings: Conv2d without bias"));
-  r.fields.push_back(line("positions", g.patches + 1, g.patches_o + " + the class token"));
-  r.fields.push_back(line("class_token", true, "class_embedding"));
-  r.fields.push_back(line("pre_norm", true, "pre_layrnorm"));
-  push_encoder(r, e);
-  r.fields.push_back(line("post_norm", true, "post_layernorm"));
+  push_class_token_trunk(r, f, g, e,
+                        {"CLIPVisionEmbeddings: Conv2d without bias", "pre_layrnorm",
+                         "post_layernorm"});
   std::string o;
   bool bias = top.flag("multimodal_projector_bias", true, o);
   const std::string bias_o = o;
@@ -437,14 +452,9 @@ void read_llama4(const hf_object& vc, std::int64_t text_hidden, vision_read& r) 
   encoder e = biased_encoder(f, 34, 768, 5632, 16,
                              "Llama4VisionEncoderLayer: LayerNorms, q/k/v/o and fc1/fc2 with biases");
   patch_grid g = grid_of(f, 448, 14);
-  r.fields.push_back(sized(f, "channels", {"num_channels"}, 3));
-  r.fields.push_back(line("patch", g.patch, g.patch_o));
-  r.fields.push_back(line("patch_bias", false, "Llama4UnfoldConvolution: a Linear without bias"));
-  r.fields.push_back(line("positions", g.patches + 1, g.patches_o + " + the class token"));
-  r.fields.push_back(line("class_token", true, "class_embedding"));
-  r.fields.push_back(line("pre_norm", true, "layernorm_pre"));
-  push_encoder(r, e);
-  r.fields.push_back(line("post_norm", true, "layernorm_post"));
+  push_class_token_trunk(r, f, g, e,
+                        {"Llama4UnfoldConvolution: a Linear without bias", "layernorm_pre",
+                         "layernorm_post"});
   std::int64_t in = f.size({"projector_input_dim"}, 4096, o);
   const std::string in_o = o;
   std::int64_t out = f.size({"projector_output_dim"}, 4096, o);
