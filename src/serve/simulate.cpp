@@ -724,8 +724,9 @@ std::vector<arrival> read_trace(const std::string& path) {
       if (!j.contains(key) || !j[key].is_number())
         throw spec_error(at, key, "missing or not a number");
       double v = j[key].get<double>();
-      if (!std::isfinite(v) || v < min || v > 1e12)
+      if (!std::isfinite(v) || v < min)
         throw spec_error(at, key, fmt::format("must be a number >= {}", min));
+      if (v > 1e12) throw spec_error(at, key, fmt::format("{} is more than the limit of 1e12", v));
       return v;
     };
     // A token count is whole: 10.5 tokens is a broken trace, not 10 tokens.

@@ -175,6 +175,10 @@ TEST_CASE("serve trace: token counts are whole, a refused request is named by it
       "calc_in_big.jsonl", "{\"arrival_ms\": 0, \"input_tokens\": 10, \"output_tokens\": 1e11}\n");
   CHECK(error_of([&] { read_trace(big); }) ==
         big + ":1:1: output_tokens: 100000000000 is more than the limit of 4294967296 tokens");
+  std::string late = write_temp(
+      "calc_in_late.jsonl", "{\"arrival_ms\": 1e300, \"input_tokens\": 10, \"output_tokens\": 5}\n");
+  CHECK(error_of([&] { read_trace(late); }) ==
+        late + ":1:1: arrival_ms: 1e+300 is more than the limit of 1e12");
   // CRLF line ends and any arrival order are a trace like any other.
   std::string crlf = write_temp("calc_in_crlf.jsonl",
                                 "{\"arrival_ms\": 9, \"input_tokens\": 10, \"output_tokens\": 5}\r\n"
