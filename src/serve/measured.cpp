@@ -331,7 +331,12 @@ mapped_row row_mapper::map(const measured_row& r) {
                m;
       }
       auto l = std::make_shared<impl::loaded>();
-      l->spec = std::make_unique<model_spec>(read_model_file(path));
+      try {
+        l->spec = std::make_unique<model_spec>(read_model_file(path));
+      } catch (const spec_error& e) {
+        // A path that is no model file: the row says which column led there, and where it broke.
+        return m.error = fmt::format("model_path '{}': {}", r.at("model_path"), e.what()), m;
+      }
       precision_spec& p = l->spec->precision;
       p.set_weights(parse_dtype(wf));
       p.experts = parse_dtype(ef);

@@ -384,6 +384,15 @@ TEST_CASE("serve measured CSV: a byte-order mark, rows past the limits, layouts 
         "deployment.layout: tp 3 does not divide the 32 heads of layer 0");
   CHECK(mapper.map(rows[2]).error == "batch_size: 1e12 is more than the limit of 4294967296");
   CHECK(mapper.map(rows[3]).error == "");
+  // A model_path that is a file but no model: the row names the column and where it broke.
+  std::string not_model = write_temp("calc_in_not_model.txt", "just words\n");
+  std::string odd = write_temp(
+      "calc_in_odd.csv",
+      kHeader + "p," + "vllm," + not_model + ",h100_sxm,1024,128,4,1,1,,,50,7\n");
+  rows = read_measured(odd);
+  REQUIRE(rows.size() == 1);
+  CHECK(mapper.map(rows[0]).error.rfind("model_path '" + not_model + "': " + not_model + ":1:", 0) ==
+        0);
 }
 
 TEST_CASE("measured rows: a client's lowest length is floor(0.8 n) exactly, as its floats give it") {
