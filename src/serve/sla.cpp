@@ -62,7 +62,6 @@ sla_plan plan_sla(const graph& g, const gpu_spec& gpu, const coefficients& k, co
                          [](const layer& l) { return std::holds_alternative<ffn_moe>(l.ffn); });
   sla_plan out;
   double best_ttft = INFINITY, best_tpot = INFINITY;
-  bool any_memory = false;
   struct scored {
     sla_option o;
     double throughput;  // requests per second of one instance
@@ -99,10 +98,7 @@ sla_plan plan_sla(const graph& g, const gpu_spec& gpu, const coefficients& k, co
             continue;
           }
           probe one = at(d, r, k, 1);
-          if (!one.s) {
-            any_memory = true;
-            continue;
-          }
+          if (!one.s) continue;  // no room for one request: best_tpot stays infinite
           best_ttft = std::min(best_ttft, one.s->ttft_ms);
           best_tpot = std::min(best_tpot, one.s->tpot_ms);
           if (!meets(*one.s, r)) continue;
@@ -152,7 +148,14 @@ sla_plan plan_sla(const graph& g, const gpu_spec& gpu, const coefficients& k, co
                             ? fmt::format("; tp groups stay within {}'s NVLink domain of {}",
                                           gpu.name, widest)
                             : std::string();
-    if (best_tpot > r.tpot_ms) {
+    // No layout holds the weights and a request: that binds first (no step time to compare).
+    if (std::isinf(best_tpot)) {
+      out.binding = "memory";
+      out.reason = fmt::format(
+          "the weights and one request's state fit on no layout searched (tp groups of up to {} "
+          "cards, up to 16 pipeline stages, at most --max-gpus {}){}",
+          widest, r.max_gpus, scope);
+    } else if (best_tpot > r.tpot_ms) {
       out.binding = "tpot";
       out.reason = fmt::format(
           "tpot {} ms is below the fastest step any layout reaches ({} ms "
@@ -164,12 +167,6 @@ sla_plan plan_sla(const graph& g, const gpu_spec& gpu, const coefficients& k, co
           "ttft {} ms is below the fastest first token any layout reaches "
           "({} ms at one request{})",
           r.ttft_ms, apart(best_ttft, r.ttft_ms), scope);
-    } else if (std::isinf(best_tpot) && any_memory) {
-      out.binding = "memory";
-      out.reason = fmt::format(
-          "the weights and one request's state fit on no layout searched (tp groups of up to {} "
-          "cards, up to 16 pipeline stages, at most --max-gpus {}){}",
-          widest, r.max_gpus, scope);
     } else {
       out.binding = "gpus";
       out.reason = fmt::format("the load needs more than --max-gpus {} GPUs", r.max_gpus);

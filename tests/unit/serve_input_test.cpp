@@ -316,6 +316,16 @@ TEST_CASE("plan --sla: the numbers of a reason read on their side of the target 
   at = reason.find("reaches (");
   REQUIRE(at != std::string::npos);
   CHECK(std::stod(reason.substr(at + 9)) > 2000);
+  // No layout holds the model at all: memory binds, not "tpot 1000 ms is below the fastest step
+  // any layout reaches (inf ms)".
+  REQUIRE(run({"plan", "--sla", "ttft=100000,tpot=1000", "--rate", "1", "--isl", "1K", "--osl",
+               "1K", "--model", "kimi-k2-instruct", "--gpu", "t4", "--max-gpus", "8", "--format",
+               "json"},
+              out, err) == 0);
+  j = nlohmann::json::parse(out);
+  CHECK(j["feasible"] == false);
+  CHECK(j["binding"] == "memory");
+  CHECK(j["reason"].get<std::string>().find("inf") == std::string::npos);
   // A model no layout of fewer GPUs holds: said so, not "7 GPUs hold at most 0 clients".
   REQUIRE(run({"plan", "--sla", "ttft=3000,tpot=50", "--concurrency", "100", "--isl", "1K",
                "--osl", "1K", "--model", "kimi-k2-instruct", "--gpu", "gb200", "--format", "json"},
