@@ -65,6 +65,9 @@ std::string layout_problem(const graph& g, const layout& l) {
                            ly.index);
   }
   if (l.ep > l.tp) return fmt::format("ep {} exceeds the tp group of {} cards", l.ep, l.tp);
+  // Expert parallelism of a dense model splits nothing: taken silently, the answer would claim a
+  // layout the flag does not change (serve refuses it the same way).
+  if (l.ep > 1 && !has_moe(g)) return fmt::format("ep {}: the model has no routed experts", l.ep);
   return "";
 }
 

@@ -120,6 +120,9 @@ TEST_CASE("parallel: tensor parallelism must divide both branches' heads") {
   // 4 query heads, 2 SSM heads: tp 2 divides both, tp 4 only the query heads.
   CHECK(layout_problem(m.g, layout{2, 1, 1}).empty());
   CHECK(layout_problem(m.g, layout{4, 1, 1}) == "tp 4 does not divide the 2 heads of layer 0");
+  // Expert parallelism needs routed experts: on a dense model it would be a flag that changes
+  // nothing.
+  CHECK(layout_problem(m.g, layout{2, 1, 2}) == "ep 2: the model has no routed experts");
 }
 
 TEST_CASE("parallel: each branch must be of its kind, and the attention keeps its own cache") {
