@@ -92,6 +92,12 @@ void answer_load(const graph& g, const report_request& q, report_model& m) {
   // The report's layout counts tp over the stage's cards, dp groups among them; the step model
   // counts tp per attention group (as `calc serve --tp --dp` reads them).
   serve::serve_layout l{m.lay.tp / m.lay.dp, m.lay.ep, m.lay.dp, m.lay.pp};
+  // A tp group past the NVLink domain has no time `calc serve` would give (it refuses it): the
+  // byte counts above stand, the load chart says why it is left out.
+  if (std::string why = serve::domain_problem(q.gpu, l, q.node_gpus); !why.empty()) {
+    m.load_note = why;
+    return;
+  }
   try {
     serve::deployment d =
         serve::make_deployment(g, q.gpu, l, 0, serve::compile_forms(g, w.k.expert_zipf_s));

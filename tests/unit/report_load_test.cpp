@@ -127,3 +127,27 @@ TEST_CASE("report --engine: a multimodal model's requests lose its vision tower,
     }
   }
 }
+
+TEST_CASE("report throughput: a tp group past the NVLink domain gets no curve, and says why") {
+  model b("llama-3.1-70b");
+  report_request q;
+  q.gpu = find_gpu("h100-sxm");
+  q.lengths = {4096};
+  q.workspace = checked(0);
+  q.lay = layout{16, 1, 1};
+  load_request w;
+  const serve::engine_defaults& e = serve::find_engine("vllm");
+  w.cfg.isl = 1024;
+  w.cfg.osl = 1024;
+  w.cfg.max_num_batched_tokens = e.max_num_batched_tokens;
+  w.cfg.max_num_seqs = e.max_num_seqs;
+  w.engine = "vllm";
+  q.load = w;
+  report_data r = answer_report({&b.g}, q);
+  REQUIRE(r.models.size() == 1);
+  // `calc serve --tp 16` refuses this layout on H100s; the chart had drawn it anyway.
+  CHECK(r.models[0].load.empty());
+  CHECK(r.models[0].load_note.find("NVLink domain of 8") != std::string::npos);
+  q.lay = layout{8, 2, 1};  // the same cards within the domain: a curve
+  CHECK_FALSE(answer_report({&b.g}, q).models[0].load.empty());
+}
