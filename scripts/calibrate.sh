@@ -341,6 +341,17 @@ cross-validated):
   - The one consistent effect: the host-side overheads shared lower leave one GPU out to
     13.3-13.6 % at every weight (14.0 before), within the ~0.5 point the fit moves by and on
     a figure already within its target: not shipped for that alone.
+- tried and not shipped (2026-12, ninth pass; before as the eighth): **a request's own prefill
+  left out of its decode's interference**. The steady state loads the prefill budget with the
+  prefills of all `running` clients, the request's own among them, so at one client a decode
+  step is slowed by a prefill that happens only before it (`serve --model qwen3-8b --gpu h100-sxm
+  --isl 32K --osl 1K --concurrency 1`: TPOT 10.46 ms, while `--trace` of that one request
+  simulates 9.06 ms, its decode step). Counting the other running - 1 clients' prefills only
+  (and, at one client, no step in flight when a request arrives) and refitting: 9.3 / 23.3 /
+  13.9 / 18.9 (TPOT / TTFT in sample, TPOT leave one GPU / model out). The physics is right, the
+  fit no better: in sample within its noise, leave one model out 1.2 points worse (the eighth
+  pass's two optima of the fold without gpt-oss-120b may decide that); not shipped, and the
+  one-client TPOT stays that much high at long prompts (15 % at 32K, 2.6 % at 8K).
 
 How a row maps onto calc (backend -> engine, system -> GPU, model_path -> bundled model, quant
 modes -> formats, layout, workload) is described in docs/commands.md (`calc calibrate`). One rule
