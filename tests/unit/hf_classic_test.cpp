@@ -22,10 +22,6 @@ using testing::params;
 using testing::state;
 using testing::weight_bytes;
 
-/// A config.json text imported and read as calc reads `--model config.json`.
-testing::model imported(const std::string& json) {
-  return testing::model::from_text(hf::import_text(json, "config.json", "t").plain);
-}
 
 /// The attention block every layer of an imported model has (these families are uniform).
 const attention_gqa& gqa_of(const testing::model& m) {
@@ -73,22 +69,22 @@ TEST_CASE("falcon: the KV heads and norms follow multi_query, new_decoder_archit
   const std::string dims = R"("model_type": "falcon", "hidden_size": 256, "num_attention_heads": 4,
     "num_hidden_layers": 2, "vocab_size": 1000)";
   // Neither flag: multi_query is the class default, so one KV head.
-  CHECK(gqa_of(imported("{" + dims + "}")).kv_heads == 1);
+  CHECK(gqa_of(testing::from_json("{" + dims + "}")).kv_heads == 1);
   // multi_query false (falcon-rw-1b): num_kv_heads, else every head.
-  CHECK(gqa_of(imported("{" + dims + R"(, "multi_query": false})")).kv_heads == 4);
-  CHECK(gqa_of(imported("{" + dims + R"(, "multi_query": false, "num_kv_heads": 2})"))
+  CHECK(gqa_of(testing::from_json("{" + dims + R"(, "multi_query": false})")).kv_heads == 4);
+  CHECK(gqa_of(testing::from_json("{" + dims + R"(, "multi_query": false, "num_kv_heads": 2})"))
             .kv_heads == 2);
   // parallel_attn false: input and post-attention LayerNorms.
-  CHECK(*imported("{" + dims + R"(, "parallel_attn": false})").spec.layers.base.norms == 2);
+  CHECK(*testing::from_json("{" + dims + R"(, "parallel_attn": false})").spec.layers.base.norms == 2);
   // The new architecture with num_ln_in_parallel_attn 1: one norm; anything but 1 or 2 refused.
-  CHECK(*imported("{" + dims + R"(, "new_decoder_architecture": true, "num_kv_heads": 2,
+  CHECK(*testing::from_json("{" + dims + R"(, "new_decoder_architecture": true, "num_kv_heads": 2,
     "num_ln_in_parallel_attn": 1})").spec.layers.base.norms == 1);
   CHECK(import_error("{" + dims + R"(, "new_decoder_architecture": true,
     "num_ln_in_parallel_attn": 3})").find("num_ln_in_parallel_attn") != std::string::npos);
   // bias puts biases on query_key_value, dense and both MLP matrices: 4 x 256 + 256 (qkv with
   // one KV head: 256 + 2 x 64 = 384 wide) ... counted against the same config without it.
-  std::int64_t plain = params(imported("{" + dims + "}"));
-  std::int64_t biased = params(imported("{" + dims + R"(, "bias": true})"));
+  std::int64_t plain = params(testing::from_json("{" + dims + "}"));
+  std::int64_t biased = params(testing::from_json("{" + dims + R"(, "bias": true})"));
   CHECK(biased - plain == 2 * (384 + 256 + 1024 + 256));
   // n_embed, an old spelling of hidden_size, is refused, never read as the default width.
   CHECK(import_error(R"({"model_type": "falcon", "n_embed": 64})").find("n_embed") !=
@@ -117,8 +113,8 @@ TEST_CASE("gpt_bigcode (StarCoder): MQA, learned positions, biases; 15,517,456,3
   // multi_query false: MHA, c_attn 3 x n_embd wide.
   const std::string dims = R"("model_type": "gpt_bigcode", "n_embd": 256, "n_head": 4,
     "n_layer": 2, "vocab_size": 1000, "n_positions": 64)";
-  CHECK(gqa_of(imported("{" + dims + R"(, "multi_query": false})")).kv_heads == 4);
-  CHECK(gqa_of(imported("{" + dims + "}")).kv_heads == 1);  // the class default
+  CHECK(gqa_of(testing::from_json("{" + dims + R"(, "multi_query": false})")).kv_heads == 4);
+  CHECK(gqa_of(testing::from_json("{" + dims + "}")).kv_heads == 1);  // the class default
 }
 
 TEST_CASE("classic families read the common names their configuration classes accept") {
@@ -148,8 +144,8 @@ TEST_CASE("classic families read the common names their configuration classes ac
   for (const names_case& c : cases) {
     CAPTURE(c.type);
     const std::string head = std::string(R"({"model_type": ")") + c.type + R"(", "vocab_size": 1000, )";
-    testing::model own = imported(head + c.own + "}");
-    testing::model alias = imported(head + c.alias + "}");
+    testing::model own = testing::from_json(head + c.own + "}");
+    testing::model alias = testing::from_json(head + c.alias + "}");
     CHECK(params(alias) == params(own));
     CHECK(alias.spec.layers.count == 3);
     CHECK(gqa_of(alias).q_heads == 4);
@@ -163,7 +159,7 @@ TEST_CASE("classic families read the common names their configuration classes ac
   const std::string starcoder = R"({"model_type": "gpt_bigcode", "vocab_size": 49152,
     "hidden_size": 6144, "num_hidden_layers": 40, "num_attention_heads": 48, "n_inner": 24576,
     "max_position_embeddings": 8192})";
-  CHECK(params(imported(starcoder)) == 15'517'456'384);
+  CHECK(params(testing::from_json(starcoder)) == 15'517'456'384);
 }
 
 TEST_CASE("gpt2 (GPT-2 Large): wpe, n_inner null = 4 x n_embd, tied; 774,030,080") {
@@ -183,7 +179,7 @@ TEST_CASE("gpt2 (GPT-2 Large): wpe, n_inner null = 4 x n_embd, tied; 774,030,080
   CHECK(state(m, 131072) == 24'159'191'040);
   // GPT2Config's class defaults are GPT-2 small's: the hand-written bundle `gpt2` (124,439,808
   // parameters) and an import of a config that gives only the model_type agree on every count.
-  testing::model small = imported(R"({"model_type": "gpt2"})");
+  testing::model small = testing::from_json(R"({"model_type": "gpt2"})");
   testing::model bundled("gpt2");
   CHECK(params(small) == 124'439'808);
   CHECK(params(small) == params(bundled));
@@ -229,7 +225,7 @@ TEST_CASE("mpt (MPT-30B-chat): ALiBi, no biases, weight-only LayerNorms, tied; 2
   CHECK(state(m, 131072) == 180'388'626'432);
   // MPT-7B's shapes (the class defaults' layer, d_model 4096, 32 layers, vocab 50432):
   // 6,649,286,656, the "6.7B" of its card.
-  CHECK(params(imported(R"({"model_type": "mpt", "d_model": 4096, "n_heads": 32,
+  CHECK(params(testing::from_json(R"({"model_type": "mpt", "d_model": 4096, "n_heads": 32,
     "n_layers": 32, "vocab_size": 50432, "expansion_ratio": 4})")) == 6'649'286'656);
   // Grouped attention and Q/K LayerNorms (llm-foundry's attn_config) are refused at the field.
   CHECK(import_error(R"({"model_type": "mpt", "attn_config": {"attn_type":
@@ -278,10 +274,10 @@ TEST_CASE("opt (OPT-125m): positions + 2, biases, LayerNorms, tied; 125,239,296"
     "num_hidden_layers": 2, "ffn_dim": 1024, "vocab_size": 1000, "max_position_embeddings": 64)";
   CHECK(import_error("{" + dims + R"(, "word_embed_proj_dim": 128})")
             .find("word_embed_proj_dim") != std::string::npos);
-  CHECK(params(imported("{" + dims + "}")) -
-            params(imported("{" + dims + R"(, "do_layer_norm_before": false})")) ==
+  CHECK(params(testing::from_json("{" + dims + "}")) -
+            params(testing::from_json("{" + dims + R"(, "do_layer_norm_before": false})")) ==
         2 * 256);
-  CHECK_FALSE(imported("{" + dims + R"(, "do_layer_norm_before": false})").spec.final_norm);
+  CHECK_FALSE(testing::from_json("{" + dims + R"(, "do_layer_norm_before": false})").spec.final_norm);
 }
 
 TEST_CASE("olmo (OLMo-7B-hf): non-parametric LayerNorms store nothing; 6,888,095,744") {
@@ -321,8 +317,8 @@ TEST_CASE("apertus (Apertus-8B's shapes): xIELU's two scalars a layer, Q/K norms
   const std::string small = R"({"model_type": "apertus", "hidden_size": 256, "num_hidden_layers": 2,
     "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 512,
     "vocab_size": 1000)";
-  testing::model off = imported(small + R"(, "qk_norm": false})");
-  testing::model on = imported(small + "}");
+  testing::model off = testing::from_json(small + R"(, "qk_norm": false})");
+  testing::model on = testing::from_json(small + "}");
   CHECK(gqa_of(off).qk_norm);
   CHECK(params(off) == params(on));
   // Only xIELU is read: another activation would drop the scalars.

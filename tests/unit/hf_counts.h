@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 
+#include "spec/hf/import.h"
 #include "tally/tally.h"
 #include "test_model.h"
 
@@ -16,6 +17,11 @@ inline std::int64_t weight_bytes(const model& m) {
 }
 inline std::int64_t state(const model& m, std::int64_t n) {
   return tally_state(m.g, n).total.value();
+}
+
+/// A config.json text imported and read as calc reads `--model config.json`.
+inline model from_json(const std::string& json) {
+  return model::from_text(hf::import_text(json, "config.json", "t").plain);
 }
 
 #ifdef CALC_SOURCE_DIR

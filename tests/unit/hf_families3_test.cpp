@@ -18,13 +18,10 @@ using namespace calc;
 namespace {
 
 using testing::fixture;
+using testing::from_json;
 using testing::params;
 using testing::weight_bytes;
 using testing::state;
-
-testing::model from_json(const std::string& json) {
-  return testing::model::from_text(hf::import_text(json, "config.json", "t").plain);
-}
 
 }  // namespace
 

@@ -24,13 +24,10 @@ using namespace calc;
 namespace {
 
 using testing::fixture;
+using testing::from_json;
 using testing::params;
 using testing::state;
 using testing::weight_bytes;
-
-testing::model from_json(const std::string& json) {
-  return testing::model::from_text(hf::import_text(json, "config.json", "t").plain);
-}
 
 }  // namespace
 
