@@ -19,8 +19,11 @@
 #include "serve/step.h"
 #include "spec/gpu_spec.h"
 #include "test_model.h"
+#include "serve_support.h"
 
 using namespace calc;
+using testing::error_of;
+using testing::write_temp;
 using namespace calc::serve;
 using testing::model;
 
@@ -32,21 +35,6 @@ int run(const std::vector<std::string>& args, std::string& out, std::string& err
   out = o.str();
   err = e.str();
   return rc;
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const spec_error& e) {
-    return e.what();
-  }
-  return "";
-}
-
-std::string write_temp(const std::string& name, const std::string& text) {
-  auto p = std::filesystem::temp_directory_path() / name;
-  std::ofstream(p, std::ios::binary) << text;
-  return p.string();
 }
 
 std::vector<std::string> serve_args(const std::string& model, const std::string& gpu,

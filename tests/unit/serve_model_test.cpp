@@ -20,8 +20,11 @@
 #include "spec/gpu_spec.h"
 #include "tally/tally.h"
 #include "test_model.h"
+#include "serve_support.h"
 
 using namespace calc;
+using testing::error_of;
+using testing::write_temp;
 using namespace calc::serve;
 using testing::model;
 
@@ -29,21 +32,6 @@ namespace {
 
 batching_config vllm(std::int64_t isl, std::int64_t osl) {
   return engine_batching(find_engine("vllm"), isl, osl);
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const spec_error& e) {
-    return e.what();
-  }
-  return "";
-}
-
-std::string write_temp(const std::string& name, const std::string& text) {
-  auto p = std::filesystem::temp_directory_path() / name;
-  std::ofstream(p) << text;
-  return p.string();
 }
 
 }  // namespace

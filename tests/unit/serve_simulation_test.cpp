@@ -21,8 +21,11 @@
 #include "spec/gpu_spec.h"
 #include "tally/tally.h"
 #include "test_model.h"
+#include "serve_support.h"
 
 using namespace calc;
+using testing::error_of;
+using testing::write_temp;
 using namespace calc::serve;
 using testing::model;
 
@@ -37,27 +40,12 @@ std::vector<arrival> burst(std::int64_t n, std::int64_t isl, std::int64_t osl) {
   return std::vector<arrival>(static_cast<std::size_t>(n), arrival{0, isl, osl});
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const spec_error& e) {
-    return e.what();
-  }
-  return "";
-}
-
 int run(const std::vector<std::string>& args, std::string& out, std::string& err) {
   std::ostringstream o, e;
   int rc = run_cli(args, o, e);
   out = o.str();
   err = e.str();
   return rc;
-}
-
-std::string write_temp(const std::string& name, const std::string& text) {
-  auto p = std::filesystem::temp_directory_path() / name;
-  std::ofstream(p) << text;
-  return p.string();
 }
 
 /// Every request finished and returned exactly its tokens; ITL has one gap per token after a

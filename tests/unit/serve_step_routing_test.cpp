@@ -16,8 +16,10 @@
 #include "serve/step.h"
 #include "spec/gpu_spec.h"
 #include "test_model.h"
+#include "serve_support.h"
 
 using namespace calc;
+using testing::write_temp;
 using namespace calc::serve;
 using testing::model;
 
@@ -73,12 +75,6 @@ TEST_CASE("serve step: the expert popularity is the calibration's, and costs fol
 }
 
 namespace {
-
-std::string write_temp(const std::string& name, const std::string& text) {
-  auto p = std::filesystem::temp_directory_path() / name;
-  std::ofstream(p) << text;
-  return p.string();
-}
 
 std::string error_of(const std::string& path) {
   try {
