@@ -2,6 +2,7 @@
 // gathers the exact figures (the JSON body); src/report/document.cpp writes them for people.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -182,9 +183,16 @@ result run_report(const options& o) {
     graphs.push_back(&loaded.emplace_back(load(one)).g);
     if (!o.engine.empty()) q.vision_bytes.push_back(vision_bytes_of(one, loaded.back()));
     if (q.lay)
-      if (std::string why = layout_problem(loaded.back().g, *q.lay); !why.empty())
+      if (std::string why = layout_problem(loaded.back().g, layout_for(loaded.back().g, *q.lay));
+          !why.empty())
         throw spec_error("--tp/--pp/--ep/--dp", fmt::format("{}: {}", name, why));
   }
+  // --ep splits the experts of the models that have them; with none, it would change nothing.
+  if (q.lay && q.lay->ep > 1 &&
+      std::none_of(graphs.begin(), graphs.end(),
+                   [&](const graph* g) { return layout_for(*g, *q.lay).ep > 1; }))
+    throw spec_error("--ep", fmt::format("{}: no model has routed experts to split",
+                                         q.lay->ep));
   // One section per GPU: a document each, their figures side by side in JSON and CSV.
   std::vector<std::string> gpus = split_list(o.gpu.empty() ? "h100-sxm" : o.gpu);
   if (gpus.empty()) throw spec_error("--gpu", "name at least one GPU");

@@ -71,6 +71,11 @@ std::string layout_problem(const graph& g, const layout& l) {
   return "";
 }
 
+layout layout_for(const graph& g, layout l) {
+  if (!has_moe(g)) l.ep = 1;
+  return l;
+}
+
 std::vector<card_load> card_loads(const graph& g, const layout& l, std::int64_t length) {
   model_context m = context_of(g);
   const model_spec& s = *g.spec;

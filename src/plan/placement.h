@@ -35,8 +35,13 @@ struct card_load {
   checked state_bytes;   // its share of one request's state at the length
 };
 
-/// Why a layout is not valid for a model ("" when it is).
+/// Why a layout is not valid for a model ("" when it is). Expert parallelism on a model without
+/// routed experts is refused: the flag would change nothing the answer shows.
 std::string layout_problem(const graph& g, const layout& l);
+
+/// One layout as it applies to one of several models compared under it (`calc report
+/// --model a,b --ep 4`): expert parallelism only where the model has routed experts.
+layout layout_for(const graph& g, layout l);
 
 /// The load of every stage's card (all cards of a stage hold the same).
 std::vector<card_load> card_loads(const graph& g, const layout& l, std::int64_t length);

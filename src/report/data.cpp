@@ -145,8 +145,10 @@ report_model answer_report_model(const graph& g, const report_request& q, checke
   m.weight_read_bytes = first.weight_read_bytes;
   gpu_spec card = card_as_planned(q.gpu, q.memory);
   if (q.lay) {
-    if (std::string why = layout_problem(g, *q.lay); !why.empty()) throw spec_error("layout", why);
-    m.lay = *q.lay;
+    // The models compared share the layout; --ep splits only those with routed experts.
+    layout lay = layout_for(g, *q.lay);
+    if (std::string why = layout_problem(g, lay); !why.empty()) throw spec_error("layout", why);
+    m.lay = lay;
   } else {
     planned_deployment d = plan_deployment(g, card, lengths.back(), q.workspace, q.node_gpus,
                                            q.max_gpus, !q.engine.has_value());

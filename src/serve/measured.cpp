@@ -365,7 +365,7 @@ mapped_row row_mapper::map(const measured_row& r) {
     // a tensor-parallel group wider than the GPU's NVLink domain, which no aggregated engine
     // runs. Such a row is read as the N ranks it ran on.
     if (moe && moe_tp > 1 && moe_tp == lay.ep && lay.tp * lay.dp == moe_tp * moe_tp &&
-        lay.tp * lay.dp > gpu->nvlink_domain) {
+        lay.tp * lay.dp > tp_domain(*gpu, default_server_gpus)) {
       if (lay.tp > 1) lay.tp = moe_tp;
       // batch_size is per attention-DP group: the clients of the row stay batch_size x dp.
       if (lay.dp > 1) {

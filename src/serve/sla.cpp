@@ -74,8 +74,8 @@ sla_plan plan_sla(const graph& g, const gpu_spec& gpu, const coefficients& k, co
     forms = compile_forms(g, k.expert_zipf_s);
   } catch (const spec_error&) {
   }
-  // A tp group stays within one server and within the GPU's NVLink domain, as serve requires
-  // (domain_problem): an H200 NVL's 4-card bridge caps it at 4 even in a server of 8.
+  // A tp group stays within one server, as serve requires (domain_problem): an H200 NVL's or
+  // H100 PCIe's bridged cards run tp 8 over the server's PCIe.
   const std::int64_t widest = std::min(r.node_gpus, tp_domain(gpu, r.node_gpus));
   std::int64_t widest_tp = 1;  // the widest power-of-two group: pipeline stages start past it
   while (widest_tp * 2 <= widest) widest_tp *= 2;
@@ -143,18 +143,16 @@ sla_plan plan_sla(const graph& g, const gpu_spec& gpu, const coefficients& k, co
       }
     }
   if (feasible.empty()) {
-    // Which layouts "any layout" means, where the NVLink domain and not the server bounds them.
-    std::string scope = widest < r.node_gpus
-                            ? fmt::format("; tp groups stay within {}'s NVLink domain of {}",
-                                          gpu.name, widest)
-                            : std::string();
+    // Which layouts "any layout" means: a tp group within one server (serve's domain_problem).
+    std::string scope = fmt::format("; tp groups within one server of {} {} cards", widest,
+                                    gpu.name);
     // No layout holds the weights and a request: that binds first (no step time to compare).
     if (std::isinf(best_tpot)) {
       out.binding = "memory";
       out.reason = fmt::format(
           "the weights and one request's state fit on no layout searched (tp groups of up to {} "
-          "cards, up to 16 pipeline stages, at most --max-gpus {}){}",
-          widest, r.max_gpus, scope);
+          "cards, up to 16 pipeline stages, at most --max-gpus {})",
+          widest, r.max_gpus);
     } else if (best_tpot > r.tpot_ms) {
       out.binding = "tpot";
       out.reason = fmt::format(

@@ -140,16 +140,20 @@ std::string layout_problem(const graph& g, const serve_layout& l) {
 }
 
 std::int64_t tp_domain(const gpu_spec& gpu, std::int64_t server_gpus) {
-  return gpu.nvlink_domain > 1 ? gpu.nvlink_domain : std::max<std::int64_t>(server_gpus, 1);
+  return std::max({gpu.nvlink_domain, server_gpus, std::int64_t{1}});
 }
 
 std::string domain_problem(const gpu_spec& gpu, const serve_layout& l, std::int64_t server_gpus) {
   std::int64_t domain = tp_domain(gpu, server_gpus);
   if (l.tp_group() <= domain) return "";
   std::string where =
-      gpu.nvlink_domain > 1
+      gpu.nvlink_domain >= domain
           ? fmt::format("{}'s NVLink domain of {}", gpu.name, domain)
-          : fmt::format("one server of {} {} cards (no NVLink: tp crosses PCIe)", domain, gpu.name);
+          : fmt::format("one server of {} {} cards ({})", domain, gpu.name,
+                        gpu.nvlink_domain > 1
+                            ? fmt::format("its tp crosses PCIe past a {}-card NVLink bridge",
+                                          gpu.nvlink_domain)
+                            : std::string("no NVLink: its tp crosses PCIe"));
   return fmt::format(
       "the tp group of {} cards exceeds {}; across nodes its collectives would cross a network "
       "the catalogue has no bandwidth for: use --pp for more cards, or replicas (`calc plan "

@@ -45,9 +45,10 @@ std::string launch_flags(const std::string& engine, const serve_layout& l);
 /// --tp at start-up).
 std::string layout_problem(const graph& g, const serve_layout& l);
 
-/// The cards one tp group may span on `gpu`: its NVLink domain; a card without NVLink (domain 1)
-/// runs tensor parallelism over the PCIe of one server of `server_gpus`, as plan's placement
-/// reads the catalogue (plan/placement.cpp deployable_layouts).
+/// The cards one tp group may span on `gpu`: its NVLink domain where that is a server or wider
+/// (HGX, NVL72); else one server of `server_gpus`, over PCIe past the card's 2- or 4-card
+/// bridge, if any (engines run tp 8 on PCIe servers; the catalogue has no PCIe figure, so those
+/// collectives are costed at `interconnect`, an underestimate past the bridge).
 std::int64_t tp_domain(const gpu_spec& gpu, std::int64_t server_gpus);
 /// Cards of one server where no option says (plan's --node-gpus default).
 inline constexpr std::int64_t default_server_gpus = 8;

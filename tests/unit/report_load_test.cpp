@@ -151,3 +151,19 @@ TEST_CASE("report throughput: a tp group past the NVLink domain gets no curve, a
   q.lay = layout{8, 2, 1};  // the same cards within the domain: a curve
   CHECK_FALSE(answer_report({&b.g}, q).models[0].load.empty());
 }
+
+TEST_CASE("report: one --ep for a dense and a MoE model splits the experts of the MoE one only") {
+  std::ostringstream out, err;
+  // Refused as a whole while the dense model's layout was checked with ep 4 (it has no routed
+  // experts to split).
+  REQUIRE(run_cli({"report", "--model", "qwen3-8b,qwen3-30b-a3b", "--gpu", "h100-sxm", "--tp", "4",
+                   "--ep", "4", "--format", "json"},
+                  out, err) == 0);
+  auto j = nlohmann::json::parse(out.str());
+  CHECK(j["models"][0]["layout"] == "tp 4 x pp 1");
+  CHECK(j["models"][1]["layout"] == "tp 4 x pp 1 (ep 4)");
+  // One dense model alone: --ep is refused, as every layout command refuses it.
+  std::ostringstream out1, err1;
+  CHECK(run_cli({"report", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--tp", "4", "--ep", "4"},
+                out1, err1) == 2);
+}

@@ -3,6 +3,7 @@
 // repeated or contradictory options. Each is one line naming the file:line or the option, exit 2;
 // what serve and plan --sla answer for a layout they accept agrees.
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <cstdint>
 #include <filesystem>
@@ -93,16 +94,24 @@ TEST_CASE("serve layout: a tp group stays within the NVLink domain, or one serve
   CHECK(err.find("; --tp 8 --pp 2 holds one") != std::string::npos);
 }
 
-TEST_CASE("plan --sla: layouts stay within the NVLink domain, as serve requires") {
-  // An H100 PCIe pair shares a 2-card NVLink bridge: plan once chose tp 4 over it.
+TEST_CASE("plan --sla: layouts stay within one server, as serve requires") {
+  // An H100 PCIe server joins its cards in 2-card NVLink bridges and runs tp 8 over PCIe (it was
+  // capped at the bridge: Llama-3.1-405B planned infeasible); a server of 4 caps tp at 4.
   std::string out, err;
-  REQUIRE(run({"plan", "--sla", "ttft=3000,tpot=60", "--rate", "2", "--isl", "1024", "--osl",
-               "256", "--model", "llama-3.1-70b", "--gpu", "h100-pcie", "--format", "json"},
+  REQUIRE(run({"plan", "--sla", "ttft=5000,tpot=100", "--rate", "2", "--isl", "1024", "--osl",
+               "1024", "--model", "llama-3.1-405b", "--gpu", "h100-pcie", "--format", "json"},
               out, err) == 0);
   auto j = nlohmann::json::parse(out);
   REQUIRE(j["feasible"] == true);
-  CHECK(j["tp"].get<std::int64_t>() <= 2);
-  CHECK(j["pp"].get<std::int64_t>() > 1);  // the model needs more cards: pipeline stages
+  CHECK(j["tp"].get<std::int64_t>() > 2);
+  CHECK(j["tp"].get<std::int64_t>() <= 8);
+  REQUIRE(run({"plan", "--sla", "ttft=3000,tpot=60", "--rate", "2", "--isl", "1024", "--osl",
+               "256", "--model", "llama-3.1-70b", "--gpu", "h100-pcie", "--node-gpus", "4",
+               "--format", "json"},
+              out, err) == 0);
+  j = nlohmann::json::parse(out);
+  REQUIRE(j["feasible"] == true);
+  CHECK(j["tp"].get<std::int64_t>() <= 4);
   // Fed back to serve, the layout runs and predicts the plan's point.
   REQUIRE(run(serve_args("llama-3.1-70b", "h100-pcie",
                          {"--tp", std::to_string(j["tp"].get<std::int64_t>()), "--pp",
@@ -116,14 +125,21 @@ TEST_CASE("plan --sla: layouts stay within the NVLink domain, as serve requires"
         doctest::Approx(j["tpot_ms"].get<double>()).epsilon(1e-9));
   CHECK(s["points"][0]["ttft_ms"].get<double>() ==
         doctest::Approx(j["ttft_ms"].get<double>()).epsilon(1e-9));
-  // Infeasible within the domain: the reason says which layouts "any layout" means.
-  REQUIRE(run({"plan", "--sla", "ttft=2000,tpot=40", "--rate", "5", "--isl", "1024", "--osl",
-               "256", "--model", "llama-3.1-70b", "--gpu", "h100-pcie", "--format", "json"},
+  // Infeasible: the reason says which layouts "any layout" means. The target is a tenth of the
+  // fastest step serve gives at one request on the widest group, so no calibration meets it.
+  REQUIRE(run(serve_args("llama-3.1-70b", "h100-pcie",
+                         {"--tp", "4", "--isl", "1024", "--osl", "256", "--concurrency", "1",
+                          "--format", "json"}),
+              out, err) == 0);
+  double fastest = nlohmann::json::parse(out)["points"][0]["tpot_ms"].get<double>();
+  REQUIRE(run({"plan", "--sla", fmt::format("ttft=60000,tpot={:.3f}", fastest / 10), "--rate", "5",
+               "--isl", "1024", "--osl", "256", "--model", "llama-3.1-70b", "--gpu", "h100-pcie",
+               "--node-gpus", "4", "--format", "json"},
               out, err) == 0);
   j = nlohmann::json::parse(out);
   REQUIRE(j["feasible"] == false);
   CHECK(j["binding"] == "tpot");
-  CHECK(j["reason"].get<std::string>().find("tp groups stay within h100-pcie's NVLink domain of 2") !=
+  CHECK(j["reason"].get<std::string>().find("tp groups within one server of 4 h100-pcie cards") !=
         std::string::npos);
 }
 
