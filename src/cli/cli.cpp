@@ -131,7 +131,9 @@ const std::vector<command>& commands() {
                             "trtllm is taken only with --sla (plan's KV rules cover vllm and "
                             "sglang)");
          refuse_sla_options(o);
-         if (o.requests < 0) throw spec_error("--requests", "is required (requests to hold)");
+         if (!o.requests_given) throw spec_error("--requests", "is required (requests to hold)");
+         if (o.requests < 1)
+           throw spec_error("--requests", fmt::format("must be at least 1, got {}", o.requests));
          if (!o.engine.empty()) return run_engine_plan(o);
          if (o.length < 0) throw spec_error("--length", "is required (tokens per request)");
          return run_plan(o);
@@ -400,6 +402,7 @@ result dispatch(parsed& p, const std::vector<CLI::App*>& subs) {
       for (const char* name : {"--tp", "--pp", "--ep", "--dp"})
         p.opts.layout_given = p.opts.layout_given || given(*subs[i], name);
       check_mode_options(*subs[i], p.opts);
+      p.opts.requests_given = given(*subs[i], "--requests");
       engine_spellings(p.opts, p.cmd->name);
     }
   if (p.opts.format == "json") p.format = output_format::json;

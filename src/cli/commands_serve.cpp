@@ -104,7 +104,7 @@ serve_request read_serve(const options& o) {
     throw spec_error("--concurrency", "give at least one count, e.g. 1,8,64");
   r.rate = o.rate;
   // -1: not given. Any other value is checked (poisson_arrivals: 1 to 10^6), never dropped.
-  if (o.requests != -1) {
+  if (o.requests_given) {
     if (o.rate == 0)
       throw spec_error("--requests",
                        "applies only with --rate (a trace carries its requests; --concurrency is a "
@@ -623,7 +623,7 @@ result run_plan_sla(const options& o) {
   std::int64_t osl = token_option("--osl", o.osl);
   // The load is --rate or --concurrency; plain plan's question (--requests held at --length)
   // is not asked with --sla, and would otherwise be read as neither.
-  if (o.requests != -1)
+  if (o.requests_given)
     throw spec_error("--requests",
                      "is not read with --sla: give the load as --rate R or --concurrency C");
   if (o.length != -1 || !o.lengths.empty())

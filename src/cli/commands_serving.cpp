@@ -177,7 +177,7 @@ result run_capacity(const options& o) {
   check_limit("--ep", o.ep, 1, limits::cards, "cards");
   check_count("--page-tokens", o.page_tokens, 0);
   check_count("--shared-prefix", o.shared_prefix, 0);
-  if (o.requests >= 0) check_limit("--requests", o.requests, 0, limits::requests, "requests");
+  if (o.requests_given) check_limit("--requests", o.requests, 0, limits::requests, "requests");
   for (std::int64_t l : o.lengths)
     if (o.shared_prefix > l)
       throw spec_error("--shared-prefix",
@@ -194,7 +194,7 @@ result run_capacity(const options& o) {
   q.shared_prefix = o.shared_prefix;
   q.memory = parse_memory_basis("--memory", o.memory);
   if (!o.weight_bytes.empty()) q.weight_bytes = parse_size_option("--weight-bytes", o.weight_bytes);
-  if (o.requests >= 0) q.budget_requests = o.requests;
+  if (o.requests_given) q.budget_requests = o.requests;
   loaded_model m = load(o);
   if (std::string why = layout_problem(m.g, q.lay); !why.empty())
     throw spec_error("--tp/--pp/--ep/--dp", why);

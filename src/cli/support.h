@@ -56,6 +56,7 @@ struct options {
   std::string workspace = "2GiB";
   std::string weight_bytes;
   std::int64_t requests = -1;
+  bool requests_given = false;     // --requests typed (a typed -1 is not "not given")
   std::string weights;             // --weights: format of the weight matrices
   std::string embeddings;          // --embeddings: format of the embedding table and head
   std::string kv;                  // --kv: format of cached keys and values

@@ -235,6 +235,11 @@ TEST_CASE("serve options: a repeated count, --requests without --rate, a negativ
                        {"--isl", "1K", "--osl", "256", "--rate", "1", "--requests", "-5"}),
             out, err) == 2);
   CHECK(err == "--requests: must be between 1 and 1,000,000\n");
+  // -1 is the option's "not given": typed, it is refused like any other count below 1.
+  CHECK(run(serve_args("qwen3-8b", "h100-sxm",
+                       {"--isl", "1K", "--osl", "256", "--rate", "1", "--requests", "-1"}),
+            out, err) == 2);
+  CHECK(err == "--requests: must be between 1 and 1,000,000\n");
   // A rate so small its gaps are infinite printed NaN; one merely tiny, a clock past the ms.
   CHECK(run(serve_args("qwen3-8b", "h100-sxm",
                        {"--isl", "1K", "--osl", "256", "--rate", "5e-324", "--requests", "10"}),
