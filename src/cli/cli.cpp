@@ -403,6 +403,9 @@ result dispatch(parsed& p, const std::vector<CLI::App*>& subs) {
         p.opts.layout_given = p.opts.layout_given || given(*subs[i], name);
       check_mode_options(*subs[i], p.opts);
       p.opts.requests_given = given(*subs[i], "--requests");
+      for (const CLI::Option* opt : subs[i]->get_options())
+        if (opt->count() > 0 && !opt->get_lnames().empty())
+          p.opts.given.push_back("--" + opt->get_lnames().front());
       engine_spellings(p.opts, p.cmd->name);
     }
   if (p.opts.format == "json") p.format = output_format::json;

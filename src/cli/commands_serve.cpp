@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <set>
 
 #include "cli/support.h"
 #include "common/error.h"
@@ -628,6 +629,18 @@ result run_plan_sla(const options& o) {
                      "is not read with --sla: give the load as --rate R or --concurrency C");
   if (o.length != -1 || !o.lengths.empty())
     throw spec_error("--length", "is not read with --sla: give --isl N --osl N");
+  // Plain plan's engine and memory options (--gpu-memory-utilization, --block-size, ...) size
+  // its KV question; the time model takes the engine's defaults and the calibration, so each
+  // would be silently ignored here.
+  static const std::set<std::string> read = {
+      "--model", "--set", "--gpu", "--node-gpus", "--max-gpus", "--weights", "--embeddings",
+      "--kv", "--engine", "--sla", "--rate", "--concurrency", "--isl", "--osl", "--calibration",
+      "--format", "--max-num-seqs", "--max-num-batched-tokens"};
+  for (const std::string& name : o.given)
+    if (!read.count(name))
+      throw spec_error(name, "is not read with --sla (the time model takes the engine's defaults "
+                             "and the calibration; --max-num-seqs and --max-num-batched-tokens "
+                             "set its batching)");
   if (o.rate != 0 && !(o.rate > 0 && std::isfinite(o.rate)))
     throw spec_error("--rate", fmt::format("{} is not a positive number of requests per second",
                                            o.rate));

@@ -57,6 +57,7 @@ struct options {
   std::string weight_bytes;
   std::int64_t requests = -1;
   bool requests_given = false;     // --requests typed (a typed -1 is not "not given")
+  std::vector<std::string> given;  // the long names of the options typed ("--gpu", ...)
   std::string weights;             // --weights: format of the weight matrices
   std::string embeddings;          // --embeddings: format of the embedding table and head
   std::string kv;                  // --kv: format of cached keys and values

@@ -300,6 +300,22 @@ TEST_CASE("plan --sla options: targets once each, the load's sign, plain plan's 
   CHECK(err == "--engine: trtllm is taken only with --sla (plan's KV rules cover vllm and sglang)\n");
 }
 
+TEST_CASE("plan --sla: an option of plain plan's engine question is refused, not ignored") {
+  std::string out, err;
+  // --gpu-memory-utilization 0.3 gave the same plan as without it (the time model takes the
+  // engine's memory fraction).
+  CHECK(run({"plan", "--sla", "ttft=3000,tpot=40", "--rate", "2", "--isl", "1K", "--osl", "256",
+             "--model", "qwen3-8b", "--gpu", "h100-sxm", "--engine", "vllm",
+             "--gpu-memory-utilization", "0.3"},
+            out, err) == 2);
+  CHECK(err.rfind("--gpu-memory-utilization: is not read with --sla", 0) == 0);
+  // What it reads runs: the engine's batching limits among them.
+  CHECK(run({"plan", "--sla", "ttft=3000,tpot=40", "--rate", "2", "--isl", "1K", "--osl", "256",
+             "--model", "qwen3-8b", "--gpu", "h100-sxm", "--engine", "vllm", "--max-num-seqs",
+             "64", "--kv", "fp8", "--node-gpus", "4", "--format", "json"},
+            out, err) == 0);
+}
+
 TEST_CASE("plan --sla: the numbers of a reason read on their side of the target they miss") {
   // 95 L40S serve 4.99... requests/s: "at most 5 requests/s, below 5" read as a contradiction.
   std::string out, err;
