@@ -104,7 +104,7 @@ serve_request read_serve(const options& o) {
   if (!o.concurrency.empty() && r.concurrency.empty())
     throw spec_error("--concurrency", "give at least one count, e.g. 1,8,64");
   r.rate = o.rate;
-  // -1: not given. Any other value is checked (poisson_arrivals: 1 to 10^6), never dropped.
+  // Typed, any value is checked (poisson_arrivals: 1 to 10^6), never dropped.
   if (o.requests_given) {
     if (o.rate == 0)
       throw spec_error("--requests",
@@ -112,6 +112,8 @@ serve_request read_serve(const options& o) {
                        "steady state)");
     r.requests = o.requests;
   }
+  if (o.rate == 0 && std::find(o.given.begin(), o.given.end(), "--seed") != o.given.end())
+    throw spec_error("--seed", "applies only with --rate (it seeds the Poisson arrivals)");
   r.trace = o.trace;
   r.seed = o.seed;
   r.calibration = o.calibration;

@@ -235,6 +235,11 @@ TEST_CASE("serve options: a repeated count, --requests without --rate, a negativ
                        {"--isl", "1K", "--osl", "256", "--rate", "1", "--requests", "-5"}),
             out, err) == 2);
   CHECK(err == "--requests: must be between 1 and 1,000,000\n");
+  // --seed seeds the Poisson arrivals: with --concurrency it changed nothing.
+  CHECK(run(serve_args("qwen3-8b", "h100-sxm",
+                       {"--isl", "1K", "--osl", "256", "--concurrency", "1", "--seed", "5"}),
+            out, err) == 2);
+  CHECK(err == "--seed: applies only with --rate (it seeds the Poisson arrivals)\n");
   // -1 is the option's "not given": typed, it is refused like any other count below 1.
   CHECK(run(serve_args("qwen3-8b", "h100-sxm",
                        {"--isl", "1K", "--osl", "256", "--rate", "1", "--requests", "-1"}),
