@@ -61,6 +61,34 @@ void check_engine_knobs(const options& o) {
   check_limit("--max-num-seqs", o.max_num_seqs, 0, limits::requests, "requests");
 }
 
+/// TensorRT-LLM's batch waiting (its batch_wait_timeout_iters and batch_wait_max_tokens_ratio):
+/// costed in the closed loop's steady state; the --rate / --trace simulation has no such hold.
+void read_batch_wait(const options& o, serve_request& r) {
+  auto typed = [&](const char* flag) {
+    return std::find(o.given.begin(), o.given.end(), flag) != o.given.end();
+  };
+  const char* iters = "--batch-wait-timeout-iters";
+  const char* ratio = "--batch-wait-max-tokens-ratio";
+  if (!typed(iters) && !typed(ratio)) return;
+  const char* flag = typed(iters) ? iters : ratio;
+  if (r.engine != "trtllm")
+    throw spec_error(flag, "is TensorRT-LLM's scheduler option: give --engine trtllm");
+  if (r.concurrency.empty())
+    throw spec_error(flag,
+                     "is costed in the closed loop's steady state (--concurrency), not in the "
+                     "--rate / --trace simulation");
+  check_limit(iters, o.batch_wait_iters, 0, limits::requests, "iterations");
+  if (!(o.batch_wait_ratio >= 0 && o.batch_wait_ratio <= 1))
+    throw spec_error(ratio, "must be a fraction in [0, 1] of the step's token budget");
+  // The hold ends at whichever comes first, so with either at 0 nothing is held.
+  if ((o.batch_wait_iters > 0) != (o.batch_wait_ratio > 0))
+    throw spec_error(o.batch_wait_iters > 0 ? ratio : iters,
+                     "give both above 0: a prompt is held until the iterations pass or the "
+                     "tokens reach the ratio, and either at 0 releases it at once");
+  r.cfg.batch_wait_iters = o.batch_wait_iters;
+  r.cfg.batch_wait_tokens_ratio = o.batch_wait_ratio;
+}
+
 serve_request read_serve(const options& o) {
   serve_request r;
   if (!o.engine.empty()) r.engine = o.engine;
@@ -117,6 +145,7 @@ serve_request read_serve(const options& o) {
   r.trace = o.trace;
   r.seed = o.seed;
   r.calibration = o.calibration;
+  read_batch_wait(o, r);
   return r;
 }
 
@@ -184,6 +213,13 @@ void add_serve_options(CLI::App& app, options& o) {
   app.add_option("--max-num-seqs,--max-running-requests", o.max_num_seqs,
                  "Running requests at most (default: the engine's: vLLM 1024, SGLang 4096, "
                  "TensorRT-LLM 2048)");
+  app.add_option("--batch-wait-timeout-iters", o.batch_wait_iters,
+                 "TensorRT-LLM, with --concurrency: hold new prompts while others decode for up "
+                 "to this many iterations (its batch_wait_timeout_iters; default 0, off)");
+  app.add_option("--batch-wait-max-tokens-ratio", o.batch_wait_ratio,
+                 "TensorRT-LLM, with --concurrency: ... or until the held prompts and the decode "
+                 "tokens reach this fraction of the token budget (its batch_wait_max_tokens_ratio; "
+                 "give both)");
   app.add_option(
       "--calibration", o.calibration,
       "Calibration YAML from `calc calibrate` (default: models/calibration/default.yaml)");
@@ -313,6 +349,10 @@ result run_serve(const options& o) {
   }
   j["max_num_batched_tokens"] = q.cfg.max_num_batched_tokens;
   j["max_num_seqs"] = q.cfg.max_num_seqs;
+  if (q.cfg.batch_wait_iters > 0) {
+    j["batch_wait_timeout_iters"] = q.cfg.batch_wait_iters;
+    j["batch_wait_max_tokens_ratio"] = q.cfg.batch_wait_tokens_ratio;
+  }
   j["calibration"] = {{"file", cal.file}, {"entry", used}};
   j["points"] = ojson::array();
   std::string md = fmt::format(

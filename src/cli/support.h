@@ -94,6 +94,8 @@ struct options {
   std::int64_t max_model_len = 0;           // with --engine: --length (--max-model-len)
   std::int64_t max_num_seqs = 0;            // --max-num-seqs / --max-running-requests
   std::int64_t max_num_batched_tokens = 0;  // --max-num-batched-tokens / --chunked-prefill-size
+  std::int64_t batch_wait_iters = 0;        // --batch-wait-timeout-iters (TensorRT-LLM)
+  double batch_wait_ratio = 0;              // --batch-wait-max-tokens-ratio (TensorRT-LLM)
   bool enable_prefix_caching = false;
   std::string speculative_config;           // --speculative-config: vLLM's JSON
   std::int64_t num_speculative_tokens = 0;  // --num-speculative-tokens

@@ -73,6 +73,29 @@ batching_config engine_batching(const engine_defaults& e, std::int64_t isl, std:
   return c;
 }
 
+double batch_wait_steps(double per_step, double iters, std::int64_t more) {
+  if (iters <= 0 || more < 1) return 0;
+  if (per_step <= 0) return iters;
+  // N ~ Poisson(per_step x iters) prompts arrive while the first is held. E[min(N, more)] join
+  // it, and the group is held W, E[W] = E[min(N, more)] / per_step (the arrivals less their
+  // compensator, stopped at the release, average zero). The first prompt waits W, those between
+  // W / 2 on average, the one that reaches the threshold none.
+  double mean = per_step * iters;
+  double joined = 0, released = 0, below = 0;  // below: P(N <= j - 1)
+  // Past mean + 12 sd, P(N >= j) is negligible: the sum stops there however large `more` is.
+  auto last = static_cast<std::int64_t>(std::ceil(mean + 12 * std::sqrt(mean) + 20));
+  for (std::int64_t j = 1; j <= std::min(more, last); ++j) {
+    below += std::exp(static_cast<double>(j - 1) * std::log(mean) - mean -
+                      std::lgamma(static_cast<double>(j)));
+    double at_least = std::max(0.0, 1 - below);
+    joined += at_least;
+    if (j == more) released = at_least;
+  }
+  double held = joined / per_step;
+  double waits = held + (joined - released) * held / 2;
+  return waits / (1 + joined);
+}
+
 double kv_pool_bytes(const deployment& d, const batching_config& cfg) {
   double memory = static_cast<double>(d.gpu.memory);
   return cfg.fraction_of_free ? (memory - d.weight_bytes_per_rank) * cfg.memory_fraction
@@ -230,7 +253,20 @@ steady_state solve_steady_state(const scenario& s, const coefficients& k) {
     double wait = rho * extra / (2 * (1 - rho)) + t_d / 2;
     // Clients beyond the running cap wait for a slot: a request's whole life per extra round.
     double slots = std::max(0.0, c - running) / running * (own + (osl - 1) * next_tpot);
-    double next_ttft = wait + own + slots + k.request_latency_ms + burst;
+    // Batch waiting holds a new prompt while the others decode (a lone client has none in
+    // flight; attention DP turns it off): until enough prompts arrive to fill the threshold
+    // beside the decode tokens, or the timeout.
+    double held = 0;
+    if (s.cfg.batch_wait_iters > 0 && running > 1 && d.layout.dp == 1) {
+      double decode_tokens = decoding * s.decode_batch[3];
+      double threshold = s.cfg.batch_wait_tokens_ratio *
+                         static_cast<double>(s.cfg.max_num_batched_tokens);
+      double prompts = std::ceil((threshold - decode_tokens) / static_cast<double>(s.cfg.isl));
+      auto more = static_cast<std::int64_t>(std::clamp(prompts - 1, 0.0, 1e9));
+      held = batch_wait_steps(lambda * next_tpot, static_cast<double>(s.cfg.batch_wait_iters), more) *
+             next_tpot;
+    }
+    double next_ttft = wait + own + slots + k.request_latency_ms + burst + held;
     bool done =
         std::abs(next_tpot - tpot) < 1e-9 * tpot && std::abs(next_ttft - ttft) < 1e-9 * ttft;
     tpot = next_tpot;

@@ -58,7 +58,18 @@ struct batching_config {
   // A preempted request's freed blocks stay in the prefix cache until reused (vLLM V1 with
   // prefix caching, its default): a resume recomputes only what was evicted meanwhile.
   bool preempted_kv_cached = false;
+  // TensorRT-LLM's batch waiting (batch_wait_timeout_iters, batch_wait_max_tokens_ratio; 0, off,
+  // by default): while decodes are in flight and attention DP is off, new prompts are held until
+  // this many iterations pass or the held prompts and the decodes reach the ratio of the step's
+  // token budget (tensorrt_llm/_torch/pyexecutor/py_executor.py, _waiting_requests).
+  std::int64_t batch_wait_iters = 0;
+  double batch_wait_tokens_ratio = 0;
 };
+
+/// Mean decode steps a new prompt is held by batch waiting, with prompts arriving at `per_step`
+/// a step: a held group is released after `iters` steps or when `more` prompts have joined its
+/// first (their tokens then reach the threshold); 0 when `more` < 1.
+double batch_wait_steps(double per_step, double iters, std::int64_t more);
 
 /// The engine's defaults for one workload of `isl` input and `osl` output tokens per request.
 batching_config engine_batching(const engine_defaults& e, std::int64_t isl, std::int64_t osl);

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <limits>
+#include <string_view>
 
 #include "common/error.h"
 #include "spec/model_reader.h"
@@ -37,10 +39,12 @@ double read_coefficient(yaml_map& m, std::size_t i) {
   } catch (const YAML::Exception&) {
   }
   bool eff = coefficients::efficiency(i);
-  bool ok = std::isfinite(v) && (eff ? v > 0 && v <= 1 : v >= 0);
+  double most = coefficients::upper_bound(i);
+  bool ok = std::isfinite(v) && (eff ? v > 0 && v <= 1 : v >= 0 && v <= most);
   if (!ok)
-    m.fail(kKeys[i],
-           eff ? "a fraction must be a number in (0, 1]" : "a time must be a finite number >= 0");
+    m.fail(kKeys[i], eff                  ? "a fraction must be a number in (0, 1]"
+                     : std::isfinite(most) ? fmt::format("must be a number in [0, {}]", most)
+                                           : "a time must be a finite number >= 0");
   return v;
 }
 
@@ -75,6 +79,12 @@ void coefficients::set(const std::array<double, size>& v) {
 const char* coefficients::key(std::size_t i) { return kKeys[i]; }
 
 bool coefficients::efficiency(std::size_t i) { return i < 7 || i == 11 || i == 13; }
+
+double coefficients::upper_bound(std::size_t i) {
+  if (efficiency(i)) return 1;
+  return std::string_view(kKeys[i]) == "gemm_half_rows" ? max_gemm_half_rows
+                                                         : std::numeric_limits<double>::infinity();
+}
 
 std::string calibration::family_of(const std::string& gpu) const {
   for (const auto& [family, names] : families)

@@ -29,7 +29,8 @@ struct coefficients {
                                       // burst (all clients at once): 1 / requests per client
 
   double gemm_half_rows = 16;  // GEMM rows (M) at which a GEMM reaches half its
-                               // large-M compute efficiency
+                               // large-M compute efficiency, at most one tile of rows:
+  static constexpr double max_gemm_half_rows = 128;  // a GEMM of a full 128-row tile is past half
   double cohort_share = 0.1;   // share of requests that arrive with the others of their cohort
                                // (the prompts that shared a step of the opening burst finish
                                // and return together while their lengths keep them in step)
@@ -60,6 +61,8 @@ struct coefficients {
   /// Whether the i-th coefficient is a fraction in (0, 1] (an efficiency, a share) rather than a
   /// time (>= 0).
   static bool efficiency(std::size_t i);
+  /// The largest value the i-th coefficient may take (infinity where only >= 0 is asked).
+  static double upper_bound(std::size_t i);
 };
 
 /// One row of the table.

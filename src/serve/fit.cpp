@@ -15,13 +15,15 @@ namespace {
 using vec = Eigen::VectorXd;
 constexpr std::size_t P = coefficients::size;
 
-/// Unconstrained parameters: logit of an efficiency (kept below 1), log of a time.
+/// Unconstrained parameters: logit of an efficiency (kept below 1) or of a bounded coefficient
+/// over its bound, log of a time.
 vec to_free(const coefficients& k) {
   auto v = k.values();
   vec u(P);
   for (std::size_t i = 0; i < P; ++i) {
-    if (coefficients::efficiency(i)) {
-      double e = std::clamp(v[i], 1e-4, 0.9999);
+    double most = coefficients::upper_bound(i);
+    if (std::isfinite(most)) {
+      double e = std::clamp(v[i] / most, 1e-4, 0.9999);
       u[static_cast<Eigen::Index>(i)] = std::log(e / (1 - e));
     } else {
       u[static_cast<Eigen::Index>(i)] = std::log(std::max(v[i], 1e-6));
@@ -34,8 +36,8 @@ coefficients from_free(const vec& u) {
   std::array<double, P> v{};
   for (std::size_t i = 0; i < P; ++i) {
     double x = u[static_cast<Eigen::Index>(i)];
-    v[i] =
-        coefficients::efficiency(i) ? 1 / (1 + std::exp(-x)) : std::exp(std::clamp(x, -30.0, 30.0));
+    double most = coefficients::upper_bound(i);
+    v[i] = std::isfinite(most) ? most / (1 + std::exp(-x)) : std::exp(std::clamp(x, -30.0, 30.0));
   }
   coefficients k;
   k.set(v);

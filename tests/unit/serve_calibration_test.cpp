@@ -165,6 +165,37 @@ TEST_CASE("calibrate: a row's benchmark client sets the lengths of its mean requ
   CHECK(seen == expected.size());
 }
 
+TEST_CASE("calibrate: a row's launch script sets the engine options it ran with") {
+  // InferenceX's TensorRT-LLM Llama-3.1-70B scripts hold new prompts (batch waiting) at 1k / 1k
+  // below tp 8, with max_num_tokens 2048 on H200 FP8; at tp 8, at other lengths and on B200
+  // FP8 (its script's version is not recorded) the rows keep TensorRT-LLM's defaults.
+  const fixture& f = data();
+  struct expect {
+    std::int64_t iters, budget;
+  };
+  std::map<std::string, expect> expected = {
+      {"2026_04_06_llama_3_1_70b_h200_sxm_trtllm_fp8_agg_1024x1024_c4_tp4_ep1_670", {20, 2048}},
+      {"2026_04_06_llama_3_1_70b_h200_sxm_trtllm_fp8_agg_1024x1024_c4_tp1_ep1_735", {20, 2048}},
+      {"2026_04_06_llama_3_1_70b_h200_sxm_trtllm_fp8_agg_1024x8192_c4_tp4_ep1_555", {0, 8192}},
+      {"2026_04_06_llama_3_1_70b_b200_sxm_trtllm_fp8_agg_1024x1024_c4_tp4_ep1_666", {0, 8192}}};
+  std::size_t seen = 0;
+  for (const mapped_row& m : f.rows) {
+    auto it = expected.find(m.id);
+    if (it == expected.end()) continue;
+    ++seen;
+    CAPTURE(m.id);
+    REQUIRE(m.s);
+    CHECK(m.s->cfg.batch_wait_iters == it->second.iters);
+    CHECK(m.s->cfg.max_num_batched_tokens == it->second.budget);
+    CHECK(m.s->cfg.batch_wait_tokens_ratio == (it->second.iters > 0 ? 0.9 : 0.0));
+  }
+  CHECK(seen == expected.size());
+  for (const benchmark_launch& l : benchmark_launches()) {
+    CAPTURE(l.name);
+    CHECK(std::string(l.source).find("github.com/") != std::string::npos);
+  }
+}
+
 // The gates above take minutes (hundreds of refits) and the sanitizer run skips them
 // (scripts/hardening.sh); this drives the same fit, its exponent search and a cross-validation
 // through every code path on a twentieth of the rows, so ASan and UBSan still see them.

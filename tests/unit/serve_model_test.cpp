@@ -7,6 +7,7 @@
 #include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <sstream>
 
 #include "cli/cli.h"
@@ -344,6 +345,51 @@ TEST_CASE("plan --sla: stricter targets and more load never need fewer GPUs") {
   CHECK(impossible.binding == "tpot");
 }
 
+TEST_CASE("serve steady state: batch waiting holds a prompt while others decode") {
+  // The held time: a lone prompt (no arrivals) waits the whole timeout; with the threshold one
+  // prompt away, the group of two is released by the second arrival, so each waits half of the
+  // mean gap 1 / rate when arrivals are frequent; a threshold already met holds nothing.
+  CHECK(batch_wait_steps(0, 20, 1) == 20);
+  CHECK(batch_wait_steps(1e-9, 20, 1) == doctest::Approx(20).epsilon(1e-6));
+  CHECK(batch_wait_steps(50, 20, 1) == doctest::Approx(1.0 / 50 / 2).epsilon(1e-6));
+  CHECK(batch_wait_steps(0.5, 20, 0) == 0);
+  CHECK(batch_wait_steps(0.5, 0, 3) == 0);
+  double last = 21;
+  for (double rate : {0.001, 0.01, 0.1, 1.0, 10.0}) {
+    double w = batch_wait_steps(rate, 20, 3);
+    CHECK(w < last);
+    CHECK(w > 0);
+    last = w;
+  }
+  // A threshold far above what arrives in the timeout: every prompt of the group is held until
+  // the timeout, the later ones for what is left of it.
+  CHECK(batch_wait_steps(0.1, 20, 1000000) < 20);
+  CHECK(batch_wait_steps(0.1, 20, 1000000) > 20.0 / 3);
+
+  model m("llama-3.1-70b");
+  deployment d = make_deployment(m.g, find_gpu("h200"), {.tp = 2});
+  coefficients k;
+  batching_config off = engine_batching(find_engine("trtllm"), 922, 922);
+  batching_config on = off;
+  on.batch_wait_iters = 20;
+  on.batch_wait_tokens_ratio = 0.9;
+  on.max_num_batched_tokens = 2048;
+  off.max_num_batched_tokens = 2048;
+  // One client: nothing else decodes, so nothing holds its prompt.
+  CHECK(solve_steady_state(make_scenario(d, on, 1), k).ttft_ms ==
+        doctest::Approx(solve_steady_state(make_scenario(d, off, 1), k).ttft_ms));
+  // Four clients: arrivals are rare beside a 922-token answer, so a prompt waits nearly the
+  // whole timeout of 20 decode steps.
+  steady_state held = solve_steady_state(make_scenario(d, on, 4), k);
+  steady_state free = solve_steady_state(make_scenario(d, off, 4), k);
+  CHECK(held.ttft_ms - free.ttft_ms > 15 * free.tpot_ms);
+  CHECK(held.ttft_ms - free.ttft_ms < 20 * held.tpot_ms);
+  // Attention DP turns batch waiting off.
+  deployment dp = make_deployment(m.g, find_gpu("h200"), {.tp = 1, .dp = 2});
+  CHECK(solve_steady_state(make_scenario(dp, on, 4), k).ttft_ms ==
+        doctest::Approx(solve_steady_state(make_scenario(dp, off, 4), k).ttft_ms));
+}
+
 TEST_CASE("calibration file: strict keys, efficiencies in (0, 1]") {
   std::string ok = write_temp("calc_cal_ok.yaml",
                               "source: test\nentries:\n  - family: any\n    engine: any\n"
@@ -376,6 +422,12 @@ TEST_CASE("calibration file: strict keys, efficiencies in (0, 1]") {
   std::string bad = write_temp("calc_cal_bad.yaml", text);
   CHECK(error_of([&] { read_calibration(bad); }) ==
         bad + ":5:19: entries[0].gemm_compute: a fraction must be a number in (0, 1]");
+  // A GEMM of one full tile of rows is past half its efficiency: gemm_half_rows is bounded.
+  std::string rows = write_temp(
+      "calc_cal_rows.yaml",
+      std::regex_replace(text_ok.str(), std::regex("gemm_half_rows: 16"), "gemm_half_rows: 200"));
+  CHECK(error_of([&] { read_calibration(rows); }) ==
+        rows + ":17:21: entries[0].gemm_half_rows: must be a number in [0, 128]");
 }
 
 TEST_CASE("serve, calibrate and plan --sla from the command line: JSON keys and bad input") {
