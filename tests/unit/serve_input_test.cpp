@@ -224,6 +224,15 @@ TEST_CASE("serve options: a repeated count, --requests without --rate, a negativ
                        {"--isl", "1K", "--osl", "256", "--concurrency", "1,8,1"}),
             out, err) == 2);
   CHECK(err == "--concurrency: 1 is given twice\n");
+  // An empty item was dropped: 1,,8 ran the points 1 and 8, a lost count unremarked.
+  for (const char* list : {"1,,8", "1,", ",8", ",", "1, ,8"}) {
+    CHECK(run(serve_args("qwen3-8b", "h100-sxm",
+                         {"--isl", "1K", "--osl", "256", "--concurrency", list}),
+              out, err) == 2);
+    CHECK(err == fmt::format("--concurrency: '{}' has an empty item: separate the values by "
+                             "single commas, e.g. 1,8,64\n",
+                             list));
+  }
   CHECK(run(serve_args("qwen3-8b", "h100-sxm",
                        {"--isl", "1K", "--osl", "256", "--concurrency", "4", "--requests", "5"}),
             out, err) == 2);
@@ -291,6 +300,13 @@ TEST_CASE("plan --sla options: targets once each, the load's sign, plain plan's 
   CHECK(err == "--requests: is not read with --sla: give the load as --rate R or --concurrency C\n");
   CHECK(with({"--sla", "ttft=1000,tpot=30", "--rate", "1", "--length", "4K"}) == 2);
   CHECK(err == "--length: is not read with --sla: give --isl N --osl N\n");
+  // An empty target was dropped: ttft=500,,tpot=30 planned as if the comma were single.
+  CHECK(with({"--sla", "ttft=1000,,tpot=30", "--rate", "1"}) == 2);
+  CHECK(err ==
+        "--sla: 'ttft=1000,,tpot=30' has an empty item: separate the values by single commas, "
+        "e.g. ttft=500,tpot=30\n");
+  CHECK(with({"--sla", "ttft=1000,tpot=30,", "--rate", "1"}) == 2);
+  CHECK(err.rfind("--sla: 'ttft=1000,tpot=30,' has an empty item", 0) == 0);
   CHECK(with({"--sla", "ttft=1000,tpot=30", "--rate", "1", "--node-gpus", "0"}) == 2);
   CHECK(err == "--node-gpus: must be at least 1, got 0\n");
   // TensorRT-LLM, which serve times, is planned too; plain plan still refuses it.
