@@ -300,6 +300,9 @@ TEST_CASE("plan --sla options: targets once each, the load's sign, plain plan's 
   CHECK(err == "--requests: is not read with --sla: give the load as --rate R or --concurrency C\n");
   CHECK(with({"--sla", "ttft=1000,tpot=30", "--rate", "1", "--length", "4K"}) == 2);
   CHECK(err == "--length: is not read with --sla: give --isl N --osl N\n");
+  // The same option as the engines spell it is named as typed.
+  CHECK(with({"--sla", "ttft=1000,tpot=30", "--rate", "1", "--max-model-len", "4K"}) == 2);
+  CHECK(err == "--max-model-len: is not read with --sla: give --isl N --osl N\n");
   // An empty target was dropped: ttft=500,,tpot=30 planned as if the comma were single.
   CHECK(with({"--sla", "ttft=1000,,tpot=30", "--rate", "1"}) == 2);
   CHECK(err ==
