@@ -29,17 +29,6 @@ checked card_bytes(const tensor& t, const layout& l) {
   return ceil_div(whole, split);
 }
 
-bool has_mla(const graph& g) {
-  return std::any_of(g.layers.begin(), g.layers.end(), [](const layer& l) {
-    return std::holds_alternative<attention_mla>(l.attention);
-  });
-}
-
-bool has_moe(const graph& g) {
-  return std::any_of(g.layers.begin(), g.layers.end(),
-                     [](const layer& l) { return std::holds_alternative<ffn_moe>(l.ffn); });
-}
-
 }  // namespace
 
 std::string layout_name(const layout& l) {
@@ -67,12 +56,13 @@ std::string layout_problem(const graph& g, const layout& l) {
   if (l.ep > l.tp) return fmt::format("ep {} exceeds the tp group of {} cards", l.ep, l.tp);
   // Expert parallelism of a dense model splits nothing: taken silently, the answer would claim a
   // layout the flag does not change (serve refuses it the same way).
-  if (l.ep > 1 && !has_moe(g)) return fmt::format("ep {}: the model has no routed experts", l.ep);
+  if (l.ep > 1 && !has_ffn<ffn_moe>(g))
+    return fmt::format("ep {}: the model has no routed experts", l.ep);
   return "";
 }
 
 layout layout_for(const graph& g, layout l) {
-  if (!has_moe(g)) l.ep = 1;
+  if (!has_ffn<ffn_moe>(g)) l.ep = 1;
   return l;
 }
 
@@ -178,8 +168,9 @@ std::vector<layout> deployable_layouts(const graph& g, const gpu_spec& gpu, std:
     std::int64_t pp = cards / tp;
     if (pp > layers || (pp > 1 && tp != widest_tp)) continue;
     std::vector<layout> shapes = {layout{tp, pp, 1, 1}};
-    if (tp > 1 && has_moe(g)) shapes.push_back(layout{tp, pp, tp, 1});
-    if (tp > 1 && has_mla(g)) shapes.push_back(layout{tp, pp, has_moe(g) ? tp : 1, tp});
+    if (tp > 1 && has_ffn<ffn_moe>(g)) shapes.push_back(layout{tp, pp, tp, 1});
+    if (tp > 1 && has_attention<attention_mla>(g))
+      shapes.push_back(layout{tp, pp, has_ffn<ffn_moe>(g) ? tp : 1, tp});
     for (const layout& l : shapes)
       if (layout_problem(g, l).empty()) out.push_back(l);
   }

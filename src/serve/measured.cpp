@@ -356,8 +356,7 @@ mapped_row row_mapper::map(const measured_row& r) {
     lay.dp = whole(r, "attention_dp_size", 1, 1, limits::cards);
     lay.ep = std::max<std::int64_t>(1, whole(r, "moe_ep_size", 1, 0, limits::cards));
     std::int64_t moe_tp = whole(r, "moe_tp_size", 0, 0, limits::cards);
-    bool moe = std::any_of(g.layers.begin(), g.layers.end(),
-                           [](const layer& l) { return std::holds_alternative<ffn_moe>(l.ffn); });
+    bool moe = has_ffn<ffn_moe>(g);
     if (!moe) lay.ep = 1;                // a dense model's moe_* columns describe nothing
     std::int64_t clients_per_group = 1;  // batch_size's multiplier when dp is read anew
     // The engines' `--tp N --ep N` is N ranks whose experts are split N ways (EP is carved out

@@ -35,11 +35,6 @@ double cache_share(const graph& g, std::int64_t tp) {
   }
 }
 
-bool has_moe(const graph& g) {
-  return std::any_of(g.layers.begin(), g.layers.end(),
-                     [](const layer& l) { return std::holds_alternative<ffn_moe>(l.ffn); });
-}
-
 /// The experts a step touches are expected distinct experts over independent draws from a Zipf
 /// popularity (the i-th most used expert of a layer taken with probability ~ i^-s), between
 /// `uniform` (every dispatch a new expert, s = 0) and `concentrated`. A router's experts are not
@@ -124,7 +119,8 @@ std::string layout_problem(const graph& g, const serve_layout& l) {
   }
   // Expert parallelism of a dense model would be launched (--enable-expert-parallel) and do
   // nothing: the flags printed would not be the deployment timed.
-  if (l.ep > 1 && !has_moe(g)) return fmt::format("ep {}: the model has no routed experts", l.ep);
+  if (l.ep > 1 && !has_ffn<ffn_moe>(g))
+    return fmt::format("ep {}: the model has no routed experts", l.ep);
   // One attention group splits each layer's heads over its tp cards (placement's rule).
   for (const layer& ly : g.layers) {
     std::int64_t heads = split_heads(ly.attention);  // tally/kinds.h; 0 without a mixer
@@ -171,7 +167,7 @@ model_forms with_expert_popularity(const graph& g, const model_forms& f, double 
   model_forms out = f;
   out.expert_zipf_s = expert_zipf_s;
   out.experts.reset();
-  if (has_moe(g))
+  if (has_ffn<ffn_moe>(g))
     out.experts = std::make_shared<const experts_form>(g, serving_routing(expert_zipf_s));
   return out;
 }
