@@ -50,8 +50,6 @@ std::string layout_problem(const graph& g, const serve_layout& l);
 /// bridge, if any (engines run tp 8 on PCIe servers; the catalogue has no PCIe figure, so those
 /// collectives are costed at `interconnect`, an underestimate past the bridge).
 std::int64_t tp_domain(const gpu_spec& gpu, std::int64_t server_gpus);
-/// Cards of one server where no option says (plan's --node-gpus default).
-inline constexpr std::int64_t default_server_gpus = 8;
 
 /// Why the layout's tp group cannot run on `gpu` ("" when it can): wider than tp_domain. An
 /// aggregated engine can run a tp group across nodes, but its all-reduces and all-to-alls then

@@ -2,10 +2,15 @@
 // roofline bounds (§2.6.2, §2.5.3, Chapter 1's lower bound).
 #include <doctest/doctest.h>
 
+#include "cli/support.h"
+#include "common/limits.h"
+#include "engine/question.h"
 #include "graph/graph.h"
 #include "plan/placement.h"
 #include "plan/plan.h"
 #include "plan/roofline.h"
+#include "report/data.h"
+#include "serve/sla.h"
 #include "spec/gpu_spec.h"
 #include "spec/model_reader.h"
 #include "tally/tally.h"
@@ -83,6 +88,16 @@ TEST_CASE("placement: invalid layouts are explained") {
   CHECK(layout_problem(m.g, layout{3, 1, 1}) == "tp 3 does not divide the 32 heads of layer 0");
   CHECK(layout_problem(m.g, layout{1, 37, 1}) == "pp 37 exceeds the 36 layers");
   CHECK(layout_problem(m.g, layout{2, 1, 1}).empty());
+}
+
+TEST_CASE("every question's server holds limits::default_server_gpus cards unless told") {
+  // HGX and DGX servers hold 8 GPUs; each request type spelt its own 8 before.
+  CHECK(limits::default_server_gpus == 8);
+  CHECK(cli::options{}.node_gpus == limits::default_server_gpus);
+  CHECK(placement_request{}.node_gpus == limits::default_server_gpus);
+  CHECK(engine::plan_request{}.node_gpus == limits::default_server_gpus);
+  CHECK(report_request{}.node_gpus == limits::default_server_gpus);
+  CHECK(serve::sla_request{}.node_gpus == limits::default_server_gpus);
 }
 
 TEST_CASE("plan: the fewest cards, whole servers past one") {
