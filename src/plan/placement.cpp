@@ -44,18 +44,28 @@ std::string layout_problem(const graph& g, const layout& l) {
   if (l.pp > static_cast<std::int64_t>(g.layers.size()))
     return fmt::format("pp {} exceeds the {} layers", l.pp, g.layers.size());
   for (const layer& ly : g.layers) {
-    std::int64_t heads = split_heads(ly.attention);  // tally/kinds.h
+    // One attention group splits each layer's heads over its tp / dp cards.
+    std::int64_t heads = split_heads(ly.attention);  // tally/kinds.h; 0 without a mixer
     if (heads % l.attention_tp() != 0)
-      return fmt::format("tp {} does not divide the {} heads of layer {}", l.attention_tp(), heads,
-                         ly.index);
+      return l.dp > 1 ? fmt::format(
+                            "the attention group's tp {} (tp {} / dp {}) does not divide the {} "
+                            "heads of layer {}",
+                            l.attention_tp(), l.tp, l.dp, heads, ly.index)
+                      : fmt::format("tp {} does not divide the {} heads of layer {}", l.tp, heads,
+                                    ly.index);
     if (const auto* moe = std::get_if<ffn_moe>(&ly.ffn))
       if (moe->experts % l.ep != 0)
         return fmt::format("ep {} does not divide the {} experts of layer {}", l.ep, moe->experts,
                            ly.index);
   }
   if (l.ep > l.tp) return fmt::format("ep {} exceeds the tp group of {} cards", l.ep, l.tp);
+  // The engines carve expert parallelism out of the tp group, each ep rank over tp / ep of its
+  // cards (vLLM's ep is the whole tp x dp; SGLang's --ep-size divides --tp-size): an ep that
+  // leaves cards over describes no deployment, and card_bytes would share experts among them.
+  if (l.tp % l.ep != 0)
+    return fmt::format("ep {} does not divide the tp group of {} cards", l.ep, l.tp);
   // Expert parallelism of a dense model splits nothing: taken silently, the answer would claim a
-  // layout the flag does not change (serve refuses it the same way).
+  // layout the flag does not change, and serve would launch a flag that does nothing.
   if (l.ep > 1 && !has_ffn<ffn_moe>(g))
     return fmt::format("ep {}: the model has no routed experts", l.ep);
   return "";

@@ -39,10 +39,10 @@ std::string layout_flags(const serve_layout& l);
 /// --data-parallel-size multiplies the cards, where SGLang's --tp-size is the whole tp group.
 std::string launch_flags(const std::string& engine, const serve_layout& l);
 
-/// Why a layout cannot run the model ("" when it can): a degree below 1, more stages than
-/// layers, an ep that does not divide the tp group or the routed experts (or ep > 1 without
-/// them), or an attention tp that does not divide a layer's heads (vLLM and SGLang refuse such a
-/// --tp at start-up).
+/// Why a layout cannot run the model ("" when it can): placement's layout_problem on the same
+/// cards (plan/placement.h): a degree below 1, more stages than layers, an ep that does not
+/// divide the tp group or the routed experts (or ep > 1 without them), or an attention tp that
+/// does not divide a layer's heads (vLLM and SGLang refuse such a --tp at start-up).
 std::string layout_problem(const graph& g, const serve_layout& l);
 
 /// The cards one tp group may span on `gpu`: its NVLink domain where that is a server or wider
