@@ -10,40 +10,25 @@
 #include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
-#include "cli/cli.h"
 #include "common/limits.h"
 #include "serve/calibration.h"
 #include "serve/measured.h"
 #include "serve/simulate.h"
 #include "serve/step.h"
+#include "serve_support.h"
 #include "spec/gpu_spec.h"
 #include "test_model.h"
-#include "serve_support.h"
 
 using namespace calc;
 using testing::error_of;
+using testing::run;
+using testing::serve_args;
 using testing::write_temp;
 using namespace calc::serve;
 using testing::model;
 
 namespace {
-
-int run(const std::vector<std::string>& args, std::string& out, std::string& err) {
-  std::ostringstream o, e;
-  int rc = run_cli(args, o, e);
-  out = o.str();
-  err = e.str();
-  return rc;
-}
-
-std::vector<std::string> serve_args(const std::string& model, const std::string& gpu,
-                                    std::vector<std::string> more) {
-  std::vector<std::string> a = {"serve", "--model", model, "--gpu", gpu};
-  a.insert(a.end(), more.begin(), more.end());
-  return a;
-}
 
 const std::string kHeader =
     "id,backend,model_path,system,isl,osl,batch_size,tp_size,pp_size,gemm_quant_mode,"
