@@ -560,10 +560,34 @@ result run_completion(const options& o) {
   return r;
 }
 
+/// The long spelling of the context-length option (--length, --lengths, --max-model-len,
+/// --context-length) the user typed last on `args`, "" when none; -n reads as --length.
+std::string typed_length(const std::vector<CLI::App*>& subs, const std::vector<std::string>& args) {
+  for (const CLI::App* sub : subs) {
+    if (sub == nullptr || !sub->parsed()) continue;
+    const CLI::Option* opt = sub->get_option_no_throw("--length");
+    if (opt == nullptr || opt->count() == 0) return "";
+    std::string typed = "--length";
+    for (const std::string& arg : args) {
+      if (!arg.starts_with("--")) {
+        for (const std::string& s : opt->get_snames())
+          if (arg.starts_with("-" + s)) typed = "--length";
+        continue;
+      }
+      for (const std::string& l : opt->get_lnames())
+        if (arg == "--" + l || arg.starts_with("--" + l + "=")) typed = "--" + l;
+    }
+    return typed;
+  }
+  return "";
+}
+
 /// An error as the user reads it: the layers below cli/ name the quantity that was wrong
 /// ("model", "gpu"), and where the user gave it as an option, this prints the option instead.
+/// The context length has four spellings, and the code names two (--length, --max-model-len
+/// under --engine): its errors name the one typed, `length_typed` (typed_length), instead.
 /// A located error (a file position) or one that already names an option prints as raised.
-spec_error as_given(const spec_error& e) {
+spec_error as_given(const spec_error& e, const std::string& length_typed) {
   static const std::map<std::string, std::string> option_of = {
       {"model", "--model"},
       {"gpu", "--gpu"},
@@ -599,11 +623,15 @@ spec_error as_given(const spec_error& e) {
       {"max_num_seqs", "--max-num-seqs"},
       {"deployment.layout", "--tp/--ep/--dp/--pp"},
   };
-  auto it = option_of.find(e.field());
   // Unlocated: what() is exactly "field: message" (a located one starts with its file).
   const std::string raised = e.what();
-  if (it == option_of.end() || raised != spec_error(e.field(), e.message()).what()) return e;
-  return spec_error(it->second, e.message());
+  if (raised != spec_error(e.field(), e.message()).what()) return e;
+  auto it = option_of.find(e.field());
+  std::string option = it == option_of.end() ? e.field() : it->second;
+  if (!length_typed.empty() && (option == "--length" || option == "--max-model-len"))
+    option = length_typed;
+  if (option == e.field()) return e;
+  return spec_error(option, e.message());
 }
 
 }  // namespace
@@ -642,7 +670,7 @@ ojson evaluate(const std::vector<std::string>& args) {
   try {
     return dispatch(p, subs).body;
   } catch (const spec_error& e) {
-    throw as_given(e);  // the line run_cli would print
+    throw as_given(e, typed_length(subs, args));  // the line run_cli would print
   }
 }
 
@@ -703,7 +731,7 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     }
     return r.exit_code;
   } catch (const spec_error& e) {
-    err << as_given(e).what() << "\n";
+    err << as_given(e, typed_length(subs, args)).what() << "\n";
     return 2;
   } catch (const overflow_error& e) {
     // Counts are exact in 128 bits; past that the inputs (options or the model's sizes) are

@@ -120,7 +120,7 @@ serve_request read_serve(const options& o) {
   if (modes != 1)
     throw spec_error("--concurrency",
                      "give exactly one of --concurrency LIST, --rate R or --trace FILE");
-  for (const std::string& c : split_list(o.concurrency)) {
+  for (const std::string& c : split_items("--concurrency", o.concurrency, "1,8,64")) {
     auto n = parse_token_count(c);
     if (!n || *n < 1 || *n > limits::requests)
       throw spec_error("--concurrency", fmt::format("'{}' is not a count of clients >= 1", c));
@@ -129,8 +129,6 @@ serve_request read_serve(const options& o) {
       throw spec_error("--concurrency", fmt::format("{} is given twice", *n));
     r.concurrency.push_back(*n);
   }
-  if (!o.concurrency.empty() && r.concurrency.empty())
-    throw spec_error("--concurrency", "give at least one count, e.g. 1,8,64");
   r.rate = o.rate;
   // Typed, any value is checked (poisson_arrivals: 1 to 10^6), never dropped.
   if (o.requests_given) {
@@ -636,7 +634,7 @@ result run_calibrate(const options& o) {
 
 result run_plan_sla(const options& o) {
   sla_request q;
-  for (std::string part : split_list(o.sla)) {
+  for (std::string part : split_items("--sla", o.sla, "ttft=500,tpot=30")) {
     // "ttft=500, tpot=30" as a shell user quotes it: spaces around an item are not part of it.
     part.erase(0, part.find_first_not_of(" \t"));
     part.erase(part.find_last_not_of(" \t") + 1);

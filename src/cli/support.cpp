@@ -239,6 +239,24 @@ std::vector<std::string> split_list(const std::string& text) {
   return out;
 }
 
+std::vector<std::string> split_items(const std::string& option, const std::string& text,
+                                     const std::string& example) {
+  std::vector<std::string> out;
+  if (text.empty()) return out;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    std::size_t end = std::min(text.find(',', start), text.size());
+    std::string item = text.substr(start, end - start);
+    if (item.find_first_not_of(" \t") == std::string::npos)
+      throw spec_error(option, fmt::format("'{}' has an empty item: separate the values by "
+                                           "single commas, e.g. {}",
+                                           text, example));
+    out.push_back(std::move(item));
+    start = end + 1;
+  }
+  return out;
+}
+
 namespace {
 
 /// One length as typed: a count with an optional K/M/G suffix, within [0, kMaxLength].

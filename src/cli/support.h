@@ -65,7 +65,7 @@ struct options {
   std::int64_t shared_prefix = 0;  // --shared-prefix: tokens every request shares, stored once
   std::int64_t tp = 1, pp = 1, ep = 1, dp = 1;  // layout: --tp --pp --ep --dp (engine spellings)
   bool layout_given = false;  // any of the layout options appeared (report plans one without)
-  std::int64_t node_gpus = 8;
+  std::int64_t node_gpus = limits::default_server_gpus;
   std::int64_t max_gpus = 512;
   bool fp8 = false;
   double decode_ms = -1, round_ms = -1, accepted = -1;
@@ -199,6 +199,11 @@ struct loaded_model {
 CLI::Validator token_suffixes();
 /// Splits "a,b,,c" into {"a", "b", "c"}.
 std::vector<std::string> split_list(const std::string& text);
+/// Splits "a,b,c" into {"a", "b", "c"} ("" into none), refusing an empty or blank item ("1,,2",
+/// "1,", ",") with an error naming `option` and showing `example`: a stray comma more likely lost
+/// a value than meant nothing.
+std::vector<std::string> split_items(const std::string& option, const std::string& text,
+                                     const std::string& example);
 /// Parses --length: counts with K/M/G suffixes, comma lists, ranges FROM:TO:xF and FROM:TO:+STEP.
 /// Throws spec_error naming `option` on an empty, malformed, negative or too-long value.
 std::vector<std::int64_t> parse_lengths(const std::string& option, const std::string& text);

@@ -50,6 +50,12 @@ inline constexpr std::int64_t sweep_rows = 10'000'000;
 /// Experts that zipf routing sums over, one term each (uniform and concentrated are closed form).
 inline constexpr std::int64_t zipf_experts = 1LL << 20;
 
+// ---- deployments ---------------------------------------------------------------------------
+/// Cards of one server where no option says (--node-gpus' default): HGX and DGX servers hold 8
+/// GPUs on one NVLink switch, so tensor parallelism stays within 8 cards unless the GPU's own
+/// NVLink domain is wider (NVL72). Every plan, capacity, report and serve request starts here.
+inline constexpr std::int64_t default_server_gpus = 8;
+
 // ---- reference executor (calc validate) ----------------------------------------------------
 /// Decode calls after the prefill (each is checked against a full recompute).
 inline constexpr std::int64_t decode_steps = 4096;

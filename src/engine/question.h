@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "common/limits.h"
 #include "engine/engine.h"
 #include "graph/graph.h"
 #include "spec/gpu_spec.h"
@@ -128,7 +129,7 @@ struct plan_request {
   capacity_request capacity;  // its config's tensor/pipeline degrees are searched over
   std::optional<gpu_spec> card;  // the card whose NVLink domain bounds TP (else node_gpus)
   std::int64_t requests = 1;
-  std::int64_t node_gpus = 8;
+  std::int64_t node_gpus = limits::default_server_gpus;
   std::int64_t max_gpus = 512;
 };
 

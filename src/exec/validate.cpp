@@ -109,9 +109,7 @@ validation validate_model(const model_spec& spec, std::int64_t k, std::int64_t l
     add(v, "entries", "index entries scanned", total.index_scans, w.index_scans);
     add(v, "entries", "top-k selections differing from brute force", 0, w.selection_mismatches);
   }
-  bool moe = std::any_of(g.layers.begin(), g.layers.end(),
-                         [](const layer& l) { return std::holds_alternative<ffn_moe>(l.ffn); });
-  if (moe) {
+  if (has_ffn<ffn_moe>(g)) {
     // The executor routes uniformly, so the first MoE layer of the prefill touches exactly what
     // uniform routing predicts.
     experts_plan e = plan_experts(g, length, routing{});

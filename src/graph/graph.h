@@ -47,6 +47,14 @@ bool has_attention(const graph& g) {
   return false;
 }
 
+/// Whether any layer's feed-forward is of kind T (e.g. ffn_moe: the model routes to experts).
+template <typename T>
+bool has_ffn(const graph& g) {
+  for (const layer& l : g.layers)
+    if (std::holds_alternative<T>(l.ffn)) return true;
+  return false;
+}
+
 /// A short structural description of a block, e.g. "gqa 32q/8kv x128".
 std::string describe(const attention_spec& a);
 std::string describe(const ffn_spec& f);

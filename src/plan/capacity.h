@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "common/limits.h"
 #include "graph/graph.h"
 #include "plan/placement.h"
 #include "plan/plan.h"
@@ -104,7 +105,7 @@ struct placement_request {
   std::int64_t length = 0;
   std::int64_t requests = 1;
   checked workspace;
-  std::int64_t node_gpus = 8;
+  std::int64_t node_gpus = limits::default_server_gpus;
   std::int64_t max_gpus = 512;
   memory_basis memory = memory_basis::runtime;
 };

@@ -29,17 +29,6 @@ checked card_bytes(const tensor& t, const layout& l) {
   return ceil_div(whole, split);
 }
 
-bool has_mla(const graph& g) {
-  return std::any_of(g.layers.begin(), g.layers.end(), [](const layer& l) {
-    return std::holds_alternative<attention_mla>(l.attention);
-  });
-}
-
-bool has_moe(const graph& g) {
-  return std::any_of(g.layers.begin(), g.layers.end(),
-                     [](const layer& l) { return std::holds_alternative<ffn_moe>(l.ffn); });
-}
-
 }  // namespace
 
 std::string layout_name(const layout& l) {
@@ -55,24 +44,35 @@ std::string layout_problem(const graph& g, const layout& l) {
   if (l.pp > static_cast<std::int64_t>(g.layers.size()))
     return fmt::format("pp {} exceeds the {} layers", l.pp, g.layers.size());
   for (const layer& ly : g.layers) {
-    std::int64_t heads = split_heads(ly.attention);  // tally/kinds.h
+    // One attention group splits each layer's heads over its tp / dp cards.
+    std::int64_t heads = split_heads(ly.attention);  // tally/kinds.h; 0 without a mixer
     if (heads % l.attention_tp() != 0)
-      return fmt::format("tp {} does not divide the {} heads of layer {}", l.attention_tp(), heads,
-                         ly.index);
+      return l.dp > 1 ? fmt::format(
+                            "the attention group's tp {} (tp {} / dp {}) does not divide the {} "
+                            "heads of layer {}",
+                            l.attention_tp(), l.tp, l.dp, heads, ly.index)
+                      : fmt::format("tp {} does not divide the {} heads of layer {}", l.tp, heads,
+                                    ly.index);
     if (const auto* moe = std::get_if<ffn_moe>(&ly.ffn))
       if (moe->experts % l.ep != 0)
         return fmt::format("ep {} does not divide the {} experts of layer {}", l.ep, moe->experts,
                            ly.index);
   }
   if (l.ep > l.tp) return fmt::format("ep {} exceeds the tp group of {} cards", l.ep, l.tp);
+  // The engines carve expert parallelism out of the tp group, each ep rank over tp / ep of its
+  // cards (vLLM's ep is the whole tp x dp; SGLang's --ep-size divides --tp-size): an ep that
+  // leaves cards over describes no deployment, and card_bytes would share experts among them.
+  if (l.tp % l.ep != 0)
+    return fmt::format("ep {} does not divide the tp group of {} cards", l.ep, l.tp);
   // Expert parallelism of a dense model splits nothing: taken silently, the answer would claim a
-  // layout the flag does not change (serve refuses it the same way).
-  if (l.ep > 1 && !has_moe(g)) return fmt::format("ep {}: the model has no routed experts", l.ep);
+  // layout the flag does not change, and serve would launch a flag that does nothing.
+  if (l.ep > 1 && !has_ffn<ffn_moe>(g))
+    return fmt::format("ep {}: the model has no routed experts", l.ep);
   return "";
 }
 
 layout layout_for(const graph& g, layout l) {
-  if (!has_moe(g)) l.ep = 1;
+  if (!has_ffn<ffn_moe>(g)) l.ep = 1;
   return l;
 }
 
@@ -178,8 +178,9 @@ std::vector<layout> deployable_layouts(const graph& g, const gpu_spec& gpu, std:
     std::int64_t pp = cards / tp;
     if (pp > layers || (pp > 1 && tp != widest_tp)) continue;
     std::vector<layout> shapes = {layout{tp, pp, 1, 1}};
-    if (tp > 1 && has_moe(g)) shapes.push_back(layout{tp, pp, tp, 1});
-    if (tp > 1 && has_mla(g)) shapes.push_back(layout{tp, pp, has_moe(g) ? tp : 1, tp});
+    if (tp > 1 && has_ffn<ffn_moe>(g)) shapes.push_back(layout{tp, pp, tp, 1});
+    if (tp > 1 && has_attention<attention_mla>(g))
+      shapes.push_back(layout{tp, pp, has_ffn<ffn_moe>(g) ? tp : 1, tp});
     for (const layout& l : shapes)
       if (layout_problem(g, l).empty()) out.push_back(l);
   }

@@ -35,8 +35,11 @@ struct card_load {
   checked state_bytes;   // its share of one request's state at the length
 };
 
-/// Why a layout is not valid for a model ("" when it is). Expert parallelism on a model without
-/// routed experts is refused: the flag would change nothing the answer shows.
+/// Why a layout is not valid for a model ("" when it is): a degree below 1, a dp that does not
+/// divide tp, more stages than layers, an attention tp (tp / dp) that does not divide a layer's
+/// heads, an ep that does not divide the routed experts or the tp group. Expert parallelism on a
+/// model without routed experts is refused: the flag would change nothing the answer shows.
+/// serve's layout_problem (serve/step.h) is this one on the same cards.
 std::string layout_problem(const graph& g, const layout& l);
 
 /// One layout as it applies to one of several models compared under it (`calc report

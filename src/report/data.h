@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/fraction.h"
+#include "common/limits.h"
 #include "engine/question.h"
 #include "graph/graph.h"
 #include "plan/capacity.h"
@@ -44,7 +45,7 @@ struct report_request {
   std::vector<std::int64_t> lengths;  // ascending
   checked workspace;                  // per card
   std::int64_t requests = 16;         // concurrent requests a deployment holds, for the cards
-  std::int64_t node_gpus = 8;
+  std::int64_t node_gpus = limits::default_server_gpus;
   std::int64_t max_gpus = 512;
   /// The deployment every figure is for; none: each model's own, planned (plan_deployment).
   std::optional<layout> lay;

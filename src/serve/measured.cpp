@@ -414,8 +414,7 @@ mapped_row row_mapper::map(const measured_row& r) {
     lay.dp = whole(r, "attention_dp_size", 1, 1, limits::cards);
     lay.ep = std::max<std::int64_t>(1, whole(r, "moe_ep_size", 1, 0, limits::cards));
     std::int64_t moe_tp = whole(r, "moe_tp_size", 0, 0, limits::cards);
-    bool moe = std::any_of(g.layers.begin(), g.layers.end(),
-                           [](const layer& l) { return std::holds_alternative<ffn_moe>(l.ffn); });
+    bool moe = has_ffn<ffn_moe>(g);
     if (!moe) lay.ep = 1;                // a dense model's moe_* columns describe nothing
     std::int64_t clients_per_group = 1;  // batch_size's multiplier when dp is read anew
     // The engines' `--tp N --ep N` is N ranks whose experts are split N ways (EP is carved out
@@ -423,7 +422,7 @@ mapped_row row_mapper::map(const measured_row& r) {
     // a tensor-parallel group wider than the GPU's NVLink domain, which no aggregated engine
     // runs. Such a row is read as the N ranks it ran on.
     if (moe && moe_tp > 1 && moe_tp == lay.ep && lay.tp * lay.dp == moe_tp * moe_tp &&
-        lay.tp * lay.dp > tp_domain(*gpu, default_server_gpus)) {
+        lay.tp * lay.dp > tp_domain(*gpu, limits::default_server_gpus)) {
       if (lay.tp > 1) lay.tp = moe_tp;
       // batch_size is per attention-DP group: the clients of the row stay batch_size x dp.
       if (lay.dp > 1) {
@@ -440,7 +439,7 @@ mapped_row row_mapper::map(const measured_row& r) {
              m;
     // Past the NVLink domain the row ran over a network calc has no bandwidth for: refused as
     // `calc serve` refuses it (a PCIe card's server: the default of plan's --node-gpus).
-    if (std::string why = domain_problem(*gpu, lay, default_server_gpus); !why.empty())
+    if (std::string why = domain_problem(*gpu, lay, limits::default_server_gpus); !why.empty())
       return m.error = "layout: " + why, m;
     int bits = compute_bits(gemm_mode, g.spec->precision.weights);
     std::string dkey =

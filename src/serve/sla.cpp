@@ -58,8 +58,7 @@ sla_plan plan_sla(const graph& g, const gpu_spec& gpu, const coefficients& k, co
   if (r.rate <= 0 && r.concurrency <= 0)
     throw spec_error("load", "give the load: a rate or a concurrency");
   if (r.rate > 1e7 || !std::isfinite(r.rate)) throw spec_error("rate", "beyond 10^7 requests/s");
-  bool moe = std::any_of(g.layers.begin(), g.layers.end(),
-                         [](const layer& l) { return std::holds_alternative<ffn_moe>(l.ffn); });
+  bool moe = has_ffn<ffn_moe>(g);
   sla_plan out;
   double best_ttft = INFINITY, best_tpot = INFINITY;
   struct scored {

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "common/limits.h"
 #include "serve/batching.h"
 
 namespace calc::serve {
@@ -20,7 +21,8 @@ struct sla_request {
   double rate = 0;               // requests per second (0: use concurrency)
   std::int64_t concurrency = 0;  // clients in all (closed loop)
   batching_config cfg;           // isl, osl and the engine's knobs
-  std::int64_t node_gpus = 8;    // TP stays within one node and the GPU's NVLink domain
+  // TP stays within one node and the GPU's NVLink domain.
+  std::int64_t node_gpus = limits::default_server_gpus;
   std::int64_t max_gpus = 512;
 };
 

@@ -6,6 +6,7 @@
 
 #include "common/error.h"
 #include "engine/engine.h"
+#include "plan/placement.h"
 #include "plan/plan.h"
 #include "tally/kinds.h"
 #include "tally/tally.h"
@@ -33,11 +34,6 @@ double cache_share(const graph& g, std::int64_t tp) {
   } catch (const spec_error&) {
     return 1.0 / static_cast<double>(tp);
   }
-}
-
-bool has_moe(const graph& g) {
-  return std::any_of(g.layers.begin(), g.layers.end(),
-                     [](const layer& l) { return std::holds_alternative<ffn_moe>(l.ffn); });
 }
 
 /// The experts a step touches are expected distinct experts over independent draws from a Zipf
@@ -108,35 +104,9 @@ std::string launch_flags(const std::string& engine, const serve_layout& l) {
 }
 
 std::string layout_problem(const graph& g, const serve_layout& l) {
-  if (l.tp < 1 || l.ep < 1 || l.dp < 1 || l.pp < 1) return "every degree must be at least 1";
-  if (l.pp > static_cast<std::int64_t>(g.layers.size()))
-    return fmt::format("pp {} is more than the {} layers", l.pp, g.layers.size());
-  if (l.ep > l.tp_group())
-    return fmt::format("ep {} is more than the tp group's {} ranks", l.ep, l.tp_group());
-  if (l.tp_group() % l.ep != 0)
-    return fmt::format("ep {} does not divide the tp group's {} ranks", l.ep, l.tp_group());
-  for (const layer& ly : g.layers) {
-    if (const auto* m = std::get_if<ffn_moe>(&ly.ffn)) {
-      if (m->experts % l.ep != 0)
-        return fmt::format("ep {} does not divide the {} routed experts", l.ep, m->experts);
-      break;
-    }
-  }
-  // Expert parallelism of a dense model would be launched (--enable-expert-parallel) and do
-  // nothing: the flags printed would not be the deployment timed.
-  if (l.ep > 1 && !has_moe(g)) return fmt::format("ep {}: the model has no routed experts", l.ep);
-  // One attention group splits each layer's heads over its tp cards (placement's rule).
-  for (const layer& ly : g.layers) {
-    std::int64_t heads = split_heads(ly.attention);  // tally/kinds.h; 0 without a mixer
-    if (heads % l.tp != 0)
-      return l.dp > 1 ? fmt::format(
-                            "the attention group's tp {} (tp {} / dp {}) does not divide the {} "
-                            "heads of layer {}",
-                            l.tp, l.tp_group(), l.dp, heads, ly.index)
-                      : fmt::format("tp {} does not divide the {} heads of layer {}", l.tp, heads,
-                                    ly.index);
-  }
-  return "";
+  // The same cards in placement's terms, where tp counts the whole tp group: plan, capacity,
+  // report and serve refuse a layout by one rule, in the same words.
+  return calc::layout_problem(g, layout{l.tp_group(), l.pp, l.ep, l.dp});
 }
 
 std::int64_t tp_domain(const gpu_spec& gpu, std::int64_t server_gpus) {
@@ -171,7 +141,7 @@ model_forms with_expert_popularity(const graph& g, const model_forms& f, double 
   model_forms out = f;
   out.expert_zipf_s = expert_zipf_s;
   out.experts.reset();
-  if (has_moe(g))
+  if (has_ffn<ffn_moe>(g))
     out.experts = std::make_shared<const experts_form>(g, serving_routing(expert_zipf_s));
   return out;
 }

@@ -39,10 +39,10 @@ std::string layout_flags(const serve_layout& l);
 /// --data-parallel-size multiplies the cards, where SGLang's --tp-size is the whole tp group.
 std::string launch_flags(const std::string& engine, const serve_layout& l);
 
-/// Why a layout cannot run the model ("" when it can): a degree below 1, more stages than
-/// layers, an ep that does not divide the tp group or the routed experts (or ep > 1 without
-/// them), or an attention tp that does not divide a layer's heads (vLLM and SGLang refuse such a
-/// --tp at start-up).
+/// Why a layout cannot run the model ("" when it can): placement's layout_problem on the same
+/// cards (plan/placement.h): a degree below 1, more stages than layers, an ep that does not
+/// divide the tp group or the routed experts (or ep > 1 without them), or an attention tp that
+/// does not divide a layer's heads (vLLM and SGLang refuse such a --tp at start-up).
 std::string layout_problem(const graph& g, const serve_layout& l);
 
 /// The cards one tp group may span on `gpu`: its NVLink domain where that is a server or wider
@@ -50,8 +50,6 @@ std::string layout_problem(const graph& g, const serve_layout& l);
 /// bridge, if any (engines run tp 8 on PCIe servers; the catalogue has no PCIe figure, so those
 /// collectives are costed at `interconnect`, an underestimate past the bridge).
 std::int64_t tp_domain(const gpu_spec& gpu, std::int64_t server_gpus);
-/// Cards of one server where no option says (plan's --node-gpus default).
-inline constexpr std::int64_t default_server_gpus = 8;
 
 /// Why the layout's tp group cannot run on `gpu` ("" when it can): wider than tp_domain. An
 /// aggregated engine can run a tp group across nodes, but its all-reduces and all-to-alls then

@@ -191,7 +191,8 @@ TEST_CASE("validate on the CPU twins is exact for a small model") {
 TEST_CASE("sweep rejects a malformed range") {
   outcome o = run({"sweep", "--model", "qwen3-8b", "--lengths", "1024:512:x2"});
   CHECK(o.code == 2);
-  CHECK(o.err == "--length: '1024:512:x2' is not FROM:TO:xFACTOR or FROM:TO:+STEP\n");
+  // Named as typed: --lengths is the same option as --length.
+  CHECK(o.err == "--lengths: '1024:512:x2' is not FROM:TO:xFACTOR or FROM:TO:+STEP\n");
 }
 
 TEST_CASE("speculative decoding checks its inputs") {

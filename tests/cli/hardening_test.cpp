@@ -111,10 +111,10 @@ TEST_CASE("sweep: a huge factor stops at the range's end instead of wrapping neg
                       "2:4294967296:x9223372036854775807", "--format", "json"});
   CHECK(huge.code == 2);
   CHECK(huge.err ==
-        "--length: '2:4294967296:x9223372036854775807' is not FROM:TO:xFACTOR or FROM:TO:+STEP\n");
+        "--lengths: '2:4294967296:x9223372036854775807' is not FROM:TO:xFACTOR or FROM:TO:+STEP\n");
   outcome many = run({"sweep", "--model", "qwen3-8b", "--lengths", "1:4294967296:+1"});
   CHECK(many.code == 2);
-  CHECK(many.err == "--length: '1:4294967296:+1' gives more than 10000000 lengths\n");
+  CHECK(many.err == "--lengths: '1:4294967296:+1' gives more than 10000000 lengths\n");
 }
 
 TEST_CASE("YAML: recursive aliases, alias bombs and deep nesting hit the limits") {

@@ -1114,6 +1114,18 @@ TEST_CASE("engine: every option of plain capacity and plan is applied or refused
                                   "8K,16K", "--kv-memory", "10GiB"}),
                       "--length: give one context length with --engine (the engine's "
                       "--max-model-len)");
+    // The same option spelled as the engines spell it: its errors name that spelling, and a
+    // --max-model-len error names --length where the user typed --length.
+    CHECK_THROWS_WITH(engine_run({"capacity", "--engine", "vllm", "--model", "qwen3-8b",
+                                  "--max-model-len", "8K,16K", "--kv-memory", "10GiB"}),
+                      "--max-model-len: give one context length with --engine (the engine's "
+                      "--max-model-len)");
+    CHECK_THROWS_WITH(engine_run({"capacity", "--engine", "vllm", "--model", "qwen3-8b",
+                                  "--context-length=8K,16K", "--kv-memory", "10GiB"}),
+                      doctest::Contains("--context-length: give one context length"));
+    CHECK_THROWS_WITH(engine_run({"capacity", "--engine", "vllm", "--model", "qwen3-8b",
+                                  "--max-model-len", "abc", "--kv-memory", "10GiB"}),
+                      "--max-model-len: 'abc' is not a length such as 8192, 128K or 1M");
     ojson plan = engine_run({"plan", "--engine", "vllm", "--model", "qwen3-8b", "--gpu", "h100-sxm",
                              "--length", "8192", "--requests", "4", "-f", "json"});
     CHECK(plan["max_model_len"] == 8192);

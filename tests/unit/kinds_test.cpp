@@ -146,6 +146,19 @@ TEST_CASE("kind names and attention modes name every kind") {
   CHECK(attention_mode(attention_spec(attention_dsa{})) == "window");
 }
 
+TEST_CASE("a graph has a kind when any layer has it (graph.h, one definition for every module)") {
+  // Placement, serve and validate each spelt "any layer is ffn_moe" out; has_ffn is the one.
+  testing::model dense("qwen3-8b"), moe("qwen3-30b-a3b"), mla("deepseek-v3");
+  CHECK(!has_ffn<ffn_moe>(dense.g));
+  CHECK(has_ffn<ffn_swiglu>(dense.g));
+  CHECK(has_ffn<ffn_moe>(moe.g));
+  CHECK(!has_attention<attention_mla>(moe.g));
+  CHECK(has_attention<attention_mla>(mla.g));
+  // DeepSeek-V3's first three layers are dense: one MoE layer is enough.
+  CHECK(has_ffn<ffn_moe>(mla.g));
+  CHECK(has_ffn<ffn_swiglu>(mla.g));
+}
+
 TEST_CASE("per-kind statements: pair costs and records as the chapter writes them") {
   const dtype bf16 = parse_dtype("bf16");
   attention_gqa q8b;  // Qwen3-8B: 4 * 32 * 128 per pair; K and V of 8 x 128

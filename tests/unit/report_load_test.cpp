@@ -3,19 +3,35 @@
 // per-line x values.
 #include <doctest/doctest.h>
 
-#include <nlohmann/json.hpp>
 #include <cmath>
-#include <sstream>
+#include <nlohmann/json.hpp>
 
-#include "cli/cli.h"
 #include "report/chart.h"
 #include "report/data.h"
 #include "serve/batching.h"
+#include "serve_support.h"
 #include "spec/gpu_spec.h"
 #include "test_model.h"
 
 using namespace calc;
 using testing::model;
+using testing::run;
+
+namespace {
+
+/// The chart's workload: 1K in, 1K out, under vLLM's default batching.
+load_request vllm_load() {
+  load_request w;
+  const serve::engine_defaults& e = serve::find_engine("vllm");
+  w.cfg.isl = 1024;
+  w.cfg.osl = 1024;
+  w.cfg.max_num_batched_tokens = e.max_num_batched_tokens;
+  w.cfg.max_num_seqs = e.max_num_seqs;
+  w.engine = "vllm";
+  return w;
+}
+
+}  // namespace
 
 TEST_CASE("report throughput: a Pareto frontier over concurrency, per GPU of the deployment") {
   model a("qwen3-8b");
@@ -24,14 +40,7 @@ TEST_CASE("report throughput: a Pareto frontier over concurrency, per GPU of the
   q.gpu = find_gpu("h100-sxm");
   q.lengths = {4096};
   q.workspace = checked(0);
-  load_request w;
-  const serve::engine_defaults& e = serve::find_engine("vllm");
-  w.cfg.isl = 1024;
-  w.cfg.osl = 1024;
-  w.cfg.max_num_batched_tokens = e.max_num_batched_tokens;
-  w.cfg.max_num_seqs = e.max_num_seqs;
-  w.engine = "vllm";
-  q.load = w;
+  q.load = vllm_load();
   report_data r = answer_report({&a.g, &b.g}, q);
   for (const report_model& m : r.models) {
     CAPTURE(m.name);
@@ -68,39 +77,33 @@ TEST_CASE("report throughput: the x-y chart's gnuplot data and script") {
 }
 
 TEST_CASE("report throughput from the command line: JSON and the Markdown section") {
-  std::ostringstream out, err;
-  REQUIRE(run_cli({"report", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--length", "8K", "--isl",
-                   "2K", "--osl", "256", "--format", "json"},
-                  out, err) == 0);
-  auto j = nlohmann::json::parse(out.str());
+  std::string out, err;
+  REQUIRE(run({"report", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--length", "8K", "--isl",
+               "2K", "--osl", "256", "--format", "json"},
+              out, err) == 0);
+  auto j = nlohmann::json::parse(out);
   CHECK(j["load_workload"]["isl"] == 2048);
   CHECK(j["load_workload"]["osl"] == 256);
   CHECK(j["load_workload"]["engine"] == "vllm");
   REQUIRE(j["models"][0]["load"].size() > 3);
   CHECK(j["models"][0]["load"][0]["concurrency"] == 1);
-  std::ostringstream md, err2;
-  REQUIRE(run_cli({"report", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--length", "8K"}, md,
-                  err2) == 0);
-  CHECK(md.str().find("## Throughput per GPU against throughput per user") != std::string::npos);
-  std::ostringstream csv, e4;
-  REQUIRE(run_cli({"report", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--length", "8K",
-                   "--format", "csv"},
-                  csv, e4) == 0);
-  std::string text = csv.str();
+  REQUIRE(run({"report", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--length", "8K"}, out, err) ==
+          0);
+  CHECK(out.find("## Throughput per GPU against throughput per user") != std::string::npos);
+  REQUIRE(run({"report", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--length", "8K", "--format",
+               "csv"},
+              out, err) == 0);
+  std::string text = out;
   auto at = text.find("\n# load\nmodel,gpu,concurrency,output_tokens_per_s_per_user,");
   REQUIRE(at != std::string::npos);
   CHECK(text.find("\nqwen3-8b,h100-sxm,1,", at) != std::string::npos);
-  std::ostringstream o3, e3;
-  CHECK(run_cli(
-            {"report", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--length", "8K", "--osl", "-5"},
-            o3, e3) == 2);
-  CHECK(e3.str() == "--osl: must be at least 1, got -5\n");
+  CHECK(run({"report", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--length", "8K", "--osl", "-5"},
+            out, err) == 2);
+  CHECK(err == "--osl: must be at least 1, got -5\n");
   // 0 is a length given, not "use the default": refused like any other length below 1.
-  std::ostringstream o4, e5;
-  CHECK(run_cli(
-            {"report", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--length", "8K", "--isl", "0"},
-            o4, e5) == 2);
-  CHECK(e5.str() == "--isl: must be at least 1, got 0\n");
+  CHECK(run({"report", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--length", "8K", "--isl", "0"},
+            out, err) == 2);
+  CHECK(err == "--isl: must be at least 1, got 0\n");
 }
 
 TEST_CASE("report --engine: a multimodal model's requests lose its vision tower, as capacity's do") {
@@ -108,19 +111,18 @@ TEST_CASE("report --engine: a multimodal model's requests lose its vision tower,
   // budget, and the report, which asks the same engine rules per model, must too (it did not).
   for (const char* length : {"512", "1024"}) {
     CAPTURE(length);
-    std::ostringstream out, err;
-    REQUIRE(run_cli({"report", "--model", "gemma-3-27b-it,qwen3-8b", "--gpu", "h100-sxm",
-                     "--engine", "vllm", "--length", length, "--format", "json"},
-                    out, err) == 0);
-    auto r = nlohmann::json::parse(out.str());
+    std::string out, err;
+    REQUIRE(run({"report", "--model", "gemma-3-27b-it,qwen3-8b", "--gpu", "h100-sxm", "--engine",
+                 "vllm", "--length", length, "--format", "json"},
+                out, err) == 0);
+    auto r = nlohmann::json::parse(out);
     for (int i = 0; i < 2; ++i) {
       std::string model = r["models"][i]["model"];
       CAPTURE(model);
-      std::ostringstream cout_, cerr_;
-      REQUIRE(run_cli({"capacity", "--model", model, "--gpu", "h100-sxm", "--engine", "vllm",
-                       "--length", length, "--format", "json"},
-                      cout_, cerr_) == 0);
-      auto c = nlohmann::json::parse(cout_.str());
+      REQUIRE(run({"capacity", "--model", model, "--gpu", "h100-sxm", "--engine", "vllm",
+                   "--length", length, "--format", "json"},
+                  out, err) == 0);
+      auto c = nlohmann::json::parse(out);
       if (model == "gemma-3-27b-it") CHECK(c["vision_weight_bytes_per_rank"].get<double>() > 0);
       CHECK(r["models"][i]["points"][0]["requests"].get<double>() ==
             std::floor(c["max_concurrency"].get<double>()));
@@ -135,14 +137,7 @@ TEST_CASE("report throughput: a tp group past the NVLink domain gets no curve, a
   q.lengths = {4096};
   q.workspace = checked(0);
   q.lay = layout{16, 1, 1};
-  load_request w;
-  const serve::engine_defaults& e = serve::find_engine("vllm");
-  w.cfg.isl = 1024;
-  w.cfg.osl = 1024;
-  w.cfg.max_num_batched_tokens = e.max_num_batched_tokens;
-  w.cfg.max_num_seqs = e.max_num_seqs;
-  w.engine = "vllm";
-  q.load = w;
+  q.load = vllm_load();
   report_data r = answer_report({&b.g}, q);
   REQUIRE(r.models.size() == 1);
   // `calc serve --tp 16` refuses this layout on H100s; the chart had drawn it anyway.
@@ -153,17 +148,16 @@ TEST_CASE("report throughput: a tp group past the NVLink domain gets no curve, a
 }
 
 TEST_CASE("report: one --ep for a dense and a MoE model splits the experts of the MoE one only") {
-  std::ostringstream out, err;
+  std::string out, err;
   // Refused as a whole while the dense model's layout was checked with ep 4 (it has no routed
   // experts to split).
-  REQUIRE(run_cli({"report", "--model", "qwen3-8b,qwen3-30b-a3b", "--gpu", "h100-sxm", "--tp", "4",
-                   "--ep", "4", "--format", "json"},
-                  out, err) == 0);
-  auto j = nlohmann::json::parse(out.str());
+  REQUIRE(run({"report", "--model", "qwen3-8b,qwen3-30b-a3b", "--gpu", "h100-sxm", "--tp", "4",
+               "--ep", "4", "--format", "json"},
+              out, err) == 0);
+  auto j = nlohmann::json::parse(out);
   CHECK(j["models"][0]["layout"] == "tp 4 x pp 1");
   CHECK(j["models"][1]["layout"] == "tp 4 x pp 1 (ep 4)");
   // One dense model alone: --ep is refused, as every layout command refuses it.
-  std::ostringstream out1, err1;
-  CHECK(run_cli({"report", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--tp", "4", "--ep", "4"},
-                out1, err1) == 2);
+  CHECK(run({"report", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--tp", "4", "--ep", "4"}, out,
+            err) == 2);
 }

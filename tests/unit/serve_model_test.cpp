@@ -10,7 +10,6 @@
 #include <regex>
 #include <sstream>
 
-#include "cli/cli.h"
 #include "plan/plan.h"
 #include "serve/batching.h"
 #include "serve/calibration.h"
@@ -18,13 +17,14 @@
 #include "serve/simulate.h"
 #include "serve/sla.h"
 #include "serve/step.h"
+#include "serve_support.h"
 #include "spec/gpu_spec.h"
 #include "tally/tally.h"
 #include "test_model.h"
-#include "serve_support.h"
 
 using namespace calc;
 using testing::error_of;
+using testing::run;
 using testing::write_temp;
 using namespace calc::serve;
 using testing::model;
@@ -431,13 +431,6 @@ TEST_CASE("calibration file: strict keys, efficiencies in (0, 1]") {
 }
 
 TEST_CASE("serve, calibrate and plan --sla from the command line: JSON keys and bad input") {
-  auto run = [](const std::vector<std::string>& args, std::string& out, std::string& err) {
-    std::ostringstream o, e;
-    int rc = run_cli(args, o, e);
-    out = o.str();
-    err = e.str();
-    return rc;
-  };
   std::string out, err;
   REQUIRE(run({"serve", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--isl", "1K", "--osl", "256",
                "--concurrency", "1,32", "--format", "json"},

@@ -11,20 +11,19 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <random>
-#include <sstream>
 
-#include "cli/cli.h"
 #include "serve/batching.h"
 #include "serve/calibration.h"
 #include "serve/simulate.h"
 #include "serve/step.h"
+#include "serve_support.h"
 #include "spec/gpu_spec.h"
 #include "tally/tally.h"
 #include "test_model.h"
-#include "serve_support.h"
 
 using namespace calc;
 using testing::error_of;
+using testing::run;
 using testing::write_temp;
 using namespace calc::serve;
 using testing::model;
@@ -38,14 +37,6 @@ batching_config engine_config(const std::string& name, std::int64_t isl, std::in
 /// `n` requests arriving together.
 std::vector<arrival> burst(std::int64_t n, std::int64_t isl, std::int64_t osl) {
   return std::vector<arrival>(static_cast<std::size_t>(n), arrival{0, isl, osl});
-}
-
-int run(const std::vector<std::string>& args, std::string& out, std::string& err) {
-  std::ostringstream o, e;
-  int rc = run_cli(args, o, e);
-  out = o.str();
-  err = e.str();
-  return rc;
 }
 
 /// Every request finished and returned exactly its tokens; ITL has one gap per token after a

@@ -52,12 +52,6 @@ struct shape_source {
   }
 };
 
-bool has_moe(const graph& g) {
-  for (const layer& l : g.layers)
-    if (std::holds_alternative<ffn_moe>(l.ffn)) return true;
-  return false;
-}
-
 /// plan_experts' zipf expectation as one sum over the experts, each term with its own power.
 double distinct_by_sum(std::int64_t experts, double dispatches, double s) {
   double norm = 0, distinct = 0;
@@ -79,7 +73,7 @@ TEST_CASE("serve step: the compiled tallies give every op's F and R exactly as t
     CAPTURE(file);
     model_spec spec = read_model_file(file);
     graph g = build_graph(spec);
-    bool moe = has_moe(g);
+    bool moe = has_ffn<ffn_moe>(g);
     std::vector<serve_layout> layouts = {{}, {.tp = 8, .ep = moe ? 8 : 1}};
     if (moe) layouts.push_back({.tp = 2, .ep = 8, .dp = 4, .pp = 2});
     layouts.push_back({.tp = 4, .pp = 4});

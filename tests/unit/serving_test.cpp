@@ -2,10 +2,16 @@
 // roofline bounds (§2.6.2, §2.5.3, Chapter 1's lower bound).
 #include <doctest/doctest.h>
 
+#include "cli/support.h"
+#include "common/limits.h"
+#include "engine/question.h"
 #include "graph/graph.h"
 #include "plan/placement.h"
 #include "plan/plan.h"
 #include "plan/roofline.h"
+#include "report/data.h"
+#include "serve/sla.h"
+#include "serve/step.h"
 #include "spec/gpu_spec.h"
 #include "spec/model_reader.h"
 #include "tally/tally.h"
@@ -83,6 +89,40 @@ TEST_CASE("placement: invalid layouts are explained") {
   CHECK(layout_problem(m.g, layout{3, 1, 1}) == "tp 3 does not divide the 32 heads of layer 0");
   CHECK(layout_problem(m.g, layout{1, 37, 1}) == "pp 37 exceeds the 36 layers");
   CHECK(layout_problem(m.g, layout{2, 1, 1}).empty());
+}
+
+TEST_CASE("placement and serve refuse a layout by one rule, in the same words") {
+  model dense("qwen3-8b");        // 32 heads, 36 layers
+  model moe("kimi-k2-instruct");  // 64 heads, 384 routed experts, 61 layers
+  // The engines carve ep out of the tp group: ep 3 of a tp group of 4 leaves a card over
+  // (placement took it, serve refused it).
+  CHECK(layout_problem(moe.g, layout{4, 1, 3, 1}) ==
+        "ep 3 does not divide the tp group of 4 cards");
+  // DP attention: an attention group splits the heads over its share of the tp group.
+  CHECK(layout_problem(dense.g, layout{24, 1, 1, 8}) ==
+        "the attention group's tp 3 (tp 24 / dp 8) does not divide the 32 heads of layer 0");
+  // serve counts tp per attention group, placement the whole tp group: the same cards give the
+  // same answer.
+  for (const model* m : {&dense, &moe})
+    for (std::int64_t tp : {1, 2, 3, 4, 8})
+      for (std::int64_t ep : {1, 2, 3, 4, 8, 16})
+        for (std::int64_t dp : {1, 2, 8})
+          for (std::int64_t pp : {1, 2, 37, 100}) {
+            serve::serve_layout s{tp, ep, dp, pp};
+            INFO("tp ", tp, " ep ", ep, " dp ", dp, " pp ", pp);
+            CHECK(serve::layout_problem(m->g, s) ==
+                  layout_problem(m->g, layout{s.tp_group(), pp, ep, dp}));
+          }
+}
+
+TEST_CASE("every question's server holds limits::default_server_gpus cards unless told") {
+  // HGX and DGX servers hold 8 GPUs; each request type spelt its own 8 before.
+  CHECK(limits::default_server_gpus == 8);
+  CHECK(cli::options{}.node_gpus == limits::default_server_gpus);
+  CHECK(placement_request{}.node_gpus == limits::default_server_gpus);
+  CHECK(engine::plan_request{}.node_gpus == limits::default_server_gpus);
+  CHECK(report_request{}.node_gpus == limits::default_server_gpus);
+  CHECK(serve::sla_request{}.node_gpus == limits::default_server_gpus);
 }
 
 TEST_CASE("plan: the fewest cards, whole servers past one") {
