@@ -266,6 +266,57 @@ TEST_CASE("serve options: a repeated count, --requests without --rate, a negativ
   CHECK(err == "--max-num-seqs: must be at least 0, got -3\n");
 }
 
+TEST_CASE("serve --batch-wait-*: TensorRT-LLM's hold of new prompts, costed or refused") {
+  std::string out, err;
+  auto at4 = [&](const std::vector<std::string>& more) {
+    std::vector<std::string> a = {"--engine", "trtllm",  "--weights",     "fp8",
+                                  "--isl",    "922",     "--osl",         "922",
+                                  "--concurrency", "1,4", "--format", "json"};
+    a.insert(a.end(), more.begin(), more.end());
+    REQUIRE(run(serve_args("llama-3.1-70b", "h200", a), out, err) == 0);
+    return nlohmann::json::parse(out);
+  };
+  nlohmann::json off = at4({});
+  nlohmann::json on = at4({"--batch-wait-timeout-iters", "20", "--batch-wait-max-tokens-ratio",
+                           "0.9"});
+  CHECK(on["batch_wait_timeout_iters"] == 20);
+  CHECK(on["batch_wait_max_tokens_ratio"] == 0.9);
+  CHECK_FALSE(off.contains("batch_wait_timeout_iters"));
+  // A lone client has nothing decoding beside it; at four, a prompt waits for the timeout.
+  CHECK(on["points"][0]["ttft_ms"] == off["points"][0]["ttft_ms"]);
+  double tpot = off["points"][1]["tpot_ms"];
+  CHECK(on["points"][1]["ttft_ms"].get<double>() - off["points"][1]["ttft_ms"].get<double>() >
+        10 * tpot);
+  struct refusal {
+    std::vector<std::string> args;
+    std::string error;
+  };
+  std::vector<refusal> refused = {
+      {{"--engine", "vllm", "--concurrency", "4", "--batch-wait-timeout-iters", "20",
+        "--batch-wait-max-tokens-ratio", "0.9"},
+       "--batch-wait-timeout-iters: is TensorRT-LLM's scheduler option: give --engine trtllm"},
+      {{"--engine", "trtllm", "--rate", "2", "--batch-wait-timeout-iters", "20",
+        "--batch-wait-max-tokens-ratio", "0.9"},
+       "--batch-wait-timeout-iters: is costed in the closed loop's steady state (--concurrency), "
+       "not in the --rate / --trace simulation"},
+      {{"--engine", "trtllm", "--concurrency", "4", "--batch-wait-timeout-iters", "20"},
+       "--batch-wait-max-tokens-ratio: give both above 0: a prompt is held until the iterations "
+       "pass or the tokens reach the ratio, and either at 0 releases it at once"},
+      {{"--engine", "trtllm", "--concurrency", "4", "--batch-wait-timeout-iters", "20",
+        "--batch-wait-max-tokens-ratio", "1.5"},
+       "--batch-wait-max-tokens-ratio: must be a fraction in [0, 1] of the step's token budget"},
+      {{"--engine", "trtllm", "--concurrency", "4", "--batch-wait-timeout-iters", "-1",
+        "--batch-wait-max-tokens-ratio", "0.5"},
+       "--batch-wait-timeout-iters: must be at least 0, got -1"}};
+  for (const refusal& r : refused) {
+    std::vector<std::string> a = {"--isl", "1K", "--osl", "256"};
+    a.insert(a.end(), r.args.begin(), r.args.end());
+    CAPTURE(r.error);
+    CHECK(run(serve_args("llama-3.1-70b", "h200", a), out, err) == 2);
+    CHECK(err == r.error + "\n");
+  }
+}
+
 TEST_CASE("plan --sla options: targets once each, the load's sign, plain plan's options refused") {
   std::string out, err;
   std::vector<std::string> base = {"plan", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--isl",

@@ -385,7 +385,8 @@ TEST_CASE("serve steady state: batch waiting holds a prompt while others decode"
   CHECK(held.ttft_ms - free.ttft_ms > 15 * free.tpot_ms);
   CHECK(held.ttft_ms - free.ttft_ms < 20 * held.tpot_ms);
   // Attention DP turns batch waiting off.
-  deployment dp = make_deployment(m.g, find_gpu("h200"), {.tp = 1, .dp = 2});
+  model small("llama-3.1-8b");
+  deployment dp = make_deployment(small.g, find_gpu("h200"), {.tp = 1, .dp = 2});
   CHECK(solve_steady_state(make_scenario(dp, on, 4), k).ttft_ms ==
         doctest::Approx(solve_steady_state(make_scenario(dp, off, 4), k).ttft_ms));
 }
