@@ -123,64 +123,6 @@ const std::vector<benchmark_client>& benchmark_clients() {
   return rows;
 }
 
-const std::vector<benchmark_launch>& benchmark_launches() {
-  // InferenceX's TensorRT-LLM Llama-3.1-70B scripts turn batch waiting on for 1k / 1k below tp 8
-  // ("For 1k/1k, use batch_wait_max_tokens_ratio and batch_wait_timeout_iters will improve the
-  // performance, by default they are all zeros"), with max_num_tokens the run's max_seq_len
-  // (2048 at 1k / 1k, the workflow's MAX_MODEL_LEN) on H200 FP8 and B200 FP4. The B200 FP8
-  // script's history holds a version without batch waiting and one with max_num_tokens 16384;
-  // which one ran its rows is not recorded, so they keep the engine's defaults.
-  static const std::vector<std::string> inferencex = {"db-dump/", "source_file=20"};
-  auto llama70b = [&](const char* system, const char* mode, std::int64_t tokens,
-                      const char* script) {
-    return benchmark_launch{.name = "InferenceX TensorRT-LLM Llama-3.1-70B, 1k / 1k below tp 8",
-                            .source_prefixes = inferencex,
-                            .engine = "trtllm",
-                            .model_path = "meta-llama/Llama-3.1-70B",
-                            .system = system,
-                            .gemm_quant_mode = mode,
-                            .isl = 1024,
-                            .osl = 1024,
-                            .tp_below = 8,
-                            .max_num_tokens = tokens,
-                            .batch_wait_iters = 20,
-                            .batch_wait_tokens_ratio = 0.9,
-                            .source = script};
-  };
-  static const std::vector<benchmark_launch> rows = {
-      llama70b("h200_sxm", "fp8", 2048,
-               "github.com/SemiAnalysisAI/InferenceX benchmarks/70b_fp8_h200_trt_slurm.sh at "
-               "73ef922: batch_wait_max_tokens_ratio 0.9, batch_wait_timeout_iters 20 where ISL "
-               "and OSL are 1024 and TP < 8; --max_num_tokens $MAX_MODEL_LEN (2048 at 1k / 1k)"),
-      llama70b("b200_sxm", "nvfp4", 2048,
-               "github.com/SemiAnalysisAI/InferenceX benchmarks/70b_fp4_b200_trt_slurm.sh at "
-               "73ef922: the same rule; --max_num_tokens $MAX_MODEL_LEN (2048 at 1k / 1k)"),
-  };
-  return rows;
-}
-
-namespace {
-
-/// The launch rule of the row's script, else null (the engine's defaults).
-const benchmark_launch* launch_of(const measured_row& r) {
-  auto nominal = [&](const char* column) { return number(r.at(column)).value_or(0); };
-  for (const benchmark_launch& l : benchmark_launches()) {
-    bool source = std::any_of(l.source_prefixes.begin(), l.source_prefixes.end(),
-                              [&](const std::string& p) {
-                                return r.at("silicon_data_source").starts_with(p);
-                              });
-    if (source && lower(r.at("backend")) == l.engine && r.at("model_path") == l.model_path &&
-        r.at("system") == l.system && r.at("gemm_quant_mode") == l.gemm_quant_mode &&
-        nominal("isl") == static_cast<double>(l.isl) &&
-        nominal("osl") == static_cast<double>(l.osl) &&
-        nominal("tp_size") < static_cast<double>(l.tp_below))
-      return &l;
-  }
-  return nullptr;
-}
-
-}  // namespace
-
 const benchmark_client* client_of(const std::string& data_source) {
   for (const benchmark_client& c : benchmark_clients())
     for (const std::string& prefix : c.source_prefixes)
@@ -458,11 +400,6 @@ mapped_row row_mapper::map(const measured_row& r) {
       osl = mean_length(osl, client->length_low);
     }
     batching_config cfg = engine_batching(eng, isl, osl);
-    if (const benchmark_launch* launch = launch_of(r)) {
-      cfg.max_num_batched_tokens = launch->max_num_tokens;
-      cfg.batch_wait_iters = launch->batch_wait_iters;
-      cfg.batch_wait_tokens_ratio = launch->batch_wait_tokens_ratio;
-    }
     std::int64_t c = whole(r, "batch_size", 0, 1, limits::requests) * clients_per_group;
     m.s = std::make_shared<const scenario>(make_scenario(*dit->second, cfg, c));
   } catch (const spec_error& e) {

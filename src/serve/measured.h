@@ -71,26 +71,6 @@ const benchmark_client* client_of(const std::string& data_source);
 /// the mean request a closed loop of that client serves (1024 at 0.8: 922).
 std::int64_t mean_length(std::int64_t nominal, double low);
 
-/// Options a benchmark launched its engine with beyond the engine's defaults, where its launch
-/// script is public and sets them by the run's shape (one row per script rule; docs/commands.md
-/// cites each). Like the client, a fact of the row: matched on its data source, engine,
-/// checkpoint, GPU, weight format, tp and nominal lengths, never on what was measured.
-struct benchmark_launch {
-  const char* name;
-  std::vector<std::string> source_prefixes;  // a silicon_data_source starting with one of these
-  const char* engine;                        // backend column
-  const char* model_path;                    // the checkpoint the script serves
-  const char* system;                        // system column
-  const char* gemm_quant_mode;               // gemm_quant_mode column
-  std::int64_t isl = 0, osl = 0;             // nominal lengths the rule applies to
-  std::int64_t tp_below = 0;                 // applies where tp_size < this
-  std::int64_t max_num_tokens = 0;           // the step's token budget the script sets
-  std::int64_t batch_wait_iters = 0;         // batching_config::batch_wait_iters
-  double batch_wait_tokens_ratio = 0;        // batching_config::batch_wait_tokens_ratio
-  const char* source;                        // provenance
-};
-const std::vector<benchmark_launch>& benchmark_launches();
-
 /// Models and GPUs read once for a whole file (rows share them).
 class row_mapper {
  public:

@@ -11,12 +11,14 @@
 // Tighten each toward the target as the model improves; never loosen one. (The leave-one-model-
 // out gate was 18.5 on a figure of 18.0 that was not held out: the expert popularity exponent
 // had been chosen on the whole file. With it fitted inside each fold the figure is 18.8; with
-// the InferenceX rows at their client's mean lengths, 17.7.)
+// the InferenceX rows at their client's mean lengths, 17.7; with gemm_half_rows bounded by a
+// tile, 17.4. The fold without gpt-oss-120b has two optima, 30 % and 50-56 % off for that
+// model, which move this figure by about a point: docs/validation/latency.md, eighth pass.)
 namespace gate {
-constexpr double tpot_in_sample = 10;      // target 10; reached 9.4 (the target is the gate)
-constexpr double ttft_in_sample = 23.7;    // target 20; reached 23.2
-constexpr double tpot_leave_gpu = 15;      // target 15; reached 14.0 (the target is the gate)
-constexpr double tpot_leave_model = 18.2;  // target 15; reached 17.7, held out (see above)
+constexpr double tpot_in_sample = 10;      // target 10; reached 9.5 (the target is the gate)
+constexpr double ttft_in_sample = 23.7;    // target 20; reached 23.3
+constexpr double tpot_leave_gpu = 15;      // target 15; reached 13.6 (the target is the gate)
+constexpr double tpot_leave_model = 17.9;  // target 15; reached 17.4, held out (see above)
 }  // namespace gate
 #include <doctest/doctest.h>
 
@@ -163,37 +165,6 @@ TEST_CASE("calibrate: a row's benchmark client sets the lengths of its mean requ
     CHECK(m.s->cfg.osl == it->second.second);
   }
   CHECK(seen == expected.size());
-}
-
-TEST_CASE("calibrate: a row's launch script sets the engine options it ran with") {
-  // InferenceX's TensorRT-LLM Llama-3.1-70B scripts hold new prompts (batch waiting) at 1k / 1k
-  // below tp 8, with max_num_tokens 2048 on H200 FP8; at tp 8, at other lengths and on B200
-  // FP8 (its script's version is not recorded) the rows keep TensorRT-LLM's defaults.
-  const fixture& f = data();
-  struct expect {
-    std::int64_t iters, budget;
-  };
-  std::map<std::string, expect> expected = {
-      {"2026_04_06_llama_3_1_70b_h200_sxm_trtllm_fp8_agg_1024x1024_c4_tp4_ep1_670", {20, 2048}},
-      {"2026_04_06_llama_3_1_70b_h200_sxm_trtllm_fp8_agg_1024x1024_c4_tp1_ep1_735", {20, 2048}},
-      {"2026_04_06_llama_3_1_70b_h200_sxm_trtllm_fp8_agg_1024x8192_c4_tp4_ep1_555", {0, 8192}},
-      {"2026_04_06_llama_3_1_70b_b200_sxm_trtllm_fp8_agg_1024x1024_c4_tp4_ep1_666", {0, 8192}}};
-  std::size_t seen = 0;
-  for (const mapped_row& m : f.rows) {
-    auto it = expected.find(m.id);
-    if (it == expected.end()) continue;
-    ++seen;
-    CAPTURE(m.id);
-    REQUIRE(m.s);
-    CHECK(m.s->cfg.batch_wait_iters == it->second.iters);
-    CHECK(m.s->cfg.max_num_batched_tokens == it->second.budget);
-    CHECK(m.s->cfg.batch_wait_tokens_ratio == (it->second.iters > 0 ? 0.9 : 0.0));
-  }
-  CHECK(seen == expected.size());
-  for (const benchmark_launch& l : benchmark_launches()) {
-    CAPTURE(l.name);
-    CHECK(std::string(l.source).find("github.com/") != std::string::npos);
-  }
 }
 
 // The gates above take minutes (hundreds of refits) and the sanitizer run skips them
