@@ -377,7 +377,7 @@ cross-validated):
     runs to its timeout: with that version too the fit is worse, 23.0 / 9.6 %). Figures (TPOT /
     TTFT in sample, TPOT leave one GPU / model out): 9.2 / 22.9 / 14.0 / 18.6 with the bound,
     9.4 / 22.9 / 13.8 / 18.5 without. Those rows are predicted better (H200 FP8 at tp 1, four
-    clients: 562 ms measured, 298 ms predicted before, 626 ms with the hold), in-sample TTFT by
+    clients: 562 ms measured, 298 ms predicted before, 626 ms with the hold and the table's refit), in-sample TTFT by
     0.3 to 0.4, within the fit's noise, and the fold without gpt-oss-120b lands in its worse
     optimum (50.8 % / 56.4 % for that model), so not shipped: a table keyed on one benchmark's
     scripts (source, model, GPU, format, lengths, tp) moves 39 rows and is kept on the branch

@@ -73,7 +73,8 @@ std::optional<dtype> kv_dtype(const std::string& option, const std::string& text
 /// Every --kv-memory value: one for all ranks, or a comma list with one per rank.
 std::vector<checked> parse_memory_list(const std::string& text) {
   std::vector<checked> out;
-  for (const std::string& part : split_list(text)) out.push_back(parse_memory("--kv-memory", part));
+  for (const std::string& part : split_items("--kv-memory", text, "18.69GiB,18.5GiB"))
+    out.push_back(parse_memory("--kv-memory", part));
   if (out.empty()) throw spec_error("--kv-memory", "give a size such as 18.69GiB");
   return out;
 }

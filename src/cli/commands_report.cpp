@@ -194,7 +194,8 @@ result run_report(const options& o) {
     throw spec_error("--ep", fmt::format("{}: no model has routed experts to split",
                                          q.lay->ep));
   // One section per GPU: a document each, their figures side by side in JSON and CSV.
-  std::vector<std::string> gpus = split_list(o.gpu.empty() ? "h100-sxm" : o.gpu);
+  std::vector<std::string> gpus =
+      split_items("--gpu", o.gpu.empty() ? "h100-sxm" : o.gpu, "h100-sxm,h200");
   if (gpus.empty()) throw spec_error("--gpu", "name at least one GPU");
   ojson all = ojson::array();
   std::vector<report_data> reports;

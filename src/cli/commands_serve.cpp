@@ -476,7 +476,14 @@ result run_serve(const options& o) {
   md += fmt::format("\nCalibration: {} ({}). Step = {}.\n", cal.file, used,
                     q.concurrency.empty() ? "the mean step of the simulated run"
                                           : "the decode step at that concurrency");
-  md += fmt::format("Launch {} with: {}.\n", q.engine, launch_flags(q.engine, q.layout));
+  md += fmt::format("Launch {} with: {}", q.engine, launch_flags(q.engine, q.layout));
+  // Batch waiting is set in the LLM API options file (--extra_llm_api_options), not a flag.
+  if (q.cfg.batch_wait_iters > 0)
+    md += fmt::format(
+        "; extra_llm_api_options: batch_wait_timeout_iters: {}, "
+        "batch_wait_max_tokens_ratio: {}",
+        q.cfg.batch_wait_iters, q.cfg.batch_wait_tokens_ratio);
+  md += ".\n";
   result r{j, "calc serve"};
   r.markdown = md;
   return r;

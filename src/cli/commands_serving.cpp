@@ -198,7 +198,8 @@ result run_capacity(const options& o) {
   loaded_model m = load(o);
   if (std::string why = layout_problem(m.g, q.lay); !why.empty())
     throw spec_error("--tp/--pp/--ep/--dp", why);
-  for (const std::string& name : split_list(o.gpu)) q.gpus.push_back(load_gpu(name));
+  for (const std::string& name : split_items("--gpu", o.gpu, "h100-sxm,h200"))
+    q.gpus.push_back(load_gpu(name));
   if (q.gpus.empty()) throw spec_error("--gpu", "name at least one GPU");
   capacity_result r = answer_capacity(m.g, q);
   result out{to_json(r), fmt::format("calc capacity: {} on {} x {}, {}", r.model, r.cards,

@@ -225,20 +225,6 @@ CLI::Validator token_suffixes() {
       "", "token suffixes");
 }
 
-std::vector<std::string> split_list(const std::string& text) {
-  std::vector<std::string> out;
-  std::string item;
-  for (char c : text + ",") {
-    if (c == ',') {
-      if (!item.empty()) out.push_back(item);
-      item.clear();
-    } else {
-      item += c;
-    }
-  }
-  return out;
-}
-
 std::vector<std::string> split_items(const std::string& option, const std::string& text,
                                      const std::string& example) {
   std::vector<std::string> out;
@@ -247,11 +233,13 @@ std::vector<std::string> split_items(const std::string& option, const std::strin
   while (start <= text.size()) {
     std::size_t end = std::min(text.find(',', start), text.size());
     std::string item = text.substr(start, end - start);
-    if (item.find_first_not_of(" \t") == std::string::npos)
+    std::size_t first = item.find_first_not_of(" \t");
+    if (first == std::string::npos)
       throw spec_error(option, fmt::format("'{}' has an empty item: separate the values by "
                                            "single commas, e.g. {}",
                                            text, example));
-    out.push_back(std::move(item));
+    // "1, 8" as a shell user types a list: the spaces around an item are not part of it.
+    out.push_back(item.substr(first, item.find_last_not_of(" \t") - first + 1));
     start = end + 1;
   }
   return out;
@@ -308,7 +296,7 @@ std::vector<std::int64_t> parse_lengths(const std::string& option, const std::st
                      "no length given; give tokens such as 8192 or 128K, a list 4K,8K, or a "
                      "range 1K:1M:x2");
   std::vector<std::int64_t> out;
-  for (const std::string& item : split_list(text)) {
+  for (const std::string& item : split_items(option, text, "4K,8K")) {
     if (item.find(':') != std::string::npos)
       append_range(option, item, out);
     else
@@ -319,12 +307,12 @@ std::vector<std::int64_t> parse_lengths(const std::string& option, const std::st
 
 void read_lists(const command& c, bool model_given, bool length_given, options& o) {
   if (model_given) {
-    o.models = split_list(o.model);
-    if (o.models.empty())
+    if (o.model.find_first_not_of(" ,") == std::string::npos)
       throw spec_error("--model",
                        fmt::format("the model list '{}' is empty; name a model such as qwen3-8b "
                                    "(`calc models` lists them)",
                                    o.model));
+    o.models = split_items("--model", o.model, "qwen3-8b,qwen3-32b");
     if (!(c.lists & model_list) && o.models.size() > 1)
       throw spec_error("--model", fmt::format("`calc {}` takes one model, got {}; `calc compare` "
                                               "and `calc report` take several",

@@ -197,11 +197,9 @@ struct loaded_model {
 
 /// Lets a token-count option take K/M/G suffixes (`--prompt 32K`).
 CLI::Validator token_suffixes();
-/// Splits "a,b,,c" into {"a", "b", "c"}.
-std::vector<std::string> split_list(const std::string& text);
-/// Splits "a,b,c" into {"a", "b", "c"} ("" into none), refusing an empty or blank item ("1,,2",
-/// "1,", ",") with an error naming `option` and showing `example`: a stray comma more likely lost
-/// a value than meant nothing.
+/// Splits "a,b,c" (or "a, b, c") into {"a", "b", "c"} ("" into none), refusing an empty or blank
+/// item ("1,,2", "1,", ",") with an error naming `option` and showing `example`: a stray comma more
+/// likely lost a value than meant nothing.
 std::vector<std::string> split_items(const std::string& option, const std::string& text,
                                      const std::string& example);
 /// Parses --length: counts with K/M/G suffixes, comma lists, ranges FROM:TO:xF and FROM:TO:+STEP.

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <unsupported/Eigen/SpecialFunctions>
 
 #include "common/error.h"
 #include "tally/tally.h"
@@ -73,27 +74,38 @@ batching_config engine_batching(const engine_defaults& e, std::int64_t isl, std:
   return c;
 }
 
+namespace {
+
+/// P(N <= k) for N ~ Poisson(mean): the regularised upper incomplete gamma Q(k + 1, mean), and
+/// past a million expected arrivals (where its series loses digits) the normal approximation
+/// with continuity correction.
+double poisson_at_most(double k, double mean) {
+  if (k < 0) return 0;
+  if (mean > 1e6) return 0.5 * std::erfc(-(k + 0.5 - mean) / std::sqrt(2 * mean));
+  return Eigen::numext::igammac(k + 1, mean);
+}
+
+}  // namespace
+
 double batch_wait_steps(double per_step, double iters, std::int64_t more) {
-  if (iters <= 0 || more < 1) return 0;
-  if (per_step <= 0) return iters;
-  // N ~ Poisson(per_step x iters) prompts arrive while the first is held. E[min(N, more)] join
-  // it, and the group is held W, E[W] = E[min(N, more)] / per_step (the arrivals less their
-  // compensator, stopped at the release, average zero). The first prompt waits W, those between
-  // W / 2 on average, the one that reaches the threshold none.
-  double mean = per_step * iters;
-  double joined = 0, released = 0, below = 0;  // below: P(N <= j - 1)
-  // Past mean + 12 sd, P(N >= j) is negligible: the sum stops there however large `more` is.
-  auto last = static_cast<std::int64_t>(std::ceil(mean + 12 * std::sqrt(mean) + 20));
-  for (std::int64_t j = 1; j <= std::min(more, last); ++j) {
-    below += std::exp(static_cast<double>(j - 1) * std::log(mean) - mean -
-                      std::lgamma(static_cast<double>(j)));
-    double at_least = std::max(0.0, 1 - below);
-    joined += at_least;
-    if (j == more) released = at_least;
-  }
-  double held = joined / per_step;
-  double waits = held + (joined - released) * held / 2;
-  return waits / (1 + joined);
+  if (!(iters > 0) || more < 1) return 0;
+  if (!(per_step > 0)) return iters;
+  // N ~ Poisson(mu = per_step x iters) prompts arrive while the first is held. Fewer than `more`
+  // (N < m): the group leaves at the timeout, its first prompt held `iters`, each arrival half
+  // of it on average; else it leaves at the m-th arrival, whose wait is 0 and whose gaps G_k
+  // weigh k in the sum of waits (the k-th gap is waited by the k prompts before it):
+  //   E[waits] = iters P(N < m) + iters / 2 mu P(N <= m - 2) + m (m + 1) / (2 per_step) P(N > m)
+  //   E[group] = 1 + mu P(N <= m - 2) + m P(N >= m)
+  // and a prompt's mean wait is their ratio (renewal-reward over released groups).
+  double m = static_cast<double>(more);
+  double mu = per_step * iters;
+  double below_m = poisson_at_most(m - 1, mu);   // P(N < m)
+  double below_m1 = poisson_at_most(m - 2, mu);  // P(N <= m - 2)
+  double above_m = 1 - poisson_at_most(m, mu);   // P(N > m)
+  double waits =
+      iters * below_m + iters / 2 * mu * below_m1 + m * (m + 1) / (2 * per_step) * above_m;
+  double group = 1 + mu * below_m1 + m * (1 - below_m);
+  return std::clamp(waits / group, 0.0, iters);
 }
 
 double kv_pool_bytes(const deployment& d, const batching_config& cfg) {
@@ -251,21 +263,27 @@ steady_state solve_steady_state(const scenario& s, const coefficients& k) {
     // Waiting for the prefill budget: an M/D/1 queue of prefills, service `extra`, load rho;
     // and for the step in flight when the request arrives.
     double wait = rho * extra / (2 * (1 - rho)) + t_d / 2;
-    // Clients beyond the running cap wait for a slot: a request's whole life per extra round.
-    double slots = std::max(0.0, c - running) / running * (own + (osl - 1) * next_tpot);
-    // Batch waiting holds a new prompt while the others decode (a lone client has none in
-    // flight; attention DP turns it off): until enough prompts arrive to fill the threshold
-    // beside the decode tokens, or the timeout.
+    // Batch waiting holds an admitted prompt while others decode (a lone client, or answers of
+    // one token, leave none in flight; attention DP turns it off), until enough prompts arrive
+    // to fill the threshold beside the decode tokens, or the timeout; a group that every other
+    // running request has joined has nothing decoding and leaves. Prompts reach the scheduler
+    // once per life in a slot (the hold included, not the wait for a slot).
     double held = 0;
-    if (s.cfg.batch_wait_iters > 0 && running > 1 && d.layout.dp == 1) {
+    if (s.cfg.batch_wait_iters > 0 && running > 1 && osl > 1 && d.layout.dp == 1) {
       double decode_tokens = decoding * s.decode_batch[3];
-      double threshold = s.cfg.batch_wait_tokens_ratio *
-                         static_cast<double>(s.cfg.max_num_batched_tokens);
+      double threshold =
+          s.cfg.batch_wait_tokens_ratio * static_cast<double>(s.cfg.max_num_batched_tokens);
       double prompts = std::ceil((threshold - decode_tokens) / static_cast<double>(s.cfg.isl));
-      auto more = static_cast<std::int64_t>(std::clamp(prompts - 1, 0.0, 1e9));
-      held = batch_wait_steps(lambda * next_tpot, static_cast<double>(s.cfg.batch_wait_iters), more) *
+      double more = std::clamp(prompts - 1, 0.0, running - 1);
+      double in_slot = ttft - waited + (osl - 1) * tpot;
+      held = batch_wait_steps(running / in_slot * next_tpot,
+                              static_cast<double>(s.cfg.batch_wait_iters),
+                              static_cast<std::int64_t>(more)) *
              next_tpot;
     }
+    // Clients beyond the running cap wait for a slot: a request's whole life in it per extra
+    // round.
+    double slots = std::max(0.0, c - running) / running * (own + held + (osl - 1) * next_tpot);
     double next_ttft = wait + own + slots + k.request_latency_ms + burst + held;
     bool done =
         std::abs(next_tpot - tpot) < 1e-9 * tpot && std::abs(next_ttft - ttft) < 1e-9 * ttft;

@@ -282,6 +282,14 @@ TEST_CASE("serve --batch-wait-*: TensorRT-LLM's hold of new prompts, costed or r
   CHECK(on["batch_wait_timeout_iters"] == 20);
   CHECK(on["batch_wait_max_tokens_ratio"] == 0.9);
   CHECK_FALSE(off.contains("batch_wait_timeout_iters"));
+  // Markdown says so where it says how to launch the engine.
+  REQUIRE(run(serve_args("llama-3.1-70b", "h200",
+                         {"--engine", "trtllm", "--weights", "fp8", "--isl", "922", "--osl", "922",
+                          "--concurrency", "4", "--batch-wait-timeout-iters", "20",
+                          "--batch-wait-max-tokens-ratio", "0.9"}),
+              out, err) == 0);
+  CHECK(out.find("extra_llm_api_options: batch_wait_timeout_iters: 20, "
+                 "batch_wait_max_tokens_ratio: 0.9") != std::string::npos);
   // A lone client has nothing decoding beside it; at four, a prompt waits for the timeout.
   CHECK(on["points"][0]["ttft_ms"] == off["points"][0]["ttft_ms"]);
   double tpot = off["points"][1]["tpot_ms"];
@@ -315,6 +323,37 @@ TEST_CASE("serve --batch-wait-*: TensorRT-LLM's hold of new prompts, costed or r
     CHECK(run(serve_args("llama-3.1-70b", "h200", a), out, err) == 2);
     CHECK(err == r.error + "\n");
   }
+}
+
+TEST_CASE("lists: an empty item in any list option is refused; spaces around items are not read") {
+  std::string out, err;
+  struct refusal {
+    std::vector<std::string> args;
+    std::string error;
+  };
+  std::vector<refusal> refused = {
+      {{"state", "--model", "qwen3-8b,,qwen3-32b", "--length", "8K"},
+       "--model: 'qwen3-8b,,qwen3-32b' has an empty item: separate the values by single commas, "
+       "e.g. qwen3-8b,qwen3-32b"},
+      {{"state", "--model", "qwen3-8b", "--length", "8K,,16K"},
+       "--length: '8K,,16K' has an empty item: separate the values by single commas, e.g. 4K,8K"},
+      {{"report", "--model", "qwen3-8b", "--gpu", "h100-sxm,,h200"},
+       "--gpu: 'h100-sxm,,h200' has an empty item: separate the values by single commas, e.g. "
+       "h100-sxm,h200"},
+      {{"capacity", "--engine", "vllm", "--model", "qwen3-8b", "--max-model-len", "8K",
+        "--kv-memory", "18GiB,"},
+       "--kv-memory: '18GiB,' has an empty item: separate the values by single commas, e.g. "
+       "18.69GiB,18.5GiB"}};
+  for (const refusal& r : refused) {
+    CAPTURE(r.error);
+    CHECK(run(r.args, out, err) == 2);
+    CHECK(err == r.error + "\n");
+  }
+  CHECK(
+      run(serve_args("qwen3-8b", "h100-sxm",
+                     {"--isl", "1K", "--osl", "256", "--concurrency", "1, 8", "--format", "json"}),
+          out, err) == 0);
+  CHECK(nlohmann::json::parse(out)["points"].size() == 2);
 }
 
 TEST_CASE("plan --sla options: targets once each, the load's sign, plain plan's options refused") {

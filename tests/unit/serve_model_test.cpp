@@ -365,6 +365,11 @@ TEST_CASE("serve steady state: batch waiting holds a prompt while others decode"
   // the timeout, the later ones for what is left of it.
   CHECK(batch_wait_steps(0.1, 20, 1000000) < 20);
   CHECK(batch_wait_steps(0.1, 20, 1000000) > 20.0 / 3);
+  // Closed forms at any size: a threshold of 2^32 prompts, 10^12 expected arrivals, met after
+  // 2^32 / 10^6 steps, half of which a prompt waits on average.
+  CHECK(batch_wait_steps(1e6, 1e6, std::int64_t{1} << 32) ==
+        doctest::Approx(std::ldexp(1.0, 32) / 1e6 / 2).epsilon(1e-3));
+  CHECK(batch_wait_steps(1e-30, 1e6, 5) == doctest::Approx(1e6));
 
   model m("llama-3.1-70b");
   deployment d = make_deployment(m.g, find_gpu("h200"), {.tp = 2});
@@ -384,6 +389,20 @@ TEST_CASE("serve steady state: batch waiting holds a prompt while others decode"
   steady_state free = solve_steady_state(make_scenario(d, off, 4), k);
   CHECK(held.ttft_ms - free.ttft_ms > 15 * free.tpot_ms);
   CHECK(held.ttft_ms - free.ttft_ms < 20 * held.tpot_ms);
+  // Answers of one token leave nothing decoding beside a prompt: nothing holds it.
+  batching_config on1 = on, off1 = off;
+  on1.osl = off1.osl = 1;
+  CHECK(solve_steady_state(make_scenario(d, on1, 8), k).ttft_ms ==
+        doctest::Approx(solve_steady_state(make_scenario(d, off1, 8), k).ttft_ms));
+  // Clients beyond the running cap: the hold keeps a slot longer, so it never makes a first
+  // token or the throughput better (it once shrank the decode batch and read as faster).
+  batching_config capped_on = on, capped_off = off;
+  capped_on.max_num_seqs = capped_off.max_num_seqs = 16;
+  capped_on.batch_wait_iters = 1000;
+  steady_state slow = solve_steady_state(make_scenario(d, capped_on, 200), k);
+  steady_state fast = solve_steady_state(make_scenario(d, capped_off, 200), k);
+  CHECK(slow.ttft_ms > fast.ttft_ms);
+  CHECK(slow.output_tokens_per_s < fast.output_tokens_per_s);
   // Attention DP turns batch waiting off.
   model small("llama-3.1-8b");
   deployment dp = make_deployment(small.g, find_gpu("h200"), {.tp = 1, .dp = 2});
