@@ -8,6 +8,7 @@
 #include <cmath>
 #include <fstream>
 #include <set>
+#include <string_view>
 
 #include "cli/support.h"
 #include "common/error.h"
@@ -61,12 +62,15 @@ void check_engine_knobs(const options& o) {
   check_limit("--max-num-seqs", o.max_num_seqs, 0, limits::requests, "requests");
 }
 
+/// Whether the user typed `flag` (its long name), whatever value it took.
+bool was_typed(const options& o, std::string_view flag) {
+  return std::find(o.given.begin(), o.given.end(), flag) != o.given.end();
+}
+
 /// TensorRT-LLM's batch waiting (its batch_wait_timeout_iters and batch_wait_max_tokens_ratio):
 /// costed in the closed loop's steady state; the --rate / --trace simulation has no such hold.
 void read_batch_wait(const options& o, serve_request& r) {
-  auto typed = [&](const char* flag) {
-    return std::find(o.given.begin(), o.given.end(), flag) != o.given.end();
-  };
+  auto typed = [&](const char* flag) { return was_typed(o, flag); };
   const char* iters = "--batch-wait-timeout-iters";
   const char* ratio = "--batch-wait-max-tokens-ratio";
   if (!typed(iters) && !typed(ratio)) return;
@@ -138,7 +142,7 @@ serve_request read_serve(const options& o) {
                        "steady state)");
     r.requests = o.requests;
   }
-  if (o.rate == 0 && std::find(o.given.begin(), o.given.end(), "--seed") != o.given.end())
+  if (o.rate == 0 && was_typed(o, "--seed"))
     throw spec_error("--seed", "applies only with --rate (it seeds the Poisson arrivals)");
   r.trace = o.trace;
   r.seed = o.seed;
@@ -641,10 +645,8 @@ result run_calibrate(const options& o) {
 
 result run_plan_sla(const options& o) {
   sla_request q;
-  for (std::string part : split_items("--sla", o.sla, "ttft=500,tpot=30")) {
-    // "ttft=500, tpot=30" as a shell user quotes it: spaces around an item are not part of it.
-    part.erase(0, part.find_first_not_of(" \t"));
-    part.erase(part.find_last_not_of(" \t") + 1);
+  // split_items drops the spaces around an item ("ttft=500, tpot=30" as a shell user quotes it).
+  for (const std::string& part : split_items("--sla", o.sla, "ttft=500,tpot=30")) {
     auto eq = part.find('=');
     std::string key = part.substr(0, eq);
     double v = NAN;
