@@ -8,6 +8,8 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <optional>
+#include <stdexcept>
 
 #include "common/dtype.h"
 #include "common/error.h"
@@ -317,7 +319,22 @@ mapped_row row_mapper::map(const measured_row& r) {
       return m.error = fmt::format("gemm_quant_mode '{}': no calc format", gemm_mode), m;
     if (ef.empty())
       return m.error = fmt::format("moe_quant_mode '{}': no calc format", moe_mode), m;
-    std::string key = m.model + "|" + wf + "|" + ef;
+    // The cache's format is a launch option (vLLM and SGLang --kv-cache-dtype, TensorRT-LLM
+    // kv_cache_config.dtype) the other columns do not imply; a file that records it says so in
+    // the optional kv_cache_dtype column, and without it (or at "auto") the cache keeps the
+    // model's own format.
+    std::string kv_name = engine_format_name(lower(r.at("kv_cache_dtype")));
+    if (kv_name == "auto") kv_name.clear();
+    std::optional<dtype> kv_format;
+    if (!kv_name.empty()) {
+      try {
+        kv_format = parse_dtype(kv_name);
+      } catch (const std::invalid_argument&) {
+        return m.error = fmt::format("kv_cache_dtype '{}': no calc format", r.at("kv_cache_dtype")),
+               m;
+      }
+    }
+    std::string key = m.model + "|" + wf + "|" + ef + "|" + kv_name;
     auto it = p_->models.find(key);
     if (it == p_->models.end()) {
       std::string path;
@@ -344,6 +361,7 @@ mapped_row row_mapper::map(const measured_row& r) {
       // (the cache, the embedding and the head) keeps the activations' format, not a quantised
       // release's (Kimi-K2.5 read through its NVFP4 bundle would take its FP8 cache).
       if (named.by_shape) p.kv = p.embedding = p.head = p.activations;
+      if (kv_format) p.kv = *kv_format;
       l->g = build_graph(*l->spec);
       l->forms = compile_forms(l->g, p_->cal.expert_zipf_s);
       it = p_->models.emplace(key, std::move(l)).first;

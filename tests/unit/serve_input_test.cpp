@@ -531,6 +531,33 @@ TEST_CASE("serve measured CSV: a byte-order mark, rows past the limits, layouts 
         0);
 }
 
+TEST_CASE("measured CSV: an optional kv_cache_dtype column prices the cache in the run's format") {
+  // Llama-3.1-70B FP8 on one H200, 1024 + 8192 tokens at 32 clients: a BF16 cache holds fewer
+  // than 32 whole requests (TensorRT-LLM reserves each one's whole length), an FP8 cache all.
+  std::string row = ",trtllm,meta-llama/Llama-3.1-70B,h200_sxm,1024,8192,32,1,1,fp8,fp8,449,27,";
+  std::string f = write_temp(
+      "calc_in_kv.csv", kHeader.substr(0, kHeader.size() - 1) + ",kv_cache_dtype\n" + "none" + row +
+                            "\n" + "auto" + row + "auto\n" + "fp8" + row + "fp8\n" + "e4m3" + row +
+                            "FP8_E4M3\n" + "odd" + row + "fp7\n");
+  auto rows = read_measured(f);
+  REQUIRE(rows.size() == 5);
+  calibration cal = read_calibration(default_calibration_path());
+  row_mapper mapper(cal);
+  std::vector<steady_state> at;
+  for (int i = 0; i < 4; ++i) {
+    mapped_row m = mapper.map(rows[i]);
+    REQUIRE_MESSAGE(m.error.empty(), m.error);
+    at.push_back(predict(m, cal));
+  }
+  CHECK(at[1].ttft_ms == at[0].ttft_ms);  // auto: the model's own format
+  CHECK(at[3].ttft_ms == at[2].ttft_ms);  // the engines' spelling of FP8
+  CHECK(at[3].tpot_ms == at[2].tpot_ms);
+  // The BF16 pool caps the running requests, so new ones queue for seconds; FP8 runs them all.
+  CHECK(at[0].ttft_ms > 10 * at[2].ttft_ms);
+  CHECK(at[2].tpot_ms < at[0].tpot_ms * 1.05);
+  CHECK(mapper.map(rows[4]).error == "kv_cache_dtype 'fp7': no calc format");
+}
+
 TEST_CASE("measured rows: a client's lowest length is floor(0.8 n) exactly, as its floats give it") {
   // mean_length floors the double product as the client's int(len * 0.8) does; at 0.8 that is
   // the integer floor(4 n / 5) for every length calc takes (src/serve/measured.cpp says why).
