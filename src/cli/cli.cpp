@@ -4,7 +4,9 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <charconv>
 #include <climits>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
@@ -367,6 +369,32 @@ void refuse_extras(const CLI::App& sub) {
   throw spec_error(name, message);
 }
 
+/// A value typed empty (`--trace ''`, `--gpu ''`) is a mistake to name, never the option left
+/// unset; a whole number past 64 bits is named as typed, where CLI11 would hand calc the largest
+/// int64 and the limit's error would quote a number the user never wrote.
+void refuse_odd_values(const CLI::App& sub) {
+  for (const CLI::Option* opt : sub.get_options()) {
+    if (opt->count() == 0 || opt->get_type_size_max() == 0 || opt->get_lnames().empty()) continue;
+    std::string name = "--" + opt->get_lnames().front();
+    bool whole = opt->get_type_name() == "INT" || opt->get_type_name() == "UINT";
+    for (const std::string& value : opt->results()) {
+      if (value.find_first_not_of(" \t") == std::string::npos)
+        throw spec_error(name, fmt::format("is empty: give a value (`calc {} --help` says what "
+                                           "it takes)",
+                                           sub.get_name()));
+      std::size_t sign = value[0] == '+' || value[0] == '-' ? 1 : 0;
+      if (!whole || value.size() == sign ||
+          value.find_first_not_of("0123456789", sign) != std::string::npos)
+        continue;
+      std::int64_t v = 0;
+      const char* first = value.data() + (value[0] == '+' ? 1 : 0);
+      if (std::from_chars(first, value.data() + value.size(), v).ec ==
+          std::errc::result_out_of_range)
+        throw spec_error(name, fmt::format("'{}' is beyond any count calc takes", value));
+    }
+  }
+}
+
 /// With --engine, the shared spellings feed the engine's own fields: --length is its
 /// max-model-len, --page-tokens its block size, --kv its kv-cache-dtype (read by the engine
 /// rules, not applied to the model a second time). The report's other figures (state, cards)
@@ -399,6 +427,7 @@ result dispatch(parsed& p, const std::vector<CLI::App*>& subs) {
       p.cmd = &commands()[i];
       refuse_extras(*subs[i]);
       read_lists(*p.cmd, given(*subs[i], "--model"), given(*subs[i], "--length"), p.opts);
+      refuse_odd_values(*subs[i]);
       for (const char* name : {"--tp", "--pp", "--ep", "--dp"})
         p.opts.layout_given = p.opts.layout_given || given(*subs[i], name);
       check_mode_options(*subs[i], p.opts);

@@ -356,6 +356,41 @@ TEST_CASE("lists: an empty item in any list option is refused; spaces around ite
   CHECK(nlohmann::json::parse(out)["points"].size() == 2);
 }
 
+TEST_CASE("options: a value typed empty is named, never read as the option left unset") {
+  std::string out, err;
+  std::vector<std::pair<std::vector<std::string>, std::string>> refused = {
+      // Empty --concurrency beside --rate ran the rate, and empty --gpu the default GPU.
+      {serve_args("qwen3-8b", "h100-sxm",
+                  {"--isl", "1K", "--osl", "256", "--rate", "1", "--concurrency", ""}),
+       "--concurrency: is empty: give a value (`calc serve --help` says what it takes)"},
+      {serve_args("qwen3-8b", "h100-sxm", {"--isl", "1K", "--osl", "256", "--trace", " "}),
+       "--trace: is empty: give a value (`calc serve --help` says what it takes)"},
+      {{"report", "--model", "qwen3-8b", "--gpu", ""},
+       "--gpu: is empty: give a value (`calc report --help` says what it takes)"},
+      {{"plan", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--sla", "ttft=1000,tpot=50", "--isl",
+        "1K", "--osl", "1K", "--concurrency", ""},
+       "--concurrency: is empty: give a value (`calc plan --help` says what it takes)"},
+      // A whole number past 64 bits is quoted as typed, not as the int64 CLI11 clamps it to.
+      {serve_args("qwen3-8b", "h100-sxm",
+                  {"--isl", "99999999999999999999", "--osl", "256", "--concurrency", "1"}),
+       "--isl: '99999999999999999999' is beyond any count calc takes"},
+      {serve_args(
+           "qwen3-8b", "h100-sxm",
+           {"--isl", "1K", "--osl", "256", "--concurrency", "1", "--tp", "-99999999999999999999"}),
+       "--tp: '-99999999999999999999' is beyond any count calc takes"}};
+  for (const auto& [args, error] : refused) {
+    CAPTURE(error);
+    CHECK(run(args, out, err) == 2);
+    CHECK(err == error + "\n");
+  }
+  // The largest int64 itself is a number CLI11 reads: the option's own limit answers it.
+  CHECK(run(serve_args("qwen3-8b", "h100-sxm",
+                       {"--isl", "1K", "--osl", "256", "--concurrency", "1", "--tp",
+                        "9223372036854775807"}),
+            out, err) == 2);
+  CHECK(err == "--tp: 9223372036854775807 is more than the limit of 4096 cards\n");
+}
+
 TEST_CASE("plan --sla options: targets once each, the load's sign, plain plan's options refused") {
   std::string out, err;
   std::vector<std::string> base = {"plan", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--isl",
