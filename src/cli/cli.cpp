@@ -4,9 +4,10 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
-#include <charconv>
+#include <cerrno>
 #include <climits>
 #include <cstdint>
+#include <cstdlib>
 #include <functional>
 #include <map>
 #include <memory>
@@ -369,28 +370,33 @@ void refuse_extras(const CLI::App& sub) {
   throw spec_error(name, message);
 }
 
+/// What refuses an option typed with no value, on either path (run_cli's scan, dispatch's check).
+std::string empty_value_message(const std::string& command) {
+  return fmt::format("is empty: give a value (`calc {} --help` says what it takes)", command);
+}
+
 /// A value typed empty (`--trace ''`, `--gpu ''`) is a mistake to name, never the option left
 /// unset; a whole number past 64 bits is named as typed, where CLI11 would hand calc the largest
-/// int64 and the limit's error would quote a number the user never wrote.
+/// int64 and the limit's error would quote a number the user never wrote. CLI11 reads integers
+/// with strtoll / strtoull in base 0 (hex and octal too) and clamps on overflow: the same reading
+/// here tells the clamp apart.
 void refuse_odd_values(const CLI::App& sub) {
   for (const CLI::Option* opt : sub.get_options()) {
     if (opt->count() == 0 || opt->get_type_size_max() == 0 || opt->get_lnames().empty()) continue;
     std::string name = "--" + opt->get_lnames().front();
-    bool whole = opt->get_type_name() == "INT" || opt->get_type_name() == "UINT";
+    bool is_signed = opt->get_type_name() == "INT", is_unsigned = opt->get_type_name() == "UINT";
     for (const std::string& value : opt->results()) {
       if (value.find_first_not_of(" \t") == std::string::npos)
-        throw spec_error(name, fmt::format("is empty: give a value (`calc {} --help` says what "
-                                           "it takes)",
-                                           sub.get_name()));
-      std::size_t sign = value[0] == '+' || value[0] == '-' ? 1 : 0;
-      if (!whole || value.size() == sign ||
-          value.find_first_not_of("0123456789", sign) != std::string::npos)
-        continue;
-      std::int64_t v = 0;
-      const char* first = value.data() + (value[0] == '+' ? 1 : 0);
-      if (std::from_chars(first, value.data() + value.size(), v).ec ==
-          std::errc::result_out_of_range)
-        throw spec_error(name, fmt::format("'{}' is beyond any count calc takes", value));
+        throw spec_error(name, empty_value_message(sub.get_name()));
+      if (!is_signed && !is_unsigned) continue;
+      char* end = nullptr;
+      errno = 0;
+      if (is_signed)
+        (void)std::strtoll(value.c_str(), &end, 0);
+      else
+        (void)std::strtoull(value.c_str(), &end, 0);
+      if (errno == ERANGE && end == value.c_str() + value.size())
+        throw spec_error(name, fmt::format("'{}' does not fit in 64 bits", value));
     }
   }
 }
@@ -479,6 +485,32 @@ std::vector<option_names> options_of(const CLI::App& sub) {
     out.push_back(n);
   }
   return out;
+}
+/// An option typed with nothing after it, found before CLI11 parses: `--gpu=` (CLI11 would take
+/// the next word as its value) or `--format ''` (an option with a validator would answer in
+/// CLI11's words). dispatch's refuse_odd_values catches the rest on calc check's path too.
+void refuse_empty_values(const CLI::App& sub, const std::vector<std::string>& args) {
+  std::vector<option_names> own = options_of(sub);
+  auto takes_value = [&](const std::string& name) {
+    for (const option_names& n : own) {
+      auto named = [&](const std::string& x) {
+        return std::find(n.names.begin(), n.names.end(), x) != n.names.end();
+      };
+      // --model and --length read their lists themselves (read_lists), naming what one lacks.
+      if (n.takes_value && named(name)) return !named("--model") && !named("--length");
+    }
+    return false;
+  };
+  for (std::size_t i = 1; i < args.size(); ++i) {
+    const std::string& word = args[i];
+    std::string name;
+    if (word.starts_with("--") && word.ends_with("="))
+      name = word.substr(0, word.size() - 1);
+    else if (word.find_first_not_of(" \t") == std::string::npos && args[i - 1].starts_with("-"))
+      name = args[i - 1];
+    if (!name.empty() && takes_value(name))
+      throw spec_error(name, empty_value_message(sub.get_name()));
+  }
 }
 
 std::string joined(const std::vector<std::string>& words) {
@@ -726,6 +758,15 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     }
   }
   if (subs.empty()) build_app(app, p, subs);  // options first, or nothing: all commands
+  for (const CLI::App* sub : subs) {
+    if (sub == nullptr || args.empty() || sub->get_name() != args.front()) continue;
+    try {
+      refuse_empty_values(*sub, args);
+    } catch (const spec_error& e) {
+      err << e.what() << "\n";
+      return 2;
+    }
+  }
   std::vector<std::string> reversed(args.rbegin(), args.rend());
   try {
     app.parse(reversed);

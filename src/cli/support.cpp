@@ -169,7 +169,9 @@ void bind_group(CLI::App& app, options& o, option_group g, const command& c) {
     case option_group::search:
       app.add_option("--node-gpus", o.node_gpus,
                      "Cards per server; beyond one server, whole servers (default 8)");
-      app.add_option("--max-gpus", o.max_gpus, "Largest card count to try (default 512)");
+      app.add_option(
+          "--max-gpus", o.max_gpus,
+          fmt::format("Largest card count to try (default {})", limits::default_max_gpus));
       return;
     case option_group::engine:
       {

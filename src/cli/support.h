@@ -66,7 +66,7 @@ struct options {
   std::int64_t tp = 1, pp = 1, ep = 1, dp = 1;  // layout: --tp --pp --ep --dp (engine spellings)
   bool layout_given = false;  // any of the layout options appeared (report plans one without)
   std::int64_t node_gpus = limits::default_server_gpus;
-  std::int64_t max_gpus = 512;
+  std::int64_t max_gpus = limits::default_max_gpus;
   bool fp8 = false;
   double decode_ms = -1, round_ms = -1, accepted = -1;
   std::int64_t scale = 16;          // validate: widths divided by this

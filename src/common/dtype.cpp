@@ -280,7 +280,8 @@ std::string engine_format_name(const std::string& text) {
   if (text == "bfloat16") return "bf16";
   if (text == "float16" || text == "half") return "fp16";
   if (text == "float32") return "fp32";
-  if (text == "fp8_e4m3" || text == "fp8_e5m2") return "fp8";
+  if (text == "fp8_e4m3" || text == "fp8_e5m2" || text == "fp8_inc") return "fp8";
+  if (text == "fp4_e2m1") return "fp4";  // SGLang's FP4 cache
   return text;
 }
 

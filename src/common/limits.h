@@ -55,6 +55,9 @@ inline constexpr std::int64_t zipf_experts = 1LL << 20;
 /// GPUs on one NVLink switch, so tensor parallelism stays within 8 cards unless the GPU's own
 /// NVLink domain is wider (NVL72). Every plan, capacity, report and serve request starts here.
 inline constexpr std::int64_t default_server_gpus = 8;
+/// Most cards a plan searches where no option says (--max-gpus' default): 64 such servers, past
+/// any one model's serving instance; the option goes up to `cards`.
+inline constexpr std::int64_t default_max_gpus = 512;
 
 // ---- reference executor (calc validate) ----------------------------------------------------
 /// Decode calls after the prefill (each is checked against a full recompute).

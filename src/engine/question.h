@@ -130,7 +130,7 @@ struct plan_request {
   std::optional<gpu_spec> card;  // the card whose NVLink domain bounds TP (else node_gpus)
   std::int64_t requests = 1;
   std::int64_t node_gpus = limits::default_server_gpus;
-  std::int64_t max_gpus = 512;
+  std::int64_t max_gpus = limits::default_max_gpus;
 };
 
 struct plan_result {

@@ -106,7 +106,7 @@ struct placement_request {
   std::int64_t requests = 1;
   checked workspace;
   std::int64_t node_gpus = limits::default_server_gpus;
-  std::int64_t max_gpus = 512;
+  std::int64_t max_gpus = limits::default_max_gpus;
   memory_basis memory = memory_basis::runtime;
 };
 

@@ -46,7 +46,7 @@ struct report_request {
   checked workspace;                  // per card
   std::int64_t requests = 16;         // concurrent requests a deployment holds, for the cards
   std::int64_t node_gpus = limits::default_server_gpus;
-  std::int64_t max_gpus = 512;
+  std::int64_t max_gpus = limits::default_max_gpus;
   /// The deployment every figure is for; none: each model's own, planned (plan_deployment).
   std::optional<layout> lay;
   memory_basis memory = memory_basis::runtime;

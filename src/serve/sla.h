@@ -23,7 +23,7 @@ struct sla_request {
   batching_config cfg;           // isl, osl and the engine's knobs
   // TP stays within one node and the GPU's NVLink domain.
   std::int64_t node_gpus = limits::default_server_gpus;
-  std::int64_t max_gpus = 512;
+  std::int64_t max_gpus = limits::default_max_gpus;
 };
 
 /// One candidate deployment.

@@ -11,6 +11,7 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 
+#include "common/dtype.h"
 #include "common/limits.h"
 #include "serve/calibration.h"
 #include "serve/measured.h"
@@ -373,11 +374,24 @@ TEST_CASE("options: a value typed empty is named, never read as the option left 
       // A whole number past 64 bits is quoted as typed, not as the int64 CLI11 clamps it to.
       {serve_args("qwen3-8b", "h100-sxm",
                   {"--isl", "99999999999999999999", "--osl", "256", "--concurrency", "1"}),
-       "--isl: '99999999999999999999' is beyond any count calc takes"},
+       "--isl: '99999999999999999999' does not fit in 64 bits"},
       {serve_args(
            "qwen3-8b", "h100-sxm",
            {"--isl", "1K", "--osl", "256", "--concurrency", "1", "--tp", "-99999999999999999999"}),
-       "--tp: '-99999999999999999999' is beyond any count calc takes"}};
+       "--tp: '-99999999999999999999' does not fit in 64 bits"},
+      // CLI11 reads integers in base 0: hex overflows the same way.
+      {serve_args(
+           "qwen3-8b", "h100-sxm",
+           {"--isl", "1K", "--osl", "256", "--concurrency", "1", "--tp", "0x99999999999999999999"}),
+       "--tp: '0x99999999999999999999' does not fit in 64 bits"},
+      // `--gpu=` would take the next word as its value; a validated option would answer in
+      // CLI11's words.
+      {{"serve", "--model", "qwen3-8b", "--gpu=", "--isl", "1K", "--osl", "256", "--concurrency",
+        "1"},
+       "--gpu: is empty: give a value (`calc serve --help` says what it takes)"},
+      {serve_args("qwen3-8b", "h100-sxm",
+                  {"--isl", "1K", "--osl", "256", "--concurrency", "1", "-f", ""}),
+       "-f: is empty: give a value (`calc serve --help` says what it takes)"}};
   for (const auto& [args, error] : refused) {
     CAPTURE(error);
     CHECK(run(args, out, err) == 2);
@@ -389,6 +403,11 @@ TEST_CASE("options: a value typed empty is named, never read as the option left 
                         "9223372036854775807"}),
             out, err) == 2);
   CHECK(err == "--tp: 9223372036854775807 is more than the limit of 4096 cards\n");
+  // An unsigned option (--seed) holds all 64 bits.
+  CHECK(run(serve_args("qwen3-8b", "h100-sxm",
+                       {"--isl", "1K", "--osl", "256", "--rate", "1", "--requests", "20", "--seed",
+                        "18446744073709551615", "--format", "json"}),
+            out, err) == 0);
 }
 
 TEST_CASE("plan --sla options: targets once each, the load's sign, plain plan's options refused") {
@@ -591,6 +610,11 @@ TEST_CASE("measured CSV: an optional kv_cache_dtype column prices the cache in t
   CHECK(at[0].ttft_ms > 10 * at[2].ttft_ms);
   CHECK(at[2].tpot_ms < at[0].tpot_ms * 1.05);
   CHECK(mapper.map(rows[4]).error == "kv_cache_dtype 'fp7': no calc format");
+  // The engines' other spellings of a cache format (vLLM, SGLang) read as calc's.
+  CHECK(engine_format_name("fp8_inc") == "fp8");
+  CHECK(engine_format_name("fp4_e2m1") == "fp4");
+  CHECK(engine_format_name("bfloat16") == "bf16");
+  CHECK(engine_format_name("auto") == "auto");
 }
 
 TEST_CASE("measured rows: a client's lowest length is floor(0.8 n) exactly, as its floats give it") {
