@@ -682,7 +682,7 @@ spec_error as_given(const spec_error& e, const std::string& length_typed) {
       {"sla", "--sla"},
       {"max_num_batched_tokens", "--max-num-batched-tokens"},
       {"max_num_seqs", "--max-num-seqs"},
-      {"deployment.layout", "--tp/--ep/--dp/--pp"},
+      {"deployment.layout", "--tp/--pp/--ep/--dp"},
   };
   // Unlocated: what() is exactly "field: message" (a located one starts with its file).
   const std::string raised = e.what();

@@ -104,7 +104,8 @@ serve_request read_serve(const options& o) {
   // --tp --dp as capacity and plan read them (SGLang's --tp 8 --dp 8: 8 cards, each dp group of
   // tp / dp cards runs attention); the step model counts tp per attention group.
   if (o.tp % o.dp != 0)
-    throw spec_error("--dp", fmt::format("{} does not divide the tp group of {} cards", o.dp, o.tp));
+    throw spec_error("--tp/--pp/--ep/--dp",
+                     fmt::format("dp {} does not divide the tp group of {} cards", o.dp, o.tp));
   r.layout = {o.tp / o.dp, o.ep, o.dp, o.pp};
   // A trace carries each request's lengths: --isl/--osl would be read by nothing (once they only
   // decided whether a request of those lengths fit the KV pool, refusing a trace of short ones).

@@ -137,7 +137,7 @@ TEST_CASE("serve layout: tp divides every layer's heads, ep needs experts, as en
   CHECK(run(serve_args("qwen3-8b", "h100-sxm",
                        {"--tp", "3", "--isl", "1K", "--osl", "256", "--concurrency", "1"}),
             out, err) == 2);
-  CHECK(err == "--tp/--ep/--dp/--pp: tp 3 does not divide the 32 heads of layer 0\n");
+  CHECK(err == "--tp/--pp/--ep/--dp: tp 3 does not divide the 32 heads of layer 0\n");
   // DP attention: each group's share of the tp group splits the heads.
   model ds("deepseek-v3");  // 128 heads
   CHECK(layout_problem(ds.g, {1, 8, 8, 1}) == "");
@@ -147,7 +147,35 @@ TEST_CASE("serve layout: tp divides every layer's heads, ep needs experts, as en
                        {"--tp", "8", "--ep", "8", "--isl", "1K", "--osl", "256", "--concurrency",
                         "1"}),
             out, err) == 2);
-  CHECK(err == "--tp/--ep/--dp/--pp: ep 8: the model has no routed experts\n");
+  CHECK(err == "--tp/--pp/--ep/--dp: ep 8: the model has no routed experts\n");
+}
+
+TEST_CASE("serve and capacity refuse a layout within one server in the same line") {
+  // The same flags name the same cards in both (--tp the tp group, --dp its attention groups):
+  // a layout engines cannot run is refused by one rule, in the same words, whichever asks.
+  std::string out, err_serve, err_capacity;
+  int refused = 0;
+  for (const char* tp : {"1", "2", "3", "4", "8"})
+    for (const char* ep : {"1", "3", "4", "8", "16"})
+      for (const char* dp : {"1", "3", "8"})
+        for (const char* pp : {"1", "2", "100"}) {
+          std::vector<std::string> lay = {"--tp", tp, "--ep", ep, "--dp", dp, "--pp", pp};
+          std::vector<std::string> serve = {
+              "serve", "--model", "kimi-k2-instruct", "--gpu", "b200", "--isl", "1K",
+              "--osl", "1K",      "--concurrency",    "1"};
+          std::vector<std::string> capacity = {
+              "capacity", "--model", "kimi-k2-instruct", "--gpu", "b200", "--length", "2K"};
+          serve.insert(serve.end(), lay.begin(), lay.end());
+          capacity.insert(capacity.end(), lay.begin(), lay.end());
+          int s = run(serve, out, err_serve), c = run(capacity, out, err_capacity);
+          if (!err_capacity.starts_with("--tp/--pp/--ep/--dp:")) continue;  // a fit, not a layout
+          INFO("tp ", tp, " ep ", ep, " dp ", dp, " pp ", pp);
+          CHECK(s == 2);
+          CHECK(c == 2);
+          CHECK(err_serve == err_capacity);
+          ++refused;
+        }
+  CHECK(refused > 100);  // dp 3, ep 3, ep past the tp group and pp 100 each refuse
 }
 
 TEST_CASE("serve trace and measurements: a folder is named as one") {

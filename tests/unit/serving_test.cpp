@@ -91,7 +91,7 @@ TEST_CASE("placement: invalid layouts are explained") {
   CHECK(layout_problem(m.g, layout{2, 1, 1}).empty());
 }
 
-TEST_CASE("placement and serve refuse a layout by one rule, in the same words") {
+TEST_CASE("placement refuses a layout engines cannot run, naming the rule") {
   model dense("qwen3-8b");        // 32 heads, 36 layers
   model moe("kimi-k2-instruct");  // 64 heads, 384 routed experts, 61 layers
   // The engines carve ep out of the tp group: ep 3 of a tp group of 4 leaves a card over
@@ -101,18 +101,6 @@ TEST_CASE("placement and serve refuse a layout by one rule, in the same words") 
   // DP attention: an attention group splits the heads over its share of the tp group.
   CHECK(layout_problem(dense.g, layout{24, 1, 1, 8}) ==
         "the attention group's tp 3 (tp 24 / dp 8) does not divide the 32 heads of layer 0");
-  // serve counts tp per attention group, placement the whole tp group: the same cards give the
-  // same answer.
-  for (const model* m : {&dense, &moe})
-    for (std::int64_t tp : {1, 2, 3, 4, 8})
-      for (std::int64_t ep : {1, 2, 3, 4, 8, 16})
-        for (std::int64_t dp : {1, 2, 8})
-          for (std::int64_t pp : {1, 2, 37, 100}) {
-            serve::serve_layout s{tp, ep, dp, pp};
-            INFO("tp ", tp, " ep ", ep, " dp ", dp, " pp ", pp);
-            CHECK(serve::layout_problem(m->g, s) ==
-                  layout_problem(m->g, layout{s.tp_group(), pp, ep, dp}));
-          }
 }
 
 TEST_CASE("every question's server holds limits::default_server_gpus cards unless told") {
@@ -123,6 +111,12 @@ TEST_CASE("every question's server holds limits::default_server_gpus cards unles
   CHECK(engine::plan_request{}.node_gpus == limits::default_server_gpus);
   CHECK(report_request{}.node_gpus == limits::default_server_gpus);
   CHECK(serve::sla_request{}.node_gpus == limits::default_server_gpus);
+  // And searches the same cards at most, unless told (--max-gpus).
+  CHECK(cli::options{}.max_gpus == limits::default_max_gpus);
+  CHECK(placement_request{}.max_gpus == limits::default_max_gpus);
+  CHECK(engine::plan_request{}.max_gpus == limits::default_max_gpus);
+  CHECK(report_request{}.max_gpus == limits::default_max_gpus);
+  CHECK(serve::sla_request{}.max_gpus == limits::default_max_gpus);
 }
 
 TEST_CASE("plan: the fewest cards, whole servers past one") {
