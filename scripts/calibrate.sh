@@ -126,7 +126,7 @@ cross-validated):
 
   The shipped criterion is the fit's own objective; the two others are no better held out.
 - tried and not shipped (2026-12, fifth pass; before: TPOT 9.8 %, TTFT 24.0 % in sample, TPOT
-  13.8 % / 18.8 % leaving one GPU / model out). The code is on branch `accuracy6-mla-experiment`.
+  13.8 % / 18.8 % leaving one GPU / model out). Its branch (`accuracy6-mla-experiment`) is no longer in the repository; this is its record.
   - **MLA prefilled in its expanded form.** The step costed a prefill chunk's MLA attention on the
     model's compact path (scores over kv_rank + qk_rope = 576, aggregates over kv_rank = 512 per
     head), the form engines run only for decode; vLLM (MLACommonImpl's prefill), SGLang
