@@ -420,10 +420,10 @@ TEST_CASE("options: a value typed empty is named, never read as the option left 
       {serve_args("qwen3-8b", "h100-sxm",
                   {"--isl", "1K", "--osl", "256", "--concurrency", "1", "-f", ""}),
        "-f: is empty: give a value (`calc serve --help` says what it takes)"}};
-  for (const auto& [args, error] : refused) {
-    CAPTURE(error);
-    CHECK(run(args, out, err) == 2);
-    CHECK(err == error + "\n");
+  for (const auto& r : refused) {  // not a structured binding: clang's CAPTURE cannot take one
+    CAPTURE(r.second);
+    CHECK(run(r.first, out, err) == 2);
+    CHECK(err == r.second + "\n");
   }
   // The largest int64 itself is a number CLI11 reads: the option's own limit answers it.
   CHECK(run(serve_args("qwen3-8b", "h100-sxm",
