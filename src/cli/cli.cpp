@@ -370,25 +370,17 @@ void refuse_extras(const CLI::App& sub) {
   throw spec_error(name, message);
 }
 
-/// What refuses an option typed with no value, on either path (run_cli's scan, dispatch's check).
-std::string empty_value_message(const std::string& command) {
-  return fmt::format("is empty: give a value (`calc {} --help` says what it takes)", command);
-}
-
-/// A value typed empty (`--trace ''`, `--gpu ''`) is a mistake to name, never the option left
-/// unset; a whole number past 64 bits is named as typed, where CLI11 would hand calc the largest
-/// int64 and the limit's error would quote a number the user never wrote. CLI11 reads integers
-/// with strtoll / strtoull in base 0 (hex and octal too) and clamps on overflow: the same reading
-/// here tells the clamp apart.
-void refuse_odd_values(const CLI::App& sub) {
+/// A whole number past 64 bits is named as typed, where CLI11 would hand calc the largest int64
+/// and the limit's error would quote a number the user never wrote. CLI11 reads integers with
+/// strtoll / strtoull in base 0 (hex and octal too) and clamps on overflow: the same reading here
+/// tells the clamp apart.
+void refuse_clamped_integers(const CLI::App& sub) {
   for (const CLI::Option* opt : sub.get_options()) {
     if (opt->count() == 0 || opt->get_type_size_max() == 0 || opt->get_lnames().empty()) continue;
     std::string name = "--" + opt->get_lnames().front();
     bool is_signed = opt->get_type_name() == "INT", is_unsigned = opt->get_type_name() == "UINT";
+    if (!is_signed && !is_unsigned) continue;
     for (const std::string& value : opt->results()) {
-      if (value.find_first_not_of(" \t") == std::string::npos)
-        throw spec_error(name, empty_value_message(sub.get_name()));
-      if (!is_signed && !is_unsigned) continue;
       char* end = nullptr;
       errno = 0;
       if (is_signed)
@@ -433,7 +425,7 @@ result dispatch(parsed& p, const std::vector<CLI::App*>& subs) {
       p.cmd = &commands()[i];
       refuse_extras(*subs[i]);
       read_lists(*p.cmd, given(*subs[i], "--model"), given(*subs[i], "--length"), p.opts);
-      refuse_odd_values(*subs[i]);
+      refuse_clamped_integers(*subs[i]);
       for (const char* name : {"--tp", "--pp", "--ep", "--dp"})
         p.opts.layout_given = p.opts.layout_given || given(*subs[i], name);
       check_mode_options(*subs[i], p.opts);
@@ -486,17 +478,21 @@ std::vector<option_names> options_of(const CLI::App& sub) {
   }
   return out;
 }
-/// An option typed with nothing after it, found before CLI11 parses: `--gpu=` (CLI11 would take
-/// the next word as its value) or `--format ''` (an option with a validator would answer in
-/// CLI11's words). dispatch's refuse_odd_values catches the rest on calc check's path too.
-void refuse_empty_values(const CLI::App& sub, const std::vector<std::string>& args) {
-  std::vector<option_names> own = options_of(sub);
+/// A value typed empty (`--trace ''`, `--gpu=`) is a mistake to name, never the option left
+/// unset; found before CLI11 parses, which would take the next word as `--gpu=`'s value and answer
+/// an empty validated option (`--format ''`) in its own words. --model and --length read their
+/// lists themselves (read_lists) and name what an empty one lacks.
+void refuse_empty_values(const std::vector<CLI::App*>& subs, const std::vector<std::string>& args) {
+  const CLI::App* sub = nullptr;
+  for (const CLI::App* s : subs)
+    if (s != nullptr && !args.empty() && s->get_name() == args.front()) sub = s;
+  if (sub == nullptr) return;
+  std::vector<option_names> own = options_of(*sub);
   auto takes_value = [&](const std::string& name) {
     for (const option_names& n : own) {
       auto named = [&](const std::string& x) {
         return std::find(n.names.begin(), n.names.end(), x) != n.names.end();
       };
-      // --model and --length read their lists themselves (read_lists), naming what one lacks.
       if (n.takes_value && named(name)) return !named("--model") && !named("--length");
     }
     return false;
@@ -509,7 +505,9 @@ void refuse_empty_values(const CLI::App& sub, const std::vector<std::string>& ar
     else if (word.find_first_not_of(" \t") == std::string::npos && args[i - 1].starts_with("-"))
       name = args[i - 1];
     if (!name.empty() && takes_value(name))
-      throw spec_error(name, empty_value_message(sub.get_name()));
+      throw spec_error(name, fmt::format("is empty: give a value (`calc {} --help` says what it "
+                                         "takes)",
+                                         sub->get_name()));
   }
 }
 
@@ -721,6 +719,7 @@ ojson evaluate(const std::vector<std::string>& args) {
   if (subs.empty()) build_app(app, p, subs);
   app.clear();
   p = parsed{};
+  refuse_empty_values(subs, args);
   std::vector<std::string> reversed(args.rbegin(), args.rend());
   try {
     app.parse(reversed);
@@ -758,14 +757,11 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     }
   }
   if (subs.empty()) build_app(app, p, subs);  // options first, or nothing: all commands
-  for (const CLI::App* sub : subs) {
-    if (sub == nullptr || args.empty() || sub->get_name() != args.front()) continue;
-    try {
-      refuse_empty_values(*sub, args);
-    } catch (const spec_error& e) {
-      err << e.what() << "\n";
-      return 2;
-    }
+  try {
+    refuse_empty_values(subs, args);
+  } catch (const spec_error& e) {
+    err << e.what() << "\n";
+    return 2;
   }
   std::vector<std::string> reversed(args.rbegin(), args.rend());
   try {
