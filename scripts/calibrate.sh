@@ -411,6 +411,34 @@ cross-validated):
   latency/SOURCE.md); the column is for files whose rows know their launch options. Every
   TensorRT-LLM InferenceX row taken as FP8, gpt-oss-120b on H200 included against its script,
   gave TPOT 9.0 % in sample (TTFT 23.4 %): a better fit from a wrong fact, not shipped.
+- the closed loop simulated (2026-12, twelfth pass; figures as the eleventh): `calc serve
+  --concurrency C --simulate` runs a benchmark's closed loop through the discrete-event
+  simulation of `--rate` (C clients per attention group, all sending at once to start, then each
+  its next request when its last one ends; 10 x C requests per group by default), so that the
+  opening burst and the prompts that stay in step with it are played out rather than carried by
+  the steady state's fitted `burst_share` and `cohort_share`. Every row of the file predicted so,
+  with the shipped calibration (fitted for the steady state, not refitted), 10 x C requests and
+  the row's client's lengths (InferenceX's drawn in [0.8 x, 1 x] the nominal ones,
+  aiconfigurator's at the nominal ones), against the steady state's 9.5 / 23.3 % (TPOT / TTFT
+  median |error|): InferenceX rows (1,065) 10.2 / 29.8 % against 10.5 / 23.4 %; aiconfigurator's
+  rows (540) 11.4 / 128 % against 7.7 / 23.0 %. With every request the same length the clients
+  that opened together finish, send and prefill together every round, so each request waits for
+  the whole cohort's step, twice what those runs measure: their client's requests are not in
+  step, whatever lengths it sends. Drawn in [0.8 x, 1 x] those rows give 8.5 / 30.3 %, and the
+  whole file 9.7 / 29.8 %. TPOT agrees with the steady state's (its decode physics is the same;
+  only the queueing differs), TTFT does not: shifting each (family, engine) group's TTFT by the
+  constant that fits it best leaves 27.9 %, SGLang 44-58 % (the waits of the seventh pass). The
+  simulation takes 2.3 s for the file's 1,605 rows, too slow for a fit that evaluates the rows
+  some thousand times, so the calibration stays the steady state's, which `plan --sla` searches
+  with, and the simulation is the user's check of a point's distribution (p50 / p90 / p99).
+  Noticed in the same pass: eight aiconfigurator rows (TensorRT-LLM 1.3.0, gpt-oss-120b on H100
+  and DeepSeek-R1 / V3.1 NVFP4 on B200) name a `silicon_concurrency` of batch_size x tp_size
+  with `attention_dp_size` empty, where every other row's is batch_size x attention_dp: read as
+  that many clients on the recorded tensor-parallel layout, gpt-oss-120b's TPOT goes from 12-35
+  to 23-36 ms (47-60 measured) and DeepSeek-V3.1's from 20.5 to 68 ms (21 measured); read as
+  attention DP over the tp ranks, 19-33 and 35 ms. Neither reading fits all eight (DeepSeek-R1
+  NVFP4 measures 85-87 ms TPOT, 15-26 predicted either way), so the mapping keeps batch_size per
+  attention-DP group, as for every other row.
 
 How a row maps onto calc (backend -> engine, system -> GPU, model_path -> bundled model, quant
 modes -> formats, layout, workload) is described in docs/commands.md (`calc calibrate`). One rule

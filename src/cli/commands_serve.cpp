@@ -34,8 +34,11 @@ struct serve_request {
   serve_layout layout;
   batching_config cfg;
   std::vector<std::int64_t> concurrency;  // steady-state points
+  bool simulate = false;                  // the concurrencies simulated, not a steady state
   double rate = 0;                        // or a simulation at this rate
-  std::int64_t requests = 1000;
+  std::int64_t requests = 1000;           // with --rate; with --simulate, per attention group
+  bool requests_given = false;            // with --simulate: else 10 x concurrency
+  double range_ratio = 1;                 // the benchmark client's length range
   std::string trace;  // or of this trace
   std::uint64_t seed = 2026;
   std::string calibration;  // file; "" = the shipped default
@@ -77,10 +80,10 @@ void read_batch_wait(const options& o, serve_request& r) {
   const char* flag = typed(iters) ? iters : ratio;
   if (r.engine != "trtllm")
     throw spec_error(flag, "is TensorRT-LLM's scheduler option: give --engine trtllm");
-  if (r.concurrency.empty())
+  if (r.concurrency.empty() || r.simulate)
     throw spec_error(flag,
                      "is costed in the closed loop's steady state (--concurrency), not in the "
-                     "--rate / --trace simulation");
+                     "--rate / --trace / --simulate simulation");
   check_limit(iters, o.batch_wait_iters, 0, limits::requests, "iterations");
   if (!(o.batch_wait_ratio >= 0 && o.batch_wait_ratio <= 1))
     throw spec_error(ratio, "must be a fraction in [0, 1] of the step's token budget");
@@ -135,16 +138,38 @@ serve_request read_serve(const options& o) {
     r.concurrency.push_back(*n);
   }
   r.rate = o.rate;
+  r.simulate = o.simulate;
+  if (r.simulate && r.concurrency.empty())
+    throw spec_error("--simulate",
+                     "simulates the closed loop of each --concurrency point (--rate and --trace "
+                     "are simulated already)");
+  bool simulated = o.rate != 0 || r.simulate;
   // Typed, any value is checked (poisson_arrivals: 1 to 10^6), never dropped.
   if (o.requests_given) {
-    if (o.rate == 0)
+    if (!simulated)
       throw spec_error("--requests",
-                       "applies only with --rate (a trace carries its requests; --concurrency is a "
-                       "steady state)");
+                       "applies only with --rate or --simulate (a trace carries its requests; "
+                       "--concurrency alone is a steady state)");
+    if (o.requests < 1 || o.requests > 1'000'000)
+      throw spec_error("--requests", "must be between 1 and 1,000,000");
     r.requests = o.requests;
+    r.requests_given = true;
   }
-  if (o.rate == 0 && was_typed(o, "--seed"))
-    throw spec_error("--seed", "applies only with --rate (it seeds the Poisson arrivals)");
+  if (was_typed(o, "--range-ratio")) {
+    if (!simulated)
+      throw spec_error("--range-ratio",
+                       "applies only with --rate or --simulate (a trace carries its lengths; the "
+                       "steady state costs --isl and --osl)");
+    if (!(o.range_ratio > 0 && o.range_ratio <= 1))
+      throw spec_error("--range-ratio",
+                       "must be a fraction in (0, 1]: each length is drawn between ratio x "
+                       "--isl (--osl) and --isl (--osl)");
+    r.range_ratio = o.range_ratio;
+  }
+  if (was_typed(o, "--seed") && o.rate == 0 && !(r.simulate && r.range_ratio < 1))
+    throw spec_error("--seed",
+                     "applies only with --rate (it seeds the Poisson arrivals and any drawn "
+                     "lengths) or with --simulate and --range-ratio below 1 (the lengths)");
   r.trace = o.trace;
   r.seed = o.seed;
   r.calibration = o.calibration;
@@ -169,6 +194,56 @@ ojson stats_json(const latency_stats& s) {
 }
 
 std::string ms(double v) { return fmt::format("{:.2f}", v); }
+
+/// A simulated point's figures: means, percentiles, throughput and what the KV pool did.
+ojson simulation_json(const simulation& sim, double gpus) {
+  ojson p;
+  p["requests"] = sim.requests;
+  p["ttft_ms"] = sim.ttft.mean;
+  p["tpot_ms"] = sim.tpot.mean;
+  p["itl_ms"] = sim.itl.mean;
+  p["e2e_ms"] = sim.e2e.mean;
+  p["ttft"] = stats_json(sim.ttft);
+  p["tpot"] = stats_json(sim.tpot);
+  p["itl"] = stats_json(sim.itl);
+  p["e2e"] = stats_json(sim.e2e);
+  p["output_tokens_per_s"] = sim.output_tokens_per_s;
+  p["output_tokens_per_s_per_gpu"] = sim.output_tokens_per_s / gpus;
+  p["output_tokens_per_s_per_user"] = sim.tpot.mean > 0 ? 1e3 / sim.tpot.mean : 0;
+  p["requests_per_s"] = sim.requests_per_s;
+  p["kv_pool_fits"] = !sim.kv_limited();
+  p["kv_pool_bytes"] = sim.kv_pool_bytes;
+  p["preemptions"] = sim.preemptions;
+  p["requests_preempted"] = sim.requests_preempted;
+  p["recomputed_tokens"] = sim.recomputed_tokens;
+  p["requests_waited_for_kv"] = sim.requests_waited_for_kv;
+  p["output_tokens"] = sim.output_tokens;
+  p["max_waiting"] = sim.max_waiting;
+  p["steps"] = sim.steps;
+  p["step"] = step_json(sim.step);  // the mean step of the run
+  return p;
+}
+
+/// The closed loop of `clients` per attention group, simulated: `requests` per group at the
+/// asked lengths (drawn in the range ratio when below 1). A request the pool cannot hold is the
+/// error of --isl, the lengths the user typed.
+simulation simulate_point(const deployment& d, const serve_request& q, const coefficients& k,
+                          std::int64_t clients) {
+  std::int64_t per_group = q.requests_given ? q.requests : 10 * clients;
+  std::int64_t n = per_group * d.layout.dp;
+  if (n > 1'000'000)
+    throw spec_error("--requests",
+                     fmt::format("{} requests per attention group x {} groups is more than the "
+                                 "1,000,000 a simulation takes; give fewer --requests",
+                                 per_group, d.layout.dp));
+  std::vector<arrival> requests(static_cast<std::size_t>(n), arrival{0, q.cfg.isl, q.cfg.osl});
+  draw_lengths(requests, q.range_ratio, q.seed);
+  try {
+    return simulate_clients(d, q.cfg, k, clients, std::move(requests));
+  } catch (const request_refused& e) {
+    throw spec_error("--isl", e.message());
+  }
+}
 
 /// How the engine frees KV, for the serve table's note.
 const char* kv_policy_words(kv_policy p) {
@@ -206,11 +281,24 @@ void add_serve_options(CLI::App& app, options& o) {
                  "Poisson arrivals, requests per second (> 0, at most 10^7): a simulation of "
                  "--requests arrivals");
   app.add_option("--requests", o.requests,
-                 "With --rate: requests simulated, 1 to 10^6 (default 1000)");
+                 "With --rate: requests simulated, 1 to 10^6 (default 1000); with --simulate: "
+                 "requests per attention group at each concurrency (default 10 x concurrency, "
+                 "as InferenceX's client sends)");
   app.add_option("--trace", o.trace,
                  "JSON lines {\"arrival_ms\": T, \"input_tokens\": N, \"output_tokens\": M} "
                  "to simulate, in any order (docs/commands.md)");
-  app.add_option("--seed", o.seed, "With --rate: seed of the Poisson arrivals (default 2026)");
+  app.add_flag("--simulate", o.simulate,
+               "With --concurrency: simulate each point's closed loop (every client sends its "
+               "next request when the last one ends, all at once to start) with the scheduler "
+               "--rate uses, for TTFT, TPOT, ITL and e2e percentiles, instead of the steady "
+               "state");
+  app.add_option("--range-ratio", o.range_ratio,
+                 "With --rate or --simulate: draw each request's lengths uniformly in [ratio x "
+                 "--isl, --isl] and [ratio x --osl, --osl] as vLLM's benchmark client's "
+                 "--random-range-ratio does (default 1: every request the same)");
+  app.add_option("--seed", o.seed,
+                 "With --rate, or --simulate with --range-ratio: seed of the Poisson arrivals "
+                 "and drawn lengths (default 2026)");
   app.add_option("--max-num-batched-tokens,--chunked-prefill-size", o.max_num_batched_tokens,
                  "Token budget of one step (default: the engine's, 8192 in each)");
   app.add_option("--max-num-seqs,--max-running-requests", o.max_num_seqs,
@@ -362,7 +450,33 @@ result run_serve(const options& o) {
       "# calc serve: {} on {} x {} ({}), {}{}\n\n", m.spec->name, q.layout.gpus(), gpu.display,
       q.engine, layout_flags(q.layout),
       q.trace.empty() ? fmt::format(", ISL {} OSL {}", q.cfg.isl, q.cfg.osl) : std::string());
-  if (!q.concurrency.empty()) {
+  if (q.simulate) {
+    md += fmt::format(
+        "Closed loop simulated: each client sends its next request when the last one ends, "
+        "all at once to start; {} requests per attention group{}.\n\n",
+        q.requests_given ? std::to_string(q.requests) : std::string("10 x concurrency"),
+        q.range_ratio < 1 ? fmt::format(", lengths drawn in [{} x, 1 x] the given ones (seed {})",
+                                        q.range_ratio, q.seed)
+                          : std::string());
+    md +=
+        "| concurrency | TTFT mean / p50 / p90 / p99 ms | TPOT mean / p90 ms | ITL p90 / p99 ms "
+        "| e2e ms | tok/s | tok/s/GPU | tok/s/user | req/s | KV fits | preemptions |\n";
+    md += "|---:|---|---|---|---:|---:|---:|---:|---:|:---:|---:|\n";
+    for (std::int64_t c : q.concurrency) {
+      simulation sim = simulate_point(d, q, k, c);
+      ojson p = simulation_json(sim, gpus);
+      p["concurrency"] = c;
+      j["points"].push_back(p);
+      md += fmt::format(
+          "| {} | {} / {} / {} / {} | {} / {} | {} / {} | {} | {:.0f} | {:.0f} | {:.1f} | {:.2f} "
+          "| {} | {} |\n",
+          c, ms(sim.ttft.mean), ms(sim.ttft.p50), ms(sim.ttft.p90), ms(sim.ttft.p99),
+          ms(sim.tpot.mean), ms(sim.tpot.p90), ms(sim.itl.p90), ms(sim.itl.p99), ms(sim.e2e.mean),
+          sim.output_tokens_per_s, sim.output_tokens_per_s / gpus,
+          sim.tpot.mean > 0 ? 1e3 / sim.tpot.mean : 0.0, sim.requests_per_s,
+          sim.kv_limited() ? "no" : "yes", sim.preemptions);
+    }
+  } else if (!q.concurrency.empty()) {
     md +=
         "| concurrency | TTFT ms | TPOT ms | ITL p90 / p99 ms | e2e ms | tok/s | tok/s/GPU | "
         "tok/s/user | req/s | KV fits | step ms (weights / KV / compute / comm / overhead) |\n";
@@ -401,6 +515,9 @@ result run_serve(const options& o) {
     std::vector<arrival> arrivals =
         q.trace.empty() ? poisson_arrivals(q.rate, q.requests, q.cfg.isl, q.cfg.osl, q.seed)
                         : read_trace(q.trace);
+    // The lengths from their own stream (seed + 1), so that the arrival times stay those of
+    // the same --seed at a ratio of 1.
+    if (q.trace.empty()) draw_lengths(arrivals, q.range_ratio, q.seed + 1);
     simulation sim;
     try {
       sim = simulate(d, q.cfg, k, arrivals);
@@ -419,29 +536,7 @@ result run_serve(const options& o) {
       p["rate"] = q.rate;
     else
       p["trace"] = q.trace;
-    p["requests"] = sim.requests;
-    p["ttft_ms"] = sim.ttft.mean;
-    p["tpot_ms"] = sim.tpot.mean;
-    p["itl_ms"] = sim.itl.mean;
-    p["e2e_ms"] = sim.e2e.mean;
-    p["ttft"] = stats_json(sim.ttft);
-    p["tpot"] = stats_json(sim.tpot);
-    p["itl"] = stats_json(sim.itl);
-    p["e2e"] = stats_json(sim.e2e);
-    p["output_tokens_per_s"] = sim.output_tokens_per_s;
-    p["output_tokens_per_s_per_gpu"] = sim.output_tokens_per_s / gpus;
-    p["output_tokens_per_s_per_user"] = sim.tpot.mean > 0 ? 1e3 / sim.tpot.mean : 0;
-    p["requests_per_s"] = sim.requests_per_s;
-    p["kv_pool_fits"] = !sim.kv_limited();
-    p["kv_pool_bytes"] = sim.kv_pool_bytes;
-    p["preemptions"] = sim.preemptions;
-    p["requests_preempted"] = sim.requests_preempted;
-    p["recomputed_tokens"] = sim.recomputed_tokens;
-    p["requests_waited_for_kv"] = sim.requests_waited_for_kv;
-    p["output_tokens"] = sim.output_tokens;
-    p["max_waiting"] = sim.max_waiting;
-    p["steps"] = sim.steps;
-    p["step"] = step_json(sim.step);  // the mean step of the run
+    p.update(simulation_json(sim, gpus));
     j["points"].push_back(p);
     md += q.trace.empty()
               ? fmt::format("Poisson arrivals at {} requests/s, {} requests, seed {}.\n\n", q.rate,
@@ -478,9 +573,10 @@ result run_serve(const options& o) {
         ms(j["points"][0]["step"]["communication_ms"].get<double>()),
         ms(j["points"][0]["step"]["overhead_ms"].get<double>()),
         j["points"][0]["steps"].get<std::int64_t>());
-  md += fmt::format("\nCalibration: {} ({}). Step = {}.\n", cal.file, used,
-                    q.concurrency.empty() ? "the mean step of the simulated run"
-                                          : "the decode step at that concurrency");
+  md += fmt::format("\nCalibration: {} ({}). {}.\n", cal.file, used,
+                    q.simulate              ? "JSON `step`: each run's mean step"
+                    : q.concurrency.empty() ? "Step = the mean step of the simulated run"
+                                            : "Step = the decode step at that concurrency");
   md += fmt::format("Launch {} with: {}", q.engine, launch_flags(q.engine, q.layout));
   // Batch waiting is set in the LLM API options file (--extra_llm_api_options), not a flag.
   if (q.cfg.batch_wait_iters > 0)

@@ -111,6 +111,8 @@ struct options {
   std::optional<std::int64_t> isl, osl;  // --isl, --osl (0 is given, and refused)
   std::string concurrency;        // --concurrency: a list such as 1,8,64
   double rate = 0;                // --rate: requests per second (Poisson)
+  bool simulate = false;          // --simulate: the --concurrency points by simulation
+  double range_ratio = 1;         // --range-ratio: lengths drawn in [ratio x given, given]
   std::string trace;              // --trace: JSON lines of arrivals
   std::string calibration;        // --calibration: a calibration YAML (default: the shipped one)
   std::string sla;                // plan --sla ttft=MS,tpot=MS

@@ -7,6 +7,7 @@
 #include <deque>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -752,15 +753,45 @@ std::vector<arrival> read_trace(const std::string& path) {
   return out;
 }
 
-simulation simulate(const deployment& d, const batching_config& cfg, const coefficients& k,
-                    std::vector<arrival> arrivals, simulation_path path) {
+void draw_lengths(std::vector<arrival>& requests, double range_ratio, std::uint64_t seed) {
+  if (!(range_ratio > 0 && range_ratio <= 1))
+    throw spec_error("range_ratio",
+                     "must be a fraction in (0, 1]: lengths are drawn between "
+                     "ratio x the given ones and the given ones");
+  if (range_ratio == 1) return;
+  std::mt19937_64 gen(seed);
+  auto draw = [&](std::int64_t n) {
+    auto low = static_cast<std::int64_t>(std::floor(range_ratio * static_cast<double>(n)));
+    return std::uniform_int_distribution<std::int64_t>(std::max<std::int64_t>(1, low), n)(gen);
+  };
+  for (arrival& a : requests) {
+    a.isl = draw(a.isl);
+    a.osl = draw(a.osl);
+  }
+}
+
+namespace {
+
+simulation run_simulation(const deployment& d, const batching_config& cfg, const coefficients& k,
+                          std::vector<arrival> arrivals, simulation_path path,
+                          std::int64_t clients) {
   if (arrivals.empty()) throw spec_error("requests", "no requests to simulate");
   if (cfg.max_num_batched_tokens < 1)
     throw spec_error("max_num_batched_tokens", "must be at least 1");
   if (cfg.max_num_seqs < 1) throw spec_error("max_num_seqs", "must be at least 1");
   if (cfg.kv_block_tokens < 1) throw spec_error("kv_block_tokens", "must be at least 1");
-  std::stable_sort(arrivals.begin(), arrivals.end(),
-                   [](const arrival& a, const arrival& b) { return a.time_ms < b.time_ms; });
+  std::int64_t groups = d.layout.dp;
+  if (clients > 0) {
+    // Each group's first `clients` requests open the run; the others are sent as requests
+    // finish (below), in order, so that the arrivals stay sorted by time.
+    for (std::size_t i = 0; i < arrivals.size(); ++i)
+      arrivals[i].time_ms = static_cast<std::int64_t>(i) < clients * groups
+                                ? 0
+                                : std::numeric_limits<double>::infinity();
+  } else {
+    std::stable_sort(arrivals.begin(), arrivals.end(),
+                     [](const arrival& a, const arrival& b) { return a.time_ms < b.time_ms; });
+  }
   simulation out;
   out.requests = static_cast<std::int64_t>(arrivals.size());
   // Each step touches every running request: bound the work so that no input runs for minutes.
@@ -816,7 +847,6 @@ simulation simulate(const deployment& d, const batching_config& cfg, const coeff
   // input): say so rather than spin.
   double step_bound =
       4 * (token_steps + prefill_steps) + 8 * static_cast<double>(out.requests) + 1e4;
-  std::int64_t groups = d.layout.dp;
   for (std::int64_t grp = 0; grp < groups; ++grp) {
     engine_group e(cfg, kv, pool_bytes, out);
     for (std::size_t i = static_cast<std::size_t>(grp); i < arrivals.size();
@@ -825,6 +855,15 @@ simulation simulate(const deployment& d, const batching_config& cfg, const coeff
     if (e.reqs.empty()) continue;
     std::size_t next = 0;  // the next arrival to join the queue
     std::size_t finished = 0;
+    // A closed loop's next request to send, and the arrival it is.
+    auto sent = static_cast<std::size_t>(
+        std::min<std::int64_t>(clients, static_cast<std::int64_t>(e.reqs.size())));
+    auto send_next = [&](double at) {
+      if (clients <= 0 || sent >= e.reqs.size()) return;
+      arrivals[static_cast<std::size_t>(grp) + sent * static_cast<std::size_t>(groups)].time_ms =
+          at;
+      ++sent;
+    };
     double t = e.reqs.front().a->time_ms;
     while (finished < e.reqs.size()) {
       while (next < e.reqs.size() && e.reqs[next].a->time_ms <= t) e.waiting.push_back(next++);
@@ -877,6 +916,7 @@ simulation simulate(const deployment& d, const batching_config& cfg, const coeff
           e2e.add(t - r.a->time_ms + k.request_latency_ms);
           if (r.a->osl > 1) tpot.add((t - r.first_ms) / static_cast<double>(r.a->osl - 1));
           last = std::max(last, t);
+          send_next(t + k.request_latency_ms);
         }
       }
       itl.add(t - start, regular);
@@ -895,6 +935,20 @@ simulation simulate(const deployment& d, const batching_config& cfg, const coeff
     out.output_tokens_per_s = static_cast<double>(out.output_tokens) / out.duration_ms * 1e3;
   }
   return out;
+}
+
+}  // namespace
+
+simulation simulate(const deployment& d, const batching_config& cfg, const coefficients& k,
+                    std::vector<arrival> arrivals, simulation_path path) {
+  return run_simulation(d, cfg, k, std::move(arrivals), path, 0);
+}
+
+simulation simulate_clients(const deployment& d, const batching_config& cfg, const coefficients& k,
+                            std::int64_t clients, std::vector<arrival> requests,
+                            simulation_path path) {
+  if (clients < 1) throw spec_error("concurrency", "must be at least 1");
+  return run_simulation(d, cfg, k, std::move(requests), path, clients);
 }
 
 latency_stats steady_itl(const scenario& s, const steady_state& st, const coefficients& k) {

@@ -24,6 +24,12 @@ struct arrival {
 std::vector<arrival> poisson_arrivals(double rate, std::int64_t requests, std::int64_t isl,
                                       std::int64_t osl, std::uint64_t seed);
 
+/// Redraws each request's lengths as a benchmark client with a range ratio does (vLLM's
+/// benchmark_serving.py, `--random-range-ratio`, sample_random_requests): uniformly among the
+/// whole numbers in [floor(ratio x isl), isl] and [floor(ratio x osl), osl], at least 1 each,
+/// seeded. A ratio of 1 keeps the lengths; a ratio outside (0, 1] is a spec_error.
+void draw_lengths(std::vector<arrival>& requests, double range_ratio, std::uint64_t seed);
+
 /// A trace: JSON lines {"arrival_ms": T, "input_tokens": N, "output_tokens": M}, arrivals in
 /// any order, token counts whole numbers >= 1. A malformed line is a spec_error
 /// `file:line: field: why`.
@@ -91,6 +97,17 @@ enum class simulation_path { runs, stepwise };
 simulation simulate(const deployment& d, const batching_config& cfg, const coefficients& k,
                     std::vector<arrival> arrivals,
                     simulation_path path = simulation_path::runs);
+
+/// A closed loop: `clients` clients per attention group send `requests` (their lengths; their
+/// arrival times are not read) in order, each client its next request as soon as the last
+/// token of its previous one returns, all of them at once at the start (the opening burst a
+/// benchmark run begins with). The engine sees a request request_latency_ms after it is sent,
+/// the time the steady state and the TTFT of a simulation add for the API server. The same
+/// scheduler and step times as `simulate`; the measured file's rows were taken this way (`calc
+/// serve --concurrency C --simulate`).
+simulation simulate_clients(const deployment& d, const batching_config& cfg, const coefficients& k,
+                            std::int64_t clients, std::vector<arrival> requests,
+                            simulation_path path = simulation_path::runs);
 
 /// The steady state's ITL (ms): a token waits one decode step, and some steps also carry (or
 /// wait behind) another request's prefill chunk. `m` = (TPOT - base step) / stall is the mean

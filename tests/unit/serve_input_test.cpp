@@ -251,8 +251,8 @@ TEST_CASE("serve options: a repeated count, --requests without --rate, a negativ
                        {"--isl", "1K", "--osl", "256", "--concurrency", "4", "--requests", "5"}),
             out, err) == 2);
   CHECK(err ==
-        "--requests: applies only with --rate (a trace carries its requests; --concurrency is a "
-        "steady state)\n");
+        "--requests: applies only with --rate or --simulate (a trace carries its requests; "
+        "--concurrency alone is a steady state)\n");
   // A negative count was read as "not given" and simulated 1000 requests.
   CHECK(run(serve_args("qwen3-8b", "h100-sxm",
                        {"--isl", "1K", "--osl", "256", "--rate", "1", "--requests", "-5"}),
@@ -262,7 +262,9 @@ TEST_CASE("serve options: a repeated count, --requests without --rate, a negativ
   CHECK(run(serve_args("qwen3-8b", "h100-sxm",
                        {"--isl", "1K", "--osl", "256", "--concurrency", "1", "--seed", "5"}),
             out, err) == 2);
-  CHECK(err == "--seed: applies only with --rate (it seeds the Poisson arrivals)\n");
+  CHECK(err ==
+        "--seed: applies only with --rate (it seeds the Poisson arrivals and any drawn lengths) "
+        "or with --simulate and --range-ratio below 1 (the lengths)\n");
   // -1 is the option's "not given": typed, it is refused like any other count below 1.
   CHECK(run(serve_args("qwen3-8b", "h100-sxm",
                        {"--isl", "1K", "--osl", "256", "--rate", "1", "--requests", "-1"}),
@@ -335,7 +337,11 @@ TEST_CASE("serve --batch-wait-*: TensorRT-LLM's hold of new prompts, costed or r
       {{"--engine", "trtllm", "--rate", "2", "--batch-wait-timeout-iters", "20",
         "--batch-wait-max-tokens-ratio", "0.9"},
        "--batch-wait-timeout-iters: is costed in the closed loop's steady state (--concurrency), "
-       "not in the --rate / --trace simulation"},
+       "not in the --rate / --trace / --simulate simulation"},
+      {{"--engine", "trtllm", "--concurrency", "4", "--simulate", "--batch-wait-timeout-iters",
+        "20", "--batch-wait-max-tokens-ratio", "0.9"},
+       "--batch-wait-timeout-iters: is costed in the closed loop's steady state (--concurrency), "
+       "not in the --rate / --trace / --simulate simulation"},
       {{"--engine", "trtllm", "--concurrency", "4", "--batch-wait-timeout-iters", "20"},
        "--batch-wait-max-tokens-ratio: give both above 0: a prompt is held until the iterations "
        "pass or the tokens reach the ratio, and either at 0 releases it at once"},

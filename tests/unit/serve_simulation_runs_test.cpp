@@ -266,3 +266,58 @@ TEST_CASE("serve simulation: a long run at 8K/8K takes most steps in decode runs
     CHECK(fast.run_steps * 10 > fast.steps * 9);
   }
 }
+
+TEST_CASE("serve simulation: a closed loop's decode runs give exactly the step-by-step one") {
+  // Requests join as others finish (simulate_clients): a run ends at a finish, and the request
+  // it sends arrives request_latency_ms later, while a run may be under way.
+  workload_source src;
+  coefficients k;
+  std::int64_t cases = 0, steps = 0, run_steps = 0, preempting = 0;
+  for (const char* name :
+       {"llama-3.1-8b", "gpt-oss-20b", "qwen3-next-80b-a3b-thinking", "deepseek-v3.2"}) {
+    CAPTURE(name);
+    model m(name);
+    for (int c = 0; c < 8; ++c) {
+      CAPTURE(c);
+      serve_layout l;
+      if (src.one_in(4)) l = {.tp = 2, .dp = 2};
+      deployment d = make_deployment(m.g, find_gpu("h200"), l);
+      batching_config cfg = src.config();
+      k.request_latency_ms = static_cast<double>(src.uniform(0, 60));
+      std::vector<arrival> a = src.arrivals();
+      std::int64_t clients = src.uniform(1, 12);
+      std::int64_t longest = 0;
+      for (const arrival& r : a) longest = std::max(longest, r.isl + r.osl);
+      double request =
+          tally_state(m.g, longest + cfg.kv_block_tokens).total.to_double() * d.kv_share;
+      double pool = request * static_cast<double>(src.uniform(105, 800)) / 100;
+      d.gpu.memory =
+          static_cast<std::int64_t>((d.weight_bytes_per_rank + pool) / cfg.memory_fraction) + 1;
+      CAPTURE(clients);
+      CAPTURE(a.size());
+      simulation fast, slow;
+      std::string fast_error, slow_error;
+      try {
+        fast = simulate_clients(d, cfg, k, clients, a, simulation_path::runs);
+      } catch (const spec_error& e) {
+        fast_error = e.what();
+      }
+      try {
+        slow = simulate_clients(d, cfg, k, clients, a, simulation_path::stepwise);
+      } catch (const spec_error& e) {
+        slow_error = e.what();
+      }
+      CHECK(fast_error == slow_error);
+      if (!slow_error.empty()) continue;
+      check_same(fast, slow);
+      CHECK(slow.max_waiting <= clients);
+      ++cases;
+      steps += slow.steps;
+      run_steps += fast.run_steps;
+      if (slow.preemptions > 0) ++preempting;
+    }
+  }
+  CHECK(cases >= 24);
+  CHECK(run_steps * 2 > steps);
+  CHECK(preempting >= 2);
+}
