@@ -7,7 +7,7 @@
 // (a costlier step function, so more of the time is the step clock's misses); then long requests
 // (ISL/OSL 8K/8K: a million-odd steps of some fifty requests each) on every engine, near the
 // card's throughput and beyond it, on a dense, a hybrid (linear attention + MoE) and an MLA MoE
-// model.
+// model; then closed loops of clients (serve --concurrency --simulate) at the same sizes.
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -38,9 +38,11 @@ std::regex filter(".*");
 
 void run_case(const calibration& cal, const std::string& name, const std::string& weights,
               const std::string& gpu_name, const serve_layout& l, const std::string& engine,
-              double rate, std::int64_t isl, std::int64_t osl) {
-  std::string label = fmt::format("{} {} tp {} {} {:g} req/s {}/{}", name, gpu_name, l.tp, engine,
-                                  rate, isl, osl);
+              double rate, std::int64_t isl, std::int64_t osl, std::int64_t clients = 0) {
+  std::string load =
+      clients > 0 ? fmt::format("{} clients", clients) : fmt::format("{:g} req/s", rate);
+  std::string label =
+      fmt::format("{} {} tp {} {} {} {}/{}", name, gpu_name, l.tp, engine, load, isl, osl);
   if (!std::regex_search(label, filter)) return;
   model_spec s = read_model_file(resolve_model_path(name));
   if (!weights.empty()) s.precision.set_weights(parse_dtype(weights));
@@ -48,10 +50,15 @@ void run_case(const calibration& cal, const std::string& name, const std::string
   gpu_spec gpu = find_gpu(gpu_name);
   const coefficients& k = cal.lookup(cal.family_of(gpu.name), engine);
   deployment d = make_deployment(g, gpu, l);
-  auto arrivals = poisson_arrivals(rate, 10'000, isl, osl, 1);
+  // A closed loop's requests at lengths drawn as InferenceX's client draws them (out of step).
+  std::vector<arrival> arrivals = clients > 0 ? std::vector<arrival>(10'000, arrival{0, isl, osl})
+                                              : poisson_arrivals(rate, 10'000, isl, osl, 1);
+  if (clients > 0) draw_lengths(arrivals, 0.8, 1);
   auto start = clock_type::now();
   std::clock_t cpu_start = std::clock();
-  simulation sim = simulate(d, config_of(engine, isl, osl), k, arrivals);
+  batching_config cfg = config_of(engine, isl, osl);
+  simulation sim =
+      clients > 0 ? simulate_clients(d, cfg, k, clients, arrivals) : simulate(d, cfg, k, arrivals);
   // CPU time is the figure to read on a shared machine; wall time beside it.
   double t = static_cast<double>(std::clock() - cpu_start) / CLOCKS_PER_SEC;
   double wall = std::chrono::duration<double>(clock_type::now() - start).count();
@@ -98,5 +105,10 @@ int main(int argc, char** argv) {
   run_case(cal, "qwen3-next-80b-a3b-thinking", "", "h200", {.tp = 2}, "sglang", 1, 8192, 8192);
   run_case(cal, "deepseek-v3", "fp8", "h200", {.tp = 8, .ep = 8}, "vllm", 1, 8192, 8192);
   run_case(cal, "deepseek-v3", "fp8", "h200", {.tp = 8, .ep = 8}, "sglang", 1, 8192, 8192);
+  // Closed loops (serve --concurrency --simulate): requests join as others finish.
+  for (const char* engine : {"vllm", "sglang", "trtllm"})
+    run_case(cal, "qwen3-8b", "", "h100-sxm", {}, engine, 0, 1024, 1024, 64);
+  run_case(cal, "deepseek-v3", "fp8", "h200", {.tp = 8, .ep = 8}, "sglang", 0, 1024, 1024, 256);
+  run_case(cal, "qwen3-8b", "", "h200", {}, "vllm", 0, 8192, 8192, 32);
   return 0;
 }
