@@ -416,16 +416,17 @@ cross-validated):
   simulation of `--rate` (C clients per attention group, all sending at once to start, then each
   its next request when its last one ends; 10 x C requests per group by default), so that the
   opening burst and the prompts that stay in step with it are played out rather than carried by
-  the steady state's fitted `burst_share` and `cohort_share`. Every row of the file predicted so,
-  with the shipped calibration (fitted for the steady state, not refitted), 10 x C requests and
-  the row's client's lengths (InferenceX's drawn in [0.8 x, 1 x] the nominal ones,
-  aiconfigurator's at the nominal ones), against the steady state's 9.5 / 23.3 % (TPOT / TTFT
-  median |error|): InferenceX rows (1,065) 10.2 / 29.8 % against 10.5 / 23.4 %; aiconfigurator's
-  rows (540) 11.4 / 128 % against 7.7 / 23.0 %. With every request the same length the clients
+  the steady state's fitted `burst_share` and `cohort_share`. `calc calibrate --evaluate
+  tests/fixtures/latency/measured.csv --simulate` predicts every row so, with the shipped
+  calibration (fitted for the steady state, not refitted), 10 x C requests and the row's
+  client's lengths (InferenceX's drawn in [0.8 x, 1 x] the nominal ones, aiconfigurator's at
+  the nominal ones): TPOT / TTFT median |error| 10.6 / 45.9 % against the steady state's 9.5 /
+  23.3 %; InferenceX rows (1,065) 10.1 / 29.3 % against 10.5 / 23.4 %, aiconfigurator's rows
+  (540) 11.4 / 128 % against 7.7 / 23.0 %. With every request the same length the clients
   that opened together finish, send and prefill together every round, so each request waits for
   the whole cohort's step, twice what those runs measure: their client's requests are not in
-  step, whatever lengths it sends. Drawn in [0.8 x, 1 x] those rows give 8.5 / 30.3 %, and the
-  whole file 9.7 / 29.8 %. TPOT agrees with the steady state's (its decode physics is the same;
+  step, whatever lengths it sends. Drawn in [0.8 x, 1 x] (an experiment) those rows give 8.5 /
+  30.3 %, and the whole file 9.7 / 29.8 %. TPOT agrees with the steady state's (its decode physics is the same;
   only the queueing differs), TTFT does not: shifting each (family, engine) group's TTFT by the
   constant that fits it best leaves 27.9 %, SGLang 44-58 % (the waits of the seventh pass). The
   simulation takes 2.3 s for the file's 1,605 rows, too slow for a fit that evaluates the rows

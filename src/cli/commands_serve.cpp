@@ -154,6 +154,14 @@ serve_request read_serve(const options& o) {
       throw spec_error("--requests", "must be between 1 and 1,000,000");
     r.requests = o.requests;
     r.requests_given = true;
+    if (r.simulate)
+      for (std::int64_t c : r.concurrency)
+        if (r.requests < c)
+          throw spec_error("--requests",
+                           fmt::format("{} requests per attention group leave some of the {} "
+                                       "clients of --concurrency {} nothing to send; give at "
+                                       "least as many",
+                                       r.requests, c, c));
   }
   if (was_typed(o, "--range-ratio")) {
     if (!simulated)
@@ -231,17 +239,25 @@ simulation simulate_point(const deployment& d, const serve_request& q, const coe
                           std::int64_t clients) {
   std::int64_t per_group = q.requests_given ? q.requests : 10 * clients;
   std::int64_t n = per_group * d.layout.dp;
+  // The run's size is --requests where typed, else 10 x --concurrency: name what the user typed.
+  const char* size = q.requests_given ? "--requests" : "--concurrency";
   if (n > 1'000'000)
-    throw spec_error("--requests",
-                     fmt::format("{} requests per attention group x {} groups is more than the "
-                                 "1,000,000 a simulation takes; give fewer --requests",
-                                 per_group, d.layout.dp));
+    throw spec_error(
+        size, fmt::format("{} requests per attention group{} x {} groups is more "
+                          "than the 1,000,000 a simulation takes; give fewer {}",
+                          per_group, q.requests_given ? "" : " (10 x concurrency)", d.layout.dp,
+                          q.requests_given ? "--requests"
+                                           : "clients, "
+                                             "or --requests"));
   std::vector<arrival> requests(static_cast<std::size_t>(n), arrival{0, q.cfg.isl, q.cfg.osl});
   draw_lengths(requests, q.range_ratio, q.seed);
   try {
     return simulate_clients(d, q.cfg, k, clients, std::move(requests));
   } catch (const request_refused& e) {
     throw spec_error("--isl", e.message());
+  } catch (const spec_error& e) {
+    if (e.field() != "requests") throw;
+    throw spec_error(size, e.message());
   }
 }
 
@@ -276,7 +292,8 @@ void add_serve_options(CLI::App& app, options& o) {
       ->transform(token_suffixes());
   app.add_option("--concurrency", o.concurrency,
                  "Closed-loop clients per attention group, a list such as 1,8,64: one "
-                 "steady-state point each (give one of --concurrency, --rate, --trace)");
+                 "steady-state point each, or a simulated one with --simulate (give one of "
+                 "--concurrency, --rate, --trace)");
   app.add_option("--rate", o.rate,
                  "Poisson arrivals, requests per second (> 0, at most 10^7): a simulation of "
                  "--requests arrivals");
@@ -294,8 +311,10 @@ void add_serve_options(CLI::App& app, options& o) {
                "state");
   app.add_option("--range-ratio", o.range_ratio,
                  "With --rate or --simulate: draw each request's lengths uniformly in [ratio x "
-                 "--isl, --isl] and [ratio x --osl, --osl] as vLLM's benchmark client's "
-                 "--random-range-ratio does (default 1: every request the same)");
+                 "--isl, --isl] and [ratio x --osl, --osl], as --random-range-ratio does in "
+                 "vLLM's benchmark_serving.py, SGLang's bench_serving and InferenceX's copy "
+                 "(`vllm bench serve` now draws in [1 - r, 1 + r] x) (default 1: every request "
+                 "the same)");
   app.add_option("--seed", o.seed,
                  "With --rate, or --simulate with --range-ratio: seed of the Poisson arrivals "
                  "and drawn lengths (default 2026)");
@@ -305,12 +324,13 @@ void add_serve_options(CLI::App& app, options& o) {
                  "Running requests at most (default: the engine's: vLLM 1024, SGLang 4096, "
                  "TensorRT-LLM 2048)");
   app.add_option("--batch-wait-timeout-iters", o.batch_wait_iters,
-                 "TensorRT-LLM, with --concurrency: hold new prompts while others decode for up "
-                 "to this many iterations (its batch_wait_timeout_iters; default 0, off)");
+                 "TensorRT-LLM, with --concurrency (the steady state, not --simulate): hold new "
+                 "prompts while others decode for up to this many iterations (its "
+                 "batch_wait_timeout_iters; default 0, off)");
   app.add_option("--batch-wait-max-tokens-ratio", o.batch_wait_ratio,
-                 "TensorRT-LLM, with --concurrency: ... or until the held prompts and the decode "
-                 "tokens reach this fraction of the token budget (its batch_wait_max_tokens_ratio; "
-                 "give both)");
+                 "TensorRT-LLM, with --concurrency (the steady state): ... or until the held "
+                 "prompts and the decode tokens reach this fraction of the token budget (its "
+                 "batch_wait_max_tokens_ratio; give both)");
   app.add_option(
       "--calibration", o.calibration,
       "Calibration YAML from `calc calibrate` (default: models/calibration/default.yaml)");
@@ -325,6 +345,10 @@ void add_calibrate_options(CLI::App& app, options& o) {
                  "them; a row calc cannot model is that row's error");
   app.add_flag("--cross-validate", o.cross_validate,
                "With --evaluate: also leave-one-GPU-out and leave-one-model-out errors");
+  app.add_flag("--simulate", o.simulate,
+               "With --evaluate: predict each row by simulating its closed loop (its clients "
+               "sending 10 requests each, lengths drawn as its benchmark client draws them) "
+               "instead of the steady state the fit uses");
   app.add_option("--out", o.out, "Where --measurements writes the calibration (default: stdout)");
   app.add_option("--calibration", o.calibration,
                  "Calibration YAML (default: models/calibration/default.yaml); families and "
@@ -438,6 +462,10 @@ result run_serve(const options& o) {
     j["isl"] = q.cfg.isl;
     j["osl"] = q.cfg.osl;
   }
+  if (q.range_ratio < 1) {
+    j["range_ratio"] = q.range_ratio;
+    j["seed"] = q.seed;
+  }
   j["max_num_batched_tokens"] = q.cfg.max_num_batched_tokens;
   j["max_num_seqs"] = q.cfg.max_num_seqs;
   if (q.cfg.batch_wait_iters > 0) {
@@ -453,11 +481,16 @@ result run_serve(const options& o) {
   if (q.simulate) {
     md += fmt::format(
         "Closed loop simulated: each client sends its next request when the last one ends, "
-        "all at once to start; {} requests per attention group{}.\n\n",
+        "all at once to start; {} requests per attention group{}.{}\n\n",
         q.requests_given ? std::to_string(q.requests) : std::string("10 x concurrency"),
         q.range_ratio < 1 ? fmt::format(", lengths drawn in [{} x, 1 x] the given ones (seed {})",
                                         q.range_ratio, q.seed)
-                          : std::string());
+                          : std::string(),
+        q.range_ratio < 1
+            ? ""
+            : " Every request the same length: the clients that open together finish, send and "
+              "prefill together every round, each waiting for the others' prefill; a benchmark "
+              "client that draws its lengths (--range-ratio 0.8) puts them out of step.");
     md +=
         "| concurrency | TTFT mean / p50 / p90 / p99 ms | TPOT mean / p90 ms | ITL p90 / p99 ms "
         "| e2e ms | tok/s | tok/s/GPU | tok/s/user | req/s | KV fits | preemptions |\n";
@@ -539,8 +572,12 @@ result run_serve(const options& o) {
     p.update(simulation_json(sim, gpus));
     j["points"].push_back(p);
     md += q.trace.empty()
-              ? fmt::format("Poisson arrivals at {} requests/s, {} requests, seed {}.\n\n", q.rate,
-                            sim.requests, q.seed)
+              ? fmt::format("Poisson arrivals at {} requests/s, {} requests, seed {}{}.\n\n",
+                            q.rate, sim.requests, q.seed,
+                            q.range_ratio < 1
+                                ? fmt::format(", lengths drawn in [{} x, 1 x] the given ones",
+                                              q.range_ratio)
+                                : std::string())
               : fmt::format("Trace {}: {} requests.\n\n", q.trace, sim.requests);
     md += "| metric (ms) | mean | p50 | p90 | p99 | max |\n|---|---:|---:|---:|---:|---:|\n";
     for (auto [name, s] : {std::pair{"TTFT", sim.ttft}, std::pair{"TPOT", sim.tpot},
@@ -648,6 +685,10 @@ result run_calibrate(const options& o) {
   for (const measured_row& r : rows) mapped.push_back(mapper.map(r));
   std::int64_t refused = 0;
   for (const mapped_row& m : mapped) refused += m.s ? 0 : 1;
+  if (o.simulate && (!o.measurements.empty() || o.cross_validate))
+    throw spec_error("--simulate",
+                     "applies only with --evaluate, without --cross-validate: the fit and its "
+                     "folds cost the steady state");
   if (!o.measurements.empty()) {
     if (o.cross_validate)
       throw spec_error("--cross-validate",
@@ -692,9 +733,10 @@ result run_calibrate(const options& o) {
     }
     return r;
   }
-  evaluation e = evaluate(mapped, base);
+  evaluation e = evaluate(mapped, base, o.simulate);
   ojson j;
   j["calibration"] = base.file;
+  if (o.simulate) j["predicted_by"] = "closed-loop simulation";
   j["rows"] = ojson::array();
   std::size_t next = 0;
   for (const mapped_row& m : mapped) {
@@ -709,17 +751,29 @@ result run_calibrate(const options& o) {
                            {"tpot_ms", p.tpot_ms},
                            {"measured_ttft_ms", m.ttft_ms},
                            {"measured_tpot_ms", m.tpot_ms}});
-    } else {
+    } else if (!o.simulate) {
       steady_state s = predict(m, base);
       j["rows"].push_back({{"id", m.id}, {"ttft_ms", s.ttft_ms}, {"tpot_ms", s.tpot_ms}});
+    } else {
+      // A row without both measurements, or one the simulation refuses (then its reason).
+      try {
+        simulation s = simulate_row(m, base);
+        j["rows"].push_back({{"id", m.id}, {"ttft_ms", s.ttft.mean}, {"tpot_ms", s.tpot.mean}});
+      } catch (const spec_error& x) {
+        j["rows"].push_back({{"id", m.id}, {"error", std::string("simulation: ") + x.what()}});
+      }
     }
   }
   j["summary"] = summary_json(e);
   std::string md = fmt::format(
       "# calc calibrate --evaluate {}\n\nCalibration: {}. {} rows, {} "
-      "modelled, {} refused.\n\n",
-      file, base.file, mapped.size(), e.rows.size(), refused);
-  md += stats_table("In sample (the calibration's own fit)", e);
+      "modelled, {} refused.{}\n\n",
+      file, base.file, mapped.size(), e.rows.size(), refused,
+      o.simulate ? " Each row predicted by simulating its closed loop." : "");
+  md += stats_table(o.simulate ? "Simulated (the calibration's steady-state fit, each row's "
+                                 "closed loop played out)"
+                               : "In sample (the calibration's own fit)",
+                    e);
   if (o.cross_validate) {
     evaluation gpu_cv = cross_validate(mapped, base, [](const mapped_row& m) { return m.system; });
     evaluation model_cv = cross_validate(mapped, base, [](const mapped_row& m) { return m.model; });

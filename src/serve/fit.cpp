@@ -8,6 +8,8 @@
 #include <set>
 #include <string_view>
 
+#include "common/error.h"
+
 namespace calc::serve {
 
 namespace {
@@ -298,11 +300,20 @@ void summarise(evaluation& e) {
   for (const auto& [k, v] : mod) e.by_model[k] = stats(v);
 }
 
-evaluation evaluate(const std::vector<mapped_row>& rows, const calibration& c) {
+evaluation evaluate(const std::vector<mapped_row>& rows, const calibration& c, bool simulated) {
   evaluation e;
   std::vector<mapped_row> costed = at_expert_popularity(rows, c.expert_zipf_s);
   for (std::size_t i = 0; i < rows.size(); ++i) {
     if (!usable(rows[i])) continue;
+    if (simulated) {
+      try {
+        simulation s = simulate_row(costed[i], c);
+        e.rows.push_back({&rows[i], s.ttft.mean, s.tpot.mean});
+      } catch (const spec_error&) {
+        // The caller says why, row by row (simulate_row again).
+      }
+      continue;
+    }
     steady_state s = predict(costed[i], c);
     e.rows.push_back({&rows[i], s.ttft_ms, s.tpot_ms});
   }

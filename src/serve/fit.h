@@ -46,8 +46,11 @@ struct evaluation {
   std::map<std::string, double> fold_expert_zipf_s;
 };
 
-/// Predicts every modelled row with `c` (never fitting on them).
-evaluation evaluate(const std::vector<mapped_row>& rows, const calibration& c);
+/// Predicts every modelled row with `c` (never fitting on them): by the steady state, or with
+/// `simulated` by simulating each row's closed loop (simulate_row; a row the simulation refuses
+/// is left out of `rows`).
+evaluation evaluate(const std::vector<mapped_row>& rows, const calibration& c,
+                    bool simulated = false);
 
 /// Summary statistics of predictions (used by evaluate and cross_validate).
 void summarise(evaluation& e);

@@ -413,7 +413,10 @@ mapped_row row_mapper::map(const measured_row& r) {
     std::int64_t osl = whole(r, "osl", 0, 1, limits::tokens);
     // A client that draws lengths around the nominal ones sends requests of its mean lengths on
     // average: a request's TTFT follows its own prompt and the decode batch the mean lengths.
+    m.isl = isl;
+    m.osl = osl;
     if (const benchmark_client* client = client_of(r.at("silicon_data_source"))) {
+      m.length_low = client->length_low;
       isl = mean_length(isl, client->length_low);
       osl = mean_length(osl, client->length_low);
     }
@@ -450,6 +453,19 @@ steady_state predict(const mapped_row& r, const calibration& c) {
   if (r.s->d.forms.experts && r.s->d.forms.expert_zipf_s != k.expert_zipf_s)
     return solve_steady_state(*at_expert_popularity({r}, k.expert_zipf_s).front().s, k);
   return solve_steady_state(*r.s, k);
+}
+
+simulation simulate_row(const mapped_row& r, const calibration& c) {
+  const coefficients& k = c.lookup(r.family, r.engine);
+  std::shared_ptr<const scenario> costed = r.s;
+  if (r.s->d.forms.experts && r.s->d.forms.expert_zipf_s != k.expert_zipf_s)
+    costed = at_expert_popularity({r}, k.expert_zipf_s).front().s;
+  const scenario& s = *costed;
+  std::int64_t groups = s.d.layout.dp;
+  std::vector<arrival> requests(static_cast<std::size_t>(10 * s.concurrency * groups),
+                                arrival{0, r.isl, r.osl});
+  draw_lengths(requests, r.length_low, 1);
+  return simulate_clients(s.d, s.cfg, k, s.concurrency, std::move(requests));
 }
 
 }  // namespace calc::serve

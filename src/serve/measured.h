@@ -18,6 +18,7 @@
 
 #include "serve/batching.h"
 #include "serve/calibration.h"
+#include "serve/simulate.h"
 
 namespace calc::serve {
 
@@ -45,6 +46,10 @@ struct mapped_row {
   std::string engine;
   std::string model;  // bundled model name
   double ttft_ms = 0, tpot_ms = 0;
+  // The row's own lengths and its client's range (benchmark_client::length_low; 1 when the
+  // source names no known client): the scenario costs their means, a simulation draws them.
+  std::int64_t isl = 0, osl = 0;
+  double length_low = 1;
   std::shared_ptr<const scenario> s;
   // The model the scenario's deployment points into, kept alive with the row: its steps are
   // costed again under another expert popularity (at_expert_popularity) after the mapper is gone.
@@ -92,5 +97,11 @@ std::vector<mapped_row> at_expert_popularity(const std::vector<mapped_row>& rows
 /// Predicted steady state of a mapped row under a calibration (its steps costed again when the
 /// calibration's expert popularity is not the one the row was mapped under).
 steady_state predict(const mapped_row& r, const calibration& c);
+
+/// The row's closed loop simulated under a calibration (simulate_clients): its clients per
+/// attention group sending 10 requests each (InferenceX's client sends 10 x concurrency
+/// prompts), lengths drawn as its client draws them (seeded), the steps costed as predict
+/// costs them. Throws spec_error where the simulation refuses the run.
+simulation simulate_row(const mapped_row& r, const calibration& c);
 
 }  // namespace calc::serve

@@ -842,7 +842,10 @@ simulation run_simulation(const deployment& d, const batching_config& cfg, const
   }
   weighted_samples ttft, tpot, itl, e2e;
   step_clock clock(d, k);
+  // A closed loop's clients send their first requests request_latency_ms before the engine
+  // sees them: its duration, and so its throughput, is from those sends.
   double first = arrivals.front().time_ms, last = first;
+  if (clients > 0) first -= k.request_latency_ms;
   // A run that has not finished in this many steps has stopped making progress (a bug, not an
   // input): say so rather than spin.
   double step_bound =
@@ -871,7 +874,8 @@ simulation run_simulation(const deployment& d, const batching_config& cfg, const
       if (runs && e.decode_run(t, next, clock, itl, step_bound) > 0) continue;
       const auto& chunks = e.schedule();
       if (chunks.empty()) {
-        if (next >= e.reqs.size())
+        // Nothing to run and nothing to arrive (a closed loop's unsent requests are at +inf).
+        if (next >= e.reqs.size() || !std::isfinite(e.reqs[next].a->time_ms))
           throw spec_error("requests", "the simulation stopped making progress (internal error)");
         t = std::max(t, e.reqs[next].a->time_ms);  // idle until the next arrival
         continue;

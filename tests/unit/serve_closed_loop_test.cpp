@@ -6,6 +6,7 @@
 // it out of step), and the command's options.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <nlohmann/json.hpp>
 
 #include "serve/batching.h"
@@ -45,10 +46,11 @@ TEST_CASE("serve closed loop: one client runs its requests back to back") {
   CHECK(loop.ttft.p50 == doctest::Approx(one.ttft.mean).epsilon(1e-9));
   CHECK(loop.ttft.max == doctest::Approx(one.ttft.mean).epsilon(1e-9));
   CHECK(loop.tpot.mean == doctest::Approx(one.tpot.mean).epsilon(1e-9));
-  // The next request reaches the engine request_latency_ms after the last token of the one
-  // before: five engine-side lives and four such gaps.
-  double engine_side = one.e2e.mean - k.request_latency_ms;
-  CHECK(loop.duration_ms == doctest::Approx(5 * engine_side + 4 * k.request_latency_ms));
+  // The client's five requests one after another, each sent when the last token of the one
+  // before returns and seen by the engine request_latency_ms later: the run lasts five of its
+  // lives, sends included.
+  CHECK(loop.duration_ms == doctest::Approx(5 * one.e2e.mean));
+  CHECK(loop.requests_per_s == doctest::Approx(1e3 / one.e2e.mean));
 }
 
 TEST_CASE("serve closed loop: C clients keep C requests in the engine, by Little's law") {
@@ -73,6 +75,8 @@ TEST_CASE("serve closed loop: C clients keep C requests in the engine, by Little
       double little = static_cast<double>(clients * l.dp) / s.e2e.mean * 1e3;
       CHECK(s.requests_per_s <= little * 1.001);
       CHECK(s.requests_per_s >= little * 0.9);
+      CHECK(std::isfinite(s.ttft.max));
+      CHECK(std::isfinite(s.e2e.max));
     }
   }
 }
@@ -151,7 +155,9 @@ TEST_CASE("serve closed loop: calc serve --concurrency --simulate") {
   CHECK(j["points"][0]["concurrency"] == 2);
   CHECK(j["points"][0]["requests"] == 20);  // 10 x concurrency by default
   CHECK(j["points"][1]["requests"] == 80);
+  CHECK(!j.contains("range_ratio"));
   for (const auto& p : j["points"]) {
+    CHECK(std::isfinite(p["ttft"]["max"].get<double>()));
     CHECK(p["ttft"]["p50"].get<double>() <= p["ttft"]["p99"].get<double>());
     CHECK(p["ttft_ms"].get<double>() == p["ttft"]["mean"].get<double>());
     CHECK(p["output_tokens_per_s"].get<double>() > 0);
@@ -161,6 +167,8 @@ TEST_CASE("serve closed loop: calc serve --concurrency --simulate") {
   REQUIRE(serve({"--concurrency", "8", "--simulate", "--range-ratio", "0.8", "--requests", "64",
                  "--seed", "4"}) == 0);
   auto a = nlohmann::json::parse(out);
+  CHECK(a["range_ratio"] == 0.8);
+  CHECK(a["seed"] == 4);
   CHECK(a["points"][0]["requests"] == 64);
   CHECK(a["points"][0]["output_tokens"].get<std::int64_t>() < 64 * 128);
   REQUIRE(serve({"--concurrency", "8", "--simulate", "--range-ratio", "0.8", "--requests", "64",
@@ -170,6 +178,15 @@ TEST_CASE("serve closed loop: calc serve --concurrency --simulate") {
                  "--seed", "5"}) == 0);
   CHECK(nlohmann::json::parse(out)["points"][0]["output_tokens"] !=
         a["points"][0]["output_tokens"]);
+  // Attention DP: each of the 8 groups has its clients and its requests.
+  REQUIRE(run(serve_args("deepseek-v3", "h200",
+                         {"--tp", "8", "--dp", "8", "--ep", "8", "--isl", "1K", "--osl", "64",
+                          "--concurrency", "4", "--simulate", "--format", "json"}),
+              out, err) == 0);
+  auto dp = nlohmann::json::parse(out);
+  CHECK(dp["points"][0]["requests"] == 10 * 4 * 8);
+  CHECK(dp["points"][0]["output_tokens"] == 10 * 4 * 8 * 64);
+  CHECK(dp["points"][0]["max_waiting"].get<std::int64_t>() <= 4);
   // --range-ratio draws the lengths of --rate's arrivals too.
   REQUIRE(serve({"--rate", "5", "--requests", "50", "--range-ratio", "0.5"}) == 0);
   CHECK(nlohmann::json::parse(out)["points"][0]["output_tokens"].get<std::int64_t>() < 50 * 128);
@@ -195,6 +212,12 @@ TEST_CASE("serve closed loop: calc serve --concurrency --simulate") {
             "lengths) or with --simulate and --range-ratio below 1 (the lengths)"},
            {{"--concurrency", "4", "--simulate", "--requests", "0"},
             "--requests: must be between 1 and 1,000,000"},
+           {{"--concurrency", "1,64", "--simulate", "--requests", "10"},
+            "--requests: 10 requests per attention group leave some of the 64 clients of "
+            "--concurrency 64 nothing to send; give at least as many"},
+           {{"--concurrency", "200000", "--simulate"},
+            "--concurrency: 2000000 requests per attention group (10 x concurrency) x 1 groups "
+            "is more than the 1,000,000 a simulation takes; give fewer clients, or --requests"},
            {{"--concurrency", "4", "--dp", "2", "--tp", "2", "--simulate", "--requests", "600000"},
             "--requests: 600000 requests per attention group x 2 groups is more than the "
             "1,000,000 a simulation takes; give fewer --requests"},
@@ -202,5 +225,49 @@ TEST_CASE("serve closed loop: calc serve --concurrency --simulate") {
     CAPTURE(r.error);
     CHECK(serve(r.args) == 2);
     CHECK(err == r.error + "\n");
+  }
+}
+
+TEST_CASE("serve closed loop: calc calibrate --evaluate --simulate") {
+  // The same run twice, InferenceX's client (lengths drawn in [0.8 x, 1 x]) and an unnamed
+  // one (every request the nominal lengths); a row to predict only; a row too big to simulate.
+  std::string rows = testing::write_temp(
+      "calc_closed_loop_rows.csv",
+      "id,silicon_data_source,backend,model_path,system,isl,osl,batch_size,tp_size,pp_size,"
+      "gemm_quant_mode,moe_quant_mode,silicon_ttft_ms,silicon_tpot_ms\n"
+      "ix,db-dump/2026-01-01,vllm,meta-llama/Llama-3.1-8B,h100_sxm,1024,128,4,1,1,,,50,7\n"
+      "aic,source_file=/runs/x.csv,vllm,meta-llama/Llama-3.1-8B,h100_sxm,1024,128,4,1,1,,,50,7\n"
+      "open,db-dump/2026-01-01,vllm,meta-llama/Llama-3.1-8B,h100_sxm,1024,128,4,1,1,,,,\n"
+      "huge,db-dump/2026-01-01,vllm,meta-llama/Llama-3.1-8B,h100_sxm,1024,1024,30000,1,1,,,50,"
+      "7\n");
+  std::string out, err;
+  REQUIRE(run({"calibrate", "--evaluate", rows, "--format", "json"}, out, err) == 0);
+  auto steady = nlohmann::json::parse(out);
+  REQUIRE(run({"calibrate", "--evaluate", rows, "--simulate", "--format", "json"}, out, err) == 0);
+  auto sim = nlohmann::json::parse(out);
+  CHECK(sim["predicted_by"] == "closed-loop simulation");
+  CHECK(!steady.contains("predicted_by"));
+  REQUIRE(sim["rows"].size() == 4);
+  // Four clients at 1024 tokens share a step: the decode step is the same physics.
+  CHECK(sim["rows"][0]["tpot_ms"].get<double>() ==
+        doctest::Approx(steady["rows"][0]["tpot_ms"].get<double>()).epsilon(0.25));
+  // At the same nominal lengths the four prompts stay in step round after round and each waits
+  // for the others' prefill; drawn lengths put them out of step.
+  CHECK(sim["rows"][1]["ttft_ms"].get<double>() > 1.5 * sim["rows"][0]["ttft_ms"].get<double>());
+  CHECK(sim["rows"][2].contains("ttft_ms"));
+  CHECK(!sim["rows"][2].contains("measured_ttft_ms"));
+  CHECK(sim["rows"][3]["error"] ==
+        "simulation: requests: 2.76e+08 output tokens to simulate is more than the limit of 2e8; "
+        "simulate fewer requests");
+  CHECK(sim["summary"]["all"]["rows"] == 2);
+  CHECK(steady["summary"]["all"]["rows"] == 3);
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"calibrate", "--measurements", rows, "--simulate"},
+        std::vector<std::string>{"calibrate", "--evaluate", rows, "--simulate",
+                                 "--cross-validate"}}) {
+    CHECK(run(args, out, err) == 2);
+    CHECK(err ==
+          "--simulate: applies only with --evaluate, without --cross-validate: the fit and its "
+          "folds cost the steady state\n");
   }
 }
