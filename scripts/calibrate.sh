@@ -432,6 +432,16 @@ cross-validated):
   simulation takes 2.3 s for the file's 1,605 rows, too slow for a fit that evaluates the rows
   some thousand times, so the calibration stays the steady state's, which `plan --sla` searches
   with, and the simulation is the user's check of a point's distribution (p50 / p90 / p99).
+  One series it explains: SGLang Qwen3-32B on H100 (aiconfigurator, 52 rows, the series of the
+  Little's-law decode batch below), simulated at its nominal lengths, has TPOT 8.4 % off (median
+  log ratio +0.01) where the steady state in sample is 24.4 % (+0.22), and TTFT 38.9 % (+0.31)
+  against 9.2 %: those runs behave as cohorts in step, whose prompts prefill as one batch while
+  none of them decodes, so their decodes are not stretched by their own prefills; the vLLM and
+  TensorRT-LLM rows of the same model at the same lengths are not in step (TTFT +0.85 and +0.93
+  in log simulated). Tried in the steady state and not shipped: a cohort's decodes stretched only
+  by prefills outside it (TPOT x ((1 - share) / (1 - rho) + share / (1 - (1 - share) rho)), share
+  `cohort_share`): TPOT / TTFT in sample 9.5 / 23.5 %, TPOT leave one GPU / model out 14.7 /
+  18.4 % (the gpt-oss-120b fold in its worse optimum), that series' TPOT 24.4 -> 20.4 %.
   Noticed in the same pass: eight aiconfigurator rows (TensorRT-LLM 1.3.0, gpt-oss-120b on H100
   and DeepSeek-R1 / V3.1 NVFP4 on B200) name a `silicon_concurrency` of batch_size x tp_size
   with `attention_dp_size` empty, where every other row's is batch_size x attention_dp: read as
