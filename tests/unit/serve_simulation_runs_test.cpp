@@ -105,6 +105,20 @@ void check_same(const simulation& fast, const simulation& slow) {
   CHECK(fast.step.op_ms == slow.step.op_ms);
 }
 
+/// `d` on a card whose KV pool holds `percent` % of the longest request of `a` (from one
+/// request at a time, preempting, to most of them at once).
+deployment with_pool(deployment d, const graph& g, const batching_config& cfg,
+                     const std::vector<arrival>& a, std::int64_t percent) {
+  std::int64_t longest = 0;
+  for (const arrival& r : a) longest = std::max(longest, r.isl + r.osl);
+  double request = tally_state(g, longest + cfg.kv_block_tokens).total.to_double() * d.kv_share /
+                   static_cast<double>(d.layout.pp);
+  double pool = request * static_cast<double>(percent) / 100;
+  d.gpu.memory =
+      static_cast<std::int64_t>((d.weight_bytes_per_rank + pool) / cfg.memory_fraction) + 1;
+  return d;
+}
+
 const coefficients& k_default() {
   static const coefficients k;
   return k;
@@ -133,13 +147,7 @@ TEST_CASE("serve simulation: decode runs give exactly the step-by-step simulatio
       std::vector<arrival> a = src.arrivals();
       // A pool for 1 to 3, or up to 30, of the longest requests (the card's memory set to fit):
       // from one request at a time, preempting, to most of them at once.
-      std::int64_t longest = 0;
-      for (const arrival& r : a) longest = std::max(longest, r.isl + r.osl);
-      double request = tally_state(m.g, longest + cfg.kv_block_tokens).total.to_double() *
-                       d.kv_share / static_cast<double>(l.pp);
-      double pool = request * static_cast<double>((src.one_in(2) ? src.uniform(105, 300) : src.uniform(105, 3000))) / 100;
-      d.gpu.memory = static_cast<std::int64_t>((d.weight_bytes_per_rank + pool) /
-                                               cfg.memory_fraction) + 1;
+      d = with_pool(d, m.g, cfg, a, src.one_in(2) ? src.uniform(105, 300) : src.uniform(105, 3000));
       CAPTURE(cfg.kv_block_tokens);
       CAPTURE(cfg.max_num_batched_tokens);
       CAPTURE(cfg.max_num_seqs);
@@ -286,13 +294,7 @@ TEST_CASE("serve simulation: a closed loop's decode runs give exactly the step-b
       k.request_latency_ms = static_cast<double>(src.uniform(0, 60));
       std::vector<arrival> a = src.arrivals();
       std::int64_t clients = src.uniform(1, 12);
-      std::int64_t longest = 0;
-      for (const arrival& r : a) longest = std::max(longest, r.isl + r.osl);
-      double request =
-          tally_state(m.g, longest + cfg.kv_block_tokens).total.to_double() * d.kv_share;
-      double pool = request * static_cast<double>(src.uniform(105, 800)) / 100;
-      d.gpu.memory =
-          static_cast<std::int64_t>((d.weight_bytes_per_rank + pool) / cfg.memory_fraction) + 1;
+      d = with_pool(d, m.g, cfg, a, src.uniform(105, 800));
       CAPTURE(clients);
       CAPTURE(a.size());
       simulation fast, slow;
