@@ -426,7 +426,10 @@ cross-validated):
   that opened together finish, send and prefill together every round, so each request waits for
   the whole cohort's step, twice what those runs measure: their client's requests are not in
   step, whatever lengths it sends. Drawn in [0.8 x, 1 x] (an experiment) those rows give 8.5 /
-  30.3 %, and the whole file 9.7 / 29.8 %. TPOT agrees with the steady state's (its decode physics is the same;
+  30.3 %, and the whole file 9.7 / 29.8 %; the API time drawn per request uniformly within
+  +-50 % / +-100 % of `request_latency_ms` instead (an experiment: arrivals of a cohort spread
+  over tens of ms) leaves them at 114 / 113 %: a spread of that size does not put a cohort out of
+  step. TPOT agrees with the steady state's (its decode physics is the same;
   only the queueing differs), TTFT does not: shifting each (family, engine) group's TTFT by the
   constant that fits it best leaves 27.9 %, SGLang 44-58 % (the waits of the seventh pass). The
   simulation takes 2.3 s for the file's 1,605 rows, too slow for a fit that evaluates the rows
