@@ -445,6 +445,14 @@ cross-validated):
   by prefills outside it (TPOT x ((1 - share) / (1 - rho) + share / (1 - (1 - share) rho)), share
   `cohort_share`): TPOT / TTFT in sample 9.5 / 23.5 %, TPOT leave one GPU / model out 14.7 /
   18.4 % (the gpt-oss-120b fold in its worse optimum), that series' TPOT 24.4 -> 20.4 %.
+  Also tried in this pass and not shipped (TPOT / TTFT in sample, TPOT leave one GPU / model
+  out): compute efficiencies bounded below at 0.3 (`moe_compute` alone, or every compute
+  efficiency), the fitted `moe_compute` being 0.12-0.23, below what grouped GEMMs reach: 9.2 /
+  25.1 / 14.1 / 19.8 and 9.2 / 25.1 / 13.8 / 19.8 (DeepSeek-V3 left out 23.1 -> 30-32 %: the fit
+  wants DeepSeek's prefill slow, fifth pass); the arrival theorem of a closed loop (a request
+  sees the prefills of the other running - 1 clients, and a lone client no step in flight, the
+  ninth pass's physics) again: 9.5 / 23.6 / 14.0 / 18.7 (the fold without gpt-oss-120b in its
+  worse optimum, 49.9 %).
   Noticed in the same pass: eight aiconfigurator rows (TensorRT-LLM 1.3.0, gpt-oss-120b on H100
   and DeepSeek-R1 / V3.1 NVFP4 on B200) name a `silicon_concurrency` of batch_size x tp_size
   with `attention_dp_size` empty, where every other row's is batch_size x attention_dp: read as
