@@ -237,7 +237,7 @@ ojson simulation_json(const simulation& sim, double gpus) {
 /// error of --isl, the lengths the user typed.
 simulation simulate_point(const deployment& d, const serve_request& q, const coefficients& k,
                           std::int64_t clients) {
-  std::int64_t per_group = q.requests_given ? q.requests : 10 * clients;
+  std::int64_t per_group = q.requests_given ? q.requests : default_requests_per_client * clients;
   std::int64_t n = per_group * d.layout.dp;
   // The run's size is --requests where typed, else 10 x --concurrency: name what the user typed.
   const char* size = q.requests_given ? "--requests" : "--concurrency";

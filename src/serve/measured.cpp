@@ -462,8 +462,9 @@ simulation simulate_row(const mapped_row& r, const calibration& c) {
     costed = at_expert_popularity({r}, k.expert_zipf_s).front().s;
   const scenario& s = *costed;
   std::int64_t groups = s.d.layout.dp;
-  std::vector<arrival> requests(static_cast<std::size_t>(10 * s.concurrency * groups),
-                                arrival{0, r.isl, r.osl});
+  std::vector<arrival> requests(
+      static_cast<std::size_t>(default_requests_per_client * s.concurrency * groups),
+      arrival{0, r.isl, r.osl});
   draw_lengths(requests, r.length_low, 1);
   return simulate_clients(s.d, s.cfg, k, s.concurrency, std::move(requests));
 }

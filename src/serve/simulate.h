@@ -98,6 +98,10 @@ simulation simulate(const deployment& d, const batching_config& cfg, const coeff
                     std::vector<arrival> arrivals,
                     simulation_path path = simulation_path::runs);
 
+/// Requests each client of a simulated closed loop sends unless told otherwise: InferenceX's
+/// client sends 10 x concurrency prompts (`--num-prompts $((CONC * 10))`).
+inline constexpr std::int64_t default_requests_per_client = 10;
+
 /// A closed loop: `clients` clients per attention group send `requests` (their lengths; their
 /// arrival times are not read) in order, each client its next request as soon as the last
 /// token of its previous one returns, all of them at once at the start (the opening burst a
