@@ -476,7 +476,6 @@ result run_engine_capacity(const options& o) {
 
 result run_engine_plan(const options& o) {
   check_count("--requests", o.requests, 1);
-  check_count("--node-gpus", o.node_gpus, 1);
   loaded_model m = load(o);
   if (o.gpu.empty()) throw spec_error("--gpu", "name the accelerator to plan for");
   engine::plan_request q;
@@ -488,7 +487,7 @@ result run_engine_plan(const options& o) {
   q.capacity.memory.vision_bytes = vision_bytes_of(o, m);
   q.card = load_gpu(o.gpu);
   q.requests = o.requests;
-  q.node_gpus = o.node_gpus;
+  q.node_gpus = node_gpus_of(o, *q.card);
   q.max_gpus = o.max_gpus;
   engine::plan_result p = engine::answer_plan(m.g, q);
   std::int64_t len = q.capacity.config.max_model_len;

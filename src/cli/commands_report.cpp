@@ -145,7 +145,6 @@ void write_output_file(const std::string& path, const std::string& text) {
 
 result run_report(const options& o) {
   check_count("--requests", o.requests, 1);
-  check_count("--node-gpus", o.node_gpus, 1);
   check_count("--max-gpus", o.max_gpus, 1);
   options v = o;
   const std::vector<std::string> names = v.models.empty() ? std::vector{o.model} : v.models;
@@ -164,7 +163,6 @@ result run_report(const options& o) {
   q.workspace = parse_size_option("--workspace", o.workspace);
   q.lengths = v.lengths;
   q.requests = o.requests;
-  q.node_gpus = o.node_gpus;
   q.max_gpus = o.max_gpus;
   q.memory = parse_memory_basis("--memory", o.memory);
   if (o.layout_given) {
@@ -202,6 +200,7 @@ result run_report(const options& o) {
   std::string markdown;
   for (const std::string& gpu : gpus) {
     q.gpu = load_gpu(gpu);
+    q.node_gpus = node_gpus_of(o, q.gpu);
     q.load = report_load_of(o, q.gpu);
     if (!o.engine.empty()) q.engine = engine_request_of(o, v.lengths.front(), gpu, draft);
     report_data data = answer_report(graphs, q);

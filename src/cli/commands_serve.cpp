@@ -437,15 +437,15 @@ result run_serve(const options& o) {
   serve_request q = read_serve(o);
   loaded_model m = load(o);
   gpu_spec gpu = load_gpu(o.gpu);
-  // serve has no --node-gpus: o.node_gpus is plan's default server (8), which bounds tensor
-  // parallelism over PCIe on a card without NVLink.
-  if (std::string why = domain_problem(gpu, q.layout, o.node_gpus); !why.empty())
+  // serve has no --node-gpus: the card's server (the catalogue's server_gpus) bounds tensor
+  // parallelism over PCIe past its NVLink domain.
+  if (std::string why = domain_problem(gpu, q.layout, gpu.server_gpus); !why.empty())
     throw spec_error("--tp", why);
   calibration cal = load_calibration(q.calibration);
   std::string family = cal.family_of(gpu.name), used;
   const coefficients& k = cal.lookup(family, q.engine, &used);
   deployment d = make_deployment(m.g, gpu, q.layout, 0, compile_forms(m.g, k.expert_zipf_s));
-  if (!holds_a_request(d, q.cfg)) refuse_without_room(d, q, o.node_gpus);
+  if (!holds_a_request(d, q.cfg)) refuse_without_room(d, q, gpu.server_gpus);
   double gpus = static_cast<double>(q.layout.gpus());
   ojson j;
   j["model"] = m.spec->name;
@@ -856,15 +856,14 @@ result run_plan_sla(const options& o) {
                                    o.concurrency));
     q.concurrency = *n;
   }
-  check_limit("--node-gpus", o.node_gpus, 1, limits::cards, "cards");
   check_limit("--max-gpus", o.max_gpus, 1, limits::cards, "cards");
   std::string engine = o.engine.empty() ? "vllm" : o.engine;
   check_engine_knobs(o);
   q.cfg = engine_config_of(engine, isl, osl, o.max_num_batched_tokens, o.max_num_seqs);
-  q.node_gpus = o.node_gpus;
   q.max_gpus = o.max_gpus;
   loaded_model m = load(o);
   gpu_spec gpu = load_gpu(o.gpu);
+  q.node_gpus = node_gpus_of(o, gpu);
   calibration cal = load_calibration(o.calibration);
   const coefficients& k = cal.lookup(cal.family_of(gpu.name), engine);
   sla_plan p = plan_sla(m.g, gpu, k, q);

@@ -216,17 +216,16 @@ result run_capacity(const options& o) {
 result run_plan(const options& o) {
   check_count("--length", o.length, 0);
   check_limit("--requests", o.requests, 0, limits::requests, "requests");
-  check_limit("--node-gpus", o.node_gpus, 1, limits::cards, "cards");
   check_limit("--max-gpus", o.max_gpus, 1, limits::cards, "cards");
   placement_request q;
   q.workspace = parse_size_option("--workspace", o.workspace);
   q.length = o.length;
   q.requests = o.requests;
-  q.node_gpus = o.node_gpus;
   q.max_gpus = o.max_gpus;
   q.memory = parse_memory_basis("--memory", o.memory);
   loaded_model m = load(o);
   q.gpu = load_gpu(o.gpu);
+  q.node_gpus = node_gpus_of(o, q.gpu);
   placement_result r = answer_plan(m.g, q);
   return {to_json(r),
           fmt::format("calc plan: {} on {} cards ({}), {} requests of {} tokens", r.model,
@@ -294,17 +293,19 @@ result run_gpus(const options&) {
   // Markdown table keeps a short column (docs/gpus.md).
   ojson runtime = ojson::object();
   for (const gpu_spec& g : gpu_catalogue()) {
-    j["gpus"].push_back({{"name", g.name},
-                         {"display", g.display},
-                         {"memory_bytes", g.memory},
-                         {"runtime_memory_bytes",
-                          g.runtime_memory > 0 ? ojson(g.runtime_memory) : ojson(nullptr)},
-                         {"bandwidth_bytes", g.bandwidth},
-                         {"bf16_tflops", g.bf16_tflops},
-                         {"fp8_tflops", g.fp8_tflops},
-                         {"fp4_tflops", g.fp4_tflops},
-                         {"interconnect_bytes", g.interconnect},
-                         {"source", g.source}});
+    j["gpus"].push_back(
+        {{"name", g.name},
+         {"display", g.display},
+         {"memory_bytes", g.memory},
+         {"runtime_memory_bytes", g.runtime_memory > 0 ? ojson(g.runtime_memory) : ojson(nullptr)},
+         {"bandwidth_bytes", g.bandwidth},
+         {"bf16_tflops", g.bf16_tflops},
+         {"fp8_tflops", g.fp8_tflops},
+         {"fp4_tflops", g.fp4_tflops},
+         {"interconnect_bytes", g.interconnect},
+         {"nvlink_domain", g.nvlink_domain},
+         {"server_gpus", g.server_gpus},
+         {"source", g.source}});
     if (g.runtime_memory > 0)
       runtime[g.name] = {{"bytes", g.runtime_memory}, {"source", g.runtime_memory_source}};
   }

@@ -151,6 +151,7 @@ unit_map gpus_units() {
           {unit::bytes, {"gpus.runtime_memory_bytes"}},
           {unit::rate, {"gpus.bandwidth_bytes", "gpus.interconnect_bytes"}},
           {unit::tflops, {"gpus.bf16_tflops", "gpus.fp8_tflops", "gpus.fp4_tflops"}},
+          {unit::count, {"gpus.nvlink_domain", "gpus.server_gpus"}},
           {unit::source, {"gpus.source"}}};
 }
 

@@ -167,8 +167,10 @@ void bind_group(CLI::App& app, options& o, option_group g, const command& c) {
               "memory; give --activation-memory (vLLM) or --kv-memory");
       return;
     case option_group::search:
-      app.add_option("--node-gpus", o.node_gpus,
-                     "Cards per server; beyond one server, whole servers (default 8)");
+      app.add_option(
+          "--node-gpus", o.node_gpus,
+          "Cards per server; beyond one server, whole servers (default: the card's server_gpus in "
+          "`calc gpus`, 8 for most, 1 for GH200)");
       app.add_option(
           "--max-gpus", o.max_gpus,
           fmt::format("Largest card count to try (default {})", limits::default_max_gpus));
@@ -477,6 +479,12 @@ void check_limit(const std::string& option, std::int64_t v, std::int64_t min, st
   if (v < min) throw spec_error(option, fmt::format("must be at least {}, got {}", min, v));
   if (v > max)
     throw spec_error(option, fmt::format("{} is more than the limit of {} {}", v, max, unit));
+}
+
+std::int64_t node_gpus_of(const options& o, const gpu_spec& gpu) {
+  if (!o.node_gpus) return gpu.server_gpus;
+  check_limit("--node-gpus", *o.node_gpus, 1, limits::cards, "cards");
+  return *o.node_gpus;
 }
 
 std::int64_t token_option(const std::string& option, const std::optional<std::int64_t>& v,

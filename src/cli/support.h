@@ -65,7 +65,7 @@ struct options {
   std::int64_t shared_prefix = 0;  // --shared-prefix: tokens every request shares, stored once
   std::int64_t tp = 1, pp = 1, ep = 1, dp = 1;  // layout: --tp --pp --ep --dp (engine spellings)
   bool layout_given = false;  // any of the layout options appeared (report plans one without)
-  std::int64_t node_gpus = limits::default_server_gpus;
+  std::optional<std::int64_t> node_gpus;  // --node-gpus; none: the card's server_gpus
   std::int64_t max_gpus = limits::default_max_gpus;
   bool fp8 = false;
   double decode_ms = -1, round_ms = -1, accepted = -1;
@@ -244,6 +244,10 @@ class warning_sink {
 
 /// An accelerator by catalogue name or path (find_gpu), read once while a model_cache_scope lives.
 gpu_spec load_gpu(const std::string& name_or_path);
+
+/// Cards per server for a plan on `gpu`: --node-gpus where given (checked), else the catalogue's
+/// `server_gpus` for the card (a GH200 node holds one superchip, an HGX board eight GPUs).
+std::int64_t node_gpus_of(const options& o, const gpu_spec& gpu);
 
 /// While one is alive, load() parses each model file (with its --set list) and load_gpu() each
 /// accelerator file once and hands out copies afterwards: `calc check` runs hundreds of commands

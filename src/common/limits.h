@@ -51,9 +51,9 @@ inline constexpr std::int64_t sweep_rows = 10'000'000;
 inline constexpr std::int64_t zipf_experts = 1LL << 20;
 
 // ---- deployments ---------------------------------------------------------------------------
-/// Cards of one server where no option says (--node-gpus' default): HGX and DGX servers hold 8
-/// GPUs on one NVLink switch, so tensor parallelism stays within 8 cards unless the GPU's own
-/// NVLink domain is wider (NVL72). Every plan, capacity, report and serve request starts here.
+/// Cards of one server where neither the catalogue (`server_gpus`) nor --node-gpus says: HGX and
+/// DGX servers hold 8 GPUs on one NVLink switch, and PCIe servers 8 cards, so tensor parallelism
+/// stays within 8 cards unless the GPU's own NVLink domain is wider (NVL72).
 inline constexpr std::int64_t default_server_gpus = 8;
 /// Most cards a plan searches where no option says (--max-gpus' default): 64 such servers, past
 /// any one model's serving instance; the option goes up to `cards`.

@@ -382,7 +382,7 @@ mapped_row row_mapper::map(const measured_row& r) {
     // a tensor-parallel group wider than the GPU's NVLink domain, which no aggregated engine
     // runs. Such a row is read as the N ranks it ran on.
     if (moe && moe_tp > 1 && moe_tp == lay.ep && lay.tp * lay.dp == moe_tp * moe_tp &&
-        lay.tp * lay.dp > tp_domain(*gpu, limits::default_server_gpus)) {
+        lay.tp * lay.dp > tp_domain(*gpu, gpu->server_gpus)) {
       if (lay.tp > 1) lay.tp = moe_tp;
       // batch_size is per attention-DP group: the clients of the row stay batch_size x dp.
       if (lay.dp > 1) {
@@ -398,8 +398,8 @@ mapped_row row_mapper::map(const measured_row& r) {
                  moe_tp, lay.ep, lay.tp, lay.dp),
              m;
     // Past the NVLink domain the row ran over a network calc has no bandwidth for: refused as
-    // `calc serve` refuses it (a PCIe card's server: the default of plan's --node-gpus).
-    if (std::string why = domain_problem(*gpu, lay, limits::default_server_gpus); !why.empty())
+    // `calc serve` refuses it (a PCIe card's server: the catalogue's server_gpus).
+    if (std::string why = domain_problem(*gpu, lay, gpu->server_gpus); !why.empty())
       return m.error = "layout: " + why, m;
     int bits = compute_bits(gemm_mode, g.spec->precision.weights);
     std::string dkey =

@@ -66,6 +66,11 @@ gpu_spec read_gpu_file(const std::string& path) {
     throw spec_error(
         location_of(m.required("nvlink_domain"), m.file()), m.path_of("nvlink_domain"),
         fmt::format("{} cards is more than the limit of {}", g.nvlink_domain, limits::cards));
+  g.server_gpus = m.optional_integer("server_gpus", 1).value_or(limits::default_server_gpus);
+  if (g.server_gpus > limits::cards)
+    throw spec_error(
+        location_of(m.required("server_gpus"), m.file()), m.path_of("server_gpus"),
+        fmt::format("{} cards is more than the limit of {}", g.server_gpus, limits::cards));
   g.source = m.text("source");
   if (m.has("runtime_memory")) {
     // Both or neither: a runtime figure without its source is a guess (docs/gpus.md).
@@ -75,7 +80,8 @@ gpu_spec read_gpu_file(const std::string& path) {
     (void)m.required("runtime_memory");
   }
   m.finish({"name", "display", "memory", "bandwidth", "bf16_tflops", "fp8_tflops", "fp4_tflops",
-            "interconnect", "nvlink_domain", "source", "runtime_memory", "runtime_memory_source"});
+            "interconnect", "nvlink_domain", "server_gpus", "source", "runtime_memory",
+            "runtime_memory_source"});
   return g;
 }
 

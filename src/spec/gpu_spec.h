@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "common/limits.h"
+
 namespace calc {
 
 struct gpu_spec {
@@ -23,6 +25,11 @@ struct gpu_spec {
   double fp4_tflops = 0;              // dense FP4 tensor peak (0 when the GPU has no FP4 units)
   std::int64_t interconnect = 0;      // GPU-to-GPU bandwidth per direction, bytes per second
   std::int64_t nvlink_domain = 1;  // cards joined by the fast link (NVLink / xGMI): TP spans these
+  /// Cards in one server as the card is commonly built into them (8 on HGX boards and PCIe
+  /// servers, 1 for a GH200 node, 4 for an MI300A node): where the NVLink domain is narrower, a
+  /// tp group may still span the server over its PCIe, never the network between servers. The
+  /// default of --node-gpus.
+  std::int64_t server_gpus = limits::default_server_gpus;
   std::string source;              // where the figures come from
   std::string file;
 };

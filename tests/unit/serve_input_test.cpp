@@ -129,6 +129,54 @@ TEST_CASE("plan --sla: layouts stay within one server, as serve requires") {
         std::string::npos);
 }
 
+TEST_CASE("a card's server: GH200 nodes hold one superchip, so tp stops at one card") {
+  // The catalogue's server_gpus bounds tp past the NVLink domain: 8 on HGX and PCIe servers,
+  // 1 for GH200 (it was taken as a card of a server of 8, its tp over the nodes' network costed
+  // at its NVLink-C2C figure), 4 for an MI300A node. --node-gpus overrides it in plan.
+  CHECK(find_gpu("gh200").server_gpus == 1);
+  CHECK(find_gpu("mi300a").server_gpus == 4);
+  CHECK(find_gpu("h100-pcie").server_gpus == limits::default_server_gpus);
+  for (const gpu_spec& g : gpu_catalogue()) CHECK(g.server_gpus >= 1);
+  std::string out, err;
+  CHECK(run(serve_args("llama-3.1-70b", "gh200",
+                       {"--tp", "2", "--isl", "1024", "--osl", "256", "--concurrency", "8"}),
+            out, err) == 2);
+  CHECK(err.find("--tp: the tp group of 2 cards exceeds gh200's NVLink domain of 1") == 0);
+  // Too big for one card, serve's hint names pipeline stages, not a tp group.
+  CHECK(run(serve_args("llama-3.1-70b", "gh200",
+                       {"--isl", "1024", "--osl", "256", "--concurrency", "8"}),
+            out, err) == 2);
+  CHECK(err.find("--tp 1 --pp 2 holds one") != std::string::npos);
+  // Plain plan and plan --sla keep tp 1 across nodes; a server of 4 given allows tp 2.
+  auto plan = [&](std::vector<std::string> extra) {
+    std::vector<std::string> a = {"plan",  "--model",  "llama-3.1-70b", "--gpu",
+                                  "gh200", "--format", "json"};
+    a.insert(a.end(), extra.begin(), extra.end());
+    REQUIRE(run(a, out, err) == 0);
+    return nlohmann::json::parse(out);
+  };
+  auto j = plan({"--requests", "16", "--length", "8192"});
+  CHECK(j["tp"] == 1);
+  CHECK(j["pp"] == 2);
+  j = plan({"--requests", "16", "--length", "8192", "--node-gpus", "4"});
+  CHECK(j["tp"] == 2);
+  CHECK(j["pp"] == 1);
+  j = plan({"--sla", "ttft=2000,tpot=50", "--concurrency", "64", "--isl", "1024", "--osl", "256"});
+  REQUIRE(j["feasible"] == true);
+  CHECK(j["tp"] == 1);
+  CHECK(j["pp"].get<std::int64_t>() >= 2);
+  // A catalogue file's server_gpus is checked like nvlink_domain.
+  std::filesystem::path dir = std::filesystem::temp_directory_path() / "calc-server-gpus";
+  std::filesystem::create_directories(dir);
+  std::string file = (dir / "zero.yaml").string();
+  {
+    std::ofstream f(file);
+    f << "name: zero\nmemory: 24GB\nbandwidth: 1TB\nbf16_tflops: 100\nnvlink_domain: 1\n"
+         "server_gpus: 0\nsource: test\n";
+  }
+  CHECK_THROWS_WITH(read_gpu_file(file), doctest::Contains("server_gpus"));
+}
+
 TEST_CASE("serve layout: tp divides every layer's heads, ep needs experts, as engines require") {
   model m("qwen3-8b");  // 32 query heads
   CHECK(layout_problem(m.g, {3, 1, 1, 1}) == "tp 3 does not divide the 32 heads of layer 0");

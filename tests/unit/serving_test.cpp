@@ -104,9 +104,11 @@ TEST_CASE("placement refuses a layout engines cannot run, naming the rule") {
 }
 
 TEST_CASE("every question's server holds limits::default_server_gpus cards unless told") {
-  // HGX and DGX servers hold 8 GPUs; each request type spelt its own 8 before.
+  // HGX and DGX servers hold 8 GPUs; each request type spelt its own 8 before. The CLI's
+  // --node-gpus has no default of its own: the card's catalogue entry gives it (server_gpus).
   CHECK(limits::default_server_gpus == 8);
-  CHECK(cli::options{}.node_gpus == limits::default_server_gpus);
+  CHECK(!cli::options{}.node_gpus);
+  CHECK(gpu_spec{}.server_gpus == limits::default_server_gpus);
   CHECK(placement_request{}.node_gpus == limits::default_server_gpus);
   CHECK(engine::plan_request{}.node_gpus == limits::default_server_gpus);
   CHECK(report_request{}.node_gpus == limits::default_server_gpus);
