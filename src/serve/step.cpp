@@ -113,6 +113,12 @@ std::int64_t tp_domain(const gpu_spec& gpu, std::int64_t server_gpus) {
   return std::max({gpu.nvlink_domain, server_gpus, std::int64_t{1}});
 }
 
+double collective_link(const gpu_spec& gpu, std::int64_t cards) {
+  std::int64_t link = gpu.interconnect;
+  if (cards > gpu.nvlink_domain && gpu.pcie > 0) link = std::min(link, gpu.pcie);
+  return static_cast<double>(link);
+}
+
 std::string domain_problem(const gpu_spec& gpu, const serve_layout& l, std::int64_t server_gpus) {
   std::int64_t domain = tp_domain(gpu, server_gpus);
   if (l.tp_group() <= domain) return "";
@@ -332,7 +338,8 @@ step_time time_step(const deployment& d, const step_costs& c, const coefficients
   step_time t;
   double bw = static_cast<double>(d.gpu.bandwidth);
   double bf16 = d.gpu.bf16_tflops * 1e12;
-  double link = static_cast<double>(d.gpu.interconnect);
+  double group_link = collective_link(d.gpu, d.layout.tp_group());
+  double stages_link = collective_link(d.gpu, d.layout.tp_group() * d.layout.pp);
   double pp = static_cast<double>(d.layout.pp);
   for (std::size_t i = 0; i < op_classes; ++i) {
     auto cls = static_cast<op_class>(i);
@@ -342,6 +349,7 @@ step_time time_step(const deployment& d, const step_costs& c, const coefficients
       case op_class::tp_allreduce:
       case op_class::ep_alltoall:
       case op_class::pp_handoff: {
+        double link = cls == op_class::pp_handoff ? stages_link : group_link;
         double wire = link > 0 ? o.bytes / (link * k.comm_bandwidth) : 0;
         ms = (wire + o.collectives * k.collective_latency_us * 1e-6) * 1e3;
         t.communication_ms += ms;

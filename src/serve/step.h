@@ -47,9 +47,14 @@ std::string layout_problem(const graph& g, const serve_layout& l);
 
 /// The cards one tp group may span on `gpu`: its NVLink domain where that is a server or wider
 /// (HGX, NVL72); else one server of `server_gpus`, over PCIe past the card's 2- or 4-card
-/// bridge, if any (engines run tp 8 on PCIe servers; the catalogue has no PCIe figure, so those
-/// collectives are costed at `interconnect`, an underestimate past the bridge).
+/// bridge, if any (engines run tp 8 on PCIe servers; collective_link costs them at PCIe).
 std::int64_t tp_domain(const gpu_spec& gpu, std::int64_t server_gpus);
+
+/// Bytes per second a collective spanning `cards` runs at (a tp group's all-reduce and
+/// all-to-all span tp x dp cards; a pp hand-off, every stage's): the card's `interconnect` within
+/// its NVLink domain; past it, over the server's PCIe, the slower of the two where the catalogue
+/// records the card's `pcie` (a ring all-reduce goes at its slowest hop).
+double collective_link(const gpu_spec& gpu, std::int64_t cards);
 
 /// Why the layout's tp group cannot run on `gpu` ("" when it can): wider than tp_domain. An
 /// aggregated engine can run a tp group across nodes, but its all-reduces and all-to-alls then

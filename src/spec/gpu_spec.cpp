@@ -61,6 +61,7 @@ gpu_spec read_gpu_file(const std::string& path) {
   g.fp8_tflops = read_tflops(m, "fp8_tflops", false);
   g.fp4_tflops = read_tflops(m, "fp4_tflops", false);
   if (m.has("interconnect")) g.interconnect = read_size(m, "interconnect");
+  if (m.has("pcie")) g.pcie = read_size(m, "pcie");
   g.nvlink_domain = m.integer("nvlink_domain", 1);
   if (g.nvlink_domain > limits::cards)
     throw spec_error(
@@ -80,7 +81,7 @@ gpu_spec read_gpu_file(const std::string& path) {
     (void)m.required("runtime_memory");
   }
   m.finish({"name", "display", "memory", "bandwidth", "bf16_tflops", "fp8_tflops", "fp4_tflops",
-            "interconnect", "nvlink_domain", "server_gpus", "source", "runtime_memory",
+            "interconnect", "pcie", "nvlink_domain", "server_gpus", "source", "runtime_memory",
             "runtime_memory_source"});
   return g;
 }

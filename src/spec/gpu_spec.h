@@ -24,6 +24,10 @@ struct gpu_spec {
   double fp8_tflops = 0;              // dense FP8 tensor peak (0 when the GPU has no FP8 units)
   double fp4_tflops = 0;              // dense FP4 tensor peak (0 when the GPU has no FP4 units)
   std::int64_t interconnect = 0;      // GPU-to-GPU bandwidth per direction, bytes per second
+  /// The card's PCIe host link per direction, bytes per second, where it is not `interconnect`
+  /// already (bridged cards: a tp group past the bridge runs its collectives over PCIe); 0: not
+  /// recorded.
+  std::int64_t pcie = 0;
   std::int64_t nvlink_domain = 1;  // cards joined by the fast link (NVLink / xGMI): TP spans these
   /// Cards in one server as the card is commonly built into them (8 on HGX boards and PCIe
   /// servers, 1 for a GH200 node, 4 for an MI300A node): where the NVLink domain is narrower, a

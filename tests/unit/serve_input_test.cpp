@@ -177,6 +177,43 @@ TEST_CASE("a card's server: GH200 nodes hold one superchip, so tp stops at one c
   CHECK_THROWS_WITH(read_gpu_file(file), doctest::Contains("server_gpus"));
 }
 
+TEST_CASE("collectives past a card's NVLink bridge run over its PCIe") {
+  gpu_spec pcie = find_gpu("h100-pcie");  // 2-card NVLink bridge at 300 GB/s, PCIe 5.0 x16
+  CHECK(collective_link(pcie, 2) == 300e9);
+  CHECK(collective_link(pcie, 4) == 64e9);
+  CHECK(collective_link(find_gpu("h100-sxm"), 8) == 450e9);
+  CHECK(collective_link(find_gpu("l40s"), 4) == 32e9);  // no NVLink: interconnect is PCIe
+  // Every bridged card records its PCIe link (else tp past the bridge would cost at bridge
+  // speed), slower than the bridge.
+  for (const gpu_spec& g : gpu_catalogue()) {
+    CAPTURE(g.name);
+    if (g.nvlink_domain > 1 && g.nvlink_domain < g.server_gpus) {
+      CHECK(g.pcie > 0);
+      CHECK(g.pcie < g.interconnect);
+    }
+  }
+  // serve: tp 4 on H100 PCIe spends its all-reduces at PCIe speed, not the bridge's.
+  auto allreduce_ms = [](const std::string& gpu) {
+    std::string out, err;
+    REQUIRE(run(serve_args("llama-3.1-70b", gpu,
+                           {"--tp", "4", "--isl", "1024", "--osl", "256", "--concurrency", "32",
+                            "--format", "json"}),
+                out, err) == 0);
+    return nlohmann::json::parse(out)["points"][0]["step"]["ops_ms"]["tp_allreduce"].get<double>();
+  };
+  std::filesystem::path dir = std::filesystem::temp_directory_path() / "calc-pcie";
+  std::filesystem::create_directories(dir);
+  std::string bridge_only = (dir / "h100-pcie.yaml").string();
+  {
+    std::ifstream in(pcie.file);
+    std::ofstream out(bridge_only);
+    for (std::string line; std::getline(in, line);)
+      if (line.rfind("pcie:", 0) != 0) out << line << "\n";
+  }
+  REQUIRE(find_gpu(bridge_only).pcie == 0);
+  CHECK(allreduce_ms("h100-pcie") > 2 * allreduce_ms(bridge_only));
+}
+
 TEST_CASE("serve layout: tp divides every layer's heads, ep needs experts, as engines require") {
   model m("qwen3-8b");  // 32 query heads
   CHECK(layout_problem(m.g, {3, 1, 1, 1}) == "tp 3 does not divide the 32 heads of layer 0");
