@@ -290,6 +290,10 @@ void add_serve_options(CLI::App& app, options& o) {
                  "Output tokens per request, e.g. 256 or 1K (required with --concurrency and "
                  "--rate; a --trace carries its own)")
       ->transform(token_suffixes());
+  app.add_option("--node-gpus", o.node_gpus,
+                 "Cards per server: a tp group wider than the card's NVLink domain stays within "
+                 "one, over its PCIe (default: the card's server_gpus in `calc gpus`, 8 for "
+                 "most, 1 for GH200)");
   app.add_option("--concurrency", o.concurrency,
                  "Closed-loop clients per attention group, a list such as 1,8,64: one "
                  "steady-state point each, or a simulated one with --simulate (give one of "
@@ -437,15 +441,16 @@ result run_serve(const options& o) {
   serve_request q = read_serve(o);
   loaded_model m = load(o);
   gpu_spec gpu = load_gpu(o.gpu);
-  // serve has no --node-gpus: the card's server (the catalogue's server_gpus) bounds tensor
-  // parallelism over PCIe past its NVLink domain.
-  if (std::string why = domain_problem(gpu, q.layout, gpu.server_gpus); !why.empty())
+  // The server (--node-gpus, else the catalogue's server_gpus) bounds tensor parallelism over
+  // PCIe past the card's NVLink domain.
+  const std::int64_t server = node_gpus_of(o, gpu);
+  if (std::string why = domain_problem(gpu, q.layout, server); !why.empty())
     throw spec_error("--tp", why);
   calibration cal = load_calibration(q.calibration);
   std::string family = cal.family_of(gpu.name), used;
   const coefficients& k = cal.lookup(family, q.engine, &used);
   deployment d = make_deployment(m.g, gpu, q.layout, 0, compile_forms(m.g, k.expert_zipf_s));
-  if (!holds_a_request(d, q.cfg)) refuse_without_room(d, q, gpu.server_gpus);
+  if (!holds_a_request(d, q.cfg)) refuse_without_room(d, q, server);
   double gpus = static_cast<double>(q.layout.gpus());
   ojson j;
   j["model"] = m.spec->name;

@@ -142,6 +142,21 @@ TEST_CASE("a card's server: GH200 nodes hold one superchip, so tp stops at one c
                        {"--tp", "2", "--isl", "1024", "--osl", "256", "--concurrency", "8"}),
             out, err) == 2);
   CHECK(err.find("--tp: the tp group of 2 cards exceeds gh200's NVLink domain of 1") == 0);
+  // A node of two superchips, given, runs it; a PCIe server of 4 refuses tp 8.
+  CHECK(run(serve_args("llama-3.1-70b", "gh200",
+                       {"--tp", "2", "--node-gpus", "2", "--isl", "1024", "--osl", "256",
+                        "--concurrency", "8"}),
+            out, err) == 0);
+  CHECK(run(serve_args("llama-3.1-70b", "l40s",
+                       {"--tp", "8", "--node-gpus", "4", "--isl", "1024", "--osl", "256",
+                        "--concurrency", "8"}),
+            out, err) == 2);
+  CHECK(err.find("exceeds one server of 4 l40s cards") != std::string::npos);
+  CHECK(run(serve_args("llama-3.1-70b", "l40s",
+                       {"--tp", "8", "--node-gpus", "0", "--isl", "1024", "--osl", "256",
+                        "--concurrency", "8"}),
+            out, err) == 2);
+  CHECK(err == "--node-gpus: must be at least 1, got 0\n");
   // Too big for one card, serve's hint names pipeline stages, not a tp group.
   CHECK(run(serve_args("llama-3.1-70b", "gh200",
                        {"--isl", "1024", "--osl", "256", "--concurrency", "8"}),
