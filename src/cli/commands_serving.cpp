@@ -303,6 +303,7 @@ result run_gpus(const options&) {
          {"fp8_tflops", g.fp8_tflops},
          {"fp4_tflops", g.fp4_tflops},
          {"interconnect_bytes", g.interconnect},
+         {"pcie_bytes", g.pcie > 0 ? ojson(g.pcie) : ojson(nullptr)},
          {"nvlink_domain", g.nvlink_domain},
          {"server_gpus", g.server_gpus},
          {"source", g.source}});

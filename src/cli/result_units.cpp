@@ -149,7 +149,7 @@ unit_map models_units() {
 unit_map gpus_units() {
   return {{unit::bytes_as_sold, {"gpus.memory_bytes"}},
           {unit::bytes, {"gpus.runtime_memory_bytes"}},
-          {unit::rate, {"gpus.bandwidth_bytes", "gpus.interconnect_bytes"}},
+          {unit::rate, {"gpus.bandwidth_bytes", "gpus.interconnect_bytes", "gpus.pcie_bytes"}},
           {unit::tflops, {"gpus.bf16_tflops", "gpus.fp8_tflops", "gpus.fp4_tflops"}},
           {unit::count, {"gpus.nvlink_domain", "gpus.server_gpus"}},
           {unit::source, {"gpus.source"}}};

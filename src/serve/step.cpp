@@ -109,8 +109,18 @@ std::string layout_problem(const graph& g, const serve_layout& l) {
   return calc::layout_problem(g, layout{l.tp_group(), l.pp, l.ep, l.dp});
 }
 
+namespace {
+
+/// Whether the catalogue can cost a tp group past the card's NVLink domain: a card without NVLink
+/// has its PCIe link as `interconnect`; a bridged card records `pcie`. An HGX or NVL72 card has
+/// neither: past its domain lies the network.
+bool crosses_pcie(const gpu_spec& gpu) { return gpu.nvlink_domain <= 1 || gpu.pcie > 0; }
+
+}  // namespace
+
 std::int64_t tp_domain(const gpu_spec& gpu, std::int64_t server_gpus) {
-  return std::max({gpu.nvlink_domain, server_gpus, std::int64_t{1}});
+  std::int64_t domain = std::max<std::int64_t>(gpu.nvlink_domain, 1);
+  return crosses_pcie(gpu) ? std::max(domain, server_gpus) : domain;
 }
 
 double collective_link(const gpu_spec& gpu, std::int64_t cards) {
@@ -122,14 +132,20 @@ double collective_link(const gpu_spec& gpu, std::int64_t cards) {
 std::string domain_problem(const gpu_spec& gpu, const serve_layout& l, std::int64_t server_gpus) {
   std::int64_t domain = tp_domain(gpu, server_gpus);
   if (l.tp_group() <= domain) return "";
-  std::string where =
-      gpu.nvlink_domain >= domain
-          ? fmt::format("{}'s NVLink domain of {}", gpu.name, domain)
-          : fmt::format("one server of {} {} cards ({})", domain, gpu.name,
-                        gpu.nvlink_domain > 1
-                            ? fmt::format("its tp crosses PCIe past a {}-card NVLink bridge",
-                                          gpu.nvlink_domain)
-                            : std::string("no NVLink: its tp crosses PCIe"));
+  std::string where;
+  if (domain == gpu.nvlink_domain && domain > 1)  // HGX, NVL72: the network lies past it
+    where = fmt::format("{}'s NVLink domain of {}", gpu.name, domain);
+  else if (domain == 1)
+    where = fmt::format(
+        "one {} node, which holds one card (server_gpus; --node-gpus N for a "
+        "node of N)",
+        gpu.name);
+  else
+    where = fmt::format(
+        "one server of {} {} cards ({}; --node-gpus N for a server of N)", domain, gpu.name,
+        gpu.nvlink_domain > 1
+            ? fmt::format("its tp crosses PCIe past a {}-card NVLink bridge", gpu.nvlink_domain)
+            : std::string("no NVLink: its tp crosses PCIe"));
   return fmt::format(
       "the tp group of {} cards exceeds {}; across nodes its collectives would cross a network "
       "the catalogue has no bandwidth for: use --pp for more cards, or replicas (`calc plan "

@@ -141,7 +141,8 @@ TEST_CASE("a card's server: GH200 nodes hold one superchip, so tp stops at one c
   CHECK(run(serve_args("llama-3.1-70b", "gh200",
                        {"--tp", "2", "--isl", "1024", "--osl", "256", "--concurrency", "8"}),
             out, err) == 2);
-  CHECK(err.find("--tp: the tp group of 2 cards exceeds gh200's NVLink domain of 1") == 0);
+  CHECK(err.find("--tp: the tp group of 2 cards exceeds one gh200 node, which holds one card") ==
+        0);
   // A node of two superchips, given, runs it; a PCIe server of 4 refuses tp 8.
   CHECK(run(serve_args("llama-3.1-70b", "gh200",
                        {"--tp", "2", "--node-gpus", "2", "--isl", "1024", "--osl", "256",
@@ -163,9 +164,9 @@ TEST_CASE("a card's server: GH200 nodes hold one superchip, so tp stops at one c
             out, err) == 2);
   CHECK(err.find("--tp 1 --pp 2 holds one") != std::string::npos);
   // Plain plan and plan --sla keep tp 1 across nodes; a server of 4 given allows tp 2.
-  auto plan = [&](std::vector<std::string> extra) {
-    std::vector<std::string> a = {"plan",  "--model",  "llama-3.1-70b", "--gpu",
-                                  "gh200", "--format", "json"};
+  auto plan = [&](std::vector<std::string> extra, std::string model = "llama-3.1-70b",
+                  std::string gpu = "gh200") {
+    std::vector<std::string> a = {"plan", "--model", model, "--gpu", gpu, "--format", "json"};
     a.insert(a.end(), extra.begin(), extra.end());
     REQUIRE(run(a, out, err) == 0);
     return nlohmann::json::parse(out);
@@ -180,6 +181,21 @@ TEST_CASE("a card's server: GH200 nodes hold one superchip, so tp stops at one c
   REQUIRE(j["feasible"] == true);
   CHECK(j["tp"] == 1);
   CHECK(j["pp"].get<std::int64_t>() >= 2);
+  // report resolves each card's server on its own: GH200 pipeline stages beside an HGX tp 8.
+  REQUIRE(run({"report", "--model", "llama-3.1-70b", "--gpu", "gh200,h100-sxm", "--format", "json"},
+              out, err) == 0);
+  auto reports = nlohmann::json::parse(out)["reports"];
+  REQUIRE(reports.size() == 2);
+  CHECK(reports[0]["models"][0]["layout"].get<std::string>().starts_with("tp 1 x pp "));
+  CHECK(reports[1]["models"][0]["layout"] == "tp 8 x pp 1");
+  // An NVL72 rack's NVLink domain is wider than any server: plan --sla keeps a 5.5 TB model's
+  // group within it (tp x dp up to 64, no pipeline stages), where a server of 8 would need 8
+  // stages.
+  j = plan({"--sla", "ttft=5000,tpot=100", "--concurrency", "64", "--isl", "1024", "--osl", "256"},
+           "kimi-k3", "gb200");
+  REQUIRE(j["feasible"] == true);
+  CHECK(j["pp"] == 1);
+  CHECK(j["gpus"].get<std::int64_t>() <= 72);
   // A catalogue file's server_gpus is checked like nvlink_domain.
   std::filesystem::path dir = std::filesystem::temp_directory_path() / "calc-server-gpus";
   std::filesystem::create_directories(dir);
@@ -207,26 +223,47 @@ TEST_CASE("collectives past a card's NVLink bridge run over its PCIe") {
       CHECK(g.pcie < g.interconnect);
     }
   }
-  // serve: tp 4 on H100 PCIe spends its all-reduces at PCIe speed, not the bridge's.
-  auto allreduce_ms = [](const std::string& gpu) {
+  // serve: tp 4 on H100 PCIe spends its all-reduces at PCIe speed, not the bridge's, and tp 2
+  // x pp 2 its hand-offs between bridged pairs; compared with a copy of the card whose PCIe
+  // link were as fast as its bridge.
+  auto op_ms = [](const std::string& gpu, const std::string& tp, const std::string& pp,
+                  const char* op) {
     std::string out, err;
     REQUIRE(run(serve_args("llama-3.1-70b", gpu,
-                           {"--tp", "4", "--isl", "1024", "--osl", "256", "--concurrency", "32",
-                            "--format", "json"}),
+                           {"--tp", tp, "--pp", pp, "--isl", "1024", "--osl", "256",
+                            "--concurrency", "32", "--format", "json"}),
                 out, err) == 0);
-    return nlohmann::json::parse(out)["points"][0]["step"]["ops_ms"]["tp_allreduce"].get<double>();
+    return nlohmann::json::parse(out)["points"][0]["step"]["ops_ms"][op].get<double>();
   };
   std::filesystem::path dir = std::filesystem::temp_directory_path() / "calc-pcie";
   std::filesystem::create_directories(dir);
-  std::string bridge_only = (dir / "h100-pcie.yaml").string();
-  {
+  auto copy = [&](const std::string& name, const std::string& pcie_line) {
+    std::string file = (dir / (name + ".yaml")).string();
     std::ifstream in(pcie.file);
-    std::ofstream out(bridge_only);
+    std::ofstream out(file);
     for (std::string line; std::getline(in, line);)
-      if (line.rfind("pcie:", 0) != 0) out << line << "\n";
-  }
-  REQUIRE(find_gpu(bridge_only).pcie == 0);
-  CHECK(allreduce_ms("h100-pcie") > 2 * allreduce_ms(bridge_only));
+      out << (line.rfind("pcie:", 0) == 0 ? pcie_line : line) << "\n";
+    return file;
+  };
+  std::string fast = copy("fast-pcie", "pcie: 300GB");
+  REQUIRE(find_gpu(fast).pcie == 300'000'000'000);
+  CHECK(op_ms("h100-pcie", "4", "1", "tp_allreduce") > 2 * op_ms(fast, "4", "1", "tp_allreduce"));
+  CHECK(op_ms("h100-pcie", "2", "1", "tp_allreduce") == op_ms(fast, "2", "1", "tp_allreduce"));
+  CHECK(op_ms("h100-pcie", "2", "2", "pp_handoff") > op_ms(fast, "2", "2", "pp_handoff"));
+  // Without a PCIe figure a bridged card's tp stops at its bridge: nothing to cost it with.
+  std::string unknown = copy("no-pcie", "");
+  REQUIRE(find_gpu(unknown).pcie == 0);
+  std::string out, err;
+  CHECK(run(serve_args("llama-3.1-70b", unknown,
+                       {"--tp", "4", "--isl", "1024", "--osl", "256", "--concurrency", "8"}),
+            out, err) == 2);
+  CHECK(err.find("exceeds h100-pcie's NVLink domain of 2") != std::string::npos);
+  // Nor does an HGX card's, whatever server --node-gpus claims.
+  CHECK(run(serve_args("llama-3.1-70b", "h100-sxm",
+                       {"--tp", "16", "--node-gpus", "16", "--isl", "1024", "--osl", "256",
+                        "--concurrency", "8"}),
+            out, err) == 2);
+  CHECK(err.find("exceeds h100-sxm's NVLink domain of 8") != std::string::npos);
 }
 
 TEST_CASE("serve layout: tp divides every layer's heads, ep needs experts, as engines require") {

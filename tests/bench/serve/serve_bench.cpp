@@ -65,10 +65,10 @@ void points(const std::string& name, const serve_layout& l, const calibration& c
       name.c_str(), static_cast<long long>(l.tp), n / t, 1e3 * t / n, 1e3 * w.wall() / n, sink);
 }
 
-void plan(const std::string& name, const calibration& cal) {
+void plan(const std::string& name, const calibration& cal, const std::string& card = "h200") {
   model_spec s = read_model_file(resolve_model_path(name));
   graph g = build_graph(s);
-  gpu_spec gpu = find_gpu("h200");
+  gpu_spec gpu = find_gpu(card);
   const coefficients& k = cal.lookup(cal.family_of(gpu.name), "vllm");
   sla_request r;
   r.cfg = vllm(1024, 1024);
@@ -78,10 +78,10 @@ void plan(const std::string& name, const calibration& cal) {
   stopwatch w;
   sla_plan p = plan_sla(g, gpu, k, r);
   std::printf(
-      "plan --sla   %-16s on h200, 10 req/s: %.1f ms CPU (%.1f ms wall), %lld layouts, %s %lld "
+      "plan --sla   %-16s on %s, 10 req/s: %.1f ms CPU (%.1f ms wall), %lld layouts, %s %lld "
       "GPUs\n",
-      name.c_str(), 1e3 * w.cpu(), 1e3 * w.wall(), static_cast<long long>(p.layouts_tried),
-      p.feasible ? "feasible" : "infeasible",
+      name.c_str(), card.c_str(), 1e3 * w.cpu(), 1e3 * w.wall(),
+      static_cast<long long>(p.layouts_tried), p.feasible ? "feasible" : "infeasible",
       static_cast<long long>(p.feasible ? p.best->gpus : 0));
 }
 
@@ -111,6 +111,8 @@ int main() {
   points("deepseek-v3", {.tp = 8, .ep = 8}, cal);
   plan("kimi-k2-instruct", cal);
   plan("kimi-k3", cal);
+  // An NVL72 rack: tp x dp groups up to 64 within its NVLink domain, 7 widths more to search.
+  plan("kimi-k2-instruct", cal, "gb200");
   simulation_of("qwen3-8b", {}, 20, cal);
   simulation_of("deepseek-v3", {.tp = 8, .ep = 8}, 10, cal);  // beyond its throughput: a queue
   return 0;
