@@ -487,7 +487,7 @@ result run_engine_plan(const options& o) {
   q.capacity.memory.vision_bytes = vision_bytes_of(o, m);
   q.card = load_gpu(o.gpu);
   q.requests = o.requests;
-  q.node_gpus = node_gpus_of(o, *q.card);
+  q.node_gpus = node_gpus_option(o);
   q.max_gpus = o.max_gpus;
   engine::plan_result p = engine::answer_plan(m.g, q);
   std::int64_t len = q.capacity.config.max_model_len;

@@ -163,6 +163,7 @@ result run_report(const options& o) {
   q.workspace = parse_size_option("--workspace", o.workspace);
   q.lengths = v.lengths;
   q.requests = o.requests;
+  q.node_gpus = node_gpus_option(o);  // none: each card's own server (server_gpus)
   q.max_gpus = o.max_gpus;
   q.memory = parse_memory_basis("--memory", o.memory);
   if (o.layout_given) {
@@ -200,7 +201,6 @@ result run_report(const options& o) {
   std::string markdown;
   for (const std::string& gpu : gpus) {
     q.gpu = load_gpu(gpu);
-    q.node_gpus = node_gpus_of(o, q.gpu);
     q.load = report_load_of(o, q.gpu);
     if (!o.engine.empty()) q.engine = engine_request_of(o, v.lengths.front(), gpu, draft);
     report_data data = answer_report(graphs, q);

@@ -443,7 +443,7 @@ result run_serve(const options& o) {
   gpu_spec gpu = load_gpu(o.gpu);
   // The server (--node-gpus, else the catalogue's server_gpus) bounds tensor parallelism over
   // PCIe past the card's NVLink domain.
-  const std::int64_t server = node_gpus_of(o, gpu);
+  const std::int64_t server = server_gpus_of(gpu, node_gpus_option(o));
   if (std::string why = domain_problem(gpu, q.layout, server); !why.empty())
     throw spec_error("--tp", why);
   calibration cal = load_calibration(q.calibration);
@@ -868,7 +868,7 @@ result run_plan_sla(const options& o) {
   q.max_gpus = o.max_gpus;
   loaded_model m = load(o);
   gpu_spec gpu = load_gpu(o.gpu);
-  q.node_gpus = node_gpus_of(o, gpu);
+  q.node_gpus = node_gpus_option(o);
   calibration cal = load_calibration(o.calibration);
   const coefficients& k = cal.lookup(cal.family_of(gpu.name), engine);
   sla_plan p = plan_sla(m.g, gpu, k, q);

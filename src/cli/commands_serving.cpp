@@ -225,7 +225,7 @@ result run_plan(const options& o) {
   q.memory = parse_memory_basis("--memory", o.memory);
   loaded_model m = load(o);
   q.gpu = load_gpu(o.gpu);
-  q.node_gpus = node_gpus_of(o, q.gpu);
+  q.node_gpus = node_gpus_option(o);
   placement_result r = answer_plan(m.g, q);
   return {to_json(r),
           fmt::format("calc plan: {} on {} cards ({}), {} requests of {} tokens", r.model,

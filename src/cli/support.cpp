@@ -481,10 +481,9 @@ void check_limit(const std::string& option, std::int64_t v, std::int64_t min, st
     throw spec_error(option, fmt::format("{} is more than the limit of {} {}", v, max, unit));
 }
 
-std::int64_t node_gpus_of(const options& o, const gpu_spec& gpu) {
-  if (!o.node_gpus) return gpu.server_gpus;
-  check_limit("--node-gpus", *o.node_gpus, 1, limits::cards, "cards");
-  return *o.node_gpus;
+std::optional<std::int64_t> node_gpus_option(const options& o) {
+  if (o.node_gpus) check_limit("--node-gpus", *o.node_gpus, 1, limits::cards, "cards");
+  return o.node_gpus;
 }
 
 std::int64_t token_option(const std::string& option, const std::optional<std::int64_t>& v,

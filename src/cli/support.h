@@ -245,9 +245,9 @@ class warning_sink {
 /// An accelerator by catalogue name or path (find_gpu), read once while a model_cache_scope lives.
 gpu_spec load_gpu(const std::string& name_or_path);
 
-/// Cards per server for a plan on `gpu`: --node-gpus where given (checked), else the catalogue's
-/// `server_gpus` for the card (a GH200 node holds one superchip, an HGX board eight GPUs).
-std::int64_t node_gpus_of(const options& o, const gpu_spec& gpu);
+/// --node-gpus, checked (1 to limits::cards); none where not given: each card's own server_gpus
+/// then applies (server_gpus_of).
+std::optional<std::int64_t> node_gpus_option(const options& o);
 
 /// While one is alive, load() parses each model file (with its --set list) and load_gpu() each
 /// accelerator file once and hands out copies afterwards: `calc check` runs hundreds of commands

@@ -283,7 +283,8 @@ plan_result answer_plan(const graph& g, const plan_request& q) {
     throw spec_error("kv_memory", "plan tries several layouts: give one value for all ranks");
   // The card bounds TP by its NVLink domain; without one, TP stays within a server.
   gpu_spec card = q.card ? *q.card : q.capacity.memory.gpu.value_or(gpu_spec{});
-  if (!q.card && !q.capacity.memory.gpu) card.nvlink_domain = q.node_gpus;
+  const std::int64_t node_gpus = server_gpus_of(card, q.node_gpus);
+  if (!q.card && !q.capacity.memory.gpu) card.nvlink_domain = node_gpus;
   // Serves better, as plain plan prefers (plan_placement): holds more requests, then fewer
   // pipeline stages, then more KV memory per rank.
   struct candidate {
@@ -301,14 +302,14 @@ plan_result answer_plan(const graph& g, const plan_request& q) {
   const bool one_stage = mamba_pool_model(g, q.capacity);
   for (std::int64_t n = 1; n <= q.max_gpus; ++n) {
     // Past one node, a deployment takes whole nodes.
-    if (n > q.node_gpus && n % q.node_gpus != 0) continue;
+    if (n > node_gpus && n % node_gpus != 0) continue;
     std::optional<candidate> best;
     for (std::int64_t c = 1; c <= n; ++c) {  // cards of one instance
-      if (n % c != 0 || (c > q.node_gpus && c % q.node_gpus != 0)) continue;
+      if (n % c != 0 || (c > node_gpus && c % node_gpus != 0)) continue;
       std::int64_t instances = n / c;
       if (instances > std::max<std::int64_t>(q.requests, 1)) continue;  // an idle replica
       std::int64_t each = (q.requests + instances - 1) / instances;
-      for (const layout& l : deployable_layouts(g, card, c, q.node_gpus)) {
+      for (const layout& l : deployable_layouts(g, card, c, node_gpus)) {
         // The engine rules split experts over the TP ranks (an ep = tp shape holds the same
         // bytes per rank) and do not model DP attention: one candidate per tp x pp.
         if (l.ep != 1 || l.dp != 1) continue;

@@ -129,7 +129,7 @@ struct plan_request {
   capacity_request capacity;  // its config's tensor/pipeline degrees are searched over
   std::optional<gpu_spec> card;  // the card whose NVLink domain bounds TP (else node_gpus)
   std::int64_t requests = 1;
-  std::int64_t node_gpus = limits::default_server_gpus;
+  std::optional<std::int64_t> node_gpus;  // cards per server; none: the card's server_gpus
   std::int64_t max_gpus = limits::default_max_gpus;
 };
 

@@ -139,7 +139,8 @@ placement_result answer_plan(const graph& g, const placement_request& q) {
   r.requests = q.requests;
   r.workspace_bytes = q.workspace;
   r.weight_bytes = tally_params(g).weight_bytes;
-  r.plan = plan_placement(g, card, q.length, q.requests, q.workspace, q.node_gpus, q.max_gpus);
+  r.plan = plan_placement(g, card, q.length, q.requests, q.workspace,
+                          server_gpus_of(q.gpu, q.node_gpus), q.max_gpus);
   return r;
 }
 

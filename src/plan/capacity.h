@@ -105,7 +105,7 @@ struct placement_request {
   std::int64_t length = 0;
   std::int64_t requests = 1;
   checked workspace;
-  std::int64_t node_gpus = limits::default_server_gpus;
+  std::optional<std::int64_t> node_gpus;  // cards per server; none: the card's server_gpus
   std::int64_t max_gpus = limits::default_max_gpus;
   memory_basis memory = memory_basis::runtime;
 };

@@ -94,7 +94,8 @@ void answer_load(const graph& g, const report_request& q, report_model& m) {
   serve::serve_layout l{m.lay.tp / m.lay.dp, m.lay.ep, m.lay.dp, m.lay.pp};
   // A tp group past the NVLink domain has no time `calc serve` would give (it refuses it): the
   // byte counts above stand, the load chart says why it is left out.
-  if (std::string why = serve::domain_problem(q.gpu, l, q.node_gpus); !why.empty()) {
+  if (std::string why = serve::domain_problem(q.gpu, l, server_gpus_of(q.gpu, q.node_gpus));
+      !why.empty()) {
     m.load_note = why;
     return;
   }
@@ -150,8 +151,9 @@ report_model answer_report_model(const graph& g, const report_request& q, checke
     if (std::string why = layout_problem(g, lay); !why.empty()) throw spec_error("layout", why);
     m.lay = lay;
   } else {
-    planned_deployment d = plan_deployment(g, card, lengths.back(), q.workspace, q.node_gpus,
-                                           q.max_gpus, !q.engine.has_value());
+    planned_deployment d =
+        plan_deployment(g, card, lengths.back(), q.workspace, server_gpus_of(q.gpu, q.node_gpus),
+                        q.max_gpus, !q.engine.has_value());
     m.planned = true;
     m.deployable = d.best.has_value();
     m.searched_up_to = d.searched_up_to;
@@ -178,8 +180,8 @@ report_model answer_report_model(const graph& g, const report_request& q, checke
     for (std::size_t k = 0; k < st.items.size() && k < m.components.size(); ++k)
       m.components[k].bytes.push_back(st.items[k].bytes);
     crossover_plan c = plan_crossover(g, n);
-    placement_plan place =
-        plan_placement(g, card, n, q.requests, q.workspace, q.node_gpus, q.max_gpus);
+    placement_plan place = plan_placement(g, card, n, q.requests, q.workspace,
+                                          server_gpus_of(q.gpu, q.node_gpus), q.max_gpus);
     report_point pt;
     pt.length = n;
     pt.state_bytes = st.total;

@@ -45,7 +45,7 @@ struct report_request {
   std::vector<std::int64_t> lengths;  // ascending
   checked workspace;                  // per card
   std::int64_t requests = 16;         // concurrent requests a deployment holds, for the cards
-  std::int64_t node_gpus = limits::default_server_gpus;
+  std::optional<std::int64_t> node_gpus;  // cards per server; none: the card's server_gpus
   std::int64_t max_gpus = limits::default_max_gpus;
   /// The deployment every figure is for; none: each model's own, planned (plan_deployment).
   std::optional<layout> lay;

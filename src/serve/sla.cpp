@@ -76,7 +76,7 @@ sla_plan plan_sla(const graph& g, const gpu_spec& gpu, const coefficients& k, co
   // A tp group stays within the NVLink domain, or one server over PCIe where that is wider, as
   // serve requires (domain_problem): an H200 NVL's or H100 PCIe's bridged cards run tp 8 over
   // the server's PCIe, a GB200's up to 64 within its NVL72 rack.
-  const std::int64_t widest = tp_domain(gpu, r.node_gpus);
+  const std::int64_t widest = tp_domain(gpu, server_gpus_of(gpu, r.node_gpus));
   std::int64_t widest_tp = 1;  // the widest power-of-two group: pipeline stages start past it
   while (widest_tp * 2 <= widest) widest_tp *= 2;
   for (std::int64_t tp = 1; tp <= widest; tp *= 2)

@@ -21,8 +21,9 @@ struct sla_request {
   double rate = 0;               // requests per second (0: use concurrency)
   std::int64_t concurrency = 0;  // clients in all (closed loop)
   batching_config cfg;           // isl, osl and the engine's knobs
-  // TP stays within one node and the GPU's NVLink domain.
-  std::int64_t node_gpus = limits::default_server_gpus;
+  // TP stays within the GPU's NVLink domain, or one server of these over PCIe (tp_domain); none:
+  // the card's server_gpus.
+  std::optional<std::int64_t> node_gpus;
   std::int64_t max_gpus = limits::default_max_gpus;
 };
 

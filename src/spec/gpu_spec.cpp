@@ -86,6 +86,10 @@ gpu_spec read_gpu_file(const std::string& path) {
   return g;
 }
 
+std::int64_t server_gpus_of(const gpu_spec& gpu, const std::optional<std::int64_t>& given) {
+  return given.value_or(gpu.server_gpus);
+}
+
 std::int64_t engine_visible_memory(const gpu_spec& g) {
   return g.runtime_memory > 0 ? g.runtime_memory : g.memory;
 }

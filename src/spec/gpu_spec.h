@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,10 @@ struct gpu_spec {
 /// The memory an engine sees on one card: the runtime-visible total where the catalogue has it,
 /// else the figure as sold (docs/gpus.md: the fallback rule).
 std::int64_t engine_visible_memory(const gpu_spec& g);
+
+/// Cards per server for a plan on `gpu`: `given` (--node-gpus) where set, else the card's own
+/// `server_gpus` (a GH200 node holds one superchip, an HGX board eight GPUs).
+std::int64_t server_gpus_of(const gpu_spec& gpu, const std::optional<std::int64_t>& given);
 
 /// Reads one GPU file strictly (unknown keys, bad sizes: located spec_error).
 gpu_spec read_gpu_file(const std::string& path);

@@ -103,16 +103,34 @@ TEST_CASE("placement refuses a layout engines cannot run, naming the rule") {
         "the attention group's tp 3 (tp 24 / dp 8) does not divide the 32 heads of layer 0");
 }
 
-TEST_CASE("every question's server holds limits::default_server_gpus cards unless told") {
-  // HGX and DGX servers hold 8 GPUs; each request type spelt its own 8 before. The CLI's
-  // --node-gpus has no default of its own: the card's catalogue entry gives it (server_gpus).
+TEST_CASE("every question's server is the card's server_gpus unless told") {
+  // HGX and DGX servers hold 8 GPUs (limits::default_server_gpus, a catalogue entry's default);
+  // each request type spelt its own 8 before. Neither the CLI's --node-gpus nor a request has a
+  // default of its own: the card's catalogue entry gives it (server_gpus_of).
   CHECK(limits::default_server_gpus == 8);
   CHECK(!cli::options{}.node_gpus);
   CHECK(gpu_spec{}.server_gpus == limits::default_server_gpus);
-  CHECK(placement_request{}.node_gpus == limits::default_server_gpus);
-  CHECK(engine::plan_request{}.node_gpus == limits::default_server_gpus);
-  CHECK(report_request{}.node_gpus == limits::default_server_gpus);
-  CHECK(serve::sla_request{}.node_gpus == limits::default_server_gpus);
+  CHECK(!placement_request{}.node_gpus);
+  CHECK(!engine::plan_request{}.node_gpus);
+  CHECK(!report_request{}.node_gpus);
+  CHECK(!serve::sla_request{}.node_gpus);
+  CHECK(server_gpus_of(find_gpu("gh200"), std::nullopt) == 1);
+  CHECK(server_gpus_of(find_gpu("gh200"), 4) == 4);
+  CHECK(server_gpus_of(find_gpu("h100-sxm"), std::nullopt) == limits::default_server_gpus);
+  // A library caller that leaves node_gpus unset plans on the card's server: no tp on GH200.
+  model m("llama-3.1-70b");
+  placement_request pq;
+  pq.gpu = find_gpu("gh200");
+  pq.length = 8192;
+  pq.requests = 16;
+  pq.workspace = checked(2LL << 30);
+  placement_result pr = answer_plan(m.g, pq);
+  REQUIRE(pr.plan.best);
+  CHECK(pr.plan.best->l.tp == 1);
+  pq.node_gpus = 2;
+  pr = answer_plan(m.g, pq);
+  REQUIRE(pr.plan.best);
+  CHECK(pr.plan.best->l.tp == 2);
   // And searches the same cards at most, unless told (--max-gpus).
   CHECK(cli::options{}.max_gpus == limits::default_max_gpus);
   CHECK(placement_request{}.max_gpus == limits::default_max_gpus);
