@@ -166,8 +166,10 @@ fit evaluate_layout(const graph& g, const gpu_spec& gpu, const layout& l, std::i
 
 std::vector<layout> deployable_layouts(const graph& g, const gpu_spec& gpu, std::int64_t cards,
                                        std::int64_t node_gpus) {
-  // A card with no NVLink runs tensor parallelism over its server's PCIe, as engines do there.
-  std::int64_t domain = gpu.nvlink_domain > 1 ? gpu.nvlink_domain : node_gpus;
+  // The tp group spans the NVLink domain, or the server over PCIe where the card crosses it
+  // (PCIe cards and bridged pairs run tp 8 per server, as engines do): the same bound serve
+  // and plan --sla cost a layout by.
+  const std::int64_t domain = tp_domain(gpu, node_gpus);
   std::int64_t layers = static_cast<std::int64_t>(g.layers.size());
   std::int64_t widest_tp = 0;  // the largest valid tp within a domain: pp starts past it
   for (std::int64_t tp = 1; tp <= domain; tp *= 2)

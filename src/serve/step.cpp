@@ -109,20 +109,6 @@ std::string layout_problem(const graph& g, const serve_layout& l) {
   return calc::layout_problem(g, layout{l.tp_group(), l.pp, l.ep, l.dp});
 }
 
-namespace {
-
-/// Whether the catalogue can cost a tp group past the card's NVLink domain: a card without NVLink
-/// has its PCIe link as `interconnect`; a bridged card records `pcie`. An HGX or NVL72 card has
-/// neither: past its domain lies the network.
-bool crosses_pcie(const gpu_spec& gpu) { return gpu.nvlink_domain <= 1 || gpu.pcie > 0; }
-
-}  // namespace
-
-std::int64_t tp_domain(const gpu_spec& gpu, std::int64_t server_gpus) {
-  std::int64_t domain = std::max<std::int64_t>(gpu.nvlink_domain, 1);
-  return crosses_pcie(gpu) ? std::max(domain, server_gpus) : domain;
-}
-
 double collective_link(const gpu_spec& gpu, std::int64_t cards) {
   std::int64_t link = gpu.interconnect;
   if (cards > gpu.nvlink_domain && gpu.pcie > 0) link = std::min(link, gpu.pcie);

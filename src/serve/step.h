@@ -45,12 +45,6 @@ std::string launch_flags(const std::string& engine, const serve_layout& l);
 /// does not divide a layer's heads (vLLM and SGLang refuse such a --tp at start-up).
 std::string layout_problem(const graph& g, const serve_layout& l);
 
-/// The cards one tp group may span on `gpu`: its NVLink domain; past it, one server of
-/// `server_gpus` over PCIe where the catalogue can cost that link (a card without NVLink, or a
-/// bridged one that records `pcie`: engines run tp 8 on PCIe servers, and collective_link costs
-/// them at PCIe). An HGX or NVL72 card (no `pcie`) stops at its domain whatever the server.
-std::int64_t tp_domain(const gpu_spec& gpu, std::int64_t server_gpus);
-
 /// Bytes per second a collective spanning `cards` runs at (a tp group's all-reduce and
 /// all-to-all span tp x dp cards; a pp hand-off, every stage's): the card's `interconnect` within
 /// its NVLink domain; past it, over the server's PCIe, the slower of the two where the catalogue

@@ -90,6 +90,20 @@ std::int64_t server_gpus_of(const gpu_spec& gpu, const std::optional<std::int64_
   return given.value_or(gpu.server_gpus);
 }
 
+namespace {
+
+/// Whether the catalogue can cost a tp group past the card's NVLink domain: a card without NVLink
+/// has its PCIe link as `interconnect`; a bridged card records `pcie`. An HGX or NVL72 card has
+/// neither: past its domain lies the network.
+bool crosses_pcie(const gpu_spec& gpu) { return gpu.nvlink_domain <= 1 || gpu.pcie > 0; }
+
+}  // namespace
+
+std::int64_t tp_domain(const gpu_spec& gpu, std::int64_t server_gpus) {
+  std::int64_t domain = std::max<std::int64_t>(gpu.nvlink_domain, 1);
+  return crosses_pcie(gpu) ? std::max(domain, server_gpus) : domain;
+}
+
 std::int64_t engine_visible_memory(const gpu_spec& g) {
   return g.runtime_memory > 0 ? g.runtime_memory : g.memory;
 }

@@ -47,6 +47,12 @@ std::int64_t engine_visible_memory(const gpu_spec& g);
 /// `server_gpus` (a GH200 node holds one superchip, an HGX board eight GPUs).
 std::int64_t server_gpus_of(const gpu_spec& gpu, const std::optional<std::int64_t>& given);
 
+/// The cards one tp group may span on `gpu`: its NVLink domain; past it, one server of
+/// `server_gpus` over PCIe where the catalogue can cost that link (a card without NVLink, or a
+/// bridged one that records `pcie`: engines run tp 8 on PCIe servers, and collective_link costs
+/// them at PCIe). An HGX or NVL72 card (no `pcie`) stops at its domain whatever the server.
+std::int64_t tp_domain(const gpu_spec& gpu, std::int64_t server_gpus);
+
 /// Reads one GPU file strictly (unknown keys, bad sizes: located spec_error).
 gpu_spec read_gpu_file(const std::string& path);
 

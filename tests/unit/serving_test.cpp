@@ -190,6 +190,35 @@ TEST_CASE("plan: a card without NVLink runs tp over its server's PCIe") {
   CHECK(p.best->l.pp == 1);
 }
 
+TEST_CASE("plan: a bridged card runs tp over its server's PCIe, as serve costs it") {
+  // H100 NVL and A100 PCIe join cards in NVLink pairs; engines run tp 4 and 8 over the server's
+  // PCIe, and serve and plan --sla cost that. Plain plan once stopped tp at the pair and
+  // stacked pipeline stages: tp 2 x pp 2 on four cards, tp 2 x pp 8 on sixteen.
+  model l70("llama-3.1-70b");
+  gpu_spec nvl = find_gpu("h100-nvl");
+  REQUIRE(nvl.nvlink_domain == 2);
+  REQUIRE(nvl.pcie > 0);
+  CHECK(tp_domain(nvl, 8) == 8);
+  CHECK(tp_domain(nvl, 4) == 4);
+  placement_plan p = plan_placement(l70.g, nvl, 8192, 64, 2LL << 30, 8, 64);
+  REQUIRE(p.best);
+  CHECK(p.best->l.cards() == 4);
+  CHECK(p.best->l.tp == 4);
+  CHECK(p.best->l.pp == 1);
+  model l405("llama-3.1-405b");
+  gpu_spec a100 = find_gpu("a100-pcie-80gb");
+  p = plan_placement(l405.g, a100, 8192, 16, 2LL << 30, 8, 64);
+  REQUIRE(p.best);
+  CHECK(p.best->l.tp == 8);  // a whole server
+  CHECK(p.best->l.pp == p.best->l.cards() / 8);
+  // A server of 4 (--node-gpus 4) bounds it there; an HGX card stays within its NVLink domain.
+  p = plan_placement(l70.g, nvl, 8192, 64, 2LL << 30, 4, 64);
+  REQUIRE(p.best);
+  CHECK(p.best->l.tp <= 4);
+  CHECK(tp_domain(find_gpu("h100-sxm"), 16) == 8);
+  for (const layout& l : deployable_layouts(l405.g, find_gpu("h100-sxm"), 16, 16)) CHECK(l.tp <= 8);
+}
+
 TEST_CASE("roofline: a small decode batch is memory-bound, an 8K prefill compute-bound") {
   model m("qwen3-8b");
   roofline_plan r = plan_roofline(m.g, find_gpu("h100-sxm"), 1, 1, 0, 8192, false);
