@@ -481,6 +481,17 @@ cross-validated):
   450 GB/s NVLink, 72 % of the time, beside GEMMs at 36 % of its dense FP8 peak: more than a
   second's work each second unless prompts hit a prefix cache or the file's times mean something
   else for those runs.
+  What the predicted TTFT is made of (the steady state's terms as shares of each row's TTFT,
+  mean over the rows): vLLM own prefill 0.36, opening burst 0.40, API latency 0.16, prefill
+  queue 0.03, step in flight 0.03; SGLang 0.13 / 0.58 / 0.24 / 0.01 / 0.01; TensorRT-LLM 0.32 /
+  0.32 / 0.29 / 0.02 / 0.02 (slot waits the rest). The queue terms are too small to move the
+  figure, and so it proved: the prefill queue taken as the batch of prompts that arrive during
+  the step in flight (each waits for all of them, lambda x TPOT x its prefill work, instead of
+  the M/D/1 queue), the larger of the two, or the step in flight costed at the loaded TPOT
+  rather than the bare decode step gave TPOT / TTFT 9.6 / 23.1, 9.5 / 23.3 and 9.2 / 23.5 % in
+  sample. The opening burst's fitted share carries what the closed loop's rounds, which the
+  twelfth pass's simulation plays out, do not explain; as the sixth pass found, fixing it at
+  the client's 1 / 10 costs TTFT.
 
 How a row maps onto calc (backend -> engine, system -> GPU, model_path -> bundled model, quant
 modes -> formats, layout, workload) is described in docs/commands.md (`calc calibrate`). One rule
