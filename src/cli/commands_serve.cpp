@@ -60,14 +60,22 @@ batching_config engine_config_of(const std::string& engine, std::int64_t isl, st
 }
 
 /// --max-num-batched-tokens and --max-num-seqs (0: the engine's default), in their own units.
+/// Typed, each is at least 1: a typed 0 is not the default.
 void check_engine_knobs(const options& o) {
-  check_limit("--max-num-batched-tokens", o.max_num_batched_tokens, 0, limits::tokens, "tokens");
-  check_limit("--max-num-seqs", o.max_num_seqs, 0, limits::requests, "requests");
+  std::int64_t least_tokens = was_typed(o, "--max-num-batched-tokens") ? 1 : 0;
+  std::int64_t least_seqs = was_typed(o, "--max-num-seqs") ? 1 : 0;
+  check_limit("--max-num-batched-tokens", o.max_num_batched_tokens, least_tokens, limits::tokens,
+              "tokens");
+  check_limit("--max-num-seqs", o.max_num_seqs, least_seqs, limits::requests, "requests");
 }
 
-/// Whether the user typed `flag` (its long name), whatever value it took.
-bool was_typed(const options& o, std::string_view flag) {
-  return std::find(o.given.begin(), o.given.end(), flag) != o.given.end();
+/// --rate, checked where typed: 0 (not given) or requests per second > 0. A typed 0 is a
+/// rate, refused as one, not "no --rate".
+double rate_option(const options& o) {
+  if (was_typed(o, "--rate") && !(o.rate > 0 && std::isfinite(o.rate)))
+    throw spec_error("--rate",
+                     fmt::format("{} is not a positive number of requests per second", o.rate));
+  return was_typed(o, "--rate") ? o.rate : 0;
 }
 
 /// TensorRT-LLM's batch waiting (its batch_wait_timeout_iters and batch_wait_max_tokens_ratio):
@@ -124,7 +132,8 @@ serve_request read_serve(const options& o) {
   std::int64_t osl = token_option("--osl", o.osl, unset);
   check_engine_knobs(o);
   r.cfg = engine_config_of(r.engine, isl, osl, o.max_num_batched_tokens, o.max_num_seqs);
-  int modes = (!o.concurrency.empty()) + (o.rate != 0) + (!o.trace.empty());
+  const double rate = rate_option(o);
+  int modes = (!o.concurrency.empty()) + (rate > 0) + (!o.trace.empty());
   if (modes != 1)
     throw spec_error("--concurrency",
                      "give exactly one of --concurrency LIST, --rate R or --trace FILE");
@@ -137,13 +146,13 @@ serve_request read_serve(const options& o) {
       throw spec_error("--concurrency", fmt::format("{} is given twice", *n));
     r.concurrency.push_back(*n);
   }
-  r.rate = o.rate;
+  r.rate = rate;
   r.simulate = o.simulate;
   if (r.simulate && r.concurrency.empty())
     throw spec_error("--simulate",
                      "simulates the closed loop of each --concurrency point (--rate and --trace "
                      "are simulated already)");
-  bool simulated = o.rate != 0 || r.simulate;
+  bool simulated = rate > 0 || r.simulate;
   // Typed, any value is checked (poisson_arrivals: 1 to 10^6), never dropped.
   if (o.requests_given) {
     if (!simulated)
@@ -174,7 +183,7 @@ serve_request read_serve(const options& o) {
                        "--isl (--osl) and --isl (--osl)");
     r.range_ratio = o.range_ratio;
   }
-  if (was_typed(o, "--seed") && o.rate == 0 && !(r.simulate && r.range_ratio < 1))
+  if (was_typed(o, "--seed") && rate == 0 && !(r.simulate && r.range_ratio < 1))
     throw spec_error("--seed",
                      "applies only with --rate (it seeds the Poisson arrivals and any drawn "
                      "lengths) or with --simulate and --range-ratio below 1 (the lengths)");
@@ -362,7 +371,9 @@ void add_calibrate_options(CLI::App& app, options& o) {
 void add_sla_options(CLI::App& app, options& o) {
   app.add_option("--sla", o.sla,
                  "Latency targets ttft=MS,tpot=MS, both given once: plan the fewest GPUs that "
-                 "meet them (time under load, the engine's defaults: --engine, default vllm)");
+                 "meet them (time under load, the engine's defaults: --engine, default vllm; "
+                 "--max-num-seqs and --max-num-batched-tokens set its batching, with or without "
+                 "--engine)");
   app.add_option("--rate", o.rate,
                  "With --sla: requests per second to serve, all instances together (or "
                  "--concurrency)");
@@ -846,12 +857,10 @@ result run_plan_sla(const options& o) {
       throw spec_error(name, "is not read with --sla (the time model takes the engine's defaults "
                              "and the calibration; --max-num-seqs and --max-num-batched-tokens "
                              "set its batching)");
-  if (o.rate != 0 && !(o.rate > 0 && std::isfinite(o.rate)))
-    throw spec_error("--rate", fmt::format("{} is not a positive number of requests per second",
-                                           o.rate));
-  if ((o.rate > 0) == !o.concurrency.empty())
+  const double rate = rate_option(o);
+  if ((rate > 0) == !o.concurrency.empty())
     throw spec_error("--rate", "give one of --rate R or --concurrency C with --sla");
-  q.rate = o.rate;
+  q.rate = rate;
   if (!o.concurrency.empty()) {
     auto n = parse_token_count(o.concurrency);
     if (!n || *n < 1 || *n > limits::requests)

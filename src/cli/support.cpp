@@ -202,7 +202,10 @@ void check_mode_options(const CLI::App& sub, const options& o) {
       if (engine && opt->get_name() == name && o.engine != which)
         throw spec_error(name, fmt::format("is {}'s knob; --engine {} does not read it", which,
                                            o.engine));
-    if (!engine && opt->get_group() == kEngineOnly)
+    // plan --sla batches under its default engine (vllm) too: it reads these two knobs.
+    bool sla_reads = !o.sla.empty() && (opt->get_name() == "--max-num-seqs" ||
+                                        opt->get_name() == "--max-num-batched-tokens");
+    if (!engine && opt->get_group() == kEngineOnly && !sla_reads)
       throw spec_error(opt->get_name(),
                        fmt::format("applies only with --engine vllm or sglang (`calc {}` without "
                                    "--engine does not read it)",
@@ -479,6 +482,10 @@ void check_limit(const std::string& option, std::int64_t v, std::int64_t min, st
   if (v < min) throw spec_error(option, fmt::format("must be at least {}, got {}", min, v));
   if (v > max)
     throw spec_error(option, fmt::format("{} is more than the limit of {} {}", v, max, unit));
+}
+
+bool was_typed(const options& o, std::string_view flag) {
+  return std::find(o.given.begin(), o.given.end(), flag) != o.given.end();
 }
 
 std::optional<std::int64_t> node_gpus_option(const options& o) {

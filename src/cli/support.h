@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/fraction.h"
@@ -248,6 +249,10 @@ gpu_spec load_gpu(const std::string& name_or_path);
 /// --node-gpus, checked (1 to limits::cards); none where not given: each card's own server_gpus
 /// then applies (server_gpus_of).
 std::optional<std::int64_t> node_gpus_option(const options& o);
+
+/// Whether the user typed `flag` (its long name, "--rate"), whatever value it took: a typed 0
+/// is a value to check, not "not given".
+bool was_typed(const options& o, std::string_view flag);
 
 /// While one is alive, load() parses each model file (with its --set list) and load_gpu() each
 /// accelerator file once and hands out copies afterwards: `calc check` runs hundreds of commands

@@ -431,7 +431,44 @@ TEST_CASE("serve options: a repeated count, --requests without --rate, a negativ
              "--model", "qwen3-8b", "--gpu", "h100-sxm", "--engine", "vllm", "--max-num-seqs",
              "-3"},
             out, err) == 2);
-  CHECK(err == "--max-num-seqs: must be at least 0, got -3\n");
+  CHECK(err == "--max-num-seqs: must be at least 1, got -3\n");
+}
+
+TEST_CASE("serve options: a typed 0 is a value to check, never the option left unset") {
+  // --rate 0 once read as no --rate (serve then asked for one of three modes; plan without
+  // --sla let it pass), and a typed --max-num-seqs 0 as the engine's default.
+  std::string out, err;
+  auto with = [&](const std::string& command, std::vector<std::string> more) {
+    std::vector<std::string> a = {command, "--model", "qwen3-8b", "--gpu", "h100-sxm"};
+    a.insert(a.end(), more.begin(), more.end());
+    return run(a, out, err);
+  };
+  CHECK(with("serve", {"--isl", "1K", "--osl", "128", "--rate", "0"}) == 2);
+  CHECK(err == "--rate: 0 is not a positive number of requests per second\n");
+  CHECK(with("serve", {"--isl", "1K", "--osl", "128", "--rate", "0", "--concurrency", "4"}) == 2);
+  CHECK(err == "--rate: 0 is not a positive number of requests per second\n");
+  CHECK(with("plan", {"--length", "8K", "--requests", "4", "--rate", "0"}) == 2);
+  CHECK(err == "--rate: applies only with --sla ttft=MS,tpot=MS (plan for time under load)\n");
+  CHECK(with("serve",
+             {"--isl", "1K", "--osl", "128", "--concurrency", "4", "--max-num-seqs", "0"}) == 2);
+  CHECK(err == "--max-num-seqs: must be at least 1, got 0\n");
+  CHECK(with("serve", {"--isl", "1K", "--osl", "128", "--concurrency", "4",
+                       "--max-num-batched-tokens", "0"}) == 2);
+  CHECK(err == "--max-num-batched-tokens: must be at least 1, got 0\n");
+  CHECK(with("plan", {"--sla", "ttft=1000,tpot=30", "--rate", "1", "--isl", "1K", "--osl", "128",
+                      "--max-num-seqs", "0"}) == 2);
+  CHECK(err == "--max-num-seqs: must be at least 1, got 0\n");
+  // plan --sla reads the two batching knobs under its default engine, as with --engine.
+  CHECK(with("plan", {"--sla", "ttft=1000,tpot=30", "--rate", "1", "--isl", "1K", "--osl", "128",
+                      "--max-num-seqs", "4", "--format", "json"}) == 0);
+  CHECK(with("plan", {"--length", "8K", "--requests", "4", "--max-num-seqs", "4"}) == 2);
+  CHECK(err ==
+        "--max-num-seqs: applies only with --engine vllm or sglang (`calc plan` without --engine "
+        "does not read it)\n");
+  // Left out, the engine's own defaults apply.
+  CHECK(with("serve", {"--isl", "1K", "--osl", "128", "--concurrency", "4"}) == 0);
+  CHECK(with("serve",
+             {"--isl", "1K", "--osl", "128", "--concurrency", "4", "--max-num-seqs", "1"}) == 0);
 }
 
 TEST_CASE("serve --batch-wait-*: TensorRT-LLM's hold of new prompts, costed or refused") {
@@ -596,6 +633,11 @@ TEST_CASE("plan --sla options: targets once each, the load's sign, plain plan's 
   CHECK(nlohmann::json::parse(out)["sla"]["tpot_ms"] == 30);
   CHECK(with({"--sla", "ttft=1000,tpot=30", "--rate", "-2"}) == 2);
   CHECK(err == "--rate: -2 is not a positive number of requests per second\n");
+  // A typed 0 is a rate, refused as one, not read as "no --rate".
+  CHECK(with({"--sla", "ttft=1000,tpot=30", "--rate", "0"}) == 2);
+  CHECK(err == "--rate: 0 is not a positive number of requests per second\n");
+  CHECK(with({"--sla", "ttft=1000,tpot=30", "--rate", "0", "--concurrency", "8"}) == 2);
+  CHECK(err == "--rate: 0 is not a positive number of requests per second\n");
   CHECK(with({"--sla", "ttft=1000,tpot=30", "--rate", "1", "--requests", "4"}) == 2);
   CHECK(err == "--requests: is not read with --sla: give the load as --rate R or --concurrency C\n");
   CHECK(with({"--sla", "ttft=1000,tpot=30", "--rate", "1", "--length", "4K"}) == 2);

@@ -425,7 +425,7 @@ TEST_CASE("serve simulation from the command line: preemption fields, bad input 
   CHECK(run({"serve", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--isl", "1K", "--osl", "1K",
              "--rate", "-3"},
             out, err) == 2);
-  CHECK(err == "--rate: must be a positive number of requests per second\n");
+  CHECK(err == "--rate: -3 is not a positive number of requests per second\n");
   CHECK(run({"serve", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--isl", "1K", "--osl", "1K",
              "--rate", "5", "--requests", "0"},
             out, err) == 2);
