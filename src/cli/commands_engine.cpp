@@ -114,7 +114,9 @@ std::vector<std::int64_t> lengths_or_limit(std::vector<std::int64_t> lengths,
 /// The engine's block size: --block-size, or --page-tokens, which names the same thing (a
 /// request's history in whole blocks of this many tokens).
 std::int64_t block_size(const options& o) {
-  check_count("--block-size", o.block_size, 0);
+  // One option, three spellings (--page-tokens, --block-size, --page-size): typed, an engine's
+  // block holds at least one token (0 is plain capacity's "unpaged", not a block size).
+  check_count("--block-size", o.block_size, was_typed(o, "--page-tokens") ? 1 : 0);
   check_count("--page-tokens", o.page_tokens, 0);
   if (o.block_size > 0 && o.page_tokens > 0 && o.block_size != o.page_tokens)
     throw spec_error("--page-tokens", fmt::format("{} disagrees with --block-size {}: with "
@@ -243,8 +245,11 @@ engine::capacity_request capacity_request_of(const options& o, std::int64_t tp, 
                                              std::optional<loaded_model>& draft) {
   engine::capacity_request q;
   q.rules = &engine::find_rules(o.engine, o.engine_version);
-  check_count("--max-num-batched-tokens", o.max_num_batched_tokens, 0);
-  check_count("--max-num-seqs", o.max_num_seqs, 0);
+  // 0 stands for "not given" (the engine's default); a typed 0 is a value, and below 1.
+  auto least = [&](const char* flag) { return was_typed(o, flag) ? 1 : 0; };
+  check_count("--max-num-batched-tokens", o.max_num_batched_tokens,
+              least("--max-num-batched-tokens"));
+  check_count("--max-num-seqs", o.max_num_seqs, least("--max-num-seqs"));
   engine::engine_config& c = q.config;
   c.tensor_parallel = tp;
   c.pipeline_parallel = pp;
@@ -257,9 +262,10 @@ engine::capacity_request capacity_request_of(const options& o, std::int64_t tp, 
   c.prefix_caching = o.enable_prefix_caching;
   c.speculative = speculative_of(o, draft);
   c.radix_cache = !o.disable_radix_cache;
-  check_count("--max-mamba-cache-size", o.max_mamba_cache_size, 0);
+  check_count("--max-mamba-cache-size", o.max_mamba_cache_size, least("--max-mamba-cache-size"));
   c.max_mamba_cache_size = o.max_mamba_cache_size;
-  if (o.mamba_full_memory_ratio != 0) c.mamba_full_memory_ratio = o.mamba_full_memory_ratio;
+  if (was_typed(o, "--mamba-full-memory-ratio"))
+    c.mamba_full_memory_ratio = o.mamba_full_memory_ratio;
   if (!o.mamba_scheduler_strategy.empty() && o.mamba_scheduler_strategy != "no_buffer" &&
       o.mamba_scheduler_strategy != "extra_buffer")
     throw spec_error("--mamba-scheduler-strategy",
@@ -278,8 +284,8 @@ engine::capacity_request capacity_request_of(const options& o, std::int64_t tp, 
     q.memory.gpu = load_gpu(gpu_name);
   }
   q.memory.gpu_memory_utilization = o.gpu_memory_utilization;
-  // 0: not given, SGLang's computed default (options::mem_fraction_static).
-  if (o.mem_fraction_static != 0) q.memory.mem_fraction_static = o.mem_fraction_static;
+  // Not given: SGLang's computed default; typed, checked as given (0 is outside (0, 1]).
+  if (was_typed(o, "--mem-fraction-static")) q.memory.mem_fraction_static = o.mem_fraction_static;
   q.memory.engine_version = o.engine_version;
   q.memory.text_only = text_only_of(o.limit_mm_per_prompt);
   if (!o.activation_memory.empty())

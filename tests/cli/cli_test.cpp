@@ -435,6 +435,40 @@ TEST_CASE("capacity --engine: golden Markdown, the engine's log lines, input err
   CHECK(t.err == "--tensor-parallel-size: tp 3 does not divide the 32 heads of layer 0\n");
 }
 
+TEST_CASE("engine knobs: a typed 0 is a value to check, never the engine's default") {
+  // Each of these is 0 in the options when left out (the engine's own default); typed as 0 it
+  // once read as left out.
+  auto refused = [](std::vector<std::string> more, const std::string& engine,
+                    const std::string& model, const std::string& why) {
+    std::vector<std::string> a = {"capacity", "--engine",        engine, "--model", model, "--gpu",
+                                  "h100-sxm", "--max-model-len", "8192"};
+    a.insert(a.end(), more.begin(), more.end());
+    outcome o = run(a);
+    CAPTURE(more.front());
+    CHECK(o.code == 2);
+    CHECK(o.err == why);
+  };
+  refused({"--max-num-batched-tokens", "0"}, "vllm", "qwen3-8b",
+          "--max-num-batched-tokens: must be at least 1, got 0\n");
+  refused({"--max-num-seqs", "0"}, "vllm", "qwen3-8b",
+          "--max-num-seqs: must be at least 1, got 0\n");
+  refused({"--block-size", "0"}, "vllm", "qwen3-8b", "--block-size: must be at least 1, got 0\n");
+  refused({"--page-size", "0"}, "sglang", "qwen3-8b", "--block-size: must be at least 1, got 0\n");
+  refused({"--mem-fraction-static", "0"}, "sglang", "qwen3-8b",
+          "--mem-fraction-static: must be in (0, 1], got 0\n");
+  refused({"--max-mamba-cache-size", "0", "--tp", "4"}, "sglang", "qwen3-next-80b-a3b-thinking",
+          "--max-mamba-cache-size: must be at least 1, got 0\n");
+  refused({"--mamba-full-memory-ratio", "0", "--tp", "4"}, "sglang", "qwen3-next-80b-a3b-thinking",
+          "--mamba-full-memory-ratio: must be > 0, got 0\n");
+  // Left out, each takes the engine's default; plain capacity's --page-tokens 0 is "unpaged".
+  CHECK(run({"capacity", "--engine", "sglang", "--model", "qwen3-8b", "--gpu", "h100-sxm",
+             "--max-model-len", "8192"})
+            .code == 0);
+  CHECK(run({"capacity", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--length", "8192",
+             "--page-tokens", "0"})
+            .code == 0);
+}
+
 TEST_CASE("plan --engine: the fewest cards whose engine concurrency holds the requests") {
   ojson one = evaluate({"plan", "--engine", "vllm", "--model", "qwen3-8b", "--gpu", "h100-sxm",
                         "--max-model-len", "32768", "--requests", "4", "-f", "json"});
