@@ -154,7 +154,7 @@ engine::speculative_config speculative_of(const options& o, std::optional<loaded
         j["num_speculative_tokens"].get<std::int64_t>() < 1)
       throw spec_error("--speculative-config", "num_speculative_tokens must be an integer >= 1");
     auto n = j["num_speculative_tokens"].get<std::int64_t>();
-    if (tokens > 0 && tokens != n)
+    if (was_typed(o, "--num-speculative-tokens") && tokens != n)
       throw spec_error("--num-speculative-tokens",
                        fmt::format("{} disagrees with --speculative-config's {}", tokens, n));
     tokens = n;

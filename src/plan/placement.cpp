@@ -171,14 +171,22 @@ std::vector<layout> deployable_layouts(const graph& g, const gpu_spec& gpu, std:
   // and plan --sla cost a layout by.
   const std::int64_t domain = tp_domain(gpu, node_gpus);
   std::int64_t layers = static_cast<std::int64_t>(g.layers.size());
-  std::int64_t widest_tp = 0;  // the largest valid tp within a domain: pp starts past it
+  // Pipeline stages start past the largest valid tp within the domain; on bridged cards also
+  // past the bridge (tp 2 x pp 3 on three H100 NVL pairs: stages over PCIe, each pair's
+  // all-reduces over NVLink), never from tp 1 on cards that could run a wider group.
+  const std::int64_t bridge = gpu.nvlink_domain > 1 ? gpu.nvlink_domain : 0;
+  std::int64_t widest_tp = 0, widest_bridged = 0;
   for (std::int64_t tp = 1; tp <= domain; tp *= 2)
-    if (layout_problem(g, layout{tp, 1, 1, 1}).empty()) widest_tp = tp;
+    if (layout_problem(g, layout{tp, 1, 1, 1}).empty()) {
+      widest_tp = tp;
+      if (tp <= bridge) widest_bridged = tp;
+    }
   std::vector<layout> out;
   for (std::int64_t tp = 1; tp <= std::min(cards, domain); tp *= 2) {
     if (cards % tp != 0) continue;
     std::int64_t pp = cards / tp;
-    if (pp > layers || (pp > 1 && tp != widest_tp)) continue;
+    bool stages_start = tp == widest_tp || (tp == widest_bridged && tp > 1);
+    if (pp > layers || (pp > 1 && !stages_start)) continue;
     std::vector<layout> shapes = {layout{tp, pp, 1, 1}};
     if (tp > 1 && has_ffn<ffn_moe>(g)) shapes.push_back(layout{tp, pp, tp, 1});
     if (tp > 1 && has_attention<attention_mla>(g))

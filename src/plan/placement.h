@@ -72,8 +72,8 @@ std::int64_t layout_requests(const std::vector<card_load>& loads, const layout& 
 /// Layouts engines run on `cards` cards of `gpu` (docs/commands.md, "Layouts"): tp a power of
 /// two within tp_domain (the card's NVLink domain; a card with no NVLink or a bridged one: one
 /// server of `node_gpus`, over PCIe), dividing every layer's heads; pp only across domains (tp
-/// fills its domain first); ep = tp for MoE models besides ep 1; dp attention (dp = tp, ep = tp)
-/// for models with MLA attention.
+/// fills its domain first, or a bridged card's NVLink group); ep = tp for MoE models besides
+/// ep 1; dp attention (dp = tp, ep = tp) for models with MLA attention.
 std::vector<layout> deployable_layouts(const graph& g, const gpu_spec& gpu, std::int64_t cards,
                                        std::int64_t node_gpus);
 

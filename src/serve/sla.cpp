@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "common/error.h"
+#include "common/limits.h"
 
 namespace calc::serve {
 
@@ -66,6 +68,7 @@ sla_plan plan_sla(const graph& g, const gpu_spec& gpu, const coefficients& k, co
     double throughput;  // requests per second of one instance
   };
   std::vector<scored> feasible;
+  std::optional<sla_option> beyond;  // the fewest GPUs past --max-gpus that meet both targets
   // Every layout evaluates the same model's tallies: compile them once. A model they cannot
   // compile fails in each layout's make_deployment below, as before.
   model_forms forms;
@@ -79,11 +82,15 @@ sla_plan plan_sla(const graph& g, const gpu_spec& gpu, const coefficients& k, co
   const std::int64_t widest = tp_domain(gpu, server_gpus_of(gpu, r.node_gpus));
   std::int64_t widest_tp = 1;  // the widest power-of-two group: pipeline stages start past it
   while (widest_tp * 2 <= widest) widest_tp *= 2;
+  // ... or past a bridged card's NVLink group, as plain plan places them (deployable_layouts).
+  std::int64_t bridged_tp = 1;
+  while (bridged_tp * 2 <= std::min(gpu.nvlink_domain, widest)) bridged_tp *= 2;
   for (std::int64_t tp = 1; tp <= widest; tp *= 2)
     for (std::int64_t dp = 1; tp * dp <= widest; dp *= 2) {
       if (dp > 1 && !moe) continue;  // without experts, DP attention is just more instances
       for (std::int64_t pp = 1; tp * dp * pp <= r.max_gpus && pp <= 16; pp *= 2) {
-        if (pp > 1 && tp * dp < widest_tp) continue;  // PP only past the widest tp group
+        // PP only past the widest tp group (or a bridge's, where that is narrower).
+        if (pp > 1 && tp * dp < widest_tp && !(tp * dp == bridged_tp && bridged_tp > 1)) continue;
         std::vector<std::int64_t> eps = {1};
         if (moe && tp * dp > 1) eps.push_back(tp * dp);
         for (std::int64_t ep : eps) {
@@ -137,7 +144,12 @@ sla_plan plan_sla(const graph& g, const gpu_spec& gpu, const coefficients& k, co
           }
           o.instances = std::max<std::int64_t>(o.instances, 1);
           o.gpus = o.instances * lay.gpus();
-          if (o.gpus > r.max_gpus) continue;
+          if (o.gpus > r.max_gpus) {
+            // Meets the targets, on more cards than allowed: the smallest such is the answer's
+            // "how many it would take".
+            if (!beyond || o.gpus < beyond->gpus) beyond = o;
+            continue;
+          }
           feasible.push_back({o, per_instance});
         }
       }
@@ -168,6 +180,14 @@ sla_plan plan_sla(const graph& g, const gpu_spec& gpu, const coefficients& k, co
     } else {
       out.binding = "gpus";
       out.reason = fmt::format("the load needs more than --max-gpus {} GPUs", r.max_gpus);
+      if (beyond)
+        out.reason +=
+            fmt::format(": {} GPUs ({} instances of tp {} dp {} ep {} pp {}) meet both targets; {}",
+                        beyond->gpus, beyond->instances, beyond->layout.tp, beyond->layout.dp,
+                        beyond->layout.ep, beyond->layout.pp,
+                        beyond->gpus <= limits::cards
+                            ? std::string("raise --max-gpus to plan them")
+                            : fmt::format("more than calc plans ({} cards)", limits::cards));
     }
     return out;
   }

@@ -454,6 +454,15 @@ TEST_CASE("engine knobs: a typed 0 is a value to check, never the engine's defau
           "--max-num-seqs: must be at least 1, got 0\n");
   refused({"--block-size", "0"}, "vllm", "qwen3-8b", "--block-size: must be at least 1, got 0\n");
   refused({"--page-size", "0"}, "sglang", "qwen3-8b", "--block-size: must be at least 1, got 0\n");
+  // Every spelling of an option counts as typed (options::given holds its first long name).
+  refused({"--chunked-prefill-size", "0"}, "sglang", "qwen3-8b",
+          "--max-num-batched-tokens: must be at least 1, got 0\n");
+  refused({"--max-running-requests", "0"}, "sglang", "qwen3-8b",
+          "--max-num-seqs: must be at least 1, got 0\n");
+  refused({"--speculative-config", R"({"method": "ngram", "num_speculative_tokens": 2})",
+           "--num-speculative-tokens", "0"},
+          "vllm", "qwen3-8b",
+          "--num-speculative-tokens: 0 disagrees with --speculative-config's 2\n");
   refused({"--mem-fraction-static", "0"}, "sglang", "qwen3-8b",
           "--mem-fraction-static: must be in (0, 1], got 0\n");
   refused({"--max-mamba-cache-size", "0", "--tp", "4"}, "sglang", "qwen3-next-80b-a3b-thinking",

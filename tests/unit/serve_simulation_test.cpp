@@ -477,6 +477,31 @@ TEST_CASE("serve simulation from the command line: preemption fields, bad input 
   j = nlohmann::json::parse(out);
   CHECK(j["feasible"] == false);
   CHECK(j["binding"] == "gpus");
+  // It says how many GPUs would meet the targets, here more than calc plans at all ...
+  std::string why = j["reason"].get<std::string>();
+  CHECK(why.rfind("the load needs more than --max-gpus 512 GPUs: ", 0) == 0);
+  CHECK(why.find("more than calc plans (4096 cards)") != std::string::npos);
+  // ... and where that is within reach, raising --max-gpus to it plans them (or fewer, with the
+  // wider instances it then also searches).
+  REQUIRE(
+      run({"plan", "--sla", "ttft=2000,tpot=50", "--rate", "300", "--isl", "1024", "--osl", "256",
+           "--model", "qwen3-8b", "--gpu", "h100-sxm", "--max-gpus", "2", "--format", "json"},
+          out, err) == 0);
+  j = nlohmann::json::parse(out);
+  CHECK(j["binding"] == "gpus");
+  why = j["reason"].get<std::string>();
+  auto at = why.find(": ");
+  REQUIRE(at != std::string::npos);
+  std::int64_t needed = std::stoll(why.substr(at + 2));
+  CHECK(needed > 2);
+  CHECK(why.find("raise --max-gpus to plan them") != std::string::npos);
+  REQUIRE(run({"plan", "--sla", "ttft=2000,tpot=50", "--rate", "300", "--isl", "1024", "--osl",
+               "256", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--max-gpus",
+               std::to_string(needed), "--format", "json"},
+              out, err) == 0);
+  j = nlohmann::json::parse(out);
+  CHECK(j["feasible"] == true);
+  CHECK(j["gpus"].get<std::int64_t>() <= needed);
   CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(20));
 }
 

@@ -211,6 +211,16 @@ TEST_CASE("plan: a bridged card runs tp over its server's PCIe, as serve costs i
   REQUIRE(p.best);
   CHECK(p.best->l.tp == 8);  // a whole server
   CHECK(p.best->l.pp == p.best->l.cards() / 8);
+  // Pipeline stages may also start past the bridge, where that takes fewer cards: 405B in FP8
+  // fits six H100 NVL as tp 2 x pp 3 (tp 8 would take eight); never from tp 1.
+  model l405_fp8("llama-3.1-405b", {"precision.weights=fp8"});
+  p = plan_placement(l405_fp8.g, nvl, 8192, 1, 2LL << 30, 8, 64);
+  REQUIRE(p.best);
+  CHECK(p.best->l.cards() == 6);
+  CHECK(p.best->l.tp == 2);
+  CHECK(p.best->l.pp == 3);
+  for (std::int64_t cards = 2; cards <= 16; ++cards)
+    for (const layout& l : deployable_layouts(l405.g, nvl, cards, 8)) CHECK(l.tp > 1);
   // A server of 4 (--node-gpus 4) bounds it there; an HGX card stays within its NVLink domain.
   p = plan_placement(l70.g, nvl, 8192, 64, 2LL << 30, 4, 64);
   REQUIRE(p.best);
