@@ -116,7 +116,7 @@ std::vector<std::int64_t> lengths_or_limit(std::vector<std::int64_t> lengths,
 std::int64_t block_size(const options& o) {
   // One option, three spellings (--page-tokens, --block-size, --page-size): typed, an engine's
   // block holds at least one token (0 is plain capacity's "unpaged", not a block size).
-  check_count("--block-size", o.block_size, was_typed(o, "--page-tokens") ? 1 : 0);
+  check_count("--block-size", o.block_size, least_typed(o, "--page-tokens"));
   check_count("--page-tokens", o.page_tokens, 0);
   if (o.block_size > 0 && o.page_tokens > 0 && o.block_size != o.page_tokens)
     throw spec_error("--page-tokens", fmt::format("{} disagrees with --block-size {}: with "
@@ -245,11 +245,9 @@ engine::capacity_request capacity_request_of(const options& o, std::int64_t tp, 
                                              std::optional<loaded_model>& draft) {
   engine::capacity_request q;
   q.rules = &engine::find_rules(o.engine, o.engine_version);
-  // 0 stands for "not given" (the engine's default); a typed 0 is a value, and below 1.
-  auto least = [&](const char* flag) { return was_typed(o, flag) ? 1 : 0; };
   check_count("--max-num-batched-tokens", o.max_num_batched_tokens,
-              least("--max-num-batched-tokens"));
-  check_count("--max-num-seqs", o.max_num_seqs, least("--max-num-seqs"));
+              least_typed(o, "--max-num-batched-tokens"));
+  check_count("--max-num-seqs", o.max_num_seqs, least_typed(o, "--max-num-seqs"));
   engine::engine_config& c = q.config;
   c.tensor_parallel = tp;
   c.pipeline_parallel = pp;
@@ -262,7 +260,8 @@ engine::capacity_request capacity_request_of(const options& o, std::int64_t tp, 
   c.prefix_caching = o.enable_prefix_caching;
   c.speculative = speculative_of(o, draft);
   c.radix_cache = !o.disable_radix_cache;
-  check_count("--max-mamba-cache-size", o.max_mamba_cache_size, least("--max-mamba-cache-size"));
+  check_count("--max-mamba-cache-size", o.max_mamba_cache_size,
+              least_typed(o, "--max-mamba-cache-size"));
   c.max_mamba_cache_size = o.max_mamba_cache_size;
   if (was_typed(o, "--mamba-full-memory-ratio"))
     c.mamba_full_memory_ratio = o.mamba_full_memory_ratio;

@@ -60,22 +60,21 @@ batching_config engine_config_of(const std::string& engine, std::int64_t isl, st
 }
 
 /// --max-num-batched-tokens and --max-num-seqs (0: the engine's default), in their own units.
-/// Typed, each is at least 1: a typed 0 is not the default.
 void check_engine_knobs(const options& o) {
-  std::int64_t least_tokens = was_typed(o, "--max-num-batched-tokens") ? 1 : 0;
-  std::int64_t least_seqs = was_typed(o, "--max-num-seqs") ? 1 : 0;
-  check_limit("--max-num-batched-tokens", o.max_num_batched_tokens, least_tokens, limits::tokens,
-              "tokens");
-  check_limit("--max-num-seqs", o.max_num_seqs, least_seqs, limits::requests, "requests");
+  check_limit("--max-num-batched-tokens", o.max_num_batched_tokens,
+              least_typed(o, "--max-num-batched-tokens"), limits::tokens, "tokens");
+  check_limit("--max-num-seqs", o.max_num_seqs, least_typed(o, "--max-num-seqs"), limits::requests,
+              "requests");
 }
 
 /// --rate, checked where typed: 0 (not given) or requests per second > 0. A typed 0 is a
 /// rate, refused as one, not "no --rate".
 double rate_option(const options& o) {
-  if (was_typed(o, "--rate") && !(o.rate > 0 && std::isfinite(o.rate)))
+  if (!was_typed(o, "--rate")) return 0;
+  if (!(o.rate > 0 && std::isfinite(o.rate)))
     throw spec_error("--rate",
                      fmt::format("{} is not a positive number of requests per second", o.rate));
-  return was_typed(o, "--rate") ? o.rate : 0;
+  return o.rate;
 }
 
 /// TensorRT-LLM's batch waiting (its batch_wait_timeout_iters and batch_wait_max_tokens_ratio):

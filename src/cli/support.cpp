@@ -488,6 +488,10 @@ bool was_typed(const options& o, std::string_view flag) {
   return std::find(o.given.begin(), o.given.end(), flag) != o.given.end();
 }
 
+std::int64_t least_typed(const options& o, std::string_view flag) {
+  return was_typed(o, flag) ? 1 : 0;
+}
+
 std::optional<std::int64_t> node_gpus_option(const options& o) {
   if (o.node_gpus) check_limit("--node-gpus", *o.node_gpus, 1, limits::cards, "cards");
   return o.node_gpus;

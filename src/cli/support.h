@@ -254,6 +254,10 @@ std::optional<std::int64_t> node_gpus_option(const options& o);
 /// is a value to check, not "not given".
 bool was_typed(const options& o, std::string_view flag);
 
+/// The least value a count option whose 0 stands for "not given" (the engine's default) may
+/// take: 1 where the user typed it (a typed 0 is a value, and below 1), else 0.
+std::int64_t least_typed(const options& o, std::string_view flag);
+
 /// While one is alive, load() parses each model file (with its --set list) and load_gpu() each
 /// accelerator file once and hands out copies afterwards: `calc check` runs hundreds of commands
 /// over a dozen models and a few cards.
