@@ -21,6 +21,8 @@
 #include "serve/measured.h"
 #include "serve/simulate.h"
 #include "serve/sla.h"
+#include "spec/context_limit.h"
+#include "spec/format_summary.h"
 
 namespace calc::cli {
 
@@ -473,6 +475,7 @@ result run_serve(const options& o) {
   j["launch_flags"] = launch_flags(q.engine, q.layout);
   j["weights_format"] = m.spec->precision.weights.name;
   j["kv_format"] = m.spec->precision.kv.name;
+  j["formats"] = format_summary(m.spec->precision);  // every storage format costed
   if (q.trace.empty()) {
     j["isl"] = q.cfg.isl;
     j["osl"] = q.cfg.osl;
@@ -534,7 +537,7 @@ result run_serve(const options& o) {
       steady_state st = solve_steady_state(s, k);
       latency_stats itl = steady_itl(s, st, k);
       const step_time& t = st.decode_step;
-      double per_user = 1e3 / st.tpot_ms;
+      double per_user = st.tpot_ms > 0 ? 1e3 / st.tpot_ms : 0;
       j["points"].push_back({{"concurrency", c},
                              {"ttft_ms", st.ttft_ms},
                              {"tpot_ms", st.tpot_ms},
@@ -566,6 +569,11 @@ result run_serve(const options& o) {
     // The lengths from their own stream (seed + 1), so that the arrival times stay those of
     // the same --seed at a ratio of 1.
     if (q.trace.empty()) draw_lengths(arrivals, q.range_ratio, q.seed + 1);
+    // Engines refuse a request whose prompt and output pass the model's context (vLLM's
+    // max_model_len defaults to it); the simulation costs it, and says so.
+    std::int64_t longest = 0;
+    for (const arrival& a : arrivals) longest = std::max(longest, a.isl + a.osl);
+    if (auto w = context_limit_warning(*m.spec, longest)) warning_sink::add(*w);
     simulation sim;
     try {
       sim = simulate(d, q.cfg, k, arrivals);
@@ -625,7 +633,8 @@ result run_serve(const options& o) {
         ms(j["points"][0]["step"]["communication_ms"].get<double>()),
         ms(j["points"][0]["step"]["overhead_ms"].get<double>()),
         j["points"][0]["steps"].get<std::int64_t>());
-  md += fmt::format("\nCalibration: {} ({}). {}.\n", cal.file, used,
+  md += fmt::format("\nFormats: {}.\n", j["formats"].get<std::string>());
+  md += fmt::format("Calibration: {} ({}). {}.\n", cal.file, used,
                     q.simulate              ? "JSON `step`: each run's mean step"
                     : q.concurrency.empty() ? "Step = the mean step of the simulated run"
                                             : "Step = the decode step at that concurrency");
@@ -645,6 +654,13 @@ result run_serve(const options& o) {
 namespace {
 
 ojson stats_json(const error_stats& s) {
+  // No rows has no error: null, not a 0 % that reads as a perfect fit.
+  if (s.rows == 0)
+    return {{"rows", 0},
+            {"ttft_median_pct", nullptr},
+            {"ttft_p90_pct", nullptr},
+            {"tpot_median_pct", nullptr},
+            {"tpot_p90_pct", nullptr}};
   return {{"rows", s.rows},
           {"ttft_median_pct", s.ttft_median},
           {"ttft_p90_pct", s.ttft_p90},
@@ -670,6 +686,10 @@ std::string stats_table(const std::string& title, const evaluation& e) {
       "median % | TTFT p90 % |\n|---|---:|---:|---:|---:|---:|\n",
       title);
   auto row = [&](const std::string& name, const error_stats& s) {
+    if (s.rows == 0) {
+      md += fmt::format("| {} | 0 | - | - | - | - |\n", name);
+      return;
+    }
     md += fmt::format("| {} | {} | {:.1f} | {:.1f} | {:.1f} | {:.1f} |\n", name, s.rows,
                       s.tpot_median, s.tpot_p90, s.ttft_median, s.ttft_p90);
   };
@@ -748,6 +768,10 @@ result run_calibrate(const options& o) {
     }
     return r;
   }
+  if (!o.out.empty())
+    throw spec_error("--out",
+                     "applies only with --measurements (a fit's file); --evaluate writes its "
+                     "table to stdout (--format json for every row)");
   evaluation e = evaluate(mapped, base, o.simulate);
   ojson j;
   j["calibration"] = base.file;
@@ -785,6 +809,10 @@ result run_calibrate(const options& o) {
       "modelled, {} refused.{}\n\n",
       file, base.file, mapped.size(), e.rows.size(), refused,
       o.simulate ? " Each row predicted by simulating its closed loop." : "");
+  if (e.rows.empty())
+    md +=
+        "No row has both a prediction and its measured times to compare: each refused "
+        "row's reason is in `--format json` (`rows[].error`).\n\n";
   md += stats_table(o.simulate ? "Simulated (the calibration's steady-state fit, each row's "
                                  "closed loop played out)"
                                : "In sample (the calibration's own fit)",

@@ -424,6 +424,9 @@ loaded_model load(const options& o) {
   for (std::int64_t n : o.lengths) asked = std::max(asked, n);
   // forward leaves G at 1, so S + P + G - 1 is its S + P.
   if (o.prompt >= 0) asked = std::max(asked, sum(sum(o.context, o.prompt), o.generate) - 1);
+  // serve and plan --sla: a request's prompt and output, as the engines check them against
+  // max_model_len (a trace's requests are checked as it is read).
+  if (o.isl && o.osl) asked = std::max(asked, sum(*o.isl, *o.osl));
   if (auto w = context_limit_warning(*m.spec, asked)) warning_sink::add(*w);
   execution_spec& e = m.spec->execution;
   if (o.pairs == "causal") e.pairs = pair_counting::causal;

@@ -244,13 +244,19 @@ steady_state solve_steady_state(const scenario& s, const coefficients& k) {
   // such requests are a share of the run.
   double burst =
       k.burst_share * static_cast<double>(s.burst_steps) * time_step(d, s.burst, k).total_ms / 2;
+  // A request's decode is stretched by the prefills of the others (the arrival theorem of a
+  // closed loop): its own came before it, so a lone client's decode runs unstretched.
+  double others = (running - 1) / running;
   double tpot = t_d, ttft = own + t_d / 2;
   double rho = 0;
-  double waited = 0;  // the slot wait and burst share of ttft
+  double waited = 0;     // the slot wait and burst share of ttft
+  double slot_wait = 0;  // the slot wait alone
   // Fixed point of the closed loop: C clients each start a request when the last one ends.
   for (int i = 0; i < 200; ++i) {
-    double cycle = ttft + (osl - 1) * tpot;
-    double lambda = running / cycle;  // requests started per ms by the running clients
+    // Requests start per ms as the running ones finish: a life in a slot, not counting the
+    // wait for one (clients beyond the cap add waiting, not work).
+    double cycle = ttft - slot_wait + (osl - 1) * tpot;
+    double lambda = running / cycle;
     double next_rho = std::min(lambda * extra, 0.98);
     rho = i == 0 ? next_rho : 0.5 * rho + 0.5 * next_rho;
     // Little's law: a client decodes for (OSL - 1) x TPOT of its cycle and waits for its first
@@ -259,10 +265,10 @@ steady_state solve_steady_state(const scenario& s, const coefficients& k) {
     // running cap see, and the opening burst, which is not the steady state.)
     double engaged = (osl - 1) * tpot;
     double decoding = osl > 1 ? engaged / (engaged + ttft - waited) : 1.0;
-    double next_tpot = decode_at(decoding) / (1 - rho);
+    double next_tpot = decode_at(decoding) / (1 - rho * others);
     // Waiting for the prefill budget: an M/D/1 queue of prefills, service `extra`, load rho;
-    // and for the step in flight when the request arrives.
-    double wait = rho * extra / (2 * (1 - rho)) + t_d / 2;
+    // and for the step in flight when the request arrives (none for a lone client).
+    double wait = rho * extra / (2 * (1 - rho)) + others * t_d / 2;
     // Batch waiting holds an admitted prompt while others decode (a lone client, or answers of
     // one token, leave none in flight; attention DP turns it off), until enough prompts arrive
     // to fill the threshold beside the decode tokens, or the timeout; a group that every other
@@ -290,11 +296,13 @@ steady_state solve_steady_state(const scenario& s, const coefficients& k) {
     tpot = next_tpot;
     ttft = next_ttft;
     waited = slots + burst;
+    slot_wait = slots;
     if (done) break;
   }
-  r.tpot_ms = tpot;
+  // One output token has no gap after it: no time per output token, as the simulation says.
+  r.tpot_ms = osl > 1 ? tpot : 0;
   r.ttft_ms = ttft;
-  r.prefill_busy = rho;
+  r.prefill_busy = rho * others;
   r.e2e_ms = ttft + (osl - 1) * tpot;
   double groups = static_cast<double>(d.layout.dp);
   r.requests_per_s = c * groups / r.e2e_ms * 1e3;

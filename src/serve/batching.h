@@ -117,7 +117,7 @@ struct steady_state {
   double e2e_ms = 0;
   double requests_per_s = 0;       // per instance
   double output_tokens_per_s = 0;  // per instance
-  double prefill_busy = 0;         // fraction of time spent on others' prefill
+  double prefill_busy = 0;         // share of a request's token time spent on others' prefill
   step_time decode_step;           // the decode step's breakdown
 };
 

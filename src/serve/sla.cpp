@@ -37,16 +37,19 @@ bool meets(const steady_state& s, const sla_request& r) {
   return s.ttft_ms <= r.ttft_ms && s.tpot_ms <= r.tpot_ms;
 }
 
-/// `v` in 3 significant digits, more where fewer would not read on its side of `bound`: a first
-/// token of 2000.4 ms against a 2000 ms target is not "2e+03", nor 4.996 requests/s "5".
+/// `v` in 3 significant digits (whole numbers from 100 up, never an exponent), more where fewer
+/// would not read on its side of `bound`: a first token of 2000.4 ms against a 2000 ms target
+/// is not "2000", nor 4.996 requests/s "5".
 std::string apart(double v, double bound) {
-  std::string s = fmt::format("{:.3g}", v);
+  int magnitude =
+      v != 0 && std::isfinite(v) ? static_cast<int>(std::floor(std::log10(std::abs(v)))) : 0;
+  int decimals = std::clamp(2 - magnitude, 0, 17);
+  std::string s = fmt::format("{:.{}f}", v, decimals);
   auto reads_apart = [&] {
     double shown = std::stod(s);
     return v > bound ? shown > bound : v < bound ? shown < bound : true;
   };
-  for (int digits = 4; digits <= 17 && !reads_apart(); ++digits)
-    s = fmt::format("{:.{}g}", v, digits);
+  while (decimals < 17 && !reads_apart()) s = fmt::format("{:.{}f}", v, ++decimals);
   return s;
 }
 

@@ -166,11 +166,13 @@ deployment make_deployment(const graph& g, const gpu_spec& gpu, const serve_layo
   const precision_spec& p = g.spec->precision;
   // The tensor cores run at the matrices' element width where the GPU has such units. Integer
   // formats (AWQ, GPTQ) are weight-only: their GEMMs dequantise to BF16. A 4-bit float format
-  // on a GPU without FP4 units takes the same weight-only path (Marlin-style kernels), not FP8.
+  // on a GPU without FP4 units multiplies at the FP8 peak where there is one, as `calc
+  // calibrate` costs the measured rows (its `compute_bits`): the fitted efficiencies of those
+  // rows (MXFP4 experts on Hopper, W4A8 in TensorRT-LLM, dequantising kernels in vLLM) are
+  // relative to that peak, and a deployment costed otherwise would not be the one calibrated.
   auto peak_at = [&](const dtype& f) {
     int bits = compute_bits > 0 ? compute_bits : f.bits;
-    bool weight_only = compute_bits <= 0 && (f.name.starts_with("int") ||
-                                             (f.bits <= 4 && gpu.fp4_tflops <= 0));
+    bool weight_only = compute_bits <= 0 && f.name.starts_with("int");
     double tflops = gpu.bf16_tflops;
     if (!weight_only && bits <= 8 && gpu.fp8_tflops > 0) tflops = gpu.fp8_tflops;
     if (!weight_only && bits <= 4 && gpu.fp4_tflops > 0) tflops = gpu.fp4_tflops;

@@ -121,6 +121,61 @@ TEST_CASE("serve steady state: more clients never give a faster token or first t
   CHECK(s.requests_per_s == doctest::Approx(32 / (s.ttft_ms + 1023 * s.tpot_ms) * 1e3));
 }
 
+TEST_CASE("serve steady state: clients past the running cap add waiting, not throughput") {
+  // Past the cap the same requests run the same steps: tokens/s stays at the cap's, and a
+  // token is never faster for more clients waiting (the wait for a slot once thinned the
+  // prefills the decodes share steps with: 4,097 tokens/s at 400 clients, 11,490 at 10^5).
+  model m("llama-3.1-8b");
+  deployment d = make_deployment(m.g, find_gpu("h100-sxm"), {});
+  coefficients k;
+  steady_state at_cap{};
+  double tpot = 0;
+  for (std::int64_t c : {400, 1024, 4096, 100000}) {
+    scenario sc = make_scenario(d, vllm(1024, 128), c);
+    REQUIRE(sc.running < c);
+    steady_state s = solve_steady_state(sc, k);
+    if (c == 400) at_cap = s;
+    CHECK(s.tpot_ms >= tpot * 0.999);
+    CHECK(s.output_tokens_per_s < at_cap.output_tokens_per_s * 1.1);
+    tpot = s.tpot_ms;
+  }
+}
+
+TEST_CASE("serve steady state: a lone client's decode is stretched by no prefill") {
+  // Its own prompt prefilled before its decode began: TPOT is the bare decode step.
+  model m("qwen3-8b");
+  deployment d = make_deployment(m.g, find_gpu("h200"), {});
+  coefficients k;
+  steady_state one = solve_steady_state(make_scenario(d, vllm(32768, 256), 1), k);
+  CHECK(one.prefill_busy == 0);
+  CHECK(one.tpot_ms == doctest::Approx(one.decode_step.total_ms));
+  CHECK(one.ttft_ms > 10 * one.tpot_ms);  // a 32K prompt's prefill, which it waited for
+  // A second client's prompts do stretch it.
+  steady_state two = solve_steady_state(make_scenario(d, vllm(32768, 256), 2), k);
+  CHECK(two.tpot_ms > two.decode_step.total_ms * 1.05);
+  // (At most the full batch's step so stretched: clients waiting for a first token do not decode.)
+  CHECK(two.tpot_ms <= two.decode_step.total_ms / (1 - two.prefill_busy) * 1.0001);
+  // One output token leaves no gap between tokens: no TPOT, as the simulation reports.
+  steady_state single = solve_steady_state(make_scenario(d, vllm(1024, 1), 4), k);
+  CHECK(single.tpot_ms == 0);
+  CHECK(single.ttft_ms > 0);
+  CHECK(single.output_tokens_per_s > 0);
+}
+
+TEST_CASE("serve step: a 4-bit float format without FP4 units multiplies at the FP8 peak") {
+  // As `calc calibrate` costs the measured rows (MXFP4 experts on Hopper): the calibrated
+  // efficiencies are relative to that peak. Integer formats stay weight-only (BF16).
+  model m("gpt-oss-120b");
+  gpu_spec h200 = find_gpu("h200");
+  deployment d = make_deployment(m.g, h200, {});
+  CHECK(d.moe_peak_flops == doctest::Approx(h200.fp8_tflops * 1e12));
+  CHECK(d.peak_flops == doctest::Approx(h200.bf16_tflops * 1e12));
+  gpu_spec b200 = find_gpu("b200");
+  CHECK(make_deployment(m.g, b200, {}).moe_peak_flops == doctest::Approx(b200.fp4_tflops * 1e12));
+  gpu_spec a100 = find_gpu("a100-80gb");  // no FP8 units either
+  CHECK(make_deployment(m.g, a100, {}).moe_peak_flops == doctest::Approx(a100.bf16_tflops * 1e12));
+}
+
 TEST_CASE("serve steady state: clients waiting for their first token are out of the decode batch") {
   model m("qwen3-32b");
   deployment d = make_deployment(m.g, find_gpu("h100-sxm"), {.tp = 2});
