@@ -937,20 +937,26 @@ result run_plan_sla(const options& o) {
     j["dp"] = b.layout.dp;
     j["instances"] = b.instances;
     j["gpus_per_instance"] = b.layout.gpus();
-    j["concurrency_per_instance"] = b.concurrency_per_group * b.layout.dp;
-    j["concurrency_per_attention_group"] = b.concurrency_per_group;  // serve's --concurrency
+    // The load asked for, spread over the instances, and the most each takes within targets.
+    j["concurrency_per_instance"] = b.load_per_group * b.layout.dp;
+    j["concurrency_per_attention_group"] = b.load_per_group;  // serve's --concurrency
+    j["max_concurrency_per_instance"] = b.concurrency_per_group * b.layout.dp;
+    j["max_concurrency_per_attention_group"] = b.concurrency_per_group;
     j["launch_flags"] = launch_flags(engine, b.layout);
-    j["ttft_ms"] = b.at.ttft_ms;
-    j["tpot_ms"] = b.at.tpot_ms;
-    j["requests_per_s_per_instance"] = b.at.requests_per_s;
+    j["ttft_ms"] = b.at_load.ttft_ms;
+    j["tpot_ms"] = b.at_load.tpot_ms;
+    j["requests_per_s_per_instance"] = b.at_load.requests_per_s;
+    j["max_requests_per_s_per_instance"] = b.at.requests_per_s;
     j["reason"] = p.reason;
     md +=
         "| GPUs | instances | tp | ep | dp | pp | clients / instance | TTFT ms | TPOT ms | req/s / "
-        "instance |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
-    md += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.2f} |\n\n", b.gpus,
-                      b.instances, b.layout.tp_group(), b.layout.ep, b.layout.dp, b.layout.pp,
-                      b.concurrency_per_group * b.layout.dp, ms(b.at.ttft_ms), ms(b.at.tpot_ms),
-                      b.at.requests_per_s);
+        "instance | most clients / instance (TTFT, TPOT ms) |\n"
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+    md += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.2f} | {} ({}, {}) |\n\n",
+                      b.gpus, b.instances, b.layout.tp_group(), b.layout.ep, b.layout.dp,
+                      b.layout.pp, b.load_per_group * b.layout.dp, ms(b.at_load.ttft_ms),
+                      ms(b.at_load.tpot_ms), b.at_load.requests_per_s,
+                      b.concurrency_per_group * b.layout.dp, ms(b.at.ttft_ms), ms(b.at.tpot_ms));
     md += fmt::format("Launch {} with: {}.\n\n", engine, launch_flags(engine, b.layout));
     md += fmt::format("Why not fewer: {}.\n", p.reason);
   }

@@ -229,7 +229,10 @@ placement_plan plan_placement(const graph& g, const gpu_spec& gpu, std::int64_t 
       p.best = best_here;
       return p;
     }
-    p.below = best_here;
+    // "Why not fewer" names the deployment that comes closest below the answer: with 7 H200s
+    // the only layouts engines run are replicas of narrower groups, and seven single cards
+    // 400 GiB short each explain less than tp 4 on four cards a few GiB short.
+    if (!p.below || best_here->worst_free >= p.below->worst_free) p.below = best_here;
   }
   return p;
 }

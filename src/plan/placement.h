@@ -83,7 +83,7 @@ fit evaluate_layout(const graph& g, const gpu_spec& gpu, const layout& l, std::i
 
 struct placement_plan {
   std::optional<fit> best;          // the fewest cards that fit, best free memory among them
-  std::optional<fit> below;         // the best layout with fewer cards, and how far it falls short
+  std::optional<fit> below;  // the fewer cards that come closest, and how far they fall short
   std::int64_t searched_up_to = 0;  // the largest card count tried
 };
 

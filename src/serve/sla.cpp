@@ -204,6 +204,29 @@ sla_plan plan_sla(const graph& g, const gpu_spec& gpu, const coefficients& k, co
   });
   out.feasible = true;
   out.best = feasible.front().o;
+  {
+    // What the deployment runs at: the load asked for, not the most each instance could take.
+    sla_option& b = *out.best;
+    deployment d = make_deployment(g, gpu, b.layout, compute_bits, forms);
+    std::int64_t c = b.concurrency_per_group;
+    if (r.rate > 0) {
+      // Requests/s grow with clients: the fewest per group whose loop serves an instance's share.
+      double share = r.rate / static_cast<double>(b.instances);
+      std::int64_t lo = 0, hi = c;
+      while (hi - lo > 1) {
+        std::int64_t mid = lo + (hi - lo) / 2;
+        probe p = at(d, r, k, mid);
+        (p.s && p.s->requests_per_s >= share ? hi : lo) = mid;
+      }
+      c = hi;
+    } else {
+      std::int64_t per_instance = (r.concurrency + b.instances - 1) / b.instances;
+      c = std::min(c, (per_instance + b.layout.dp - 1) / b.layout.dp);
+    }
+    probe p = at(d, r, k, c);
+    b.load_per_group = p.s ? c : b.concurrency_per_group;
+    b.at_load = p.s ? *p.s : b.at;
+  }
   std::int64_t n = out.best->gpus;
   if (n > 1) {
     // With one GPU fewer, the best layout serves at most this much.

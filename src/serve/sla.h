@@ -34,6 +34,11 @@ struct sla_option {
   std::int64_t instances = 0;
   std::int64_t gpus = 0;
   steady_state at;  // the steady state at that concurrency
+  // The chosen option's operating point: the clients per attention group that carry the load
+  // asked for, spread over its instances (for a rate, the fewest whose closed loop serves an
+  // instance's share), and the steady state there.
+  std::int64_t load_per_group = 0;
+  steady_state at_load;
 };
 
 struct sla_plan {

@@ -63,15 +63,72 @@ void golden(const std::string& name, const std::vector<std::string>& args) {
 
 }  // namespace
 
+namespace {
+
+/// Runs a scope at the repository root, where the docs' commands name their files from.
+struct at_source_root {
+  std::filesystem::path before = std::filesystem::current_path();
+  at_source_root() { std::filesystem::current_path(CALC_SOURCE_DIR); }
+  ~at_source_root() { std::filesystem::current_path(before); }
+};
+
+}  // namespace
+
+TEST_CASE("every transcript in the README and docs is what calc prints today") {
+  // A block opening with `$ calc ...` shows that command's stdout; a line `...` elides output,
+  // and the parts around it must appear in order. A change of output (a refit, a new rule)
+  // that leaves a transcript behind fails here, not in a reader's hands.
+  at_source_root here;
+  int transcripts = 0;
+  for (std::string doc : {"README.md", "docs/commands.md", "docs/engines.md"}) {
+    std::ifstream in(doc);
+    REQUIRE(in);
+    std::vector<std::string> lines;
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    for (std::size_t i = 0; i < lines.size(); ++i) {
+      if (!lines[i].starts_with("$ calc ")) continue;
+      std::string command = lines[i];
+      CHECK_MESSAGE(command.find_first_of("'\"\\") == std::string::npos,
+                    doc << ": quoting in a transcript's command: " << command);
+      std::vector<std::string> args;
+      std::istringstream words(command.substr(7));
+      for (std::string w; words >> w;) args.push_back(w);
+      std::vector<std::string> parts(1);
+      std::size_t j = i + 1;
+      for (; j < lines.size() && !lines[j].starts_with("```"); ++j) {
+        if (lines[j] == "...") {
+          parts.emplace_back();
+          continue;
+        }
+        parts.back() += lines[j] + "\n";
+      }
+      outcome o = run(args);
+      ++transcripts;
+      CHECK_MESSAGE(o.code == 0, doc << ": " << command << "\n" << o.err);
+      if (parts.size() == 1) {
+        CHECK_MESSAGE(o.out == parts[0], doc << ": the transcript of `" << command.substr(2)
+                                             << "` differs from what it prints:\n"
+                                             << o.out);
+      } else {
+        std::size_t at = 0;
+        for (const std::string& part : parts) {
+          std::size_t found = o.out.find(part, at);
+          CHECK_MESSAGE(found != std::string::npos, doc << ": `" << command.substr(2)
+                                                        << "` no longer prints:\n"
+                                                        << part);
+          if (found != std::string::npos) at = found + part.size();
+        }
+      }
+      i = j;
+    }
+  }
+  CHECK(transcripts >= 15);
+}
+
 TEST_CASE("README's calc check transcript shows today's claim counts") {
   // The README quotes the first line `calc check scenarios` prints and its summary; a new
   // claim that forgets to update it fails here rather than in a reader's hands. Claims name
   // fixtures relative to the repository root, where CI runs `calc check` (ctest's `scenarios`).
-  struct at_source_root {
-    std::filesystem::path before = std::filesystem::current_path();
-    at_source_root() { std::filesystem::current_path(CALC_SOURCE_DIR); }
-    ~at_source_root() { std::filesystem::current_path(before); }
-  };
   outcome o = [] {
     at_source_root here;
     return run({"check", "scenarios"});
