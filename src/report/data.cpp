@@ -47,6 +47,36 @@ std::int64_t engine_requests(const graph& g, engine::capacity_request q, const l
   }
 }
 
+/// The fewest cards whose engine holds `requests` of `length` (engine::answer_plan, the layouts
+/// `plan --engine` chooses among), as a placement fit: with --engine the report's deployment
+/// and its cards table are the engine's, as its requests are, not the textbook plan's.
+std::optional<fit> engine_cards(const graph& g, engine::capacity_request eq,
+                                const report_request& q, std::int64_t length,
+                                std::int64_t requests) {
+  engine::plan_request pq;
+  eq.config.max_model_len = length;
+  if (eq.memory.logged.empty()) eq.memory.gpu = q.gpu;
+  pq.capacity = eq;
+  pq.card = q.gpu;
+  pq.requests = requests;
+  pq.node_gpus = q.node_gpus;
+  pq.max_gpus = q.max_gpus;
+  engine::plan_result r;
+  try {
+    r = engine::answer_plan(g, pq);
+  } catch (const spec_error& e) {
+    throw spec_error(e.field(), fmt::format("{}: {}", g.spec->name, e.message()));
+  }
+  if (!r.best) return std::nullopt;
+  fit f;
+  f.l =
+      layout_for(g, {.tp = r.best->config.tensor_parallel, .pp = r.best->config.pipeline_parallel});
+  f.fits = true;
+  f.instances = r.instances;
+  f.max_requests = static_cast<std::int64_t>(std::floor(r.best->capacity.max_concurrency));
+  return f;
+}
+
 }  // namespace
 
 const char* state_class_name(state_class k) {
@@ -150,10 +180,17 @@ report_model answer_report_model(const graph& g, const report_request& q, checke
     layout lay = layout_for(g, *q.lay);
     if (std::string why = layout_problem(g, lay); !why.empty()) throw spec_error("layout", why);
     m.lay = lay;
+  } else if (q.engine) {
+    engine::capacity_request eq = *q.engine;
+    eq.memory.vision_bytes = vision_bytes;
+    std::optional<fit> f = engine_cards(g, eq, q, lengths.back(), 1);
+    m.planned = true;
+    m.deployable = f.has_value();
+    m.searched_up_to = q.max_gpus;
+    if (f) m.lay = f->l;
   } else {
-    planned_deployment d =
-        plan_deployment(g, card, lengths.back(), q.workspace, server_gpus_of(q.gpu, q.node_gpus),
-                        q.max_gpus, !q.engine.has_value());
+    planned_deployment d = plan_deployment(g, card, lengths.back(), q.workspace,
+                                           server_gpus_of(q.gpu, q.node_gpus), q.max_gpus, true);
     m.planned = true;
     m.deployable = d.best.has_value();
     m.searched_up_to = d.searched_up_to;
@@ -180,8 +217,6 @@ report_model answer_report_model(const graph& g, const report_request& q, checke
     for (std::size_t k = 0; k < st.items.size() && k < m.components.size(); ++k)
       m.components[k].bytes.push_back(st.items[k].bytes);
     crossover_plan c = plan_crossover(g, n);
-    placement_plan place = plan_placement(g, card, n, q.requests, q.workspace,
-                                          server_gpus_of(q.gpu, q.node_gpus), q.max_gpus);
     report_point pt;
     pt.length = n;
     pt.state_bytes = st.total;
@@ -193,9 +228,14 @@ report_model answer_report_model(const graph& g, const report_request& q, checke
       engine::capacity_request eq = *q.engine;
       eq.memory.vision_bytes = vision_bytes;
       pt.requests = m.deployable ? engine_requests(g, eq, m.lay, q.gpu, n) : 0;
+      pt.cards = engine_cards(g, eq, q, n, q.requests);
+      pt.searched_up_to = q.max_gpus;
+    } else {
+      placement_plan place = plan_placement(g, card, n, q.requests, q.workspace,
+                                            server_gpus_of(q.gpu, q.node_gpus), q.max_gpus);
+      pt.cards = place.best;
+      pt.searched_up_to = place.searched_up_to;
     }
-    pt.cards = place.best;
-    pt.searched_up_to = place.searched_up_to;
     // A prefill of a million tokens on a large model can pass the 64-bit FLOP range of the
     // roofline; the decode step at that context still has a bound.
     try {

@@ -53,7 +53,8 @@ struct report_request {
   /// With an engine, requests per deployment are what its rules hold (its KV budget on each
   /// rank, in whole blocks) instead of the plain count; its config's max_model_len, tensor and
   /// pipeline degrees (and the card, unless a KV figure is logged) are set per model and
-  /// length. Layouts planned for it keep DP attention off, which calc's engine rules lack.
+  /// length. The deployment planned for it and the cards table are the engine's too
+  /// (engine::answer_plan, as `plan --engine`): DP attention off, which calc's engine rules lack.
   std::optional<engine::capacity_request> engine;
   /// Per model, in the order answer_report takes them: the vision tower's bytes each engine
   /// budget deducts (empty: none for any).

@@ -348,6 +348,25 @@ TEST_CASE("report --engine: requests per deployment are the engine's, named in t
   CHECK(contains(ws.err, "--workspace: not taken with --engine"));
 }
 
+TEST_CASE("report --engine: the deployment and the cards are the engine's plan, as plan --engine") {
+  // DeepSeek-V3 at 8K on B200s: the textbook plan holds it on four cards, where vLLM's budget
+  // (90 % of the card less its reservations) leaves no KV pool; the report once planned the
+  // four cards and then said not one request fits on them.
+  auto rep = json_of({"report", "--model", "deepseek-v3", "--gpu", "b200", "--length", "8K",
+                      "--engine", "vllm", "--requests", "16"});
+  auto one = json_of({"plan", "--engine", "vllm", "--model", "deepseek-v3", "--gpu", "b200",
+                      "--length", "8K", "--requests", "1"});
+  auto many = json_of({"plan", "--engine", "vllm", "--model", "deepseek-v3", "--gpu", "b200",
+                       "--length", "8K", "--requests", "16"});
+  const auto& m = rep["models"][0];
+  CHECK(m["gpus"] == one["gpus"]);
+  CHECK(m["points"][0]["requests"].get<std::int64_t>() >= 1);
+  CHECK(m["points"][0]["cards"] == many["gpus"]);
+  auto plain = json_of(
+      {"plan", "--model", "deepseek-v3", "--gpu", "b200", "--length", "8K", "--requests", "1"});
+  CHECK(plain["gpus"] != one["gpus"]);  // the case this guards: the two plans differ
+}
+
 TEST_CASE("charts: log length axis across decades, one coloured line per model") {
   chart c{"s",
           "State",
