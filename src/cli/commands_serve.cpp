@@ -14,6 +14,7 @@
 #include "common/error.h"
 #include "common/limits.h"
 #include "common/units.h"
+#include "plan/capacity.h"
 #include "report/data.h"
 #include "serve/batching.h"
 #include "serve/calibration.h"
@@ -473,7 +474,7 @@ result run_serve(const options& o) {
                  {"pp", q.layout.pp}};
   j["gpus"] = q.layout.gpus();
   j["launch_flags"] = launch_flags(q.engine, q.layout);
-  j["weights_format"] = m.spec->precision.weights.name;
+  j["weights_format"] = model_formats(*m.spec).weights;
   j["kv_format"] = m.spec->precision.kv.name;
   j["formats"] = format_summary(m.spec->precision);  // every storage format costed
   if (q.trace.empty()) {

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <set>
 
 #include "common/error.h"
 #include "spec/format_summary.h"
@@ -79,7 +80,15 @@ std::string memory_basis_used(const gpu_spec& gpu, memory_basis basis) {
 }
 
 formats_used model_formats(const model_spec& s) {
-  return {s.precision.weights.name, s.precision.kv.name, format_summary(s.precision)};
+  // The weight matrices' format: the one they share, else "mixed" (the summary says which is
+  // which): DeepSeek-V3's matrices are all FP8 blocks though its `weights` default is BF16,
+  // gpt-oss keeps BF16 attention beside MXFP4 experts.
+  const precision_spec& p = s.precision;
+  std::set<std::string> matrices = {p.attention_weights()->name, p.attention_out_weights()->name,
+                                    p.expert_weights()->name, p.shared_expert_weights()->name,
+                                    p.dense_ffn_weights()->name};
+  std::string weights = matrices.size() == 1 ? *matrices.begin() : std::string("mixed");
+  return {weights, p.kv.name, format_summary(p)};
 }
 
 capacity_result answer_capacity(const graph& g, const capacity_request& q) {

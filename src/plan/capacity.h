@@ -36,7 +36,8 @@ std::string memory_basis_used(const gpu_spec& gpu, memory_basis basis);
 
 /// The model's formats, as the answers name them.
 struct formats_used {
-  std::string weights;  // the weight matrices' format ("given" with a weight size given)
+  std::string weights;  // the weight matrices' format: the one they share, "mixed" where they
+                        // differ, "given" with a weight size given
   std::string kv;
   std::string summary;  // format_summary: every storage format assumed
 };

@@ -367,6 +367,21 @@ TEST_CASE("report --engine: the deployment and the cards are the engine's plan, 
   CHECK(plain["gpus"] != one["gpus"]);  // the case this guards: the two plans differ
 }
 
+TEST_CASE("weights_format names the matrices' own format, or mixed") {
+  // DeepSeek-V3's `weights` default is BF16 but every matrix kind is FP8 blocks; gpt-oss keeps
+  // BF16 attention beside MXFP4 experts; the formats summary says which is which.
+  auto cap = [](const std::string& model) {
+    return json_of({"capacity", "--model", model, "--gpu", "h200", "--length", "8K", "--tp", "8"});
+  };
+  CHECK(cap("deepseek-v3")["weights_format"].get<std::string>().starts_with("fp8"));
+  CHECK(cap("gpt-oss-120b")["weights_format"] == "mixed");
+  CHECK(cap("qwen3-8b")["weights_format"] == "bf16");
+  auto serve = json_of({"serve", "--model", "deepseek-v3", "--gpu", "h200", "--tp", "8", "--isl",
+                        "1K", "--osl", "1K", "--concurrency", "1"});
+  CHECK(serve["weights_format"] == cap("deepseek-v3")["weights_format"]);
+  CHECK(serve["formats"] == cap("deepseek-v3")["formats"]);
+}
+
 TEST_CASE("charts: log length axis across decades, one coloured line per model") {
   chart c{"s",
           "State",
