@@ -51,7 +51,8 @@ std::string human_flops(std::int64_t flops) {
     std::int64_t size;
     const char* name;
   };
-  static const scale units[] = {{1'000'000'000'000'000LL, "PFLOPs"},
+  static const scale units[] = {{1'000'000'000'000'000'000LL, "EFLOPs"},
+                                {1'000'000'000'000'000LL, "PFLOPs"},
                                 {1'000'000'000'000LL, "TFLOPs"},
                                 {1'000'000'000LL, "GFLOPs"},
                                 {1'000'000LL, "MFLOPs"}};
@@ -228,13 +229,28 @@ std::string cell(const unit* u, const ojson& v, const std::string& time) {
     const std::string& t = v.get_ref<const std::string&>();
     if (u != nullptr && *u == unit::source) return short_source(t);
     if (u == nullptr || !wide_digits(t)) return t;
-    // An exact count past 64 bits (exact() writes it as a string): grouped, with its unit.
+    // An exact count past 64 bits (exact() writes it as a string): in the largest unit, as a
+    // 64-bit count prints (9.3e20 FLOPs as "934.795 EFLOPs", not 21 digits), rounded from the
+    // exact value; other units grouped.
+    int128 wide = 0;
+    for (char c : t)
+      if (c != '-') wide = wide * 10 + (c - '0');
+    if (t[0] == '-') wide = -wide;
+    auto scaled = [&](std::initializer_list<std::pair<int128, const char*>> ladder) {
+      int128 mag = wide < 0 ? -wide : wide;
+      for (const auto& [size, name] : ladder)
+        if (mag >= size) return trim(round_half_even(wide, size, 3)) + " " + name;
+      return group_digits(t);
+    };
+    const int128 exa = 1'000'000'000'000'000'000LL;
     switch (*u) {
       case unit::bytes:
+        return scaled(
+            {{int128(1) << 80, "YiB"}, {int128(1) << 70, "ZiB"}, {int128(1) << 60, "EiB"}});
       case unit::bytes_as_sold:
         return group_digits(t) + " B";
       case unit::flops:
-        return group_digits(t) + " FLOPs";
+        return scaled({{exa * 1'000'000, "YFLOPs"}, {exa * 1'000, "ZFLOPs"}, {exa, "EFLOPs"}});
       case unit::params:
         return group_digits(t) + " params";
       default:
