@@ -33,8 +33,11 @@ const std::vector<engine_defaults>& engines() {
        .source = "SGLang ServerArgs defaults (sglang/srt/server_args.py): chunked_prefill_size "
                  "8192 on large GPUs, prefill batches run apart from decode (enable_mixed_chunk "
                  "off), max_running_requests bounded by the token pool, mem_fraction_static ~0.88, "
-                 "page_size 1",
-       .kv = kv_policy::retract},
+                 "page_size 1; under DP attention the chunked prefill size and the running cap "
+                 "are divided by dp_size (_handle_data_parallelism; max_running_requests // "
+                 "dp_size per worker)",
+       .kv = kv_policy::retract,
+       .budget_over_dp = true},
       {.name = "trtllm",
        .max_num_batched_tokens = 8192,
        .max_num_seqs = 2048,
@@ -71,7 +74,16 @@ batching_config engine_batching(const engine_defaults& e, std::int64_t isl, std:
   c.kv_block_tokens = e.kv_block_tokens;
   c.kv = e.kv;
   c.preempted_kv_cached = e.preempted_kv_cached;
+  c.budget_over_dp = e.budget_over_dp;
   return c;
+}
+
+batching_config per_attention_group(batching_config cfg, std::int64_t dp) {
+  if (cfg.budget_over_dp && dp > 1) {
+    cfg.max_num_batched_tokens = std::max<std::int64_t>(1, cfg.max_num_batched_tokens / dp);
+    cfg.max_num_seqs = std::max<std::int64_t>(1, cfg.max_num_seqs / dp);
+  }
+  return cfg;
 }
 
 namespace {
@@ -114,7 +126,9 @@ double kv_pool_bytes(const deployment& d, const batching_config& cfg) {
                               : memory * cfg.memory_fraction - d.weight_bytes_per_rank;
 }
 
-scenario make_scenario(const deployment& d, const batching_config& cfg, std::int64_t concurrency) {
+scenario make_scenario(const deployment& d, const batching_config& given,
+                       std::int64_t concurrency) {
+  const batching_config cfg = per_attention_group(given, d.layout.dp);
   if (cfg.isl < 1) throw spec_error("isl", "a request needs at least one input token");
   if (cfg.osl < 1) throw spec_error("osl", "a request returns at least one token");
   if (concurrency < 1) throw spec_error("concurrency", "must be at least 1");

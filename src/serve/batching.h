@@ -38,6 +38,10 @@ struct engine_defaults {
   // admission, where the others page it as it grows.
   kv_policy kv = kv_policy::preempt_newest;
   bool preempted_kv_cached = false;  // a preempted request's freed blocks stay as prefix cache
+  // The token budget and the running cap are the instance's, split over its attention-DP
+  // groups (SGLang under --enable-dp-attention: chunked_prefill_size //= dp_size in
+  // server_args.py, max_running_requests // dp_size per worker), not each group's own.
+  bool budget_over_dp = false;
 };
 
 /// The rows; throws spec_error naming --engine for an unknown engine.
@@ -64,7 +68,13 @@ struct batching_config {
   // token budget (tensorrt_llm/_torch/pyexecutor/py_executor.py, _waiting_requests).
   std::int64_t batch_wait_iters = 0;
   double batch_wait_tokens_ratio = 0;
+  bool budget_over_dp = false;  // see engine_defaults
 };
+
+/// The knobs as one attention-DP group of a layout with `dp` groups runs them: an engine that
+/// splits them over the groups (budget_over_dp) gives each its share, at least 1; the others
+/// apply them per group.
+batching_config per_attention_group(batching_config cfg, std::int64_t dp);
 
 /// Mean decode steps a new prompt is held by batch waiting, with prompts arriving at `per_step`
 /// a step: a held group is released after `iters` steps or when `more` prompts have joined its

@@ -772,9 +772,10 @@ void draw_lengths(std::vector<arrival>& requests, double range_ratio, std::uint6
 
 namespace {
 
-simulation run_simulation(const deployment& d, const batching_config& cfg, const coefficients& k,
+simulation run_simulation(const deployment& d, const batching_config& given, const coefficients& k,
                           std::vector<arrival> arrivals, simulation_path path,
                           std::int64_t clients) {
+  const batching_config cfg = per_attention_group(given, d.layout.dp);
   if (arrivals.empty()) throw spec_error("requests", "no requests to simulate");
   if (cfg.max_num_batched_tokens < 1)
     throw spec_error("max_num_batched_tokens", "must be at least 1");

@@ -55,8 +55,16 @@ std::string apart(double v, double bound) {
 
 }  // namespace
 
-sla_plan plan_sla(const graph& g, const gpu_spec& gpu, const coefficients& k, const sla_request& r,
-                  int compute_bits) {
+sla_plan plan_sla(const graph& g, const gpu_spec& gpu, const coefficients& fitted,
+                  const sla_request& r, int compute_bits) {
+  // Arrivals at a rate come one by one: no opening burst and no cohorts in step with it, which
+  // a benchmark's closed loop has (all its clients send at once to start) and the fitted
+  // burst_share and cohort_share carry; `serve --rate` simulates them without either.
+  coefficients k = fitted;
+  if (r.rate > 0) {
+    k.burst_share = 0;
+    k.cohort_share = 0;
+  }
   if (!(r.ttft_ms > 0) || !(r.tpot_ms > 0) || !std::isfinite(r.ttft_ms) ||
       !std::isfinite(r.tpot_ms))
     throw spec_error("sla", "give positive targets, e.g. ttft=500,tpot=30");

@@ -141,6 +141,26 @@ TEST_CASE("serve steady state: clients past the running cap add waiting, not thr
   }
 }
 
+TEST_CASE("serve batching: SGLang splits its token budget and running cap over DP groups") {
+  // server_args.py divides chunked_prefill_size by dp_size under DP attention, and each worker
+  // runs max_running_requests // dp_size; vLLM and TensorRT-LLM apply theirs per rank.
+  batching_config sglang = engine_batching(find_engine("sglang"), 1024, 1024);
+  batching_config g = per_attention_group(sglang, 8);
+  CHECK(g.max_num_batched_tokens == sglang.max_num_batched_tokens / 8);
+  CHECK(g.max_num_seqs == sglang.max_num_seqs / 8);
+  CHECK(per_attention_group(sglang, 1).max_num_batched_tokens == sglang.max_num_batched_tokens);
+  batching_config trt = engine_batching(find_engine("trtllm"), 1024, 1024);
+  CHECK(per_attention_group(trt, 8).max_num_batched_tokens == trt.max_num_batched_tokens);
+  // A typed cap of 16 runs 2 requests per group of a dp 8 layout.
+  model m("deepseek-v3");
+  deployment d = make_deployment(m.g, find_gpu("h200"), {.tp = 1, .ep = 8, .dp = 8});
+  sglang.max_num_seqs = 16;
+  sglang.isl = 4096;  // longer than a group's 1024-token budget: prefilled in chunks of it
+  scenario s = make_scenario(d, sglang, 16);
+  CHECK(s.running == 2);
+  CHECK(s.chunk == 8192 / 8);
+}
+
 TEST_CASE("serve steady state: a lone client's decode is stretched by no prefill") {
   // Its own prompt prefilled before its decode began: TPOT is the bare decode step.
   model m("qwen3-8b");
