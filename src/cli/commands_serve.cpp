@@ -59,6 +59,15 @@ batching_config engine_config_of(const std::string& engine, std::int64_t isl, st
   batching_config c = engine_batching(find_engine(engine), isl, osl);
   if (mnbt > 0) c.max_num_batched_tokens = mnbt;
   if (seqs > 0) c.max_num_seqs = seqs;
+  // vLLM refuses to start below one token per running sequence (SchedulerConfig._verify_args in
+  // vllm/config/scheduler.py); calc would model an engine that never runs.
+  if (engine == "vllm" && c.max_num_batched_tokens < c.max_num_seqs)
+    throw spec_error(
+        "--max-num-batched-tokens",
+        fmt::format("{} is below --max-num-seqs {}{}: vLLM refuses to start "
+                    "(max_num_batched_tokens must be >= max_num_seqs); raise it or "
+                    "lower --max-num-seqs",
+                    c.max_num_batched_tokens, c.max_num_seqs, seqs > 0 ? "" : " (vLLM's default)"));
   return c;
 }
 
@@ -473,7 +482,7 @@ result run_serve(const options& o) {
                  {"ep", q.layout.ep},           {"dp", q.layout.dp},
                  {"pp", q.layout.pp}};
   j["gpus"] = q.layout.gpus();
-  j["launch_flags"] = launch_flags(q.engine, q.layout);
+  j["launch_flags"] = launch_line(q.engine, q.layout, q.cfg);
   j["weights_format"] = model_formats(*m.spec).weights;
   j["kv_format"] = m.spec->precision.kv.name;
   j["formats"] = format_summary(m.spec->precision);  // every storage format costed
@@ -639,7 +648,7 @@ result run_serve(const options& o) {
                     q.simulate              ? "JSON `step`: each run's mean step"
                     : q.concurrency.empty() ? "Step = the mean step of the simulated run"
                                             : "Step = the decode step at that concurrency");
-  md += fmt::format("Launch {} with: {}", q.engine, launch_flags(q.engine, q.layout));
+  md += fmt::format("Launch {} with: {}", q.engine, launch_line(q.engine, q.layout, q.cfg));
   // Batch waiting is set in the LLM API options file (--extra_llm_api_options), not a flag.
   if (q.cfg.batch_wait_iters > 0)
     md += fmt::format(
@@ -943,7 +952,7 @@ result run_plan_sla(const options& o) {
     j["concurrency_per_attention_group"] = b.load_per_group;  // serve's --concurrency
     j["max_concurrency_per_instance"] = b.concurrency_per_group * b.layout.dp;
     j["max_concurrency_per_attention_group"] = b.concurrency_per_group;
-    j["launch_flags"] = launch_flags(engine, b.layout);
+    j["launch_flags"] = launch_line(engine, b.layout, q.cfg);
     j["ttft_ms"] = b.at_load.ttft_ms;
     j["tpot_ms"] = b.at_load.tpot_ms;
     j["requests_per_s_per_instance"] = b.at_load.requests_per_s;
@@ -958,7 +967,7 @@ result run_plan_sla(const options& o) {
                       b.layout.pp, b.load_per_group * b.layout.dp, ms(b.at_load.ttft_ms),
                       ms(b.at_load.tpot_ms), b.at_load.requests_per_s,
                       b.concurrency_per_group * b.layout.dp, ms(b.at.ttft_ms), ms(b.at.tpot_ms));
-    md += fmt::format("Launch {} with: {}.\n\n", engine, launch_flags(engine, b.layout));
+    md += fmt::format("Launch {} with: {}.\n\n", engine, launch_line(engine, b.layout, q.cfg));
     md += fmt::format("Why not fewer: {}.\n", p.reason);
   }
   result r{j, "calc plan --sla"};

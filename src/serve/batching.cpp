@@ -78,6 +78,27 @@ batching_config engine_batching(const engine_defaults& e, std::int64_t isl, std:
   return c;
 }
 
+std::string launch_line(const std::string& engine, const serve_layout& l,
+                        const batching_config& cfg) {
+  std::string line = launch_flags(engine, l);
+  const engine_defaults& e = find_engine(engine);
+  bool trt = engine == "trtllm";
+  const char* tokens = engine == "vllm"     ? "--max-num-batched-tokens"
+                       : engine == "sglang" ? "--chunked-prefill-size"
+                                            : "--max_num_tokens";
+  const char* seqs = engine == "vllm"     ? "--max-num-seqs"
+                     : engine == "sglang" ? "--max-running-requests"
+                                          : "--max_batch_size";
+  std::string knobs;
+  if (cfg.max_num_batched_tokens != e.max_num_batched_tokens)
+    knobs += fmt::format(" {} {}", tokens, cfg.max_num_batched_tokens);
+  if (cfg.max_num_seqs != e.max_num_seqs) knobs += fmt::format(" {} {}", seqs, cfg.max_num_seqs);
+  // TensorRT-LLM's attention-DP note closes its flags in parentheses: the knobs go before it.
+  auto note = line.find(" (");
+  if (trt && note != std::string::npos) return line.substr(0, note) + knobs + line.substr(note);
+  return line + knobs;
+}
+
 batching_config per_attention_group(batching_config cfg, std::int64_t dp) {
   if (cfg.budget_over_dp && dp > 1) {
     cfg.max_num_batched_tokens = std::max<std::int64_t>(1, cfg.max_num_batched_tokens / dp);

@@ -81,6 +81,13 @@ batching_config per_attention_group(batching_config cfg, std::int64_t dp);
 /// first (their tokens then reach the threshold); 0 when `more` < 1.
 double batch_wait_steps(double per_step, double iters, std::int64_t more);
 
+/// The engine's flags for `l` (launch_flags) and for the knobs `cfg` sets away from the
+/// engine's defaults, in its own spelling: vLLM --max-num-batched-tokens / --max-num-seqs,
+/// SGLang --chunked-prefill-size / --max-running-requests, TensorRT-LLM (trtllm-serve)
+/// --max_num_tokens / --max_batch_size. A line to paste runs what was modelled.
+std::string launch_line(const std::string& engine, const serve_layout& l,
+                        const batching_config& cfg);
+
 /// The engine's defaults for one workload of `isl` input and `osl` output tokens per request.
 batching_config engine_batching(const engine_defaults& e, std::int64_t isl, std::int64_t osl);
 

@@ -444,11 +444,30 @@ TEST_CASE("serve simulation from the command line: preemption fields, bad input 
   CHECK(err.rfind("--requests: 1.31e+09 output tokens to simulate is more than the limit", 0) == 0);
   // A token budget so small that the prompts alone take 10^8 steps: refused up front too.
   CHECK(run({"serve", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--isl", "100K", "--osl", "8",
-             "--rate", "5", "--requests", "1000", "--max-num-batched-tokens", "1"},
+             "--rate", "5", "--requests", "1000", "--max-num-batched-tokens", "1", "--max-num-seqs",
+             "1"},
             out, err) == 2);
   CHECK(err ==
         "--max-num-batched-tokens: 1.02e+08 prefill steps to simulate is more than the limit of "
         "1e7; raise the token budget or simulate fewer requests\n");
+  // vLLM refuses a budget below its running cap: so does calc, naming both.
+  CHECK(run({"serve", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--isl", "1K", "--osl", "8",
+             "--concurrency", "4", "--max-num-batched-tokens", "512"},
+            out, err) == 2);
+  CHECK(err.rfind("--max-num-batched-tokens: 512 is below --max-num-seqs 1024 (vLLM's default)",
+                  0) == 0);
+  // The knobs typed are in the launch line, in each engine's spelling.
+  REQUIRE(run({"serve", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--isl", "1K", "--osl", "8",
+               "--concurrency", "4", "--max-num-batched-tokens", "2048", "--max-num-seqs", "256",
+               "--format", "json"},
+              out, err) == 0);
+  CHECK(nlohmann::json::parse(out)["launch_flags"] ==
+        "--tensor-parallel-size 1 --max-num-batched-tokens 2048 --max-num-seqs 256");
+  REQUIRE(
+      run({"serve", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--engine", "sglang", "--isl", "1K",
+           "--osl", "8", "--concurrency", "4", "--max-num-seqs", "64", "--format", "json"},
+          out, err) == 0);
+  CHECK(nlohmann::json::parse(out)["launch_flags"] == "--tp-size 1 --max-running-requests 64");
   // A huge rate of a few requests is a burst: it runs, quickly.
   auto start = std::chrono::steady_clock::now();
   CHECK(run({"serve", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--isl", "1K", "--osl", "64",
