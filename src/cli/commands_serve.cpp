@@ -755,12 +755,43 @@ result run_calibrate(const options& o) {
         mapped, base,
         fmt::format("fitted by `calc calibrate --measurements {}` on {} rows ({} refused)", file,
                     mapped.size() - static_cast<std::size_t>(refused), refused));
+    // A (GPU family, engine) the rows do not inform keeps the base file's entry: a user's H100
+    // vLLM runs leave the shipped Blackwell SGLang entry standing, rather than answering B200
+    // SGLang from a pooled fit of their dense vLLM rows. (Every group of the shipped rows is
+    // informed, so a refit of them keeps none and stays the same table.)
+    std::set<std::pair<std::string, std::string>> informed;
+    for (const mapped_row& m : mapped)
+      if (m.s && m.ttft_ms > 0 && m.tpot_ms > 0) informed.insert({m.family, m.engine});
+    std::int64_t kept = 0;
+    for (const calibration_entry& e : base.entries) {
+      bool fitted_here = std::any_of(
+          fitted.entries.begin(), fitted.entries.end(),
+          [&](const calibration_entry& f) { return f.family == e.family && f.engine == e.engine; });
+      if (e.family == "any" || fitted_here || informed.count({e.family, e.engine})) continue;
+      calibration_entry k = e;
+      k.source =
+          fmt::format("kept from {} (no row of this family and engine): {}", base.file, e.source);
+      fitted.entries.push_back(k);
+      ++kept;
+    }
+    // Rows without a mixture-of-experts model cannot inform the expert popularity: the base
+    // file's exponent stands (its kept entries were fitted under it), not the built-in prior.
+    bool moe_rows = std::any_of(mapped.begin(), mapped.end(), [](const mapped_row& m) {
+      return m.s && m.s->d.forms.experts != nullptr;
+    });
+    if (moe_rows)
+      fitted.set_expert_popularity(fitted.expert_zipf_s, fitted.expert_zipf_source);
+    else
+      fitted.set_expert_popularity(
+          base.expert_zipf_s,
+          fmt::format("kept from {}: the rows hold no mixture-of-experts model", base.file));
     std::string yaml = write_calibration(fitted);
     evaluation e = evaluate(mapped, fitted);
     ojson j;
     j["rows"] = static_cast<std::int64_t>(mapped.size());
     j["refused"] = refused;
     j["entries"] = static_cast<std::int64_t>(fitted.entries.size());
+    j["entries_kept_from_base"] = kept;
     j["summary"] = summary_json(e);
     result r{j, "calc calibrate"};
     if (o.out.empty()) {
@@ -770,10 +801,15 @@ result run_calibrate(const options& o) {
       if (!out) throw spec_error("--out", fmt::format("cannot write '{}'", o.out));
       out << yaml;
       r.markdown = fmt::format(
-                       "# calc calibrate\n\nFitted {} entries on {} rows ({} refused); "
+                       "# calc calibrate\n\nFitted {} entries on {} rows ({} refused){}; "
                        "wrote {}.\n\n",
-                       fitted.entries.size(), mapped.size() - static_cast<std::size_t>(refused),
-                       refused, o.out) +
+                       fitted.entries.size() - static_cast<std::size_t>(kept),
+                       mapped.size() - static_cast<std::size_t>(refused), refused,
+                       kept > 0 ? fmt::format(", kept {} of {} for GPU families and engines "
+                                              "the rows lack",
+                                              kept, base.file)
+                                : std::string(),
+                       o.out) +
                    stats_table("In-sample |error|", e);
     }
     return r;
@@ -916,12 +952,14 @@ result run_plan_sla(const options& o) {
   gpu_spec gpu = load_gpu(o.gpu);
   q.node_gpus = node_gpus_option(o);
   calibration cal = load_calibration(o.calibration);
-  const coefficients& k = cal.lookup(cal.family_of(gpu.name), engine);
+  std::string used;
+  const coefficients& k = cal.lookup(cal.family_of(gpu.name), engine, &used);
   sla_plan p = plan_sla(m.g, gpu, k, q);
   ojson j;
   j["model"] = m.spec->name;
   j["gpu"] = gpu.name;
   j["engine"] = engine;
+  j["calibration"] = {{"file", cal.file}, {"entry", used}};
   j["sla"] = {{"ttft_ms", q.ttft_ms}, {"tpot_ms", q.tpot_ms}};
   if (q.rate > 0)
     j["rate"] = q.rate;
@@ -970,6 +1008,7 @@ result run_plan_sla(const options& o) {
     md += fmt::format("Launch {} with: {}.\n\n", engine, launch_line(engine, b.layout, q.cfg));
     md += fmt::format("Why not fewer: {}.\n", p.reason);
   }
+  md += fmt::format("\nCalibration: {} ({}).\n", cal.file, used);
   result r{j, "calc plan --sla"};
   r.markdown = md;
   return r;

@@ -682,6 +682,46 @@ TEST_CASE("plan --sla: an option of plain plan's engine question is refused, not
             out, err) == 0);
 }
 
+TEST_CASE("calibrate: a user's fit keeps the base file's entries for what its rows lack") {
+  // Forty vLLM Llama-3.1-70B runs on H200 refit hopper/vllm and the pooled entries; B200 SGLang
+  // still answers from the shipped blackwell/sglang entry, not from a pool of dense vLLM rows.
+  std::ifstream in(std::string(CALC_SOURCE_DIR) + "/tests/fixtures/latency/measured.csv");
+  REQUIRE(in);
+  std::string header, line, rows;
+  std::getline(in, header);
+  int n = 0;
+  while (n < 40 && std::getline(in, line))
+    if (line.find(",vllm,") != std::string::npos && line.find("h200_sxm") != std::string::npos &&
+        line.find("Llama-3.1-70B") != std::string::npos) {
+      rows += line + "\n";
+      ++n;
+    }
+  REQUIRE(n == 40);
+  std::string csv = write_temp("calc_user_runs.csv", header + "\n" + rows);
+  std::string yaml = write_temp("calc_user_cal.yaml", "");
+  std::string out, err;
+  REQUIRE(run({"calibrate", "--measurements", csv, "--out", yaml, "--format", "json"}, out, err) ==
+          0);
+  auto fit = nlohmann::json::parse(out);
+  CHECK(fit["entries_kept_from_base"].get<std::int64_t>() >= 4);
+  REQUIRE(run({"plan", "--sla", "ttft=2000,tpot=50", "--concurrency", "64", "--isl", "1024",
+               "--osl", "1024", "--model", "llama-3.1-8b", "--gpu", "b200", "--engine", "sglang",
+               "--calibration", yaml, "--format", "json"},
+              out, err) == 0);
+  CHECK(nlohmann::json::parse(out)["calibration"]["entry"] == "blackwell/sglang");
+  REQUIRE(run({"plan", "--sla", "ttft=2000,tpot=50", "--concurrency", "64", "--isl", "1024",
+               "--osl", "1024", "--model", "llama-3.1-8b", "--gpu", "h200", "--calibration", yaml,
+               "--format", "json"},
+              out, err) == 0);
+  CHECK(nlohmann::json::parse(out)["calibration"]["entry"] == "hopper/vllm");
+  // Dense rows leave the expert popularity where the base file had it.
+  std::ifstream y(yaml);
+  std::stringstream text;
+  text << y.rdbuf();
+  CHECK(text.str().find("the rows hold no mixture-of-experts model") != std::string::npos);
+  CHECK(text.str().find("kept from models/calibration/default.yaml") != std::string::npos);
+}
+
 TEST_CASE("plan --sla --rate: the plan's point is what serve --rate simulates on its layout") {
   // Arrivals at a rate have no opening burst and no cohorts in step with it (the fitted
   // closed-loop terms): with them, TTFT-bound rate plans asked for 1.6-5x the GPUs that calc's
