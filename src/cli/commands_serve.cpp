@@ -747,6 +747,11 @@ result run_calibrate(const options& o) {
                         : refused == static_cast<std::int64_t>(mapped.size())
                             ? fmt::format("calc models none of its {} rows (the first: {})",
                                           mapped.size(), mapped.front().error)
+                        : !rows.front().fields.count("silicon_ttft_ms") ||
+                                !rows.front().fields.count("silicon_tpot_ms")
+                            ? std::string(
+                                  "its header lacks silicon_ttft_ms or silicon_tpot_ms, "
+                                  "the measured times a fit learns from")
                             : "no modelled row has both silicon_ttft_ms and silicon_tpot_ms";
       throw spec_error(source_location{file, 0, 0}, "measurements",
                        "nothing to fit: " + why);

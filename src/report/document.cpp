@@ -165,7 +165,9 @@ std::string load_section(const report_data& r, const report_files& files, std::s
   out += fmt::format(
       "`calc serve`'s steady state on each model's deployment ({}, ISL {} and OSL {} tokens per "
       "request, calibration {}): closed-loop clients 1, 2, 4, ... up to the requests the engine "
-      "runs at once (max-num-seqs {}, or the KV pool). Each point is one concurrency; only the "
+      "runs at once (max-num-seqs {}, or the KV pool), counted per attention group as `calc "
+      "serve --concurrency` takes them (a layout with DP attention runs dp such groups, dp times "
+      "the clients per instance). Each point is one concurrency; only the "
       "points no other beats on both axes are kept (the Pareto frontier). Left to right, each "
       "user gets tokens faster and each GPU serves fewer.\n\n",
       w.engine, with_commas(w.cfg.isl), with_commas(w.cfg.osl), w.calibration,
@@ -196,9 +198,9 @@ std::string load_section(const report_data& r, const report_files& files, std::s
     }
     c.lines.push_back(s);
   }
-  out +=
-      aligned_table({"model", "clients", "tok/s per user", "tok/s per GPU", "TTFT ms", "TPOT ms"},
-                    rows, {align::left});
+  out += aligned_table({"model", "clients per attention group", "tok/s per user", "tok/s per GPU",
+                        "TTFT ms", "TPOT ms"},
+                       rows, {align::left});
   if (!notes.empty()) out += "\n" + notes;
   out += figure(c, files, note);
   return out;

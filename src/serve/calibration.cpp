@@ -168,6 +168,12 @@ calibration read_calibration(const std::string& path) {
     std::vector<std::string> known = {"family", "engine", "rows", "source"};
     for (const char* k : kKeys) known.emplace_back(k);
     em.finish(known);
+    // lookup answers with the first match: a second row for the same pair would be ignored.
+    for (const calibration_entry& seen : c.entries)
+      if (seen.family == entry.family && seen.engine == entry.engine)
+        throw spec_error(
+            location_of(e, path), fmt::format("entries[{}]", i - 1),
+            fmt::format("a second entry for family {} and engine {}", entry.family, entry.engine));
     c.entries.push_back(entry);
   }
   // The expert popularity came after the first calibration files: one without it takes the

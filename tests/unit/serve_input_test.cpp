@@ -720,6 +720,29 @@ TEST_CASE("calibrate: a user's fit keeps the base file's entries for what its ro
   text << y.rdbuf();
   CHECK(text.str().find("the rows hold no mixture-of-experts model") != std::string::npos);
   CHECK(text.str().find("kept from models/calibration/default.yaml") != std::string::npos);
+  // A hand-edited file naming a (family, engine) twice: lookup would take the first silently.
+  std::string all = text.str();
+  auto first = all.find("  - family: hopper\n    engine: vllm");
+  REQUIRE(first != std::string::npos);
+  auto next = all.find("  - family:", first + 10);
+  REQUIRE(next != std::string::npos);
+  std::string twice =
+      write_temp("calc_user_twice.yaml",
+                 all.substr(0, next) + all.substr(first, next - first) + all.substr(next));
+  CHECK(run({"serve", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--isl", "1K", "--osl", "1K",
+             "--concurrency", "1", "--calibration", twice},
+            out, err) == 2);
+  CHECK(err.find("a second entry for family hopper and engine vllm") != std::string::npos);
+  // A file without the measured times' columns says so.
+  std::string untimed;
+  for (const std::string& text_line : {header, rows.substr(0, rows.find('\n'))}) {
+    std::string cut = text_line;
+    for (int drop = 0; drop < 2; ++drop) cut = cut.substr(0, cut.rfind(','));
+    untimed += cut + "\n";
+  }
+  std::string bare = write_temp("calc_user_untimed.csv", untimed);
+  CHECK(run({"calibrate", "--measurements", bare}, out, err) == 2);
+  CHECK(err.find("its header lacks silicon_ttft_ms or silicon_tpot_ms") != std::string::npos);
 }
 
 TEST_CASE("plan --sla --rate: the plan's point is what serve --rate simulates on its layout") {
