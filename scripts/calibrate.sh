@@ -511,7 +511,12 @@ cross-validated):
   In the same pass `calc serve` costs a 4-bit float format on a card without FP4 units at the
   FP8 peak, as the calibration's rows are costed (it took the BF16 peak, so serve put
   gpt-oss-120b on an H200 at 1.9 x the TPOT that `calc calibrate --evaluate` predicts for the
-  same run); the fit does not see that change.
+  same run); the fit does not see that change. Nor does it see two more rules of the same pass:
+  SGLang under DP attention divides its chunked prefill size and its running cap over the
+  attention groups (server_args.py; the file has no SGLang row with attention DP), and `plan
+  --sla` for a rate plans the open loop, without the closed loop's opening burst and cohorts
+  (`burst_share`, `cohort_share`, fitted on these benchmark rows), as `serve --rate` simulates
+  it: rate plans had asked for 1.6-5 x the GPUs the simulation meets the targets with.
 
 How a row maps onto calc (backend -> engine, system -> GPU, model_path -> bundled model, quant
 modes -> formats, layout, workload) is described in docs/commands.md (`calc calibrate`). One rule
