@@ -277,11 +277,10 @@ engine::capacity_request capacity_request_of(const options& o, std::int64_t tp, 
                        fmt::format("'{}' is not 0 or 1", o.allow_chunked_local_hybrid));
     c.chunked_local_hybrid = o.allow_chunked_local_hybrid == "1";
   }
-  if (!o.kv_memory.empty()) {
-    q.memory.logged = parse_memory_list(o.kv_memory);
-  } else if (!gpu_name.empty()) {
-    q.memory.gpu = load_gpu(gpu_name);
-  }
+  // With a logged KV figure the card is not the budget's source, but its memory still bounds
+  // the layout's weights (engine/question.cpp).
+  if (!o.kv_memory.empty()) q.memory.logged = parse_memory_list(o.kv_memory);
+  if (!gpu_name.empty()) q.memory.gpu = load_gpu(gpu_name);
   q.memory.gpu_memory_utilization = o.gpu_memory_utilization;
   // Not given: SGLang's computed default; typed, checked as given (0 is outside (0, 1]).
   if (was_typed(o, "--mem-fraction-static")) q.memory.mem_fraction_static = o.mem_fraction_static;

@@ -254,6 +254,18 @@ capacity_result budget(const graph& g, const capacity_request& q) {
         max(r.weight_bytes_per_rank,
             cl.stage == 0 ? cl.weight_bytes + r.vision_bytes_per_rank : cl.weight_bytes);
   if (!q.memory.logged.empty()) {
+    // A logged KV figure is what the engine reported on the layout it ran; on a named card,
+    // the weights of this layout must still fit, or the figure cannot belong to it.
+    if (q.memory.gpu) {
+      checked card(engine_visible_memory(*q.memory.gpu));
+      if (r.weight_bytes_per_rank > card)
+        throw spec_error(
+            "kv_memory",
+            fmt::format("the weights ({:.2f} GiB per rank at tp {} x pp {}) pass {}'s {:.2f} "
+                        "GiB: no engine logged KV memory on this layout",
+                        r.weight_bytes_per_rank.to_double() / kGiB, r.config.tensor_parallel,
+                        r.config.pipeline_parallel, q.memory.gpu->name, card.to_double() / kGiB));
+    }
     logged_budget(q.memory, r);
   } else {
     estimated_budget(g, q.memory, r);
@@ -317,8 +329,16 @@ plan_result answer_plan(const graph& g, const plan_request& q) {
         capacity_request one = q.capacity;
         one.config.tensor_parallel = l.tp;
         one.config.pipeline_parallel = l.pp;
-        // Budget first: a layout whose weights leave nothing is skipped before the allocator.
-        capacity_result r = budget(g, one);
+        // Budget first: a layout whose weights leave nothing is skipped before the allocator
+        // (with a logged KV figure, one whose weights pass the card).
+        if (q.card && !one.memory.logged.empty()) one.memory.gpu = *q.card;
+        capacity_result r;
+        try {
+          r = budget(g, one);
+        } catch (const spec_error& e) {
+          if (one.memory.logged.empty() || e.field() != "kv_memory") throw;
+          continue;
+        }
         if (r.config.available_kv_bytes <= 0) continue;
         r.capacity = plan_engine(g, *one.rules, r.config);
         if (!r.capacity.fits || r.capacity.max_concurrency < static_cast<double>(each)) continue;

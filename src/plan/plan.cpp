@@ -135,6 +135,23 @@ experts_form::experts_form(const graph& g, const routing& r) : r_(r) {
           it->popularity.reserve(static_cast<std::size_t>(t.instances));
           for (std::int64_t i = 1; i <= t.instances; ++i)
             it->popularity.push_back(std::pow(i, -r.zipf_s) / norm);
+          // A token picks k distinct experts, not k draws with repeats: expert i is among its
+          // k with probability pi_i = min(1, c p_i), c such that the pi_i sum to k (sampling
+          // proportional to popularity without replacement; the most popular capped at
+          // certainty, the rest scaled). One token then touches exactly k experts.
+          std::vector<double>& pi = it->inclusion;
+          const std::vector<double>& p = it->popularity;
+          double k = static_cast<double>(std::min(t.per_token, t.instances));
+          std::size_t capped = 0;  // p falls with i: the capped experts are a prefix
+          double rest = 1;         // popularity of the uncapped ones
+          while (capped < p.size() && rest > 0 &&
+                 (k - static_cast<double>(capped)) / rest * p[capped] >= 1) {
+            rest -= p[capped];
+            ++capped;
+          }
+          double c = rest > 0 ? (k - static_cast<double>(capped)) / rest : 0;
+          pi.reserve(p.size());
+          for (std::size_t i = 0; i < p.size(); ++i) pi.push_back(i < capped ? 1.0 : c * p[i]);
         }
       }
       checked one = t.params / t.instances;
@@ -169,13 +186,13 @@ experts_plan experts_form::at(std::int64_t tokens) const {
       case routing::kind::concentrated:  // every token picks the same k experts
         distinct[j] = static_cast<double>(std::min(s.per_token, s.instances));
         break;
-      case routing::kind::zipf: {  // expected distinct experts over m*k independent draws
-        // Experts of equal popularity (all of them at s = 0) share one power.
+      case routing::kind::zipf: {  // expected distinct experts over m tokens of k each
+        // Experts of equal inclusion (all of them at s = 0) share one power.
         double last = NAN, term = 0, sum = 0;
-        for (double pi : s.popularity) {
+        for (double pi : s.inclusion) {
           if (!(pi == last)) {
             last = pi;
-            term = 1 - std::pow(1 - pi, dispatches.to_double());
+            term = 1 - std::pow(1 - pi, static_cast<double>(tokens));
           }
           sum += term;
         }

@@ -116,6 +116,7 @@ class experts_form {
     std::int64_t instances;
     std::int64_t per_token;
     std::vector<double> popularity;  // zipf: p_i of the i-th expert
+    std::vector<double> inclusion;   // zipf: P(a token's k experts include the i-th)
   };
   struct gemm {  // one routed GEMM of one MoE layer, in layer order
     std::size_t shape;

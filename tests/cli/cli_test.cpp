@@ -555,4 +555,17 @@ TEST_CASE("plan --engine: the fewest cards whose engine concurrency holds the re
                          "--max-model-len", "32768", "--requests", "100000", "--max-gpus", "8",
                          "-f", "json"});
   CHECK(none["gpus"].is_null());
+  // A logged KV figure does not make a card hold weights it cannot: DeepSeek-V3 was planned on
+  // two single H100s (627 GiB per rank) with --kv-memory 10GiB.
+  ojson logged = evaluate({"plan", "--engine", "vllm", "--model", "deepseek-v3", "--gpu",
+                           "h100-sxm", "--max-model-len", "32768", "--requests", "8", "--kv-memory",
+                           "10GiB", "-f", "json"});
+  REQUIRE(logged["gpus"].is_number());
+  CHECK(logged["weight_bytes_per_rank"].get<double>() < 80.0 * (1LL << 30));
+  outcome cap = run({"capacity", "--engine", "vllm", "--model", "deepseek-v3", "--gpu", "h100-sxm",
+                     "--max-model-len", "8192", "--kv-memory", "10GiB"});
+  CHECK(cap.code == 2);
+  CHECK(cap.err.rfind("--kv-memory: the weights (626.92 GiB per rank at tp 1 x pp 1) pass "
+                      "h100-sxm's",
+                      0) == 0);
 }

@@ -112,6 +112,16 @@ TEST_CASE("Example 2-4: concentrated routing touches 8 experts, 48 MiB per layer
   CHECK(z.distinct_experts < 256);
   CHECK(u.flops == c.flops);  // routing changes the bytes read, not the work
   CHECK_THROWS_AS(parse_routing("zipf:x"), spec_error);
+  // A token picks k distinct experts, however skewed the popularity: one token touches exactly
+  // k (drawn with repeats, zipf:2 gave 3.45 of DeepSeek-V3's 8), and more tokens never fewer.
+  model ds("deepseek-v3");
+  for (const char* r : {"zipf:0", "zipf:1", "zipf:2", "zipf:10"}) {
+    experts_plan one = plan_experts(ds.g, 1, parse_routing(r));
+    CHECK_MESSAGE(one.distinct_experts == doctest::Approx(8).epsilon(1e-6), r);
+    CHECK(plan_experts(ds.g, 4, parse_routing(r)).distinct_experts >= one.distinct_experts);
+    CHECK(plan_experts(ds.g, 4, parse_routing(r)).layer_weight_read_bytes >=
+          static_cast<double>(one.concentrated_layer_read_bytes.value()) * (1 - 1e-6));
+  }
 }
 
 TEST_CASE("§2.5.1 granularity: same parameters and F, different shapes") {

@@ -12,14 +12,17 @@
 // out gate was 18.5 on a figure of 18.0 that was not held out: the expert popularity exponent
 // had been chosen on the whole file. With it fitted inside each fold the figure is 18.8; with
 // the InferenceX rows at their client's mean lengths, 17.7; with gemm_half_rows bounded by a
-// tile, 17.4; with the closed loop's two fixes of the fourteenth pass, 17.8. The fold without
+// tile, 17.4; with the closed loop's two fixes of the fourteenth pass, 17.8; with a token's k
+// experts drawn without repeats (a correctness fix: with repeats one token could touch fewer
+// than k experts), 18.3, the Qwen3-235B fold's fitted exponent moving from 0.5 to 1.875. That
+// gate was raised from 17.9 to 18.8 for the fix, the one time it moved up. The fold without
 // gpt-oss-120b has two optima, 30 % and 50-56 % off for that model, which move this figure by about
 // a point: docs/validation/latency.md, eighth pass.)
 namespace gate {
-constexpr double tpot_in_sample = 10;      // target 10; reached 9.0 (the target is the gate)
-constexpr double ttft_in_sample = 23.7;    // target 20; reached 23.4
-constexpr double tpot_leave_gpu = 15;      // target 15; reached 14.3 (the target is the gate)
-constexpr double tpot_leave_model = 17.9;  // target 15; reached 17.8, held out (see above)
+constexpr double tpot_in_sample = 10;      // target 10; reached 9.6 (the target is the gate)
+constexpr double ttft_in_sample = 23.7;    // target 20; reached 23.3
+constexpr double tpot_leave_gpu = 15;      // target 15; reached 13.5 (the target is the gate)
+constexpr double tpot_leave_model = 18.8;  // target 15; reached 18.3, held out (see above)
 }  // namespace gate
 #include <doctest/doctest.h>
 
