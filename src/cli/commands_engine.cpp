@@ -53,9 +53,13 @@ checked parse_memory(const std::string& option, const std::string& text) {
   }
   std::string unit = text.substr(i);
   while (!unit.empty() && unit.front() == ' ') unit.erase(0, 1);
+  // A bare number is bytes; a fraction of a byte is the log's "6.51" with its GiB left off.
+  bool bytes_with_fraction = unit.empty() && point;
   for (const auto& [name, scale] : units)
-    if (digits && unit == name && whole < (1LL << 40)) return whole * scale + frac * scale / den;
-  throw spec_error(option, fmt::format("'{}' is not a size such as 18.69GiB or 40GB", text));
+    if (digits && unit == name && whole < (1LL << 40) && !bytes_with_fraction)
+      return whole * scale + frac * scale / den;
+  throw spec_error(option, fmt::format("'{}' is not a size such as 18.69GiB or 40GB{}", text,
+                                       bytes_with_fraction ? " (a bare number is bytes)" : ""));
 }
 
 /// The engines' --kv-cache-dtype spellings, as calc formats; nullopt for "auto".

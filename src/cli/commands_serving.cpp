@@ -242,6 +242,10 @@ result run_roofline(const options& o) {
   check_count("--batch", o.batch, 1);
   check_limit("--tp", o.tp, 1, limits::cards, "cards");
   loaded_model m = load(o);
+  // The bound is for cards that split the model as engines do: a tp the heads cannot take is
+  // refused here as capacity and serve refuse it.
+  if (std::string why = layout_problem(m.g, layout{.tp = o.tp}); !why.empty())
+    throw spec_error("--tp", why);
   roofline_request q{load_gpu(o.gpu), o.tp, o.batch, o.context, o.prompt, o.fp8};
   if (q.fp8 && q.gpu.fp8_tflops <= 0)
     throw spec_error("--fp8", fmt::format("{} has no FP8 tensor peak", q.gpu.name));

@@ -192,10 +192,11 @@ void check_mode_options(const CLI::App& sub, const options& o) {
   bool engine = !o.engine.empty();
   // Knobs one engine has and the other does not.
   static const std::vector<std::pair<std::string, std::string>> own_engine = {
-      {"--gpu-memory-utilization", "vllm"}, {"--mem-fraction-static", "sglang"},
-      {"--limit-mm-per-prompt", "vllm"},    {"--disable-radix-cache", "sglang"},
-      {"--max-mamba-cache-size", "sglang"}, {"--mamba-full-memory-ratio", "sglang"},
-      {"--mamba-scheduler-strategy", "sglang"}, {"--allow-chunked-local-hybrid", "vllm"}};
+      {"--gpu-memory-utilization", "vllm"},     {"--mem-fraction-static", "sglang"},
+      {"--limit-mm-per-prompt", "vllm"},        {"--disable-radix-cache", "sglang"},
+      {"--max-mamba-cache-size", "sglang"},     {"--mamba-full-memory-ratio", "sglang"},
+      {"--mamba-scheduler-strategy", "sglang"}, {"--allow-chunked-local-hybrid", "vllm"},
+      {"--activation-memory", "vllm"},          {"--enable-prefix-caching", "vllm"}};
   for (const CLI::Option* opt : sub.get_options()) {
     if (opt->count() == 0) continue;
     for (const auto& [name, which] : own_engine)

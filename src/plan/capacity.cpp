@@ -5,7 +5,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <set>
 
 #include "common/error.h"
 #include "spec/format_summary.h"
@@ -84,11 +83,8 @@ formats_used model_formats(const model_spec& s) {
   // which): DeepSeek-V3's matrices are all FP8 blocks though its `weights` default is BF16,
   // gpt-oss keeps BF16 attention beside MXFP4 experts.
   const precision_spec& p = s.precision;
-  std::set<std::string> matrices = {p.attention_weights()->name, p.attention_out_weights()->name,
-                                    p.expert_weights()->name, p.shared_expert_weights()->name,
-                                    p.dense_ffn_weights()->name};
-  std::string weights = matrices.size() == 1 ? *matrices.begin() : std::string("mixed");
-  return {weights, p.kv.name, format_summary(p)};
+  const dtype* one = matrices_format(p);
+  return {one ? one->name : std::string("mixed"), p.kv.name, format_summary(p)};
 }
 
 capacity_result answer_capacity(const graph& g, const capacity_request& q) {
@@ -130,7 +126,7 @@ capacity_result answer_capacity(const graph& g, const capacity_request& q) {
     capacity_result::budget b;
     b.requests = *q.budget_requests;
     b.max_params = max_params(g, lead, r.cards, q.lengths.front(), q.workspace, b.requests);
-    b.max_weight_bytes = s.precision.weights.bytes(b.max_params);
+    b.max_weight_bytes = budget_bytes(g, b.max_params);
     r.weight_budget = b;
   }
   return r;

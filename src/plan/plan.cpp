@@ -29,13 +29,37 @@ capacity_plan plan_capacity(const graph& g, const gpu_spec& gpu, std::int64_t gp
   return c;
 }
 
+const dtype* matrices_format(const precision_spec& p) {
+  const dtype* first = p.attention_weights();
+  for (const dtype* f : {p.attention_out_weights(), p.expert_weights(), p.shared_expert_weights(),
+                         p.dense_ffn_weights()})
+    if (f->name != first->name) return nullptr;
+  return first;
+}
+
+checked budget_bytes(const graph& g, checked params) {
+  if (const dtype* one = matrices_format(g.spec->precision)) return one->bytes(params);
+  params_tally t = tally_params(g);
+  return params * t.weight_bytes / t.total;
+}
+
 checked max_params(const graph& g, const gpu_spec& gpu, std::int64_t gpus, std::int64_t length,
                    checked workspace, std::int64_t requests) {
+  // Every card keeps its workspace, as the free bytes count it.
   checked available =
-      checked(gpu.memory) * gpus - workspace - tally_state(g, length).total * requests;
+      checked(gpu.memory) * gpus - workspace * gpus - tally_state(g, length).total * requests;
   if (available <= 0) return 0;
-  // The largest n whose weights, scales included, fit: bytes(n) is monotone, so bisect.
-  const dtype& w = g.spec->precision.weights;
+  // Weight matrices of mixed formats (gpt-oss: BF16 attention, MXFP4 experts) have no one
+  // format to price the budget in: in the model's own bytes per parameter, exactly (floor of
+  // available x params / weight bytes).
+  const dtype* one = matrices_format(g.spec->precision);
+  if (one == nullptr) {
+    params_tally t = tally_params(g);
+    return available * t.total / t.weight_bytes;
+  }
+  // The largest n whose weights, scales included, fit: bytes(n) is monotone, so bisect. The
+  // matrices' one format prices it (DeepSeek-V3's FP8 blocks, not its `weights` default).
+  const dtype& w = *one;
   checked lo = 0, hi = available * 8 / w.bits + 1;
   while (hi - lo > 1) {
     checked mid = lo + (hi - lo) / 2;

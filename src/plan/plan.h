@@ -51,6 +51,15 @@ struct capacity_plan {
 capacity_plan plan_capacity(const graph& g, const gpu_spec& gpu, std::int64_t gpus,
                             std::int64_t length, checked workspace, checked weight_bytes);
 
+/// The one format every weight-matrix kind of `p` is stored in (attention, its output, routed
+/// and shared experts, dense FFNs), or nullptr where they differ (gpt-oss: BF16 attention,
+/// MXFP4 experts). DeepSeek-V3's is its FP8 blocks, though its `weights` default is BF16.
+const dtype* matrices_format(const precision_spec& p);
+
+/// Bytes of `params` weight parameters of the model: in the matrices' one format where they
+/// share one (scales included), else at the model's own bytes per parameter (floor).
+checked budget_bytes(const graph& g, checked params);
+
 /// §2.6.2 inverted: the most parameters whose weights fit beside `requests` requests of
 /// `length` tokens and the workspace, at the model's weight format. Negative free space gives 0.
 checked max_params(const graph& g, const gpu_spec& gpu, std::int64_t gpus, std::int64_t length,

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "../unit/scratch.h"
@@ -409,6 +410,41 @@ TEST_CASE("request: any number of generated tokens up to the token limit, sums p
                       "4294967297"});
   CHECK(over.code == 2);
   CHECK(over.err == "--generate: 4294967297 is beyond the supported 4294967296 tokens\n");
+}
+
+TEST_CASE("third review: a bound, a knob, a size and a budget that were silently wrong") {
+  // roofline took a tp the heads cannot split.
+  outcome tp =
+      run({"roofline", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--prompt", "1", "--tp", "3"});
+  CHECK(tp.code == 2);
+  CHECK(tp.err == "--tp: tp 3 does not divide the 32 heads of layer 0\n");
+  // vLLM's --activation-memory and --enable-prefix-caching did nothing under SGLang.
+  for (const char* knob : {"--activation-memory=30GiB", "--enable-prefix-caching"}) {
+    outcome o = run({"capacity", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--length", "32K",
+                     "--engine", "sglang", knob});
+    CHECK(o.code == 2);
+    CHECK(o.err.find("is vllm's knob; --engine sglang does not read it") != std::string::npos);
+  }
+  // The log's "6.51" without its GiB read as 6 bytes.
+  outcome bare = run({"capacity", "--engine", "vllm", "--model", "qwen3-14b", "--max-model-len",
+                      "32768", "--kv-memory", "6.51"});
+  CHECK(bare.code == 2);
+  CHECK(bare.err.find("(a bare number is bytes)") != std::string::npos);
+  // The weight budget priced gpt-oss's MXFP4 experts as BF16 (41.3 B params fit, while the
+  // 116.8 B model's weights did) and kept one workspace for four cards.
+  outcome b = run({"capacity", "--model", "gpt-oss-120b", "--gpu", "h100-sxm", "--length", "8K",
+                   "--requests", "1", "-f", "json"});
+  REQUIRE(b.code == 0);
+  auto j = nlohmann::json::parse(b.out);
+  CHECK(j["weights_fit"] == true);
+  CHECK(j["max_weight_bytes"].get<double>() > j["weight_bytes"].get<double>());
+  outcome four = run({"capacity", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--length", "8K",
+                      "--requests", "1", "--tp", "4", "-f", "json"});
+  REQUIRE(four.code == 0);
+  auto f = nlohmann::json::parse(four.out);
+  CHECK(f["max_weight_bytes"].get<std::int64_t>() + 4 * (2LL << 30) +
+            f["per_request_bytes"].get<std::int64_t>() <=
+        f["memory_bytes"].get<std::int64_t>());
 }
 
 TEST_CASE("an unknown GPU and a bad workspace") {
