@@ -412,6 +412,33 @@ TEST_CASE("request: any number of generated tokens up to the token limit, sums p
   CHECK(over.err == "--generate: 4294967297 is beyond the supported 4294967296 tokens\n");
 }
 
+TEST_CASE("a bundled model carries the context limit its config gives") {
+  // 36 bundles predated the limit: no warning past it, and --engine without --max-model-len
+  // failed on gpt-oss-120b. Each bundle naming its config fixture must agree with an import.
+  at_source_root here;
+  int checked_models = 0;
+  for (const auto& entry : std::filesystem::directory_iterator("models")) {
+    if (entry.path().extension() != ".yaml") continue;
+    std::ifstream in(entry.path());
+    std::stringstream text;
+    text << in.rdbuf();
+    std::string yaml = text.str();
+    auto at = yaml.find("tests/fixtures/hf/");
+    if (at == std::string::npos) continue;
+    std::string fixture = yaml.substr(at, yaml.find_first_of(" ,)\"`\n", at) - at);
+    if (fixture.ends_with("/config.json")) fixture.resize(fixture.size() - 12);
+    outcome imported = run({"import", fixture});
+    if (imported.code != 0) continue;
+    auto limit = [](const std::string& t) -> std::int64_t {
+      auto k = t.find("\nmax_position_embeddings:");
+      return k == std::string::npos ? 0 : std::stoll(t.substr(k + 26));
+    };
+    CHECK_MESSAGE(limit(yaml) == limit(imported.out), entry.path().string());
+    ++checked_models;
+  }
+  CHECK(checked_models >= 80);
+}
+
 TEST_CASE("third review: a bound, a knob, a size and a budget that were silently wrong") {
   // roofline took a tp the heads cannot split.
   outcome tp =

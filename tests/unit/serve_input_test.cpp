@@ -182,7 +182,8 @@ TEST_CASE("a card's server: GH200 nodes hold one superchip, so tp stops at one c
   CHECK(j["tp"] == 1);
   CHECK(j["pp"].get<std::int64_t>() >= 2);
   // report resolves each card's server on its own: GH200 pipeline stages beside an HGX tp 8.
-  REQUIRE(run({"report", "--model", "llama-3.1-70b", "--gpu", "gh200,h100-sxm", "--format", "json"},
+  REQUIRE(run({"report", "--model", "llama-3.1-70b", "--gpu", "gh200,h100-sxm", "--length", "1M",
+               "--format", "json"},
               out, err) == 0);
   auto reports = nlohmann::json::parse(out)["reports"];
   REQUIRE(reports.size() == 2);
