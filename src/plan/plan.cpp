@@ -156,15 +156,15 @@ experts_form::experts_form(const graph& g, const routing& r) : r_(r) {
           // Popularity of the i-th expert ~ i^-s, normalised.
           double norm = 0;
           for (std::int64_t i = 1; i <= t.instances; ++i) norm += std::pow(i, -r.zipf_s);
-          it->popularity.reserve(static_cast<std::size_t>(t.instances));
+          std::vector<double> p;
+          p.reserve(static_cast<std::size_t>(t.instances));
           for (std::int64_t i = 1; i <= t.instances; ++i)
-            it->popularity.push_back(std::pow(i, -r.zipf_s) / norm);
+            p.push_back(std::pow(i, -r.zipf_s) / norm);
           // A token picks k distinct experts, not k draws with repeats: expert i is among its
           // k with probability pi_i = min(1, c p_i), c such that the pi_i sum to k (sampling
           // proportional to popularity without replacement; the most popular capped at
           // certainty, the rest scaled). One token then touches exactly k experts.
           std::vector<double>& pi = it->inclusion;
-          const std::vector<double>& p = it->popularity;
           double k = static_cast<double>(std::min(t.per_token, t.instances));
           std::size_t capped = 0;  // p falls with i: the capped experts are a prefix
           double rest = 1;         // popularity of the uncapped ones

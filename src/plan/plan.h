@@ -124,7 +124,6 @@ class experts_form {
   struct shape {  // an expert count and top-k (routed GEMMs of one shape touch the same experts)
     std::int64_t instances;
     std::int64_t per_token;
-    std::vector<double> popularity;  // zipf: p_i of the i-th expert
     std::vector<double> inclusion;   // zipf: P(a token's k experts include the i-th)
   };
   struct gemm {  // one routed GEMM of one MoE layer, in layer order
