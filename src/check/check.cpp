@@ -7,6 +7,7 @@
 #include <cctype>
 #include <cmath>
 #include <filesystem>
+#include <map>
 #include <numeric>
 
 #include "common/limits.h"
@@ -360,6 +361,22 @@ std::string path_for_message(const std::string& path) {
                      path.size());
 }
 
+/// The claims, refused when two share an id: the report names claims by id, and a second one
+/// would pass or fail under the first one's name.
+std::vector<claim> unique_claims(std::vector<claim> claims, const std::string& path) {
+  std::map<std::string, const claim*> seen;
+  for (const claim& c : claims) {
+    auto [it, fresh] = seen.emplace(c.id, &c);
+    if (!fresh)
+      throw spec_error(c.location, "id",
+                       fmt::format("'{}' is already the id of the claim at {}:{} (in {}); ids "
+                                   "are unique",
+                                   c.id, it->second->location.file, it->second->location.line,
+                                   path_for_message(path)));
+  }
+  return claims;
+}
+
 }  // namespace
 
 std::vector<claim> read_scenarios(const std::string& path) {
@@ -372,7 +389,7 @@ std::vector<claim> read_scenarios(const std::string& path) {
   fs::file_status status = fs::status(path, ec);
   if (ec && ec != std::errc::no_such_file_or_directory) throw fail(ec.message());
   if (!fs::exists(status)) throw fail("no such file or folder");
-  if (!fs::is_directory(status)) return read_scenario_file(path);
+  if (!fs::is_directory(status)) return unique_claims(read_scenario_file(path), path);
   std::vector<std::string> files;
   fs::recursive_directory_iterator it(path, ec), end;
   for (; !ec && it != end; it.increment(ec))
@@ -385,7 +402,8 @@ std::vector<claim> read_scenarios(const std::string& path) {
     auto part = read_scenario_file(f);
     out.insert(out.end(), part.begin(), part.end());
   }
-  return out;
+  if (out.empty()) throw fail("no claims: the folder holds no scenario file (*.yaml) with a claim");
+  return unique_claims(std::move(out), path);
 }
 
 std::optional<std::string> repository_root(const std::string& path) {

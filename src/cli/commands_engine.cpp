@@ -79,6 +79,11 @@ std::vector<checked> parse_memory_list(const std::string& text) {
   std::vector<checked> out;
   for (const std::string& part : split_items("--kv-memory", text, "18.69GiB,18.5GiB"))
     out.push_back(parse_memory("--kv-memory", part));
+  for (const checked& b : out)
+    if (b.value() <= 0)
+      throw spec_error("--kv-memory",
+                       "must be more than 0 bytes: an engine that logged no KV "
+                       "memory holds no request");
   if (out.empty()) throw spec_error("--kv-memory", "give a size such as 18.69GiB");
   return out;
 }
@@ -92,6 +97,8 @@ std::int64_t context_length(const options& o, const std::vector<std::int64_t>& l
                      "give one context length with --engine (the engine's "
                      "--max-model-len)");
   std::int64_t given = lengths.empty() ? 0 : lengths.front();
+  // A typed 0 is not "left out": the engine's context holds at least one token.
+  if (!lengths.empty()) check_count("--max-model-len", given, 1);
   if (o.max_model_len > 0 && given > 0 && given != o.max_model_len)
     throw spec_error("--length", fmt::format("{} disagrees with --max-model-len {}: with "
                                              "--engine both name the engine's context length",
@@ -283,7 +290,17 @@ engine::capacity_request capacity_request_of(const options& o, std::int64_t tp, 
   }
   // With a logged KV figure the card is not the budget's source, but its memory still bounds
   // the layout's weights (engine/question.cpp).
-  if (!o.kv_memory.empty()) q.memory.logged = parse_memory_list(o.kv_memory);
+  if (!o.kv_memory.empty()) {
+    q.memory.logged = parse_memory_list(o.kv_memory);
+    // The logged figure replaces the estimate: the estimate's knobs would change nothing.
+    for (const char* knob :
+         {"--gpu-memory-utilization", "--activation-memory", "--mem-fraction-static"})
+      if (was_typed(o, knob))
+        throw spec_error(knob, fmt::format("is not read with --kv-memory: the engine's logged KV "
+                                           "memory replaces the estimate {} feeds; give one "
+                                           "or the other",
+                                           knob));
+  }
   if (!gpu_name.empty()) q.memory.gpu = load_gpu(gpu_name);
   q.memory.gpu_memory_utilization = o.gpu_memory_utilization;
   // Not given: SGLang's computed default; typed, checked as given (0 is outside (0, 1]).
@@ -428,10 +445,12 @@ void add_engine_options(CLI::App& app, options& o, bool report) {
                  "computed from the card and the layout)");
   if (!report)
     app.add_option("--max-num-seqs,--max-running-requests", o.max_num_seqs,
-                   "Engine: most requests scheduled at once (reported)");
+                   "Engine: most requests scheduled at once (reported)")
+        ->transform(token_suffixes());
   app.add_option("--max-num-batched-tokens,--chunked-prefill-size", o.max_num_batched_tokens,
                  "Engine: tokens per scheduler step; sliding layers keep window + this (default "
-                 "8192)");
+                 "8192)")
+      ->transform(token_suffixes());
   app.add_option(
       "--mamba-ssm-cache-dtype,--mamba-ssm-dtype", o.mamba_ssm_cache_dtype,
       "Engine: recurrent-state format of linear-attention and Mamba2 layers (default: the "
@@ -455,7 +474,8 @@ void add_engine_options(CLI::App& app, options& o, bool report) {
                  "running request (--max-running-requests, else 512)");
     app.add_option("--max-mamba-cache-size", o.max_mamba_cache_size,
                    "SGLang: request states the Mamba pool holds (default: its share of the "
-                   "memory, --mamba-full-memory-ratio)");
+                   "memory, --mamba-full-memory-ratio)")
+        ->transform(token_suffixes());
     app.add_option("--mamba-full-memory-ratio", o.mamba_full_memory_ratio,
                    "SGLang: Mamba state memory / full-attention KV memory (default 0.9)");
     app.add_option("--limit-mm-per-prompt", o.limit_mm_per_prompt,

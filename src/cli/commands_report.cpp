@@ -144,6 +144,11 @@ void write_output_file(const std::string& path, const std::string& text) {
 }  // namespace
 
 result run_report(const options& o) {
+  if (!o.plot_dir.empty() && o.format != "md")
+    throw spec_error("--plot-dir", fmt::format("writes the SVG charts the Markdown report links "
+                                               "to; -f {} has no charts: use -f md or leave "
+                                               "--plot-dir out",
+                                               o.format));
   check_count("--requests", o.requests, 1);
   check_count("--max-gpus", o.max_gpus, 1);
   options v = o;

@@ -47,6 +47,37 @@ struct serve_request {
   std::string calibration;  // file; "" = the shipped default
 };
 
+/// The launch line of `engine` for what was modelled: the layout and batching knobs
+/// (launch_line), then the formats --weights and --kv set away from the checkpoint's, in the
+/// engine's spelling (a line without them would start the engine on the checkpoint's formats:
+/// half the modelled KV pool where --kv fp8 was costed).
+std::string launch_with_formats(const std::string& engine, const serve_layout& l,
+                                const batching_config& cfg, const options& o, const model_spec& s) {
+  std::string line = launch_line(engine, l, cfg);
+  std::string notes;
+  bool trt = engine == "trtllm";
+  if (!o.kv.empty()) {
+    const dtype& kv = s.precision.kv;
+    bool fp8 = kv.bits == 8 && kv.name.starts_with("fp8");
+    if (fp8 && !trt)
+      line += engine == "sglang" ? " --kv-cache-dtype fp8_e4m3" : " --kv-cache-dtype fp8";
+    else if (fp8)
+      notes += "kv_cache_config: {dtype: fp8} in --extra_llm_api_options";
+    else if (kv.bits < 16)
+      notes += fmt::format("a {} KV cache, which the engine must be built for", kv.name);
+  }
+  if (!o.weights.empty()) {
+    std::string w = model_formats(s).weights;
+    std::string note;
+    if (w.starts_with("fp8") && !trt)
+      line += " --quantization fp8";  // online FP8 of a BF16 checkpoint
+    else if (w != "bf16" && w != "fp16")
+      note = fmt::format("a checkpoint quantised to {} (the weights modelled)", w);
+    if (!note.empty()) notes += (notes.empty() ? "" : "; ") + note;
+  }
+  return notes.empty() ? line : line + " (" + notes + ")";
+}
+
 calibration load_calibration(const std::string& path) {
   if (!path.empty()) return read_calibration(path);
   calibration c = read_calibration(default_calibration_path());
@@ -343,10 +374,12 @@ void add_serve_options(CLI::App& app, options& o) {
                  "With --rate, or --simulate with --range-ratio: seed of the Poisson arrivals "
                  "and drawn lengths (default 2026)");
   app.add_option("--max-num-batched-tokens,--chunked-prefill-size", o.max_num_batched_tokens,
-                 "Token budget of one step (default: the engine's, 8192 in each)");
+                 "Token budget of one step (default: the engine's, 8192 in each)")
+      ->transform(token_suffixes());
   app.add_option("--max-num-seqs,--max-running-requests", o.max_num_seqs,
                  "Running requests at most (default: the engine's: vLLM 1024, SGLang 4096, "
-                 "TensorRT-LLM 2048)");
+                 "TensorRT-LLM 2048)")
+      ->transform(token_suffixes());
   app.add_option("--batch-wait-timeout-iters", o.batch_wait_iters,
                  "TensorRT-LLM, with --concurrency (the steady state, not --simulate): hold new "
                  "prompts while others decode for up to this many iterations (its "
@@ -482,7 +515,7 @@ result run_serve(const options& o) {
                  {"ep", q.layout.ep},           {"dp", q.layout.dp},
                  {"pp", q.layout.pp}};
   j["gpus"] = q.layout.gpus();
-  j["launch_flags"] = launch_line(q.engine, q.layout, q.cfg);
+  j["launch_flags"] = launch_with_formats(q.engine, q.layout, q.cfg, o, *m.spec);
   j["weights_format"] = model_formats(*m.spec).weights;
   j["kv_format"] = m.spec->precision.kv.name;
   j["formats"] = format_summary(m.spec->precision);  // every storage format costed
@@ -648,7 +681,7 @@ result run_serve(const options& o) {
                     q.simulate              ? "JSON `step`: each run's mean step"
                     : q.concurrency.empty() ? "Step = the mean step of the simulated run"
                                             : "Step = the decode step at that concurrency");
-  md += fmt::format("Launch {} with: {}", q.engine, launch_line(q.engine, q.layout, q.cfg));
+  md += fmt::format("Launch {} with: {}", q.engine, j["launch_flags"].get<std::string>());
   // Batch waiting is set in the LLM API options file (--extra_llm_api_options), not a flag.
   if (q.cfg.batch_wait_iters > 0)
     md += fmt::format(
@@ -823,6 +856,9 @@ result run_calibrate(const options& o) {
     throw spec_error("--out",
                      "applies only with --measurements (a fit's file); --evaluate writes its "
                      "table to stdout (--format json for every row)");
+  if (rows.empty())
+    throw spec_error(source_location{file, 0, 0}, "evaluate",
+                     "nothing to evaluate: the file has a header and no rows");
   evaluation e = evaluate(mapped, base, o.simulate);
   ojson j;
   j["calibration"] = base.file;
@@ -855,10 +891,16 @@ result run_calibrate(const options& o) {
     }
   }
   j["summary"] = summary_json(e);
+  // Rows modelled without both measured times are predicted (in --format json) but not compared.
+  std::size_t uncompared = mapped.size() - static_cast<std::size_t>(refused) - e.rows.size();
   std::string md = fmt::format(
       "# calc calibrate --evaluate {}\n\nCalibration: {}. {} rows, {} "
-      "modelled, {} refused.{}\n\n",
+      "modelled, {} refused.{}{}\n\n",
       file, base.file, mapped.size(), e.rows.size(), refused,
+      uncompared == 0 ? ""
+                      : fmt::format(" {} more not compared: without both measured times, or "
+                                    "refused by the simulation (`--format json` lists them).",
+                                    uncompared),
       o.simulate ? " Each row predicted by simulating its closed loop." : "");
   if (e.rows.empty())
     md +=
@@ -995,7 +1037,7 @@ result run_plan_sla(const options& o) {
     j["concurrency_per_attention_group"] = b.load_per_group;  // serve's --concurrency
     j["max_concurrency_per_instance"] = b.concurrency_per_group * b.layout.dp;
     j["max_concurrency_per_attention_group"] = b.concurrency_per_group;
-    j["launch_flags"] = launch_line(engine, b.layout, q.cfg);
+    j["launch_flags"] = launch_with_formats(engine, b.layout, q.cfg, o, *m.spec);
     j["ttft_ms"] = b.at_load.ttft_ms;
     j["tpot_ms"] = b.at_load.tpot_ms;
     j["requests_per_s_per_instance"] = b.at_load.requests_per_s;
@@ -1010,7 +1052,7 @@ result run_plan_sla(const options& o) {
                       b.layout.pp, b.load_per_group * b.layout.dp, ms(b.at_load.ttft_ms),
                       ms(b.at_load.tpot_ms), b.at_load.requests_per_s,
                       b.concurrency_per_group * b.layout.dp, ms(b.at.ttft_ms), ms(b.at.tpot_ms));
-    md += fmt::format("Launch {} with: {}.\n\n", engine, launch_line(engine, b.layout, q.cfg));
+    md += fmt::format("Launch {} with: {}.\n\n", engine, j["launch_flags"].get<std::string>());
     md += fmt::format("Why not fewer: {}.\n", p.reason);
   }
   md += fmt::format("\nCalibration: {} ({}).\n", cal.file, used);

@@ -174,7 +174,8 @@ ojson to_json(const roofline_result& r) {
 
 result run_capacity(const options& o) {
   if (o.lengths.empty()) throw spec_error("--length", "give at least one context length");
-  for (std::int64_t l : o.lengths) check_count("--length", l, 0);
+  // A request of no tokens holds no state: nothing would bound how many fit.
+  for (std::int64_t l : o.lengths) check_count("--length", l, 1);
   check_limit("--tp", o.tp, 1, limits::cards, "cards");
   check_limit("--dp", o.dp, 1, limits::cards, "cards");
   check_limit("--pp", o.pp, 1, limits::cards, "cards");
@@ -218,7 +219,7 @@ result run_capacity(const options& o) {
 }
 
 result run_plan(const options& o) {
-  check_count("--length", o.length, 0);
+  check_count("--length", o.length, 1);  // as capacity: a request of no tokens bounds nothing
   check_limit("--requests", o.requests, 0, limits::requests, "requests");
   check_limit("--max-gpus", o.max_gpus, 1, limits::cards, "cards");
   placement_request q;

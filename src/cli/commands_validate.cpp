@@ -134,6 +134,12 @@ result run_validate(const options& o) {
   if (o.dry_run && !cuda) throw spec_error("--dry-run", "applies to --device cuda only");
   if (o.correctness_only && !cuda)
     throw spec_error("--correctness-only", "applies to --device cuda only");
+  if (!o.jsonl.empty() && !cuda)
+    throw spec_error("--jsonl", "applies to --device cuda only (the CUDA rows it appends)");
+  if (!o.gpu.empty() && !cuda)
+    throw spec_error("--gpu",
+                     "applies to --device cuda only (the card the kernels' "
+                     "roofline is priced on)");
   // Open the module first, so a machine without one fails before any work, in one line.
   std::optional<gpu::cuda_module> module;
   if (cuda && !o.dry_run) module = gpu::cuda_module::open();

@@ -111,7 +111,8 @@ budget_terms activation_terms(const graph& g, const budget_rules& b, std::int64_
   return t;
 }
 
-double sglang_default_fraction(std::int64_t card_mib, std::int64_t tp, std::int64_t pp) {
+double sglang_default_fraction(std::int64_t card_mib, std::int64_t tp, std::int64_t pp,
+                               std::int64_t chunked_prefill) {
   // Buckets by card memory (MiB): the chunked prefill size and the largest CUDA graph batch.
   std::int64_t chunk = 0, graph_bs = 0;
   if (card_mib < 20 * 1024) {
@@ -125,6 +126,8 @@ double sglang_default_fraction(std::int64_t card_mib, std::int64_t tp, std::int6
   } else {
     chunk = 16384, graph_bs = 512;
   }
+  // A --chunked-prefill-size given is what the reserve for the prefill activation sizes.
+  if (chunked_prefill > 0) chunk = chunked_prefill;
   // Reserved MiB: metadata, the prefill activation, the graph buffers, a share per 8 ranks;
   // at least 10 GiB on cards above 60 GiB.
   double reserved = 512 + static_cast<double>(std::max<std::int64_t>(chunk, 2048)) * 1.5 +
@@ -176,7 +179,7 @@ void estimated_budget(const graph& g, const memory_request& m, capacity_result& 
   if (sglang && !m.mem_fraction_static) {
     // SGLang reads the card in MiB (nvidia-smi's total; calc has the runtime total).
     t.fraction = sglang_default_fraction(r.card_memory.value() / kMiB, c.tensor_parallel,
-                                         c.pipeline_parallel);
+                                         c.pipeline_parallel, c.max_num_batched_tokens);
     t.fraction_source =
         "SGLang's default for this card and layout (server_args.py, _handle_gpu_memory_settings)";
   } else {

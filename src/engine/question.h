@@ -148,6 +148,9 @@ budget_terms activation_terms(const graph& g, const budget_rules& b, std::int64_
 
 /// SGLang's default --mem-fraction-static for a card of `card_mib` MiB at tp x pp
 /// (server_args.py, _handle_gpu_memory_settings): 1 - reserved / card, rounded to 3 decimals.
-double sglang_default_fraction(std::int64_t card_mib, std::int64_t tp, std::int64_t pp);
+/// The reserve grows with the chunked prefill size: `chunked_prefill` when given (> 0), else the
+/// card's default bucket.
+double sglang_default_fraction(std::int64_t card_mib, std::int64_t tp, std::int64_t pp,
+                               std::int64_t chunked_prefill = 0);
 
 }  // namespace calc::engine

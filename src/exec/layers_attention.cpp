@@ -245,6 +245,7 @@ class mla_runtime final : public layer_runtime {
         cache(pos, e) = cache_.get(static_cast<std::size_t>(pos * width + e));
     mat out(m, H * vh);
     const float scale = 1.0f / std::sqrt(static_cast<float>(qh));
+    const bool rect = p.exec->pairs == pair_counting::rectangular;
     for (std::int64_t h = 0; h < H; ++h) {
       mat uk = kv_b_.block(0, h * (nope + vh), r, nope);       // W_UK of head h: [r, nope]
       mat uv = kv_b_.block(0, h * (nope + vh) + nope, r, vh);  // W_UV of head h: [r, vh]
@@ -253,7 +254,9 @@ class mla_runtime final : public layer_runtime {
       mat o_lat(m, compact_ ? r : vh);
       for (std::int64_t i = 0; i < m; ++i) {
         std::int64_t t = p.first + i;
-        const std::int64_t n = t + 1;
+        // Eager attention scores the call's whole rectangle and masks the future afterwards;
+        // causal scores the keys up to t.
+        const std::int64_t n = rect ? p.end() : t + 1;
         Eigen::VectorXf s;
         if (compact_) {
           Eigen::RowVectorXf qq(r + rope);
@@ -262,7 +265,9 @@ class mla_runtime final : public layer_runtime {
         } else {
           s = cache.block(0, h * (qh + vh), n, qh) * q.block(i, h * qh, 1, qh).transpose();
         }
-        s = ((s.array() * scale) - (s.array() * scale).maxCoeff()).exp();
+        s *= scale;
+        for (std::int64_t j = t + 1; j < n; ++j) s(j) = -INFINITY;  // masked after scoring
+        s = (s.array() - s.maxCoeff()).exp();
         inter += 2 * n * (compact_ ? r + rope : qh);
         const mat& values = compact_ ? mat(cache.block(0, 0, n, r))
                                      : mat(cache.block(0, h * (qh + vh) + qh, n, vh));

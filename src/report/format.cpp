@@ -263,9 +263,11 @@ std::string cell(const unit* u, const ojson& v, const std::string& time) {
     return d == 0 ? "—" : decimal(d);
   }
   if (u != nullptr && *u == unit::error_measure) {
-    // Errors near zero are read by their exponent; 4 significant digits otherwise.
+    // Errors near zero, and the enormous ones of a failed check, are read by their exponent;
+    // 4 significant digits otherwise.
     double d = v.get<double>();
-    return d != 0 && std::fabs(d) < 1e-3 ? fmt::format("{:.4g}", d) : decimal(d);
+    bool exponent = d != 0 && (std::fabs(d) < 1e-3 || std::fabs(d) >= 1e6);
+    return exponent ? fmt::format("{:.4g}", d) : decimal(d);
   }
   bool whole = v.is_number_integer() || (std::floor(v.get<double>()) == v.get<double>() &&
                                          std::fabs(v.get<double>()) < 9e18);

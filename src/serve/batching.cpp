@@ -49,8 +49,10 @@ const std::vector<engine_defaults>& engines() {
                  "max_num_tokens 8192, max_batch_size 2048, in-flight batching of context and "
                  "generation, kv_cache free_gpu_memory_fraction 0.9 and tokens_per_block 32, "
                  "capacity scheduler "
-                 "GUARANTEED_NO_EVICT (a request is admitted with blocks for its whole length)",
-       .kv = kv_policy::reserve_whole},
+                 "GUARANTEED_NO_EVICT (a request is admitted with blocks for its whole "
+                 "length); enable_attention_dp gives every rank its own attention",
+       .kv = kv_policy::reserve_whole,
+       .attention_dp_whole = true},
   };
   return rows;
 }
@@ -75,7 +77,16 @@ batching_config engine_batching(const engine_defaults& e, std::int64_t isl, std:
   c.kv = e.kv;
   c.preempted_kv_cached = e.preempted_kv_cached;
   c.budget_over_dp = e.budget_over_dp;
+  c.attention_dp_whole = e.attention_dp_whole;
   return c;
+}
+
+std::string engine_layout_problem(const batching_config& cfg, const serve_layout& l) {
+  if (!cfg.attention_dp_whole || l.dp == 1 || l.tp == 1) return "";
+  return fmt::format(
+      "this engine's attention DP is on or off, not a size: with it each of the {} ranks is its "
+      "own attention group; give --dp {} (attention tp 1) or --dp 1",
+      l.tp_group(), l.tp_group());
 }
 
 std::string launch_line(const std::string& engine, const serve_layout& l,
@@ -149,6 +160,8 @@ double kv_pool_bytes(const deployment& d, const batching_config& cfg) {
 
 scenario make_scenario(const deployment& d, const batching_config& given,
                        std::int64_t concurrency) {
+  if (std::string why = engine_layout_problem(given, d.layout); !why.empty())
+    throw spec_error("dp", why);
   const batching_config cfg = per_attention_group(given, d.layout.dp);
   if (cfg.isl < 1) throw spec_error("isl", "a request needs at least one input token");
   if (cfg.osl < 1) throw spec_error("osl", "a request returns at least one token");

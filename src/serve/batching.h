@@ -42,6 +42,9 @@ struct engine_defaults {
   // groups (SGLang under --enable-dp-attention: chunked_prefill_size //= dp_size in
   // server_args.py, max_running_requests // dp_size per worker), not each group's own.
   bool budget_over_dp = false;
+  // Attention DP is on or off, not a size: TensorRT-LLM's enable_attention_dp makes every rank
+  // of the tp group its own attention group (attention tp 1; tensorrt_llm/mapping.py).
+  bool attention_dp_whole = false;
 };
 
 /// The rows; throws spec_error naming --engine for an unknown engine.
@@ -69,7 +72,12 @@ struct batching_config {
   std::int64_t batch_wait_iters = 0;
   double batch_wait_tokens_ratio = 0;
   bool budget_over_dp = false;  // see engine_defaults
+  bool attention_dp_whole = false;  // see engine_defaults
 };
+
+/// Why `l` is not a layout the engine can launch ("" when it is): a partial attention DP
+/// where the engine's is all or nothing (attention_dp_whole).
+std::string engine_layout_problem(const batching_config& cfg, const serve_layout& l);
 
 /// The knobs as one attention-DP group of a layout with `dp` groups runs them: an engine that
 /// splits them over the groups (budget_over_dp) gives each its share, at least 1; the others

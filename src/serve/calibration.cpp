@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "common/error.h"
+#include "serve/batching.h"
 #include "spec/model_reader.h"
 #include "spec/yaml_reader.h"
 
@@ -40,11 +41,14 @@ double read_coefficient(yaml_map& m, std::size_t i) {
   }
   bool eff = coefficients::efficiency(i);
   double most = coefficients::upper_bound(i);
+  // No overhead or latency of a step or a request is a million ms (or us): a larger one is a
+  // typo, and it would carry the times it adds past what a double prints.
+  constexpr double kMostTime = 1e6;
+  if (!std::isfinite(most)) most = kMostTime;
   bool ok = std::isfinite(v) && (eff ? v > 0 && v <= 1 : v >= 0 && v <= most);
   if (!ok)
-    m.fail(kKeys[i], eff                  ? "a fraction must be a number in (0, 1]"
-                     : std::isfinite(most) ? fmt::format("must be a number in [0, {}]", most)
-                                           : "a time must be a finite number >= 0");
+    m.fail(kKeys[i], eff ? "a fraction must be a number in (0, 1]"
+                         : fmt::format("must be a number in [0, {:g}]", most));
   return v;
 }
 
@@ -155,6 +159,23 @@ calibration read_calibration(const std::string& path) {
     calibration_entry entry;
     entry.family = em.text("family");
     entry.engine = em.text("engine");
+    // An entry no lookup can reach would be dropped without a word.
+    if (entry.engine != "any") {
+      bool known = false;
+      std::string names;
+      for (const engine_defaults& d : engines()) {
+        known = known || entry.engine == d.name;
+        names += std::string(names.empty() ? "" : ", ") + d.name;
+      }
+      if (!known)
+        em.fail("engine", fmt::format("unknown engine '{}' (known: {}, any)", entry.engine, names));
+    }
+    if (entry.family != "any" && !c.families.count(entry.family)) {
+      std::string names;
+      for (const auto& [f, members] : c.families) names += f + ", ";
+      em.fail("family", fmt::format("'{}' is not a family of this file's `families` (known: {}any)",
+                                    entry.family, names));
+    }
     entry.rows = em.optional_integer("rows", 0).value_or(0);
     entry.source = em.optional_text("source").value_or("");
     std::array<double, coefficients::size> v{};

@@ -107,7 +107,8 @@ sla_plan plan_sla(const graph& g, const gpu_spec& gpu, const coefficients& fitte
         for (std::int64_t ep : eps) {
           if (ep == 1 && dp > 1) continue;  // DP attention goes with expert parallelism
           serve_layout lay{tp, ep, dp, pp};
-          if (!layout_problem(g, lay).empty()) continue;
+          if (!layout_problem(g, lay).empty() || !engine_layout_problem(r.cfg, lay).empty())
+            continue;
           ++out.layouts_tried;
           deployment d;
           try {

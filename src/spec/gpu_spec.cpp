@@ -77,6 +77,14 @@ gpu_spec read_gpu_file(const std::string& path) {
     // Both or neither: a runtime figure without its source is a guess (docs/gpus.md).
     g.runtime_memory = read_size(m, "runtime_memory");
     g.runtime_memory_source = m.text("runtime_memory_source");
+    // Cards are sold in GB for memory built in GiB (an 80 GB H100 reports 79.2 GiB): the
+    // runtime sees at most the figure as sold read as GiB, less what the driver keeps.
+    double most = static_cast<double>(g.memory) / 1e9 * 1073741824.0;
+    if (static_cast<double>(g.runtime_memory) > most)
+      m.fail("runtime_memory",
+             fmt::format("{} bytes is more than the card's memory as sold ({} bytes) read as "
+                         "GiB: the runtime sees at most what is built",
+                         g.runtime_memory, g.memory));
   } else if (m.has("runtime_memory_source")) {
     (void)m.required("runtime_memory");
   }

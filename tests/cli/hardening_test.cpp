@@ -347,3 +347,142 @@ TEST_CASE("calc check: self-recursion, deep brackets, big numbers, over-precise 
   CHECK_FALSE(results[0].pass);
   CHECK(results[0].error == "a claim cannot run `check` (it would run itself)");
 }
+
+TEST_CASE("review probes: accepted-but-ignored options and impossible inputs are refused") {
+  auto refused = [](std::vector<std::string> args, const std::string& says) {
+    outcome o = run(args);
+    CAPTURE(args.front());
+    CHECK(o.code == 2);
+    CHECK_MESSAGE(o.err.find(says) != std::string::npos, o.err);
+    CHECK(std::count(o.err.begin(), o.err.end(), '\n') == 1);  // one line
+  };
+  // A request of no tokens bounds nothing (plan printed 2^63 - 1 requests).
+  refused({"plan", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--length", "0", "--requests", "4"},
+          "--length: must be at least 1, got 0");
+  refused({"capacity", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--length", "0"},
+          "--length: must be at least 1, got 0");
+  // A typed 0 is not "left out" (it was told the model gives no context limit).
+  refused({"capacity", "--engine", "vllm", "--model", "qwen3-8b", "--gpu", "h100-sxm",
+           "--max-model-len", "0"},
+          "--max-model-len: must be at least 1, got 0");
+  // The logged KV figure replaces the estimate: its knobs would change nothing.
+  for (const char* knob : {"--gpu-memory-utilization", "--activation-memory"}) {
+    std::string value = std::string(knob) == "--activation-memory" ? "5GiB" : "0.5";
+    refused({"capacity", "--engine", "vllm", "--model", "qwen3-8b", "--max-model-len", "8K",
+             "--kv-memory", "10GiB", knob, value},
+            std::string(knob) + ": is not read with --kv-memory");
+  }
+  refused({"capacity", "--engine", "vllm", "--model", "qwen3-8b", "--max-model-len", "8K",
+           "--kv-memory", "0"},
+          "--kv-memory: must be more than 0 bytes");
+  // Charts belong to the Markdown report.
+  refused({"report", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--length", "4K", "--format",
+           "json", "--plot-dir", calc::testing::scratch_dir("calc-plot-json").string()},
+          "--plot-dir: writes the SVG charts");
+  // CUDA-only options on the CPU run.
+  refused({"validate", "--model", "qwen3-8b", "--scale", "64", "--length", "16", "--gpu", "foo"},
+          "--gpu: applies to --device cuda only");
+  refused({"validate", "--model", "qwen3-8b", "--scale", "64", "--length", "16", "--jsonl",
+           temp_file("v.jsonl", "")},
+          "--jsonl: applies to --device cuda only");
+  // TensorRT-LLM's attention DP is on or off.
+  refused({"serve", "--model", "deepseek-v3", "--gpu", "h200", "--engine", "trtllm", "--tp", "8",
+           "--dp", "2", "--ep", "8", "--isl", "1K", "--osl", "1K", "--concurrency", "8"},
+          "attention DP is on or off");
+}
+
+TEST_CASE("review probes: bad calibration, GPU and scenario files are located errors") {
+  std::ifstream in(models_dir() + "/calibration/default.yaml");
+  std::stringstream text;
+  text << in.rdbuf();
+  auto with = [&](const std::string& from, const std::string& to) {
+    std::string s = text.str();
+    auto at = s.find(from);
+    REQUIRE(at != std::string::npos);
+    return s.replace(at, from.size(), to);
+  };
+  auto serve_with = [](const std::string& cal) {
+    return run({"serve", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--isl", "1K", "--osl", "128",
+                "--concurrency", "8", "--calibration", cal});
+  };
+  // An entry no lookup reaches, and a time past what a double prints.
+  outcome engine =
+      serve_with(temp_file("cal-engine.yaml", with("engine: sglang", "engine: sglng")));
+  CHECK(engine.code == 2);
+  CHECK(engine.err.find(".engine: unknown engine 'sglng'") != std::string::npos);
+  outcome family =
+      serve_with(temp_file("cal-family.yaml", with("family: hopper", "family: hoper")));
+  CHECK(family.code == 2);
+  CHECK(family.err.find(".family: 'hoper' is not a family") != std::string::npos);
+  std::string huge = text.str();
+  auto at = huge.find("step_overhead_ms: ");
+  auto end = huge.find('\n', at);
+  huge.replace(at, end - at, "step_overhead_ms: 1e308");
+  outcome time = serve_with(temp_file("cal-time.yaml", huge));
+  CHECK(time.code == 2);
+  CHECK(time.err.find("step_overhead_ms: must be a number in [0, 1e+06]") != std::string::npos);
+  // A runtime total above the memory as sold read as GiB.
+  std::ifstream g(models_dir() + "/gpus/h100-sxm.yaml");
+  std::stringstream gpu;
+  gpu << g.rdbuf();
+  std::string card = gpu.str();
+  auto r = card.find("runtime_memory: 85045477376B");
+  REQUIRE(r != std::string::npos);
+  card.replace(r, 28, "runtime_memory: 999999999999999B");
+  outcome big = run(
+      {"capacity", "--model", "qwen3-8b", "--gpu", temp_file("g5.yaml", card), "--length", "8K"});
+  CHECK(big.code == 2);
+  CHECK(big.err.find("runtime_memory: 999999999999999 bytes is more than") != std::string::npos);
+  // Scenario ids are unique; a folder with no claim is not "0 passed".
+  std::string claim =
+      "claims:\n  - id: a\n    run: state --model qwen3-8b --length 1K\n"
+      "    field: /total_bytes\n    expect: \"1\"\n";
+  std::string twice = claim +
+                      "  - id: a\n    run: state --model qwen3-8b --length 2K\n"
+                      "    field: /total_bytes\n    expect: \"1\"\n";
+  outcome dup = run({"check", temp_file("dup.yaml", twice)});
+  CHECK(dup.code == 2);
+  CHECK(dup.err.find("id: 'a' is already the id of the claim at") != std::string::npos);
+  auto empty = calc::testing::scratch_dir("calc-no-claims");
+  std::filesystem::create_directories(empty);
+  std::ofstream(empty / "a.yml") << claim;
+  outcome none = run({"check", empty.string()});
+  CHECK(none.code == 2);
+  CHECK(none.err.find("no claims") != std::string::npos);
+}
+
+TEST_CASE("review probes: knobs that were accepted and changed nothing now act") {
+  // The launch line starts the engine on the formats modelled (without them an FP8 KV cache
+  // costed would start as the checkpoint's BF16, half the pool).
+  outcome s = run({"serve",    "--model", "llama-3.1-70b", "--gpu", "h200",
+                   "--engine", "sglang",  "--tp",          "4",     "--weights",
+                   "fp8",      "--kv",    "fp8",           "--isl", "1K",
+                   "--osl",    "1K",      "--concurrency", "8",     "--format",
+                   "json"});
+  REQUIRE(s.code == 0);
+  CHECK(s.out.find("--tp-size 4 --kv-cache-dtype fp8_e4m3 --quantization fp8") !=
+        std::string::npos);
+  outcome bare = run({"serve", "--model", "llama-3.1-70b", "--gpu", "h200", "--tp", "4", "--isl",
+                      "1K", "--osl", "1K", "--concurrency", "8", "--format", "json"});
+  REQUIRE(bare.code == 0);
+  CHECK(bare.out.find("\"launch_flags\": \"--tensor-parallel-size 4\"") != std::string::npos);
+  // Token counts take K suffixes, as every other token count does.
+  outcome k =
+      run({"serve", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--isl", "1K", "--osl", "128",
+           "--concurrency", "8", "--max-num-batched-tokens", "2K", "--format", "json"});
+  outcome n =
+      run({"serve", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--isl", "1K", "--osl", "128",
+           "--concurrency", "8", "--max-num-batched-tokens", "2048", "--format", "json"});
+  REQUIRE(k.code == 0);
+  CHECK(k.out == n.out);
+  // SGLang sizes its default memory fraction's reserve by the chunked prefill size.
+  auto fraction = [](const char* chunk) {
+    std::vector<std::string> args = {"capacity", "--engine", "sglang",   "--model",
+                                     "qwen3-8b", "--gpu",    "h100-sxm", "--max-model-len",
+                                     "32K",      "--format", "json"};
+    if (chunk) args.insert(args.end(), {"--chunked-prefill-size", chunk});
+    return run(args).out;
+  };
+  CHECK(fraction(nullptr) == fraction("8192"));  // H100's default chunk
+  CHECK(fraction(nullptr) != fraction("32768"));
+}

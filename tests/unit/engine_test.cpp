@@ -832,6 +832,10 @@ TEST_CASE("engine: SGLang's default --mem-fraction-static by card and layout") {
   CHECK(sglang_default_fraction(24210, 1, 1) == doctest::Approx(0.845));  // RTX 4090: 3,760 MiB
   CHECK(sglang_default_fraction(24210, 4, 1) == doctest::Approx(0.824));  // graph batch 80
   CHECK(sglang_default_fraction(45403, 1, 1) == doctest::Approx(0.849));  // 4,096-token chunks
+  // --chunked-prefill-size given: its activation reserve, not the bucket's (H100: 8,192 by
+  // default; 32,768 reserves 512 + 49,152 + 512 + 128 = 50,304 MiB, past the 10 GiB floor).
+  CHECK(sglang_default_fraction(81106, 1, 1, 8192) == sglang_default_fraction(81106, 1, 1));
+  CHECK(sglang_default_fraction(81106, 1, 1, 32768) == doctest::Approx(0.380));
   // Above 60 GiB the reservation is at least 10 GiB: 196,592 MiB (MI300X) at TP 1 reserves
   // 512 + 24,576 + 1,024 + 128 = 26,240 MiB.
   CHECK(sglang_default_fraction(196592, 1, 1) == doctest::Approx(0.867));

@@ -118,3 +118,28 @@ TEST_CASE("validation of a scaled model is exact, and a broken tally would show"
   CHECK(run.work.interaction < f.interaction_flops.value());
   CHECK(run.work.linear == f.linear_flops.value());
 }
+
+TEST_CASE("equivalences hold with every row through the head and with the eager rectangle") {
+  // --vocab-rows all: the full call returns a row per token and the cached decode one; the
+  // comparison took the decode's one row against the whole matrix and read past it.
+  model_spec dense = read_model_file(resolve_model_path("qwen3-8b"));
+  model_spec all_rows = scale_spec(dense, 64);
+  all_rows.execution.vocab_all_rows = true;
+  for (const equivalence& e : check_equivalences(all_rows, 16, 2, 7)) {
+    CAPTURE(e.name);
+    CHECK(e.pass);
+    CHECK(e.nmse < 1e-6);
+  }
+  // MLA under --pairs rectangular: eager attention scores the call's whole rectangle, masked
+  // afterwards, as the tally counts; the output is the causal one.
+  model_spec mla = scale_spec(read_model_file(resolve_model_path("deepseek-v3")), 64);
+  model_spec rect = mla, causal = mla;
+  rect.execution.pairs = pair_counting::rectangular;
+  causal.execution.pairs = pair_counting::causal;
+  validation v = validate_model(rect, 1, 24, 1, 5);
+  for (const validation_row& r : v.rows) CHECK_MESSAGE(r.pass, r.quantity << " " << r.kind);
+  measured_run a = execute(rect, 24, 0, 5), b = execute(causal, 24, 0, 5);
+  CHECK(a.work.interaction > b.work.interaction);
+  // The masked scores add zeros: the same logits up to float32 summation order.
+  CHECK((a.last_logits - b.last_logits).squaredNorm() / b.last_logits.squaredNorm() < 1e-8);
+}
