@@ -28,6 +28,12 @@ namespace calc {
 
 namespace {
 
+/// Appends a command's own default to a shared option's help ("; default 8K").
+void with_default(CLI::App& app, const std::string& name, const std::string& text) {
+  CLI::Option* opt = app.get_option(name);
+  opt->description(opt->get_description() + "; " + text);
+}
+
 using namespace cli;
 
 result run_completion(const options& o);
@@ -52,9 +58,13 @@ const std::vector<command>& commands() {
   using g = option_group;
   auto none = [](CLI::App&, options&) {};
   static const std::vector<command> table = {
-      {"state", "Per-request state at a length: components, fixed part, growth, H*, decode reads",
-       {g::model, g::length, g::batch, g::execution}, [](CLI::App& app, options&) { app.get_option("--length")->required(); }, run_state},
-      {"forward", "Matrix FLOPs, parameters and weight reads of one call, per module and stage",
+      {"state",
+       "Per-request state at a length: components, fixed part, growth, H*, decode reads",
+       {g::model, g::length, g::batch, g::execution},
+       [](CLI::App& app, options&) { app.get_option("--length")->required(); },
+       run_state},
+      {"forward",
+       "Matrix FLOPs, parameters and weight reads of one call, per module and stage",
        {g::model, g::workload, g::batch, g::execution_work},
        [](CLI::App& app, options& o) {
          app.get_option("--prompt")->required();
@@ -62,15 +72,20 @@ const std::vector<command>& commands() {
                       "One call of the multi-token-prediction block instead of the backbone");
        },
        run_forward},
-      {"params", "Parameters by Table 2-B category, weight bytes, per-layer groups",
-       {g::model, g::weight_formats}, none, run_params},
+      {"params",
+       "Parameters by Table 2-B category, weight bytes, per-layer groups",
+       {g::model, g::weight_formats},
+       none,
+       run_params},
       {"request",
        "A whole request: prefill plus G-1 decodes, FLOPs, state written, cumulative reads",
-       {g::model, g::workload, g::generate, g::execution_all}, [](CLI::App& app, options&) { app.get_option("--prompt")->required(); },
+       {g::model, g::workload, g::generate, g::execution_all},
+       [](CLI::App& app, options&) { app.get_option("--prompt")->required(); },
        run_request},
-      {"capacity", "Concurrent requests that fit on a deployment; with --requests, the weight budget",
-       {g::model, g::gpu, g::memory, g::length, g::layout, g::workspace, g::formats,
-        g::execution, g::engine},
+      {"capacity",
+       "Concurrent requests that fit on a deployment; with --requests, the weight budget",
+       {g::model, g::gpu, g::memory, g::length, g::layout, g::workspace, g::formats, g::execution,
+        g::engine},
        [](CLI::App& app, options& o) {
          // Read without --engine only; with it each is refused with its reason.
          const command& self = command_named("capacity");
@@ -107,8 +122,8 @@ const std::vector<command>& commands() {
       {"plan",
        "Fewest cards and a layout engines run (TP/PP/EP/DP) that hold K requests of N tokens, and "
        "why fewer do not",
-       {g::model, g::gpu, g::memory, g::length, g::workspace, g::search, g::formats,
-        g::execution, g::engine},
+       {g::model, g::gpu, g::memory, g::length, g::workspace, g::search, g::formats, g::execution,
+        g::engine},
        [](CLI::App& app, options& o) {
          app.get_option("--gpu")->required();
          app.add_option("--requests", o.requests,
@@ -145,12 +160,17 @@ const std::vector<command>& commands() {
       {"serve",
        "Time under load: TTFT, TPOT, tokens/s per GPU and per user at concurrencies, or a "
        "simulation of a rate or trace",
-       {g::model, g::gpu, g::layout, g::formats}, add_serve_options, run_serve},
+       {g::model, g::gpu, g::layout, g::formats},
+       add_serve_options,
+       run_serve},
       {"calibrate",
        "Fit the time model's efficiencies to measured runs (--measurements), or predict them "
        "and report the error (--evaluate)",
-       {}, add_calibrate_options, run_calibrate},
-      {"roofline", "Lower bounds on prefill and decode time: max(F / peak, R / bandwidth)",
+       {},
+       add_calibrate_options,
+       run_calibrate},
+      {"roofline",
+       "Lower bounds on prefill and decode time: max(F / peak, R / bandwidth)",
        {g::model, g::gpu, g::workload, g::batch, g::formats, g::execution_all},
        [](CLI::App& app, options& o) {
          app.get_option("--gpu")->required();
@@ -161,7 +181,8 @@ const std::vector<command>& commands() {
          app.add_flag("--fp8", o.fp8, "Use the FP8 tensor peak instead of BF16");
        },
        run_roofline},
-      {"speculative", "Speculative decoding: amortised time per token (T_s + T_v) / g against T_d",
+      {"speculative",
+       "Speculative decoding: amortised time per token (T_s + T_v) / g against T_d",
        {},
        [](CLI::App& app, options& o) {
          app.add_option("--decode-ms", o.decode_ms, "T_d: one ordinary decode step, in ms")
@@ -182,10 +203,12 @@ const std::vector<command>& commands() {
              "State budget per request, e.g. 256MiB: reports the longest context that fits");
        },
        run_crossover},
-      {"experts", "Routed experts for a batch: experts touched, rows per expert, FLOPs, bytes read",
+      {"experts",
+       "Routed experts for a batch: experts touched, rows per expert, FLOPs, bytes read",
        {g::model, g::batch},
        [](CLI::App& app, options& o) {
-         app.get_option("--batch")->required();
+         // Required here: the help must not promise the other commands' default.
+         app.get_option("--batch")->required()->description("Requests in the batch (B)");
          app.add_option(
              "--routing", o.routing,
              "How tokens spread: uniform (evenly), concentrated (all pick the same k) or "
@@ -195,7 +218,8 @@ const std::vector<command>& commands() {
       {"compare",
        "Several models side by side: parameters, prefill and decode FLOPs, state (Tables "
        "2-A/2-C/2-E)",
-       {g::model_list, g::length, g::execution}, none,
+       {g::model_list, g::length, g::execution},
+       [](CLI::App& app, options&) { with_default(app, "--length", "default 8K"); },
        [](const options& o) {
          options v = o;
          if (v.length < 0) v.length = 8192;
@@ -204,7 +228,10 @@ const std::vector<command>& commands() {
        model_list},
       {"sweep",
        "A model's state, decode reads and decode FLOPs over a range of lengths (CSV for plots)",
-       {g::model, g::length, g::execution}, none, run_sweep, length_list},
+       {g::model, g::length, g::execution},
+       none,
+       run_sweep,
+       length_list},
       {"report",
        "One Markdown document for models on a deployment of each GPU (a comma list): weights, "
        "state, crossovers, requests per deployment, cards needed, roofline bounds, with charts; "
@@ -213,6 +240,7 @@ const std::vector<command>& commands() {
        {g::model, g::gpu, g::memory, g::length, g::layout, g::workspace, g::search, g::formats,
         g::execution, g::engine},
        [](CLI::App& app, options& o) {
+         with_default(app, "--gpu", "default h100-sxm");
          app.add_option(
              "--requests", o.requests,
              "Concurrent requests a deployment holds, for the cards needed (default 16)");
@@ -236,21 +264,27 @@ const std::vector<command>& commands() {
          return run_report(v);
        },
        model_list | length_list},
-      {"completion", "A shell completion script: `source <(calc completion bash)` (or zsh)", {},
+      {"completion",
+       "A shell completion script: `source <(calc completion bash)` (or zsh)",
+       {},
        [](CLI::App& app, options& o) {
          app.add_option("shell", o.shell, "bash or zsh")
              ->required()
              ->check(CLI::IsMember({"bash", "zsh"}));
        },
        run_completion},
-      {"layers", "Every layer of the expanded graph: kind, mode (Full/Reindex/Reuse), stage",
-       {g::model}, none, run_layers},
+      {"layers",
+       "Every layer of the expanded graph: kind, mode (Full/Reindex/Reuse), stage",
+       {g::model},
+       none,
+       run_layers},
       {"models", "The bundled models", {}, none, run_models},
       {"gpus", "The accelerator catalogue with sources", {}, none, run_gpus},
       {"validate",
        "Run a scaled copy on the reference executor and compare with the tally, exactly",
        {g::model, g::length, g::execution_all},
        [](CLI::App& app, options& o) {
+         with_default(app, "--length", "default 64");
          app.add_option("--scale", o.scale,
                         "Divide widths, heads and expert counts by this (default 16)");
          app.add_option("--decode-steps", o.decode_steps,
@@ -283,7 +317,8 @@ const std::vector<command>& commands() {
          app.add_option("path", o.model, "config.json, or a folder holding one")->required();
        },
        run_import},
-      {"check", "Every chapter claim in scenarios/, re-derived and compared at printed precision",
+      {"check",
+       "Every chapter claim in scenarios/, re-derived and compared at printed precision",
        {},
        [](CLI::App& app, options& o) {
          app.add_option("path", o.scenarios, "Scenario file or folder (default: scenarios)");

@@ -206,6 +206,13 @@ result run_capacity(const options& o) {
   for (const std::string& name : split_items("--gpu", o.gpu, "h100-sxm,h200"))
     q.gpus.push_back(load_gpu(name));
   if (q.gpus.empty()) throw spec_error("--gpu", "name at least one GPU");
+  // The budget answers for one card at one length (its rows carry it); on a list it would
+  // answer for the first pair alone and say nothing of the rest.
+  if (o.requests_given && (q.gpus.size() > 1 || q.lengths.size() > 1))
+    throw spec_error("--requests",
+                     fmt::format("sizes the weight budget of one card at one length; got {} "
+                                 "GPUs and {} lengths: give one of each",
+                                 q.gpus.size(), q.lengths.size()));
   capacity_result r = answer_capacity(m.g, q);
   result out{to_json(r), fmt::format("calc capacity: {} on {} x {}, {}", r.model, r.cards,
                                      r.gpu_display, basis_phrase(r.memory_basis))};

@@ -409,6 +409,39 @@ void warning_sink::add(const std::string& line) {
 }
 
 /// Reads the model, applies --set, then the execution-path options over the model's defaults.
+namespace {
+
+/// Whether a layer scores an index before main attention reads its top-k (DSA's indexer on
+/// MLA or on DeepSeek V4's record): what --index-scan counts.
+bool scans_an_index(const graph& g) {
+  for (const layer& l : g.layers) {
+    if (const auto* a = std::get_if<attention_mla>(&l.attention); a && a->indexer) return true;
+    if (const auto* a = std::get_if<attention_dsa>(&l.attention); a && a->indexer) return true;
+  }
+  return false;
+}
+
+/// An execution choice for layers the model does not have would change nothing: refused by
+/// name, as --execution ced and --storage production are.
+void refuse_paths_without_layers(const options& o, const loaded_model& m) {
+  const graph& g = m.g;
+  auto refuse = [&](const char* option, const std::string& value, const char* lacks) {
+    throw spec_error(option,
+                     fmt::format("'{}' changes nothing: {} has no {}", value, m.spec->name, lacks));
+  };
+  if (!o.mla_path.empty() && !has_attention<attention_mla>(g))
+    refuse("--mla-path", o.mla_path, "MLA layer");
+  bool linear = has_attention<attention_gdn>(g) || has_attention<attention_kda>(g) ||
+                has_attention<attention_mamba2>(g) || has_attention<attention_parallel>(g);
+  if (!o.linear.empty() && !linear) refuse("--linear", o.linear, "linear-attention or Mamba layer");
+  if (!o.index_scan.empty() && !scans_an_index(g))
+    refuse("--index-scan", o.index_scan, "indexer (DeepSeek sparse attention)");
+  if (o.execution == "reference" && !m.spec->ced && !scans_an_index(g))
+    refuse("--execution", o.execution, "CED split and no indexer");
+}
+
+}  // namespace
+
 loaded_model load(const options& o) {
   loaded_model m;
   m.spec = std::make_unique<model_spec>(read_model(o));
@@ -467,6 +500,7 @@ loaded_model load(const options& o) {
   if (!o.kv.empty() && o.kv != "auto")
     m.spec->precision.kv = format_option("--kv", engine_format_name(o.kv));
   m.g = build_graph(*m.spec);
+  refuse_paths_without_layers(o, m);
   return m;
 }
 

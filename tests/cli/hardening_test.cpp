@@ -385,6 +385,20 @@ TEST_CASE("review probes: accepted-but-ignored options and impossible inputs are
   refused({"validate", "--model", "qwen3-8b", "--scale", "64", "--length", "16", "--jsonl",
            temp_file("v.jsonl", "")},
           "--jsonl: applies to --device cuda only");
+  // Execution paths of layers the model lacks changed nothing (and --execution ced was already
+  // refused there).
+  refused({"forward", "--model", "qwen3-8b", "--tokens", "1K", "--mla-path", "expanded"},
+          "--mla-path: 'expanded' changes nothing: qwen3-8b has no MLA layer");
+  refused({"forward", "--model", "deepseek-v3", "--tokens", "1K", "--linear", "recurrent"},
+          "--linear: 'recurrent' changes nothing");
+  refused({"forward", "--model", "qwen3-8b", "--tokens", "1K", "--index-scan", "rectangular"},
+          "--index-scan: 'rectangular' changes nothing");
+  refused({"forward", "--model", "qwen3-8b", "--tokens", "1K", "--execution", "reference"},
+          "--execution: 'reference' changes nothing");
+  // The weight budget answers for one card at one length.
+  refused({"capacity", "--model", "qwen3-8b", "--gpu", "h100-sxm,h200", "--length", "8K",
+           "--requests", "4"},
+          "--requests: sizes the weight budget of one card at one length");
   // TensorRT-LLM's attention DP is on or off.
   refused({"serve", "--model", "deepseek-v3", "--gpu", "h200", "--engine", "trtllm", "--tp", "8",
            "--dp", "2", "--ep", "8", "--isl", "1K", "--osl", "1K", "--concurrency", "8"},
