@@ -3,6 +3,7 @@
 // the SLA search is monotone, and bad inputs are refused with their location.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -418,6 +419,32 @@ TEST_CASE("plan --sla: stricter targets and more load never need fewer GPUs") {
   sla_plan impossible = plan_sla(m.g, h100, k, r);
   CHECK_FALSE(impossible.feasible);
   CHECK(impossible.binding == "tpot");
+}
+
+TEST_CASE("plan --sla --rate: the KV pool keeps room for the Poisson spread of requests") {
+  // TensorRT-LLM reserves a request's whole length: at a rate the number in the system swings
+  // around its mean, so the plan keeps three standard deviations of the pool free (it had put
+  // 67 clients on a pool of 68, and the simulation then held most requests for KV).
+  model m("llama-3.1-70b");
+  gpu_spec l40s = find_gpu("l40s");
+  coefficients k;
+  sla_request r;
+  r.cfg = engine_batching(find_engine("trtllm"), 1024, 1024);
+  r.rate = 20;
+  r.ttft_ms = 3000;
+  r.tpot_ms = 100;
+  sla_plan p = plan_sla(m.g, l40s, k, r);
+  REQUIRE(p.feasible);
+  const sla_option& b = *p.best;
+  deployment d = make_deployment(m.g, l40s, b.layout);
+  auto c = static_cast<double>(b.concurrency_per_group);
+  scenario s = make_scenario(d, r.cfg, b.concurrency_per_group);
+  CHECK(static_cast<double>(s.kv_requests) >= c + 3 * std::sqrt(c));
+  // A closed loop of clients is not a Poisson stream: there the pool may fill.
+  r.rate = 0;
+  r.concurrency = 64;
+  sla_plan closed = plan_sla(m.g, l40s, k, r);
+  REQUIRE(closed.feasible);
 }
 
 TEST_CASE("serve steady state: batch waiting holds a prompt while others decode") {
