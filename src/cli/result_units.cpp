@@ -82,31 +82,32 @@ unit_map layers_units() {
 }
 
 unit_map capacity_units() {
-  return {
-      // plain capacity
-      {unit::tokens, {"length", "page_tokens", "rows.length"}},
-      {unit::count,
-       {"gpus", "requests", "budget_requests", "rows.requests",
-        // --engine
-        "tensor_parallel_size", "pipeline_parallel_size", "max_num_seqs", "block_size", "blocks",
-        "blocks_per_request", "max_concurrency", "groups.layers", "groups.padding",
-        "groups.block_size"}},
-      {unit::tokens, {"max_model_len", "kv_cache_tokens", "estimated_max_model_len"}},
-      {unit::bytes_as_sold, {"memory_bytes"}},
-      {unit::params, {"max_params"}},
-      {unit::bytes,
-       {"weight_bytes", "workspace_bytes", "shared_prefix_bytes", "per_request_bytes", "free_bytes",
-        "max_weight_bytes", "rows.per_request_bytes", "rows.free_bytes", "weight_bytes_per_rank",
-        "activation_estimate_bytes", "available_kv_bytes", "page_bytes", "max_model_len_kv_bytes",
-        "k_pool_bytes", "v_pool_bytes", "groups.request_bytes", "card_memory_bytes",
-        // --engine without --kv-memory: the budget term by term
-        "budget.engine_share_bytes", "budget.forward_peak_bytes", "budget.sampler_peak_bytes",
-        "budget.activation_peak_bytes", "budget.non_torch_bytes", "budget.cuda_graph_bytes",
-        "budget.activation_memory_given_bytes"}},
-      {unit::tokens, {"budget.batched_tokens"}},
-      {unit::count, {"budget.sampler_rows"}},
-      {unit::ratio, {"budget.fraction"}},
-      {unit::source, {"budget.rules_source"}}};
+  return {// plain capacity
+          {unit::tokens, {"length", "page_tokens", "rows.length"}},
+          {unit::count,
+           {"gpus", "requests", "budget_requests", "rows.requests",
+            // --engine
+            "tensor_parallel_size", "pipeline_parallel_size", "max_num_seqs", "block_size",
+            "blocks", "blocks_per_request", "max_concurrency", "max_mamba_cache_size",
+            "groups.layers", "groups.padding", "groups.block_size"}},
+          {unit::tokens, {"max_model_len", "kv_cache_tokens", "estimated_max_model_len"}},
+          {unit::bytes_as_sold, {"memory_bytes"}},
+          {unit::params, {"max_params"}},
+          {unit::bytes,
+           {"weight_bytes", "workspace_bytes", "shared_prefix_bytes", "per_request_bytes",
+            "free_bytes", "max_weight_bytes", "rows.per_request_bytes", "rows.free_bytes",
+            "weight_bytes_per_rank", "activation_estimate_bytes", "available_kv_bytes",
+            "page_bytes", "max_model_len_kv_bytes", "k_pool_bytes", "v_pool_bytes",
+            "groups.request_bytes", "card_memory_bytes", "vision_weight_bytes_per_rank",
+            "mamba_request_bytes", "conv_state_pool_bytes", "ssm_state_pool_bytes",
+            // --engine without --kv-memory: the budget term by term
+            "budget.engine_share_bytes", "budget.forward_peak_bytes", "budget.sampler_peak_bytes",
+            "budget.activation_peak_bytes", "budget.non_torch_bytes", "budget.cuda_graph_bytes",
+            "budget.activation_memory_given_bytes"}},
+          {unit::tokens, {"budget.batched_tokens"}},
+          {unit::count, {"budget.sampler_rows"}},
+          {unit::ratio, {"budget.fraction"}},
+          {unit::source, {"budget.rules_source"}}};
 }
 
 unit_map plan_units() {

@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "common/error.h"
+#include "common/json_keys.h"
 #include "common/limits.h"
 #include "tally/tally.h"
 
@@ -715,11 +716,14 @@ std::vector<arrival> read_trace(const std::string& path) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     source_location at{path, n, 1};
     nlohmann::json j;
+    std::optional<std::string> repeated;
     try {
-      j = nlohmann::json::parse(line);
+      j = parse_json_distinct(line, repeated);
     } catch (const nlohmann::json::exception&) {
       throw spec_error(at, "line", "not a JSON object");
     }
+    if (repeated)
+      throw spec_error(at, *repeated, "given twice; the first would be silently ignored");
     if (!j.is_object()) throw spec_error(at, "line", "not a JSON object");
     auto field = [&](const char* key, double min) {
       if (!j.contains(key) || !j[key].is_number())
@@ -727,21 +731,26 @@ std::vector<arrival> read_trace(const std::string& path) {
       double v = j[key].get<double>();
       if (!std::isfinite(v) || v < min)
         throw spec_error(at, key, fmt::format("must be a number >= {}", min));
-      if (v > 1e12) throw spec_error(at, key, fmt::format("{} is more than the limit of 1e12", v));
       return v;
     };
     // A token count is whole: 10.5 tokens is a broken trace, not 10 tokens.
     auto tokens = [&](const char* key) {
       double v = field(key, 1);
-      if (v != std::floor(v))
-        throw spec_error(at, key, fmt::format("{} is not a whole number of tokens", v));
       if (v > static_cast<double>(limits::tokens))
         throw spec_error(at, key,
                          fmt::format("{} is more than the limit of {} tokens", v, limits::tokens));
+      if (v != std::floor(v))
+        throw spec_error(at, key, fmt::format("{} is not a whole number of tokens", v));
       return static_cast<std::int64_t>(v);
     };
+    auto milliseconds = [&](const char* key) {
+      double v = field(key, 0);
+      if (v > 1e12)
+        throw spec_error(at, key, fmt::format("{} ms is more than the limit of 1e12", v));
+      return v;
+    };
     arrival a;
-    a.time_ms = field("arrival_ms", 0);
+    a.time_ms = milliseconds("arrival_ms");
     a.isl = tokens("input_tokens");
     a.osl = tokens("output_tokens");
     a.line = n;

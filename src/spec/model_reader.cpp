@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iterator>
+#include <set>
 #include <variant>
 
 #include "common/limits.h"
@@ -847,10 +848,28 @@ model_spec read_model(const YAML::Node& root, const std::string& file) {
 
 }  // namespace
 
+namespace {
+
+/// Applies every --set in order, refusing a key set twice: the first would be silently ignored,
+/// as the reader refuses a key given twice in a file.
+void apply_sets(YAML::Node& root, const std::vector<std::string>& sets, const std::string& file) {
+  std::set<std::string> keys;
+  for (const auto& s : sets) {
+    std::string key = s.substr(0, s.find('='));
+    if (!keys.insert(key).second)
+      throw spec_error("--set", fmt::format("{} is set twice; the first would be silently "
+                                            "ignored",
+                                            key));
+    apply_set(root, s, file);
+  }
+}
+
+}  // namespace
+
 model_spec read_model_text(const std::string& yaml, const std::string& file,
                            const std::vector<std::string>& sets) {
   YAML::Node root = load_yaml_text(yaml, file);
-  for (const auto& s : sets) apply_set(root, s, file);
+  apply_sets(root, sets, file);
   return read_model(root, file);
 }
 
@@ -860,7 +879,7 @@ model_spec read_model_file(const std::string& path, const std::vector<std::strin
   if (hf::is_hf_config(path))
     return read_model_text(hf::import_config(path).plain, path + " (as imported)", sets);
   YAML::Node root = load_yaml_file(path);
-  for (const auto& s : sets) apply_set(root, s, path);
+  apply_sets(root, sets, path);
   return read_model(root, path);
 }
 

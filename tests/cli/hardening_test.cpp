@@ -500,3 +500,27 @@ TEST_CASE("review probes: knobs that were accepted and changed nothing now act")
   CHECK(fraction(nullptr) == fraction("8192"));  // H100's default chunk
   CHECK(fraction(nullptr) != fraction("32768"));
 }
+
+TEST_CASE("review probes: a key given twice is refused in JSON as in YAML, and in --set") {
+  std::string config =
+      temp_file("twice.json", "{\n  \"hidden_size\": 1024,\n  \"hidden_size\": 2048\n}\n");
+  outcome imp = run({"import", config});
+  CHECK(imp.code == 2);
+  CHECK(imp.err.find(":3:1: hidden_size: given twice") != std::string::npos);
+  std::string trace = temp_file(
+      "twice.jsonl",
+      "{\"arrival_ms\": 0, \"arrival_ms\": 5, \"input_tokens\": 8, \"output_tokens\": 4}\n");
+  outcome tr = run({"serve", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--trace", trace});
+  CHECK(tr.code == 2);
+  CHECK(tr.err.find(":1:1: arrival_ms: given twice") != std::string::npos);
+  outcome set = run({"state", "--model", "qwen3-8b", "--length", "8K", "--set",
+                     "layers.attention.kv_heads=4", "--set", "layers.attention.kv_heads=2"});
+  CHECK(set.code == 2);
+  CHECK(set.err.find("--set: layers.attention.kv_heads is set twice") != std::string::npos);
+  // Absurd finite inputs to speculative are refused, not printed as 300-digit ratios.
+  outcome spec =
+      run({"speculative", "--decode-ms", "20", "--round-ms", "30", "--accepted", "1e308"});
+  CHECK(spec.code == 2);
+  CHECK(spec.err.find("accepted: 1e+308 tokens a round is more than the limit") !=
+        std::string::npos);
+}

@@ -334,7 +334,7 @@ TEST_CASE("serve trace: token counts are whole, a refused request is named by it
   std::string late = write_temp(
       "calc_in_late.jsonl", "{\"arrival_ms\": 1e300, \"input_tokens\": 10, \"output_tokens\": 5}\n");
   CHECK(error_of([&] { read_trace(late); }) ==
-        late + ":1:1: arrival_ms: 1e+300 is more than the limit of 1e12");
+        late + ":1:1: arrival_ms: 1e+300 ms is more than the limit of 1e12");
   // CRLF line ends and any arrival order are a trace like any other.
   std::string crlf = write_temp("calc_in_crlf.jsonl",
                                 "{\"arrival_ms\": 9, \"input_tokens\": 10, \"output_tokens\": 5}\r\n"

@@ -7,6 +7,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/json_keys.h"
+
 namespace calc::hf {
 
 namespace {
@@ -135,8 +137,9 @@ std::string without_python_numbers(const std::string& text) {
 hf_json hf_json::parse(const std::string& text, const std::string& file) {
   hf_json doc;
   doc.file_ = file;
+  std::optional<std::string> repeated;
   try {
-    doc.root_ = nlohmann::json::parse(without_python_numbers(text));
+    doc.root_ = parse_json_distinct(without_python_numbers(text), repeated);
   } catch (const nlohmann::json::parse_error& e) {
     // e.byte is the 1-based offset where parsing stopped.
     int line = 1, column = 1;
@@ -152,6 +155,9 @@ hf_json hf_json::parse(const std::string& text, const std::string& file) {
     if (auto cut = what.find("syntax error"); cut != std::string::npos) what = what.substr(cut);
     throw spec_error(source_location{file, line, column}, "", "malformed JSON: " + what);
   }
+  if (repeated)
+    throw spec_error(source_location{file, line_of_repeat(text, *repeated), 1}, *repeated,
+                     "given twice in one object; the first would be silently ignored");
   if (!doc.root_.is_object())
     throw spec_error(source_location{file, 1, 1}, "", "a config.json must be a JSON object");
   doc.text_ = text;
