@@ -248,6 +248,17 @@ checked vision_bytes_of(const options& o, const loaded_model& m) {
 
 namespace {
 
+/// vision_bytes_of, refusing --limit-mm-per-prompt on a model without a tower (it would change
+/// nothing: there is no tower to skip).
+checked tower_bytes(const options& o, const loaded_model& m) {
+  checked bytes = vision_bytes_of(o, m);
+  if (!o.limit_mm_per_prompt.empty() && bytes.value() <= 0)
+    throw spec_error(
+        "--limit-mm-per-prompt",
+        fmt::format("changes nothing: {} has no vision tower to load or skip", m.spec->name));
+  return bytes;
+}
+
 /// Binds the engine options into the capacity question (validation of option text here, the
 /// arithmetic in src/engine/question.cpp).
 engine::capacity_request capacity_request_of(const options& o, std::int64_t tp, std::int64_t pp,
@@ -496,7 +507,7 @@ result run_engine_capacity(const options& o) {
   std::optional<loaded_model> draft;  // the EAGLE draft, alive while the question runs
   engine::capacity_request q =
       capacity_request_of(o, tp_of(o), pp_of(o), lengths_or_limit(o.lengths, m), o.gpu, draft);
-  q.memory.vision_bytes = vision_bytes_of(o, m);
+  q.memory.vision_bytes = tower_bytes(o, m);
   engine::capacity_result r = engine::answer_capacity(m.g, q);
   return {to_json(m, r), fmt::format("calc capacity --engine {}: {} ({} {})", o.engine,
                                      m.spec->name, r.rules->engine, r.rules->versions)};
@@ -512,7 +523,7 @@ result run_engine_plan(const options& o) {
   lengths = lengths_or_limit(lengths, m);
   std::optional<loaded_model> draft;  // the EAGLE draft, alive while the question runs
   q.capacity = capacity_request_of(o, 1, 1, lengths, o.gpu, draft);
-  q.capacity.memory.vision_bytes = vision_bytes_of(o, m);
+  q.capacity.memory.vision_bytes = tower_bytes(o, m);
   q.card = load_gpu(o.gpu);
   q.requests = o.requests;
   q.node_gpus = node_gpus_option(o);

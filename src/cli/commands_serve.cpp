@@ -24,6 +24,7 @@
 #include "serve/sla.h"
 #include "spec/context_limit.h"
 #include "spec/format_summary.h"
+#include "spec/model_reader.h"
 
 namespace calc::cli {
 
@@ -68,11 +69,15 @@ std::string launch_with_formats(const std::string& engine, const serve_layout& l
   }
   if (!o.weights.empty()) {
     std::string w = model_formats(s).weights;
+    // The bundle's own format: a --weights that names it launches as it is.
+    std::string own = model_formats(read_model_file(resolve_model_path(o.model), o.sets)).weights;
     std::string note;
-    if (w.starts_with("fp8") && !trt)
+    if (w == own) {
+    } else if (w.starts_with("fp8") && !trt && (own == "bf16" || own == "fp16")) {
       line += " --quantization fp8";  // online FP8 of a BF16 checkpoint
-    else if (w != "bf16" && w != "fp16")
-      note = fmt::format("a checkpoint quantised to {} (the weights modelled)", w);
+    } else {
+      note = fmt::format("a {} checkpoint, the weights modelled, where the bundle's is {}", w, own);
+    }
     if (!note.empty()) notes += (notes.empty() ? "" : "; ") + note;
   }
   return notes.empty() ? line : line + " (" + notes + ")";

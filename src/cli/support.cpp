@@ -424,6 +424,8 @@ bool scans_an_index(const graph& g) {
 /// An execution choice for layers the model does not have would change nothing: refused by
 /// name, as --execution ced and --storage production are.
 void refuse_paths_without_layers(const options& o, const loaded_model& m) {
+  // A list (compare, report) applies the choice to the models that have such layers.
+  if (o.models.size() > 1) return;
   const graph& g = m.g;
   auto refuse = [&](const char* option, const std::string& value, const char* lacks) {
     throw spec_error(option,

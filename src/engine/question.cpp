@@ -180,6 +180,12 @@ void estimated_budget(const graph& g, const memory_request& m, capacity_result& 
     // SGLang reads the card in MiB (nvidia-smi's total; calc has the runtime total).
     t.fraction = sglang_default_fraction(r.card_memory.value() / kMiB, c.tensor_parallel,
                                          c.pipeline_parallel, c.max_num_batched_tokens);
+    if (t.fraction <= 0)
+      throw spec_error("max_num_batched_tokens",
+                       fmt::format("SGLang's reserve for a {}-token prefill chunk (1.5 MiB a "
+                                   "token) leaves no memory on {}: a smaller "
+                                   "--chunked-prefill-size, or --mem-fraction-static",
+                                   c.max_num_batched_tokens, m.gpu->name));
     t.fraction_source =
         "SGLang's default for this card and layout (server_args.py, _handle_gpu_memory_settings)";
   } else {
@@ -230,6 +236,7 @@ void estimated_budget(const graph& g, const memory_request& m, capacity_result& 
 /// vLLM runs it text-only.
 void vision_weights(const capacity_request& q, capacity_result& r) {
   const memory_request& m = q.memory;
+  if (m.vision_bytes <= 0) return;  // a text model: no tower to load or skip
   // text_only is vLLM's switch (the CLI refuses it with SGLang, which always loads the tower).
   if (m.text_only) {
     const budget_rules& b = find_budget_rules(q.rules->engine, m.engine_version);
@@ -238,8 +245,11 @@ void vision_weights(const capacity_request& q, capacity_result& r) {
       return;
     }
     r.vision_note = fmt::format("loaded: vLLM {} has no text-only mode (from 0.10)", b.versions);
+  } else {
+    r.vision_note =
+        "loaded beside the text model, its layers split over the tp ranks (every "
+        "modality's --limit-mm-per-prompt at 0 would skip it in vLLM 0.10 on)";
   }
-  if (m.vision_bytes <= 0) return;
   r.vision_bytes_per_rank = ceil_div(m.vision_bytes, checked(q.config.tensor_parallel));
 }
 

@@ -499,6 +499,20 @@ TEST_CASE("review probes: knobs that were accepted and changed nothing now act")
   };
   CHECK(fraction(nullptr) == fraction("8192"));  // H100's default chunk
   CHECK(fraction(nullptr) != fraction("32768"));
+  // A chunk whose reserve passes the card is named, not a --mem-fraction-static never typed.
+  outcome big = run({"capacity", "--engine", "sglang", "--model", "qwen3-8b", "--gpu", "h100-sxm",
+                     "--max-model-len", "8K", "--chunked-prefill-size", "64K"});
+  CHECK(big.code == 2);
+  CHECK(big.err.find("65536-token prefill chunk") != std::string::npos);
+  // A list applies an execution path to the models that have its layers.
+  CHECK(run({"compare", "--model", "deepseek-v3,llama-3.1-8b", "--mla-path", "expanded"}).code ==
+        0);
+  // --weights other than the bundle's, in a format the engine cannot make online, is named.
+  outcome bf16 = run({"serve", "--model", "deepseek-v3", "--gpu", "h200", "--tp", "8", "--pp", "2",
+                      "--weights", "bf16", "--isl", "1K", "--osl", "1K", "--concurrency", "16",
+                      "--format", "json"});
+  REQUIRE(bf16.code == 0);
+  CHECK(bf16.out.find("a bf16 checkpoint, the weights modelled") != std::string::npos);
 }
 
 TEST_CASE("review probes: a key given twice is refused in JSON as in YAML, and in --set") {
