@@ -348,105 +348,110 @@ TEST_CASE("calc check: self-recursion, deep brackets, big numbers, over-precise 
   CHECK(results[0].error == "a claim cannot run `check` (it would run itself)");
 }
 
+namespace {
+
+/// `args` exits 2 with one line of error that contains `says`.
+void check_refused(const std::vector<std::string>& args, const std::string& says) {
+  outcome o = run(args);
+  CAPTURE(args.front());
+  CHECK(o.code == 2);
+  CHECK_MESSAGE(o.err.find(says) != std::string::npos, o.err);
+  CHECK(std::count(o.err.begin(), o.err.end(), '\n') == 1);  // one line
+}
+
+/// The text of a file.
+std::string file_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+}  // namespace
+
 TEST_CASE("review probes: accepted-but-ignored options and impossible inputs are refused") {
-  auto refused = [](std::vector<std::string> args, const std::string& says) {
-    outcome o = run(args);
-    CAPTURE(args.front());
-    CHECK(o.code == 2);
-    CHECK_MESSAGE(o.err.find(says) != std::string::npos, o.err);
-    CHECK(std::count(o.err.begin(), o.err.end(), '\n') == 1);  // one line
+  using args = std::vector<std::string>;
+  const std::vector<std::pair<args, std::string>> cases = {
+      // A request of no tokens bounds nothing (plan printed 2^63 - 1 requests).
+      {{"plan", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--length", "0", "--requests", "4"},
+       "--length: must be at least 1, got 0"},
+      {{"capacity", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--length", "0"},
+       "--length: must be at least 1, got 0"},
+      // A typed 0 is not "left out" (it was told the model gives no context limit).
+      {{"capacity", "--engine", "vllm", "--model", "qwen3-8b", "--gpu", "h100-sxm",
+        "--max-model-len", "0"},
+       "--max-model-len: must be at least 1, got 0"},
+      // The logged KV figure replaces the estimate: its knobs would change nothing.
+      {{"capacity", "--engine", "vllm", "--model", "qwen3-8b", "--max-model-len", "8K",
+        "--kv-memory", "10GiB", "--gpu-memory-utilization", "0.5"},
+       "--gpu-memory-utilization: is not read with --kv-memory"},
+      {{"capacity", "--engine", "vllm", "--model", "qwen3-8b", "--max-model-len", "8K",
+        "--kv-memory", "10GiB", "--activation-memory", "5GiB"},
+       "--activation-memory: is not read with --kv-memory"},
+      {{"capacity", "--engine", "vllm", "--model", "qwen3-8b", "--max-model-len", "8K",
+        "--kv-memory", "0"},
+       "--kv-memory: must be more than 0 bytes"},
+      // Charts belong to the Markdown report.
+      {{"report", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--length", "4K", "--format", "json",
+        "--plot-dir", calc::testing::scratch_dir("calc-plot-json").string()},
+       "--plot-dir: writes the SVG charts"},
+      // CUDA-only options on the CPU run.
+      {{"validate", "--model", "qwen3-8b", "--scale", "64", "--length", "16", "--gpu", "foo"},
+       "--gpu: applies to --device cuda only"},
+      {{"validate", "--model", "qwen3-8b", "--scale", "64", "--length", "16", "--jsonl",
+        temp_file("v.jsonl", "")},
+       "--jsonl: applies to --device cuda only"},
+      // Execution paths of layers the model lacks changed nothing (and --execution ced was
+      // already refused there).
+      {{"forward", "--model", "qwen3-8b", "--tokens", "1K", "--mla-path", "expanded"},
+       "--mla-path: 'expanded' changes nothing: qwen3-8b has no MLA layer"},
+      {{"forward", "--model", "deepseek-v3", "--tokens", "1K", "--linear", "recurrent"},
+       "--linear: 'recurrent' changes nothing"},
+      {{"forward", "--model", "qwen3-8b", "--tokens", "1K", "--index-scan", "rectangular"},
+       "--index-scan: 'rectangular' changes nothing"},
+      {{"forward", "--model", "qwen3-8b", "--tokens", "1K", "--execution", "reference"},
+       "--execution: 'reference' changes nothing"},
+      // The weight budget answers for one card at one length.
+      {{"capacity", "--model", "qwen3-8b", "--gpu", "h100-sxm,h200", "--length", "8K", "--requests",
+        "4"},
+       "--requests: sizes the weight budget of one card at one length"},
+      // TensorRT-LLM's attention DP is on or off.
+      {{"serve", "--model", "deepseek-v3", "--gpu", "h200", "--engine", "trtllm", "--tp", "8",
+        "--dp", "2", "--ep", "8", "--isl", "1K", "--osl", "1K", "--concurrency", "8"},
+       "attention DP is on or off"},
   };
-  // A request of no tokens bounds nothing (plan printed 2^63 - 1 requests).
-  refused({"plan", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--length", "0", "--requests", "4"},
-          "--length: must be at least 1, got 0");
-  refused({"capacity", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--length", "0"},
-          "--length: must be at least 1, got 0");
-  // A typed 0 is not "left out" (it was told the model gives no context limit).
-  refused({"capacity", "--engine", "vllm", "--model", "qwen3-8b", "--gpu", "h100-sxm",
-           "--max-model-len", "0"},
-          "--max-model-len: must be at least 1, got 0");
-  // The logged KV figure replaces the estimate: its knobs would change nothing.
-  for (const char* knob : {"--gpu-memory-utilization", "--activation-memory"}) {
-    std::string value = std::string(knob) == "--activation-memory" ? "5GiB" : "0.5";
-    refused({"capacity", "--engine", "vllm", "--model", "qwen3-8b", "--max-model-len", "8K",
-             "--kv-memory", "10GiB", knob, value},
-            std::string(knob) + ": is not read with --kv-memory");
-  }
-  refused({"capacity", "--engine", "vllm", "--model", "qwen3-8b", "--max-model-len", "8K",
-           "--kv-memory", "0"},
-          "--kv-memory: must be more than 0 bytes");
-  // Charts belong to the Markdown report.
-  refused({"report", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--length", "4K", "--format",
-           "json", "--plot-dir", calc::testing::scratch_dir("calc-plot-json").string()},
-          "--plot-dir: writes the SVG charts");
-  // CUDA-only options on the CPU run.
-  refused({"validate", "--model", "qwen3-8b", "--scale", "64", "--length", "16", "--gpu", "foo"},
-          "--gpu: applies to --device cuda only");
-  refused({"validate", "--model", "qwen3-8b", "--scale", "64", "--length", "16", "--jsonl",
-           temp_file("v.jsonl", "")},
-          "--jsonl: applies to --device cuda only");
-  // Execution paths of layers the model lacks changed nothing (and --execution ced was already
-  // refused there).
-  refused({"forward", "--model", "qwen3-8b", "--tokens", "1K", "--mla-path", "expanded"},
-          "--mla-path: 'expanded' changes nothing: qwen3-8b has no MLA layer");
-  refused({"forward", "--model", "deepseek-v3", "--tokens", "1K", "--linear", "recurrent"},
-          "--linear: 'recurrent' changes nothing");
-  refused({"forward", "--model", "qwen3-8b", "--tokens", "1K", "--index-scan", "rectangular"},
-          "--index-scan: 'rectangular' changes nothing");
-  refused({"forward", "--model", "qwen3-8b", "--tokens", "1K", "--execution", "reference"},
-          "--execution: 'reference' changes nothing");
-  // The weight budget answers for one card at one length.
-  refused({"capacity", "--model", "qwen3-8b", "--gpu", "h100-sxm,h200", "--length", "8K",
-           "--requests", "4"},
-          "--requests: sizes the weight budget of one card at one length");
-  // TensorRT-LLM's attention DP is on or off.
-  refused({"serve", "--model", "deepseek-v3", "--gpu", "h200", "--engine", "trtllm", "--tp", "8",
-           "--dp", "2", "--ep", "8", "--isl", "1K", "--osl", "1K", "--concurrency", "8"},
-          "attention DP is on or off");
+  for (const auto& [command, says] : cases) check_refused(command, says);
 }
 
 TEST_CASE("review probes: bad calibration, GPU and scenario files are located errors") {
-  std::ifstream in(models_dir() + "/calibration/default.yaml");
-  std::stringstream text;
-  text << in.rdbuf();
-  auto with = [&](const std::string& from, const std::string& to) {
-    std::string s = text.str();
+  const std::string text = file_text(models_dir() + "/calibration/default.yaml");
+  auto with = [](std::string s, const std::string& from, const std::string& to) {
     auto at = s.find(from);
     REQUIRE(at != std::string::npos);
     return s.replace(at, from.size(), to);
   };
-  auto serve_with = [](const std::string& cal) {
-    return run({"serve", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--isl", "1K", "--osl", "128",
-                "--concurrency", "8", "--calibration", cal});
+  auto serve_with = [](const std::string& cal) -> std::vector<std::string> {
+    return {"serve", "--model", "qwen3-8b",      "--gpu", "h100-sxm",      "--isl", "1K",
+            "--osl", "128",     "--concurrency", "8",     "--calibration", cal};
   };
   // An entry no lookup reaches, and a time past what a double prints.
-  outcome engine =
-      serve_with(temp_file("cal-engine.yaml", with("engine: sglang", "engine: sglng")));
-  CHECK(engine.code == 2);
-  CHECK(engine.err.find(".engine: unknown engine 'sglng'") != std::string::npos);
-  outcome family =
-      serve_with(temp_file("cal-family.yaml", with("family: hopper", "family: hoper")));
-  CHECK(family.code == 2);
-  CHECK(family.err.find(".family: 'hoper' is not a family") != std::string::npos);
-  std::string huge = text.str();
+  check_refused(
+      serve_with(temp_file("cal-engine.yaml", with(text, "engine: sglang", "engine: sglng"))),
+      ".engine: unknown engine 'sglng'");
+  check_refused(
+      serve_with(temp_file("cal-family.yaml", with(text, "family: hopper", "family: hoper"))),
+      ".family: 'hoper' is not a family");
+  std::string huge = text;
   auto at = huge.find("step_overhead_ms: ");
-  auto end = huge.find('\n', at);
-  huge.replace(at, end - at, "step_overhead_ms: 1e308");
-  outcome time = serve_with(temp_file("cal-time.yaml", huge));
-  CHECK(time.code == 2);
-  CHECK(time.err.find("step_overhead_ms: must be a number in [0, 1e+06]") != std::string::npos);
+  huge.replace(at, huge.find('\n', at) - at, "step_overhead_ms: 1e308");
+  check_refused(serve_with(temp_file("cal-time.yaml", huge)),
+                "step_overhead_ms: must be a number in [0, 1e+06]");
   // A runtime total above the memory as sold read as GiB.
-  std::ifstream g(models_dir() + "/gpus/h100-sxm.yaml");
-  std::stringstream gpu;
-  gpu << g.rdbuf();
-  std::string card = gpu.str();
-  auto r = card.find("runtime_memory: 85045477376B");
-  REQUIRE(r != std::string::npos);
-  card.replace(r, 28, "runtime_memory: 999999999999999B");
-  outcome big = run(
-      {"capacity", "--model", "qwen3-8b", "--gpu", temp_file("g5.yaml", card), "--length", "8K"});
-  CHECK(big.code == 2);
-  CHECK(big.err.find("runtime_memory: 999999999999999 bytes is more than") != std::string::npos);
+  std::string card = with(file_text(models_dir() + "/gpus/h100-sxm.yaml"),
+                          "runtime_memory: 85045477376B", "runtime_memory: 999999999999999B");
+  check_refused(
+      {"capacity", "--model", "qwen3-8b", "--gpu", temp_file("g5.yaml", card), "--length", "8K"},
+      "runtime_memory: 999999999999999 bytes is more than");
   // Scenario ids are unique; a folder with no claim is not "0 passed".
   std::string claim =
       "claims:\n  - id: a\n    run: state --model qwen3-8b --length 1K\n"
@@ -454,15 +459,12 @@ TEST_CASE("review probes: bad calibration, GPU and scenario files are located er
   std::string twice = claim +
                       "  - id: a\n    run: state --model qwen3-8b --length 2K\n"
                       "    field: /total_bytes\n    expect: \"1\"\n";
-  outcome dup = run({"check", temp_file("dup.yaml", twice)});
-  CHECK(dup.code == 2);
-  CHECK(dup.err.find("id: 'a' is already the id of the claim at") != std::string::npos);
+  check_refused({"check", temp_file("dup.yaml", twice)},
+                "id: 'a' is already the id of the claim at");
   auto empty = calc::testing::scratch_dir("calc-no-claims");
   std::filesystem::create_directories(empty);
   std::ofstream(empty / "a.yml") << claim;
-  outcome none = run({"check", empty.string()});
-  CHECK(none.code == 2);
-  CHECK(none.err.find("no claims") != std::string::npos);
+  check_refused({"check", empty.string()}, "no claims");
 }
 
 TEST_CASE("review probes: knobs that were accepted and changed nothing now act") {
@@ -500,10 +502,9 @@ TEST_CASE("review probes: knobs that were accepted and changed nothing now act")
   CHECK(fraction(nullptr) == fraction("8192"));  // H100's default chunk
   CHECK(fraction(nullptr) != fraction("32768"));
   // A chunk whose reserve passes the card is named, not a --mem-fraction-static never typed.
-  outcome big = run({"capacity", "--engine", "sglang", "--model", "qwen3-8b", "--gpu", "h100-sxm",
-                     "--max-model-len", "8K", "--chunked-prefill-size", "64K"});
-  CHECK(big.code == 2);
-  CHECK(big.err.find("65536-token prefill chunk") != std::string::npos);
+  check_refused({"capacity", "--engine", "sglang", "--model", "qwen3-8b", "--gpu", "h100-sxm",
+                 "--max-model-len", "8K", "--chunked-prefill-size", "64K"},
+                "65536-token prefill chunk");
   // A list applies an execution path to the models that have its layers.
   CHECK(run({"compare", "--model", "deepseek-v3,llama-3.1-8b", "--mla-path", "expanded"}).code ==
         0);
@@ -516,25 +517,18 @@ TEST_CASE("review probes: knobs that were accepted and changed nothing now act")
 }
 
 TEST_CASE("review probes: a key given twice is refused in JSON as in YAML, and in --set") {
-  std::string config =
-      temp_file("twice.json", "{\n  \"hidden_size\": 1024,\n  \"hidden_size\": 2048\n}\n");
-  outcome imp = run({"import", config});
-  CHECK(imp.code == 2);
-  CHECK(imp.err.find(":3:1: hidden_size: given twice") != std::string::npos);
+  check_refused({"import", temp_file("twice.json",
+                                     "{\n  \"hidden_size\": 1024,\n  \"hidden_size\": 2048\n}\n")},
+                ":3:1: hidden_size: given twice");
   std::string trace = temp_file(
       "twice.jsonl",
       "{\"arrival_ms\": 0, \"arrival_ms\": 5, \"input_tokens\": 8, \"output_tokens\": 4}\n");
-  outcome tr = run({"serve", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--trace", trace});
-  CHECK(tr.code == 2);
-  CHECK(tr.err.find(":1:1: arrival_ms: given twice") != std::string::npos);
-  outcome set = run({"state", "--model", "qwen3-8b", "--length", "8K", "--set",
-                     "layers.attention.kv_heads=4", "--set", "layers.attention.kv_heads=2"});
-  CHECK(set.code == 2);
-  CHECK(set.err.find("--set: layers.attention.kv_heads is set twice") != std::string::npos);
+  check_refused({"serve", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--trace", trace},
+                ":1:1: arrival_ms: given twice");
+  check_refused({"state", "--model", "qwen3-8b", "--length", "8K", "--set",
+                 "layers.attention.kv_heads=4", "--set", "layers.attention.kv_heads=2"},
+                "--set: layers.attention.kv_heads is set twice");
   // Absurd finite inputs to speculative are refused, not printed as 300-digit ratios.
-  outcome spec =
-      run({"speculative", "--decode-ms", "20", "--round-ms", "30", "--accepted", "1e308"});
-  CHECK(spec.code == 2);
-  CHECK(spec.err.find("accepted: 1e+308 tokens a round is more than the limit") !=
-        std::string::npos);
+  check_refused({"speculative", "--decode-ms", "20", "--round-ms", "30", "--accepted", "1e308"},
+                "accepted: 1e+308 tokens a round is more than the limit");
 }
