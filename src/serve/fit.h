@@ -21,9 +21,17 @@ namespace calc::serve {
 /// narrower group). The expert popularity exponent (coefficients::expert_zipf_s), which changes
 /// the steps' costs rather than their timing, is fitted around that by a 1-D search over [0, 2],
 /// the rows costed again at each exponent tried. Families and model aliases are taken from
-/// `base`; its coefficients are not used, so a refit of the same rows is the same table.
+/// `base`; its coefficients are not used, so a refit of the same rows on the same machine is the
+/// same table (on another, see fit_loss).
 calibration fit_calibration(const std::vector<mapped_row>& rows, const calibration& base,
                             const std::string& source, std::int64_t min_rows = 10);
+
+/// What fit_calibration minimises, for table `c` over `rows` costed at its expert popularity:
+/// the sum of squared robust log ratios of TPOT and weighted TTFT. The fit's optimum is not
+/// unique to the last digit (its loss is flat along some coefficients and kinked by the steps'
+/// discrete batches), so two fits of the same rows compare by this loss and by their
+/// predictions, not by their coefficients.
+double fit_loss(const std::vector<mapped_row>& rows, const calibration& c);
 
 /// |error| statistics of a set of rows, in percent of the measured value.
 struct error_stats {

@@ -23,9 +23,15 @@ constexpr double tpot_in_sample = 10;      // target 10; reached 9.6 (the target
 constexpr double ttft_in_sample = 23.7;    // target 20; reached 23.3
 constexpr double tpot_leave_gpu = 15;      // target 15; reached 13.5 (the target is the gate)
 constexpr double tpot_leave_model = 18.8;  // target 15; reached 18.3, held out (see above)
+// A refit against the shipped table (see agreement): loss and rows' predictions apart by at
+// most these percentages.
+constexpr double refit_loss = 0.5;
+constexpr double refit_median = 1;
+constexpr double refit_p90 = 3;
 }  // namespace gate
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <future>
 #include <map>
@@ -69,20 +75,56 @@ const refits& slow_gates() {
   static const refits r = [] {
     const fixture& f = data();
     refits out;
-    out.leave_model = std::async(std::launch::async, [&f] {
-                        return cross_validate(f.rows, f.cal,
-                                              [](const mapped_row& m) { return m.model; });
-                      }).share();
-    out.leave_gpu = std::async(std::launch::async, [&f] {
-                      return cross_validate(f.rows, f.cal,
-                                            [](const mapped_row& m) { return m.system; });
-                    }).share();
+    out.leave_model =
+        std::async(std::launch::async, [&f] {
+          return cross_validate(f.rows, f.cal, [](const mapped_row& m) { return m.model; });
+        }).share();
+    out.leave_gpu =
+        std::async(std::launch::async, [&f] {
+          return cross_validate(f.rows, f.cal, [](const mapped_row& m) { return m.system; });
+        }).share();
     out.refit = std::async(std::launch::async, [&f] {
                   return fit_calibration(f.rows, f.cal, "test");
                 }).share();
     return out;
   }();
   return r;
+}
+
+double percentile(std::vector<double> v, double q) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[static_cast<std::size_t>(q * static_cast<double>(v.size() - 1))];
+}
+
+/// How far two calibrations of the same rows are apart: their fit losses (percent), and each
+/// row's predictions (|b / a - 1| in percent, median and 90th percentile over the rows).
+/// The fit is not unique to the last digit: its loss is flat along some coefficients and kinked
+/// by the steps' discrete batches, so a refit that differs in the last bit of one libm result
+/// (another CPU's exp or log) ends at another point of the same valley. Refits of these rows
+/// from starts 1e-14 apart gave coefficients up to ~10 % apart and expert exponents 0.625 and
+/// 0.75, but losses within 0.13 %, rows within 0.5 % (median) and 1.6 % (p90) by TPOT, 0.2 % and
+/// 1.1 % by TTFT. Those, with room, are the refit gate's bounds.
+struct agreement {
+  double loss_change = 0;
+  double tpot_median = 0, tpot_p90 = 0, ttft_median = 0, ttft_p90 = 0;
+};
+
+agreement compare(const std::vector<mapped_row>& rows, const calibration& a, const calibration& b) {
+  agreement out;
+  out.loss_change = 100 * std::abs(fit_loss(rows, b) / fit_loss(rows, a) - 1);
+  evaluation ea = evaluate(rows, a), eb = evaluate(rows, b);
+  REQUIRE(ea.rows.size() == eb.rows.size());
+  std::vector<double> tpot, ttft;
+  for (std::size_t i = 0; i < ea.rows.size(); ++i) {
+    REQUIRE(ea.rows[i].row == eb.rows[i].row);
+    tpot.push_back(100 * std::abs(eb.rows[i].tpot_ms / ea.rows[i].tpot_ms - 1));
+    ttft.push_back(100 * std::abs(eb.rows[i].ttft_ms / ea.rows[i].ttft_ms - 1));
+  }
+  out.tpot_median = percentile(tpot, 0.5);
+  out.tpot_p90 = percentile(tpot, 0.9);
+  out.ttft_median = percentile(ttft, 0.5);
+  out.ttft_p90 = percentile(ttft, 0.9);
+  return out;
 }
 
 }  // namespace
@@ -118,15 +160,61 @@ TEST_CASE("latency gate: the shipped calibration is what `calc calibrate` fits f
   const fixture& f = data();
   const calibration& refit = slow_gates().refit.get();
   // The expert popularity is fitted with the rest (a 1-D search), within its physical range.
-  CHECK(refit.expert_zipf_s == f.cal.expert_zipf_s);
   CHECK(refit.expert_zipf_s >= 0);
   CHECK(refit.expert_zipf_s <= coefficients::max_expert_zipf_s);
   REQUIRE(refit.entries.size() == f.cal.entries.size());
   for (std::size_t i = 0; i < refit.entries.size(); ++i) {
-    CAPTURE(refit.entries[i].family);
-    CAPTURE(refit.entries[i].engine);
-    auto a = refit.entries[i].k.values(), b = f.cal.entries[i].k.values();
-    for (std::size_t j = 0; j < a.size(); ++j) CHECK(a[j] == doctest::Approx(b[j]).epsilon(0.01));
+    CHECK(refit.entries[i].family == f.cal.entries[i].family);
+    CHECK(refit.entries[i].engine == f.cal.entries[i].engine);
+    CHECK(refit.entries[i].rows == f.cal.entries[i].rows);
+  }
+  // Same loss and same predictions, not the same coefficients: see agreement.
+  agreement a = compare(f.rows, f.cal, refit);
+  MESSAGE("refit against the shipped table: loss ", a.loss_change, " % apart; rows apart by TPOT ",
+          a.tpot_median, " % median, ", a.tpot_p90, " % p90; TTFT ", a.ttft_median, " % median, ",
+          a.ttft_p90, " % p90");
+  CHECK(a.loss_change <= gate::refit_loss);
+  CHECK(a.tpot_median <= gate::refit_median);
+  CHECK(a.ttft_median <= gate::refit_median);
+  CHECK(a.tpot_p90 <= gate::refit_p90);
+  CHECK(a.ttft_p90 <= gate::refit_p90);
+}
+
+TEST_CASE("calibrate: the refit gate's comparison notices a table edited by hand") {
+  // The comparison the gate above makes must be able to fail: the shipped table against itself
+  // agrees exactly, and against itself with the busiest entry's GEMM efficiency or request
+  // latency moved by 10 % (what a stale or hand-tuned table looks like) it does not. (A
+  // coefficient the rows hardly see, such as step_overhead_ms there, moves predictions by less
+  // than a refit's own spread: that is why the gate compares predictions, not coefficients.)
+  const fixture& f = data();
+  agreement same = compare(f.rows, f.cal, f.cal);
+  CHECK(same.loss_change == 0);
+  CHECK(same.tpot_p90 == 0);
+  CHECK(same.ttft_p90 == 0);
+  // The entry of one GPU family that the most rows were fitted on.
+  std::size_t busiest = f.cal.entries.size();
+  for (std::size_t i = 0; i < f.cal.entries.size(); ++i)
+    if (f.cal.entries[i].family != "any" &&
+        (busiest == f.cal.entries.size() || f.cal.entries[i].rows > f.cal.entries[busiest].rows))
+      busiest = i;
+  REQUIRE(busiest < f.cal.entries.size());
+  for (std::string key : {"gemm_compute", "request_latency_ms"}) {
+    CAPTURE(key);
+    calibration edited = f.cal;
+    calibration_entry& e = edited.entries[busiest];
+    auto v = e.k.values();
+    std::size_t j = 0;
+    while (j < v.size() && coefficients::key(j) != key) ++j;
+    REQUIRE(j < v.size());
+    v[j] *= 1.1;
+    e.k.set(v);
+    agreement a = compare(f.rows, f.cal, edited);
+    MESSAGE(key, " x 1.1 on ", e.family, "/", e.engine, ": loss ", a.loss_change, " % apart; TPOT ",
+            a.tpot_median, " / ", a.tpot_p90, " %, TTFT ", a.ttft_median, " / ", a.ttft_p90, " %");
+    bool noticed = a.loss_change > gate::refit_loss || a.tpot_median > gate::refit_median ||
+                   a.ttft_median > gate::refit_median || a.tpot_p90 > gate::refit_p90 ||
+                   a.ttft_p90 > gate::refit_p90;
+    CHECK(noticed);
   }
 }
 
