@@ -501,6 +501,8 @@ result run_serve(const options& o) {
   serve_request q = read_serve(o);
   loaded_model m = load(o);
   gpu_spec gpu = load_gpu(o.gpu);
+  if (std::string why = engine_gpu_problem(find_engine(q.engine), gpu); !why.empty())
+    throw spec_error("--engine", why);
   // The server (--node-gpus, else the catalogue's server_gpus) bounds tensor parallelism over
   // PCIe past the card's NVLink domain.
   const std::int64_t server = server_gpus_of(gpu, node_gpus_option(o));
@@ -1002,6 +1004,8 @@ result run_plan_sla(const options& o) {
   q.max_gpus = o.max_gpus;
   loaded_model m = load(o);
   gpu_spec gpu = load_gpu(o.gpu);
+  if (std::string why = engine_gpu_problem(find_engine(engine), gpu); !why.empty())
+    throw spec_error("--engine", why);
   q.node_gpus = node_gpus_option(o);
   calibration cal = load_calibration(o.calibration);
   std::string used;

@@ -312,6 +312,7 @@ result run_gpus(const options&) {
     j["gpus"].push_back(
         {{"name", g.name},
          {"display", g.display},
+         {"vendor", g.vendor.empty() ? ojson(nullptr) : ojson(g.vendor)},
          {"memory_bytes", g.memory},
          {"runtime_memory_bytes", g.runtime_memory > 0 ? ojson(g.runtime_memory) : ojson(nullptr)},
          {"bandwidth_bytes", g.bandwidth},

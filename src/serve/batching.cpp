@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string_view>
 #include <unsupported/Eigen/SpecialFunctions>
 
 #include "common/error.h"
@@ -52,7 +53,8 @@ const std::vector<engine_defaults>& engines() {
                  "GUARANTEED_NO_EVICT (a request is admitted with blocks for its whole "
                  "length); enable_attention_dp gives every rank its own attention",
        .kv = kv_policy::reserve_whole,
-       .attention_dp_whole = true},
+       .attention_dp_whole = true,
+       .vendors = {"nvidia"}},
   };
   return rows;
 }
@@ -79,6 +81,35 @@ batching_config engine_batching(const engine_defaults& e, std::int64_t isl, std:
   c.budget_over_dp = e.budget_over_dp;
   c.attention_dp_whole = e.attention_dp_whole;
   return c;
+}
+
+namespace {
+
+/// A vendor key as its maker writes it.
+std::string maker(std::string_view vendor) {
+  return vendor == "nvidia"  ? "NVIDIA"
+         : vendor == "amd"   ? "AMD"
+         : vendor == "intel" ? "Intel"
+                             : std::string(vendor);
+}
+
+}  // namespace
+
+std::string engine_gpu_problem(const engine_defaults& e, const gpu_spec& gpu) {
+  if (gpu.vendor.empty()) return "";
+  auto runs_on = [&](const engine_defaults& x) {
+    return std::any_of(x.vendors.begin(), x.vendors.end(),
+                       [&](const char* v) { return v != nullptr && gpu.vendor == v; });
+  };
+  if (runs_on(e)) return "";
+  std::string makers, others;
+  for (const char* v : e.vendors)
+    if (v != nullptr) makers += (makers.empty() ? "" : ", ") + maker(v);
+  for (const engine_defaults& o : engines())
+    if (runs_on(o)) others += (others.empty() ? "" : " or ") + std::string(o.name);
+  return fmt::format("{} runs on {} cards only, and {} ({}) is {}'s{}", e.name, makers, gpu.name,
+                     gpu.display, maker(gpu.vendor),
+                     others.empty() ? "" : fmt::format(": use --engine {}", others));
 }
 
 std::string engine_layout_problem(const batching_config& cfg, const serve_layout& l) {

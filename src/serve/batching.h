@@ -45,6 +45,8 @@ struct engine_defaults {
   // Attention DP is on or off, not a size: TensorRT-LLM's enable_attention_dp makes every rank
   // of the tp group its own attention group (attention tp 1; tensorrt_llm/mapping.py).
   bool attention_dp_whole = false;
+  // The GPU makers (gpu_spec::vendor) whose cards the engine serves on.
+  std::array<const char*, 3> vendors = {"nvidia", "amd", "intel"};
 };
 
 /// The rows; throws spec_error naming --engine for an unknown engine.
@@ -74,6 +76,10 @@ struct batching_config {
   bool budget_over_dp = false;  // see engine_defaults
   bool attention_dp_whole = false;  // see engine_defaults
 };
+
+/// Why engine `e` does not run on `gpu` ("" when it does, or when the card's maker is not
+/// recorded): TensorRT-LLM builds on CUDA.
+std::string engine_gpu_problem(const engine_defaults& e, const gpu_spec& gpu);
 
 /// Why `l` is not a layout the engine can launch ("" when it is): a partial attention DP
 /// where the engine's is all or nothing (attention_dp_whole).

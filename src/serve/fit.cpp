@@ -262,10 +262,9 @@ calibration fit_calibration(const std::vector<mapped_row>& rows, const calibrati
     tried.emplace(s, std::make_pair(std::move(c), loss));
   };
   auto best = [&] {
-    return std::min_element(
-               tried.begin(), tried.end(),
-               [](const auto& a, const auto& b) { return a.second.second < b.second.second; })
-        ->first;
+    return std::min_element(tried.begin(), tried.end(), [](const auto& a, const auto& b) {
+             return a.second.second < b.second.second;
+           })->first;
   };
   for (double s = 0; s <= coefficients::max_expert_zipf_s; s += 0.5) at(s);
   for (double step : {0.25, 0.125}) {
@@ -274,10 +273,9 @@ calibration fit_calibration(const std::vector<mapped_row>& rows, const calibrati
     at(b + step);
   }
   double s = best();
-  std::string why =
-      "calc calibrate: the exponent in [0, 2] (steps of 0.5, then 0.25 and 0.125 "
-      "around the best) whose fit leaves the least loss on the rows; loss by "
-      "exponent:";
+  std::string why = "calc calibrate: the exponent in [0, 2] (steps of 0.5, then 0.25 and 0.125 "
+                    "around the best) whose fit leaves the least loss on the rows; loss by "
+                    "exponent:";
   for (const auto& [x, fit] : tried) why += fmt::format(" {:g}: {:.2f}", x, fit.second);
   calibration out = std::move(tried.at(s).first);
   out.set_expert_popularity(s, why);

@@ -308,6 +308,8 @@ mapped_row row_mapper::map(const measured_row& r) {
                                    r.at("backend")),
              m;
     const engine_defaults& eng = *found;
+    if (std::string why = engine_gpu_problem(eng, *gpu); !why.empty())
+      return m.error = "backend: " + why, m;
     const impl::resolved& named = p_->model_name(r.at("model_path"));
     if (!named.error.empty()) return m.error = named.error, m;
     m.model = named.name;

@@ -55,6 +55,9 @@ gpu_spec read_gpu_file(const std::string& path) {
   g.file = path;
   g.name = m.text("name");
   g.display = m.optional_text("display").value_or(g.name);
+  g.vendor = m.optional_text("vendor").value_or("");
+  if (m.has("vendor") && g.vendor != "nvidia" && g.vendor != "amd" && g.vendor != "intel")
+    m.fail("vendor", fmt::format("'{}' is not one of nvidia, amd, intel", g.vendor));
   g.memory = read_size(m, "memory");
   g.bandwidth = read_size(m, "bandwidth");
   g.bf16_tflops = read_tflops(m, "bf16_tflops", true);
@@ -88,9 +91,9 @@ gpu_spec read_gpu_file(const std::string& path) {
   } else if (m.has("runtime_memory_source")) {
     (void)m.required("runtime_memory");
   }
-  m.finish({"name", "display", "memory", "bandwidth", "bf16_tflops", "fp8_tflops", "fp4_tflops",
-            "interconnect", "pcie", "nvlink_domain", "server_gpus", "source", "runtime_memory",
-            "runtime_memory_source"});
+  m.finish({"name", "display", "vendor", "memory", "bandwidth", "bf16_tflops", "fp8_tflops",
+            "fp4_tflops", "interconnect", "pcie", "nvlink_domain", "server_gpus", "source",
+            "runtime_memory", "runtime_memory_source"});
   return g;
 }
 

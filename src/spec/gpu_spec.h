@@ -13,8 +13,11 @@
 namespace calc {
 
 struct gpu_spec {
-  std::string name;         // catalogue key, e.g. "rtx-4090"
-  std::string display;      // e.g. "NVIDIA GeForce RTX 4090"
+  std::string name;     // catalogue key, e.g. "rtx-4090"
+  std::string display;  // e.g. "NVIDIA GeForce RTX 4090"
+  /// Who makes the card: nvidia, amd or intel. It decides which serving engines run on it
+  /// (TensorRT-LLM only on NVIDIA's); empty where a file does not say, and then nothing is refused.
+  std::string vendor;
   std::int64_t memory = 0;  // bytes, decimal as sold (24 GB = 24e9 B; §2.6.2)
   /// Bytes the CUDA runtime reports as the card's total (cudaMemGetInfo / totalGlobalMem, the
   /// "total_gpu_memory" of vLLM's logs); 0 when no public record of it was found.

@@ -191,7 +191,7 @@ TEST_CASE("Markdown in human units; JSON keeps exact integers") {
   REQUIRE(gpus.code == 0);
   // The memory as sold (decimal) beside what the CUDA runtime reports (binary).
   CHECK(contains(squeeze(gpus.out),
-                 "| h100-sxm | NVIDIA H100 SXM5 80GB | 80 GB | 79.205 GiB | 3.35 TB/s |"));
+                 "| h100-sxm | NVIDIA H100 SXM5 80GB | nvidia | 80 GB | 79.205 GiB | 3.35 TB/s |"));
   CHECK_FALSE(contains(gpus.out, "3,350,000,000,000"));
   auto j = json_of({"gpus"});
   bool found = false;

@@ -419,6 +419,13 @@ TEST_CASE("review probes: accepted-but-ignored options and impossible inputs are
       {{"serve", "--model", "deepseek-v3", "--gpu", "h200", "--engine", "trtllm", "--tp", "8",
         "--dp", "2", "--ep", "8", "--isl", "1K", "--osl", "1K", "--concurrency", "8"},
        "attention DP is on or off"},
+      // TensorRT-LLM builds on CUDA: not a deployment on AMD or Intel cards.
+      {{"serve", "--model", "qwen3-8b", "--gpu", "mi300x", "--engine", "trtllm", "--isl", "1K",
+        "--osl", "1K", "--concurrency", "8"},
+       "--engine: trtllm runs on NVIDIA cards only"},
+      {{"plan", "--sla", "ttft=500,tpot=50", "--rate", "2", "--isl", "1K", "--osl", "256",
+        "--model", "qwen3-8b", "--gpu", "gaudi3", "--engine", "trtllm"},
+       "use --engine vllm or sglang"},
   };
   for (const auto& [command, says] : cases) check_refused(command, says);
 }

@@ -209,6 +209,35 @@ TEST_CASE("a card's server: GH200 nodes hold one superchip, so tp stops at one c
   CHECK_THROWS_WITH(read_gpu_file(file), doctest::Contains("server_gpus"));
 }
 
+TEST_CASE("an engine serves on the cards of the makers it builds for") {
+  // Every catalogue card names its maker: that is what lets serve refuse TensorRT-LLM on AMD.
+  for (const gpu_spec& g : gpu_catalogue()) {
+    CAPTURE(g.name);
+    CHECK((g.vendor == "nvidia" || g.vendor == "amd" || g.vendor == "intel"));
+  }
+  const engine_defaults& trt = find_engine("trtllm");
+  CHECK(engine_gpu_problem(trt, find_gpu("h200")) == "");
+  CHECK(engine_gpu_problem(trt, find_gpu("rtx-4090")) == "");
+  CHECK(engine_gpu_problem(trt, find_gpu("gaudi3")) ==
+        "trtllm runs on NVIDIA cards only, and gaudi3 (Intel Gaudi 3 (OAM)) is Intel's: use "
+        "--engine vllm or sglang");
+  for (const char* e : {"vllm", "sglang"})
+    for (const char* g : {"h200", "mi300x", "mi355x", "gaudi3"}) {
+      CAPTURE(e);
+      CAPTURE(g);
+      CHECK(engine_gpu_problem(find_engine(e), find_gpu(g)) == "");
+    }
+  // A card file without a maker is refused nothing; a maker outside the three is an input error.
+  gpu_spec unnamed = find_gpu("mi300x");
+  unnamed.vendor.clear();
+  CHECK(engine_gpu_problem(trt, unnamed) == "");
+  std::string file = write_temp("calc_gpu_vendor.yaml",
+                                "name: odd\nvendor: acme\nmemory: 24GB\nbandwidth: 1TB\n"
+                                "bf16_tflops: 100\nsource: test\n");
+  CHECK_THROWS_WITH(read_gpu_file(file),
+                    doctest::Contains("vendor: 'acme' is not one of nvidia, amd, intel"));
+}
+
 TEST_CASE("collectives past a card's NVLink bridge run over its PCIe") {
   gpu_spec pcie = find_gpu("h100-pcie");  // 2-card NVLink bridge at 300 GB/s, PCIe 5.0 x16
   CHECK(collective_link(pcie, 2) == 300e9);

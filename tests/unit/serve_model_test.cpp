@@ -288,9 +288,10 @@ TEST_CASE("serve measured CSV: malformed lines name file:line; a bad row is that
                      "a,vllm,meta-llama/Llama-3.1-8B,h100_sxm,1024,128,4,1,1,,,50,7\n"
                      "b,vllm,no/such-model,h100_sxm,1024,128,4,1,1,,,50,7\n"
                      "c,vllm,meta-llama/Llama-3.1-8B,tpu_v9,1024,128,4,1,1,,,50,7\n"
-                     "d,mystery,meta-llama/Llama-3.1-8B,h100_sxm,1024,128,4,1,1,,,50,7\n");
+                     "d,mystery,meta-llama/Llama-3.1-8B,h100_sxm,1024,128,4,1,1,,,50,7\n"
+                     "t,trtllm,meta-llama/Llama-3.1-8B,mi300x,1024,128,4,1,1,,,50,7\n");
   auto rows = read_measured(f);
-  REQUIRE(rows.size() == 4);
+  REQUIRE(rows.size() == 5);
   calibration cal;
   row_mapper mapper(cal);
   CHECK(mapper.map(rows[0]).error == "");
@@ -300,6 +301,10 @@ TEST_CASE("serve measured CSV: malformed lines name file:line; a bad row is that
   CHECK(mapper.map(rows[2]).error == "system 'tpu_v9': no such GPU in the catalogue");
   CHECK(mapper.map(rows[3]).error ==
         "backend 'mystery': no such engine (known: vllm, sglang, trtllm)");
+  // TensorRT-LLM builds on CUDA: a row of it on an AMD card is not a run anyone made.
+  CHECK(mapper.map(rows[4]).error ==
+        "backend: trtllm runs on NVIDIA cards only, and mi300x (AMD Instinct MI300X) is AMD's: "
+        "use --engine vllm or sglang");
   // Another tool's names: the calibration's systems table, and a re-release of a bundled
   // model's shapes under another organisation, format and fine-tune.
   std::string other = write_temp(
