@@ -421,6 +421,24 @@ bool scans_an_index(const graph& g) {
   return false;
 }
 
+/// Whether a layer has both a chunked and a recurrent form over several new tokens, which
+/// --linear chooses between: GDN, KDA and Mamba2's SSD (alone or beside attention). Mamba-1's
+/// selective scan and a short convolution run one way only.
+bool has_linear_choice(const graph& g) {
+  auto ssd = [](const attention_mamba2& m) {
+    return m.scan == attention_mamba2::scan_kind::ssd;
+  };
+  for (const layer& l : g.layers) {
+    if (std::holds_alternative<attention_gdn>(l.attention) ||
+        std::holds_alternative<attention_kda>(l.attention))
+      return true;
+    if (const auto* m = std::get_if<attention_mamba2>(&l.attention); m && ssd(*m)) return true;
+    if (const auto* p = std::get_if<attention_parallel>(&l.attention); p && ssd(p->mixer))
+      return true;
+  }
+  return false;
+}
+
 /// An execution choice for layers the model does not have would change nothing: refused by
 /// name, as --execution ced and --storage production are.
 void refuse_paths_without_layers(const options& o, const loaded_model& m) {
@@ -433,9 +451,10 @@ void refuse_paths_without_layers(const options& o, const loaded_model& m) {
   };
   if (!o.mla_path.empty() && !has_attention<attention_mla>(g))
     refuse("--mla-path", o.mla_path, "MLA layer");
-  bool linear = has_attention<attention_gdn>(g) || has_attention<attention_kda>(g) ||
-                has_attention<attention_mamba2>(g) || has_attention<attention_parallel>(g);
-  if (!o.linear.empty() && !linear) refuse("--linear", o.linear, "linear-attention or Mamba layer");
+  if (!o.linear.empty() && !has_linear_choice(g))
+    refuse("--linear", o.linear,
+           "layer with a chunked form (GDN, KDA, Mamba2's SSD; Mamba-1's selective scan and "
+           "short convolutions run one way)");
   if (!o.index_scan.empty() && !scans_an_index(g))
     refuse("--index-scan", o.index_scan, "indexer (DeepSeek sparse attention)");
   if (o.execution == "reference" && !m.spec->ced && !scans_an_index(g))

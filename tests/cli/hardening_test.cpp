@@ -407,6 +407,11 @@ TEST_CASE("review probes: accepted-but-ignored options and impossible inputs are
        "--mla-path: 'expanded' changes nothing: qwen3-8b has no MLA layer"},
       {{"forward", "--model", "deepseek-v3", "--tokens", "1K", "--linear", "recurrent"},
        "--linear: 'recurrent' changes nothing"},
+      // Mamba-1's selective scan and a short convolution have no chunked form to choose.
+      {{"forward", "--model", "mamba-2.8b-hf", "--tokens", "1K", "--linear", "chunked"},
+       "--linear: 'chunked' changes nothing: mamba-2.8b-hf has no layer with a chunked form"},
+      {{"forward", "--model", "lfm2-700m", "--tokens", "1K", "--linear", "recurrent"},
+       "--linear: 'recurrent' changes nothing: lfm2-700m has no layer with a chunked form"},
       {{"forward", "--model", "qwen3-8b", "--tokens", "1K", "--index-scan", "rectangular"},
        "--index-scan: 'rectangular' changes nothing"},
       {{"forward", "--model", "qwen3-8b", "--tokens", "1K", "--execution", "reference"},
