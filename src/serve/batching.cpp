@@ -106,10 +106,10 @@ std::string engine_gpu_problem(const engine_defaults& e, const gpu_spec& gpu) {
   for (const char* v : e.vendors)
     if (v != nullptr) makers += (makers.empty() ? "" : ", ") + maker(v);
   for (const engine_defaults& o : engines())
-    if (runs_on(o)) others += (others.empty() ? "" : " or ") + std::string(o.name);
+    if (runs_on(o)) others += (others.empty() ? "" : " and ") + std::string(o.name);
   return fmt::format("{} runs on {} cards only, and {} ({}) is {}'s{}", e.name, makers, gpu.name,
                      gpu.display, maker(gpu.vendor),
-                     others.empty() ? "" : fmt::format(": use --engine {}", others));
+                     others.empty() ? "" : fmt::format("; {} run there", others));
 }
 
 std::string engine_layout_problem(const batching_config& cfg, const serve_layout& l) {

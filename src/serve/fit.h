@@ -26,10 +26,11 @@ namespace calc::serve {
 calibration fit_calibration(const std::vector<mapped_row>& rows, const calibration& base,
                             const std::string& source, std::int64_t min_rows = 10);
 
-/// What fit_calibration minimises, for table `c` over `rows` costed at its expert popularity:
-/// the sum of squared robust log ratios of TPOT and weighted TTFT. The fit's optimum is not
-/// unique to the last digit (its loss is flat along some coefficients and kinked by the steps'
-/// discrete batches), so two fits of the same rows compare by this loss and by their
+/// The rows' part of what fit_calibration minimises (the fit adds a pull toward the priors), for
+/// table `c` over `rows` costed at its expert popularity: the sum of squared robust log ratios
+/// of TPOT and weighted TTFT; also what the 1-D search over the expert exponent compares. The fit's
+/// optimum is not unique to the last digit (its loss is flat along some coefficients and kinked by
+/// the steps' discrete batches), so two fits of the same rows compare by this loss and by their
 /// predictions, not by their coefficients.
 double fit_loss(const std::vector<mapped_row>& rows, const calibration& c);
 

@@ -55,7 +55,7 @@ gpu_spec read_gpu_file(const std::string& path) {
   g.file = path;
   g.name = m.text("name");
   g.display = m.optional_text("display").value_or(g.name);
-  g.vendor = m.optional_text("vendor").value_or("");
+  g.vendor = lower(m.optional_text("vendor").value_or(""));  // as names are: case aside
   if (m.has("vendor") && g.vendor != "nvidia" && g.vendor != "amd" && g.vendor != "intel")
     m.fail("vendor", fmt::format("'{}' is not one of nvidia, amd, intel", g.vendor));
   g.memory = read_size(m, "memory");

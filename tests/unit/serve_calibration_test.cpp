@@ -27,10 +27,10 @@ constexpr double ttft_in_sample = 23.7;    // target 20; reached 23.3
 constexpr double tpot_leave_gpu = 15;      // target 15; reached 13.5 (the target is the gate)
 constexpr double tpot_leave_model = 18.8;  // target 15; reached 18.3, held out (see above)
 // A refit against the shipped table (see agreement): loss and rows' predictions apart by at
-// most these percentages.
+// most these percentages (the predictions' by the worst table entry).
 constexpr double refit_loss = 0.5;
-constexpr double refit_median = 1;
-constexpr double refit_p90 = 3;
+constexpr double refit_median = 2;
+constexpr double refit_p90 = 5;
 }  // namespace gate
 #include <doctest/doctest.h>
 
@@ -99,17 +99,21 @@ double percentile(std::vector<double> v, double q) {
   return v.empty() ? 0 : v[static_cast<std::size_t>(q * static_cast<double>(v.size() - 1))];
 }
 
-/// How far two calibrations of the same rows are apart: their fit losses (percent), and each
-/// row's predictions (|b / a - 1| in percent, median and 90th percentile over the rows).
+/// How far two calibrations of the same rows are apart: their fit losses (percent), and the
+/// rows' predictions (|b / a - 1| in percent) by the table entry that predicts them (GPU family
+/// and engine), the median and 90th percentile of the entry where they are largest. Taken
+/// over the whole file instead, an edit to one entry (137 to 511 rows of 1,605) leaves the
+/// median at 0.
 /// The fit is not unique to the last digit: its loss is flat along some coefficients and kinked
 /// by the steps' discrete batches, so a refit that differs in the last bit of one libm result
 /// (another CPU's exp or log) ends at another point of the same valley. Refits of these rows
-/// from starts 1e-14 apart gave coefficients up to ~10 % apart and expert exponents 0.625 and
-/// 0.75, but losses within 0.13 %, rows within 0.5 % (median) and 1.6 % (p90) by TPOT, 0.2 % and
-/// 1.1 % by TTFT. Those, with room, are the refit gate's bounds.
+/// from starts 1e-14 to 3e-13 apart gave coefficients up to ~11 % apart and expert exponents
+/// 0.625 and 0.75, but losses within 0.13 %, and rows apart by at most 0.96 % (the worst
+/// entry's median) and 2.5 % (its p90). Those, with room, are the refit gate's bounds.
 struct agreement {
   double loss_change = 0;
-  double tpot_median = 0, tpot_p90 = 0, ttft_median = 0, ttft_p90 = 0;
+  double worst_median = 0, worst_p90 = 0;  // over the entries, TPOT and TTFT alike
+  std::string worst;                       // the entry of the worst p90
 };
 
 agreement compare(const std::vector<mapped_row>& rows, const calibration& a, const calibration& b) {
@@ -117,16 +121,22 @@ agreement compare(const std::vector<mapped_row>& rows, const calibration& a, con
   out.loss_change = 100 * std::abs(fit_loss(rows, b) / fit_loss(rows, a) - 1);
   evaluation ea = evaluate(rows, a), eb = evaluate(rows, b);
   REQUIRE(ea.rows.size() == eb.rows.size());
-  std::vector<double> tpot, ttft;
+  std::map<std::string, std::pair<std::vector<double>, std::vector<double>>> by_entry;
   for (std::size_t i = 0; i < ea.rows.size(); ++i) {
-    REQUIRE(ea.rows[i].row == eb.rows[i].row);
+    const mapped_row* m = ea.rows[i].row;
+    REQUIRE(m == eb.rows[i].row);
+    auto& [tpot, ttft] = by_entry[m->family + "/" + m->engine];
     tpot.push_back(100 * std::abs(eb.rows[i].tpot_ms / ea.rows[i].tpot_ms - 1));
     ttft.push_back(100 * std::abs(eb.rows[i].ttft_ms / ea.rows[i].ttft_ms - 1));
   }
-  out.tpot_median = percentile(tpot, 0.5);
-  out.tpot_p90 = percentile(tpot, 0.9);
-  out.ttft_median = percentile(ttft, 0.5);
-  out.ttft_p90 = percentile(ttft, 0.9);
+  for (const auto& [entry, apart] : by_entry)
+    for (const std::vector<double>* v : {&apart.first, &apart.second}) {
+      out.worst_median = std::max(out.worst_median, percentile(*v, 0.5));
+      if (double p90 = percentile(*v, 0.9); p90 >= out.worst_p90) {
+        out.worst_p90 = p90;
+        out.worst = entry;
+      }
+    }
   return out;
 }
 
@@ -173,52 +183,53 @@ TEST_CASE("latency gate: the shipped calibration is what `calc calibrate` fits f
   }
   // Same loss and same predictions, not the same coefficients: see agreement.
   agreement a = compare(f.rows, f.cal, refit);
-  MESSAGE("refit against the shipped table: loss ", a.loss_change, " % apart; rows apart by TPOT ",
-          a.tpot_median, " % median, ", a.tpot_p90, " % p90; TTFT ", a.ttft_median, " % median, ",
-          a.ttft_p90, " % p90");
+  MESSAGE("refit against the shipped table: loss ", a.loss_change, " % apart; rows apart by ",
+          a.worst_median, " % (the worst entry's median), ", a.worst_p90, " % (its p90, ", a.worst,
+          ")");
   CHECK(a.loss_change <= gate::refit_loss);
-  CHECK(a.tpot_median <= gate::refit_median);
-  CHECK(a.ttft_median <= gate::refit_median);
-  CHECK(a.tpot_p90 <= gate::refit_p90);
-  CHECK(a.ttft_p90 <= gate::refit_p90);
+  CHECK(a.worst_median <= gate::refit_median);
+  CHECK(a.worst_p90 <= gate::refit_p90);
 }
 
 TEST_CASE("calibrate: the refit gate's comparison notices a table edited by hand") {
   // The comparison the gate above makes must be able to fail: the shipped table against itself
-  // agrees exactly, and against itself with the busiest entry's GEMM efficiency or request
-  // latency moved by 10 % (what a stale or hand-tuned table looks like) it does not. (A
-  // coefficient the rows hardly see, such as step_overhead_ms there, moves predictions by less
-  // than a refit's own spread: that is why the gate compares predictions, not coefficients.)
+  // agrees exactly, and against itself with one entry's GEMM efficiency at 0.6 of its value, its
+  // step overhead doubled or its request latency x 1.5 (a stale or hand-tuned table) it does
+  // not, whichever GPU family's entry is edited. Smaller edits can stay within a refit's own
+  // spread: x 1.1 on GEMM efficiency moves blackwell/sglang's rows by 0.4 % (median), less
+  // than two refits of the same rows differ, and a gate on predictions cannot tell them apart
+  // (a gate on coefficients could, but would fail on another CPU; see agreement).
   const fixture& f = data();
   agreement same = compare(f.rows, f.cal, f.cal);
   CHECK(same.loss_change == 0);
-  CHECK(same.tpot_p90 == 0);
-  CHECK(same.ttft_p90 == 0);
-  // The entry of one GPU family that the most rows were fitted on.
-  std::size_t busiest = f.cal.entries.size();
-  for (std::size_t i = 0; i < f.cal.entries.size(); ++i)
-    if (f.cal.entries[i].family != "any" &&
-        (busiest == f.cal.entries.size() || f.cal.entries[i].rows > f.cal.entries[busiest].rows))
-      busiest = i;
-  REQUIRE(busiest < f.cal.entries.size());
-  for (std::string key : {"gemm_compute", "request_latency_ms"}) {
-    CAPTURE(key);
-    calibration edited = f.cal;
-    calibration_entry& e = edited.entries[busiest];
-    auto v = e.k.values();
-    std::size_t j = 0;
-    while (j < v.size() && coefficients::key(j) != key) ++j;
-    REQUIRE(j < v.size());
-    v[j] *= 1.1;
-    e.k.set(v);
-    agreement a = compare(f.rows, f.cal, edited);
-    MESSAGE(key, " x 1.1 on ", e.family, "/", e.engine, ": loss ", a.loss_change, " % apart; TPOT ",
-            a.tpot_median, " / ", a.tpot_p90, " %, TTFT ", a.ttft_median, " / ", a.ttft_p90, " %");
-    bool noticed = a.loss_change > gate::refit_loss || a.tpot_median > gate::refit_median ||
-                   a.ttft_median > gate::refit_median || a.tpot_p90 > gate::refit_p90 ||
-                   a.ttft_p90 > gate::refit_p90;
-    CHECK(noticed);
+  CHECK(same.worst_median == 0);
+  CHECK(same.worst_p90 == 0);
+  int edited_entries = 0;
+  for (std::size_t i = 0; i < f.cal.entries.size(); ++i) {
+    if (f.cal.entries[i].family == "any") continue;  // rows read their family's entry
+    ++edited_entries;
+    for (auto [key, by] : std::vector<std::pair<std::string, double>>{
+             {"gemm_compute", 0.6}, {"step_overhead_ms", 2}, {"request_latency_ms", 1.5}}) {
+      calibration edited = f.cal;
+      calibration_entry& e = edited.entries[i];
+      CAPTURE(e.family);
+      CAPTURE(e.engine);
+      CAPTURE(key);
+      auto v = e.k.values();
+      std::size_t j = 0;
+      while (j < v.size() && coefficients::key(j) != key) ++j;
+      REQUIRE(j < v.size());
+      v[j] *= by;
+      e.k.set(v);
+      agreement a = compare(f.rows, f.cal, edited);
+      CAPTURE(a.loss_change);
+      CAPTURE(a.worst_median);
+      CAPTURE(a.worst_p90);
+      CHECK((a.loss_change > gate::refit_loss || a.worst_median > gate::refit_median ||
+             a.worst_p90 > gate::refit_p90));
+    }
   }
+  CHECK(edited_entries >= 4);
 }
 
 TEST_CASE("calibrate: a row's benchmark client sets the lengths of its mean request") {

@@ -219,8 +219,8 @@ TEST_CASE("an engine serves on the cards of the makers it builds for") {
   CHECK(engine_gpu_problem(trt, find_gpu("h200")) == "");
   CHECK(engine_gpu_problem(trt, find_gpu("rtx-4090")) == "");
   CHECK(engine_gpu_problem(trt, find_gpu("gaudi3")) ==
-        "trtllm runs on NVIDIA cards only, and gaudi3 (Intel Gaudi 3 (OAM)) is Intel's: use "
-        "--engine vllm or sglang");
+        "trtllm runs on NVIDIA cards only, and gaudi3 (Intel Gaudi 3 (OAM)) is Intel's; "
+        "vllm and sglang run there");
   for (const char* e : {"vllm", "sglang"})
     for (const char* g : {"h200", "mi300x", "mi355x", "gaudi3"}) {
       CAPTURE(e);
@@ -236,6 +236,11 @@ TEST_CASE("an engine serves on the cards of the makers it builds for") {
                                 "bf16_tflops: 100\nsource: test\n");
   CHECK_THROWS_WITH(read_gpu_file(file),
                     doctest::Contains("vendor: 'acme' is not one of nvidia, amd, intel"));
+  // Case aside, as catalogue names are.
+  std::string upper = write_temp("calc_gpu_vendor_upper.yaml",
+                                 "name: odd\nvendor: AMD\nmemory: 24GB\nbandwidth: 1TB\n"
+                                 "bf16_tflops: 100\nnvlink_domain: 1\nsource: test\n");
+  CHECK(read_gpu_file(upper).vendor == "amd");
 }
 
 TEST_CASE("collectives past a card's NVLink bridge run over its PCIe") {

@@ -303,8 +303,8 @@ TEST_CASE("serve measured CSV: malformed lines name file:line; a bad row is that
         "backend 'mystery': no such engine (known: vllm, sglang, trtllm)");
   // TensorRT-LLM builds on CUDA: a row of it on an AMD card is not a run anyone made.
   CHECK(mapper.map(rows[4]).error ==
-        "backend: trtllm runs on NVIDIA cards only, and mi300x (AMD Instinct MI300X) is AMD's: "
-        "use --engine vllm or sglang");
+        "backend: trtllm runs on NVIDIA cards only, and mi300x (AMD Instinct MI300X) is AMD's; "
+        "vllm and sglang run there");
   // Another tool's names: the calibration's systems table, and a re-release of a bundled
   // model's shapes under another organisation, format and fine-tune.
   std::string other = write_temp(
