@@ -3,8 +3,11 @@
 // answers. No arithmetic here: the budget, the allocation and the layout search live in
 // src/engine/. Options of plain capacity/plan that no engine shares are refused by name.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cctype>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 
@@ -201,10 +204,8 @@ engine::speculative_config speculative_of(const options& o, std::optional<loaded
   return s;
 }
 
-/// vLLM's --limit-mm-per-prompt, e.g. '{"image": 0, "video": 0}': true when it gives every
-/// modality a limit of 0 (vLLM's text-only mode). Counts of other forms do not change the pool.
-bool text_only_of(const std::string& text) {
-  if (text.empty()) return false;
+/// The limits of vLLM's --limit-mm-per-prompt, e.g. '{"image": 0, "video": 0}', by modality.
+std::map<std::string, std::int64_t> mm_limits_of(const std::string& text) {
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(text);
@@ -215,6 +216,7 @@ bool text_only_of(const std::string& text) {
   if (!j.is_object() || j.empty())
     throw spec_error("--limit-mm-per-prompt",
                      "expected a JSON object such as {\"image\": 0, \"video\": 0}");
+  std::map<std::string, std::int64_t> limits;
   for (const auto& item : j.items()) {
     const nlohmann::json& v = item.value();
     // A count, or (newer vLLM) an object whose "count" is the limit.
@@ -222,9 +224,9 @@ bool text_only_of(const std::string& text) {
     if (!count.is_number_integer() || count.get<std::int64_t>() < 0)
       throw spec_error("--limit-mm-per-prompt",
                        fmt::format("'{}' needs a count >= 0", item.key()));
-    if (count.get<std::int64_t>() != 0) return false;
+    limits[item.key()] = count.get<std::int64_t>();
   }
-  return true;
+  return limits;
 }
 
 }  // namespace
@@ -248,15 +250,34 @@ checked vision_bytes_of(const options& o, const loaded_model& m) {
 
 namespace {
 
-/// vision_bytes_of, refusing --limit-mm-per-prompt on a model without a tower (it would change
-/// nothing: there is no tower to skip).
-checked tower_bytes(const options& o, const loaded_model& m) {
-  checked bytes = vision_bytes_of(o, m);
-  if (!o.limit_mm_per_prompt.empty() && bytes.value() <= 0)
+/// The modalities a model's tower takes, as vLLM registers them: images, and video where the
+/// patch embedding spans frames (temporal_patch > 1: Qwen2-VL's Conv3d over frame pairs).
+std::vector<std::string> tower_modalities(const options& o, const loaded_model& m) {
+  std::vector<std::string> out{"image"};
+  for (const component_spec& c :
+       read_model_components(resolve_model_path(o.model), m.file_embedding, o.sets))
+    if (c.vit.temporal_patch > 1) return {"image", "video"};
+  return out;
+}
+
+/// The tower's bytes and whether vLLM skips it (its text-only mode: every modality the model
+/// takes limited to 0; one left out keeps its default limit, and the tower). Refuses
+/// --limit-mm-per-prompt on a model without a tower (it would change nothing: there is no
+/// tower to skip).
+void set_tower(const options& o, const loaded_model& m, engine::memory_request& memory) {
+  memory.vision_bytes = vision_bytes_of(o, m);
+  if (o.limit_mm_per_prompt.empty()) return;
+  if (memory.vision_bytes.value() <= 0)
     throw spec_error(
         "--limit-mm-per-prompt",
         fmt::format("changes nothing: {} has no vision tower to load or skip", m.spec->name));
-  return bytes;
+  std::map<std::string, std::int64_t> limits = mm_limits_of(o.limit_mm_per_prompt);
+  std::vector<std::string> takes = tower_modalities(o, m);
+  memory.modalities = fmt::format("{}", fmt::join(takes, " and "));
+  memory.text_only = std::all_of(takes.begin(), takes.end(), [&](const std::string& t) {
+    auto it = limits.find(t);
+    return it != limits.end() && it->second == 0;
+  });
 }
 
 /// Binds the engine options into the capacity question (validation of option text here, the
@@ -317,7 +338,7 @@ engine::capacity_request capacity_request_of(const options& o, std::int64_t tp, 
   // Not given: SGLang's computed default; typed, checked as given (0 is outside (0, 1]).
   if (was_typed(o, "--mem-fraction-static")) q.memory.mem_fraction_static = o.mem_fraction_static;
   q.memory.engine_version = o.engine_version;
-  q.memory.text_only = text_only_of(o.limit_mm_per_prompt);
+  if (!o.limit_mm_per_prompt.empty()) mm_limits_of(o.limit_mm_per_prompt);  // checked early
   if (!o.activation_memory.empty())
     q.memory.activation = parse_memory("--activation-memory", o.activation_memory);
   return q;
@@ -507,7 +528,7 @@ result run_engine_capacity(const options& o) {
   std::optional<loaded_model> draft;  // the EAGLE draft, alive while the question runs
   engine::capacity_request q =
       capacity_request_of(o, tp_of(o), pp_of(o), lengths_or_limit(o.lengths, m), o.gpu, draft);
-  q.memory.vision_bytes = tower_bytes(o, m);
+  set_tower(o, m, q.memory);
   engine::capacity_result r = engine::answer_capacity(m.g, q);
   return {to_json(m, r), fmt::format("calc capacity --engine {}: {} ({} {})", o.engine,
                                      m.spec->name, r.rules->engine, r.rules->versions)};
@@ -523,7 +544,7 @@ result run_engine_plan(const options& o) {
   lengths = lengths_or_limit(lengths, m);
   std::optional<loaded_model> draft;  // the EAGLE draft, alive while the question runs
   q.capacity = capacity_request_of(o, 1, 1, lengths, o.gpu, draft);
-  q.capacity.memory.vision_bytes = tower_bytes(o, m);
+  set_tower(o, m, q.capacity.memory);
   q.card = load_gpu(o.gpu);
   q.requests = o.requests;
   q.node_gpus = node_gpus_option(o);

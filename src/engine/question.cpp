@@ -241,14 +241,18 @@ void vision_weights(const capacity_request& q, capacity_result& r) {
   if (m.text_only) {
     const budget_rules& b = find_budget_rules(q.rules->engine, m.engine_version);
     if (b.text_only_skips_vision) {
-      r.vision_note = "not loaded: every modality's --limit-mm-per-prompt is 0 (text-only mode)";
+      r.vision_note = fmt::format(
+          "not loaded: --limit-mm-per-prompt is 0 for every modality it takes ({}): text-only "
+          "mode",
+          m.modalities);
       return;
     }
     r.vision_note = fmt::format("loaded: vLLM {} has no text-only mode (from 0.10)", b.versions);
   } else {
-    r.vision_note =
-        "loaded beside the text model, its layers split over the tp ranks (every "
-        "modality's --limit-mm-per-prompt at 0 would skip it in vLLM 0.10 on)";
+    r.vision_note = fmt::format(
+        "loaded beside the text model, its layers split over the tp ranks (--limit-mm-per-prompt "
+        "at 0 for every modality it takes, {}, would skip it in vLLM 0.10 on)",
+        m.modalities);
   }
   r.vision_bytes_per_rank = ceil_div(m.vision_bytes, checked(q.config.tensor_parallel));
 }

@@ -72,8 +72,9 @@ struct memory_request {
   /// named difference, spec/hf/checkpoint.h); 0: none, or no headers to count it from. The
   /// engines load it beside the text model, split over the TP ranks of the first stage.
   checked vision_bytes;
-  /// vLLM's --limit-mm-per-prompt with every modality at 0 (text-only mode).
+  /// vLLM's --limit-mm-per-prompt with every modality the tower takes at 0 (text-only mode).
   bool text_only = false;
+  std::string modalities = "image";  // what the tower takes, for its note: "image and video"
 };
 
 /// The capacity question: a model on one layout under one rule set.

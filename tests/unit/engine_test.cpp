@@ -1350,6 +1350,18 @@ TEST_CASE("engine: the vision tower the engines load comes out of the budget") {
   // One modality still allowed: loaded. Before 0.10 the limits change profiling only.
   CHECK(run(with_tower, {"--limit-mm-per-prompt", R"({"image": 1, "video": 0})"})
             ["vision_weight_bytes_per_rank"] == tower);
+  // One left out keeps its default limit: Qwen3-VL's tower takes video too (its patch embedding
+  // spans frame pairs), so images alone at 0 still load it; Gemma 3's takes images only.
+  ojson video_left = run(with_tower, {"--limit-mm-per-prompt", R"({"image": 0})"});
+  CHECK(video_left["vision_weight_bytes_per_rank"] == tower);
+  CHECK(video_left["vision_tower"].get<std::string>().find("image and video") != std::string::npos);
+  CHECK(run(with_tower,
+            {"--limit-mm-per-prompt", R"({"video": 0})"})["vision_weight_bytes_per_rank"] == tower);
+  ojson gemma = engine_run({"capacity", "--engine", "vllm", "--model", "gemma-3-4b-it", "--gpu",
+                            "h100-sxm", "--max-model-len", "8192", "-f", "json",
+                            "--limit-mm-per-prompt", R"({"image": 0})"});
+  CHECK_FALSE(gemma.contains("vision_weight_bytes_per_rank"));
+  CHECK(gemma["vision_tower"].get<std::string>().find("(image)") != std::string::npos);
   ojson old = run(with_tower, {"--engine-version", "0.9", "--limit-mm-per-prompt",
                                R"({"image": 0, "video": 0})"});
   CHECK(old["vision_weight_bytes_per_rank"] == tower);
