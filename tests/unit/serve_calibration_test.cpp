@@ -208,8 +208,11 @@ TEST_CASE("calibrate: the refit gate's comparison notices a table edited by hand
   for (std::size_t i = 0; i < f.cal.entries.size(); ++i) {
     if (f.cal.entries[i].family == "any") continue;  // rows read their family's entry
     ++edited_entries;
-    for (auto [key, by] : std::vector<std::pair<std::string, double>>{
+    for (const auto& edit : std::vector<std::pair<std::string, double>>{
              {"gemm_compute", 0.6}, {"step_overhead_ms", 2}, {"request_latency_ms", 1.5}}) {
+      // Named copies: CAPTURE's lambda cannot capture a structured binding under clang 14.
+      const std::string key = edit.first;
+      const double by = edit.second;
       calibration edited = f.cal;
       calibration_entry& e = edited.entries[i];
       CAPTURE(e.family);
