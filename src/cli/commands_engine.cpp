@@ -253,11 +253,10 @@ namespace {
 /// The modalities a model's tower takes, as vLLM registers them: images, and video where the
 /// patch embedding spans frames (temporal_patch > 1: Qwen2-VL's Conv3d over frame pairs).
 std::vector<std::string> tower_modalities(const options& o, const loaded_model& m) {
-  std::vector<std::string> out{"image"};
   for (const component_spec& c :
        read_model_components(resolve_model_path(o.model), m.file_embedding, o.sets))
     if (c.vit.temporal_patch > 1) return {"image", "video"};
-  return out;
+  return {"image"};
 }
 
 /// The tower's bytes and whether vLLM skips it (its text-only mode: every modality the model

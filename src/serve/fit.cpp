@@ -145,15 +145,6 @@ coefficients fit_group(const std::vector<const mapped_row*>& rows, const coeffic
   return from_free(u);
 }
 
-double quantile(std::vector<double> v, double q) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  double pos = q * static_cast<double>(v.size() - 1);
-  auto lo = static_cast<std::size_t>(std::floor(pos));
-  std::size_t hi = std::min(lo + 1, v.size() - 1);
-  return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
-}
-
 error_stats stats(const std::vector<const row_prediction*>& ps) {
   error_stats s;
   std::vector<double> t, f;
@@ -280,6 +271,15 @@ calibration fit_calibration(const std::vector<mapped_row>& rows, const calibrati
   calibration out = std::move(tried.at(s).first);
   out.set_expert_popularity(s, why);
   return out;
+}
+
+double quantile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  double pos = q * static_cast<double>(v.size() - 1);
+  auto lo = static_cast<std::size_t>(std::floor(pos));
+  std::size_t hi = std::min(lo + 1, v.size() - 1);
+  return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
 }
 
 double fit_loss(const std::vector<mapped_row>& rows, const calibration& c) {

@@ -34,6 +34,9 @@ calibration fit_calibration(const std::vector<mapped_row>& rows, const calibrati
 /// predictions, not by their coefficients.
 double fit_loss(const std::vector<mapped_row>& rows, const calibration& c);
 
+/// The q-quantile of `v` (0 <= q <= 1), interpolated between neighbours; 0 for none.
+double quantile(std::vector<double> v, double q);
+
 /// |error| statistics of a set of rows, in percent of the measured value.
 struct error_stats {
   std::int64_t rows = 0;

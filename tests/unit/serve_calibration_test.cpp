@@ -94,11 +94,6 @@ const refits& slow_gates() {
   return r;
 }
 
-double percentile(std::vector<double> v, double q) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[static_cast<std::size_t>(q * static_cast<double>(v.size() - 1))];
-}
-
 /// How far two calibrations of the same rows are apart: their fit losses (percent), and the
 /// rows' predictions (|b / a - 1| in percent) by the table entry that predicts them (GPU family
 /// and engine), the median and 90th percentile of the entry where they are largest. Taken
@@ -131,8 +126,8 @@ agreement compare(const std::vector<mapped_row>& rows, const calibration& a, con
   }
   for (const auto& [entry, apart] : by_entry)
     for (const std::vector<double>* v : {&apart.first, &apart.second}) {
-      out.worst_median = std::max(out.worst_median, percentile(*v, 0.5));
-      if (double p90 = percentile(*v, 0.9); p90 >= out.worst_p90) {
+      out.worst_median = std::max(out.worst_median, quantile(*v, 0.5));
+      if (double p90 = quantile(*v, 0.9); p90 >= out.worst_p90) {
         out.worst_p90 = p90;
         out.worst = entry;
       }
