@@ -27,7 +27,7 @@ percent, per row; medians and 90th percentiles by GPU, engine and model.
 
 Targets (issue "Time under load"): TPOT median <= 10 % and TTFT median <= 20 % in sample, TPOT
 median <= 15 % under each cross-validation. **TPOT meets its targets in sample and for a GPU
-left out; TTFT in sample (23.3 %) and TPOT for a model left out (18.3 %) do not yet** (figures
+left out; TTFT in sample (23.2 %) and TPOT for a model left out (17.7 %) do not yet** (figures
 below). Every coefficient, the expert popularity exponent included, is fitted inside each
 cross-validation fold: a fold never sees the GPU or model it predicts.
 tests/unit/serve_calibration_test.cpp gates the two met at their targets and the others at the
@@ -37,23 +37,25 @@ as the model improves.
 The refit gate compares the shipped table with a refit by what they predict, not by their
 coefficients. The fit's loss is flat along some coefficients and kinked by the steps' whole-number
 batches, so a refit whose libm rounds one last bit differently (another CPU) lands elsewhere in
-the same valley: refits of these rows from starts 1e-14 to 3e-13 apart (2026-12) gave
-coefficients up to ~11 % apart and expert exponents 0.625 or 0.75, with losses within 0.13 % and
-the rows of each table entry (GPU family and engine) within 0.96 % (median) and 2.5 % (p90) of
-the shipped table's. The gate allows 0.5 % of loss and 2 % / 5 % for the worst entry; one
+the same valley: refits of these rows from starts 1e-14 to 3e-13 apart (2026-12, before the
+fifteenth pass) gave coefficients up to ~11 % apart and expert exponents 0.625 or 0.75, with
+losses within 0.13 % and the rows of each table entry (GPU family and engine) within 0.96 %
+(median) and 2.5 % (p90) of the shipped table's. The table shipped now was refitted on the CPU
+type CI runs on (fifteenth pass). The gate allows 0.5 % of loss and 2 % / 5 % for the worst entry; one
 entry's GEMM efficiency at 0.6 of its value, its step overhead doubled or its request latency
 x 1.5 exceeds it, for every family's entry (a test shows it). Smaller edits can stay within a
 refit's own spread (GEMM efficiency x 1.1 moves Blackwell SGLang's rows by 0.4 %), which no
 comparison of predictions can tell from a refit.
 
 The cross-validated figures move the same way, since every fold is a fit: over starts
-perturbed by +-1e-14 and +-3e-13 (2026-12, this file and code) leave one model out read 17.8,
-17.8, 18.9 and 20.3 % (18.3 % unperturbed, the figure below) and leave one GPU out 13.8-14.0 %
-(13.5 %); in-sample figures do not move (the shipped table is not refitted). The gates hold
-the unperturbed figures, which the CPUs CI has run on reproduce; a CPU whose libm rounds
-differently can read leave one model out above its 18.8 % gate with no change to the code.
-A fit whose optimum does not depend on the path (a smooth roofline in place of its max, or
-several starts) would remove that, and is not built yet.
+perturbed by +-1e-14 and +-3e-13 (2026-12, this file and code) leave one model out reads 17.4,
+17.2, 18.1 and 17.8 % (17.7 % unperturbed, the figure below; 17.8-20.3 % before the expert
+popularity exponent was bounded, fifteenth pass) and leave one GPU out 13.5-14.2 % (13.4 %);
+in-sample figures do not move (the shipped table is not refitted). The gates hold the
+unperturbed figures with room for that spread (leave one model out at 18.5 %); a CPU whose libm
+rounds differently reads a few tenths apart with no change to the code. A fit whose optimum
+does not depend on the path (a smooth roofline in place of its max, or several starts) would
+remove that, and is not built yet.
 
 What moved the figures (2026-12; before: TPOT 11.6 %, TTFT 27.7 % in sample, 20.1 % / 31.0 %
 cross-validated):
@@ -546,6 +548,24 @@ cross-validated):
   one GPU out, 17.8 -> 18.3 % leaving one model out (the Qwen3-235B fold's exponent went from
   0.5 to 1.875 and that model from 26 to 45 % off; the whole file's stays 0.625). Shipped for
   the physics; the leave-one-model-out gate moved up with it (17.9 -> 18.8), the one time.
+- the expert popularity exponent bounded to [0, 1] (2026-12, fifteenth pass; before: TPOT 9.6 %,
+  TTFT 23.3 % in sample, TPOT 13.5 % / 18.3 % leaving one GPU / model out). The search ran over
+  [0, 2], and the loss is nearly flat in s, so a fold could pick an exponent no trained router
+  has: the fold without Qwen3-235B picked 1.875 (2 in a refit on the CPU CI runs on), at which the
+  most used of 128 experts takes 55-61 % of a layer's routed picks and a decode step reads a
+  handful of experts; that fold fitted `moe_memory` at 0.21 on TensorRT-LLM Hopper to make up
+  for it and predicted Qwen3-235B's TPOT 45-47 % off (+50 % to +110 %, worse with clients). At
+  s = 1 the most used of 128 experts takes 18 % (24 x its even share; of 256, 16 %, 42 x), beyond
+  what the load-balancing loss these routers are trained with lets through, so 1 is the bound
+  (and the prior of a file without the field is the shipped fit's 0.625, not 1.2). The whole
+  file's search is the same path below 1 and still picks 0.625; the table was refitted on the
+  CPU type CI runs on (coefficients move in their sixth digit). After: TPOT 9.5 %, TTFT 23.2 % in
+  sample, TPOT 13.4 % / 17.7 % leaving one GPU / model out (Qwen3-235B left out 44.9 -> 24.3 %,
+  its fold now at s = 0; gpt-oss-120b 30.5 %, DeepSeek 23.1 %). Under the jitter of the header
+  the leave-one-model-out figure spreads over 17.2-18.1 % (17.8-20.3 % before): the gate comes
+  down to 18.5 %. The bound was chosen from the routers' training, then checked against the
+  folds, so the 17.7 % is held out only as far as that check did not steer it; a bound of 0.5
+  was not tried.
 
 How a row maps onto calc (backend -> engine, system -> GPU, model_path -> bundled model, quant
 modes -> formats, layout, workload) is described in docs/commands.md (`calc calibrate`). One rule

@@ -231,7 +231,7 @@ double table_loss(const std::vector<mapped_row>& rows, const calibration& c) {
 calibration fit_calibration(const std::vector<mapped_row>& rows, const calibration& base,
                             const std::string& source, std::int64_t min_rows) {
   // The expert popularity changes which experts a step reads, so the rows' steps are costed
-  // again for each exponent tried, and every group refitted: a 1-D search over [0, 2] (steps of
+  // again for each exponent tried, and every group refitted: a 1-D search over [0, 1] (steps of
   // 0.5, then 0.25 and 0.125 around the best) for the exponent whose fit leaves the least loss
   // on these rows. Rows without experts do not see it: a set of them keeps the built-in prior.
   bool moe = std::any_of(rows.begin(), rows.end(), [](const mapped_row& m) {
@@ -264,9 +264,10 @@ calibration fit_calibration(const std::vector<mapped_row>& rows, const calibrati
     at(b + step);
   }
   double s = best();
-  std::string why = "calc calibrate: the exponent in [0, 2] (steps of 0.5, then 0.25 and 0.125 "
-                    "around the best) whose fit leaves the least loss on the rows; loss by "
-                    "exponent:";
+  std::string why = fmt::format(
+      "calc calibrate: the exponent in [0, {:g}] (steps of 0.5, then 0.25 and 0.125 around the "
+      "best) whose fit leaves the least loss on the rows; loss by exponent:",
+      coefficients::max_expert_zipf_s);
   for (const auto& [x, fit] : tried) why += fmt::format(" {:g}: {:.2f}", x, fit.second);
   calibration out = std::move(tried.at(s).first);
   out.set_expert_popularity(s, why);

@@ -19,7 +19,7 @@ namespace calc::serve {
 /// construction (logistic and exponential parameters); a weak prior pulls a coefficient the
 /// rows cannot see (MoE on a dense-only group) back to the built-in prior (the pooled fit for a
 /// narrower group). The expert popularity exponent (coefficients::expert_zipf_s), which changes
-/// the steps' costs rather than their timing, is fitted around that by a 1-D search over [0, 2],
+/// the steps' costs rather than their timing, is fitted around that by a 1-D search over [0, 1],
 /// the rows costed again at each exponent tried. Families and model aliases are taken from
 /// `base`; its coefficients are not used, so a refit of the same rows on the same machine is the
 /// same table (on another, see fit_loss).

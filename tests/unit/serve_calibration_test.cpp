@@ -17,15 +17,17 @@
 // than k experts), 18.3, the Qwen3-235B fold's fitted exponent moving from 0.5 to 1.875. That
 // gate was raised from 17.9 to 18.8 for the fix, the one time it moved up. The fold without
 // gpt-oss-120b has two optima, 30 % and 50-56 % off for that model, which move this figure by about
-// a point: docs/validation/latency.md, eighth pass. Every fold is a fit whose end point depends on
-// the last bits of its arithmetic: starts perturbed by 1e-14 to 3e-13 read 17.8-20.3 % here, so
-// a CPU whose libm rounds differently may read above the gate with no change to the code; see
-// that file's header.)
+// a point: docs/validation/latency.md, eighth pass. With the expert popularity exponent bounded
+// to [0, 1] (fifteenth pass: the Qwen3-235B fold had picked 1.875, one expert taking half a
+// layer's picks) the figure is 17.7 and the gate came down to 18.5. Every fold is a fit whose end
+// point depends on the last bits of its arithmetic: starts perturbed by 1e-14 to 3e-13 read
+// 17.2-18.1 % here (17.8-20.3 before the bound), so a CPU whose libm rounds differently may read
+// a few tenths apart with no change to the code; see that file's header.)
 namespace gate {
-constexpr double tpot_in_sample = 10;      // target 10; reached 9.6 (the target is the gate)
-constexpr double ttft_in_sample = 23.7;    // target 20; reached 23.3
-constexpr double tpot_leave_gpu = 15;      // target 15; reached 13.5 (the target is the gate)
-constexpr double tpot_leave_model = 18.8;  // target 15; reached 18.3, held out (see above)
+constexpr double tpot_in_sample = 10;      // target 10; reached 9.5 (the target is the gate)
+constexpr double ttft_in_sample = 23.7;    // target 20; reached 23.2
+constexpr double tpot_leave_gpu = 15;      // target 15; reached 13.4 (the target is the gate)
+constexpr double tpot_leave_model = 18.5;  // target 15; reached 17.7, held out (see above)
 // A refit against the shipped table (see agreement): loss and rows' predictions apart by at
 // most these percentages (the predictions' by the worst table entry).
 constexpr double refit_loss = 0.5;

@@ -1,7 +1,7 @@
 // The experts a serving step reads: a router's experts are not equally popular, so a decode step
 // touches fewer distinct experts (and gives each more rows) than draws over equally likely
 // experts would. The step counts them under a Zipf popularity whose exponent is a calibration
-// coefficient (coefficients::expert_zipf_s: 1.2 built in, fitted by `calc calibrate`), the same
+// coefficient (coefficients::expert_zipf_s: 0.625 built in, fitted by `calc calibrate`), the same
 // for every model.
 #include <doctest/doctest.h>
 
@@ -31,7 +31,8 @@ TEST_CASE("serve step: experts touched under a skewed popularity, between equal 
     op_cost moe =  // a copy: the step's costs are a temporary
         cost_step(d, {32, 1024, 0, 0}).ops[static_cast<std::size_t>(op_class::moe_gemm)];
     experts_plan equal = plan_experts(m.g, 32, {routing::kind::zipf, 0.0});
-    experts_plan skewed = plan_experts(m.g, 32, {routing::kind::zipf, 1.2});
+    experts_plan skewed =
+        plan_experts(m.g, 32, {routing::kind::zipf, coefficients{}.expert_zipf_s});
     experts_plan one = plan_experts(m.g, 32, {routing::kind::concentrated});
     CHECK(moe.bytes == skewed.weight_read_bytes);
     CHECK(moe.rows == skewed.rows_per_expert);
@@ -107,9 +108,10 @@ TEST_CASE("calibration file: the expert popularity exponent, its provenance and 
   calibration back = read_calibration(write_temp("calc_zipf_back.yaml", write_calibration(c)));
   CHECK(back.expert_zipf_s == 0.85);
   CHECK(back.expert_zipf_source == "fit");
-  std::string steep = write_temp("calc_zipf_steep.yaml", head + "expert_popularity:\n  zipf_s: 2.5\n");
+  std::string steep =
+      write_temp("calc_zipf_steep.yaml", head + "expert_popularity:\n  zipf_s: 1.5\n");
   CHECK(error_of(steep) ==
-        steep + ":19:11: expert_popularity.zipf_s: a Zipf exponent must be a number in [0, 2]");
+        steep + ":19:11: expert_popularity.zipf_s: a Zipf exponent must be a number in [0, 1]");
   std::string neg = write_temp("calc_zipf_neg.yaml", head + "expert_popularity:\n  zipf_s: -1\n");
   CHECK(error_of(neg).find("expert_popularity.zipf_s") != std::string::npos);
   std::string odd =
