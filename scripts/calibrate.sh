@@ -123,7 +123,7 @@ cross-validated):
   %, left out 18.5 %); with the free row count, FP4 experts on a GPU without FP4 tensor cores
   (Hopper) multiplied at the BF16 peak (left out 19.8 %, gpt-oss 53 %).
 - expert popularity fitted (2026-12, fourth pass): the exponent s is the calibration file's
-  `expert_popularity.zipf_s`, bounded to [0, 2], with its provenance, and `calc calibrate` fits it
+  `expert_popularity.zipf_s`, bounded to [0, 2] (to [0, 1] since the fifteenth pass), with its provenance, and `calc calibrate` fits it
   with the other coefficients: for each s of a 1-D search (0 to 2 in steps of 0.5, then 0.25 and
   0.125 around the best) the rows' steps are costed again and every group refitted, and the s
   whose table leaves the least fit loss (the robust TPOT and weighted TTFT log ratios) on the
