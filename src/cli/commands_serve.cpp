@@ -53,8 +53,9 @@ struct serve_request {
 /// engine's spelling (a line without them would start the engine on the checkpoint's formats:
 /// half the modelled KV pool where --kv fp8 was costed).
 std::string launch_with_formats(const std::string& engine, const serve_layout& l,
-                                const batching_config& cfg, const options& o, const model_spec& s) {
-  std::string line = launch_line(engine, l, cfg);
+                                const batching_config& cfg, const options& o, const model_spec& s,
+                                const gpu_spec& gpu) {
+  std::string line = launch_line(engine, l, cfg, gpu);
   std::string notes;
   bool trt = engine == "trtllm";
   if (!o.kv.empty()) {
@@ -91,8 +92,8 @@ calibration load_calibration(const std::string& path) {
 }
 
 batching_config engine_config_of(const std::string& engine, std::int64_t isl, std::int64_t osl,
-                                 std::int64_t mnbt, std::int64_t seqs) {
-  batching_config c = engine_batching(find_engine(engine), isl, osl);
+                                 std::int64_t mnbt, std::int64_t seqs, const gpu_spec& gpu) {
+  batching_config c = engine_batching(find_engine(engine), isl, osl, gpu);
   if (mnbt > 0) c.max_num_batched_tokens = mnbt;
   if (seqs > 0) c.max_num_seqs = seqs;
   // vLLM refuses to start below one token per running sequence (SchedulerConfig._verify_args in
@@ -151,7 +152,7 @@ void read_batch_wait(const options& o, serve_request& r) {
   r.cfg.batch_wait_tokens_ratio = o.batch_wait_ratio;
 }
 
-serve_request read_serve(const options& o) {
+serve_request read_serve(const options& o, const gpu_spec& gpu) {
   serve_request r;
   if (!o.engine.empty()) r.engine = o.engine;
   find_engine(r.engine);
@@ -178,7 +179,7 @@ serve_request read_serve(const options& o) {
   std::int64_t isl = token_option("--isl", o.isl, unset);
   std::int64_t osl = token_option("--osl", o.osl, unset);
   check_engine_knobs(o);
-  r.cfg = engine_config_of(r.engine, isl, osl, o.max_num_batched_tokens, o.max_num_seqs);
+  r.cfg = engine_config_of(r.engine, isl, osl, o.max_num_batched_tokens, o.max_num_seqs, gpu);
   const double rate = rate_option(o);
   int modes = (!o.concurrency.empty()) + (rate > 0) + (!o.trace.empty());
   if (modes != 1)
@@ -379,11 +380,12 @@ void add_serve_options(CLI::App& app, options& o) {
                  "With --rate, or --simulate with --range-ratio: seed of the Poisson arrivals "
                  "and drawn lengths (default 2026)");
   app.add_option("--max-num-batched-tokens,--chunked-prefill-size", o.max_num_batched_tokens,
-                 "Token budget of one step (default: the engine's, 8192 in each)")
+                 "Token budget of one step (default: the engine's, 8192 in each; vLLM 2048 on "
+                 "cards under 70 GiB and on A100s, as `vllm serve` picks it)")
       ->transform(token_suffixes());
   app.add_option("--max-num-seqs,--max-running-requests", o.max_num_seqs,
-                 "Running requests at most (default: the engine's: vLLM 1024, SGLang 4096, "
-                 "TensorRT-LLM 2048)")
+                 "Running requests at most (default: the engine's: vLLM 1024 (256 on cards under "
+                 "70 GiB and on A100s), SGLang 4096, TensorRT-LLM 2048)")
       ->transform(token_suffixes());
   app.add_option("--batch-wait-timeout-iters", o.batch_wait_iters,
                  "TensorRT-LLM, with --concurrency (the steady state, not --simulate): hold new "
@@ -442,7 +444,7 @@ load_request report_load_of(const options& o, const gpu_spec& gpu) {
   std::int64_t osl = token_option("--osl", o.osl, 1024);
   load_request w;
   w.engine = o.engine.empty() ? "vllm" : o.engine;
-  w.cfg = engine_config_of(w.engine, isl, osl, 0, 0);
+  w.cfg = engine_config_of(w.engine, isl, osl, 0, 0, gpu);
   calibration cal = load_calibration(o.calibration);
   std::string used;
   w.k = cal.lookup(cal.family_of(gpu.name), w.engine, &used);
@@ -498,9 +500,9 @@ bool holds_a_request(const deployment& d, const batching_config& cfg) {
 }
 
 result run_serve(const options& o) {
-  serve_request q = read_serve(o);
-  loaded_model m = load(o);
   gpu_spec gpu = load_gpu(o.gpu);
+  serve_request q = read_serve(o, gpu);
+  loaded_model m = load(o);
   if (std::string why = engine_gpu_problem(find_engine(q.engine), gpu); !why.empty())
     throw spec_error("--engine", why);
   // The server (--node-gpus, else the catalogue's server_gpus) bounds tensor parallelism over
@@ -522,7 +524,7 @@ result run_serve(const options& o) {
                  {"ep", q.layout.ep},           {"dp", q.layout.dp},
                  {"pp", q.layout.pp}};
   j["gpus"] = q.layout.gpus();
-  j["launch_flags"] = launch_with_formats(q.engine, q.layout, q.cfg, o, *m.spec);
+  j["launch_flags"] = launch_with_formats(q.engine, q.layout, q.cfg, o, *m.spec, gpu);
   j["weights_format"] = model_formats(*m.spec).weights;
   j["kv_format"] = m.spec->precision.kv.name;
   j["formats"] = format_summary(m.spec->precision);  // every storage format costed
@@ -1000,10 +1002,10 @@ result run_plan_sla(const options& o) {
   check_limit("--max-gpus", o.max_gpus, 1, limits::cards, "cards");
   std::string engine = o.engine.empty() ? "vllm" : o.engine;
   check_engine_knobs(o);
-  q.cfg = engine_config_of(engine, isl, osl, o.max_num_batched_tokens, o.max_num_seqs);
+  gpu_spec gpu = load_gpu(o.gpu);
+  q.cfg = engine_config_of(engine, isl, osl, o.max_num_batched_tokens, o.max_num_seqs, gpu);
   q.max_gpus = o.max_gpus;
   loaded_model m = load(o);
-  gpu_spec gpu = load_gpu(o.gpu);
   if (std::string why = engine_gpu_problem(find_engine(engine), gpu); !why.empty())
     throw spec_error("--engine", why);
   q.node_gpus = node_gpus_option(o);
@@ -1046,7 +1048,7 @@ result run_plan_sla(const options& o) {
     j["concurrency_per_attention_group"] = b.load_per_group;  // serve's --concurrency
     j["max_concurrency_per_instance"] = b.concurrency_per_group * b.layout.dp;
     j["max_concurrency_per_attention_group"] = b.concurrency_per_group;
-    j["launch_flags"] = launch_with_formats(engine, b.layout, q.cfg, o, *m.spec);
+    j["launch_flags"] = launch_with_formats(engine, b.layout, q.cfg, o, *m.spec, gpu);
     j["ttft_ms"] = b.at_load.ttft_ms;
     j["tpot_ms"] = b.at_load.tpot_ms;
     j["requests_per_s_per_instance"] = b.at_load.requests_per_s;

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <string_view>
 
 #include "common/error.h"
 #include "plan/placement.h"
@@ -37,26 +38,30 @@ const std::vector<budget_rules>& budget_rule_sets() {
       // the exponential noise of random sampling, 2 + 4 + 4 + 4 B). vllm serve raises
       // max_num_seqs to 1024 on cards of at least 70 GiB (arg_utils.py). Non-torch memory:
       // 0.25 GiB at TP 1, about 2 GiB at TP 2-4 (vLLM 0.19 logs, issue 21).
-      {"vllm", "0.8-0.9 (V1, CUDA graphs captured after sizing)", 8, 9, 256 * kMiB, 2 * kGiB,
-       14, 1024, 256, 0, false,
+      {"vllm", "0.8-0.9 (V1, CUDA graphs captured after sizing)", 8, 9, 256 * kMiB, 2 * kGiB, 14,
+       1024, 256, 0, false,
        "vllm/v1/worker/gpu_worker.py (determine_available_memory), "
        "vllm/v1/worker/gpu_model_runner.py (profile_run, _dummy_sampler_run)"},
       // From 0.10 the same deductions; limits of 0 for every modality run a multimodal
       // checkpoint text-only, its vision tower not loaded (PR #22299, merged 2025-08-06).
-      {"vllm", "0.10-0.20 (V1, CUDA graphs captured after sizing)", 10, 20, 256 * kMiB,
-       2 * kGiB, 14, 1024, 256, 0, false,
+      // From 0.10 `vllm serve` also keeps 2048 batched tokens and 256 sequences on cards below
+      // 70 GiB and on A100s of any size (arg_utils.py get_batch_defaults: "a100" in the device
+      // name; PR #17885 measured lower throughput there with the larger budget).
+      {"vllm", "0.10-0.20 (V1, CUDA graphs captured after sizing)", 10, 20, 256 * kMiB, 2 * kGiB,
+       14, 1024, 256, 0, false,
        "vllm/v1/worker/gpu_worker.py (determine_available_memory), "
-       "vllm/v1/worker/gpu_model_runner.py (profile_run, _dummy_sampler_run)", true},
+       "vllm/v1/worker/gpu_model_runner.py (profile_run, _dummy_sampler_run)",
+       true, 8192, 2048, "a100"},
       // >= 0.21: the CUDA graph pool estimated during profiling is deducted
       // (profile_cudagraph_memory, PR #30515, opt-in; on by default since v0.21.0, as the log
       // line "CUDA graph memory profiling is enabled (default since v0.21.0)" says). Logged
       // estimates run 0.13-0.36 GiB per rank (club-3090 #127 and #1087, gpustack/runner #251);
       // calc takes 0.25 GiB.
-      {"vllm", ">=0.21 (V1, CUDA graph pool deducted)", 21, 99999, 256 * kMiB, 2 * kGiB, 14,
-       1024, 256, 256 * kMiB, false,
+      {"vllm", ">=0.21 (V1, CUDA graph pool deducted)", 21, 99999, 256 * kMiB, 2 * kGiB, 14, 1024,
+       256, 256 * kMiB, false,
        "vllm/v1/worker/gpu_worker.py (determine_available_memory: requested_memory - "
        "non_kv_cache_memory - cudagraph_memory_estimate_applied)",
-       true},
+       true, 8192, 2048, "a100"},
       // SGLang: mem_fraction_static covers weights and pool; the rest of the card is left for
       // activations and graphs. Its default is computed (server_args.py,
       // _handle_gpu_memory_settings, PR #10975).
@@ -79,6 +84,17 @@ const budget_rules& find_budget_rules(const std::string& engine, const std::stri
   // find_rules has already refused a version outside the allocation rule sets.
   throw spec_error("engine_version",
                    fmt::format("calc has no {} memory-budget rules for {}", engine, version));
+}
+
+batch_defaults default_batch(const budget_rules& b, const gpu_spec& card) {
+  std::string name = card.name + " " + card.display;
+  std::transform(name.begin(), name.end(), name.begin(),
+                 [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+  std::string_view small = b.small_defaults_names;
+  bool large = engine_visible_memory(card) >= 70 * kGiB &&
+               (small.empty() || name.find(small) == std::string::npos);
+  return large ? batch_defaults{b.default_batched_large_card, b.default_seqs_large_card}
+               : batch_defaults{b.default_batched, b.default_seqs};
 }
 
 budget_terms activation_terms(const graph& g, const budget_rules& b, std::int64_t batched,
@@ -207,10 +223,10 @@ void estimated_budget(const graph& g, const memory_request& m, capacity_result& 
                                   memory_words, t.fraction);
     return;
   }
-  std::int64_t batched = c.max_num_batched_tokens > 0 ? c.max_num_batched_tokens : 8192;
-  std::int64_t seqs = c.max_num_seqs > 0                  ? c.max_num_seqs
-                      : r.card_memory >= checked(70 * kGiB) ? b.default_seqs_large_card
-                                                            : b.default_seqs;
+  batch_defaults card = default_batch(b, *m.gpu);
+  std::int64_t batched =
+      c.max_num_batched_tokens > 0 ? c.max_num_batched_tokens : card.batched_tokens;
+  std::int64_t seqs = c.max_num_seqs > 0 ? c.max_num_seqs : card.seqs;
   budget_terms a = activation_terms(g, b, batched, seqs, c.tensor_parallel);
   a.card_memory = t.card_memory;
   a.fraction = t.fraction;

@@ -46,10 +46,27 @@ struct budget_rules {
   /// text-only and skips loading its vision tower (PR #22299); false: the tower is loaded
   /// whatever the limits.
   bool text_only_skips_vision = false;
+  /// max_num_batched_tokens when not given, on a card of at least 70 GiB and on smaller, and
+  /// the cards kept on the smaller defaults whatever their memory: a lower-case part of the
+  /// card's name (vLLM matches its device name; 0 / "": no such rule, the large-card value).
+  std::int64_t default_batched_large_card = 8192;
+  std::int64_t default_batched = 8192;
+  const char* small_defaults_names = "";
 };
 
 /// The budget rules, oldest first per engine.
 const std::vector<budget_rules>& budget_rule_sets();
+
+/// The scheduler's batch defaults on `card` when neither is given.
+struct batch_defaults {
+  std::int64_t batched_tokens = 0;  // max_num_batched_tokens
+  std::int64_t seqs = 0;            // max_num_seqs
+};
+
+/// `vllm serve`'s defaults on `card` (EngineArgs.get_batch_defaults): the large-card values on
+/// a card of at least 70 GiB as the runtime reports it whose name does not hold one of
+/// `small_defaults_names`, else the smaller ones.
+batch_defaults default_batch(const budget_rules& b, const gpu_spec& card);
 
 /// The budget rules of `engine` at `version` ("" = the newest).
 const budget_rules& find_budget_rules(const std::string& engine, const std::string& version);

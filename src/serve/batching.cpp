@@ -8,6 +8,7 @@
 #include <unsupported/Eigen/SpecialFunctions>
 
 #include "common/error.h"
+#include "engine/question.h"
 #include "tally/tally.h"
 
 namespace calc::serve {
@@ -24,7 +25,8 @@ const std::vector<engine_defaults>& engines() {
                  "(vllm/engine/arg_utils.py): chunked prefill on, 8192 batched tokens, 1024 "
                  "sequences, gpu_memory_utilization 0.9, block_size 16",
        .kv = kv_policy::preempt_newest,
-       .preempted_kv_cached = true},
+       .preempted_kv_cached = true,
+       .batch_defaults_by_card = true},
       {.name = "sglang",
        .max_num_batched_tokens = 8192,
        .max_num_seqs = 4096,
@@ -66,12 +68,18 @@ const engine_defaults& find_engine(const std::string& name) {
                    fmt::format("unknown engine '{}' (known: vllm, sglang, trtllm)", name));
 }
 
-batching_config engine_batching(const engine_defaults& e, std::int64_t isl, std::int64_t osl) {
+batching_config engine_batching(const engine_defaults& e, std::int64_t isl, std::int64_t osl,
+                                const gpu_spec& gpu) {
   batching_config c;
   c.isl = isl;
   c.osl = osl;
   c.max_num_batched_tokens = e.max_num_batched_tokens;
   c.max_num_seqs = e.max_num_seqs;
+  if (e.batch_defaults_by_card) {
+    engine::batch_defaults card = engine::default_batch(engine::find_budget_rules(e.name, ""), gpu);
+    c.max_num_batched_tokens = card.batched_tokens;
+    c.max_num_seqs = card.seqs;
+  }
   c.mixed_prefill = e.mixed_prefill;
   c.memory_fraction = e.memory_fraction;
   c.fraction_of_free = e.fraction_of_free;
@@ -121,9 +129,9 @@ std::string engine_layout_problem(const batching_config& cfg, const serve_layout
 }
 
 std::string launch_line(const std::string& engine, const serve_layout& l,
-                        const batching_config& cfg) {
+                        const batching_config& cfg, const gpu_spec& gpu) {
   std::string line = launch_flags(engine, l);
-  const engine_defaults& e = find_engine(engine);
+  const batching_config e = engine_batching(find_engine(engine), 0, 0, gpu);
   bool trt = engine == "trtllm";
   const char* tokens = engine == "vllm"     ? "--max-num-batched-tokens"
                        : engine == "sglang" ? "--chunked-prefill-size"

@@ -47,6 +47,10 @@ struct engine_defaults {
   bool attention_dp_whole = false;
   // The GPU makers (gpu_spec::vendor) whose cards the engine serves on.
   std::array<const char*, 3> vendors = {"nvidia", "amd", "intel"};
+  // The token budget and the running cap above are the large-card defaults; on other cards the
+  // engine's memory-budget rules (engine::default_batch) pick them: `vllm serve` keeps 2048 and
+  // 256 below 70 GiB and on A100s.
+  bool batch_defaults_by_card = false;
 };
 
 /// The rows; throws spec_error naming --engine for an unknown engine.
@@ -100,10 +104,12 @@ double batch_wait_steps(double per_step, double iters, std::int64_t more);
 /// SGLang --chunked-prefill-size / --max-running-requests, TensorRT-LLM (trtllm-serve)
 /// --max_num_tokens / --max_batch_size. A line to paste runs what was modelled.
 std::string launch_line(const std::string& engine, const serve_layout& l,
-                        const batching_config& cfg);
+                        const batching_config& cfg, const gpu_spec& gpu);
 
-/// The engine's defaults for one workload of `isl` input and `osl` output tokens per request.
-batching_config engine_batching(const engine_defaults& e, std::int64_t isl, std::int64_t osl);
+/// The engine's defaults on `gpu` for one workload of `isl` input and `osl` output tokens per
+/// request.
+batching_config engine_batching(const engine_defaults& e, std::int64_t isl, std::int64_t osl,
+                                const gpu_spec& gpu);
 
 /// Bytes of one rank's KV pool: the engine's memory fraction of the card (or of what the
 /// weights leave) less the rank's weights; <= 0 when the weights leave none.

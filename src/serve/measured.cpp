@@ -422,7 +422,7 @@ mapped_row row_mapper::map(const measured_row& r) {
       isl = mean_length(isl, client->length_low);
       osl = mean_length(osl, client->length_low);
     }
-    batching_config cfg = engine_batching(eng, isl, osl);
+    batching_config cfg = engine_batching(eng, isl, osl, dit->second->gpu);
     std::int64_t c = whole(r, "batch_size", 0, 1, limits::requests) * clients_per_group;
     m.s = std::make_shared<const scenario>(make_scenario(*dit->second, cfg, c));
   } catch (const spec_error& e) {

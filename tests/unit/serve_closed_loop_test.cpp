@@ -34,7 +34,7 @@ std::vector<arrival> requests(std::int64_t n, std::int64_t isl, std::int64_t osl
 TEST_CASE("serve closed loop: one client runs its requests back to back") {
   model m("llama-3.1-8b");
   deployment d = make_deployment(m.g, find_gpu("h200"), {});
-  batching_config cfg = engine_batching(find_engine("vllm"), 1024, 128);
+  batching_config cfg = engine_batching(find_engine("vllm"), 1024, 128, find_gpu("h200"));
   coefficients k;
   k.request_latency_ms = 30;
   simulation one = simulate(d, cfg, k, requests(1, 1024, 128));
@@ -61,7 +61,7 @@ TEST_CASE("serve closed loop: C clients keep C requests in the engine, by Little
     for (serve_layout l : {serve_layout{}, serve_layout{.tp = 1, .dp = 2}}) {
       CAPTURE(l.dp);
       deployment d = make_deployment(m.g, find_gpu("h100-sxm"), l);
-      batching_config cfg = engine_batching(find_engine(engine), 2048, 256);
+      batching_config cfg = engine_batching(find_engine(engine), 2048, 256, find_gpu("h200"));
       const std::int64_t clients = 16, rounds = 40;
       std::vector<arrival> a = requests(clients * rounds * l.dp, 2048, 256);
       draw_lengths(a, 0.8, 11);
@@ -89,7 +89,7 @@ TEST_CASE("serve closed loop: fixed lengths keep the opening burst in step, draw
   // first round: most requests then prefill alone.
   model m("qwen3-8b");
   deployment d = make_deployment(m.g, find_gpu("h100-sxm"), {});
-  batching_config cfg = engine_batching(find_engine("vllm"), 1024, 128);
+  batching_config cfg = engine_batching(find_engine("vllm"), 1024, 128, find_gpu("h200"));
   coefficients k;
   simulation one = simulate(d, cfg, k, requests(1, 1024, 128));
   simulation fixed = simulate_clients(d, cfg, k, 8, requests(80, 1024, 128));
@@ -137,8 +137,8 @@ TEST_CASE("serve closed loop: drawn lengths stay in the client's range") {
   model m("qwen3-8b");
   deployment d = make_deployment(m.g, find_gpu("h100-sxm"), {});
   CHECK(testing::error_of([&] {
-          simulate_clients(d, engine_batching(find_engine("vllm"), 8, 8), coefficients{}, 0,
-                           requests(3, 8, 8));
+          simulate_clients(d, engine_batching(find_engine("vllm"), 8, 8, find_gpu("h200")),
+                           coefficients{}, 0, requests(3, 8, 8));
         }) == "concurrency: must be at least 1");
 }
 

@@ -33,7 +33,7 @@ using testing::model;
 namespace {
 
 batching_config vllm(std::int64_t isl, std::int64_t osl) {
-  return engine_batching(find_engine("vllm"), isl, osl);
+  return engine_batching(find_engine("vllm"), isl, osl, find_gpu("h200"));
 }
 
 }  // namespace
@@ -145,12 +145,12 @@ TEST_CASE("serve steady state: clients past the running cap add waiting, not thr
 TEST_CASE("serve batching: SGLang splits its token budget and running cap over DP groups") {
   // server_args.py divides chunked_prefill_size by dp_size under DP attention, and each worker
   // runs max_running_requests // dp_size; vLLM and TensorRT-LLM apply theirs per rank.
-  batching_config sglang = engine_batching(find_engine("sglang"), 1024, 1024);
+  batching_config sglang = engine_batching(find_engine("sglang"), 1024, 1024, find_gpu("h200"));
   batching_config g = per_attention_group(sglang, 8);
   CHECK(g.max_num_batched_tokens == sglang.max_num_batched_tokens / 8);
   CHECK(g.max_num_seqs == sglang.max_num_seqs / 8);
   CHECK(per_attention_group(sglang, 1).max_num_batched_tokens == sglang.max_num_batched_tokens);
-  batching_config trt = engine_batching(find_engine("trtllm"), 1024, 1024);
+  batching_config trt = engine_batching(find_engine("trtllm"), 1024, 1024, find_gpu("h200"));
   CHECK(per_attention_group(trt, 8).max_num_batched_tokens == trt.max_num_batched_tokens);
   // A typed cap of 16 runs 2 requests per group of a dp 8 layout.
   model m("deepseek-v3");
@@ -434,7 +434,7 @@ TEST_CASE("plan --sla --rate: the KV pool keeps room for the Poisson spread of r
   gpu_spec l40s = find_gpu("l40s");
   coefficients k;
   sla_request r;
-  r.cfg = engine_batching(find_engine("trtllm"), 1024, 1024);
+  r.cfg = engine_batching(find_engine("trtllm"), 1024, 1024, find_gpu("h200"));
   r.rate = 20;
   r.ttft_ms = 3000;
   r.tpot_ms = 100;
@@ -481,7 +481,7 @@ TEST_CASE("serve steady state: batch waiting holds a prompt while others decode"
   model m("llama-3.1-70b");
   deployment d = make_deployment(m.g, find_gpu("h200"), {.tp = 2});
   coefficients k;
-  batching_config off = engine_batching(find_engine("trtllm"), 922, 922);
+  batching_config off = engine_batching(find_engine("trtllm"), 922, 922, find_gpu("h200"));
   batching_config on = off;
   on.batch_wait_iters = 20;
   on.batch_wait_tokens_ratio = 0.9;

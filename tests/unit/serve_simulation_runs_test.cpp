@@ -61,7 +61,7 @@ struct workload_source {
   }
   batching_config config() {
     const char* names[] = {"vllm", "sglang", "trtllm"};
-    batching_config c = engine_batching(find_engine(names[uniform(0, 2)]), 1, 1);
+    batching_config c = engine_batching(find_engine(names[uniform(0, 2)]), 1, 1, find_gpu("h200"));
     if (one_in(3)) c.max_num_batched_tokens = uniform(1, 2048);
     if (one_in(3)) c.max_num_seqs = uniform(1, 48);
     if (one_in(4)) c.kv_block_tokens = std::vector<std::int64_t>{1, 16, 32, 256}[uniform(0, 3)];
@@ -206,7 +206,8 @@ TEST_CASE("serve simulation: decode runs stop where the queue's front would be a
     for (int c = 0; c < 16; ++c) {
       CAPTURE(c);
       bool sglang = c % 2 == 0;
-      batching_config cfg = engine_batching(find_engine(sglang ? "sglang" : "vllm"), 1, 1);
+      batching_config cfg =
+          engine_batching(find_engine(sglang ? "sglang" : "vllm"), 1, 1, find_gpu("h200"));
       if (!sglang) cfg.max_num_batched_tokens = src.uniform(32, 512);
       std::vector<arrival> a;
       double t = 0;
@@ -239,7 +240,7 @@ TEST_CASE("serve simulation: a request SGLang refuses, then admits as its reserv
   // admitted in the middle of a stretch of decode steps, which a run must stop before.
   model m("llama-3.1-8b");
   deployment base = make_deployment(m.g, find_gpu("h200"), {});
-  batching_config cfg = engine_batching(find_engine("sglang"), 1, 1);
+  batching_config cfg = engine_batching(find_engine("sglang"), 1, 1, find_gpu("h200"));
   std::vector<arrival> a = {{0, 200, 3000}, {0, 200, 3000}, {0, 200, 3000}};
   double request = tally_state(m.g, 3200).total.to_double();
   std::int64_t admitted_in_decode = 0;
@@ -266,7 +267,7 @@ TEST_CASE("serve simulation: a long run at 8K/8K takes most steps in decode runs
   coefficients k;
   for (const char* e : {"vllm", "sglang", "trtllm"}) {
     CAPTURE(e);
-    batching_config cfg = engine_batching(find_engine(e), 8192, 8192);
+    batching_config cfg = engine_batching(find_engine(e), 8192, 8192, find_gpu("h200"));
     std::vector<arrival> a = poisson_arrivals(1, 150, 8192, 8192, 3);
     simulation fast = simulate(d, cfg, k, a, simulation_path::runs);
     simulation slow = simulate(d, cfg, k, a, simulation_path::stepwise);

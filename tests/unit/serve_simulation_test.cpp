@@ -31,7 +31,7 @@ using testing::model;
 namespace {
 
 batching_config engine_config(const std::string& name, std::int64_t isl, std::int64_t osl) {
-  return engine_batching(find_engine(name), isl, osl);
+  return engine_batching(find_engine(name), isl, osl, find_gpu("h200"));
 }
 
 /// `n` requests arriving together.
@@ -121,7 +121,7 @@ TEST_CASE("serve engines: each engine pages KV at its documented page size") {
   CHECK(find_engine("vllm").kv_block_tokens == 16);    // block_size
   CHECK(find_engine("sglang").kv_block_tokens == 1);   // page_size
   CHECK(find_engine("trtllm").kv_block_tokens == 32);  // tokens_per_block
-  CHECK(engine_batching(find_engine("trtllm"), 8, 8).kv_block_tokens == 32);
+  CHECK(engine_batching(find_engine("trtllm"), 8, 8, find_gpu("h200")).kv_block_tokens == 32);
   // The simulation holds KV in whole pages: one page larger than the pool (5.5 GB on an RTX
   // 4090, 128 KiB a token of Llama-3.1-8B) cannot hold even one 2,560-token request.
   model m("llama-3.1-8b");

@@ -30,7 +30,7 @@ using namespace calc::serve;
 using clock_type = std::chrono::steady_clock;
 
 batching_config config_of(const std::string& engine, std::int64_t isl, std::int64_t osl) {
-  return engine_batching(find_engine(engine), isl, osl);
+  return engine_batching(find_engine(engine), isl, osl, find_gpu("h200"));
 }
 
 /// Cases whose label (as printed: model, GPU, TP, engine, rate, ISL/OSL) the filter finds.
