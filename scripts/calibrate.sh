@@ -565,7 +565,14 @@ cross-validated):
   the leave-one-model-out figure spreads over 17.2-18.1 % (17.8-20.3 % before): the gate comes
   down to 18.5 %. The bound was chosen from the routers' training, then checked against the
   folds, so the 17.7 % is held out only as far as that check did not steer it; a bound of 0.5
-  was not tried.
+  was not tried. Tried after it and not shipped (TPOT / TTFT in sample, TPOT leave one GPU /
+  model out): expert GEMMs at the dense GEMM's compute efficiency (`moe_compute` tied to
+  `gemm_compute`, the fit's 0.2 read as what DeepSeek's slow TTFT runs pull it to) 11.2 / 27.4
+  / 15.2 / 20.5: the free coefficient is doing work the rows need; the TP collectives' bandwidth
+  efficiency held at 0.7 or more (NCCL reaches 70-100 % of NVLink on the large messages of a
+  prefill chunk; the fit puts vLLM's at 0.35, which makes an 8,000-token prefill at TP 8 spend
+  46 ms on its all-reduces and puts vLLM Llama-3.1-8B-FP8 on H200 at 1.5-4 x its TPOT) 9.1 /
+  23.8 / 13.3 / 18.1, the fold without gpt-oss-120b in its worse optimum (49.6 %).
 
 How a row maps onto calc (backend -> engine, system -> GPU, model_path -> bundled model, quant
 modes -> formats, layout, workload) is described in docs/commands.md (`calc calibrate`). One rule

@@ -99,12 +99,14 @@ batching_config engine_config_of(const std::string& engine, std::int64_t isl, st
   // vLLM refuses to start below one token per running sequence (SchedulerConfig._verify_args in
   // vllm/config/scheduler.py); calc would model an engine that never runs.
   if (engine == "vllm" && c.max_num_batched_tokens < c.max_num_seqs)
-    throw spec_error(
-        "--max-num-batched-tokens",
-        fmt::format("{} is below --max-num-seqs {}{}: vLLM refuses to start "
-                    "(max_num_batched_tokens must be >= max_num_seqs); raise it or "
-                    "lower --max-num-seqs",
-                    c.max_num_batched_tokens, c.max_num_seqs, seqs > 0 ? "" : " (vLLM's default)"));
+    throw spec_error("--max-num-batched-tokens",
+                     fmt::format("{}{} is below --max-num-seqs {}{}: vLLM refuses to start "
+                                 "(max_num_batched_tokens must be >= max_num_seqs); raise it or "
+                                 "lower --max-num-seqs",
+                                 c.max_num_batched_tokens,
+                                 mnbt > 0 ? "" : fmt::format(" (vLLM's default on {})", gpu.name),
+                                 c.max_num_seqs,
+                                 seqs > 0 ? "" : fmt::format(" (vLLM's default on {})", gpu.name)));
   return c;
 }
 

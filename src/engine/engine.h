@@ -125,7 +125,7 @@ struct engine_config {
   std::int64_t pipeline_parallel = 1;       // --pipeline-parallel-size
   std::int64_t block_size = 0;              // --block-size / --page-size; 0 = the default
   std::int64_t max_model_len = 0;           // --max-model-len / --context-length
-  std::int64_t max_num_batched_tokens = 0;  // --max-num-batched-tokens; 0 = 8192
+  std::int64_t max_num_batched_tokens = 0;  // --max-num-batched-tokens; 0 = the card's default
   std::int64_t max_num_seqs = 0;            // --max-num-seqs (reported; no KV effect)
   std::optional<dtype> kv_cache_dtype;      // --kv-cache-dtype; none = the model's kv format
   std::optional<dtype> state_dtype;         // --mamba-ssm-cache-dtype; none = the model's

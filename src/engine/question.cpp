@@ -37,11 +37,14 @@ const std::vector<budget_rules>& budget_rule_sets() {
       // which skips top-k/top-p/logprobs: bf16 logits, their fp32 copy, the probabilities and
       // the exponential noise of random sampling, 2 + 4 + 4 + 4 B). vllm serve raises
       // max_num_seqs to 1024 on cards of at least 70 GiB (arg_utils.py). Non-torch memory:
-      // 0.25 GiB at TP 1, about 2 GiB at TP 2-4 (vLLM 0.19 logs, issue 21).
+      // 0.25 GiB at TP 1, about 2 GiB at TP 2-4 (vLLM 0.19 logs, issue 21). Beside the 256
+      // sequences of smaller cards V1 keeps 2048 batched tokens (0.8 keyed the larger defaults
+      // on H100 / H200 in the device name, which calc reads as the later 70 GiB rule).
       {"vllm", "0.8-0.9 (V1, CUDA graphs captured after sizing)", 8, 9, 256 * kMiB, 2 * kGiB, 14,
        1024, 256, 0, false,
        "vllm/v1/worker/gpu_worker.py (determine_available_memory), "
-       "vllm/v1/worker/gpu_model_runner.py (profile_run, _dummy_sampler_run)"},
+       "vllm/v1/worker/gpu_model_runner.py (profile_run, _dummy_sampler_run)",
+       false, 8192, 2048},
       // From 0.10 the same deductions; limits of 0 for every modality run a multimodal
       // checkpoint text-only, its vision tower not loaded (PR #22299, merged 2025-08-06).
       // From 0.10 `vllm serve` also keeps 2048 batched tokens and 256 sequences on cards below
@@ -223,11 +226,8 @@ void estimated_budget(const graph& g, const memory_request& m, capacity_result& 
                                   memory_words, t.fraction);
     return;
   }
-  batch_defaults card = default_batch(b, *m.gpu);
-  std::int64_t batched =
-      c.max_num_batched_tokens > 0 ? c.max_num_batched_tokens : card.batched_tokens;
-  std::int64_t seqs = c.max_num_seqs > 0 ? c.max_num_seqs : card.seqs;
-  budget_terms a = activation_terms(g, b, batched, seqs, c.tensor_parallel);
+  budget_terms a =
+      activation_terms(g, b, c.max_num_batched_tokens, c.max_num_seqs, c.tensor_parallel);
   a.card_memory = t.card_memory;
   a.fraction = t.fraction;
   a.fraction_source = t.fraction_source;
@@ -282,6 +282,14 @@ capacity_result budget(const graph& g, const capacity_request& q) {
   if (std::string why = layout_problem(g, lay); !why.empty())
     throw spec_error("tensor_parallel", why);
   vision_weights(q, r);
+  // Untyped, vLLM's token budget and sequence cap are its defaults on the card (default_batch):
+  // the profile run's activation and the sliding-window charge both read them.
+  if (q.memory.gpu && std::string_view(r.rules->engine) == "vllm") {
+    batch_defaults card =
+        default_batch(find_budget_rules("vllm", q.memory.engine_version), *q.memory.gpu);
+    if (r.config.max_num_batched_tokens <= 0) r.config.max_num_batched_tokens = card.batched_tokens;
+    if (r.config.max_num_seqs <= 0) r.config.max_num_seqs = card.seqs;
+  }
   for (const card_load& cl : card_loads(g, lay, 0))
     r.weight_bytes_per_rank =
         max(r.weight_bytes_per_rank,

@@ -207,9 +207,9 @@ calibration read_calibration(const std::string& path) {
       v = n.as<double>();
     } catch (const YAML::Exception&) {
     }
-    if (!(std::isfinite(v) && v >= 0 && v <= coefficients::max_expert_zipf_s))
+    if (!(std::isfinite(v) && v >= 0 && v <= coefficients::max_expert_zipf_s_in_file))
       em.fail("zipf_s", fmt::format("a Zipf exponent must be a number in [0, {}]",
-                                    coefficients::max_expert_zipf_s));
+                                    coefficients::max_expert_zipf_s_in_file));
     c.set_expert_popularity(v, em.optional_text("source").value_or(""));
     em.finish({"zipf_s", "source"});
   }

@@ -56,6 +56,9 @@ struct coefficients {
   // rows hardly tell exponents apart (the loss is nearly flat in s), and the fold that left
   // Qwen3-235B out picked 1.875 and predicted it 45 % off.
   static constexpr double max_expert_zipf_s = 1;
+  // What a calibration file may hold: the fit searched [0, 2] before the bound came down to 1
+  // (2026-12), and the files it wrote keep working.
+  static constexpr double max_expert_zipf_s_in_file = 2;
 
   static constexpr std::size_t size = 16;
   /// The coefficients in declaration order (the fit's parameter vector; not expert_zipf_s).

@@ -1051,8 +1051,9 @@ TEST_CASE("serve --rate: a simulated point has the JSON fields of a steady one, 
 TEST_CASE(
     "vLLM's batch defaults by card: 2048 tokens and 256 sequences below 70 GiB and on A100s") {
   // `vllm serve` (EngineArgs.get_batch_defaults) keeps the smaller budget on cards under 70 GiB
-  // as the runtime reports them and on any card named A100; serve, plan --sla and capacity take
-  // the same, and a launch line names a knob only where it departs from that card's default.
+  // as the runtime reports them and on any card named A100; serve and capacity (and plan --sla,
+  // report, plan --engine, which share their paths) take the same, and a launch line names a
+  // knob only where it departs from that card's default.
   std::string out, err;
   auto serve_on = [&](const std::string& gpu, std::vector<std::string> more = {}) {
     std::vector<std::string> args = {"serve", "--model",  "llama-3.1-8b", "--gpu", gpu,
@@ -1104,4 +1105,17 @@ TEST_CASE(
   cap = nlohmann::json::parse(out)["budget"];
   CHECK(cap["batched_tokens"] == 8192);
   CHECK(cap["sampler_rows"] == 1024);
+  // ... and so does its sliding-window charge (window + one step's tokens): Gemma 3 on an A100
+  // holds what it holds with --max-num-batched-tokens 2048 typed, more than at 8192.
+  auto concurrency = [&](std::vector<std::string> more) {
+    std::vector<std::string> args = {"capacity",       "--engine", "vllm",      "--model",
+                                     "gemma-3-27b-it", "--gpu",    "a100-80gb", "--max-model-len",
+                                     "32768",          "--format", "json"};
+    args.insert(args.end(), more.begin(), more.end());
+    REQUIRE(run(args, out, err) == 0);
+    return nlohmann::json::parse(out)["max_concurrency"].get<double>();
+  };
+  double untyped = concurrency({});
+  CHECK(untyped == concurrency({"--max-num-batched-tokens", "2048"}));
+  CHECK(untyped > 1.5 * concurrency({"--max-num-batched-tokens", "8192"}));
 }

@@ -454,7 +454,15 @@ TEST_CASE("serve simulation from the command line: preemption fields, bad input 
   CHECK(run({"serve", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--isl", "1K", "--osl", "8",
              "--concurrency", "4", "--max-num-batched-tokens", "512"},
             out, err) == 2);
-  CHECK(err.rfind("--max-num-batched-tokens: 512 is below --max-num-seqs 1024 (vLLM's default)",
+  CHECK(err.rfind("--max-num-batched-tokens: 512 is below --max-num-seqs 1024 (vLLM's default "
+                  "on h100-sxm)",
+                  0) == 0);
+  // On an A100 the default budget is 2048: a typed cap above it is refused with both named.
+  CHECK(run({"serve", "--model", "qwen3-8b", "--gpu", "a100-80gb", "--isl", "1K", "--osl", "8",
+             "--concurrency", "4", "--max-num-seqs", "4096"},
+            out, err) == 2);
+  CHECK(err.rfind("--max-num-batched-tokens: 2048 (vLLM's default on a100-80gb) is below "
+                  "--max-num-seqs 4096: vLLM refuses to start",
                   0) == 0);
   // The knobs typed are in the launch line, in each engine's spelling.
   REQUIRE(run({"serve", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--isl", "1K", "--osl", "8",

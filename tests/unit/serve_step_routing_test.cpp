@@ -108,10 +108,14 @@ TEST_CASE("calibration file: the expert popularity exponent, its provenance and 
   calibration back = read_calibration(write_temp("calc_zipf_back.yaml", write_calibration(c)));
   CHECK(back.expert_zipf_s == 0.85);
   CHECK(back.expert_zipf_source == "fit");
+  // A file the fit wrote before its search came down to [0, 1] still reads.
+  calibration before = read_calibration(write_temp(
+      "calc_zipf_before.yaml", head + "expert_popularity:\n  zipf_s: 1.875\n  source: \"fit\"\n"));
+  CHECK(before.lookup("hopper", "vllm").expert_zipf_s == 1.875);
   std::string steep =
-      write_temp("calc_zipf_steep.yaml", head + "expert_popularity:\n  zipf_s: 1.5\n");
+      write_temp("calc_zipf_steep.yaml", head + "expert_popularity:\n  zipf_s: 2.5\n");
   CHECK(error_of(steep) ==
-        steep + ":19:11: expert_popularity.zipf_s: a Zipf exponent must be a number in [0, 1]");
+        steep + ":19:11: expert_popularity.zipf_s: a Zipf exponent must be a number in [0, 2]");
   std::string neg = write_temp("calc_zipf_neg.yaml", head + "expert_popularity:\n  zipf_s: -1\n");
   CHECK(error_of(neg).find("expert_popularity.zipf_s") != std::string::npos);
   std::string odd =
