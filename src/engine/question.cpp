@@ -286,7 +286,7 @@ capacity_result budget(const graph& g, const capacity_request& q) {
   // the profile run's activation and the sliding-window charge both read them.
   if (q.memory.gpu && std::string_view(r.rules->engine) == "vllm") {
     batch_defaults card =
-        default_batch(find_budget_rules("vllm", q.memory.engine_version), *q.memory.gpu);
+        default_batch(find_budget_rules(r.rules->engine, q.memory.engine_version), *q.memory.gpu);
     if (r.config.max_num_batched_tokens <= 0) r.config.max_num_batched_tokens = card.batched_tokens;
     if (r.config.max_num_seqs <= 0) r.config.max_num_seqs = card.seqs;
   }

@@ -16,17 +16,15 @@ namespace calc::serve {
 const std::vector<engine_defaults>& engines() {
   static const std::vector<engine_defaults> rows = {
       {.name = "vllm",
-       .max_num_batched_tokens = 8192,
-       .max_num_seqs = 1024,
        .mixed_prefill = true,
        .memory_fraction = 0.9,
        .kv_block_tokens = 16,
-       .source = "vLLM V1 EngineArgs defaults for the OpenAI server on GPUs of 70 GiB or more "
-                 "(vllm/engine/arg_utils.py): chunked prefill on, 8192 batched tokens, 1024 "
-                 "sequences, gpu_memory_utilization 0.9, block_size 16",
+       .source = "vLLM V1 EngineArgs defaults for the OpenAI server (vllm/engine/arg_utils.py): "
+                 "chunked prefill on, batched tokens and sequences by card (get_batch_defaults: "
+                 "8192 and 1024 on GPUs of 70 GiB or more but A100s, else 2048 and 256), "
+                 "gpu_memory_utilization 0.9, block_size 16",
        .kv = kv_policy::preempt_newest,
-       .preempted_kv_cached = true,
-       .batch_defaults_by_card = true},
+       .preempted_kv_cached = true},
       {.name = "sglang",
        .max_num_batched_tokens = 8192,
        .max_num_seqs = 4096,
@@ -75,7 +73,7 @@ batching_config engine_batching(const engine_defaults& e, std::int64_t isl, std:
   c.osl = osl;
   c.max_num_batched_tokens = e.max_num_batched_tokens;
   c.max_num_seqs = e.max_num_seqs;
-  if (e.batch_defaults_by_card) {
+  if (e.max_num_batched_tokens == 0 || e.max_num_seqs == 0) {
     engine::batch_defaults card = engine::default_batch(engine::find_budget_rules(e.name, ""), gpu);
     c.max_num_batched_tokens = card.batched_tokens;
     c.max_num_seqs = card.seqs;

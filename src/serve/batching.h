@@ -27,8 +27,11 @@ enum class kv_policy {
 /// What an engine does by default (one row per engine; docs/engines.md cites the sources).
 struct engine_defaults {
   const char* name;                         // vllm, sglang, trtllm
-  std::int64_t max_num_batched_tokens = 0;  // token budget of one step
-  std::int64_t max_num_seqs = 0;            // running requests at most
+  // Token budget of one step and running requests at most; 0: picked by card from the
+  // engine's memory-budget rules (engine::default_batch: `vllm serve` keeps 2048 and 256 below
+  // 70 GiB and on A100s, 8192 and 1024 elsewhere).
+  std::int64_t max_num_batched_tokens = 0;
+  std::int64_t max_num_seqs = 0;
   bool mixed_prefill = true;                // prefill chunks share a step with decodes
   double memory_fraction = 0.9;             // of the card the engine may use (weights + KV)
   bool fraction_of_free = false;            // the fraction applies to what the weights leave
@@ -47,10 +50,6 @@ struct engine_defaults {
   bool attention_dp_whole = false;
   // The GPU makers (gpu_spec::vendor) whose cards the engine serves on.
   std::array<const char*, 3> vendors = {"nvidia", "amd", "intel"};
-  // The token budget and the running cap above are the large-card defaults; on other cards the
-  // engine's memory-budget rules (engine::default_batch) pick them: `vllm serve` keeps 2048 and
-  // 256 below 70 GiB and on A100s.
-  bool batch_defaults_by_card = false;
 };
 
 /// The rows; throws spec_error naming --engine for an unknown engine.

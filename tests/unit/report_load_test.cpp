@@ -22,11 +22,7 @@ namespace {
 /// The chart's workload: 1K in, 1K out, under vLLM's default batching.
 load_request vllm_load() {
   load_request w;
-  const serve::engine_defaults& e = serve::find_engine("vllm");
-  w.cfg.isl = 1024;
-  w.cfg.osl = 1024;
-  w.cfg.max_num_batched_tokens = e.max_num_batched_tokens;
-  w.cfg.max_num_seqs = e.max_num_seqs;
+  w.cfg = serve::engine_batching(serve::find_engine("vllm"), 1024, 1024, find_gpu("h100-sxm"));
   w.engine = "vllm";
   return w;
 }
