@@ -7,8 +7,10 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <optional>
 #include <set>
 #include <string_view>
+#include <tuple>
 
 #include "cli/support.h"
 #include "common/error.h"
@@ -410,7 +412,10 @@ void add_calibrate_options(CLI::App& app, options& o) {
                  "Measured rows (the same CSV) to predict with --calibration, never fitting on "
                  "them; a row calc cannot model is that row's error");
   app.add_flag("--cross-validate", o.cross_validate,
-               "With --evaluate: also leave-one-GPU-out and leave-one-model-out errors");
+               "Also the leave-one-GPU-out and leave-one-model-out errors (each GPU or model "
+               "refitted without its rows, then predicted); with --measurements the fitted file "
+               "records them, and serve and plan --sla quote them for GPUs and models it was "
+               "not fitted on");
   app.add_flag("--simulate", o.simulate,
                "With --evaluate: predict each row by simulating its closed loop (its clients "
                "sending 10 requests each, lengths drawn as its benchmark client draws them) "
@@ -440,6 +445,97 @@ void add_sla_options(CLI::App& app, options& o) {
   app.add_option("--calibration", o.calibration,
                  "With --sla: calibration YAML (default: models/calibration/default.yaml)");
 }
+
+namespace {
+
+ojson stats_json(const error_stats& s) {
+  // No rows has no error: null, not a 0 % that reads as a perfect fit.
+  if (s.rows == 0)
+    return {{"rows", 0},
+            {"ttft_median_pct", nullptr},
+            {"ttft_p90_pct", nullptr},
+            {"tpot_median_pct", nullptr},
+            {"tpot_p90_pct", nullptr}};
+  return {{"rows", s.rows},
+          {"ttft_median_pct", s.ttft_median},
+          {"ttft_p90_pct", s.ttft_p90},
+          {"tpot_median_pct", s.tpot_median},
+          {"tpot_p90_pct", s.tpot_p90}};
+}
+
+/// What a calibration file records of its own accuracy, for one question (a model on a GPU under
+/// an engine, answered by the entry `used`): the entry's |error| on the measured runs it
+/// answers; where the GPU's family or the model has none, what its fit reached on GPUs or models
+/// it had not seen (`calc calibrate --cross-validate`), for that engine where the file says.
+struct accuracy_note {
+  ojson json;
+  std::string text;  // Markdown sentences, each ending in a space; empty when nothing is recorded
+};
+
+accuracy_note accuracy_of(const calibration& cal, const std::string& used, const std::string& model,
+                          const std::string& gpu, const std::string& engine) {
+  const calibration_entry* entry = nullptr;
+  for (const calibration_entry& e : cal.entries)
+    if (e.family + "/" + e.engine == used) entry = &e;
+  bool answered = entry && entry->in_sample.rows > 0;
+  auto among = [](const std::vector<std::string>& names, const std::string& name) {
+    return std::find(names.begin(), names.end(), name) != names.end();
+  };
+  auto list = [](const std::vector<std::string>& names) {
+    std::string out;
+    for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
+    return out;
+  };
+  bool model_measured = among(cal.measured_models, model);
+  // The GPU's family was measured when a measured GPU is in it (a GPU of no family only when it
+  // was measured itself): a pooled entry's own runs may all be on another family.
+  std::string family = cal.family_of(gpu);
+  bool family_measured =
+      among(cal.measured_gpus, gpu) ||
+      (family != "any" &&
+       std::any_of(cal.measured_gpus.begin(), cal.measured_gpus.end(),
+                   [&](const std::string& g) { return cal.family_of(g) == family; }));
+  auto held = [&](const held_out_error& h) -> const error_stats* {
+    if (h.empty()) return nullptr;
+    auto it = h.by_engine.find(engine);
+    return it != h.by_engine.end() ? &it->second : &h.all;
+  };
+  const error_stats* gpu_out = held(cal.leave_one_gpu_out);
+  const error_stats* model_out = held(cal.leave_one_model_out);
+  auto figures = [](const error_stats& s) {
+    return fmt::format("TPOT {:.1f} %, TTFT {:.1f} %", s.tpot_median, s.ttft_median);
+  };
+  accuracy_note a;
+  a.json = {{"in_sample", answered ? stats_json(entry->in_sample) : ojson(nullptr)},
+            {"gpu_measured", among(cal.measured_gpus, gpu)},
+            {"gpu_family_measured", family_measured},
+            {"model_measured", model_measured},
+            {"leave_one_gpu_out", gpu_out ? stats_json(*gpu_out) : ojson(nullptr)},
+            {"leave_one_model_out", model_out ? stats_json(*model_out) : ojson(nullptr)}};
+  if (family_measured && answered)
+    a.text += fmt::format("On its {} measured runs this entry's median |error| is {}. ",
+                          entry->in_sample.rows, figures(entry->in_sample));
+  else if (!family_measured && !cal.measured_gpus.empty())
+    a.text += fmt::format(
+        "No measured run on this GPU's family (the runs are on {}): it is costed from its "
+        "datasheet peaks with {}{}. ",
+        list(cal.measured_gpus),
+        entry ? fmt::format("the {} entry", used) : std::string("calc's built-in coefficients"),
+        gpu_out ? fmt::format("; a GPU left out of the fit is predicted to a median |error| of "
+                              "{} ({}), and one unlike the measured GPUs may be further off",
+                              figures(*gpu_out), engine)
+                : std::string());
+  if (!model_measured && !cal.measured_models.empty())
+    a.text += fmt::format(
+        "{} is not among the measured models ({}){}. ", model, list(cal.measured_models),
+        model_out ? fmt::format(": a model left out of the fit is predicted to a median |error| "
+                                "of {} ({})",
+                                figures(*model_out), engine)
+                  : std::string());
+  return a;
+}
+
+}  // namespace
 
 load_request report_load_of(const options& o, const gpu_spec& gpu) {
   std::int64_t isl = token_option("--isl", o.isl, 1024);
@@ -544,7 +640,8 @@ result run_serve(const options& o) {
     j["batch_wait_timeout_iters"] = q.cfg.batch_wait_iters;
     j["batch_wait_max_tokens_ratio"] = q.cfg.batch_wait_tokens_ratio;
   }
-  j["calibration"] = {{"file", cal.file}, {"entry", used}};
+  accuracy_note accuracy = accuracy_of(cal, used, m.spec->name, gpu.name, q.engine);
+  j["calibration"] = {{"file", cal.file}, {"entry", used}, {"accuracy", accuracy.json}};
   j["points"] = ojson::array();
   std::string md = fmt::format(
       "# calc serve: {} on {} x {} ({}), {}{}\n\n", m.spec->name, q.layout.gpus(), gpu.display,
@@ -688,7 +785,7 @@ result run_serve(const options& o) {
         ms(j["points"][0]["step"]["overhead_ms"].get<double>()),
         j["points"][0]["steps"].get<std::int64_t>());
   md += fmt::format("\nFormats: {}.\n", j["formats"].get<std::string>());
-  md += fmt::format("Calibration: {} ({}). {}.\n", cal.file, used,
+  md += fmt::format("Calibration: {} ({}). {}{}.\n", cal.file, used, accuracy.text,
                     q.simulate              ? "JSON `step`: each run's mean step"
                     : q.concurrency.empty() ? "Step = the mean step of the simulated run"
                                             : "Step = the decode step at that concurrency");
@@ -706,21 +803,6 @@ result run_serve(const options& o) {
 }
 
 namespace {
-
-ojson stats_json(const error_stats& s) {
-  // No rows has no error: null, not a 0 % that reads as a perfect fit.
-  if (s.rows == 0)
-    return {{"rows", 0},
-            {"ttft_median_pct", nullptr},
-            {"ttft_p90_pct", nullptr},
-            {"tpot_median_pct", nullptr},
-            {"tpot_p90_pct", nullptr}};
-  return {{"rows", s.rows},
-          {"ttft_median_pct", s.ttft_median},
-          {"ttft_p90_pct", s.ttft_p90},
-          {"tpot_median_pct", s.tpot_median},
-          {"tpot_p90_pct", s.tpot_p90}};
-}
 
 ojson summary_json(const evaluation& e) {
   ojson s;
@@ -760,6 +842,40 @@ std::string stats_table(const std::string& title, const evaluation& e) {
   return md + "\n";
 }
 
+/// Both cross-validations of the rows: each GPU, then each model, refitted without its rows and
+/// predicted. A grouping is run only where the rows hold two groups or more: the one fold of a
+/// single GPU would have nothing left to fit and answer from the built-in priors.
+struct held_out_runs {
+  std::optional<evaluation> gpu, model;
+};
+
+held_out_runs run_cross_validation(const std::vector<mapped_row>& rows, const calibration& base) {
+  held_out_runs out;
+  std::set<std::string> gpus, models;
+  for (const mapped_row& m : rows)
+    if (m.s && m.ttft_ms > 0 && m.tpot_ms > 0) {
+      gpus.insert(m.system);
+      models.insert(m.model);
+    }
+  if (gpus.size() > 1)
+    out.gpu = cross_validate(rows, base, [](const mapped_row& m) { return m.system; });
+  if (models.size() > 1)
+    out.model = cross_validate(rows, base, [](const mapped_row& m) { return m.model; });
+  return out;
+}
+
+/// The cross-validations' JSON (null for one not run) and Markdown tables.
+void add_cross_validation(const held_out_runs& cv, ojson& j, std::string& md) {
+  j["cross_validation"] = {
+      {"leave_one_gpu_out", cv.gpu ? summary_json(*cv.gpu) : ojson(nullptr)},
+      {"leave_one_model_out", cv.model ? summary_json(*cv.model) : ojson(nullptr)}};
+  for (auto [title, e, one] :
+       {std::tuple{"Leave one GPU out (fit without the GPU, predict it)", &cv.gpu, "GPU"},
+        std::tuple{"Leave one model out (fit without the model, predict it)", &cv.model, "model"}})
+    md += *e ? stats_table(title, **e)
+             : fmt::format("### {}\n\nNot run: the rows are of one {}.\n\n", title, one);
+}
+
 }  // namespace
 
 result run_calibrate(const options& o) {
@@ -779,9 +895,6 @@ result run_calibrate(const options& o) {
                      "applies only with --evaluate, without --cross-validate: the fit and its "
                      "folds cost the steady state");
   if (!o.measurements.empty()) {
-    if (o.cross_validate)
-      throw spec_error("--cross-validate",
-                       "applies only with --evaluate (a fit's own rows are not held out)");
     // A fit learns from rows calc models that carry both measured times (serve/fit.cpp); with
     // none, the "fitted" file would be the built-in priors under a fitted file's name.
     std::size_t fits = 0;
@@ -834,14 +947,26 @@ result run_calibrate(const options& o) {
       fitted.set_expert_popularity(
           base.expert_zipf_s,
           fmt::format("kept from {}: the rows hold no mixture-of-experts model", base.file));
-    std::string yaml = write_calibration(fitted);
+    // What a user of the table may expect, recorded in it: each entry's error on its own rows,
+    // and with --cross-validate on rows a fit never saw (the folds do not read the coefficients
+    // of the table they are given, so these are the figures `--evaluate --cross-validate` of the
+    // written file prints).
     evaluation e = evaluate(mapped, fitted);
+    record_in_sample(fitted, e);
+    held_out_runs cv;
+    if (o.cross_validate) {
+      cv = run_cross_validation(mapped, fitted);
+      record_held_out(fitted, cv.gpu ? &*cv.gpu : nullptr, cv.model ? &*cv.model : nullptr);
+    }
+    std::string yaml = write_calibration(fitted);
     ojson j;
     j["rows"] = static_cast<std::int64_t>(mapped.size());
     j["refused"] = refused;
     j["entries"] = static_cast<std::int64_t>(fitted.entries.size());
     j["entries_kept_from_base"] = kept;
     j["summary"] = summary_json(e);
+    std::string cv_tables;
+    if (o.cross_validate) add_cross_validation(cv, j, cv_tables);
     result r{j, "calc calibrate"};
     if (o.out.empty()) {
       r.markdown = yaml;
@@ -859,7 +984,7 @@ result run_calibrate(const options& o) {
                                               kept, base.file)
                                 : std::string(),
                        o.out) +
-                   stats_table("In-sample |error|", e);
+                   stats_table("In-sample |error|", e) + cv_tables;
     }
     return r;
   }
@@ -921,14 +1046,7 @@ result run_calibrate(const options& o) {
                                  "closed loop played out)"
                                : "In sample (the calibration's own fit)",
                     e);
-  if (o.cross_validate) {
-    evaluation gpu_cv = cross_validate(mapped, base, [](const mapped_row& m) { return m.system; });
-    evaluation model_cv = cross_validate(mapped, base, [](const mapped_row& m) { return m.model; });
-    j["cross_validation"] = {{"leave_one_gpu_out", summary_json(gpu_cv)},
-                             {"leave_one_model_out", summary_json(model_cv)}};
-    md += stats_table("Leave one GPU out (fit without the GPU, predict it)", gpu_cv);
-    md += stats_table("Leave one model out (fit without the model, predict it)", model_cv);
-  }
+  if (o.cross_validate) add_cross_validation(run_cross_validation(mapped, base), j, md);
   std::map<std::string, std::int64_t> reasons;
   for (const mapped_row& m : mapped)
     if (!m.s) ++reasons[m.error];
@@ -1019,7 +1137,8 @@ result run_plan_sla(const options& o) {
   j["model"] = m.spec->name;
   j["gpu"] = gpu.name;
   j["engine"] = engine;
-  j["calibration"] = {{"file", cal.file}, {"entry", used}};
+  accuracy_note accuracy = accuracy_of(cal, used, m.spec->name, gpu.name, engine);
+  j["calibration"] = {{"file", cal.file}, {"entry", used}, {"accuracy", accuracy.json}};
   j["sla"] = {{"ttft_ms", q.ttft_ms}, {"tpot_ms", q.tpot_ms}};
   if (q.rate > 0)
     j["rate"] = q.rate;
@@ -1068,7 +1187,9 @@ result run_plan_sla(const options& o) {
     md += fmt::format("Launch {} with: {}.\n\n", engine, j["launch_flags"].get<std::string>());
     md += fmt::format("Why not fewer: {}.\n", p.reason);
   }
-  md += fmt::format("\nCalibration: {} ({}).\n", cal.file, used);
+  md += fmt::format(
+      "\nCalibration: {} ({}).{}\n", cal.file, used,
+      accuracy.text.empty() ? "" : " " + accuracy.text.substr(0, accuracy.text.size() - 1));
   result r{j, "calc plan --sla"};
   r.markdown = md;
   return r;

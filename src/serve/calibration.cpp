@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <string_view>
+#include <tuple>
 
 #include "common/error.h"
 #include "serve/batching.h"
@@ -50,6 +51,57 @@ double read_coefficient(yaml_map& m, std::size_t i) {
     m.fail(kKeys[i], eff ? "a fraction must be a number in (0, 1]"
                          : fmt::format("must be a number in [0, {:g}]", most));
   return v;
+}
+
+constexpr std::array<const char*, 5> kErrorKeys = {"rows", "tpot_median_pct", "tpot_p90_pct",
+                                                   "ttft_median_pct", "ttft_p90_pct"};
+
+/// An |error| summary: rows (>= 1) and four percentages.
+error_stats read_error_stats(const YAML::Node& n, const std::string& path,
+                             const std::string& file) {
+  yaml_map m(n, path, file);
+  error_stats s;
+  s.rows = m.integer("rows", 1);
+  auto percent = [&](const char* key) {
+    double v = NAN;
+    try {
+      v = m.required(key).as<double>();
+    } catch (const YAML::Exception&) {
+    }
+    if (!(std::isfinite(v) && v >= 0)) m.fail(key, "an |error| must be a percentage >= 0");
+    return v;
+  };
+  s.tpot_median = percent("tpot_median_pct");
+  s.tpot_p90 = percent("tpot_p90_pct");
+  s.ttft_median = percent("ttft_median_pct");
+  s.ttft_p90 = percent("ttft_p90_pct");
+  m.finish({kErrorKeys.begin(), kErrorKeys.end()});
+  return s;
+}
+
+held_out_error read_held_out(const YAML::Node& n, const std::string& path,
+                             const std::string& file) {
+  yaml_map m(n, path, file);
+  held_out_error h;
+  h.all = read_error_stats(m.required("all"), m.path_of("all"), file);
+  if (YAML::Node e = m.optional("by_engine"); e.IsDefined()) {
+    if (!e.IsMap())
+      throw spec_error(location_of(e, file), m.path_of("by_engine"), "expected a mapping");
+    for (const auto& kv : e) {
+      std::string engine = key_text(kv.first, m.path_of("by_engine"), file);
+      h.by_engine[engine] =
+          read_error_stats(kv.second, m.path_of("by_engine") + "." + engine, file);
+    }
+  }
+  m.finish({"all", "by_engine"});
+  return h;
+}
+
+std::string error_stats_yaml(const error_stats& s) {
+  return fmt::format(
+      "{{rows: {}, tpot_median_pct: {:.4g}, tpot_p90_pct: {:.4g}, ttft_median_pct: {:.4g}, "
+      "ttft_p90_pct: {:.4g}}}",
+      s.rows, s.tpot_median, s.tpot_p90, s.ttft_median, s.ttft_p90);
 }
 
 }  // namespace
@@ -178,6 +230,8 @@ calibration read_calibration(const std::string& path) {
     }
     entry.rows = em.optional_integer("rows", 0).value_or(0);
     entry.source = em.optional_text("source").value_or("");
+    if (YAML::Node n = em.optional("in_sample"); n.IsDefined())
+      entry.in_sample = read_error_stats(n, em.path_of("in_sample"), path);
     std::array<double, coefficients::size> v{};
     // cohort_share, layer_latency_us and moe_layer_latency_us came after the first calibration
     // files: one without them takes the built-in values.
@@ -186,7 +240,7 @@ calibration read_calibration(const std::string& path) {
       v[k] =
           k >= kLater && !em.has(kKeys[k]) ? coefficients{}.values()[k] : read_coefficient(em, k);
     entry.k.set(v);
-    std::vector<std::string> known = {"family", "engine", "rows", "source"};
+    std::vector<std::string> known = {"family", "engine", "rows", "source", "in_sample"};
     for (const char* k : kKeys) known.emplace_back(k);
     em.finish(known);
     // lookup answers with the first match: a second row for the same pair would be ignored.
@@ -213,7 +267,20 @@ calibration read_calibration(const std::string& path) {
     c.set_expert_popularity(v, em.optional_text("source").value_or(""));
     em.finish({"zipf_s", "source"});
   }
-  m.finish({"source", "families", "models", "systems", "expert_popularity", "entries"});
+  if (YAML::Node f = m.optional("measured_models"); f.IsDefined())
+    c.measured_models = text_list(f, "measured_models", path);
+  if (YAML::Node f = m.optional("measured_gpus"); f.IsDefined())
+    c.measured_gpus = text_list(f, "measured_gpus", path);
+  if (YAML::Node f = m.optional("held_out"); f.IsDefined()) {
+    yaml_map hm(f, "held_out", path);
+    for (auto [key, h] : {std::pair{"leave_one_gpu_out", &c.leave_one_gpu_out},
+                          std::pair{"leave_one_model_out", &c.leave_one_model_out}})
+      if (YAML::Node n = hm.optional(key); n.IsDefined())
+        *h = read_held_out(n, hm.path_of(key), path);
+    hm.finish({"leave_one_gpu_out", "leave_one_model_out"});
+  }
+  m.finish({"source", "families", "models", "systems", "expert_popularity", "measured_models",
+            "measured_gpus", "held_out", "entries"});
   return c;
 }
 
@@ -250,11 +317,34 @@ std::string write_calibration(const calibration& c) {
   out += fmt::format("  zipf_s: {:.6g}\n", c.expert_zipf_s);
   if (!c.expert_zipf_source.empty())
     out += fmt::format("  source: {}\n", quoted(c.expert_zipf_source));
+  for (auto [key, names, what] :
+       {std::tuple{"measured_models", &c.measured_models, "the bundled models of the fitted rows"},
+        std::tuple{"measured_gpus", &c.measured_gpus, "the GPUs they ran on"}}) {
+    if (names->empty()) continue;
+    out += fmt::format("{}: [", key);
+    for (std::size_t i = 0; i < names->size(); ++i) out += (i ? ", " : "") + (*names)[i];
+    out += fmt::format("]  # {}\n", what);
+  }
+  if (!c.leave_one_gpu_out.empty() || !c.leave_one_model_out.empty()) {
+    out +=
+        "held_out:  # |predicted / measured - 1| in percent, each row predicted by a fit "
+        "without its GPU / model\n";
+    for (auto [key, h] : {std::pair{"leave_one_gpu_out", &c.leave_one_gpu_out},
+                          std::pair{"leave_one_model_out", &c.leave_one_model_out}}) {
+      if (h->empty()) continue;
+      out += fmt::format("  {}:\n    all: {}\n", key, error_stats_yaml(h->all));
+      if (!h->by_engine.empty()) out += "    by_engine:\n";
+      for (const auto& [engine, st] : h->by_engine)
+        out += fmt::format("      {}: {}\n", engine, error_stats_yaml(st));
+    }
+  }
   out += c.entries.empty() ? "entries: []\n" : "entries:\n";
   for (const calibration_entry& e : c.entries) {
     out +=
         fmt::format("  - family: {}\n    engine: {}\n    rows: {}\n", e.family, e.engine, e.rows);
     if (!e.source.empty()) out += fmt::format("    source: {}\n", quoted(e.source));
+    if (e.in_sample.rows > 0)
+      out += fmt::format("    in_sample: {}\n", error_stats_yaml(e.in_sample));
     auto v = e.k.values();
     for (std::size_t k = 0; k < coefficients::size; ++k)
       out += fmt::format("    {}: {:.6g}\n", kKeys[k], v[k]);

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <array>
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -73,6 +74,14 @@ struct coefficients {
   static double upper_bound(std::size_t i);
 };
 
+/// |error| statistics of a set of rows, |predicted / measured - 1| in percent of the measured
+/// value.
+struct error_stats {
+  std::int64_t rows = 0;
+  double ttft_median = 0, ttft_p90 = 0;
+  double tpot_median = 0, tpot_p90 = 0;
+};
+
 /// One row of the table.
 struct calibration_entry {
   std::string family;  // GPU family name, or "any" (pooled over families)
@@ -80,6 +89,18 @@ struct calibration_entry {
   coefficients k;
   std::int64_t rows = 0;  // measured rows it was fitted on
   std::string source;     // provenance: the file and command it was fitted with
+  // How well the table predicted the measured rows this entry answers (the rows of its family
+  // and engine; none for an entry pooled over families where every row's family has its own),
+  // as `calc calibrate` fitted it: what a user of the entry may expect on runs like them.
+  error_stats in_sample;
+};
+
+/// How well a fit predicts rows it never saw, as `calc calibrate --cross-validate` measured it:
+/// every row predicted by a fit without its GPU (or its model), over all rows and by engine.
+struct held_out_error {
+  error_stats all;
+  std::map<std::string, error_stats> by_engine;
+  bool empty() const { return all.rows == 0; }
 };
 
 /// The table plus what maps a GPU to its family and a Hugging Face id to a bundled model.
@@ -92,6 +113,11 @@ struct calibration {
   std::map<std::string, std::string> systems;
   std::vector<calibration_entry> entries;
   std::string file;  // where it was read from
+  // The bundled models the fitted rows map to: a model among them was measured, another is
+  // predicted as a model left out of the fit.
+  std::vector<std::string> measured_models;
+  std::vector<std::string> measured_gpus;                 // and the catalogue GPUs they ran on
+  held_out_error leave_one_gpu_out, leave_one_model_out;  // empty unless cross-validated
   // The expert popularity exponent of every entry (coefficients::expert_zipf_s) and where it
   // came from; set through set_expert_popularity, which keeps the entries in step.
   double expert_zipf_s = coefficients{}.expert_zipf_s;

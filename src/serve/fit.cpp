@@ -356,4 +356,31 @@ evaluation cross_validate(const std::vector<mapped_row>& rows, const calibration
   return out;
 }
 
+void record_in_sample(calibration& c, const evaluation& e) {
+  std::map<std::string, std::vector<const row_prediction*>> answered;  // entry -> its rows
+  std::set<std::string> models, gpus;
+  for (const row_prediction& p : e.rows) {
+    std::string used;
+    c.lookup(p.row->family, p.row->engine, &used);
+    answered[used].push_back(&p);
+    models.insert(p.row->model);
+    gpus.insert(p.row->gpu);
+  }
+  for (calibration_entry& entry : c.entries) {
+    auto it = answered.find(entry.family + "/" + entry.engine);
+    if (it != answered.end()) entry.in_sample = stats(it->second);
+  }
+  c.measured_models.assign(models.begin(), models.end());
+  c.measured_gpus.assign(gpus.begin(), gpus.end());
+}
+
+void record_held_out(calibration& c, const evaluation* gpu_cv, const evaluation* model_cv) {
+  for (auto [h, e] :
+       {std::pair{&c.leave_one_gpu_out, gpu_cv}, std::pair{&c.leave_one_model_out, model_cv}}) {
+    if (!e) continue;
+    h->all = e->all;
+    h->by_engine = e->by_engine;
+  }
+}
+
 }  // namespace calc::serve

@@ -37,13 +37,6 @@ double fit_loss(const std::vector<mapped_row>& rows, const calibration& c);
 /// The q-quantile of `v` (0 <= q <= 1), interpolated between neighbours; 0 for none.
 double quantile(std::vector<double> v, double q);
 
-/// |error| statistics of a set of rows, in percent of the measured value.
-struct error_stats {
-  std::int64_t rows = 0;
-  double ttft_median = 0, ttft_p90 = 0;
-  double tpot_median = 0, tpot_p90 = 0;
-};
-
 /// One row's prediction.
 struct row_prediction {
   const mapped_row* row = nullptr;
@@ -72,5 +65,15 @@ void summarise(evaluation& e);
 /// fold's expert popularity; the predictions of every fold together.
 evaluation cross_validate(const std::vector<mapped_row>& rows, const calibration& base,
                           const std::function<std::string(const mapped_row&)>& group);
+
+/// Writes into `c` how well it predicted the rows of `e` (its own fit's): each entry's
+/// in-sample |error| over the rows it answers (calibration::lookup; an entry that answers none,
+/// such as one kept from another file, keeps what it had), and the bundled models and catalogue
+/// GPUs of those rows as its measured ones.
+void record_in_sample(calibration& c, const evaluation& e);
+
+/// Writes into `c` the held-out |error| of cross_validate by a row's GPU and by its model (a
+/// null one, not run, leaves what `c` had).
+void record_held_out(calibration& c, const evaluation* gpu_cv, const evaluation* model_cv);
 
 }  // namespace calc::serve

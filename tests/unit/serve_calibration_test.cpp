@@ -41,6 +41,7 @@ constexpr double refit_p90 = 5;
 #include <future>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "serve/calibration.h"
 #include "serve/fit.h"
@@ -150,11 +151,47 @@ TEST_CASE("latency gate: the shipped calibration in sample") {
   CHECK(e.all.ttft_median <= gate::ttft_in_sample);
 }
 
+TEST_CASE("calibrate: the accuracy the shipped file records is what its table does") {
+  // serve and plan --sla quote these figures to users: a change to the time model that is not
+  // followed by scripts/calibrate.sh would leave them describing another table.
+  const fixture& f = data();
+  calibration now = f.cal;
+  evaluation e = evaluate(f.rows, f.cal);
+  record_in_sample(now, e);
+  std::int64_t answered = 0;
+  REQUIRE(now.entries.size() == f.cal.entries.size());
+  for (std::size_t i = 0; i < now.entries.size(); ++i) {
+    const error_stats& recorded = f.cal.entries[i].in_sample;
+    const error_stats& computed = now.entries[i].in_sample;
+    CAPTURE(f.cal.entries[i].family + "/" + f.cal.entries[i].engine);
+    CHECK(recorded.rows == computed.rows);
+    answered += computed.rows;
+    // The file prints four digits; a refit on another CPU moves a median by a little more.
+    CHECK(recorded.tpot_median == doctest::Approx(computed.tpot_median).epsilon(0.02));
+    CHECK(recorded.ttft_median == doctest::Approx(computed.ttft_median).epsilon(0.02));
+  }
+  // Every predicted row is answered by exactly one entry, and only family entries answer them
+  // (each measured GPU's family has its own).
+  CHECK(answered == e.all.rows);
+  for (const calibration_entry& entry : f.cal.entries)
+    if (entry.family == "any") CHECK(entry.in_sample.rows == 0);
+  CHECK(f.cal.measured_models == now.measured_models);
+  CHECK(f.cal.measured_gpus == now.measured_gpus);
+  CHECK(f.cal.measured_gpus == std::vector<std::string>{"b200", "h100-sxm", "h200"});
+  REQUIRE(!f.cal.leave_one_gpu_out.empty());
+  REQUIRE(!f.cal.leave_one_model_out.empty());
+  CHECK(f.cal.leave_one_model_out.all.rows == e.all.rows);
+}
+
 TEST_CASE("latency gate: leave one GPU out") {
   const evaluation& cv = slow_gates().leave_gpu.get();
   MESSAGE("leave one GPU out: TPOT median ", cv.all.tpot_median, " %, TTFT median ",
           cv.all.ttft_median, " %");
   CHECK(cv.all.tpot_median <= gate::tpot_leave_gpu);
+  // What the file records for users (see above), within the spread of a fold's end point across
+  // CPUs (the file's header).
+  CHECK(data().cal.leave_one_gpu_out.all.tpot_median ==
+        doctest::Approx(cv.all.tpot_median).epsilon(0.1));
 }
 
 TEST_CASE("latency gate: leave one model out") {
@@ -164,6 +201,8 @@ TEST_CASE("latency gate: leave one model out") {
   // Each fold fitted its own expert popularity, without the model it predicts.
   CHECK(cv.fold_expert_zipf_s.size() == cv.by_model.size());
   CHECK(cv.all.tpot_median <= gate::tpot_leave_model);
+  CHECK(data().cal.leave_one_model_out.all.tpot_median ==
+        doctest::Approx(cv.all.tpot_median).epsilon(0.1));
 }
 
 TEST_CASE("latency gate: the shipped calibration is what `calc calibrate` fits from the rows") {
@@ -292,6 +331,12 @@ TEST_CASE("calibrate: a fit and a leave-one-model-out on a twentieth of the rows
     CHECK(a.entries[i].k.values() == b.entries[i].k.values());
 
   evaluation in_sample = evaluate(some, a);
+  // The fit's own error, recorded entry by entry over the rows each answers.
+  record_in_sample(a, in_sample);
+  std::int64_t answered = 0;
+  for (const calibration_entry& entry : a.entries) answered += entry.in_sample.rows;
+  CHECK(answered == in_sample.all.rows);
+  CHECK(a.measured_models.size() == in_sample.by_model.size());
   evaluation cv = cross_validate(some, f.cal, [](const mapped_row& m) { return m.model; });
   // Every modelled row is predicted once, by the fold that did not see its model.
   CHECK(cv.rows.size() == in_sample.rows.size());

@@ -1018,8 +1018,22 @@ TEST_CASE("calibrate: nothing to fit is refused, not written as a fitted file") 
   std::string one = write_temp(
       "calc_in_one.csv",
       kHeader + "a,vllm,meta-llama/Llama-3.1-8B,h100_sxm,1024,128,4,1,1,,,50,7\n");
-  CHECK(run({"calibrate", "--measurements", one, "--cross-validate"}, out, err) == 2);
-  CHECK(err == "--cross-validate: applies only with --evaluate (a fit's own rows are not held out)\n");
+  // Cross-validated, a fit records what it predicted without each GPU and model; rows of one GPU
+  // and one model leave no fold anything to fit, so neither is run, nor recorded as if it were.
+  std::string fitted = write_temp("calc_in_one_cv.yaml", "");
+  REQUIRE(run({"calibrate", "--measurements", one, "--cross-validate", "--out", fitted}, out,
+              err) == 0);
+  CHECK(out.find("### Leave one GPU out (fit without the GPU, predict it)\n\nNot run: the rows "
+                 "are of one GPU.") != std::string::npos);
+  CHECK(out.find("Not run: the rows are of one model.") != std::string::npos);
+  calibration c = read_calibration(fitted);
+  CHECK(c.leave_one_gpu_out.empty());
+  CHECK(c.leave_one_model_out.empty());
+  CHECK(c.measured_models == std::vector<std::string>{"llama-3.1-8b"});
+  CHECK(c.measured_gpus == std::vector<std::string>{"h100-sxm"});
+  REQUIRE(run({"calibrate", "--measurements", one, "--cross-validate", "--format", "json"}, out,
+              err) == 0);
+  CHECK(nlohmann::json::parse(out)["cross_validation"]["leave_one_gpu_out"].is_null());
 }
 
 TEST_CASE("serve --rate: a simulated point has the JSON fields of a steady one, its step the run's mean") {

@@ -557,6 +557,101 @@ TEST_CASE("calibration file: strict keys, efficiencies in (0, 1]") {
         rows + ":17:21: entries[0].gemm_half_rows: must be a number in [0, 128]");
 }
 
+TEST_CASE("calibration file: the accuracy it records, read back and quoted by serve and plan") {
+  std::string entry =
+      "source: test\nfamilies:\n  hopper: [h100-sxm, h200]\nentries:\n"
+      "  - family: hopper\n    engine: vllm\n    gemm_compute: 0.5\n    gemm_memory: 0.8\n"
+      "    moe_compute: 0.4\n    moe_memory: 0.7\n    attention_compute: 0.3\n"
+      "    attention_memory: 0.6\n    comm_bandwidth: 0.5\n    collective_latency_us: 8\n"
+      "    step_overhead_ms: 1.5\n    request_overhead_us: 5\n    request_latency_ms: 12\n"
+      "    burst_share: 0.1\n    gemm_half_rows: 16\n";
+  // A file without the records (written before them, or fitted without --cross-validate) still
+  // reads, and serve says nothing of an accuracy it does not know.
+  std::string bare = write_temp("calc_cal_acc_bare.yaml", entry);
+  std::string out, err;
+  REQUIRE(run({"serve", "--model", "qwen3-8b", "--gpu", "a100-80gb", "--isl", "1K", "--osl", "256",
+               "--concurrency", "8", "--calibration", bare, "--format", "json"},
+              out, err) == 0);
+  auto none = nlohmann::json::parse(out)["calibration"]["accuracy"];
+  CHECK(none["in_sample"].is_null());
+  CHECK(none["leave_one_model_out"].is_null());
+  REQUIRE(run({"serve", "--model", "qwen3-8b", "--gpu", "a100-80gb", "--isl", "1K", "--osl", "256",
+               "--concurrency", "8", "--calibration", bare},
+              out, err) == 0);
+  CHECK(out.find("|error|") == std::string::npos);
+
+  calibration c = read_calibration(bare);
+  c.entries[0].in_sample = {40, 12.5, 60.25, 4.5, 20.75};  // rows, TTFT med / p90, TPOT med / p90
+  c.measured_models = {"llama-3.1-8b"};
+  c.measured_gpus = {"h100-sxm"};
+  c.leave_one_gpu_out.all = {40, 30.5, 90, 11.5, 40};
+  c.leave_one_model_out.all = {40, 33.5, 99, 17.25, 50};
+  c.leave_one_model_out.by_engine["vllm"] = {40, 31.5, 95, 15.75, 45};
+  std::string file = write_temp("calc_cal_acc.yaml", write_calibration(c));
+  calibration back = read_calibration(file);
+  CHECK(back.entries[0].in_sample.rows == 40);
+  CHECK(back.entries[0].in_sample.ttft_p90 == 60.25);
+  CHECK(back.entries[0].in_sample.tpot_median == 4.5);
+  CHECK(back.measured_models == c.measured_models);
+  CHECK(back.measured_gpus == c.measured_gpus);
+  CHECK(back.leave_one_gpu_out.all.tpot_median == 11.5);
+  CHECK(back.leave_one_gpu_out.by_engine.empty());
+  CHECK(back.leave_one_model_out.by_engine.at("vllm").tpot_median == 15.75);
+  CHECK(write_calibration(back) == write_calibration(c));
+
+  // A measured model on a GPU of a measured family: the entry's own figures.
+  REQUIRE(run({"serve", "--model", "llama-3.1-8b", "--gpu", "h200", "--isl", "1K", "--osl", "256",
+               "--concurrency", "8", "--calibration", file, "--format", "json"},
+              out, err) == 0);
+  auto seen = nlohmann::json::parse(out)["calibration"]["accuracy"];
+  CHECK(seen["gpu_measured"] == false);
+  CHECK(seen["gpu_family_measured"] == true);
+  CHECK(seen["model_measured"] == true);
+  CHECK(seen["in_sample"]["rows"] == 40);
+  CHECK(seen["in_sample"]["tpot_median_pct"] == 4.5);
+  REQUIRE(run({"serve", "--model", "llama-3.1-8b", "--gpu", "h200", "--isl", "1K", "--osl", "256",
+               "--concurrency", "8", "--calibration", file},
+              out, err) == 0);
+  CHECK(out.find("(hopper/vllm). On its 40 measured runs this entry's median |error| is TPOT "
+                 "4.5 %, TTFT 12.5 %. Step") != std::string::npos);
+  // Neither measured: the held-out figures, the engine's where the file has them.
+  REQUIRE(run({"serve", "--model", "qwen3-8b", "--gpu", "a100-80gb", "--isl", "1K", "--osl", "256",
+               "--concurrency", "8", "--calibration", file, "--format", "json"},
+              out, err) == 0);
+  auto unseen = nlohmann::json::parse(out)["calibration"]["accuracy"];
+  CHECK(unseen["gpu_family_measured"] == false);
+  CHECK(unseen["model_measured"] == false);
+  CHECK(unseen["in_sample"].is_null());
+  CHECK(unseen["leave_one_gpu_out"]["tpot_median_pct"] == 11.5);     // no vllm figure: all
+  CHECK(unseen["leave_one_model_out"]["tpot_median_pct"] == 15.75);  // vllm's
+  REQUIRE(run({"plan", "--sla", "ttft=2000,tpot=100", "--concurrency", "8", "--isl", "1K", "--osl",
+               "256", "--model", "qwen3-8b", "--gpu", "a100-80gb", "--calibration", file},
+              out, err) == 0);
+  CHECK(
+      out.find("No measured run on this GPU's family (the runs are on h100-sxm): it is costed "
+               "from its datasheet peaks with calc's built-in coefficients; a GPU left out of the "
+               "fit is predicted to a median |error| of TPOT 11.5 %, TTFT 30.5 % (vllm)") !=
+      std::string::npos);
+  CHECK(out.find("qwen3-8b is not among the measured models (llama-3.1-8b): a model left out of "
+                 "the fit is predicted to a median |error| of TPOT 15.8 %, TTFT 31.5 % (vllm).") !=
+        std::string::npos);
+
+  // Strict like the rest of the file.
+  std::string text = write_calibration(c);
+  std::string negative = write_temp(
+      "calc_cal_acc_neg.yaml",
+      std::regex_replace(text, std::regex("tpot_median_pct: 4.5"), "tpot_median_pct: -4.5"));
+  CHECK(error_of([&] {
+          read_calibration(negative);
+        }).find("entries[0].in_sample.tpot_median_pct: an |error| must be a percentage >= 0") !=
+        std::string::npos);
+  std::string typo = write_temp(
+      "calc_cal_acc_typo.yaml",
+      std::regex_replace(text, std::regex("leave_one_model_out:"), "leave_one_modle_out:"));
+  CHECK(error_of([&] { read_calibration(typo); }).find("held_out.leave_one_modle_out") !=
+        std::string::npos);
+}
+
 TEST_CASE("serve, calibrate and plan --sla from the command line: JSON keys and bad input") {
   std::string out, err;
   REQUIRE(run({"serve", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--isl", "1K", "--osl", "256",
