@@ -25,13 +25,18 @@ percent, per row; medians and 90th percentiles by GPU, engine and model.
 - **In sample**: the shipped calibration predicting the rows it was fitted on.
 - **Leave one GPU out**: for each GPU, refit without its rows and predict them (its family's
   coefficients fall back to the engine's pooled fit when no other GPU of the family is left).
+- **Leave one GPU family out**: for each GPU family (Hopper: H100 and H200; Blackwell: B200),
+  refit without its rows and predict them: the figure for a GPU of a family the file has no run
+  of (A100, L40S, MI300X), where leaving one GPU out keeps a sibling in most folds.
 - **Leave one model out**: for each model, refit without its rows and predict them.
 
 The calibration file records these figures for its users: each entry its in-sample |error| on
 the rows it answers (`in_sample`), the models and GPUs of its rows (`measured_models`,
-`measured_gpus`) and both held-out figures by engine (`held_out`). `calc serve` and `calc plan
---sla` quote the entry's in-sample figure, and for a GPU family or a model without measured runs
-the held-out one of its engine (2026-12, sixteenth pass; no coefficient changed).
+`measured_gpus`) and the held-out figures by engine (`held_out`). `calc serve` and `calc plan
+--sla` quote the entry's in-sample figure for a GPU with measured runs, the GPU-out one for
+another GPU of a measured family, the family-out one for a GPU of an unmeasured family, and the
+model-out one for a model without measured runs, each the engine's (2026-12, sixteenth pass; no
+coefficient changed).
 
 Targets (issue "Time under load"): TPOT median <= 10 % and TTFT median <= 20 % in sample, TPOT
 median <= 15 % under each cross-validation. **TPOT meets its targets in sample and for a GPU

@@ -464,20 +464,20 @@ ojson stats_json(const error_stats& s) {
 }
 
 /// What a calibration file records of its own accuracy, for one question (a model on a GPU under
-/// an engine, answered by the entry `used`): the entry's |error| on the measured runs it
-/// answers; where the GPU's family or the model has none, what its fit reached on GPUs or models
-/// it had not seen (`calc calibrate --cross-validate`), for that engine where the file says.
+/// an engine, answered by the entry `used`). A GPU with measured runs gets the entry's |error| on
+/// them; one without gets what a fit reached on a GPU it had not seen (a GPU of a measured family,
+/// its siblings still in the fit) or on a GPU family it had not seen; a model without measured
+/// runs, what a fit reached on a model it had not seen (`calc calibrate --cross-validate`), for
+/// the engine where the file has its figure. `named` says the model is a bundled one as shipped:
+/// its own file or a --set is not the model that was measured, whatever its name.
 struct accuracy_note {
   ojson json;
   std::string text;  // Markdown sentences, each ending in a space; empty when nothing is recorded
 };
 
 accuracy_note accuracy_of(const calibration& cal, const std::string& used, const std::string& model,
-                          const std::string& gpu, const std::string& engine) {
-  const calibration_entry* entry = nullptr;
-  for (const calibration_entry& e : cal.entries)
-    if (e.family + "/" + e.engine == used) entry = &e;
-  bool answered = entry && entry->in_sample.rows > 0;
+                          bool named, const std::string& gpu, const std::string& engine,
+                          bool simulated) {
   auto among = [](const std::vector<std::string>& names, const std::string& name) {
     return std::find(names.begin(), names.end(), name) != names.end();
   };
@@ -486,52 +486,91 @@ accuracy_note accuracy_of(const calibration& cal, const std::string& used, const
     for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
     return out;
   };
-  bool model_measured = among(cal.measured_models, model);
-  // The GPU's family was measured when a measured GPU is in it (a GPU of no family only when it
-  // was measured itself): a pooled entry's own runs may all be on another family.
-  std::string family = cal.family_of(gpu);
-  bool family_measured =
-      among(cal.measured_gpus, gpu) ||
-      (family != "any" &&
-       std::any_of(cal.measured_gpus.begin(), cal.measured_gpus.end(),
-                   [&](const std::string& g) { return cal.family_of(g) == family; }));
-  auto held = [&](const held_out_error& h) -> const error_stats* {
-    if (h.empty()) return nullptr;
-    auto it = h.by_engine.find(engine);
-    return it != h.by_engine.end() ? &it->second : &h.all;
+  const calibration_entry* entry = nullptr;
+  for (const calibration_entry& e : cal.entries)
+    if (e.family + "/" + e.engine == used) entry = &e;
+  const std::string family = cal.family_of(gpu);
+  std::vector<std::string> siblings;  // the measured GPUs of its family
+  for (const std::string& g : cal.measured_gpus)
+    if (family != "any" && cal.family_of(g) == family) siblings.push_back(g);
+  const bool gpu_measured = among(cal.measured_gpus, gpu);
+  const bool family_measured = gpu_measured || !siblings.empty();
+  const bool model_measured = named && among(cal.measured_models, model);
+  const bool answered = gpu_measured && entry && entry->in_sample.rows > 0;
+
+  // A grouping's held-out figure: the engine's where the file has it, else over every engine.
+  struct figure {
+    const error_stats* s = nullptr;
+    std::string engines;
   };
-  const error_stats* gpu_out = held(cal.leave_one_gpu_out);
-  const error_stats* model_out = held(cal.leave_one_model_out);
-  auto figures = [](const error_stats& s) {
-    return fmt::format("TPOT {:.1f} %, TTFT {:.1f} %", s.tpot_median, s.ttft_median);
+  auto held = [&](const char* grouping) {
+    figure f;
+    if (const held_out_error* h = cal.held_out_by(grouping)) {
+      auto it = h->by_engine.find(engine);
+      f = it != h->by_engine.end() ? figure{&it->second, engine}
+                                   : figure{&h->all, fmt::format("all engines, none {}", engine)};
+    }
+    return f;
   };
+  auto figures = [](const error_stats& st) {
+    return fmt::format("TPOT {:.1f} % (p90 {:.0f} %), TTFT {:.1f} % (p90 {:.0f} %)", st.tpot_median,
+                       st.tpot_p90, st.ttft_median, st.ttft_p90);
+  };
+  auto held_json = [&](const figure& f) {
+    if (!f.s) return ojson(nullptr);
+    ojson out = stats_json(*f.s);
+    out["engines"] = f.engines;
+    return out;
+  };
+  figure gpu_out = held(held_out_groupings[0]), family_out = held(held_out_groupings[1]),
+         model_out = held(held_out_groupings[2]);
+
   accuracy_note a;
   a.json = {{"in_sample", answered ? stats_json(entry->in_sample) : ojson(nullptr)},
-            {"gpu_measured", among(cal.measured_gpus, gpu)},
+            {"gpu_measured", gpu_measured},
             {"gpu_family_measured", family_measured},
             {"model_measured", model_measured},
-            {"leave_one_gpu_out", gpu_out ? stats_json(*gpu_out) : ojson(nullptr)},
-            {"leave_one_model_out", model_out ? stats_json(*model_out) : ojson(nullptr)}};
-  if (family_measured && answered)
-    a.text += fmt::format("On its {} measured runs this entry's median |error| is {}. ",
-                          entry->in_sample.rows, figures(entry->in_sample));
-  else if (!family_measured && !cal.measured_gpus.empty())
+            {"leave_one_gpu_out", held_json(gpu_out)},
+            {"leave_one_family_out", held_json(family_out)},
+            {"leave_one_model_out", held_json(model_out)}};
+  if (answered) {
+    a.text += fmt::format("On its {} measured runs the {} entry's median |error| is {}. ",
+                          entry->in_sample.rows, used, figures(entry->in_sample));
+  } else if (!cal.measured_gpus.empty() && family_measured) {
+    a.text += fmt::format("{} has no measured runs; its family {} has ({}){}. ", gpu, family,
+                          list(siblings),
+                          gpu_out.s ? fmt::format(", and a GPU left out of the fit is predicted "
+                                                  "to a median |error| of {} ({})",
+                                                  figures(*gpu_out.s), gpu_out.engines)
+                                    : std::string());
+  } else if (!cal.measured_gpus.empty()) {
+    // No sibling in the fit: the family-out figure, where the file has it, is the one that
+    // applies (the GPU-out one kept a sibling in for most of its folds).
+    figure f = family_out.s ? family_out : gpu_out;
     a.text += fmt::format(
-        "No measured run on this GPU's family (the runs are on {}): it is costed from its "
-        "datasheet peaks with {}{}. ",
+        "{} has no measured runs{} (the runs are on {}): it is costed from its datasheet peaks "
+        "with {}{}. ",
+        gpu,
+        family == "any" ? " and is in no calibrated family"
+                        : fmt::format(", nor has its family {}", family),
         list(cal.measured_gpus),
         entry ? fmt::format("the {} entry", used) : std::string("calc's built-in coefficients"),
-        gpu_out ? fmt::format("; a GPU left out of the fit is predicted to a median |error| of "
-                              "{} ({}), and one unlike the measured GPUs may be further off",
-                              figures(*gpu_out), engine)
-                : std::string());
+        f.s ? fmt::format("; a GPU {}left out of the fit is predicted to a median |error| of {} "
+                          "({}), and a GPU unlike the measured ones may be further off",
+                          family_out.s ? "family " : "", figures(*f.s), f.engines)
+            : std::string());
+  }
   if (!model_measured && !cal.measured_models.empty())
     a.text += fmt::format(
-        "{} is not among the measured models ({}){}. ", model, list(cal.measured_models),
-        model_out ? fmt::format(": a model left out of the fit is predicted to a median |error| "
-                                "of {} ({})",
-                                figures(*model_out), engine)
-                  : std::string());
+        "{}{} is not among the measured models ({}){}. ", model,
+        among(cal.measured_models, model) ? " as given (its own file, or --set)" : "",
+        list(cal.measured_models),
+        model_out.s ? fmt::format(": a model left out of the fit is predicted to a median "
+                                  "|error| of {} ({})",
+                                  figures(*model_out.s), model_out.engines)
+                    : std::string());
+  if (simulated && !a.text.empty())
+    a.text += "These are the steady state's figures on closed-loop runs, not a simulation's. ";
   return a;
 }
 
@@ -640,7 +679,9 @@ result run_serve(const options& o) {
     j["batch_wait_timeout_iters"] = q.cfg.batch_wait_iters;
     j["batch_wait_max_tokens_ratio"] = q.cfg.batch_wait_tokens_ratio;
   }
-  accuracy_note accuracy = accuracy_of(cal, used, m.spec->name, gpu.name, q.engine);
+  accuracy_note accuracy =
+      accuracy_of(cal, used, m.spec->name, o.model == m.spec->name && o.sets.empty(), gpu.name,
+                  q.engine, q.simulate || q.concurrency.empty());
   j["calibration"] = {{"file", cal.file}, {"entry", used}, {"accuracy", accuracy.json}};
   j["points"] = ojson::array();
   std::string md = fmt::format(
@@ -842,38 +883,55 @@ std::string stats_table(const std::string& title, const evaluation& e) {
   return md + "\n";
 }
 
-/// Both cross-validations of the rows: each GPU, then each model, refitted without its rows and
-/// predicted. A grouping is run only where the rows hold two groups or more: the one fold of a
-/// single GPU would have nothing left to fit and answer from the built-in priors.
-struct held_out_runs {
-  std::optional<evaluation> gpu, model;
+/// One way of holding rows out (held_out_groupings), as --cross-validate runs it: every group
+/// refitted without its rows and predicted. A grouping is run only where the rows hold two
+/// groups or more: the one fold of a single GPU would have nothing left to fit and answer from
+/// the built-in priors.
+struct held_out_run {
+  const char* grouping;
+  const char* title;
+  const char* unit;
+  std::string (*group)(const mapped_row&);
+  std::optional<evaluation> result;  // none when the rows hold one group
 };
 
-held_out_runs run_cross_validation(const std::vector<mapped_row>& rows, const calibration& base) {
-  held_out_runs out;
-  std::set<std::string> gpus, models;
-  for (const mapped_row& m : rows)
-    if (m.s && m.ttft_ms > 0 && m.tpot_ms > 0) {
-      gpus.insert(m.system);
-      models.insert(m.model);
-    }
-  if (gpus.size() > 1)
-    out.gpu = cross_validate(rows, base, [](const mapped_row& m) { return m.system; });
-  if (models.size() > 1)
-    out.model = cross_validate(rows, base, [](const mapped_row& m) { return m.model; });
-  return out;
+std::vector<held_out_run> run_cross_validation(const std::vector<mapped_row>& rows,
+                                               const calibration& base) {
+  // By the catalogue GPU, not the file's system name: two names of one card are one GPU.
+  std::vector<held_out_run> runs = {
+      {held_out_groupings[0],
+       "Leave one GPU out (fit without the GPU, predict it)",
+       "GPU",
+       [](const mapped_row& m) { return m.gpu; },
+       {}},
+      {held_out_groupings[1],
+       "Leave one GPU family out (fit without the family, predict its GPUs)",
+       "GPU family",
+       [](const mapped_row& m) { return m.family == "any" ? m.gpu : m.family; },
+       {}},
+      {held_out_groupings[2],
+       "Leave one model out (fit without the model, predict it)",
+       "model",
+       [](const mapped_row& m) { return m.model; },
+       {}}};
+  for (held_out_run& run : runs) {
+    std::set<std::string> groups;
+    for (const mapped_row& m : rows)
+      if (m.s && m.ttft_ms > 0 && m.tpot_ms > 0) groups.insert(run.group(m));
+    if (groups.size() > 1) run.result = cross_validate(rows, base, run.group);
+  }
+  return runs;
 }
 
 /// The cross-validations' JSON (null for one not run) and Markdown tables.
-void add_cross_validation(const held_out_runs& cv, ojson& j, std::string& md) {
-  j["cross_validation"] = {
-      {"leave_one_gpu_out", cv.gpu ? summary_json(*cv.gpu) : ojson(nullptr)},
-      {"leave_one_model_out", cv.model ? summary_json(*cv.model) : ojson(nullptr)}};
-  for (auto [title, e, one] :
-       {std::tuple{"Leave one GPU out (fit without the GPU, predict it)", &cv.gpu, "GPU"},
-        std::tuple{"Leave one model out (fit without the model, predict it)", &cv.model, "model"}})
-    md += *e ? stats_table(title, **e)
-             : fmt::format("### {}\n\nNot run: the rows are of one {}.\n\n", title, one);
+void add_cross_validation(const std::vector<held_out_run>& runs, ojson& j, std::string& md) {
+  j["cross_validation"] = ojson::object();
+  for (const held_out_run& run : runs) {
+    j["cross_validation"][run.grouping] = run.result ? summary_json(*run.result) : ojson(nullptr);
+    md += run.result
+              ? stats_table(run.title, *run.result)
+              : fmt::format("### {}\n\nNot run: the rows are of one {}.\n\n", run.title, run.unit);
+  }
 }
 
 }  // namespace
@@ -953,11 +1011,19 @@ result run_calibrate(const options& o) {
     // written file prints).
     evaluation e = evaluate(mapped, fitted);
     record_in_sample(fitted, e);
-    held_out_runs cv;
-    if (o.cross_validate) {
-      cv = run_cross_validation(mapped, fitted);
-      record_held_out(fitted, cv.gpu ? &*cv.gpu : nullptr, cv.model ? &*cv.model : nullptr);
-    }
+    // Entries kept from the base file were fitted on its runs: their GPUs and models stay
+    // measured ones.
+    if (kept > 0)
+      for (auto [into, from] : {std::pair{&fitted.measured_gpus, &base.measured_gpus},
+                                std::pair{&fitted.measured_models, &base.measured_models}}) {
+        std::set<std::string> both(into->begin(), into->end());
+        both.insert(from->begin(), from->end());
+        into->assign(both.begin(), both.end());
+      }
+    std::vector<held_out_run> cv;
+    if (o.cross_validate) cv = run_cross_validation(mapped, fitted);
+    for (const held_out_run& run : cv)
+      if (run.result) record_held_out(fitted, run.grouping, *run.result);
     std::string yaml = write_calibration(fitted);
     ojson j;
     j["rows"] = static_cast<std::int64_t>(mapped.size());
@@ -1137,7 +1203,8 @@ result run_plan_sla(const options& o) {
   j["model"] = m.spec->name;
   j["gpu"] = gpu.name;
   j["engine"] = engine;
-  accuracy_note accuracy = accuracy_of(cal, used, m.spec->name, gpu.name, engine);
+  accuracy_note accuracy = accuracy_of(
+      cal, used, m.spec->name, o.model == m.spec->name && o.sets.empty(), gpu.name, engine, false);
   j["calibration"] = {{"file", cal.file}, {"entry", used}, {"accuracy", accuracy.json}};
   j["sla"] = {{"ttft_ms", q.ttft_ms}, {"tpot_ms", q.tpot_ms}};
   if (q.rate > 0)

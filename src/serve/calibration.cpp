@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string_view>
@@ -9,6 +10,7 @@
 
 #include "common/error.h"
 #include "serve/batching.h"
+#include "spec/gpu_spec.h"
 #include "spec/model_reader.h"
 #include "spec/yaml_reader.h"
 
@@ -33,6 +35,26 @@ std::vector<std::string> text_list(const YAML::Node& n, const std::string& path,
   return out;
 }
 
+/// A list of distinct non-empty names; with `gpus`, each a GPU of the catalogue (a misspelt
+/// one would read as a GPU never measured).
+std::vector<std::string> name_set(const YAML::Node& n, const std::string& path,
+                                  const std::string& file, bool gpus) {
+  std::vector<std::string> out = text_list(n, path, file);
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    const YAML::Node item = n[i];
+    if (out[i].empty()) throw spec_error(location_of(item, file), path, "an empty name");
+    if (std::find(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(i), out[i]) !=
+        out.begin() + static_cast<std::ptrdiff_t>(i))
+      throw spec_error(location_of(item, file), path, fmt::format("'{}' is listed twice", out[i]));
+    if (gpus) try {
+        find_gpu(out[i]);
+      } catch (const spec_error& x) {
+        throw spec_error(location_of(item, file), path, x.message());
+      }
+  }
+  return out;
+}
+
 double read_coefficient(yaml_map& m, std::size_t i) {
   YAML::Node n = m.required(kKeys[i]);
   double v = NAN;
@@ -53,6 +75,16 @@ double read_coefficient(yaml_map& m, std::size_t i) {
   return v;
 }
 
+/// Why `engine` is no engine calc models ("" when it is one), naming those it models.
+std::string unknown_engine(const std::string& engine) {
+  std::string names;
+  for (const engine_defaults& d : engines()) {
+    if (engine == d.name) return "";
+    names += std::string(names.empty() ? "" : ", ") + d.name;
+  }
+  return fmt::format("unknown engine '{}' (known: {})", engine, names);
+}
+
 constexpr std::array<const char*, 5> kErrorKeys = {"rows", "tpot_median_pct", "tpot_p90_pct",
                                                    "ttft_median_pct", "ttft_p90_pct"};
 
@@ -60,21 +92,29 @@ constexpr std::array<const char*, 5> kErrorKeys = {"rows", "tpot_median_pct", "t
 error_stats read_error_stats(const YAML::Node& n, const std::string& path,
                              const std::string& file) {
   yaml_map m(n, path, file);
+  // Each key named when missing: required() would suggest a sibling one edit away instead.
+  for (const char* key : kErrorKeys)
+    if (!m.has(key)) m.fail(key, "missing (an |error| summary gives rows and four percentages)");
   error_stats s;
   s.rows = m.integer("rows", 1);
+  // A million percent is no fit anyone quotes: a larger figure is a typo, printed as one.
+  constexpr double kMostPercent = 1e6;
   auto percent = [&](const char* key) {
     double v = NAN;
     try {
       v = m.required(key).as<double>();
     } catch (const YAML::Exception&) {
     }
-    if (!(std::isfinite(v) && v >= 0)) m.fail(key, "an |error| must be a percentage >= 0");
+    if (!(std::isfinite(v) && v >= 0 && v <= kMostPercent))
+      m.fail(key, fmt::format("an |error| must be a percentage in [0, {:g}]", kMostPercent));
     return v;
   };
   s.tpot_median = percent("tpot_median_pct");
   s.tpot_p90 = percent("tpot_p90_pct");
   s.ttft_median = percent("ttft_median_pct");
   s.ttft_p90 = percent("ttft_p90_pct");
+  if (s.tpot_p90 < s.tpot_median) m.fail("tpot_p90_pct", "below tpot_median_pct");
+  if (s.ttft_p90 < s.ttft_median) m.fail("ttft_p90_pct", "below ttft_median_pct");
   m.finish({kErrorKeys.begin(), kErrorKeys.end()});
   return s;
 }
@@ -89,6 +129,8 @@ held_out_error read_held_out(const YAML::Node& n, const std::string& path,
       throw spec_error(location_of(e, file), m.path_of("by_engine"), "expected a mapping");
     for (const auto& kv : e) {
       std::string engine = key_text(kv.first, m.path_of("by_engine"), file);
+      if (std::string why = unknown_engine(engine); !why.empty())
+        throw spec_error(location_of(kv.first, file), m.path_of("by_engine") + "." + engine, why);
       h.by_engine[engine] =
           read_error_stats(kv.second, m.path_of("by_engine") + "." + engine, file);
     }
@@ -156,6 +198,11 @@ void calibration::set_expert_popularity(double s, std::string why) {
   defaults.expert_zipf_s = s;
 }
 
+const held_out_error* calibration::held_out_by(const std::string& grouping) const {
+  auto it = held_out.find(grouping);
+  return it == held_out.end() ? nullptr : &it->second;
+}
+
 const coefficients& calibration::lookup(const std::string& family, const std::string& engine,
                                         std::string* used) const {
   const std::pair<std::string, std::string> order[] = {
@@ -212,16 +259,8 @@ calibration read_calibration(const std::string& path) {
     entry.family = em.text("family");
     entry.engine = em.text("engine");
     // An entry no lookup can reach would be dropped without a word.
-    if (entry.engine != "any") {
-      bool known = false;
-      std::string names;
-      for (const engine_defaults& d : engines()) {
-        known = known || entry.engine == d.name;
-        names += std::string(names.empty() ? "" : ", ") + d.name;
-      }
-      if (!known)
-        em.fail("engine", fmt::format("unknown engine '{}' (known: {}, any)", entry.engine, names));
-    }
+    if (std::string why = unknown_engine(entry.engine); entry.engine != "any" && !why.empty())
+      em.fail("engine", why.substr(0, why.size() - 1) + ", any)");
     if (entry.family != "any" && !c.families.count(entry.family)) {
       std::string names;
       for (const auto& [f, members] : c.families) names += f + ", ";
@@ -230,8 +269,13 @@ calibration read_calibration(const std::string& path) {
     }
     entry.rows = em.optional_integer("rows", 0).value_or(0);
     entry.source = em.optional_text("source").value_or("");
-    if (YAML::Node n = em.optional("in_sample"); n.IsDefined())
+    if (YAML::Node n = em.optional("in_sample"); n.IsDefined()) {
       entry.in_sample = read_error_stats(n, em.path_of("in_sample"), path);
+      if (entry.rows > 0 && entry.in_sample.rows > entry.rows)
+        throw spec_error(
+            location_of(n, path), em.path_of("in_sample") + ".rows",
+            fmt::format("{} rows, more than the entry's {}", entry.in_sample.rows, entry.rows));
+    }
     std::array<double, coefficients::size> v{};
     // cohort_share, layer_latency_us and moe_layer_latency_us came after the first calibration
     // files: one without them takes the built-in values.
@@ -268,16 +312,15 @@ calibration read_calibration(const std::string& path) {
     em.finish({"zipf_s", "source"});
   }
   if (YAML::Node f = m.optional("measured_models"); f.IsDefined())
-    c.measured_models = text_list(f, "measured_models", path);
+    c.measured_models = name_set(f, "measured_models", path, false);
   if (YAML::Node f = m.optional("measured_gpus"); f.IsDefined())
-    c.measured_gpus = text_list(f, "measured_gpus", path);
+    c.measured_gpus = name_set(f, "measured_gpus", path, true);
   if (YAML::Node f = m.optional("held_out"); f.IsDefined()) {
     yaml_map hm(f, "held_out", path);
-    for (auto [key, h] : {std::pair{"leave_one_gpu_out", &c.leave_one_gpu_out},
-                          std::pair{"leave_one_model_out", &c.leave_one_model_out}})
+    for (const char* key : held_out_groupings)
       if (YAML::Node n = hm.optional(key); n.IsDefined())
-        *h = read_held_out(n, hm.path_of(key), path);
-    hm.finish({"leave_one_gpu_out", "leave_one_model_out"});
+        c.held_out[key] = read_held_out(n, hm.path_of(key), path);
+    hm.finish({held_out_groupings.begin(), held_out_groupings.end()});
   }
   m.finish({"source", "families", "models", "systems", "expert_popularity", "measured_models",
             "measured_gpus", "held_out", "entries"});
@@ -325,18 +368,17 @@ std::string write_calibration(const calibration& c) {
     for (std::size_t i = 0; i < names->size(); ++i) out += (i ? ", " : "") + (*names)[i];
     out += fmt::format("]  # {}\n", what);
   }
-  if (!c.leave_one_gpu_out.empty() || !c.leave_one_model_out.empty()) {
+  if (!c.held_out.empty())
     out +=
         "held_out:  # |predicted / measured - 1| in percent, each row predicted by a fit "
-        "without its GPU / model\n";
-    for (auto [key, h] : {std::pair{"leave_one_gpu_out", &c.leave_one_gpu_out},
-                          std::pair{"leave_one_model_out", &c.leave_one_model_out}}) {
-      if (h->empty()) continue;
-      out += fmt::format("  {}:\n    all: {}\n", key, error_stats_yaml(h->all));
-      if (!h->by_engine.empty()) out += "    by_engine:\n";
-      for (const auto& [engine, st] : h->by_engine)
-        out += fmt::format("      {}: {}\n", engine, error_stats_yaml(st));
-    }
+        "without its GPU / family / model\n";
+  for (const char* key : held_out_groupings) {
+    const held_out_error* h = c.held_out_by(key);
+    if (!h) continue;
+    out += fmt::format("  {}:\n    all: {}\n", key, error_stats_yaml(h->all));
+    if (!h->by_engine.empty()) out += "    by_engine:\n";
+    for (const auto& [engine, st] : h->by_engine)
+      out += fmt::format("      {}: {}\n", engine, error_stats_yaml(st));
   }
   out += c.entries.empty() ? "entries: []\n" : "entries:\n";
   for (const calibration_entry& e : c.entries) {

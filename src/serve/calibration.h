@@ -96,12 +96,17 @@ struct calibration_entry {
 };
 
 /// How well a fit predicts rows it never saw, as `calc calibrate --cross-validate` measured it:
-/// every row predicted by a fit without its GPU (or its model), over all rows and by engine.
+/// every row predicted by a fit without its group, over all rows and by engine.
 struct held_out_error {
   error_stats all;
   std::map<std::string, error_stats> by_engine;
-  bool empty() const { return all.rows == 0; }
 };
+
+/// The ways rows are held out, as a calibration file names them: without the row's GPU (the
+/// other GPUs of its family stay in the fit), without its GPU family (a GPU of no family is its
+/// own), without its model.
+inline constexpr std::array<const char*, 3> held_out_groupings = {
+    "leave_one_gpu_out", "leave_one_family_out", "leave_one_model_out"};
 
 /// The table plus what maps a GPU to its family and a Hugging Face id to a bundled model.
 struct calibration {
@@ -117,7 +122,11 @@ struct calibration {
   // predicted as a model left out of the fit.
   std::vector<std::string> measured_models;
   std::vector<std::string> measured_gpus;                 // and the catalogue GPUs they ran on
-  held_out_error leave_one_gpu_out, leave_one_model_out;  // empty unless cross-validated
+  // What a fit reached on rows it never saw (`calc calibrate --cross-validate`), by how they were
+  // held out (held_out_groupings); a grouping not run is absent.
+  std::map<std::string, held_out_error> held_out;
+  /// The held-out error of one grouping, or null.
+  const held_out_error* held_out_by(const std::string& grouping) const;
   // The expert popularity exponent of every entry (coefficients::expert_zipf_s) and where it
   // came from; set through set_expert_popularity, which keeps the entries in step.
   double expert_zipf_s = coefficients{}.expert_zipf_s;

@@ -374,13 +374,8 @@ void record_in_sample(calibration& c, const evaluation& e) {
   c.measured_gpus.assign(gpus.begin(), gpus.end());
 }
 
-void record_held_out(calibration& c, const evaluation* gpu_cv, const evaluation* model_cv) {
-  for (auto [h, e] :
-       {std::pair{&c.leave_one_gpu_out, gpu_cv}, std::pair{&c.leave_one_model_out, model_cv}}) {
-    if (!e) continue;
-    h->all = e->all;
-    h->by_engine = e->by_engine;
-  }
+void record_held_out(calibration& c, const std::string& grouping, const evaluation& e) {
+  c.held_out[grouping] = {e.all, e.by_engine};
 }
 
 }  // namespace calc::serve

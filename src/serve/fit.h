@@ -72,8 +72,7 @@ evaluation cross_validate(const std::vector<mapped_row>& rows, const calibration
 /// GPUs of those rows as its measured ones.
 void record_in_sample(calibration& c, const evaluation& e);
 
-/// Writes into `c` the held-out |error| of cross_validate by a row's GPU and by its model (a
-/// null one, not run, leaves what `c` had).
-void record_held_out(calibration& c, const evaluation* gpu_cv, const evaluation* model_cv);
+/// Writes into `c` the held-out |error| of a cross_validate by one of held_out_groupings.
+void record_held_out(calibration& c, const std::string& grouping, const evaluation& e);
 
 }  // namespace calc::serve

@@ -87,7 +87,7 @@ const refits& slow_gates() {
         }).share();
     out.leave_gpu =
         std::async(std::launch::async, [&f] {
-          return cross_validate(f.rows, f.cal, [](const mapped_row& m) { return m.system; });
+          return cross_validate(f.rows, f.cal, [](const mapped_row& m) { return m.gpu; });
         }).share();
     out.refit = std::async(std::launch::async, [&f] {
                   return fit_calibration(f.rows, f.cal, "test");
@@ -178,9 +178,12 @@ TEST_CASE("calibrate: the accuracy the shipped file records is what its table do
   CHECK(f.cal.measured_models == now.measured_models);
   CHECK(f.cal.measured_gpus == now.measured_gpus);
   CHECK(f.cal.measured_gpus == std::vector<std::string>{"b200", "h100-sxm", "h200"});
-  REQUIRE(!f.cal.leave_one_gpu_out.empty());
-  REQUIRE(!f.cal.leave_one_model_out.empty());
-  CHECK(f.cal.leave_one_model_out.all.rows == e.all.rows);
+  for (const char* grouping : held_out_groupings) {
+    CAPTURE(grouping);
+    REQUIRE(f.cal.held_out_by(grouping));
+    CHECK(f.cal.held_out_by(grouping)->all.rows == e.all.rows);
+    CHECK(f.cal.held_out_by(grouping)->by_engine.size() == e.by_engine.size());
+  }
 }
 
 TEST_CASE("latency gate: leave one GPU out") {
@@ -190,7 +193,7 @@ TEST_CASE("latency gate: leave one GPU out") {
   CHECK(cv.all.tpot_median <= gate::tpot_leave_gpu);
   // What the file records for users (see above), within the spread of a fold's end point across
   // CPUs (the file's header).
-  CHECK(data().cal.leave_one_gpu_out.all.tpot_median ==
+  CHECK(data().cal.held_out_by("leave_one_gpu_out")->all.tpot_median ==
         doctest::Approx(cv.all.tpot_median).epsilon(0.1));
 }
 
@@ -201,7 +204,7 @@ TEST_CASE("latency gate: leave one model out") {
   // Each fold fitted its own expert popularity, without the model it predicts.
   CHECK(cv.fold_expert_zipf_s.size() == cv.by_model.size());
   CHECK(cv.all.tpot_median <= gate::tpot_leave_model);
-  CHECK(data().cal.leave_one_model_out.all.tpot_median ==
+  CHECK(data().cal.held_out_by("leave_one_model_out")->all.tpot_median ==
         doctest::Approx(cv.all.tpot_median).epsilon(0.1));
 }
 

@@ -1025,12 +1025,14 @@ TEST_CASE("calibrate: nothing to fit is refused, not written as a fitted file") 
               err) == 0);
   CHECK(out.find("### Leave one GPU out (fit without the GPU, predict it)\n\nNot run: the rows "
                  "are of one GPU.") != std::string::npos);
+  CHECK(out.find("Not run: the rows are of one GPU family.") != std::string::npos);
   CHECK(out.find("Not run: the rows are of one model.") != std::string::npos);
   calibration c = read_calibration(fitted);
-  CHECK(c.leave_one_gpu_out.empty());
-  CHECK(c.leave_one_model_out.empty());
-  CHECK(c.measured_models == std::vector<std::string>{"llama-3.1-8b"});
-  CHECK(c.measured_gpus == std::vector<std::string>{"h100-sxm"});
+  CHECK(c.held_out.empty());
+  // The row's model and GPU are measured ones, and so are the shipped file's: its entries for the
+  // other families and engines are kept, fitted on its runs.
+  CHECK(c.measured_models == read_calibration(default_calibration_path()).measured_models);
+  CHECK(c.measured_gpus == std::vector<std::string>{"b200", "h100-sxm", "h200"});
   REQUIRE(run({"calibrate", "--measurements", one, "--cross-validate", "--format", "json"}, out,
               err) == 0);
   CHECK(nlohmann::json::parse(out)["cross_validation"]["leave_one_gpu_out"].is_null());

@@ -20,6 +20,7 @@
 #include "serve/step.h"
 #include "serve_support.h"
 #include "spec/gpu_spec.h"
+#include "spec/model_reader.h"
 #include "tally/tally.h"
 #include "test_model.h"
 
@@ -565,28 +566,34 @@ TEST_CASE("calibration file: the accuracy it records, read back and quoted by se
       "    attention_memory: 0.6\n    comm_bandwidth: 0.5\n    collective_latency_us: 8\n"
       "    step_overhead_ms: 1.5\n    request_overhead_us: 5\n    request_latency_ms: 12\n"
       "    burst_share: 0.1\n    gemm_half_rows: 16\n";
+  auto serve = [](const std::string& model, const std::string& gpu, const std::string& file,
+                  bool json, std::string& out) {
+    std::string err;
+    std::vector<std::string> args = {
+        "serve", "--model",       model, "--gpu",         gpu, "--isl", "1K", "--osl",
+        "256",   "--concurrency", "8",   "--calibration", file};
+    if (json) args.insert(args.end(), {"--format", "json"});
+    REQUIRE(run(args, out, err) == 0);
+    return json ? nlohmann::json::parse(out)["calibration"]["accuracy"] : nlohmann::json();
+  };
   // A file without the records (written before them, or fitted without --cross-validate) still
   // reads, and serve says nothing of an accuracy it does not know.
   std::string bare = write_temp("calc_cal_acc_bare.yaml", entry);
-  std::string out, err;
-  REQUIRE(run({"serve", "--model", "qwen3-8b", "--gpu", "a100-80gb", "--isl", "1K", "--osl", "256",
-               "--concurrency", "8", "--calibration", bare, "--format", "json"},
-              out, err) == 0);
-  auto none = nlohmann::json::parse(out)["calibration"]["accuracy"];
+  std::string out;
+  auto none = serve("qwen3-8b", "a100-80gb", bare, true, out);
   CHECK(none["in_sample"].is_null());
   CHECK(none["leave_one_model_out"].is_null());
-  REQUIRE(run({"serve", "--model", "qwen3-8b", "--gpu", "a100-80gb", "--isl", "1K", "--osl", "256",
-               "--concurrency", "8", "--calibration", bare},
-              out, err) == 0);
+  serve("qwen3-8b", "a100-80gb", bare, false, out);
   CHECK(out.find("|error|") == std::string::npos);
 
   calibration c = read_calibration(bare);
+  c.entries[0].rows = 40;
   c.entries[0].in_sample = {40, 12.5, 60.25, 4.5, 20.75};  // rows, TTFT med / p90, TPOT med / p90
   c.measured_models = {"llama-3.1-8b"};
   c.measured_gpus = {"h100-sxm"};
-  c.leave_one_gpu_out.all = {40, 30.5, 90, 11.5, 40};
-  c.leave_one_model_out.all = {40, 33.5, 99, 17.25, 50};
-  c.leave_one_model_out.by_engine["vllm"] = {40, 31.5, 95, 15.75, 45};
+  c.held_out["leave_one_gpu_out"].all = {40, 30.5, 90, 11.5, 40};
+  c.held_out["leave_one_model_out"].all = {40, 33.5, 99, 17.25, 50};
+  c.held_out["leave_one_model_out"].by_engine["vllm"] = {40, 31.5, 95, 15.75, 45};
   std::string file = write_temp("calc_cal_acc.yaml", write_calibration(c));
   calibration back = read_calibration(file);
   CHECK(back.entries[0].in_sample.rows == 40);
@@ -594,62 +601,92 @@ TEST_CASE("calibration file: the accuracy it records, read back and quoted by se
   CHECK(back.entries[0].in_sample.tpot_median == 4.5);
   CHECK(back.measured_models == c.measured_models);
   CHECK(back.measured_gpus == c.measured_gpus);
-  CHECK(back.leave_one_gpu_out.all.tpot_median == 11.5);
-  CHECK(back.leave_one_gpu_out.by_engine.empty());
-  CHECK(back.leave_one_model_out.by_engine.at("vllm").tpot_median == 15.75);
+  REQUIRE(back.held_out_by("leave_one_gpu_out"));
+  CHECK(back.held_out_by("leave_one_gpu_out")->all.tpot_median == 11.5);
+  CHECK(back.held_out_by("leave_one_gpu_out")->by_engine.empty());
+  CHECK(back.held_out_by("leave_one_family_out") == nullptr);
+  CHECK(back.held_out_by("leave_one_model_out")->by_engine.at("vllm").tpot_median == 15.75);
   CHECK(write_calibration(back) == write_calibration(c));
 
-  // A measured model on a GPU of a measured family: the entry's own figures.
-  REQUIRE(run({"serve", "--model", "llama-3.1-8b", "--gpu", "h200", "--isl", "1K", "--osl", "256",
-               "--concurrency", "8", "--calibration", file, "--format", "json"},
-              out, err) == 0);
-  auto seen = nlohmann::json::parse(out)["calibration"]["accuracy"];
-  CHECK(seen["gpu_measured"] == false);
-  CHECK(seen["gpu_family_measured"] == true);
+  // A measured model on a measured GPU: the entry's own figures.
+  auto seen = serve("llama-3.1-8b", "h100-sxm", file, true, out);
+  CHECK(seen["gpu_measured"] == true);
   CHECK(seen["model_measured"] == true);
   CHECK(seen["in_sample"]["rows"] == 40);
   CHECK(seen["in_sample"]["tpot_median_pct"] == 4.5);
-  REQUIRE(run({"serve", "--model", "llama-3.1-8b", "--gpu", "h200", "--isl", "1K", "--osl", "256",
-               "--concurrency", "8", "--calibration", file},
-              out, err) == 0);
-  CHECK(out.find("(hopper/vllm). On its 40 measured runs this entry's median |error| is TPOT "
-                 "4.5 %, TTFT 12.5 %. Step") != std::string::npos);
+  serve("llama-3.1-8b", "h100-sxm", file, false, out);
+  CHECK(out.find("(hopper/vllm). On its 40 measured runs the hopper/vllm entry's median |error| "
+                 "is TPOT 4.5 % (p90 21 %), TTFT 12.5 % (p90 60 %). Step") != std::string::npos);
+  // Another GPU of the family: not the entry's runs, but what a GPU left out reached (over every
+  // engine where the file has no figure of this one's, and said so).
+  auto sibling = serve("llama-3.1-8b", "h200", file, true, out);
+  CHECK(sibling["gpu_measured"] == false);
+  CHECK(sibling["gpu_family_measured"] == true);
+  CHECK(sibling["in_sample"].is_null());
+  CHECK(sibling["leave_one_gpu_out"]["engines"] == "all engines, none vllm");
+  serve("llama-3.1-8b", "h200", file, false, out);
+  CHECK(out.find("h200 has no measured runs; its family hopper has (h100-sxm), and a GPU left out "
+                 "of the fit is predicted to a median |error| of TPOT 11.5 % (p90 40 %), TTFT "
+                 "30.5 % (p90 90 %) (all engines, none vllm).") != std::string::npos);
+  // The measured model's own file, or a --set, is another model, whatever its name.
+  serve(models_dir() + "/llama-3.1-8b.yaml", "h100-sxm", file, false, out);
+  CHECK(out.find("llama-3.1-8b as given (its own file, or --set) is not among the measured "
+                 "models (llama-3.1-8b)") != std::string::npos);
   // Neither measured: the held-out figures, the engine's where the file has them.
-  REQUIRE(run({"serve", "--model", "qwen3-8b", "--gpu", "a100-80gb", "--isl", "1K", "--osl", "256",
-               "--concurrency", "8", "--calibration", file, "--format", "json"},
-              out, err) == 0);
-  auto unseen = nlohmann::json::parse(out)["calibration"]["accuracy"];
+  auto unseen = serve("qwen3-8b", "a100-80gb", file, true, out);
   CHECK(unseen["gpu_family_measured"] == false);
   CHECK(unseen["model_measured"] == false);
   CHECK(unseen["in_sample"].is_null());
-  CHECK(unseen["leave_one_gpu_out"]["tpot_median_pct"] == 11.5);     // no vllm figure: all
+  CHECK(unseen["leave_one_gpu_out"]["tpot_median_pct"] == 11.5);
   CHECK(unseen["leave_one_model_out"]["tpot_median_pct"] == 15.75);  // vllm's
+  CHECK(unseen["leave_one_model_out"]["engines"] == "vllm");
+  std::string err;
   REQUIRE(run({"plan", "--sla", "ttft=2000,tpot=100", "--concurrency", "8", "--isl", "1K", "--osl",
                "256", "--model", "qwen3-8b", "--gpu", "a100-80gb", "--calibration", file},
               out, err) == 0);
-  CHECK(
-      out.find("No measured run on this GPU's family (the runs are on h100-sxm): it is costed "
-               "from its datasheet peaks with calc's built-in coefficients; a GPU left out of the "
-               "fit is predicted to a median |error| of TPOT 11.5 %, TTFT 30.5 % (vllm)") !=
-      std::string::npos);
+  CHECK(out.find("a100-80gb has no measured runs and is in no calibrated family (the runs are "
+                 "on h100-sxm): it is costed from its datasheet peaks with calc's built-in "
+                 "coefficients; a GPU left out of the fit is predicted to a median |error| of TPOT "
+                 "11.5 % (p90 40 %), TTFT 30.5 % (p90 90 %) (all engines, none vllm), and a GPU "
+                 "unlike the measured ones may be further off.") != std::string::npos);
   CHECK(out.find("qwen3-8b is not among the measured models (llama-3.1-8b): a model left out of "
-                 "the fit is predicted to a median |error| of TPOT 15.8 %, TTFT 31.5 % (vllm).") !=
+                 "the fit is predicted to a median |error| of TPOT 15.8 % (p90 45 %), TTFT 31.5 % "
+                 "(p90 95 %) (vllm).") != std::string::npos);
+  // A simulated answer says whose figures they are.
+  REQUIRE(run({"serve", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--isl", "1K", "--osl", "256",
+               "--rate", "2", "--requests", "50", "--calibration", file},
+              out, err) == 0);
+  CHECK(out.find("These are the steady state's figures on closed-loop runs, not a simulation's.") !=
         std::string::npos);
 
-  // Strict like the rest of the file.
+  // Strict like the rest of the file: each line names the file, its place and the field.
   std::string text = write_calibration(c);
-  std::string negative = write_temp(
-      "calc_cal_acc_neg.yaml",
-      std::regex_replace(text, std::regex("tpot_median_pct: 4.5"), "tpot_median_pct: -4.5"));
-  CHECK(error_of([&] {
-          read_calibration(negative);
-        }).find("entries[0].in_sample.tpot_median_pct: an |error| must be a percentage >= 0") !=
+  auto refused = [&](const char* name, const std::string& from, const std::string& to) {
+    std::string bad = write_temp(name, std::regex_replace(text, std::regex(from), to));
+    return error_of([&] { read_calibration(bad); });
+  };
+  CHECK(refused("calc_cal_acc_neg.yaml", "tpot_median_pct: 4.5", "tpot_median_pct: -4.5")
+            .find("entries[0].in_sample.tpot_median_pct: an |error| must be a percentage in [0, "
+                  "1e+06]") != std::string::npos);
+  CHECK(refused("calc_cal_acc_huge.yaml", "tpot_median_pct: 4.5", "tpot_median_pct: 1e300")
+            .find("a percentage in [0, 1e+06]") != std::string::npos);
+  CHECK(refused("calc_cal_acc_p90.yaml", "tpot_p90_pct: 20.75", "tpot_p90_pct: 2")
+            .find("entries[0].in_sample.tpot_p90_pct: below tpot_median_pct") != std::string::npos);
+  CHECK(refused("calc_cal_acc_missing.yaml", "tpot_median_pct: 4.5, ", "")
+            .find("entries[0].in_sample.tpot_median_pct: missing") != std::string::npos);
+  CHECK(refused("calc_cal_acc_rows.yaml", "\\{rows: 40", "{rows: 41")
+            .find("entries[0].in_sample.rows: 41 rows, more than the entry's 40") !=
         std::string::npos);
-  std::string typo = write_temp(
-      "calc_cal_acc_typo.yaml",
-      std::regex_replace(text, std::regex("leave_one_model_out:"), "leave_one_modle_out:"));
-  CHECK(error_of([&] { read_calibration(typo); }).find("held_out.leave_one_modle_out") !=
+  CHECK(refused("calc_cal_acc_typo.yaml", "leave_one_model_out:", "leave_one_modle_out:")
+            .find("held_out.leave_one_modle_out") != std::string::npos);
+  CHECK(refused("calc_cal_acc_engine.yaml", "      vllm: \\{", "      vlm: {")
+            .find("held_out.leave_one_model_out.by_engine.vlm: unknown engine 'vlm'") !=
         std::string::npos);
+  CHECK(refused("calc_cal_acc_gpu.yaml", "measured_gpus: \\[h100-sxm\\]", "measured_gpus: [h100]")
+            .find("measured_gpus: unknown GPU 'h100'") != std::string::npos);
+  CHECK(refused("calc_cal_acc_twice.yaml", "measured_models: \\[llama-3.1-8b\\]",
+                "measured_models: [llama-3.1-8b, llama-3.1-8b]")
+            .find("measured_models: 'llama-3.1-8b' is listed twice") != std::string::npos);
 }
 
 TEST_CASE("serve, calibrate and plan --sla from the command line: JSON keys and bad input") {
