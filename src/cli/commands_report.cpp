@@ -120,7 +120,8 @@ ojson to_json(const report_data& r) {
     j["load_workload"] = {{"engine", r.load->engine},
                           {"isl", r.load->cfg.isl},
                           {"osl", r.load->cfg.osl},
-                          {"calibration", r.load->calibration}};
+                          {"calibration", r.load->calibration},
+                          {"calibration_accuracy", r.load->accuracy}};
   j["models"] = ojson::array();
   for (const report_model& m : r.models) j["models"].push_back(to_json(m));
   return j;
@@ -206,7 +207,11 @@ result run_report(const options& o) {
   std::string markdown;
   for (const std::string& gpu : gpus) {
     q.gpu = load_gpu(gpu);
-    q.load = report_load_of(o, q.gpu);
+    // A model counts as measured by the name it was asked by (a bundled one), as serve says.
+    std::vector<std::string> asked;
+    for (std::size_t i = 0; i < names.size(); ++i)
+      asked.push_back(names[i] == loaded[i].spec->name ? names[i] : names[i] + " (a file)");
+    q.load = report_load_of(o, q.gpu, asked);
     if (!o.engine.empty()) q.engine = engine_request_of(o, v.lengths.front(), gpu, draft);
     report_data data = answer_report(graphs, q);
     ojson body = to_json(data);

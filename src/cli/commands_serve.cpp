@@ -475,9 +475,15 @@ struct accuracy_note {
   std::string text;  // Markdown sentences, each ending in a space; empty when nothing is recorded
 };
 
-accuracy_note accuracy_of(const calibration& cal, const std::string& used, const std::string& model,
-                          bool named, const std::string& gpu, const std::string& engine,
-                          bool simulated) {
+/// One model of the question: its name, and whether it is the bundled model as shipped.
+struct asked_model {
+  std::string name;
+  bool named = false;
+};
+
+accuracy_note accuracy_of(const calibration& cal, const std::string& used,
+                          const std::vector<asked_model>& models, const std::string& gpu,
+                          const std::string& engine, bool simulated) {
   auto among = [](const std::vector<std::string>& names, const std::string& name) {
     return std::find(names.begin(), names.end(), name) != names.end();
   };
@@ -495,7 +501,12 @@ accuracy_note accuracy_of(const calibration& cal, const std::string& used, const
     if (family != "any" && cal.family_of(g) == family) siblings.push_back(g);
   const bool gpu_measured = among(cal.measured_gpus, gpu);
   const bool family_measured = gpu_measured || !siblings.empty();
-  const bool model_measured = named && among(cal.measured_models, model);
+  std::vector<std::string> unmeasured, changed;  // changed: a measured name, not as shipped
+  for (const asked_model& m : models)
+    if (!(m.named && among(cal.measured_models, m.name))) {
+      unmeasured.push_back(m.name);
+      if (among(cal.measured_models, m.name)) changed.push_back(m.name);
+    }
   const bool answered = gpu_measured && entry && entry->in_sample.rows > 0;
 
   // A grouping's held-out figure: the engine's where the file has it, else over every engine.
@@ -529,7 +540,8 @@ accuracy_note accuracy_of(const calibration& cal, const std::string& used, const
   a.json = {{"in_sample", answered ? stats_json(entry->in_sample) : ojson(nullptr)},
             {"gpu_measured", gpu_measured},
             {"gpu_family_measured", family_measured},
-            {"model_measured", model_measured},
+            {"model_measured", unmeasured.empty()},
+            {"models_not_measured", unmeasured},
             {"leave_one_gpu_out", held_json(gpu_out)},
             {"leave_one_family_out", held_json(family_out)},
             {"leave_one_model_out", held_json(model_out)}};
@@ -560,11 +572,11 @@ accuracy_note accuracy_of(const calibration& cal, const std::string& used, const
                           family_out.s ? "family " : "", figures(*f.s), f.engines)
             : std::string());
   }
-  if (!model_measured && !cal.measured_models.empty())
+  if (!unmeasured.empty() && !cal.measured_models.empty())
     a.text += fmt::format(
-        "{}{} is not among the measured models ({}){}. ", model,
-        among(cal.measured_models, model) ? " as given (its own file, or --set)" : "",
-        list(cal.measured_models),
+        "{}{} {} not among the measured models ({}){}. ", list(unmeasured),
+        changed.empty() ? "" : " as given (its own file, or --set)",
+        unmeasured.size() == 1 ? "is" : "are", list(cal.measured_models),
         model_out.s ? fmt::format(": a model left out of the fit is predicted to a median "
                                   "|error| of {} ({})",
                                   figures(*model_out.s), model_out.engines)
@@ -576,7 +588,8 @@ accuracy_note accuracy_of(const calibration& cal, const std::string& used, const
 
 }  // namespace
 
-load_request report_load_of(const options& o, const gpu_spec& gpu) {
+load_request report_load_of(const options& o, const gpu_spec& gpu,
+                            const std::vector<std::string>& models) {
   std::int64_t isl = token_option("--isl", o.isl, 1024);
   std::int64_t osl = token_option("--osl", o.osl, 1024);
   load_request w;
@@ -586,6 +599,10 @@ load_request report_load_of(const options& o, const gpu_spec& gpu) {
   std::string used;
   w.k = cal.lookup(cal.family_of(gpu.name), w.engine, &used);
   w.calibration = fmt::format("{} ({})", cal.file, used);
+  std::vector<asked_model> asked;
+  for (const std::string& m : models) asked.push_back({m, o.sets.empty()});
+  w.accuracy = accuracy_of(cal, used, asked, gpu.name, w.engine, false).text;
+  if (!w.accuracy.empty()) w.accuracy.pop_back();
   return w;
 }
 
@@ -680,7 +697,7 @@ result run_serve(const options& o) {
     j["batch_wait_max_tokens_ratio"] = q.cfg.batch_wait_tokens_ratio;
   }
   accuracy_note accuracy =
-      accuracy_of(cal, used, m.spec->name, o.model == m.spec->name && o.sets.empty(), gpu.name,
+      accuracy_of(cal, used, {{m.spec->name, o.model == m.spec->name && o.sets.empty()}}, gpu.name,
                   q.engine, q.simulate || q.concurrency.empty());
   j["calibration"] = {{"file", cal.file}, {"entry", used}, {"accuracy", accuracy.json}};
   j["points"] = ojson::array();
@@ -1203,8 +1220,9 @@ result run_plan_sla(const options& o) {
   j["model"] = m.spec->name;
   j["gpu"] = gpu.name;
   j["engine"] = engine;
-  accuracy_note accuracy = accuracy_of(
-      cal, used, m.spec->name, o.model == m.spec->name && o.sets.empty(), gpu.name, engine, false);
+  accuracy_note accuracy =
+      accuracy_of(cal, used, {{m.spec->name, o.model == m.spec->name && o.sets.empty()}}, gpu.name,
+                  engine, false);
   j["calibration"] = {{"file", cal.file}, {"entry", used}, {"accuracy", accuracy.json}};
   j["sla"] = {{"ttft_ms", q.ttft_ms}, {"tpot_ms", q.tpot_ms}};
   if (q.rate > 0)

@@ -315,8 +315,11 @@ void add_calibrate_options(CLI::App& app, options& o);
 void add_sla_options(CLI::App& app, options& o);
 result run_serve(const options& o);
 /// The workload of `report`'s throughput chart on `gpu`: --isl/--osl (1K each by default),
-/// the engine's defaults (--engine, vllm by default) and the calibration entry.
-load_request report_load_of(const options& o, const gpu_spec& gpu);
+/// the engine's defaults (--engine, vllm by default) and the calibration entry, with what the
+/// calibration records of its accuracy for that GPU and the report's `models` (the names of the
+/// bundled models as --model gave them; a file's path or a --set is not one that was measured).
+load_request report_load_of(const options& o, const gpu_spec& gpu,
+                            const std::vector<std::string>& models);
 result run_calibrate(const options& o);
 result run_plan_sla(const options& o);
 

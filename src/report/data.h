@@ -29,6 +29,7 @@ struct load_request {
   serve::coefficients k;       // the calibration entry for the GPU and engine
   std::string engine;          // vllm, sglang, trtllm
   std::string calibration;     // "models/calibration/default.yaml (hopper/vllm)"
+  std::string accuracy;        // what the calibration records of its accuracy here (sentences)
 };
 
 /// One concurrency of a model's throughput curve.

@@ -169,9 +169,10 @@ std::string load_section(const report_data& r, const report_files& files, std::s
       "serve --concurrency` takes them (a layout with DP attention runs dp such groups, dp times "
       "the clients per instance). Each point is one concurrency; only the "
       "points no other beats on both axes are kept (the Pareto frontier). Left to right, each "
-      "user gets tokens faster and each GPU serves fewer.\n\n",
+      "user gets tokens faster and each GPU serves fewer.{}\n\n",
       w.engine, with_commas(w.cfg.isl), with_commas(w.cfg.osl), w.calibration,
-      with_commas(w.cfg.max_num_seqs));
+      with_commas(w.cfg.max_num_seqs),
+      w.accuracy.empty() ? "" : "\n\nAccuracy, as the calibration file records it: " + w.accuracy);
   table_rows rows;
   std::string notes;  // why a model has no curve
   xy_chart c{files.stem + "-throughput",
