@@ -586,6 +586,17 @@ cross-validated):
   prefill chunk; the fit puts vLLM's at 0.35, which makes an 8,000-token prefill at TP 8 spend
   46 ms on its all-reduces and puts vLLM Llama-3.1-8B-FP8 on H200 at 1.5-4 x its TPOT) 9.1 /
   23.8 / 13.3 / 18.1, the fold without gpt-oss-120b in its worse optimum (49.6 %).
+- the calibration file records its own accuracy (2026-12, sixteenth pass; figures as the
+  fifteenth, the coefficients unchanged): each entry's in-sample |error| on the rows it answers,
+  the measured models and GPUs, and the three held-out figures by engine, which `calc serve`,
+  `calc plan --sla` and `calc report` quote for the GPU and model asked (header above). Leaving
+  one GPU family out is new: TPOT 14.5 % over every row (vLLM 14.0 %), the figure for a GPU of a
+  family the file has no run of; leaving one GPU out keeps a sibling in the fit for H100 and
+  H200. Tried in this pass and not shipped (TPOT / TTFT in sample, TPOT leave one GPU / model
+  out): a smooth roofline, each op's time (compute^p + memory^p)^(1/p) in place of their max
+  (kernels near the ridge point overlap their reads and arithmetic in part; the header's
+  path-independent fit), p = 2 / 3 / 4 / 6: 9.8 / 23.3, 9.6 / 23.3 / 13.8 / 18.7, 10.0 / 23.1,
+  9.6 / 23.3 / 13.7 / 18.6 (gpt-oss-120b left out 34 % and 46 % at p = 3 and 6, against 30.5 %).
 
 How a row maps onto calc (backend -> engine, system -> GPU, model_path -> bundled model, quant
 modes -> formats, layout, workload) is described in docs/commands.md (`calc calibrate`). One rule
