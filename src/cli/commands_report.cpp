@@ -207,11 +207,11 @@ result run_report(const options& o) {
   std::string markdown;
   for (const std::string& gpu : gpus) {
     q.gpu = load_gpu(gpu);
-    // A model counts as measured by the name it was asked by (a bundled one), as serve says.
-    std::vector<std::string> asked;
+    std::vector<asked_model> asked;
     for (std::size_t i = 0; i < names.size(); ++i)
-      asked.push_back(names[i] == loaded[i].spec->name ? names[i] : names[i] + " (a file)");
-    q.load = report_load_of(o, q.gpu, asked);
+      asked.push_back(
+          {loaded[i].spec->name, bundled_as_shipped(o, names[i], loaded[i].spec->name)});
+    q.load = report_load_of(o, q.gpu, gpu, asked);
     if (!o.engine.empty()) q.engine = engine_request_of(o, v.lengths.front(), gpu, draft);
     report_data data = answer_report(graphs, q);
     ojson body = to_json(data);

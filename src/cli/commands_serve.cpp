@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <optional>
 #include <set>
@@ -412,10 +413,10 @@ void add_calibrate_options(CLI::App& app, options& o) {
                  "Measured rows (the same CSV) to predict with --calibration, never fitting on "
                  "them; a row calc cannot model is that row's error");
   app.add_flag("--cross-validate", o.cross_validate,
-               "Also the leave-one-GPU-out and leave-one-model-out errors (each GPU or model "
-               "refitted without its rows, then predicted); with --measurements the fitted file "
-               "records them, and serve and plan --sla quote them for GPUs and models it was "
-               "not fitted on");
+               "Also the leave-one-GPU-out, leave-one-GPU-family-out and leave-one-model-out "
+               "errors (each refitted without its rows, then predicted); with --measurements "
+               "the fitted file records them, and serve, plan --sla and report quote them for "
+               "GPUs and models it was not fitted on");
   app.add_flag("--simulate", o.simulate,
                "With --evaluate: predict each row by simulating its closed loop (its clients "
                "sending 10 requests each, lengths drawn as its benchmark client draws them) "
@@ -463,26 +464,19 @@ ojson stats_json(const error_stats& s) {
           {"tpot_p90_pct", s.tpot_p90}};
 }
 
-/// What a calibration file records of its own accuracy, for one question (a model on a GPU under
-/// an engine, answered by the entry `used`). A GPU with measured runs gets the entry's |error| on
-/// them; one without gets what a fit reached on a GPU it had not seen (a GPU of a measured family,
-/// its siblings still in the fit) or on a GPU family it had not seen; a model without measured
-/// runs, what a fit reached on a model it had not seen (`calc calibrate --cross-validate`), for
-/// the engine where the file has its figure. `named` says the model is a bundled one as shipped:
-/// its own file or a --set is not the model that was measured, whatever its name.
+/// What a calibration file records of its own accuracy, for one question (models on a GPU under
+/// an engine, answered by the entry `used`). The entry that answers says what it has seen: a GPU
+/// among its measured runs gets the entry's |error| on them; another GPU, what a fit reached on a
+/// GPU it had not seen (one of a family the engine's runs cover, its siblings still in the fit)
+/// or on a GPU family it had not seen; a model it has not seen, what a fit reached on a model
+/// left out (`calc calibrate --cross-validate`), each the engine's figure where the file has one.
 struct accuracy_note {
   ojson json;
   std::string text;  // Markdown sentences, each ending in a space; empty when nothing is recorded
 };
 
-/// One model of the question: its name, and whether it is the bundled model as shipped.
-struct asked_model {
-  std::string name;
-  bool named = false;
-};
-
 accuracy_note accuracy_of(const calibration& cal, const std::string& used,
-                          const std::vector<asked_model>& models, const std::string& gpu,
+                          const std::vector<asked_model>& models, const asked_gpu& gpu,
                           const std::string& engine, bool simulated) {
   auto among = [](const std::vector<std::string>& names, const std::string& name) {
     return std::find(names.begin(), names.end(), name) != names.end();
@@ -495,21 +489,35 @@ accuracy_note accuracy_of(const calibration& cal, const std::string& used,
   const calibration_entry* entry = nullptr;
   for (const calibration_entry& e : cal.entries)
     if (e.family + "/" + e.engine == used) entry = &e;
-  const std::string family = cal.family_of(gpu);
-  std::vector<std::string> siblings;  // the measured GPUs of its family
-  for (const std::string& g : cal.measured_gpus)
-    if (family != "any" && cal.family_of(g) == family) siblings.push_back(g);
-  const bool gpu_measured = among(cal.measured_gpus, gpu);
+  // What the engine's entries have seen measured; a file without the records says nothing.
+  std::set<std::string> engine_gpus, engine_models;
+  bool recorded = false;
+  for (const calibration_entry& e : cal.entries) {
+    recorded = recorded || !e.measured_gpus.empty();
+    if (e.engine != engine) continue;
+    engine_gpus.insert(e.measured_gpus.begin(), e.measured_gpus.end());
+    engine_models.insert(e.measured_models.begin(), e.measured_models.end());
+  }
+  const std::string family = cal.family_of(gpu.name);
+  std::vector<std::string> siblings;  // the engine's measured GPUs of its family
+  for (const std::string& g : engine_gpus)
+    if (family != "any" && g != gpu.name && cal.family_of(g) == family) siblings.push_back(g);
+  const bool gpu_measured = gpu.named && entry && among(entry->measured_gpus, gpu.name);
+  const bool answered = gpu_measured && entry->in_sample.rows > 0;
   const bool family_measured = gpu_measured || !siblings.empty();
-  std::vector<std::string> unmeasured, changed;  // changed: a measured name, not as shipped
+  // The models the answering entry has seen; a pooled entry that answered none, the engine's.
+  const std::vector<std::string> seen =
+      entry && !entry->measured_models.empty()
+          ? entry->measured_models
+          : std::vector<std::string>(engine_models.begin(), engine_models.end());
+  std::vector<std::string> unmeasured;
   for (const asked_model& m : models)
-    if (!(m.named && among(cal.measured_models, m.name))) {
-      unmeasured.push_back(m.name);
-      if (among(cal.measured_models, m.name)) changed.push_back(m.name);
-    }
-  const bool answered = gpu_measured && entry && entry->in_sample.rows > 0;
+    if (!(m.named && among(seen, m.name)))
+      unmeasured.push_back(among(seen, m.name) ? m.name + " (as given: its own file, or --set)"
+                                               : m.name);
 
-  // A grouping's held-out figure: the engine's where the file has it, else over every engine.
+  // A grouping's held-out figure: the engine's where the file has it, else over the engines it
+  // has (named, so that a figure of other engines' runs does not pass for this one's).
   struct figure {
     const error_stats* s = nullptr;
     std::string engines;
@@ -518,8 +526,10 @@ accuracy_note accuracy_of(const calibration& cal, const std::string& used,
     figure f;
     if (const held_out_error* h = cal.held_out_by(grouping)) {
       auto it = h->by_engine.find(engine);
-      f = it != h->by_engine.end() ? figure{&it->second, engine}
-                                   : figure{&h->all, fmt::format("all engines, none {}", engine)};
+      if (it != h->by_engine.end()) return figure{&it->second, engine};
+      std::vector<std::string> others;
+      for (const auto& [name, st] : h->by_engine) others.push_back(name);
+      f = {&h->all, fmt::format("{} runs, none {}", others.empty() ? "all" : list(others), engine)};
     }
     return f;
   };
@@ -533,63 +543,89 @@ accuracy_note accuracy_of(const calibration& cal, const std::string& used,
     out["engines"] = f.engines;
     return out;
   };
+  auto flag = [&](bool v) { return recorded ? ojson(v) : ojson(nullptr); };
   figure gpu_out = held(held_out_groupings[0]), family_out = held(held_out_groupings[1]),
          model_out = held(held_out_groupings[2]);
 
   accuracy_note a;
   a.json = {{"in_sample", answered ? stats_json(entry->in_sample) : ojson(nullptr)},
-            {"gpu_measured", gpu_measured},
-            {"gpu_family_measured", family_measured},
-            {"model_measured", unmeasured.empty()},
-            {"models_not_measured", unmeasured},
+            {"gpu_measured", flag(gpu_measured)},
+            {"gpu_family_measured", flag(family_measured)},
+            {"model_measured", flag(unmeasured.empty())},
+            {"models_not_measured", recorded ? ojson(unmeasured) : ojson(nullptr)},
             {"leave_one_gpu_out", held_json(gpu_out)},
             {"leave_one_family_out", held_json(family_out)},
             {"leave_one_model_out", held_json(model_out)}};
+  if (!recorded) return a;
+  const std::string asked = gpu.named ? gpu.name : gpu.name + " as given (its own file)";
+  const std::string with =
+      entry ? fmt::format("the {} entry", used) : std::string("calc's built-in coefficients");
   if (answered) {
     a.text += fmt::format("On its {} measured runs the {} entry's median |error| is {}. ",
                           entry->in_sample.rows, used, figures(entry->in_sample));
-  } else if (!cal.measured_gpus.empty() && family_measured) {
-    a.text += fmt::format("{} has no measured runs; its family {} has ({}){}. ", gpu, family,
-                          list(siblings),
+  } else if (family_measured) {
+    a.text += fmt::format("{} has no measured {} runs; its family {} has ({}){}. ", asked, engine,
+                          family, list(siblings),
                           gpu_out.s ? fmt::format(", and a GPU left out of the fit is predicted "
                                                   "to a median |error| of {} ({})",
                                                   figures(*gpu_out.s), gpu_out.engines)
                                     : std::string());
-  } else if (!cal.measured_gpus.empty()) {
+  } else {
     // No sibling in the fit: the family-out figure, where the file has it, is the one that
     // applies (the GPU-out one kept a sibling in for most of its folds).
     figure f = family_out.s ? family_out : gpu_out;
     a.text += fmt::format(
-        "{} has no measured runs{} (the runs are on {}): it is costed from its datasheet peaks "
-        "with {}{}. ",
-        gpu,
+        "{} has no measured {} runs{} ({}): it is costed from its datasheet peaks with {}{}. ",
+        asked, engine,
         family == "any" ? " and is in no calibrated family"
                         : fmt::format(", nor has its family {}", family),
-        list(cal.measured_gpus),
-        entry ? fmt::format("the {} entry", used) : std::string("calc's built-in coefficients"),
+        engine_gpus.empty()
+            ? fmt::format("the file has none of {}", engine)
+            : fmt::format("they are on {}",
+                          list(std::vector<std::string>(engine_gpus.begin(), engine_gpus.end()))),
+        with,
         f.s ? fmt::format("; a GPU {}left out of the fit is predicted to a median |error| of {} "
                           "({}), and a GPU unlike the measured ones may be further off",
                           family_out.s ? "family " : "", figures(*f.s), f.engines)
             : std::string());
   }
-  if (!unmeasured.empty() && !cal.measured_models.empty())
+  if (!unmeasured.empty())
     a.text += fmt::format(
-        "{}{} {} not among the measured models ({}){}. ", list(unmeasured),
-        changed.empty() ? "" : " as given (its own file, or --set)",
-        unmeasured.size() == 1 ? "is" : "are", list(cal.measured_models),
+        "{} {} not among {} ({}){}. ", list(unmeasured), unmeasured.size() == 1 ? "is" : "are",
+        entry && !entry->measured_models.empty() ? std::string("this entry's measured models")
+                                                 : fmt::format("the measured {} models", engine),
+        seen.empty() ? "none" : list(seen),
         model_out.s ? fmt::format(": a model left out of the fit is predicted to a median "
                                   "|error| of {} ({})",
                                   figures(*model_out.s), model_out.engines)
                     : std::string());
-  if (simulated && !a.text.empty())
+  if (simulated)
     a.text += "These are the steady state's figures on closed-loop runs, not a simulation's. ";
   return a;
 }
 
 }  // namespace
 
-load_request report_load_of(const options& o, const gpu_spec& gpu,
-                            const std::vector<std::string>& models) {
+bool bundled_as_shipped(const options& o, const std::string& given, const std::string& name) {
+  // Formats are not the model: the measured runs themselves vary them (--weights, --kv, and
+  // --set precision.*); any other --set changes the model.
+  for (const std::string& set : o.sets)
+    if (!set.starts_with("precision.")) return false;
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  try {
+    return fs::equivalent(resolve_model_path(given), resolve_model_path(name), ec) && !ec;
+  } catch (const spec_error&) {
+    return false;  // `name` is no bundled model (a file's own name)
+  }
+}
+
+bool gpu_named(const std::string& given) {
+  return given.find('/') == std::string::npos && !given.ends_with(".yaml");
+}
+
+load_request report_load_of(const options& o, const gpu_spec& gpu, const std::string& gpu_given,
+                            const std::vector<asked_model>& models) {
   std::int64_t isl = token_option("--isl", o.isl, 1024);
   std::int64_t osl = token_option("--osl", o.osl, 1024);
   load_request w;
@@ -599,9 +635,8 @@ load_request report_load_of(const options& o, const gpu_spec& gpu,
   std::string used;
   w.k = cal.lookup(cal.family_of(gpu.name), w.engine, &used);
   w.calibration = fmt::format("{} ({})", cal.file, used);
-  std::vector<asked_model> asked;
-  for (const std::string& m : models) asked.push_back({m, o.sets.empty()});
-  w.accuracy = accuracy_of(cal, used, asked, gpu.name, w.engine, false).text;
+  w.accuracy =
+      accuracy_of(cal, used, models, {gpu.name, gpu_named(gpu_given)}, w.engine, false).text;
   if (!w.accuracy.empty()) w.accuracy.pop_back();
   return w;
 }
@@ -697,8 +732,8 @@ result run_serve(const options& o) {
     j["batch_wait_max_tokens_ratio"] = q.cfg.batch_wait_tokens_ratio;
   }
   accuracy_note accuracy =
-      accuracy_of(cal, used, {{m.spec->name, o.model == m.spec->name && o.sets.empty()}}, gpu.name,
-                  q.engine, q.simulate || q.concurrency.empty());
+      accuracy_of(cal, used, {{m.spec->name, bundled_as_shipped(o, o.model, m.spec->name)}},
+                  {gpu.name, gpu_named(o.gpu)}, q.engine, q.simulate || q.concurrency.empty());
   j["calibration"] = {{"file", cal.file}, {"entry", used}, {"accuracy", accuracy.json}};
   j["points"] = ojson::array();
   std::string md = fmt::format(
@@ -1028,15 +1063,6 @@ result run_calibrate(const options& o) {
     // written file prints).
     evaluation e = evaluate(mapped, fitted);
     record_in_sample(fitted, e);
-    // Entries kept from the base file were fitted on its runs: their GPUs and models stay
-    // measured ones.
-    if (kept > 0)
-      for (auto [into, from] : {std::pair{&fitted.measured_gpus, &base.measured_gpus},
-                                std::pair{&fitted.measured_models, &base.measured_models}}) {
-        std::set<std::string> both(into->begin(), into->end());
-        both.insert(from->begin(), from->end());
-        into->assign(both.begin(), both.end());
-      }
     std::vector<held_out_run> cv;
     if (o.cross_validate) cv = run_cross_validation(mapped, fitted);
     for (const held_out_run& run : cv)
@@ -1221,8 +1247,8 @@ result run_plan_sla(const options& o) {
   j["gpu"] = gpu.name;
   j["engine"] = engine;
   accuracy_note accuracy =
-      accuracy_of(cal, used, {{m.spec->name, o.model == m.spec->name && o.sets.empty()}}, gpu.name,
-                  engine, false);
+      accuracy_of(cal, used, {{m.spec->name, bundled_as_shipped(o, o.model, m.spec->name)}},
+                  {gpu.name, gpu_named(o.gpu)}, engine, false);
   j["calibration"] = {{"file", cal.file}, {"entry", used}, {"accuracy", accuracy.json}};
   j["sla"] = {{"ttft_ms", q.ttft_ms}, {"tpot_ms", q.tpot_ms}};
   if (q.rate > 0)

@@ -314,12 +314,30 @@ void add_serve_options(CLI::App& app, options& o);
 void add_calibrate_options(CLI::App& app, options& o);
 void add_sla_options(CLI::App& app, options& o);
 result run_serve(const options& o);
-/// The workload of `report`'s throughput chart on `gpu`: --isl/--osl (1K each by default),
-/// the engine's defaults (--engine, vllm by default) and the calibration entry, with what the
-/// calibration records of its accuracy for that GPU and the report's `models` (the names of the
-/// bundled models as --model gave them; a file's path or a --set is not one that was measured).
-load_request report_load_of(const options& o, const gpu_spec& gpu,
-                            const std::vector<std::string>& models);
+/// One model of a time question: its name, and whether it is the bundled model as shipped (what a
+/// calibration's measured runs ran), for the accuracy the answer quotes.
+struct asked_model {
+  std::string name;
+  bool named = false;
+};
+/// The GPU of a time question: its catalogue name, and whether it was asked by that name (a GPU
+/// file is not the card that was measured, whatever its name).
+struct asked_gpu {
+  std::string name;
+  bool named = false;
+};
+/// Whether --model `given` is the bundled model `name` as shipped: by its name in any case, a
+/// Hugging Face id the bundle resolves, or the bundled file's path, with no --set but of
+/// precision.* (formats vary among measured runs too).
+bool bundled_as_shipped(const options& o, const std::string& given, const std::string& name);
+/// Whether --gpu `given` names a catalogue GPU rather than a file.
+bool gpu_named(const std::string& given);
+/// The workload of `report`'s throughput chart on `gpu` (`gpu_given` as --gpu named it):
+/// --isl/--osl (1K each by default), the engine's defaults (--engine, vllm by default) and the
+/// calibration entry, with what the calibration records of its accuracy for that GPU and the
+/// report's `models`.
+load_request report_load_of(const options& o, const gpu_spec& gpu, const std::string& gpu_given,
+                            const std::vector<asked_model>& models);
 result run_calibrate(const options& o);
 result run_plan_sla(const options& o);
 

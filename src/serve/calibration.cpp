@@ -46,11 +46,19 @@ std::vector<std::string> name_set(const YAML::Node& n, const std::string& path,
     if (std::find(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(i), out[i]) !=
         out.begin() + static_cast<std::ptrdiff_t>(i))
       throw spec_error(location_of(item, file), path, fmt::format("'{}' is listed twice", out[i]));
-    if (gpus) try {
-        find_gpu(out[i]);
+    if (gpus) {
+      // The catalogue's own spelling: answers compare names as they are written.
+      std::string name;
+      try {
+        if (out[i].find('/') == std::string::npos) name = find_gpu(out[i]).name;
       } catch (const spec_error& x) {
         throw spec_error(location_of(item, file), path, x.message());
       }
+      if (name != out[i])
+        throw spec_error(location_of(item, file), path,
+                         fmt::format("'{}' is not a GPU of the catalogue as `calc gpus` names it{}",
+                                     out[i], name.empty() ? "" : " ('" + name + "')"));
+    }
   }
   return out;
 }
@@ -133,6 +141,10 @@ held_out_error read_held_out(const YAML::Node& n, const std::string& path,
         throw spec_error(location_of(kv.first, file), m.path_of("by_engine") + "." + engine, why);
       h.by_engine[engine] =
           read_error_stats(kv.second, m.path_of("by_engine") + "." + engine, file);
+      if (h.by_engine[engine].rows > h.all.rows)
+        throw spec_error(
+            location_of(kv.second, file), m.path_of("by_engine") + "." + engine,
+            fmt::format("{} rows, more than all's {}", h.by_engine[engine].rows, h.all.rows));
     }
   }
   m.finish({"all", "by_engine"});
@@ -284,7 +296,12 @@ calibration read_calibration(const std::string& path) {
       v[k] =
           k >= kLater && !em.has(kKeys[k]) ? coefficients{}.values()[k] : read_coefficient(em, k);
     entry.k.set(v);
-    std::vector<std::string> known = {"family", "engine", "rows", "source", "in_sample"};
+    if (YAML::Node n = em.optional("measured_models"); n.IsDefined())
+      entry.measured_models = name_set(n, em.path_of("measured_models"), path, false);
+    if (YAML::Node n = em.optional("measured_gpus"); n.IsDefined())
+      entry.measured_gpus = name_set(n, em.path_of("measured_gpus"), path, true);
+    std::vector<std::string> known = {"family",    "engine",          "rows",         "source",
+                                      "in_sample", "measured_models", "measured_gpus"};
     for (const char* k : kKeys) known.emplace_back(k);
     em.finish(known);
     // lookup answers with the first match: a second row for the same pair would be ignored.
@@ -311,10 +328,6 @@ calibration read_calibration(const std::string& path) {
     c.set_expert_popularity(v, em.optional_text("source").value_or(""));
     em.finish({"zipf_s", "source"});
   }
-  if (YAML::Node f = m.optional("measured_models"); f.IsDefined())
-    c.measured_models = name_set(f, "measured_models", path, false);
-  if (YAML::Node f = m.optional("measured_gpus"); f.IsDefined())
-    c.measured_gpus = name_set(f, "measured_gpus", path, true);
   if (YAML::Node f = m.optional("held_out"); f.IsDefined()) {
     yaml_map hm(f, "held_out", path);
     for (const char* key : held_out_groupings)
@@ -322,8 +335,7 @@ calibration read_calibration(const std::string& path) {
         c.held_out[key] = read_held_out(n, hm.path_of(key), path);
     hm.finish({held_out_groupings.begin(), held_out_groupings.end()});
   }
-  m.finish({"source", "families", "models", "systems", "expert_popularity", "measured_models",
-            "measured_gpus", "held_out", "entries"});
+  m.finish({"source", "families", "models", "systems", "expert_popularity", "held_out", "entries"});
   return c;
 }
 
@@ -360,14 +372,6 @@ std::string write_calibration(const calibration& c) {
   out += fmt::format("  zipf_s: {:.6g}\n", c.expert_zipf_s);
   if (!c.expert_zipf_source.empty())
     out += fmt::format("  source: {}\n", quoted(c.expert_zipf_source));
-  for (auto [key, names, what] :
-       {std::tuple{"measured_models", &c.measured_models, "the bundled models of the fitted rows"},
-        std::tuple{"measured_gpus", &c.measured_gpus, "the GPUs they ran on"}}) {
-    if (names->empty()) continue;
-    out += fmt::format("{}: [", key);
-    for (std::size_t i = 0; i < names->size(); ++i) out += (i ? ", " : "") + (*names)[i];
-    out += fmt::format("]  # {}\n", what);
-  }
   if (!c.held_out.empty())
     out +=
         "held_out:  # |predicted / measured - 1| in percent, each row predicted by a fit "
@@ -387,6 +391,13 @@ std::string write_calibration(const calibration& c) {
     if (!e.source.empty()) out += fmt::format("    source: {}\n", quoted(e.source));
     if (e.in_sample.rows > 0)
       out += fmt::format("    in_sample: {}\n", error_stats_yaml(e.in_sample));
+    for (auto [key, names] : {std::pair{"measured_models", &e.measured_models},
+                              std::pair{"measured_gpus", &e.measured_gpus}}) {
+      if (names->empty()) continue;
+      out += fmt::format("    {}: [", key);
+      for (std::size_t i = 0; i < names->size(); ++i) out += (i ? ", " : "") + (*names)[i];
+      out += "]\n";
+    }
     auto v = e.k.values();
     for (std::size_t k = 0; k < coefficients::size; ++k)
       out += fmt::format("    {}: {:.6g}\n", kKeys[k], v[k]);

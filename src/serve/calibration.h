@@ -93,6 +93,9 @@ struct calibration_entry {
   // and engine; none for an entry pooled over families where every row's family has its own),
   // as `calc calibrate` fitted it: what a user of the entry may expect on runs like them.
   error_stats in_sample;
+  // The bundled models and catalogue GPUs of those rows: what this entry has seen measured (an
+  // entry kept from another file keeps its own).
+  std::vector<std::string> measured_models, measured_gpus;
 };
 
 /// How well a fit predicts rows it never saw, as `calc calibrate --cross-validate` measured it:
@@ -118,10 +121,6 @@ struct calibration {
   std::map<std::string, std::string> systems;
   std::vector<calibration_entry> entries;
   std::string file;  // where it was read from
-  // The bundled models the fitted rows map to: a model among them was measured, another is
-  // predicted as a model left out of the fit.
-  std::vector<std::string> measured_models;
-  std::vector<std::string> measured_gpus;                 // and the catalogue GPUs they ran on
   // What a fit reached on rows it never saw (`calc calibrate --cross-validate`), by how they were
   // held out (held_out_groupings); a grouping not run is absent.
   std::map<std::string, held_out_error> held_out;

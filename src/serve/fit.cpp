@@ -358,20 +358,23 @@ evaluation cross_validate(const std::vector<mapped_row>& rows, const calibration
 
 void record_in_sample(calibration& c, const evaluation& e) {
   std::map<std::string, std::vector<const row_prediction*>> answered;  // entry -> its rows
-  std::set<std::string> models, gpus;
   for (const row_prediction& p : e.rows) {
     std::string used;
     c.lookup(p.row->family, p.row->engine, &used);
     answered[used].push_back(&p);
-    models.insert(p.row->model);
-    gpus.insert(p.row->gpu);
   }
   for (calibration_entry& entry : c.entries) {
     auto it = answered.find(entry.family + "/" + entry.engine);
-    if (it != answered.end()) entry.in_sample = stats(it->second);
+    if (it == answered.end()) continue;
+    entry.in_sample = stats(it->second);
+    std::set<std::string> models, gpus;
+    for (const row_prediction* p : it->second) {
+      models.insert(p->row->model);
+      gpus.insert(p->row->gpu);
+    }
+    entry.measured_models.assign(models.begin(), models.end());
+    entry.measured_gpus.assign(gpus.begin(), gpus.end());
   }
-  c.measured_models.assign(models.begin(), models.end());
-  c.measured_gpus.assign(gpus.begin(), gpus.end());
 }
 
 void record_held_out(calibration& c, const std::string& grouping, const evaluation& e) {

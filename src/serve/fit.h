@@ -67,9 +67,9 @@ evaluation cross_validate(const std::vector<mapped_row>& rows, const calibration
                           const std::function<std::string(const mapped_row&)>& group);
 
 /// Writes into `c` how well it predicted the rows of `e` (its own fit's): each entry's
-/// in-sample |error| over the rows it answers (calibration::lookup; an entry that answers none,
-/// such as one kept from another file, keeps what it had), and the bundled models and catalogue
-/// GPUs of those rows as its measured ones.
+/// in-sample |error| over the rows it answers (calibration::lookup) and their bundled models and
+/// catalogue GPUs; an entry that answers none, such as one kept from another file, keeps what it
+/// had.
 void record_in_sample(calibration& c, const evaluation& e);
 
 /// Writes into `c` the held-out |error| of a cross_validate by one of held_out_groupings.

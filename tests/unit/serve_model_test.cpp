@@ -589,8 +589,8 @@ TEST_CASE("calibration file: the accuracy it records, read back and quoted by se
   calibration c = read_calibration(bare);
   c.entries[0].rows = 40;
   c.entries[0].in_sample = {40, 12.5, 60.25, 4.5, 20.75};  // rows, TTFT med / p90, TPOT med / p90
-  c.measured_models = {"llama-3.1-8b"};
-  c.measured_gpus = {"h100-sxm"};
+  c.entries[0].measured_models = {"llama-3.1-8b"};
+  c.entries[0].measured_gpus = {"h100-sxm"};
   c.held_out["leave_one_gpu_out"].all = {40, 30.5, 90, 11.5, 40};
   c.held_out["leave_one_model_out"].all = {40, 33.5, 99, 17.25, 50};
   c.held_out["leave_one_model_out"].by_engine["vllm"] = {40, 31.5, 95, 15.75, 45};
@@ -599,8 +599,8 @@ TEST_CASE("calibration file: the accuracy it records, read back and quoted by se
   CHECK(back.entries[0].in_sample.rows == 40);
   CHECK(back.entries[0].in_sample.ttft_p90 == 60.25);
   CHECK(back.entries[0].in_sample.tpot_median == 4.5);
-  CHECK(back.measured_models == c.measured_models);
-  CHECK(back.measured_gpus == c.measured_gpus);
+  CHECK(back.entries[0].measured_models == c.entries[0].measured_models);
+  CHECK(back.entries[0].measured_gpus == c.entries[0].measured_gpus);
   REQUIRE(back.held_out_by("leave_one_gpu_out"));
   CHECK(back.held_out_by("leave_one_gpu_out")->all.tpot_median == 11.5);
   CHECK(back.held_out_by("leave_one_gpu_out")->by_engine.empty());
@@ -623,35 +623,59 @@ TEST_CASE("calibration file: the accuracy it records, read back and quoted by se
   CHECK(sibling["gpu_measured"] == false);
   CHECK(sibling["gpu_family_measured"] == true);
   CHECK(sibling["in_sample"].is_null());
-  CHECK(sibling["leave_one_gpu_out"]["engines"] == "all engines, none vllm");
+  CHECK(sibling["leave_one_gpu_out"]["engines"] == "all runs, none vllm");
   serve("llama-3.1-8b", "h200", file, false, out);
-  CHECK(out.find("h200 has no measured runs; its family hopper has (h100-sxm), and a GPU left out "
-                 "of the fit is predicted to a median |error| of TPOT 11.5 % (p90 40 %), TTFT "
-                 "30.5 % (p90 90 %) (all engines, none vllm).") != std::string::npos);
-  // The measured model's own file, or a --set, is another model, whatever its name.
-  serve(models_dir() + "/llama-3.1-8b.yaml", "h100-sxm", file, false, out);
-  CHECK(out.find("llama-3.1-8b as given (its own file, or --set) is not among the measured "
-                 "models (llama-3.1-8b)") != std::string::npos);
+  CHECK(out.find("h200 has no measured vllm runs; its family hopper has (h100-sxm), and a GPU "
+                 "left out of the fit is predicted to a median |error| of TPOT 11.5 % (p90 40 %), "
+                 "TTFT 30.5 % (p90 90 %) (all runs, none vllm).") != std::string::npos);
+  // The bundled file by its path, or the model by its name in another case, is the measured one;
+  // a --set that changes more than formats makes another model, whatever its name.
+  CHECK(serve(models_dir() + "/llama-3.1-8b.yaml", "h100-sxm", file, true, out)["model_measured"] ==
+        true);
+  CHECK(serve("Llama-3.1-8B", "h100-sxm", file, true, out)["model_measured"] == true);
+  std::string err;
+  REQUIRE(run({"serve", "--model", "llama-3.1-8b", "--set", "layers.count=16", "--gpu", "h100-sxm",
+               "--isl", "1K", "--osl", "256", "--concurrency", "8", "--calibration", file},
+              out, err) == 0);
+  CHECK(out.find("llama-3.1-8b (as given: its own file, or --set) is not among this entry's "
+                 "measured models (llama-3.1-8b)") != std::string::npos);
+  REQUIRE(
+      run({"serve", "--model", "llama-3.1-8b", "--set", "precision.weights=fp8", "--gpu",
+           "h100-sxm", "--isl", "1K", "--osl", "256", "--concurrency", "8", "--calibration", file},
+          out, err) == 0);
+  CHECK(out.find("not among") == std::string::npos);
   // Neither measured: the held-out figures, the engine's where the file has them.
   auto unseen = serve("qwen3-8b", "a100-80gb", file, true, out);
   CHECK(unseen["gpu_family_measured"] == false);
   CHECK(unseen["model_measured"] == false);
   CHECK(unseen["in_sample"].is_null());
   CHECK(unseen["leave_one_gpu_out"]["tpot_median_pct"] == 11.5);
+  CHECK(unseen["models_not_measured"] == nlohmann::json::array({"qwen3-8b"}));
   CHECK(unseen["leave_one_model_out"]["tpot_median_pct"] == 15.75);  // vllm's
   CHECK(unseen["leave_one_model_out"]["engines"] == "vllm");
-  std::string err;
   REQUIRE(run({"plan", "--sla", "ttft=2000,tpot=100", "--concurrency", "8", "--isl", "1K", "--osl",
                "256", "--model", "qwen3-8b", "--gpu", "a100-80gb", "--calibration", file},
               out, err) == 0);
-  CHECK(out.find("a100-80gb has no measured runs and is in no calibrated family (the runs are "
+  CHECK(out.find("a100-80gb has no measured vllm runs and is in no calibrated family (they are "
                  "on h100-sxm): it is costed from its datasheet peaks with calc's built-in "
                  "coefficients; a GPU left out of the fit is predicted to a median |error| of TPOT "
-                 "11.5 % (p90 40 %), TTFT 30.5 % (p90 90 %) (all engines, none vllm), and a GPU "
+                 "11.5 % (p90 40 %), TTFT 30.5 % (p90 90 %) (all runs, none vllm), and a GPU "
                  "unlike the measured ones may be further off.") != std::string::npos);
-  CHECK(out.find("qwen3-8b is not among the measured models (llama-3.1-8b): a model left out of "
-                 "the fit is predicted to a median |error| of TPOT 15.8 % (p90 45 %), TTFT 31.5 % "
-                 "(p90 95 %) (vllm).") != std::string::npos);
+  CHECK(out.find("qwen3-8b is not among the measured vllm models (llama-3.1-8b): a model left out "
+                 "of the fit is predicted to a median |error| of TPOT 15.8 % (p90 45 %), TTFT "
+                 "31.5 % (p90 95 %) (vllm).") != std::string::npos);
+  // The same GPU under an engine the file has no runs of.
+  REQUIRE(run({"serve", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--engine", "sglang",
+               "--isl", "1K", "--osl", "256", "--concurrency", "8", "--calibration", file},
+              out, err) == 0);
+  CHECK(out.find("h100-sxm has no measured sglang runs, nor has its family hopper (the file has "
+                 "none of sglang)") != std::string::npos);
+  // A GPU file is not the card that was measured, whatever its name.
+  REQUIRE(run({"serve", "--model", "llama-3.1-8b", "--gpu", models_dir() + "/gpus/h100-sxm.yaml",
+               "--isl", "1K", "--osl", "256", "--concurrency", "8", "--calibration", file},
+              out, err) == 0);
+  CHECK(out.find("h100-sxm as given (its own file) has no measured vllm runs") !=
+        std::string::npos);
   // A simulated answer says whose figures they are.
   REQUIRE(run({"serve", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--isl", "1K", "--osl", "256",
                "--rate", "2", "--requests", "50", "--calibration", file},
@@ -683,10 +707,16 @@ TEST_CASE("calibration file: the accuracy it records, read back and quoted by se
             .find("held_out.leave_one_model_out.by_engine.vlm: unknown engine 'vlm'") !=
         std::string::npos);
   CHECK(refused("calc_cal_acc_gpu.yaml", "measured_gpus: \\[h100-sxm\\]", "measured_gpus: [h100]")
-            .find("measured_gpus: unknown GPU 'h100'") != std::string::npos);
+            .find("entries[0].measured_gpus: unknown GPU 'h100'") != std::string::npos);
+  CHECK(
+      refused("calc_cal_acc_case.yaml", "measured_gpus: \\[h100-sxm\\]",
+              "measured_gpus: [H100-SXM]")
+          .find("'H100-SXM' is not a GPU of the catalogue as `calc gpus` names it ('h100-sxm')") !=
+      std::string::npos);
   CHECK(refused("calc_cal_acc_twice.yaml", "measured_models: \\[llama-3.1-8b\\]",
                 "measured_models: [llama-3.1-8b, llama-3.1-8b]")
-            .find("measured_models: 'llama-3.1-8b' is listed twice") != std::string::npos);
+            .find("entries[0].measured_models: 'llama-3.1-8b' is listed twice") !=
+        std::string::npos);
 }
 
 TEST_CASE("serve, calibrate and plan --sla from the command line: JSON keys and bad input") {
