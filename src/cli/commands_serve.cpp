@@ -11,7 +11,6 @@
 #include <optional>
 #include <set>
 #include <string_view>
-#include <tuple>
 
 #include "cli/support.h"
 #include "common/error.h"
@@ -472,7 +471,7 @@ ojson stats_json(const error_stats& s) {
 /// left out (`calc calibrate --cross-validate`), each the engine's figure where the file has one.
 struct accuracy_note {
   ojson json;
-  std::string text;  // Markdown sentences, each ending in a space; empty when nothing is recorded
+  std::string text;  // Markdown sentences; empty when nothing is recorded
 };
 
 accuracy_note accuracy_of(const calibration& cal, const std::string& used,
@@ -601,6 +600,7 @@ accuracy_note accuracy_of(const calibration& cal, const std::string& used,
                     : std::string());
   if (simulated)
     a.text += "These are the steady state's figures on closed-loop runs, not a simulation's. ";
+  if (!a.text.empty()) a.text.pop_back();  // each sentence above ends in a space
   return a;
 }
 
@@ -637,7 +637,6 @@ load_request report_load_of(const options& o, const gpu_spec& gpu, const std::st
   w.calibration = fmt::format("{} ({})", cal.file, used);
   w.accuracy =
       accuracy_of(cal, used, models, {gpu.name, gpu_named(gpu_given)}, w.engine, false).text;
-  if (!w.accuracy.empty()) w.accuracy.pop_back();
   return w;
 }
 
@@ -878,7 +877,8 @@ result run_serve(const options& o) {
         ms(j["points"][0]["step"]["overhead_ms"].get<double>()),
         j["points"][0]["steps"].get<std::int64_t>());
   md += fmt::format("\nFormats: {}.\n", j["formats"].get<std::string>());
-  md += fmt::format("Calibration: {} ({}). {}{}.\n", cal.file, used, accuracy.text,
+  md += fmt::format("Calibration: {} ({}). {}{}.\n", cal.file, used,
+                    accuracy.text.empty() ? "" : accuracy.text + " ",
                     q.simulate              ? "JSON `step`: each run's mean step"
                     : q.concurrency.empty() ? "Step = the mean step of the simulated run"
                                             : "Step = the decode step at that concurrency");
@@ -969,7 +969,7 @@ std::vector<held_out_run> run_cross_validation(const std::vector<mapped_row>& ro
   for (held_out_run& run : runs) {
     std::set<std::string> groups;
     for (const mapped_row& m : rows)
-      if (m.s && m.ttft_ms > 0 && m.tpot_ms > 0) groups.insert(run.group(m));
+      if (usable(m)) groups.insert(run.group(m));
     if (groups.size() > 1) run.result = cross_validate(rows, base, run.group);
   }
   return runs;
@@ -1008,7 +1008,7 @@ result run_calibrate(const options& o) {
     // A fit learns from rows calc models that carry both measured times (serve/fit.cpp); with
     // none, the "fitted" file would be the built-in priors under a fitted file's name.
     std::size_t fits = 0;
-    for (const mapped_row& m : mapped) fits += m.s && m.ttft_ms > 0 && m.tpot_ms > 0 ? 1 : 0;
+    for (const mapped_row& m : mapped) fits += usable(m) ? 1 : 0;
     if (fits == 0) {
       std::string why = rows.empty() ? "it has no rows"
                         : refused == static_cast<std::int64_t>(mapped.size())
@@ -1033,7 +1033,7 @@ result run_calibrate(const options& o) {
     // informed, so a refit of them keeps none and stays the same table.)
     std::set<std::pair<std::string, std::string>> informed;
     for (const mapped_row& m : mapped)
-      if (m.s && m.ttft_ms > 0 && m.tpot_ms > 0) informed.insert({m.family, m.engine});
+      if (usable(m)) informed.insert({m.family, m.engine});
     std::int64_t kept = 0;
     for (const calibration_entry& e : base.entries) {
       bool fitted_here = std::any_of(
@@ -1298,9 +1298,8 @@ result run_plan_sla(const options& o) {
     md += fmt::format("Launch {} with: {}.\n\n", engine, j["launch_flags"].get<std::string>());
     md += fmt::format("Why not fewer: {}.\n", p.reason);
   }
-  md += fmt::format(
-      "\nCalibration: {} ({}).{}\n", cal.file, used,
-      accuracy.text.empty() ? "" : " " + accuracy.text.substr(0, accuracy.text.size() - 1));
+  md += fmt::format("\nCalibration: {} ({}).{}\n", cal.file, used,
+                    accuracy.text.empty() ? "" : " " + accuracy.text);
   result r{j, "calc plan --sla"};
   r.markdown = md;
   return r;

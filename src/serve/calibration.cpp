@@ -6,7 +6,6 @@
 #include <cmath>
 #include <limits>
 #include <string_view>
-#include <tuple>
 
 #include "common/error.h"
 #include "serve/batching.h"
@@ -83,14 +82,16 @@ double read_coefficient(yaml_map& m, std::size_t i) {
   return v;
 }
 
-/// Why `engine` is no engine calc models ("" when it is one), naming those it models.
-std::string unknown_engine(const std::string& engine) {
+/// Why `engine` is no engine calc models ("" when it is one, or "any" where `any` is taken),
+/// naming those it takes.
+std::string unknown_engine(const std::string& engine, bool any = false) {
+  if (any && engine == "any") return "";
   std::string names;
   for (const engine_defaults& d : engines()) {
     if (engine == d.name) return "";
     names += std::string(names.empty() ? "" : ", ") + d.name;
   }
-  return fmt::format("unknown engine '{}' (known: {})", engine, names);
+  return fmt::format("unknown engine '{}' (known: {}{})", engine, names, any ? ", any" : "");
 }
 
 constexpr std::array<const char*, 5> kErrorKeys = {"rows", "tpot_median_pct", "tpot_p90_pct",
@@ -271,8 +272,7 @@ calibration read_calibration(const std::string& path) {
     entry.family = em.text("family");
     entry.engine = em.text("engine");
     // An entry no lookup can reach would be dropped without a word.
-    if (std::string why = unknown_engine(entry.engine); entry.engine != "any" && !why.empty())
-      em.fail("engine", why.substr(0, why.size() - 1) + ", any)");
+    if (std::string why = unknown_engine(entry.engine, true); !why.empty()) em.fail("engine", why);
     if (entry.family != "any" && !c.families.count(entry.family)) {
       std::string names;
       for (const auto& [f, members] : c.families) names += f + ", ";

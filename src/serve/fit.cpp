@@ -160,8 +160,6 @@ error_stats stats(const std::vector<const row_prediction*>& ps) {
   return s;
 }
 
-bool usable(const mapped_row& m) { return m.s && m.ttft_ms > 0 && m.tpot_ms > 0; }
-
 /// The coefficients of every group fitted to rows costed under one expert popularity.
 calibration fit_coefficients(const std::vector<mapped_row>& rows, const calibration& base,
                              const std::string& source, std::int64_t min_rows) {
@@ -227,6 +225,8 @@ double table_loss(const std::vector<mapped_row>& rows, const calibration& c) {
 }
 
 }  // namespace
+
+bool usable(const mapped_row& m) { return m.s && m.ttft_ms > 0 && m.tpot_ms > 0; }
 
 calibration fit_calibration(const std::vector<mapped_row>& rows, const calibration& base,
                             const std::string& source, std::int64_t min_rows) {

@@ -23,6 +23,9 @@ namespace calc::serve {
 /// the rows costed again at each exponent tried. Families and model aliases are taken from
 /// `base`; its coefficients are not used, so a refit of the same rows on the same machine is the
 /// same table (on another, see fit_loss).
+/// Whether a fit learns from the row: calc models it, and it carries both measured times.
+bool usable(const mapped_row& m);
+
 calibration fit_calibration(const std::vector<mapped_row>& rows, const calibration& base,
                             const std::string& source, std::int64_t min_rows = 10);
 
