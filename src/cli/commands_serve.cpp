@@ -676,14 +676,11 @@ bool holds_a_request(const deployment& d, const batching_config& cfg) {
     break;
   }
   double pool = kv_pool_bytes(d, q.cfg);
-  std::string what =
-      pool <= 0 ? fmt::format("the weights ({:.1f} GB per rank) leave no KV pool in {:.0f} % of "
-                              "{}'s memory",
-                              d.weight_bytes_per_rank / 1e9, q.cfg.memory_fraction * 100,
-                              d.gpu.name)
-                : fmt::format("a request of {} + {} tokens needs more KV than the pool of "
-                              "{:.2f} GB per rank holds",
-                              q.cfg.isl, q.cfg.osl, pool / 1e9);
+  std::string what = pool <= 0 ? empty_pool_words(d, q.cfg)
+                               : fmt::format(
+                                     "a request of {} + {} tokens needs more KV than the pool of "
+                                     "{:.2f} GB per rank holds",
+                                     q.cfg.isl, q.cfg.osl, pool / 1e9);
   throw spec_error(pool <= 0 ? "--tp" : "--isl", what + hint);
 }
 

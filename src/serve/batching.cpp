@@ -18,6 +18,7 @@ const std::vector<engine_defaults>& engines() {
       {.name = "vllm",
        .mixed_prefill = true,
        .memory_fraction = 0.9,
+       .budget_engine = "vllm",
        .kv_block_tokens = 16,
        .source = "vLLM V1 EngineArgs defaults for the OpenAI server (vllm/engine/arg_utils.py): "
                  "chunked prefill on, batched tokens and sequences by card (get_batch_defaults: "
@@ -30,6 +31,7 @@ const std::vector<engine_defaults>& engines() {
        .max_num_seqs = 4096,
        .mixed_prefill = false,
        .memory_fraction = 0.88,
+       .budget_engine = "sglang",
        .kv_block_tokens = 1,
        .source = "SGLang ServerArgs defaults (sglang/srt/server_args.py): chunked_prefill_size "
                  "8192 on large GPUs, prefill batches run apart from decode (enable_mixed_chunk "
@@ -81,6 +83,7 @@ batching_config engine_batching(const engine_defaults& e, std::int64_t isl, std:
   c.mixed_prefill = e.mixed_prefill;
   c.memory_fraction = e.memory_fraction;
   c.fraction_of_free = e.fraction_of_free;
+  c.budget_engine = e.budget_engine;
   c.kv_block_tokens = e.kv_block_tokens;
   c.kv = e.kv;
   c.preempted_kv_cached = e.preempted_kv_cached;
@@ -189,10 +192,52 @@ double batch_wait_steps(double per_step, double iters, std::int64_t more) {
   return std::clamp(waits / group, 0.0, iters);
 }
 
+kv_pool_terms kv_pool(const deployment& d, const batching_config& cfg) {
+  kv_pool_terms t;
+  // The engines size the pool from what the CUDA runtime reports, not the memory as sold.
+  t.card = static_cast<double>(engine_visible_memory(d.gpu));
+  t.weights = d.weight_bytes_per_rank;
+  t.fraction = cfg.memory_fraction;
+  std::string_view engine = cfg.budget_engine ? cfg.budget_engine : "";
+  if (cfg.fraction_of_free) {
+    t.pool = (t.card - t.weights) * t.fraction;
+    t.why = fmt::format("{:.2f} of what the weights leave", t.fraction);
+    return t;
+  }
+  if (engine == "sglang") {
+    // The reserve for activations grows with the prefill chunk: SGLang's default for the card
+    // unless --max-num-batched-tokens set one (the instance's knobs, before the split over
+    // attention-DP groups, are what `cfg` holds here).
+    std::int64_t chunk = cfg.max_num_batched_tokens;
+    if (chunk == find_engine("sglang").max_num_batched_tokens) chunk = 0;
+    t.fraction = engine::sglang_default_fraction(engine_visible_memory(d.gpu) / (1024 * 1024),
+                                                 d.layout.tp_group(), d.layout.pp, chunk);
+    t.why = fmt::format("SGLang's mem_fraction_static {:.3f} for this card and layout", t.fraction);
+  } else if (engine == "vllm") {
+    const engine::budget_rules& b = engine::find_budget_rules("vllm", "");
+    engine::budget_terms a = engine::activation_terms(*d.g, b, cfg.max_num_batched_tokens,
+                                                      cfg.max_num_seqs, d.layout.tp_group());
+    t.reserved = (a.activation_peak + a.non_torch + a.cuda_graph).to_double();
+    t.why = fmt::format(
+        "{:.2f} of the card less {:.1f} GB of activation peak, non-torch memory "
+        "and graph pool",
+        t.fraction, t.reserved / 1e9);
+  } else {
+    t.why = fmt::format("{:.2f} of the card", t.fraction);
+  }
+  t.pool = t.card * t.fraction - t.weights - t.reserved;
+  return t;
+}
+
 double kv_pool_bytes(const deployment& d, const batching_config& cfg) {
-  double memory = static_cast<double>(d.gpu.memory);
-  return cfg.fraction_of_free ? (memory - d.weight_bytes_per_rank) * cfg.memory_fraction
-                              : memory * cfg.memory_fraction - d.weight_bytes_per_rank;
+  return kv_pool(d, cfg).pool;
+}
+
+std::string empty_pool_words(const deployment& d, const batching_config& cfg) {
+  kv_pool_terms t = kv_pool(d, cfg);
+  return fmt::format(
+      "the weights ({:.1f} GB per rank) leave no KV pool on {} ({:.1f} GB visible; {})",
+      t.weights / 1e9, d.gpu.name, t.card / 1e9, t.why);
 }
 
 scenario make_scenario(const deployment& d, const batching_config& given,
@@ -213,12 +258,9 @@ scenario make_scenario(const deployment& d, const batching_config& given,
   const graph& g = *d.g;
   // KV pool of one rank: what the engine may use less this rank's weights, over one request's
   // state at its final length on this rank.
-  double pool = kv_pool_bytes(d, cfg);
-  if (pool <= 0)
-    throw spec_error(
-        "gpu", fmt::format("the weights ({:.1f} GB per rank) leave no KV pool in {:.0f} % "
-                             "of {}'s memory; use more ranks",
-                             d.weight_bytes_per_rank / 1e9, cfg.memory_fraction * 100, d.gpu.name));
+  // The pool is sized by the instance's knobs, before their split over attention-DP groups.
+  double pool = kv_pool_bytes(d, given);
+  if (pool <= 0) throw spec_error("gpu", empty_pool_words(d, given) + "; use more ranks");
   // What a running request holds: its whole length where the engine reserves it at admission;
   // else its pages as they fill, ISL + OSL / 2 on average over a closed loop's requests at
   // every stage of their output (reserving the whole length for vLLM and SGLang capped rows

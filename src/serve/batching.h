@@ -35,6 +35,10 @@ struct engine_defaults {
   bool mixed_prefill = true;                // prefill chunks share a step with decodes
   double memory_fraction = 0.9;             // of the card the engine may use (weights + KV)
   bool fraction_of_free = false;            // the fraction applies to what the weights leave
+  // The engine whose memory-budget rules (engine::budget_rules, the rules `calc capacity`
+  // reproduces startup logs with) size the pool: vLLM's deductions, SGLang's fraction by card
+  // and layout. nullptr: memory_fraction as above.
+  const char* budget_engine = nullptr;
   std::int64_t kv_block_tokens = 16;        // tokens per KV page (block_size / page_size)
   const char* source;
   // When the KV pool runs out; reserve_whole also means a request holds KV for ISL + OSL from
@@ -65,6 +69,7 @@ struct batching_config {
   bool mixed_prefill = true;
   double memory_fraction = 0.9;
   bool fraction_of_free = false;  // KV pool = fraction x (memory - weights), not fraction x memory
+  const char* budget_engine = nullptr;  // see engine_defaults
   std::int64_t kv_block_tokens = 16;  // tokens per KV page
   kv_policy kv = kv_policy::preempt_newest;  // see engine_defaults
   // A preempted request's freed blocks stay in the prefix cache until reused (vLLM V1 with
@@ -110,9 +115,29 @@ std::string launch_line(const std::string& engine, const serve_layout& l,
 batching_config engine_batching(const engine_defaults& e, std::int64_t isl, std::int64_t osl,
                                 const gpu_spec& gpu);
 
-/// Bytes of one rank's KV pool: the engine's memory fraction of the card (or of what the
-/// weights leave) less the rank's weights; <= 0 when the weights leave none.
+/// What one rank's KV pool is made of: the card's runtime-visible memory, the share the engine
+/// takes of it, and what it deducts before the cache.
+struct kv_pool_terms {
+  double card = 0;      // bytes the CUDA runtime reports (engine_visible_memory)
+  double fraction = 0;  // of the card, or of what the weights leave (fraction_of_free)
+  double weights = 0;   // the rank's weights
+  double reserved = 0;  // vLLM: activation peak, non-torch memory and CUDA graph pool
+  double pool = 0;      // what is left for the cache; <= 0 when nothing is
+  std::string why;      // where the fraction and the deductions come from, in words
+};
+
+/// One rank's KV pool by the engine's memory-budget rules (engine/question.h: vLLM takes
+/// gpu_memory_utilization of the card less the weights, the profile run's activation peak, the
+/// non-torch memory and the graph pool; SGLang its mem_fraction_static for the card and layout
+/// less the weights; TensorRT-LLM free_gpu_memory_fraction of what the weights leave). `cfg`
+/// holds the instance's knobs, before per_attention_group splits them.
+kv_pool_terms kv_pool(const deployment& d, const batching_config& cfg);
+
+/// kv_pool(d, cfg).pool.
 double kv_pool_bytes(const deployment& d, const batching_config& cfg);
+
+/// "the weights (X GB per rank) leave no KV pool on G (...)": why a pool is empty, in words.
+std::string empty_pool_words(const deployment& d, const batching_config& cfg);
 
 /// The step shapes the steady state needs, costed once: decode alone, the prefill chunk (beside
 /// the decodes or alone, as the engine runs it), and a full-budget step of the opening burst.

@@ -821,12 +821,9 @@ simulation run_simulation(const deployment& d, const batching_config& given, con
                      fmt::format("{:.3g} prefill steps to simulate is more than the limit of 1e7; "
                                  "raise the token budget or simulate fewer requests",
                                  prefill_steps));
-  double pool = kv_pool_bytes(d, cfg);
-  if (pool <= 0)
-    throw spec_error(
-        "gpu", fmt::format("the weights ({:.1f} GB per rank) leave no KV pool in {:.0f} % of {}'s "
-                           "memory; use more ranks",
-                           d.weight_bytes_per_rank / 1e9, cfg.memory_fraction * 100, d.gpu.name));
+  // The pool is sized by the instance's knobs, before their split over attention-DP groups.
+  double pool = kv_pool_bytes(d, given);
+  if (pool <= 0) throw spec_error("gpu", empty_pool_words(d, given) + "; use more ranks");
   out.kv_pool_bytes = pool;
   auto pool_bytes = static_cast<std::int64_t>(std::min(pool, 9e18));
   bool runs = path == simulation_path::runs;

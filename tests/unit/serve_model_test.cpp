@@ -132,11 +132,13 @@ TEST_CASE("serve steady state: clients past the running cap add waiting, not thr
   coefficients k;
   steady_state at_cap{};
   double tpot = 0;
-  for (std::int64_t c : {400, 1024, 4096, 100000}) {
+  std::int64_t cap = make_scenario(d, vllm(1024, 128), 1).kv_requests;
+  REQUIRE(cap > 100);
+  for (std::int64_t c : {cap + 8, 2 * cap, 8 * cap, std::int64_t{100000}}) {
     scenario sc = make_scenario(d, vllm(1024, 128), c);
     REQUIRE(sc.running < c);
     steady_state s = solve_steady_state(sc, k);
-    if (c == 400) at_cap = s;
+    if (c == cap + 8) at_cap = s;
     CHECK(s.tpot_ms >= tpot * 0.999);
     CHECK(s.output_tokens_per_s < at_cap.output_tokens_per_s * 1.1);
     tpot = s.tpot_ms;
@@ -219,6 +221,39 @@ TEST_CASE("serve steady state: clients waiting for their first token are out of 
   CHECK(l.tpot_ms == doctest::Approx(l.decode_step.total_ms / (1 - l.prefill_busy)).epsilon(0.02));
 }
 
+TEST_CASE("serve KV pool: the one `calc capacity` estimates with the engine's budget rules") {
+  // vLLM deducts its profile run's activation peak, non-torch memory and graph pool; SGLang takes
+  // its mem_fraction_static for the card and layout; serve sized both as 0.9 / 0.88 of the card
+  // less the weights, so a serve answer could run requests the engine has no room for.
+  model m("llama-3.1-70b");
+  for (const char* engine : {"vllm", "sglang"}) {
+    for (const char* gpu : {"h200", "h100-sxm", "l40s"}) {
+      CAPTURE(engine);
+      CAPTURE(gpu);
+      std::string out, err;
+      REQUIRE(run({"capacity", "--model", "llama-3.1-70b", "--gpu", gpu, "--engine", engine, "--tp",
+                   "4", "--format", "json"},
+                  out, err) == 0);
+      auto cap = nlohmann::json::parse(out);
+      deployment d = make_deployment(m.g, find_gpu(gpu), {.tp = 4});
+      batching_config cfg = engine_batching(find_engine(engine), 1024, 1024, find_gpu(gpu));
+      kv_pool_terms t = kv_pool(d, cfg);
+      // capacity takes the most loaded card's weights (plan/placement.h), serve the mean rank's:
+      // a few MB apart in 35 GB. What the engine deducts besides them is the same (to rounding).
+      double weights = cap["weight_bytes_per_rank"].get<double>();
+      CHECK(t.weights == doctest::Approx(weights).epsilon(1e-4));
+      CHECK(t.pool + t.weights ==
+            doctest::Approx(cap["available_kv_bytes"].get<double>() + weights).epsilon(1e-9));
+      if (std::string(engine) == "vllm") CHECK(t.pool < t.card * 0.9 - t.weights - 1e9);
+    }
+  }
+  // TensorRT-LLM keeps free_gpu_memory_fraction of what the weights leave.
+  deployment d = make_deployment(m.g, find_gpu("h200"), {.tp = 4});
+  kv_pool_terms t =
+      kv_pool(d, engine_batching(find_engine("trtllm"), 1024, 1024, find_gpu("h200")));
+  CHECK(t.pool == doctest::Approx((t.card - t.weights) * 0.9));
+}
+
 TEST_CASE("serve KV pool: a concurrency beyond the pool is reported and waits") {
   model m("llama-3.1-8b");
   deployment d = make_deployment(m.g, find_gpu("rtx-4090"), {});
@@ -228,7 +263,8 @@ TEST_CASE("serve KV pool: a concurrency beyond the pool is reported and waits") 
   // vLLM pages a request's state as it grows: the pool holds requests at their mean occupancy,
   // ISL + OSL / 2; an engine that reserves the whole length at admission holds fewer.
   double per = tally_state(m.g, 8192 + 4096).total.to_double();
-  double pool = static_cast<double>(d.gpu.memory) * 0.9 - d.weight_bytes_per_rank;
+  double pool = kv_pool_bytes(d, vllm(8192, 8192));
+  REQUIRE(pool > 0);
   CHECK(s.kv_requests == static_cast<std::int64_t>(pool / per));
   batching_config reserving = vllm(8192, 8192);
   reserving.kv = kv_policy::reserve_whole;

@@ -14,6 +14,7 @@
 #include "serve/batching.h"
 #include "serve/simulate.h"
 #include "serve/step.h"
+#include "serve_support.h"
 #include "spec/gpu_spec.h"
 #include "tally/tally.h"
 #include "test_model.h"
@@ -21,6 +22,7 @@
 using namespace calc;
 using namespace calc::serve;
 using testing::model;
+using testing::with_pool_bytes;
 
 namespace {
 
@@ -107,16 +109,13 @@ void check_same(const simulation& fast, const simulation& slow) {
 
 /// `d` on a card whose KV pool holds `percent` % of the longest request of `a` (from one
 /// request at a time, preempting, to most of them at once).
-deployment with_pool(deployment d, const graph& g, const batching_config& cfg,
+deployment with_pool(deployment d, const graph& g, batching_config& cfg,
                      const std::vector<arrival>& a, std::int64_t percent) {
   std::int64_t longest = 0;
   for (const arrival& r : a) longest = std::max(longest, r.isl + r.osl);
   double request = tally_state(g, longest + cfg.kv_block_tokens).total.to_double() * d.kv_share /
                    static_cast<double>(d.layout.pp);
-  double pool = request * static_cast<double>(percent) / 100;
-  d.gpu.memory =
-      static_cast<std::int64_t>((d.weight_bytes_per_rank + pool) / cfg.memory_fraction) + 1;
-  return d;
+  return with_pool_bytes(d, cfg, request * static_cast<double>(percent) / 100);
 }
 
 const coefficients& k_default() {
@@ -220,9 +219,7 @@ TEST_CASE("serve simulation: decode runs stop where the queue's front would be a
       for (const arrival& r : a) longest = std::max(longest, r.isl + r.osl);
       deployment d = base;
       double request = tally_state(m.g, longest + 16).total.to_double() * d.kv_share;
-      double pool = request * static_cast<double>(src.uniform(105, 500)) / 100;
-      d.gpu.memory = static_cast<std::int64_t>((d.weight_bytes_per_rank + pool) /
-                                               cfg.memory_fraction) + 1;
+      d = with_pool_bytes(d, cfg, request * static_cast<double>(src.uniform(105, 500)) / 100);
       simulation fast = simulate(d, cfg, k, a, simulation_path::runs);
       simulation slow = simulate(d, cfg, k, a, simulation_path::stepwise);
       check_same(fast, slow);
@@ -247,9 +244,7 @@ TEST_CASE("serve simulation: a request SGLang refuses, then admits as its reserv
   for (int step = 0; step <= 36; ++step) {
     CAPTURE(step);
     deployment d = base;
-    double pool = request * (1.2 + 0.05 * step);
-    d.gpu.memory = static_cast<std::int64_t>((d.weight_bytes_per_rank + pool) /
-                                             cfg.memory_fraction) + 1;
+    d = with_pool_bytes(d, cfg, request * (1.2 + 0.05 * step));
     simulation fast = simulate(d, cfg, k_default(), a, simulation_path::runs);
     simulation slow = simulate(d, cfg, k_default(), a, simulation_path::stepwise);
     check_same(fast, slow);

@@ -24,6 +24,7 @@
 using namespace calc;
 using testing::error_of;
 using testing::run;
+using testing::with_pool_bytes;
 using testing::write_temp;
 using namespace calc::serve;
 using testing::model;
@@ -181,8 +182,10 @@ TEST_CASE("serve simulation: at a pool exactly one request's size SGLang refuses
       batching_config cfg = engine_config(e, 200, 56);
       cfg.memory_fraction = 1;
       cfg.fraction_of_free = false;
+      cfg.budget_engine = nullptr;  // the pool is the card less the weights, to the byte
       deployment x = d;
       x.gpu.memory = weights + need + extra;
+      x.gpu.runtime_memory = 0;
       REQUIRE(kv_pool_bytes(x, cfg) == static_cast<double>(need + extra));
       for (simulation_path path : {simulation_path::runs, simulation_path::stepwise}) {
         std::string err = error_of([&] { simulate(x, cfg, coefficients{}, {{0, 200, 56}}, path); });
@@ -323,9 +326,7 @@ TEST_CASE("serve simulation: long prompts, tiny budgets, small cards: a result o
       deployment d = make_deployment(r.g, find_gpu("h200"), {});
       double request = tally_state(r.g, longest + cfg.kv_block_tokens).total.to_double() *
                        d.kv_share;
-      double pool = request * static_cast<double>(uniform(90, 400)) / 100;
-      d.gpu.memory = static_cast<std::int64_t>((d.weight_bytes_per_rank + pool) /
-                                               cfg.memory_fraction) + 1;
+      d = with_pool_bytes(d, cfg, request * static_cast<double>(uniform(90, 400)) / 100);
       one(d, cfg, a);
     }
   }

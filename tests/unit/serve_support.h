@@ -1,5 +1,6 @@
 // What the time-under-load tests share: the message a refused input gives, a file written for
-// a command to read, and the command line run in-process with its output captured.
+// a command to read, the command line run in-process with its output captured, and a card sized
+// for a KV pool.
 #pragma once
 
 #include <fstream>
@@ -11,6 +12,7 @@
 #include "cli/cli.h"
 #include "common/error.h"
 #include "scratch.h"
+#include "serve/batching.h"
 
 namespace calc::testing {
 
@@ -46,6 +48,19 @@ inline std::vector<std::string> serve_args(const std::string& model, const std::
   std::vector<std::string> a = {"serve", "--model", model, "--gpu", gpu};
   a.insert(a.end(), more.begin(), more.end());
   return a;
+}
+
+/// `d` on a card whose KV pool under `cfg` is `pool` bytes (the byte above): the memory as sold
+/// set for it, without a runtime figure, and `cfg` sizing the pool by its memory_fraction alone
+/// (budget_engine off; the engines' deductions are tested with `calc capacity`'s rules).
+inline serve::deployment with_pool_bytes(serve::deployment d, serve::batching_config& cfg,
+                                         double pool) {
+  cfg.budget_engine = nullptr;
+  d.gpu.runtime_memory = 0;
+  double memory = cfg.fraction_of_free ? d.weight_bytes_per_rank + pool / cfg.memory_fraction
+                                       : (d.weight_bytes_per_rank + pool) / cfg.memory_fraction;
+  d.gpu.memory = static_cast<std::int64_t>(memory) + 1;
+  return d;
 }
 
 }  // namespace calc::testing
