@@ -36,9 +36,11 @@ struct stopwatch {
   }
 };
 
+/// vLLM's defaults on an H200, as `calc serve --engine vllm` runs them (its token budget and
+/// running cap are the card's: an aggregate of engine_defaults' fields read them as 0).
 batching_config vllm(std::int64_t isl, std::int64_t osl) {
-  const engine_defaults& e = find_engine("vllm");
-  return {isl, osl, e.max_num_batched_tokens, e.max_num_seqs, e.mixed_prefill, e.memory_fraction};
+  static const gpu_spec h200 = find_gpu("h200");  // read once: the catalogue is YAML
+  return engine_batching(find_engine("vllm"), isl, osl, h200);
 }
 
 void points(const std::string& name, const serve_layout& l, const calibration& cal) {
