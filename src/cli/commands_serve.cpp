@@ -26,6 +26,7 @@
 #include "serve/sla.h"
 #include "spec/context_limit.h"
 #include "spec/format_summary.h"
+#include "spec/hf/hub.h"
 #include "spec/model_reader.h"
 
 namespace calc::cli {
@@ -509,11 +510,41 @@ accuracy_note accuracy_of(const calibration& cal, const std::string& used,
       entry && !entry->measured_models.empty()
           ? entry->measured_models
           : std::vector<std::string>(engine_models.begin(), engine_models.end());
+  // A bundle whose repository the file's models table maps onto a measured model (by the
+  // repository's shape name, and the two bundles of equal parameters and state) was measured
+  // under that name: DeepSeek-R1's runs are costed as deepseek-v3, so deepseek-r1 is measured.
+  std::vector<std::string> twins;  // "deepseek-r1 as deepseek-v3"
+  ojson twins_json = ojson::object();
+  auto shapes = [](const std::string& name) {
+    model_spec spec = read_model_file(resolve_model_path(name));
+    graph g = build_graph(spec);  // keeps a pointer to spec
+    return std::pair{tally_params(g).total, tally_state(g, 4096).total};
+  };
+  auto measured_as = [&](const std::string& name) -> std::optional<std::string> {
+    if (among(seen, name)) return name;
+    for (const auto& [id, bundle] : cal.models) {
+      if (!among(seen, bundle) || hf::bundles_with_shapes_of(id, models_dir(), {name}).empty())
+        continue;
+      try {
+        if (shapes(name) == shapes(bundle)) return bundle;
+      } catch (const spec_error&) {
+        // a name that is no bundle (a file's own model): not measured under another name
+      }
+    }
+    return std::nullopt;
+  };
   std::vector<std::string> unmeasured;
-  for (const asked_model& m : models)
-    if (!(m.named && among(seen, m.name)))
-      unmeasured.push_back(among(seen, m.name) ? m.name + " (as given: its own file, or --set)"
-                                               : m.name);
+  for (const asked_model& m : models) {
+    std::optional<std::string> as = measured_as(m.name);
+    if (m.named && as) {
+      if (*as != m.name) {
+        twins.push_back(fmt::format("{} as {}", m.name, *as));
+        twins_json[m.name] = *as;
+      }
+      continue;
+    }
+    unmeasured.push_back(as ? m.name + " (as given: its own file, or --set)" : m.name);
+  }
 
   // A grouping's held-out figure: the engine's where the file has it, else over the engines it
   // has (named, so that a figure of other engines' runs does not pass for this one's).
@@ -552,6 +583,7 @@ accuracy_note accuracy_of(const calibration& cal, const std::string& used,
             {"gpu_family_measured", flag(family_measured)},
             {"model_measured", flag(unmeasured.empty())},
             {"models_not_measured", recorded ? ojson(unmeasured) : ojson(nullptr)},
+            {"models_measured_as", recorded ? twins_json : ojson(nullptr)},
             {"leave_one_gpu_out", held_json(gpu_out)},
             {"leave_one_family_out", held_json(family_out)},
             {"leave_one_model_out", held_json(model_out)}};
@@ -588,6 +620,9 @@ accuracy_note accuracy_of(const calibration& cal, const std::string& used,
                           family_out.s ? "family " : "", figures(*f.s), f.engines)
             : std::string());
   }
+  if (!twins.empty())
+    a.text += fmt::format("Measured under the calibration's models table, same shapes: {}. ",
+                          list(twins));
   if (!unmeasured.empty())
     a.text += fmt::format(
         "{} {} not among {} ({}){}. ", list(unmeasured), unmeasured.size() == 1 ? "is" : "are",

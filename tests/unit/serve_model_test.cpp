@@ -755,6 +755,47 @@ TEST_CASE("calibration file: the accuracy it records, read back and quoted by se
         std::string::npos);
 }
 
+TEST_CASE("calibration file: a bundle of a measured model's shapes, mapped in its models table") {
+  // The file costs DeepSeek-R1's runs as deepseek-v3 (its models table), so the bundled
+  // deepseek-r1, of the same repository and shapes, is a measured model, and so is deepseek-v3.1
+  // (the table maps nvidia/DeepSeek-V3.1-NVFP4, the same shape name and shapes); deepseek-v3.2
+  // (sparse attention) is not, nor deepseek-r1 under a file without that row.
+  calibration c;
+  c.file = "test";
+  c.families["hopper"] = {"h200"};
+  calibration_entry e;
+  e.family = "hopper";
+  e.engine = "sglang";
+  e.rows = 30;
+  e.in_sample = {30, 20, 60, 8, 30};
+  e.measured_models = {"deepseek-v3"};
+  e.measured_gpus = {"h200"};
+  c.entries.push_back(e);
+  c.held_out["leave_one_model_out"].all = {30, 40, 99, 20, 50};
+  auto accuracy = [](const std::string& model, const calibration& cal) {
+    std::string file = write_temp("calc_cal_twins.yaml", write_calibration(cal));
+    std::string out, err;
+    REQUIRE(
+        run({"serve", "--model", model, "--gpu", "h200", "--engine", "sglang", "--tp", "8", "--isl",
+             "1K", "--osl", "256", "--concurrency", "8", "--format", "json", "--calibration", file},
+            out, err) == 0);
+    return nlohmann::json::parse(out)["calibration"]["accuracy"];
+  };
+  c.models["deepseek-ai/DeepSeek-R1"] = "deepseek-v3";
+  c.models["nvidia/DeepSeek-V3.1-NVFP4"] = "deepseek-v3";
+  auto r1 = accuracy("deepseek-r1", c);
+  CHECK(r1["model_measured"] == true);
+  CHECK(r1["models_measured_as"] == nlohmann::json({{"deepseek-r1", "deepseek-v3"}}));
+  CHECK(r1["in_sample"]["rows"] == 30);
+  CHECK(accuracy("deepseek-v3.1", c)["model_measured"] == true);
+  CHECK(accuracy("deepseek-v3", c)["models_measured_as"].empty());
+  auto sparse = accuracy("deepseek-v3.2", c);
+  CHECK(sparse["model_measured"] == false);
+  CHECK(sparse["models_not_measured"] == nlohmann::json::array({"deepseek-v3.2"}));
+  c.models.clear();
+  CHECK(accuracy("deepseek-r1", c)["model_measured"] == false);
+}
+
 TEST_CASE("serve, calibrate and plan --sla from the command line: JSON keys and bad input") {
   std::string out, err;
   REQUIRE(run({"serve", "--model", "qwen3-8b", "--gpu", "h100-sxm", "--isl", "1K", "--osl", "256",
