@@ -97,7 +97,7 @@ calibration load_calibration(const std::string& path) {
 batching_config engine_config_of(const std::string& engine, std::int64_t isl, std::int64_t osl,
                                  std::int64_t mnbt, std::int64_t seqs, const gpu_spec& gpu) {
   batching_config c = engine_batching(find_engine(engine), isl, osl, gpu);
-  if (mnbt > 0) c.max_num_batched_tokens = mnbt;
+  if (mnbt > 0) c.max_num_batched_tokens = c.reserve_chunk = mnbt;
   if (seqs > 0) c.max_num_seqs = seqs;
   // vLLM refuses to start below one token per running sequence (SchedulerConfig._verify_args in
   // vllm/config/scheduler.py); calc would model an engine that never runs.
@@ -710,13 +710,12 @@ bool holds_a_request(const deployment& d, const batching_config& cfg) {
                        kv_pool_bytes(x, q.cfg) / 1e9);
     break;
   }
-  double pool = kv_pool_bytes(d, q.cfg);
-  std::string what = pool <= 0 ? empty_pool_words(d, q.cfg)
-                               : fmt::format(
-                                     "a request of {} + {} tokens needs more KV than the pool of "
-                                     "{:.2f} GB per rank holds",
-                                     q.cfg.isl, q.cfg.osl, pool / 1e9);
-  throw spec_error(pool <= 0 ? "--tp" : "--isl", what + hint);
+  kv_pool_terms terms = kv_pool(d, q.cfg);
+  if (terms.pool <= 0) refuse_empty_pool(terms, d, "--tp", hint);
+  throw spec_error("--isl", fmt::format("a request of {} + {} tokens needs more KV than the pool "
+                                        "of {:.2f} GB per rank holds",
+                                        q.cfg.isl, q.cfg.osl, terms.pool / 1e9) +
+                                hint);
 }
 
 result run_serve(const options& o) {

@@ -30,12 +30,13 @@ const std::vector<engine_defaults>& engines() {
        .max_num_batched_tokens = 8192,
        .max_num_seqs = 4096,
        .mixed_prefill = false,
-       .memory_fraction = 0.88,
+       .memory_fraction = 0.88,  // unused: budget_engine computes it
        .budget_engine = "sglang",
        .kv_block_tokens = 1,
        .source = "SGLang ServerArgs defaults (sglang/srt/server_args.py): chunked_prefill_size "
                  "8192 on large GPUs, prefill batches run apart from decode (enable_mixed_chunk "
-                 "off), max_running_requests bounded by the token pool, mem_fraction_static ~0.88, "
+                 "off), max_running_requests bounded by the token pool, mem_fraction_static "
+                 "computed for the card and layout (_handle_gpu_memory_settings), "
                  "page_size 1; under DP attention the chunked prefill size and the running cap "
                  "are divided by dp_size (_handle_data_parallelism; max_running_requests // "
                  "dp_size per worker)",
@@ -205,23 +206,27 @@ kv_pool_terms kv_pool(const deployment& d, const batching_config& cfg) {
     return t;
   }
   if (engine == "sglang") {
-    // The reserve for activations grows with the prefill chunk: SGLang's default for the card
-    // unless --max-num-batched-tokens set one (the instance's knobs, before the split over
-    // attention-DP groups, are what `cfg` holds here).
-    std::int64_t chunk = cfg.max_num_batched_tokens;
-    if (chunk == find_engine("sglang").max_num_batched_tokens) chunk = 0;
-    t.fraction = engine::sglang_default_fraction(engine_visible_memory(d.gpu) / (1024 * 1024),
-                                                 d.layout.tp_group(), d.layout.pp, chunk);
+    // The reserve for activations grows with the prefill chunk: the typed one, else SGLang's
+    // default for the card.
+    t.fraction =
+        engine::sglang_default_fraction(engine_visible_memory(d.gpu) / (1024 * 1024),
+                                        d.layout.tp_group(), d.layout.pp, cfg.reserve_chunk);
     t.why = fmt::format("SGLang's mem_fraction_static {:.3f} for this card and layout", t.fraction);
+    if (t.fraction <= 0) t.knob = "--max-num-batched-tokens";
   } else if (engine == "vllm") {
+    // vLLM's --tensor-parallel-size is one attention group's (its data-parallel ranks each run
+    // one, launch_flags); its non-torch memory follows that size.
     const engine::budget_rules& b = engine::find_budget_rules("vllm", "");
     engine::budget_terms a = engine::activation_terms(*d.g, b, cfg.max_num_batched_tokens,
-                                                      cfg.max_num_seqs, d.layout.tp_group());
+                                                      cfg.max_num_seqs, d.layout.tp);
     t.reserved = (a.activation_peak + a.non_torch + a.cuda_graph).to_double();
     t.why = fmt::format(
         "{:.2f} of the card less {:.1f} GB of activation peak, non-torch memory "
         "and graph pool",
         t.fraction, t.reserved / 1e9);
+    // The batch's activation peak, not the weights and the fixed reserves, empties the pool.
+    if (t.card * t.fraction - t.weights - (a.non_torch + a.cuda_graph).to_double() > 0)
+      t.knob = "--max-num-batched-tokens";
   } else {
     t.why = fmt::format("{:.2f} of the card", t.fraction);
   }
@@ -233,11 +238,17 @@ double kv_pool_bytes(const deployment& d, const batching_config& cfg) {
   return kv_pool(d, cfg).pool;
 }
 
-std::string empty_pool_words(const deployment& d, const batching_config& cfg) {
-  kv_pool_terms t = kv_pool(d, cfg);
-  return fmt::format(
-      "the weights ({:.1f} GB per rank) leave no KV pool on {} ({:.1f} GB visible; {})",
-      t.weights / 1e9, d.gpu.name, t.card / 1e9, t.why);
+void refuse_empty_pool(const kv_pool_terms& t, const deployment& d, const std::string& field,
+                       const std::string& hint) {
+  std::string what = fmt::format(
+      "no KV pool is left on {} ({:.1f} GB visible, {:.1f} GB of "
+      "weights per rank; {})",
+      d.gpu.name, t.card / 1e9, t.weights / 1e9, t.why);
+  if (!t.knob.empty())
+    throw spec_error(t.knob, what +
+                                 ": the engine's reserve for its batch, not the weights, takes "
+                                 "it; a smaller --max-num-batched-tokens or --max-num-seqs");
+  throw spec_error(field, what + hint);
 }
 
 scenario make_scenario(const deployment& d, const batching_config& given,
@@ -259,8 +270,9 @@ scenario make_scenario(const deployment& d, const batching_config& given,
   // KV pool of one rank: what the engine may use less this rank's weights, over one request's
   // state at its final length on this rank.
   // The pool is sized by the instance's knobs, before their split over attention-DP groups.
-  double pool = kv_pool_bytes(d, given);
-  if (pool <= 0) throw spec_error("gpu", empty_pool_words(d, given) + "; use more ranks");
+  kv_pool_terms terms = kv_pool(d, given);
+  double pool = terms.pool;
+  if (pool <= 0) refuse_empty_pool(terms, d, "gpu", "; use more ranks");
   // What a running request holds: its whole length where the engine reserves it at admission;
   // else its pages as they fill, ISL + OSL / 2 on average over a closed loop's requests at
   // every stage of their output (reserving the whole length for vLLM and SGLang capped rows

@@ -70,6 +70,10 @@ struct batching_config {
   double memory_fraction = 0.9;
   bool fraction_of_free = false;  // KV pool = fraction x (memory - weights), not fraction x memory
   const char* budget_engine = nullptr;  // see engine_defaults
+  // SGLang: the chunked prefill size its memory reserve is sized for, as typed
+  // (--max-num-batched-tokens); 0: its default chunk for the card (sglang_default_fraction),
+  // which the scheduler modelled here does not follow (it keeps max_num_batched_tokens).
+  std::int64_t reserve_chunk = 0;
   std::int64_t kv_block_tokens = 16;  // tokens per KV page
   kv_policy kv = kv_policy::preempt_newest;  // see engine_defaults
   // A preempted request's freed blocks stay in the prefix cache until reused (vLLM V1 with
@@ -124,6 +128,9 @@ struct kv_pool_terms {
   double reserved = 0;  // vLLM: activation peak, non-torch memory and CUDA graph pool
   double pool = 0;      // what is left for the cache; <= 0 when nothing is
   std::string why;      // where the fraction and the deductions come from, in words
+  /// The knob to change when the engine's own reserve, not the weights, leaves no pool (SGLang's
+  /// fraction for its chunk, vLLM's activation peak for its batch); "" when the weights do.
+  std::string knob;
 };
 
 /// One rank's KV pool by the engine's memory-budget rules (engine/question.h: vLLM takes
@@ -136,8 +143,10 @@ kv_pool_terms kv_pool(const deployment& d, const batching_config& cfg);
 /// kv_pool(d, cfg).pool.
 double kv_pool_bytes(const deployment& d, const batching_config& cfg);
 
-/// "the weights (X GB per rank) leave no KV pool on G (...)": why a pool is empty, in words.
-std::string empty_pool_words(const deployment& d, const batching_config& cfg);
+/// Refuses an empty pool (spec_error) in one line: naming the knob whose reserve empties it
+/// (kv_pool_terms::knob), else `field` (the flag that asks for more ranks) and `hint`.
+[[noreturn]] void refuse_empty_pool(const kv_pool_terms& t, const deployment& d,
+                                    const std::string& field, const std::string& hint);
 
 /// The step shapes the steady state needs, costed once: decode alone, the prefill chunk (beside
 /// the decodes or alone, as the engine runs it), and a full-budget step of the opening burst.

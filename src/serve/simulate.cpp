@@ -822,8 +822,9 @@ simulation run_simulation(const deployment& d, const batching_config& given, con
                                  "raise the token budget or simulate fewer requests",
                                  prefill_steps));
   // The pool is sized by the instance's knobs, before their split over attention-DP groups.
-  double pool = kv_pool_bytes(d, given);
-  if (pool <= 0) throw spec_error("gpu", empty_pool_words(d, given) + "; use more ranks");
+  kv_pool_terms terms = kv_pool(d, given);
+  double pool = terms.pool;
+  if (pool <= 0) refuse_empty_pool(terms, d, "gpu", "; use more ranks");
   out.kv_pool_bytes = pool;
   auto pool_bytes = static_cast<std::int64_t>(std::min(pool, 9e18));
   bool runs = path == simulation_path::runs;
