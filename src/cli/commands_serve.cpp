@@ -11,6 +11,7 @@
 #include <optional>
 #include <set>
 #include <string_view>
+#include <tuple>
 
 #include "cli/support.h"
 #include "common/error.h"
@@ -94,11 +95,35 @@ calibration load_calibration(const std::string& path) {
   return c;
 }
 
+/// The memory fraction typed for `engine`: vLLM's --gpu-memory-utilization, SGLang's
+/// --mem-fraction-static, each in (0, 1] and refused with another engine; none when not typed.
+std::optional<double> typed_fraction(const options& o, const std::string& engine) {
+  std::optional<double> f;
+  const std::tuple<const char*, double, const char*> knobs[] = {
+      {"--gpu-memory-utilization", o.gpu_memory_utilization, "vllm"},
+      {"--mem-fraction-static", o.mem_fraction_static, "sglang"}};
+  for (const auto& [flag, value, owner] : knobs) {
+    if (!was_typed(o, flag)) continue;
+    if (engine != owner)
+      throw spec_error(flag,
+                       fmt::format("is {}'s knob; --engine {} does not read it", owner, engine));
+    if (!(value > 0 && value <= 1))
+      throw spec_error(flag, fmt::format("must be in (0, 1], got {}", value));
+    f = value;
+  }
+  return f;
+}
+
 batching_config engine_config_of(const std::string& engine, std::int64_t isl, std::int64_t osl,
-                                 std::int64_t mnbt, std::int64_t seqs, const gpu_spec& gpu) {
+                                 std::int64_t mnbt, std::int64_t seqs, const gpu_spec& gpu,
+                                 std::optional<double> fraction) {
   batching_config c = engine_batching(find_engine(engine), isl, osl, gpu);
   if (mnbt > 0) c.max_num_batched_tokens = c.reserve_chunk = mnbt;
   if (seqs > 0) c.max_num_seqs = seqs;
+  if (fraction) {
+    c.memory_fraction = *fraction;
+    c.fraction_typed = true;
+  }
   // vLLM refuses to start below one token per running sequence (SchedulerConfig._verify_args in
   // vllm/config/scheduler.py); calc would model an engine that never runs.
   if (engine == "vllm" && c.max_num_batched_tokens < c.max_num_seqs)
@@ -184,7 +209,8 @@ serve_request read_serve(const options& o, const gpu_spec& gpu) {
   std::int64_t isl = token_option("--isl", o.isl, unset);
   std::int64_t osl = token_option("--osl", o.osl, unset);
   check_engine_knobs(o);
-  r.cfg = engine_config_of(r.engine, isl, osl, o.max_num_batched_tokens, o.max_num_seqs, gpu);
+  r.cfg = engine_config_of(r.engine, isl, osl, o.max_num_batched_tokens, o.max_num_seqs, gpu,
+                           typed_fraction(o, r.engine));
   const double rate = rate_option(o);
   int modes = (!o.concurrency.empty()) + (rate > 0) + (!o.trace.empty());
   if (modes != 1)
@@ -392,6 +418,11 @@ void add_serve_options(CLI::App& app, options& o) {
                  "Running requests at most (default: the engine's: vLLM 1024 (256 on cards under "
                  "70 GiB and on A100s), SGLang 4096, TensorRT-LLM 2048)")
       ->transform(token_suffixes());
+  app.add_option("--gpu-memory-utilization", o.gpu_memory_utilization,
+                 "vLLM: fraction of the card vLLM may use, which sizes the KV pool (default 0.9)");
+  app.add_option("--mem-fraction-static", o.mem_fraction_static,
+                 "SGLang: fraction of the card for weights and KV pool (default: SGLang's, "
+                 "computed from the card, the layout and the chunk)");
   app.add_option("--batch-wait-timeout-iters", o.batch_wait_iters,
                  "TensorRT-LLM, with --concurrency (the steady state, not --simulate): hold new "
                  "prompts while others decode for up to this many iterations (its "
@@ -665,7 +696,8 @@ load_request report_load_of(const options& o, const gpu_spec& gpu, const std::st
   std::int64_t osl = token_option("--osl", o.osl, 1024);
   load_request w;
   w.engine = o.engine.empty() ? "vllm" : o.engine;
-  w.cfg = engine_config_of(w.engine, isl, osl, 0, 0, gpu);
+  // The memory fraction report's capacity rows take sizes its load chart's pool too.
+  w.cfg = engine_config_of(w.engine, isl, osl, 0, 0, gpu, typed_fraction(o, w.engine));
   calibration cal = load_calibration(o.calibration);
   std::string used;
   w.k = cal.lookup(cal.family_of(gpu.name), w.engine, &used);
@@ -1237,15 +1269,33 @@ result run_plan_sla(const options& o) {
   // Plain plan's engine and memory options (--gpu-memory-utilization, --block-size, ...) size
   // its KV question; the time model takes the engine's defaults and the calibration, so each
   // would be silently ignored here.
-  static const std::set<std::string> read = {
-      "--model", "--set", "--gpu", "--node-gpus", "--max-gpus", "--weights", "--embeddings",
-      "--kv", "--engine", "--sla", "--rate", "--concurrency", "--isl", "--osl", "--calibration",
-      "--format", "--max-num-seqs", "--max-num-batched-tokens"};
+  static const std::set<std::string> read = {"--model",
+                                             "--set",
+                                             "--gpu",
+                                             "--node-gpus",
+                                             "--max-gpus",
+                                             "--weights",
+                                             "--embeddings",
+                                             "--kv",
+                                             "--engine",
+                                             "--sla",
+                                             "--rate",
+                                             "--concurrency",
+                                             "--isl",
+                                             "--osl",
+                                             "--calibration",
+                                             "--format",
+                                             "--max-num-seqs",
+                                             "--max-num-batched-tokens",
+                                             "--gpu-memory-utilization",
+                                             "--mem-fraction-static"};
   for (const std::string& name : o.given)
     if (!read.count(name))
-      throw spec_error(name, "is not read with --sla (the time model takes the engine's defaults "
-                             "and the calibration; --max-num-seqs and --max-num-batched-tokens "
-                             "set its batching)");
+      throw spec_error(name,
+                       "is not read with --sla (the time model takes the engine's defaults "
+                       "and the calibration; --max-num-seqs and --max-num-batched-tokens "
+                       "set its batching, --gpu-memory-utilization and "
+                       "--mem-fraction-static its KV pool)");
   const double rate = rate_option(o);
   if ((rate > 0) == !o.concurrency.empty())
     throw spec_error("--rate", "give one of --rate R or --concurrency C with --sla");
@@ -1263,7 +1313,8 @@ result run_plan_sla(const options& o) {
   std::string engine = o.engine.empty() ? "vllm" : o.engine;
   check_engine_knobs(o);
   gpu_spec gpu = load_gpu(o.gpu);
-  q.cfg = engine_config_of(engine, isl, osl, o.max_num_batched_tokens, o.max_num_seqs, gpu);
+  q.cfg = engine_config_of(engine, isl, osl, o.max_num_batched_tokens, o.max_num_seqs, gpu,
+                           typed_fraction(o, engine));
   q.max_gpus = o.max_gpus;
   loaded_model m = load(o);
   if (std::string why = engine_gpu_problem(find_engine(engine), gpu); !why.empty())

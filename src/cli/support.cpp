@@ -203,9 +203,11 @@ void check_mode_options(const CLI::App& sub, const options& o) {
       if (engine && opt->get_name() == name && o.engine != which)
         throw spec_error(name, fmt::format("is {}'s knob; --engine {} does not read it", which,
                                            o.engine));
-    // plan --sla batches under its default engine (vllm) too: it reads these two knobs.
+    // plan --sla batches under its default engine (vllm) too: it reads these knobs.
     bool sla_reads = !o.sla.empty() && (opt->get_name() == "--max-num-seqs" ||
-                                        opt->get_name() == "--max-num-batched-tokens");
+                                        opt->get_name() == "--max-num-batched-tokens" ||
+                                        opt->get_name() == "--gpu-memory-utilization" ||
+                                        opt->get_name() == "--mem-fraction-static");
     if (!engine && opt->get_group() == kEngineOnly && !sla_reads)
       throw spec_error(opt->get_name(),
                        fmt::format("applies only with --engine vllm or sglang (`calc {}` without "

@@ -145,6 +145,10 @@ std::string launch_line(const std::string& engine, const serve_layout& l,
   if (cfg.max_num_batched_tokens != e.max_num_batched_tokens)
     knobs += fmt::format(" {} {}", tokens, cfg.max_num_batched_tokens);
   if (cfg.max_num_seqs != e.max_num_seqs) knobs += fmt::format(" {} {}", seqs, cfg.max_num_seqs);
+  if (cfg.fraction_typed)
+    knobs += fmt::format(" {} {}",
+                         engine == "sglang" ? "--mem-fraction-static" : "--gpu-memory-utilization",
+                         cfg.memory_fraction);
   // TensorRT-LLM's attention-DP note closes its flags in parentheses: the knobs go before it.
   auto note = line.find(" (");
   if (trt && note != std::string::npos) return line.substr(0, note) + knobs + line.substr(note);
@@ -208,11 +212,16 @@ kv_pool_terms kv_pool(const deployment& d, const batching_config& cfg) {
   if (engine == "sglang") {
     // The reserve for activations grows with the prefill chunk: the typed one, else SGLang's
     // default for the card.
-    t.fraction =
-        engine::sglang_default_fraction(engine_visible_memory(d.gpu) / (1024 * 1024),
-                                        d.layout.tp_group(), d.layout.pp, cfg.reserve_chunk);
-    t.why = fmt::format("SGLang's mem_fraction_static {:.3f} for this card and layout", t.fraction);
-    if (t.fraction <= 0) t.knob = "--max-num-batched-tokens";
+    if (cfg.fraction_typed) {
+      t.why = fmt::format("--mem-fraction-static {}", t.fraction);
+    } else {
+      t.fraction =
+          engine::sglang_default_fraction(engine_visible_memory(d.gpu) / (1024 * 1024),
+                                          d.layout.tp_group(), d.layout.pp, cfg.reserve_chunk);
+      t.why =
+          fmt::format("SGLang's mem_fraction_static {:.3f} for this card and layout", t.fraction);
+      if (t.fraction <= 0) t.knob = "--max-num-batched-tokens";
+    }
   } else if (engine == "vllm") {
     // vLLM's --tensor-parallel-size is one attention group's (its data-parallel ranks each run
     // one, launch_flags); its non-torch memory follows that size.

@@ -70,6 +70,9 @@ struct batching_config {
   double memory_fraction = 0.9;
   bool fraction_of_free = false;  // KV pool = fraction x (memory - weights), not fraction x memory
   const char* budget_engine = nullptr;  // see engine_defaults
+  // memory_fraction as typed (vLLM's --gpu-memory-utilization, SGLang's --mem-fraction-static):
+  // SGLang's is then not computed for the card and layout.
+  bool fraction_typed = false;
   // SGLang: the chunked prefill size its memory reserve is sized for, as typed
   // (--max-num-batched-tokens); 0: its default chunk for the card (sglang_default_fraction),
   // which the scheduler modelled here does not follow (it keeps max_num_batched_tokens).

@@ -704,18 +704,80 @@ TEST_CASE("plan --sla options: targets once each, the load's sign, plain plan's 
 
 TEST_CASE("plan --sla: an option of plain plan's engine question is refused, not ignored") {
   std::string out, err;
-  // --gpu-memory-utilization 0.3 gave the same plan as without it (the time model takes the
-  // engine's memory fraction).
+  // --block-size 32 would give the same plan as without it (the time model pages by the
+  // engine's own block); the refusal names the option by its first spelling.
   CHECK(run({"plan", "--sla", "ttft=3000,tpot=40", "--rate", "2", "--isl", "1K", "--osl", "256",
-             "--model", "qwen3-8b", "--gpu", "h100-sxm", "--engine", "vllm",
-             "--gpu-memory-utilization", "0.3"},
+             "--model", "qwen3-8b", "--gpu", "h100-sxm", "--engine", "vllm", "--block-size", "32"},
             out, err) == 2);
-  CHECK(err.rfind("--gpu-memory-utilization: is not read with --sla", 0) == 0);
+  CHECK(err.rfind("--page-tokens: is not read with --sla", 0) == 0);
   // What it reads runs: the engine's batching limits among them.
   CHECK(run({"plan", "--sla", "ttft=3000,tpot=40", "--rate", "2", "--isl", "1K", "--osl", "256",
              "--model", "qwen3-8b", "--gpu", "h100-sxm", "--engine", "vllm", "--max-num-seqs",
              "64", "--kv", "fp8", "--node-gpus", "4", "--format", "json"},
             out, err) == 0);
+}
+
+TEST_CASE("serve, plan --sla, report: the engine's memory fraction sizes the KV pool") {
+  // vLLM's --gpu-memory-utilization and SGLang's --mem-fraction-static were plain plan's and
+  // capacity's only: serve refused them and report's load chart kept the default pool.
+  std::string out, err;
+  auto pool = [&](const std::vector<std::string>& more) {
+    std::vector<std::string> a = {"serve", "--model",    "llama-3.1-8b", "--gpu",    "h100-sxm",
+                                  "--isl", "1K",         "--osl",        "1K",       "--rate",
+                                  "1",     "--requests", "20",           "--format", "json"};
+    a.insert(a.end(), more.begin(), more.end());
+    REQUIRE(run(a, out, err) == 0);
+    auto j = nlohmann::json::parse(out);
+    return std::pair{j["points"][0]["kv_pool_bytes"].get<double>(),
+                     j["launch_flags"].get<std::string>()};
+  };
+  auto [vllm_default, flags] = pool({"--engine", "vllm"});
+  auto [vllm_half, half_flags] = pool({"--engine", "vllm", "--gpu-memory-utilization", "0.5"});
+  // 0.4 of the card (80 GB as sold, 79.6 GiB visible) less, the rest unchanged.
+  CHECK(vllm_default - vllm_half ==
+        doctest::Approx(0.4 * static_cast<double>(engine_visible_memory(find_gpu("h100-sxm"))))
+            .epsilon(1e-6));
+  CHECK(flags.find("--gpu-memory-utilization") == std::string::npos);
+  CHECK(half_flags.find("--gpu-memory-utilization 0.5") != std::string::npos);
+  auto [sglang_default, f1] = pool({"--engine", "sglang"});
+  auto [sglang_typed, f2] = pool({"--engine", "sglang", "--mem-fraction-static", "0.6"});
+  CHECK(sglang_typed < sglang_default);
+  CHECK(f2.find("--mem-fraction-static 0.6") != std::string::npos);
+  // Each engine's own knob, in (0, 1].
+  for (const auto& [args, message] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"--engine", "sglang", "--gpu-memory-utilization", "0.5"},
+            "--gpu-memory-utilization: is vllm's knob"},
+           {{"--engine", "trtllm", "--gpu-memory-utilization", "0.5"},
+            "--gpu-memory-utilization: is vllm's knob"},
+           {{"--mem-fraction-static", "0.5"}, "--mem-fraction-static: is sglang's knob"},
+           {{"--gpu-memory-utilization", "1.5"}, "--gpu-memory-utilization: must be in (0, 1]"}}) {
+    std::vector<std::string> a = {"serve", "--model", "llama-3.1-8b", "--gpu", "h100-sxm",
+                                  "--isl", "1K",      "--osl",        "1K",    "--concurrency",
+                                  "8"};
+    a.insert(a.end(), args.begin(), args.end());
+    CHECK(run(a, out, err) == 2);
+    CHECK_MESSAGE(err.rfind(message, 0) == 0, err);
+  }
+  // plan --sla: less memory never needs fewer GPUs.
+  auto gpus = [&](const char* fraction) {
+    REQUIRE(run({"plan", "--sla", "ttft=3000,tpot=60", "--rate", "40", "--isl", "8K", "--osl", "1K",
+                 "--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--gpu-memory-utilization",
+                 fraction, "--format", "json"},
+                out, err) == 0);
+    return nlohmann::json::parse(out)["gpus"].get<std::int64_t>();
+  };
+  CHECK(gpus("0.6") >= gpus("0.95"));
+  // report: the load chart's pool follows the fraction its capacity rows take.
+  auto chart = [&](const std::vector<std::string>& more) {
+    std::vector<std::string> a = {"report",   "--model", "llama-3.1-8b", "--gpu", "h100-sxm",
+                                  "--engine", "vllm",    "--format",     "json"};
+    a.insert(a.end(), more.begin(), more.end());
+    REQUIRE(run(a, out, err) == 0);
+    auto load = nlohmann::json::parse(out)["models"][0]["load"];
+    REQUIRE(!load.empty());
+    return load.back()["concurrency"].get<std::int64_t>();  // the most clients charted
+  };
+  CHECK(chart({"--gpu-memory-utilization", "0.5"}) < chart({}));
 }
 
 TEST_CASE("calibrate: a user's fit keeps the base file's entries for what its rows lack") {
