@@ -546,18 +546,15 @@ accuracy_note accuracy_of(const calibration& cal, const std::string& used,
   // under that name: DeepSeek-R1's runs are costed as deepseek-v3, so deepseek-r1 is measured.
   std::vector<std::string> twins;  // "deepseek-r1 as deepseek-v3"
   ojson twins_json = ojson::object();
-  auto shapes = [](const std::string& name) {
-    model_spec spec = read_model_file(resolve_model_path(name));
-    graph g = build_graph(spec);  // keeps a pointer to spec
-    return std::pair{tally_params(g).total, tally_state(g, 4096).total};
-  };
   auto measured_as = [&](const std::string& name) -> std::optional<std::string> {
     if (among(seen, name)) return name;
+    std::optional<std::pair<checked, checked>> own;  // read once, and only when a row matches
     for (const auto& [id, bundle] : cal.models) {
       if (!among(seen, bundle) || hf::bundles_with_shapes_of(id, models_dir(), {name}).empty())
         continue;
       try {
-        if (shapes(name) == shapes(bundle)) return bundle;
+        if (!own) own = bundle_shapes(name);
+        if (*own == bundle_shapes(bundle)) return bundle;
       } catch (const spec_error&) {
         // a name that is no bundle (a file's own model): not measured under another name
       }

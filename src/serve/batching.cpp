@@ -216,7 +216,7 @@ kv_pool_terms kv_pool(const deployment& d, const batching_config& cfg) {
       t.why = fmt::format("--mem-fraction-static {}", t.fraction);
     } else {
       t.fraction =
-          engine::sglang_default_fraction(engine_visible_memory(d.gpu) / (1024 * 1024),
+          engine::sglang_default_fraction(static_cast<std::int64_t>(t.card) / (1024 * 1024),
                                           d.layout.tp_group(), d.layout.pp, cfg.reserve_chunk);
       t.why =
           fmt::format("SGLang's mem_fraction_static {:.3f} for this card and layout", t.fraction);

@@ -150,6 +150,12 @@ const std::string& measured_row::at(const std::string& column) const {
   return it == fields.end() ? kEmpty : it->second;
 }
 
+std::pair<checked, checked> bundle_shapes(const std::string& name) {
+  model_spec spec = read_model_file(resolve_model_path(name));
+  graph g = build_graph(spec);  // keeps a pointer to spec
+  return {tally_params(g).total, tally_state(g, 4096).total};
+}
+
 std::vector<measured_row> read_measured(const std::string& path) {
   // A folder opens as a stream that reads nothing: "the file is empty" would hide the mistake.
   if (std::filesystem::is_directory(path))
@@ -245,9 +251,7 @@ struct row_mapper::impl {
         r.by_shape = true;
         std::optional<std::pair<checked, checked>> first;
         for (const std::string& name : same) {
-          model_spec spec = read_model_file(resolve_model_path(name));
-          graph g = build_graph(spec);  // keeps a pointer to spec
-          std::pair<checked, checked> shape{tally_params(g).total, tally_state(g, 4096).total};
+          std::pair<checked, checked> shape = bundle_shapes(name);
           if (!first) first = shape;
           if (shape != *first)
             r.error = fmt::format(

@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "serve/batching.h"
@@ -35,6 +36,11 @@ struct measured_row {
 /// Reads the CSV strictly: a header naming at least the columns calc maps, one row per line,
 /// quoted fields allowed. A malformed line is a spec_error `file:line: ...`.
 std::vector<measured_row> read_measured(const std::string& path);
+
+/// What decides whether two bundled models are the same for the time model: their parameters
+/// and their state at 4,096 tokens (a row's formats are its own). Throws spec_error for a name
+/// that is no bundle.
+std::pair<checked, checked> bundle_shapes(const std::string& name);
 
 /// A row mapped onto calc: costed and ready to predict, or the one-line reason it cannot be.
 struct mapped_row {
