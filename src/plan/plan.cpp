@@ -186,6 +186,8 @@ experts_form::experts_form(const graph& g, const routing& r) : r_(r) {
           double c = left > 0 ? (k - static_cast<double>(capped)) / left : 0;
           pi.reserve(p.size());
           for (std::size_t i = 0; i < p.size(); ++i) pi.push_back(i < capped ? 1.0 : c * p[i]);
+          // A certain expert's is -inf, whose exp is 0 at any token count.
+          for (double x : pi) it->log_miss.push_back(std::log1p(-x));
         }
       }
       checked one = t.params / t.instances;
@@ -221,12 +223,12 @@ experts_plan experts_form::at(std::int64_t tokens) const {
         distinct[j] = static_cast<double>(std::min(s.per_token, s.instances));
         break;
       case routing::kind::zipf: {  // expected distinct experts over m tokens of k each
-        // Experts of equal inclusion (all of them at s = 0) share one power.
+        // Experts of equal inclusion (all of them at s = 0) share one exp.
         double last = NAN, term = 0, sum = 0;
-        for (double pi : s.inclusion) {
-          if (!(pi == last)) {
-            last = pi;
-            term = 1 - std::pow(1 - pi, static_cast<double>(tokens));
+        for (double lm : s.log_miss) {
+          if (!(lm == last)) {
+            last = lm;
+            term = 1 - std::exp(static_cast<double>(tokens) * lm);
           }
           sum += term;
         }

@@ -125,6 +125,9 @@ class experts_form {
     std::int64_t instances;
     std::int64_t per_token;
     std::vector<double> inclusion;   // zipf: P(a token's k experts include the i-th)
+    // zipf: log(1 - inclusion), so that m tokens' miss probability is one exp, not one pow: the
+    // sum runs per expert per step shape, and pow was a third of a DeepSeek-V3 serve point.
+    std::vector<double> log_miss;
   };
   struct gemm {  // one routed GEMM of one MoE layer, in layer order
     std::size_t shape;
