@@ -20,6 +20,7 @@
 #include "serve/step.h"
 #include "serve_support.h"
 #include "spec/gpu_spec.h"
+#include "spec/model_reader.h"
 #include "test_model.h"
 
 using namespace calc;
@@ -975,6 +976,48 @@ TEST_CASE("plan --sla fed back to serve: a vLLM MoE with DP attention, TTFT and 
   for (const char* key :
        {"total_ms", "weights_ms", "kv_ms", "compute_ms", "communication_ms", "overhead_ms"})
     CHECK_MESSAGE(p["step"].contains(key), key);
+}
+
+TEST_CASE("plan --sla fed back to serve: every bundled model on each engine") {
+  // "The commands work on every bundled model": a plan answers each (feasible, or the reason),
+  // and its operating point is what serve prints on the layout the plan names. A plan whose
+  // layout serve refuses, or whose TTFT / TPOT serve computes otherwise, fails here.
+  std::string out, err;
+  int feasible = 0;
+  for (const std::string& m : bundled_models()) {
+    for (const char* engine : {"vllm", "sglang", "trtllm"}) {
+      std::string what = fmt::format("{} on {}", m, engine);
+      REQUIRE_MESSAGE(run({"plan", "--sla", "ttft=3000,tpot=60", "--concurrency", "32", "--isl",
+                           "2048", "--osl", "256", "--model", m, "--gpu", "h200", "--engine",
+                           engine, "--format", "json"},
+                          out, err) == 0,
+                      what, err);
+      auto j = nlohmann::json::parse(out);
+      if (j["feasible"] != true) {
+        CHECK_MESSAGE(!j["reason"].get<std::string>().empty(), what);
+        continue;
+      }
+      ++feasible;
+      double ttft = j["ttft_ms"].get<double>(), tpot = j["tpot_ms"].get<double>();
+      CHECK_MESSAGE((ttft > 0 && ttft <= 3000 && tpot > 0 && tpot <= 60), what);
+      auto flag = [&](const char* key) { return std::to_string(j[key].get<std::int64_t>()); };
+      REQUIRE_MESSAGE(run(serve_args(m, "h200",
+                                     {"--engine", engine, "--tp", flag("tp"), "--dp", flag("dp"),
+                                      "--ep", flag("ep"), "--pp", flag("pp"), "--isl", "2048",
+                                      "--osl", "256", "--concurrency",
+                                      flag("concurrency_per_attention_group"), "--format", "json"}),
+                          out, err) == 0,
+                      what, err);
+      auto s = nlohmann::json::parse(out);
+      CHECK_MESSAGE(s["launch_flags"] == j["launch_flags"], what);
+      auto p = s["points"][0];
+      CHECK_MESSAGE(p["ttft_ms"].get<double>() == doctest::Approx(ttft).epsilon(1e-9), what);
+      CHECK_MESSAGE(p["tpot_ms"].get<double>() == doctest::Approx(tpot).epsilon(1e-9), what);
+    }
+  }
+  // Every bundled model is served on an H200 somewhere within the plan's search (the largest,
+  // Kimi K3, on 64 of them): none is refused outright.
+  CHECK(feasible == 3 * std::ssize(bundled_models()));
 }
 
 TEST_CASE("serve measured CSV: a byte-order mark, rows past the limits, layouts no engine runs") {
