@@ -40,11 +40,13 @@ result run_completion(const options& o);
 
 /// The time-under-load options of plan are read only with --sla.
 void refuse_sla_options(const options& o) {
-  const std::pair<const char*, bool> given[] = {{"--rate", was_typed(o, "--rate")},
-                                                {"--concurrency", !o.concurrency.empty()},
-                                                {"--isl", o.isl.has_value()},
-                                                {"--osl", o.osl.has_value()},
-                                                {"--calibration", !o.calibration.empty()}};
+  const std::pair<const char*, bool> given[] = {
+      {"--rate", was_typed(o, "--rate")},
+      {"--concurrency", !o.concurrency.empty()},
+      {"--isl", o.isl.has_value()},
+      {"--osl", o.osl.has_value()},
+      {"--calibration", !o.calibration.empty()},
+      {"--kv-cache-free-gpu-memory-fraction", was_typed(o, "--kv-cache-free-gpu-memory-fraction")}};
   for (const auto& [name, is_given] : given)
     if (is_given)
       throw spec_error(name, "applies only with --sla ttft=MS,tpot=MS (plan for time under load)");

@@ -96,12 +96,14 @@ calibration load_calibration(const std::string& path) {
 }
 
 /// The memory fraction typed for `engine`: vLLM's --gpu-memory-utilization, SGLang's
-/// --mem-fraction-static, each in (0, 1] and refused with another engine; none when not typed.
+/// --mem-fraction-static, TensorRT-LLM's --kv-cache-free-gpu-memory-fraction, each in (0, 1]
+/// and refused with another engine; none when not typed.
 std::optional<double> typed_fraction(const options& o, const std::string& engine) {
   std::optional<double> f;
   const std::tuple<const char*, double, const char*> knobs[] = {
       {"--gpu-memory-utilization", o.gpu_memory_utilization, "vllm"},
-      {"--mem-fraction-static", o.mem_fraction_static, "sglang"}};
+      {"--mem-fraction-static", o.mem_fraction_static, "sglang"},
+      {"--kv-cache-free-gpu-memory-fraction", o.free_gpu_memory_fraction, "trtllm"}};
   for (const auto& [flag, value, owner] : knobs) {
     if (!was_typed(o, flag)) continue;
     if (engine != owner)
@@ -423,6 +425,9 @@ void add_serve_options(CLI::App& app, options& o) {
   app.add_option("--mem-fraction-static", o.mem_fraction_static,
                  "SGLang: fraction of the card for weights and KV pool (default: SGLang's, "
                  "computed from the card, the layout and the chunk)");
+  app.add_option("--kv-cache-free-gpu-memory-fraction", o.free_gpu_memory_fraction,
+                 "TensorRT-LLM: fraction of what the weights leave of the card that the KV pool "
+                 "takes (trtllm-serve's --kv_cache_free_gpu_memory_fraction; default 0.9)");
   app.add_option("--batch-wait-timeout-iters", o.batch_wait_iters,
                  "TensorRT-LLM, with --concurrency (the steady state, not --simulate): hold new "
                  "prompts while others decode for up to this many iterations (its "
@@ -476,6 +481,10 @@ void add_sla_options(CLI::App& app, options& o) {
       ->transform(token_suffixes());
   app.add_option("--calibration", o.calibration,
                  "With --sla: calibration YAML (default: models/calibration/default.yaml)");
+  app.add_option("--kv-cache-free-gpu-memory-fraction", o.free_gpu_memory_fraction,
+                 "With --sla --engine trtllm: fraction of what the weights leave of the card that "
+                 "the KV pool takes (trtllm-serve's --kv_cache_free_gpu_memory_fraction; default "
+                 "0.9)");
 }
 
 namespace {
@@ -1285,14 +1294,15 @@ result run_plan_sla(const options& o) {
                                              "--max-num-seqs",
                                              "--max-num-batched-tokens",
                                              "--gpu-memory-utilization",
-                                             "--mem-fraction-static"};
+                                             "--mem-fraction-static",
+                                             "--kv-cache-free-gpu-memory-fraction"};
   for (const std::string& name : o.given)
     if (!read.count(name))
       throw spec_error(name,
                        "is not read with --sla (the time model takes the engine's defaults "
                        "and the calibration; --max-num-seqs and --max-num-batched-tokens "
-                       "set its batching, --gpu-memory-utilization and "
-                       "--mem-fraction-static its KV pool)");
+                       "set its batching, --gpu-memory-utilization, --mem-fraction-static and "
+                       "--kv-cache-free-gpu-memory-fraction its KV pool)");
   const double rate = rate_option(o);
   if ((rate > 0) == !o.concurrency.empty())
     throw spec_error("--rate", "give one of --rate R or --concurrency C with --sla");

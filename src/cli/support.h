@@ -91,6 +91,7 @@ struct options {
   std::string mamba_ssm_cache_dtype;        // --mamba-ssm-cache-dtype
   double gpu_memory_utilization = 0.9;      // vLLM
   double mem_fraction_static = 0;  // SGLang; 0: its default, computed from card and layout
+  double free_gpu_memory_fraction = 0.9;    // TensorRT-LLM: of what the weights leave
   std::int64_t block_size = 0;              // with --engine: --page-tokens (--block-size)
   std::int64_t max_model_len = 0;           // with --engine: --length (--max-model-len)
   std::int64_t max_num_seqs = 0;            // --max-num-seqs / --max-running-requests

@@ -147,7 +147,9 @@ std::string launch_line(const std::string& engine, const serve_layout& l,
   if (cfg.max_num_seqs != e.max_num_seqs) knobs += fmt::format(" {} {}", seqs, cfg.max_num_seqs);
   if (cfg.fraction_typed)
     knobs += fmt::format(" {} {}",
-                         engine == "sglang" ? "--mem-fraction-static" : "--gpu-memory-utilization",
+                         engine == "sglang" ? "--mem-fraction-static"
+                         : engine == "vllm" ? "--gpu-memory-utilization"
+                                            : "--kv_cache_free_gpu_memory_fraction",
                          cfg.memory_fraction);
   // TensorRT-LLM's attention-DP note closes its flags in parentheses: the knobs go before it.
   auto note = line.find(" (");

@@ -82,6 +82,7 @@ const std::map<std::string, sample> kSamples = {
     {"--kv-memory", {"10GiB"}},
     {"--gpu-memory-utilization", {"0.5"}},
     {"--mem-fraction-static", {"0.5"}},
+    {"--kv-cache-free-gpu-memory-fraction", {"0.5"}},  // refused but with trtllm (serve tests)
     {"--max-num-seqs", {"4"}},
     {"--max-num-batched-tokens", {"65536"}},
     {"--mamba-ssm-cache-dtype", {"bfloat16", "qwen3.6-35b-a3b"}},

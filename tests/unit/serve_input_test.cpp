@@ -744,6 +744,13 @@ TEST_CASE("serve, plan --sla, report: the engine's memory fraction sizes the KV 
   auto [sglang_typed, f2] = pool({"--engine", "sglang", "--mem-fraction-static", "0.6"});
   CHECK(sglang_typed < sglang_default);
   CHECK(f2.find("--mem-fraction-static 0.6") != std::string::npos);
+  // TensorRT-LLM's fraction is of what the weights leave (free_gpu_memory_fraction): at 0.45
+  // the pool is half its default 0.9's, on trtllm-serve's launch line.
+  auto [trt_default, f3] = pool({"--engine", "trtllm"});
+  auto [trt_half, f4] = pool({"--engine", "trtllm", "--kv-cache-free-gpu-memory-fraction", "0.45"});
+  CHECK(trt_half == doctest::Approx(trt_default / 2).epsilon(1e-9));
+  CHECK(f3.find("--kv_cache_free_gpu_memory_fraction") == std::string::npos);
+  CHECK(f4.find("--kv_cache_free_gpu_memory_fraction 0.45") != std::string::npos);
   // Each engine's own knob, in (0, 1].
   for (const auto& [args, message] : std::vector<std::pair<std::vector<std::string>, std::string>>{
            {{"--engine", "sglang", "--gpu-memory-utilization", "0.5"},
@@ -751,7 +758,11 @@ TEST_CASE("serve, plan --sla, report: the engine's memory fraction sizes the KV 
            {{"--engine", "trtllm", "--gpu-memory-utilization", "0.5"},
             "--gpu-memory-utilization: is vllm's knob"},
            {{"--mem-fraction-static", "0.5"}, "--mem-fraction-static: is sglang's knob"},
-           {{"--gpu-memory-utilization", "1.5"}, "--gpu-memory-utilization: must be in (0, 1]"}}) {
+           {{"--gpu-memory-utilization", "1.5"}, "--gpu-memory-utilization: must be in (0, 1]"},
+           {{"--kv-cache-free-gpu-memory-fraction", "0.5"},
+            "--kv-cache-free-gpu-memory-fraction: is trtllm's knob"},
+           {{"--engine", "trtllm", "--kv-cache-free-gpu-memory-fraction", "0"},
+            "--kv-cache-free-gpu-memory-fraction: must be in (0, 1]"}}) {
     std::vector<std::string> a = {"serve", "--model", "llama-3.1-8b", "--gpu", "h100-sxm",
                                   "--isl", "1K",      "--osl",        "1K",    "--concurrency",
                                   "8"};
@@ -768,6 +779,22 @@ TEST_CASE("serve, plan --sla, report: the engine's memory fraction sizes the KV 
     return nlohmann::json::parse(out)["gpus"].get<std::int64_t>();
   };
   CHECK(gpus("0.6") >= gpus("0.95"));
+  auto trt_gpus = [&](const char* fraction) {
+    REQUIRE(run({"plan", "--sla", "ttft=3000,tpot=60", "--rate", "40", "--isl", "8K", "--osl", "1K",
+                 "--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--engine", "trtllm",
+                 "--kv-cache-free-gpu-memory-fraction", fraction, "--format", "json"},
+                out, err) == 0);
+    auto j = nlohmann::json::parse(out);
+    CHECK(j["launch_flags"].get<std::string>().find(
+              std::string("--kv_cache_free_gpu_memory_fraction ") + fraction) != std::string::npos);
+    return j["gpus"].get<std::int64_t>();
+  };
+  CHECK(trt_gpus("0.3") >= trt_gpus("0.9"));
+  // Plain plan (KV rules of vLLM and SGLang) does not read it: refused, not ignored.
+  CHECK(run({"plan", "--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--requests", "4", "--length",
+             "1K", "--kv-cache-free-gpu-memory-fraction", "0.5"},
+            out, err) == 2);
+  CHECK(err.rfind("--kv-cache-free-gpu-memory-fraction: applies only with --sla", 0) == 0);
   // report: the load chart's pool follows the fraction its capacity rows take.
   auto chart = [&](const std::vector<std::string>& more) {
     std::vector<std::string> a = {"report",   "--model", "llama-3.1-8b", "--gpu", "h100-sxm",
