@@ -223,8 +223,13 @@ experts_plan experts_form::at(std::int64_t tokens) const {
         distinct[j] = static_cast<double>(std::min(s.per_token, s.instances));
         break;
       case routing::kind::zipf: {  // expected distinct experts over m tokens of k each
-        // Experts of equal inclusion (all of them at s = 0) share one exp.
+        // Experts of equal inclusion (all of them at s = 0) share one exp. No token touches
+        // no expert (a certain expert's 0 x -inf would read NaN).
         double last = NAN, term = 0, sum = 0;
+        if (tokens <= 0) {
+          distinct[j] = 0;
+          break;
+        }
         for (double lm : s.log_miss) {
           if (!(lm == last)) {
             last = lm;
@@ -247,7 +252,7 @@ experts_plan experts_form::at(std::int64_t tokens) const {
   p.top_k = f.per_token;
   p.dispatches = checked(tokens) * f.per_token;
   p.distinct_experts = d;
-  p.rows_per_expert = p.dispatches.to_double() / d;
+  p.rows_per_expert = d > 0 ? p.dispatches.to_double() / d : 0;
   p.expert_params = first_one_;
   p.expert_bytes = first_bytes_;
   p.layer_expert_bytes = first_layer_bytes_;

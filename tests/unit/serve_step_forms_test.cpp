@@ -159,5 +159,13 @@ TEST_CASE("plan_experts: zipf routing equals the sum over experts of their inclu
               doctest::Approx(want * p.expert_bytes.to_double()).epsilon(1e-12));
       }
     }
+    // No tokens touch no expert, under a popularity steep enough to make some certain (whose
+    // log miss is -inf): 0, not 0 x -inf.
+    for (double s : {0.0, 20.0}) {
+      experts_plan none = experts_form(m.g, {routing::kind::zipf, s}).at(0);
+      CHECK(none.distinct_experts == 0);
+      CHECK(none.weight_read_bytes == 0);
+      CHECK(none.rows_per_expert == 0);
+    }
   }
 }
