@@ -49,7 +49,11 @@ void refuse_sla_options(const options& o) {
       {"--kv-cache-free-gpu-memory-fraction", was_typed(o, "--kv-cache-free-gpu-memory-fraction")}};
   for (const auto& [name, is_given] : given)
     if (is_given)
-      throw spec_error(name, "applies only with --sla ttft=MS,tpot=MS (plan for time under load)");
+      throw spec_error(name, std::string_view(name) == "--kv-cache-free-gpu-memory-fraction"
+                                 ? "applies only with --sla ttft=MS,tpot=MS --engine trtllm "
+                                   "(TensorRT-LLM's KV pool, planned for time under load)"
+                                 : "applies only with --sla ttft=MS,tpot=MS (plan for time "
+                                   "under load)");
 }
 
 // ---- the command table -----------------------------------------------------------------------

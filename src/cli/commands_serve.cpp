@@ -425,7 +425,8 @@ void add_serve_options(CLI::App& app, options& o) {
   app.add_option("--mem-fraction-static", o.mem_fraction_static,
                  "SGLang: fraction of the card for weights and KV pool (default: SGLang's, "
                  "computed from the card, the layout and the chunk)");
-  app.add_option("--kv-cache-free-gpu-memory-fraction", o.free_gpu_memory_fraction,
+  app.add_option("--kv-cache-free-gpu-memory-fraction,--kv_cache_free_gpu_memory_fraction",
+                 o.free_gpu_memory_fraction,
                  "TensorRT-LLM: fraction of what the weights leave of the card that the KV pool "
                  "takes (trtllm-serve's --kv_cache_free_gpu_memory_fraction; default 0.9)");
   app.add_option("--batch-wait-timeout-iters", o.batch_wait_iters,
@@ -481,7 +482,8 @@ void add_sla_options(CLI::App& app, options& o) {
       ->transform(token_suffixes());
   app.add_option("--calibration", o.calibration,
                  "With --sla: calibration YAML (default: models/calibration/default.yaml)");
-  app.add_option("--kv-cache-free-gpu-memory-fraction", o.free_gpu_memory_fraction,
+  app.add_option("--kv-cache-free-gpu-memory-fraction,--kv_cache_free_gpu_memory_fraction",
+                 o.free_gpu_memory_fraction,
                  "With --sla --engine trtllm: fraction of what the weights leave of the card that "
                  "the KV pool takes (trtllm-serve's --kv_cache_free_gpu_memory_fraction; default "
                  "0.9)");

@@ -220,7 +220,7 @@ experts_plan experts_form::at(std::int64_t tokens) const {
         distinct[j] = static_cast<double>(min(dispatches, s.instances).value());
         break;
       case routing::kind::concentrated:  // every token picks the same k experts
-        distinct[j] = static_cast<double>(std::min(s.per_token, s.instances));
+        distinct[j] = tokens > 0 ? static_cast<double>(std::min(s.per_token, s.instances)) : 0;
         break;
       case routing::kind::zipf: {  // expected distinct experts over m tokens of k each
         // Experts of equal inclusion (all of them at s = 0) share one exp. No token touches

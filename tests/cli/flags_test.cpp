@@ -135,11 +135,24 @@ const std::set<std::string> kNoEffect = {
 };
 
 /// Second spellings of walked options (tests below check they act the same).
-const std::set<std::string> kAliases = {
-    "--models", "--lengths", "--max-model-len", "--context-length", "--tokens", "--cached",
-    "--kv-cache-dtype", "--tensor-parallel-size", "--pipeline-parallel-size",
-    "--expert-parallel-size", "--data-parallel-size", "--block-size", "--page-size",
-    "--max-running-requests", "--chunked-prefill-size", "--output", "--mamba-ssm-dtype"};
+const std::set<std::string> kAliases = {"--models",
+                                        "--lengths",
+                                        "--max-model-len",
+                                        "--context-length",
+                                        "--tokens",
+                                        "--cached",
+                                        "--kv-cache-dtype",
+                                        "--tensor-parallel-size",
+                                        "--pipeline-parallel-size",
+                                        "--expert-parallel-size",
+                                        "--data-parallel-size",
+                                        "--block-size",
+                                        "--page-size",
+                                        "--max-running-requests",
+                                        "--chunked-prefill-size",
+                                        "--output",
+                                        "--mamba-ssm-dtype",
+                                        "--kv_cache_free_gpu_memory_fraction"};
 
 /// The engine knobs are read only with --engine: they are walked a second time with it.
 const std::set<std::string> kEngineCommands = {"capacity", "plan", "report"};
