@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <ostream>
+#include <tuple>
 
 #include "check/check.h"
 #include "cli/result_units.h"
@@ -40,20 +41,18 @@ result run_completion(const options& o);
 
 /// The time-under-load options of plan are read only with --sla.
 void refuse_sla_options(const options& o) {
-  const std::pair<const char*, bool> given[] = {
-      {"--rate", was_typed(o, "--rate")},
-      {"--concurrency", !o.concurrency.empty()},
-      {"--isl", o.isl.has_value()},
-      {"--osl", o.osl.has_value()},
-      {"--calibration", !o.calibration.empty()},
-      {"--kv-cache-free-gpu-memory-fraction", was_typed(o, "--kv-cache-free-gpu-memory-fraction")}};
-  for (const auto& [name, is_given] : given)
-    if (is_given)
-      throw spec_error(name, std::string_view(name) == "--kv-cache-free-gpu-memory-fraction"
-                                 ? "applies only with --sla ttft=MS,tpot=MS --engine trtllm "
-                                   "(TensorRT-LLM's KV pool, planned for time under load)"
-                                 : "applies only with --sla ttft=MS,tpot=MS (plan for time "
-                                   "under load)");
+  constexpr const char* sla = "applies only with --sla ttft=MS,tpot=MS (plan for time under load)";
+  const std::tuple<const char*, bool, const char*> given[] = {
+      {"--rate", was_typed(o, "--rate"), sla},
+      {"--concurrency", !o.concurrency.empty(), sla},
+      {"--isl", o.isl.has_value(), sla},
+      {"--osl", o.osl.has_value(), sla},
+      {"--calibration", !o.calibration.empty(), sla},
+      {"--kv-cache-free-gpu-memory-fraction", was_typed(o, "--kv-cache-free-gpu-memory-fraction"),
+       "applies only with --sla ttft=MS,tpot=MS --engine trtllm (TensorRT-LLM's KV pool, planned "
+       "for time under load)"}};
+  for (const auto& [name, is_given, why] : given)
+    if (is_given) throw spec_error(name, why);
 }
 
 // ---- the command table -----------------------------------------------------------------------

@@ -164,7 +164,7 @@ experts_form::experts_form(const graph& g, const routing& r) : r_(r) {
           // k with probability pi_i = min(1, c p_i), c such that the pi_i sum to k (sampling
           // proportional to popularity without replacement; the most popular capped at
           // certainty, the rest scaled). One token then touches exactly k experts.
-          std::vector<double>& pi = it->inclusion;
+          std::vector<double> pi;
           double k = static_cast<double>(std::min(t.per_token, t.instances));
           // The popularity of the uncapped experts is 1 - p_1 - ... - p_capped; at a steep
           // popularity that difference cancels to rounding noise, and scaling by it gave fewer
@@ -187,6 +187,7 @@ experts_form::experts_form(const graph& g, const routing& r) : r_(r) {
           pi.reserve(p.size());
           for (std::size_t i = 0; i < p.size(); ++i) pi.push_back(i < capped ? 1.0 : c * p[i]);
           // A certain expert's is -inf, whose exp is 0 at any token count.
+          it->log_miss.reserve(pi.size());
           for (double x : pi) it->log_miss.push_back(std::log1p(-x));
         }
       }

@@ -124,9 +124,9 @@ class experts_form {
   struct shape {  // an expert count and top-k (routed GEMMs of one shape touch the same experts)
     std::int64_t instances;
     std::int64_t per_token;
-    std::vector<double> inclusion;   // zipf: P(a token's k experts include the i-th)
-    // zipf: log(1 - inclusion), so that m tokens' miss probability is one exp, not one pow: the
-    // sum runs per expert per step shape, and pow was a third of a DeepSeek-V3 serve point.
+    // zipf: log(1 - P(a token's k experts include the i-th)), so that m tokens' miss
+    // probability is one exp, not one pow: the sum runs per expert per step shape, and pow was a
+    // third of a DeepSeek-V3 serve point.
     std::vector<double> log_miss;
   };
   struct gemm {  // one routed GEMM of one MoE layer, in layer order

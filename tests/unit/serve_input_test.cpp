@@ -1015,7 +1015,6 @@ TEST_CASE("plan --sla fed back to serve: every bundled model on each engine") {
   // prints on the layout the plan names. A plan whose layout serve refuses, or whose TTFT /
   // TPOT serve computes otherwise, fails here.
   std::string out, err;
-  int feasible = 0;
   for (const std::string& m : bundled_models()) {
     for (const char* engine : {"vllm", "sglang", "trtllm"}) {
       std::string what = fmt::format("{} on {}", m, engine);
@@ -1026,7 +1025,6 @@ TEST_CASE("plan --sla fed back to serve: every bundled model on each engine") {
                       what, err);
       auto j = nlohmann::json::parse(out);
       REQUIRE_MESSAGE(j["feasible"] == true, what, ": ", j["reason"].get<std::string>());
-      ++feasible;
       double ttft = j["ttft_ms"].get<double>(), tpot = j["tpot_ms"].get<double>();
       CHECK_MESSAGE((ttft > 0 && ttft <= 3000 && tpot > 0 && tpot <= 60), what);
       auto flag = [&](const char* key) { return std::to_string(j[key].get<std::int64_t>()); };
@@ -1044,7 +1042,6 @@ TEST_CASE("plan --sla fed back to serve: every bundled model on each engine") {
       CHECK_MESSAGE(p["tpot_ms"].get<double>() == doctest::Approx(tpot).epsilon(1e-9), what);
     }
   }
-  CHECK(feasible == 3 * std::ssize(bundled_models()));
 }
 
 TEST_CASE("serve measured CSV: a byte-order mark, rows past the limits, layouts no engine runs") {
