@@ -1044,6 +1044,62 @@ TEST_CASE("plan --sla fed back to serve: every bundled model on each engine") {
   }
 }
 
+TEST_CASE("plan --sla fed back to serve: every catalogue card on each engine") {
+  // "... and GPU": each card of the catalogue either runs the engine, where a plan for a small
+  // model meets loose targets and serve on its layout prints the plan's point and a simulation
+  // of its load, or refuses it (TensorRT-LLM off NVIDIA) in the one line engine_gpu_problem
+  // gives, with exit 2 from serve and plan alike.
+  std::string out, err;
+  for (const gpu_spec& g : gpu_catalogue()) {
+    for (const char* engine : {"vllm", "sglang", "trtllm"}) {
+      std::string what = fmt::format("qwen3-8b on {} with {}", g.name, engine);
+      std::vector<std::string> plan = {"plan",          "--sla",    "ttft=5000,tpot=200",
+                                       "--concurrency", "16",       "--isl",
+                                       "1024",          "--osl",    "256",
+                                       "--model",       "qwen3-8b", "--gpu",
+                                       g.name,          "--engine", engine,
+                                       "--format",      "json"};
+      std::string problem = engine_gpu_problem(find_engine(engine), g);
+      if (!problem.empty()) {
+        CHECK_MESSAGE(run(plan, out, err) == 2, what);
+        CHECK_MESSAGE(err == "--engine: " + problem + "\n", what);
+        CHECK_MESSAGE(run(serve_args("qwen3-8b", g.name,
+                                     {"--engine", engine, "--isl", "1024", "--osl", "256",
+                                      "--concurrency", "16"}),
+                          out, err) == 2,
+                      what);
+        CHECK_MESSAGE(err == "--engine: " + problem + "\n", what);
+        continue;
+      }
+      REQUIRE_MESSAGE(run(plan, out, err) == 0, what, err);
+      auto j = nlohmann::json::parse(out);
+      REQUIRE_MESSAGE(j["feasible"] == true, what, ": ", j["reason"].get<std::string>());
+      double ttft = j["ttft_ms"].get<double>(), tpot = j["tpot_ms"].get<double>();
+      CHECK_MESSAGE((ttft > 0 && ttft <= 5000 && tpot > 0 && tpot <= 200), what);
+      auto flag = [&](const char* key) { return std::to_string(j[key].get<std::int64_t>()); };
+      std::vector<std::string> layout = {
+          "--engine", engine,     "--tp",  flag("tp"), "--dp",  flag("dp"), "--ep",     flag("ep"),
+          "--pp",     flag("pp"), "--isl", "1024",     "--osl", "256",      "--format", "json"};
+      std::vector<std::string> steady = layout;
+      steady.insert(steady.end(), {"--concurrency", flag("concurrency_per_attention_group")});
+      REQUIRE_MESSAGE(run(serve_args("qwen3-8b", g.name, steady), out, err) == 0, what, err);
+      auto p = nlohmann::json::parse(out)["points"][0];
+      CHECK_MESSAGE(p["ttft_ms"].get<double>() == doctest::Approx(ttft).epsilon(1e-9), what);
+      CHECK_MESSAGE(p["tpot_ms"].get<double>() == doctest::Approx(tpot).epsilon(1e-9), what);
+      // The same card under Poisson arrivals: a finite simulated point, every request served.
+      std::vector<std::string> poisson = layout;
+      poisson.insert(poisson.end(), {"--rate", "2", "--requests", "50"});
+      REQUIRE_MESSAGE(run(serve_args("qwen3-8b", g.name, poisson), out, err) == 0, what, err);
+      auto r = nlohmann::json::parse(out)["points"][0];
+      for (const char* key : {"ttft_ms", "tpot_ms", "e2e_ms", "output_tokens_per_s"}) {
+        double v = r[key].get<double>();
+        CHECK_MESSAGE((std::isfinite(v) && v > 0), what, " ", key);
+      }
+      CHECK_MESSAGE(r["requests"] == 50, what);
+    }
+  }
+}
+
 TEST_CASE("serve measured CSV: a byte-order mark, rows past the limits, layouts no engine runs") {
   std::string bom = write_temp(
       "calc_in_bom.csv",
