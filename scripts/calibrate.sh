@@ -643,15 +643,16 @@ cross-validated):
   nothing changed but rounding, and the refit is this code's own.
 - the H200's memory as the engines see it (2026-12, nineteenth pass; before as the eighteenth).
   The catalogue held no runtime figure for the H200, so the engines' pools on it were sized from
-  the 141 GB it is sold as, 9.1 GB under the 139.81 GiB (150.1 GB) that vLLM's memory profile,
-  PyTorch and TensorRT-LLM print for the card (docs/gpus.md). Before any refit, the 19 H200 rows
+  the 141 GB it is sold as, 9.1 GB under the 139.81 GiB (150.1 GB) that vLLM's memory profile
+  and PyTorch print for the card (docs/gpus.md). Before any refit, the 19 H200 rows
   whose pool binds moved toward their measurements: vLLM Qwen3-235B-A22B-FP8 at TP 2 (a ~10 GB
   pool per rank), e.g. 2000 x 2000 at 16 clients 7.7 s -> 0.46 s TTFT (0.42 s measured), 4000 x
   2000 42 s -> 0.87 s (0.66 s), and DeepSeek-R1 on TensorRT-LLM at 128 clients 132 s -> 81 s
   (1.4 s measured: still short of room); no other row moved, and the medians not at all. Refitted:
   TPOT 9.5 -> 9.5 %, TTFT 23.0 -> 23.0 % in sample (720 rows within 20 %, 717 before); TPOT 13.7
   -> 14.3 % / 13.3 -> 13.4 % / 18.1 -> 17.6 % leaving one GPU / family / model out, the whole
-  file's exponent 0.5 -> 0.375: moves within the fit's noise (header), shipped for the pools.
+  file's exponent 0.5 -> 0.375: moves of a few tenths, the size the header's perturbed refits
+  show (leave one GPU out a little above their 13.5-14.2 %); shipped for the pools.
 
 How a row maps onto calc (backend -> engine, system -> GPU, model_path -> bundled model, quant
 modes -> formats, layout, workload) is described in docs/commands.md (`calc calibrate`). One rule

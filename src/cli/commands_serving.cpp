@@ -133,10 +133,14 @@ ojson to_json(const placement_result& r) {
         "weights + workspace + {} requests' state",
         b.cards(), b.cards() == 1 ? "card" : "cards", memory_text(r.card_memory, r.memory_basis),
         deployment_name(b), human_bytes((checked(0) - b.worst_free).value()), r.requests);
-    if (p.best && p.best->cards() - b.cards() > 1)
-      j["why_not_fewer"] = j["why_not_fewer"].get<std::string>() +
-                           fmt::format("; no layout engines run on {} to {} cards comes closer",
-                                       b.cards() + 1, p.best->cards() - 1);
+    if (p.best && p.best->cards() - b.cards() > 1) {
+      std::int64_t from = b.cards() + 1, to = p.best->cards() - 1;
+      j["why_not_fewer"] =
+          j["why_not_fewer"].get<std::string>() +
+          (from == to
+               ? fmt::format("; no layout engines run on {} cards comes closer", from)
+               : fmt::format("; no layout engines run on {} to {} cards comes closer", from, to));
+    }
   }
   return j;
 }

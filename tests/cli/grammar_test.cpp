@@ -216,6 +216,20 @@ TEST_CASE("Markdown in human units; JSON keeps exact integers") {
   CHECK(runtime["card_memory_bytes"] == 25386352640LL);
   CHECK(runtime["fewer_gpus_shortfall_bytes"] == 13856307200LL - (25386352640LL - 24000000000LL));
   CHECK(contains(runtime["why_not_fewer"].get<std::string>(), "with 1 card of 23.643 GiB "));
+  // The layouts between the one that falls short and the plan's, named as a range, or as one
+  // count where only one lies between ("on 3 to 3 cards" read as a slip).
+  auto gap = json_of({"plan", "--model", "deepseek-v4-flash", "--gpu", "h200", "--length", "8192",
+                      "--requests", "16"});
+  REQUIRE(gap["gpus"] == 4);
+  REQUIRE(gap["fewer_gpus"] == 2);
+  CHECK(contains(gap["why_not_fewer"].get<std::string>(),
+                 "; no layout engines run on 3 cards comes closer"));
+  auto wide = json_of({"plan", "--model", "deepseek-v4-flash", "--gpu", "h200", "--length", "8192",
+                       "--requests", "16", "--memory", "as-sold"});
+  REQUIRE(wide["gpus"] == 8);
+  REQUIRE(wide["fewer_gpus"] == 4);
+  CHECK(contains(wide["why_not_fewer"].get<std::string>(),
+                 "; no layout engines run on 5 to 7 cards comes closer"));
   // calc capacity's note when the weights alone do not fit: the same units. Kimi K3's bf16
   // weights are weight_bytes exactly; the card is an RTX 4090's 24 GB.
   auto capacity =

@@ -934,26 +934,37 @@ TEST_CASE("plan --sla: the numbers of a reason read on their side of the target 
   // Infeasible by a hair: DeepSeek-V3's first token on A10s misses its edge (read from a target
   // far below it, since a refit moves the edge) by under a ms, and read "below the fastest first
   // token any layout reaches (1.93e+03 ms)", and then "(1925 ms)".
-  auto edge_of = [&](const std::string& ttft) {
-    REQUIRE(run({"plan", "--sla", "ttft=" + ttft + ",tpot=50", "--rate", "1", "--isl", "2048",
-                 "--osl", "512", "--model", "deepseek-v3", "--gpu", "a10", "--format", "json"},
+  auto plan_at = [&](const std::string& ttft, std::int64_t isl) {
+    REQUIRE(run({"plan", "--sla", "ttft=" + ttft + ",tpot=50", "--rate", "1", "--isl",
+                 std::to_string(isl), "--osl", "512", "--model", "deepseek-v3", "--gpu", "a10",
+                 "--format", "json"},
                 out, err) == 0);
     j = nlohmann::json::parse(out);
-    REQUIRE(j["feasible"] == false);
-    REQUIRE(j["binding"] == "ttft");
+    return j["feasible"] == false && j["binding"] == "ttft";
+  };
+  auto edge_of = [&](const std::string& ttft, std::int64_t isl) {
+    REQUIRE(plan_at(ttft, isl));
     reason = j["reason"].get<std::string>();
     at = reason.find("reaches (");
     REQUIRE(at != std::string::npos);
     return std::stod(reason.substr(at + 9));
   };
-  // Printed far from the target, the edge is rounded to the ms, either way: half a ms under
-  // it is under the edge itself by less than a ms.
-  double printed = edge_of("100");
-  REQUIRE(printed > 500);
-  std::string hair = fmt::format("{:.1f}", printed - 0.5);
-  double target = std::stod(hair);
-  CHECK(edge_of(hair) > target);
-  CHECK(edge_of(hair) <= target + 1);
+  // Far from the target the edge prints to the ms. Where it rounds down (the first token still
+  // binds at the printed value), that value as the target needs more digits to read below the
+  // edge. Whether it rounds down turns on the edge's last digits, which a refit moves: prompts a
+  // token longer move the edge until one does.
+  bool tried = false;
+  for (std::int64_t isl = 2048; isl < 2080 && !tried; ++isl) {
+    double printed = edge_of("100", isl);
+    REQUIRE(printed > 500);
+    std::string hair = fmt::format("{:.0f}", printed);
+    if (!plan_at(hair, isl)) continue;
+    tried = true;
+    CAPTURE(isl);
+    CHECK(edge_of(hair, isl) > printed);
+    CHECK(edge_of(hair, isl) < printed + 1);
+  }
+  CHECK(tried);
   CHECK(reason.find("e+") == std::string::npos);
   // No layout holds the model at all: memory binds, not "tpot 1000 ms is below the fastest step
   // any layout reaches (inf ms)".
