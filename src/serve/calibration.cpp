@@ -17,11 +17,23 @@ namespace calc::serve {
 
 namespace {
 
-constexpr std::array<const char*, coefficients::size> kKeys = {
-    "gemm_compute",      "gemm_memory",         "moe_compute",        "moe_memory",
-    "attention_compute", "attention_memory",    "comm_bandwidth",     "collective_latency_us",
-    "step_overhead_ms",  "request_overhead_us", "request_latency_ms", "burst_share",
-    "gemm_half_rows",    "cohort_share",        "layer_latency_us",   "moe_layer_latency_us"};
+constexpr std::array<const char*, coefficients::size> kKeys = {"gemm_compute",
+                                                               "gemm_memory",
+                                                               "moe_compute",
+                                                               "moe_memory",
+                                                               "attention_compute",
+                                                               "attention_memory",
+                                                               "comm_bandwidth",
+                                                               "collective_latency_us",
+                                                               "step_overhead_ms",
+                                                               "request_overhead_us",
+                                                               "request_latency_ms",
+                                                               "burst_share",
+                                                               "gemm_half_rows",
+                                                               "cohort_share",
+                                                               "layer_latency_us",
+                                                               "moe_layer_latency_us",
+                                                               "prefill_layer_latency_us"};
 
 std::vector<std::string> text_list(const YAML::Node& n, const std::string& path,
                                    const std::string& file) {
@@ -162,10 +174,23 @@ std::string error_stats_yaml(const error_stats& s) {
 }  // namespace
 
 std::array<double, coefficients::size> coefficients::values() const {
-  return {gemm_compute,      gemm_memory,         moe_compute,        moe_memory,
-          attention_compute, attention_memory,    comm_bandwidth,     collective_latency_us,
-          step_overhead_ms,  request_overhead_us, request_latency_ms, burst_share,
-          gemm_half_rows,    cohort_share,        layer_latency_us,   moe_layer_latency_us};
+  return {gemm_compute,
+          gemm_memory,
+          moe_compute,
+          moe_memory,
+          attention_compute,
+          attention_memory,
+          comm_bandwidth,
+          collective_latency_us,
+          step_overhead_ms,
+          request_overhead_us,
+          request_latency_ms,
+          burst_share,
+          gemm_half_rows,
+          cohort_share,
+          layer_latency_us,
+          moe_layer_latency_us,
+          prefill_layer_latency_us};
 }
 
 void coefficients::set(const std::array<double, size>& v) {
@@ -183,6 +208,7 @@ void coefficients::set(const std::array<double, size>& v) {
   burst_share = v[11];
   gemm_half_rows = v[12];
   cohort_share = v[13];
+  prefill_layer_latency_us = v[16];
   layer_latency_us = v[14];
   moe_layer_latency_us = v[15];
 }
@@ -289,8 +315,8 @@ calibration read_calibration(const std::string& path) {
             fmt::format("{} rows, more than the entry's {}", entry.in_sample.rows, entry.rows));
     }
     std::array<double, coefficients::size> v{};
-    // cohort_share, layer_latency_us and moe_layer_latency_us came after the first calibration
-    // files: one without them takes the built-in values.
+    // cohort_share, layer_latency_us, moe_layer_latency_us and prefill_layer_latency_us came
+    // after the first calibration files: one without them takes the built-in values.
     const std::size_t kLater = 13;
     for (std::size_t k = 0; k < coefficients::size; ++k)
       v[k] =

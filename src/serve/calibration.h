@@ -44,6 +44,12 @@ struct coefficients {
                                     // router, top-k, token permutation and the expert kernels'
                                     // launches a dense feed-forward does not have
 
+  double prefill_layer_latency_us = 50;  // per layer of a step that prefills, beyond
+                                         // layer_latency_us: engines replay CUDA graphs for
+                                         // decode batches only, so a step with prompt tokens
+                                         // launches each layer's dozen-odd kernels from the
+                                         // host (a few us each, and the framework's own code)
+
   // Not in the Levenberg-Marquardt vector below (it changes the step's costs, not its timing): the
   // Zipf exponent s of routed experts' popularity, the i-th most used expert of a layer drawn with
   // probability ~ i^-s (0: every expert equally likely). One value per calibration file, for
@@ -61,7 +67,7 @@ struct coefficients {
   // (2026-12), and the files it wrote keep working.
   static constexpr double max_expert_zipf_s_in_file = 2;
 
-  static constexpr std::size_t size = 16;
+  static constexpr std::size_t size = 17;
   /// The coefficients in declaration order (the fit's parameter vector; not expert_zipf_s).
   std::array<double, size> values() const;
   void set(const std::array<double, size>& v);

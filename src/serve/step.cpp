@@ -249,6 +249,7 @@ step_costs cost_step_with(const deployment& d, const step_shape& s, const tallie
   double pp = static_cast<double>(l.pp);
   step_costs c;
   c.requests = s.decode;
+  c.prefills = s.prefill > 0;
   auto at = [&](op_class k) -> op_cost& { return c.ops[static_cast<std::size_t>(k)]; };
   double dense_flops = 0, head_flops = 0, embed_bytes = 0;
   // Per rank: a stage holds 1/pp of the layers; its tp ranks split heads and columns.
@@ -395,11 +396,13 @@ step_time time_step(const deployment& d, const step_costs& c, const coefficients
   t.communication_ms *= pp;
   // Every layer's kernels run one after another, each with a floor however small its work; a
   // MoE layer launches more of them (router, top-k, token permutation, the expert GEMMs and
-  // their combine) than a dense feed-forward.
-  t.overhead_ms = k.step_overhead_ms +
-                  static_cast<double>(c.requests) * k.request_overhead_us * 1e-3 +
-                  static_cast<double>(d.layers) * k.layer_latency_us * 1e-3 +
-                  static_cast<double>(d.moe_layers) * k.moe_layer_latency_us * 1e-3;
+  // their combine) than a dense feed-forward. Engines capture decode batches in CUDA graphs
+  // and replay them; a step with prompt tokens launches its layers' kernels from the host.
+  t.overhead_ms =
+      k.step_overhead_ms + static_cast<double>(c.requests) * k.request_overhead_us * 1e-3 +
+      static_cast<double>(d.layers) * k.layer_latency_us * 1e-3 +
+      static_cast<double>(d.moe_layers) * k.moe_layer_latency_us * 1e-3 +
+      (c.prefills ? static_cast<double>(d.layers) * k.prefill_layer_latency_us * 1e-3 : 0);
   t.total_ms = t.weights_ms + t.kv_ms + t.compute_ms + t.communication_ms + t.overhead_ms;
   return t;
 }

@@ -94,6 +94,7 @@ struct step_shape {
 struct step_costs {
   std::array<op_cost, op_classes> ops{};
   std::int64_t requests = 0;  // decode requests (sampling and scheduling per request)
+  bool prefills = false;      // the step carries prompt tokens (launched without CUDA graphs)
 };
 
 /// The tallies a step needs, compiled once per model (they do not depend on the layout or the

@@ -24,12 +24,12 @@
 // 17.2-18.1 % here (17.8-20.3 before the bound), so a CPU whose libm rounds differently may read
 // a few tenths apart with no change to the code; see that file's header. With the KV pool by the
 // engines' budget rules, seventeenth pass, 17.5; the expert sum by exp, eighteenth, 18.1; the
-// H200's runtime memory, nineteenth, 17.6.)
+// H200's runtime memory, nineteenth, 17.6; prefill steps' launches, twentieth, 17.3.)
 namespace gate {
 constexpr double tpot_in_sample = 10;      // target 10; reached 9.5 (the target is the gate)
-constexpr double ttft_in_sample = 23.7;    // target 20; reached 23.0
-constexpr double tpot_leave_gpu = 15;      // target 15; reached 14.3 (the target is the gate)
-constexpr double tpot_leave_model = 18.5;  // target 15; reached 17.6, held out (see above)
+constexpr double ttft_in_sample = 23.3;    // target 20; reached 22.6
+constexpr double tpot_leave_gpu = 15;      // target 15; reached 12.8 (the target is the gate)
+constexpr double tpot_leave_model = 18.5;  // target 15; reached 17.3, held out (see above)
 // A refit against the shipped table (see agreement): loss and rows' predictions apart by at
 // most these percentages (the predictions' by the worst table entry).
 constexpr double refit_loss = 0.5;
@@ -240,10 +240,12 @@ TEST_CASE("latency gate: the shipped calibration is what `calc calibrate` fits f
 TEST_CASE("calibrate: the refit gate's comparison notices a table edited by hand") {
   // The comparison the gate above makes must be able to fail: the shipped table against itself
   // agrees exactly, and against itself with one entry's GEMM efficiency at 0.6 of its value, its
-  // step overhead doubled or its request latency x 1.5 (a stale or hand-tuned table) it does
-  // not, whichever GPU family's entry is edited. Smaller edits can stay within a refit's own
-  // spread: x 1.1 on GEMM efficiency moves blackwell/sglang's rows by 0.4 % (median), less
-  // than two refits of the same rows differ, and a gate on predictions cannot tell them apart
+  // step overhead tripled or its request latency x 1.5 (a stale or hand-tuned table) it does
+  // not, whichever GPU family's entry is edited. (Doubled, the step overhead sufficed until the
+  // twentieth pass moved part of it into prefill steps' launches: SGLang's 0.33 ms doubled
+  // moves its Hopper rows by 1.8 %, within a refit's spread.) Smaller edits can stay within a
+  // refit's own spread: x 1.1 on GEMM efficiency moves blackwell/sglang's rows by 0.4 % (median),
+  // less than two refits of the same rows differ, and a gate on predictions cannot tell them apart
   // (a gate on coefficients could, but would fail on another CPU; see agreement).
   const fixture& f = data();
   agreement same = compare(f.rows, f.cal, f.cal);
@@ -255,7 +257,7 @@ TEST_CASE("calibrate: the refit gate's comparison notices a table edited by hand
     if (f.cal.entries[i].family == "any") continue;  // rows read their family's entry
     ++edited_entries;
     for (const auto& edit : std::vector<std::pair<std::string, double>>{
-             {"gemm_compute", 0.6}, {"step_overhead_ms", 2}, {"request_latency_ms", 1.5}}) {
+             {"gemm_compute", 0.6}, {"step_overhead_ms", 3}, {"request_latency_ms", 1.5}}) {
       // Named copies: CAPTURE's lambda cannot capture a structured binding under clang 14.
       const std::string key = edit.first;
       const double by = edit.second;
