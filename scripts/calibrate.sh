@@ -654,20 +654,29 @@ cross-validated):
   file's exponent 0.5 -> 0.375: moves of a few tenths, the size the header's perturbed refits
   show (leave one GPU out a little above their 13.5-14.2 %); shipped for the pools.
 - the host's launches of a step that prefills (2026-12, twentieth pass; before as the nineteenth).
-  Engines capture decode batches in CUDA graphs and replay them (vLLM up to its largest captured
-  batch, SGLang and TensorRT-LLM for decode-only batches); a step that carries prompt tokens
-  launches each layer's kernels from the host, with the framework's own code between them. A
-  coefficient, `prefill_layer_latency_us`, adds that per layer to every step with prompt tokens,
-  on top of `layer_latency_us` (prior 50 us: a dozen-odd kernels at a few us each). Fitted at
-  137-389 us per layer (SGLang ~137, TensorRT-LLM ~310, vLLM 356-389): 10-30 ms per prefill step
-  for these models, which the fit had put in `request_latency_ms` (TensorRT-LLM Hopper 92 -> 74
-  ms, vLLM 22 -> 9 ms) and in slow prefill GEMMs. TPOT 9.5 -> 9.5 %, TTFT 23.0 -> 22.6 % in
-  sample (720 -> 729 rows within 20 %); TPOT 14.3 -> 12.8 % / 13.4 -> 13.2 % / 17.6 -> 17.3 %
-  leaving one GPU / family / model out, and TTFT held out 33.8 -> 33.2 % / 38.3 -> 36.9 % / 38.7
-  -> 38.5 %. Priors of 20 and 100 us gave 9.45 / 22.55 % and 9.84 / 22.39 % in sample. The
-  third and tenth passes had tried the same term and found it traded TPOT for TTFT (22.1 % TTFT
-  at 10.1 % TPOT); with the later passes' physics (the client's lengths, the engines' pools,
-  Zipf routing) it no longer does, and every figure moves the right way.
+  Engines capture decode batches in CUDA graphs and replay them (SGLang and TensorRT-LLM for
+  decode-only batches, vLLM up to its largest captured batch, a limit calc does not model: every
+  decode-only step is taken as replayed); a step that carries prompt tokens launches each
+  layer's kernels from the host, with the framework's own code between them. A coefficient,
+  `prefill_layer_latency_us`, adds that per layer to every step with prompt tokens, on top of
+  `layer_latency_us` (prior 50 us: a dozen-odd kernels at a few us each; a file without it reads
+  0, its other coefficients holding that time). Fitted at 137-389 us per layer (SGLang ~137,
+  TensorRT-LLM ~310, vLLM 356-389): 4-31 ms per prefill step for these models (SGLang
+  Llama-3.1-8B 4.4 ms, TensorRT-LLM Qwen3-235B 29 ms), which the fit had put in
+  `request_latency_ms` (TensorRT-LLM Hopper 92 -> 74 ms, vLLM Hopper 21 -> 9 ms) and in slow
+  prefill GEMMs; the whole file's expert exponent 0.375 -> 0.625. TPOT 9.5 -> 9.5 % (p90 35.0 ->
+  36.2 %), TTFT 23.0 -> 22.6 % in sample (720 -> 729 rows within 20 %); TPOT 14.3 -> 12.8 % /
+  13.4 -> 13.2 % / 17.6 -> 17.3 % leaving one GPU / family / model out, and TTFT held out 33.8
+  -> 33.2 % / 38.3 -> 36.9 % / 38.7 -> 38.5 %. Not every group gains: Qwen3-235B's TPOT in
+  sample goes 9.1 -> 16.8 % (its 80 TensorRT-LLM H100 rows, 94 layers whose mixed steps now pay
+  29 ms of launches, from 54 to 27 within 10 %), H200's 8.8 -> 10.2 %, the hopper/trtllm
+  entry's 9.3 -> 10.7 %; Qwen3-32B 9.9 -> 7.5 %, Llama-3.1-8B 5.5 -> 4.9 %, B200 13.0 -> 11.5 %.
+  A launch cost per layer is the same for a dense and a MoE layer here, where a MoE layer
+  launches more kernels; splitting it would be the next step. Priors of 20 and 100 us gave
+  9.45 / 22.55 % and 9.84 / 22.39 % in sample. The third and tenth passes had tried the same
+  term and found it traded TPOT for TTFT (22.1 % TTFT at 10.1 % TPOT); with the later passes'
+  physics (the client's lengths, the engines' pools, Zipf routing) the headline figures all
+  improve, and it is shipped for them and for what it says about prefill steps.
 
 How a row maps onto calc (backend -> engine, system -> GPU, model_path -> bundled model, quant
 modes -> formats, layout, workload) is described in docs/commands.md (`calc calibrate`). One rule

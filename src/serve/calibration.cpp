@@ -316,11 +316,15 @@ calibration read_calibration(const std::string& path) {
     }
     std::array<double, coefficients::size> v{};
     // cohort_share, layer_latency_us, moe_layer_latency_us and prefill_layer_latency_us came
-    // after the first calibration files: one without them takes the built-in values.
+    // after the first calibration files: one without them takes the built-in values, but for
+    // prefill_layer_latency_us, 0: a table fitted before it put prefill steps' launches in its
+    // other coefficients, and adding them again would count them twice.
     const std::size_t kLater = 13;
-    for (std::size_t k = 0; k < coefficients::size; ++k)
-      v[k] =
-          k >= kLater && !em.has(kKeys[k]) ? coefficients{}.values()[k] : read_coefficient(em, k);
+    for (std::size_t k = 0; k < coefficients::size; ++k) {
+      bool absent = k >= kLater && !em.has(kKeys[k]);
+      bool launches = std::string_view(kKeys[k]) == "prefill_layer_latency_us";
+      v[k] = !absent ? read_coefficient(em, k) : launches ? 0 : coefficients{}.values()[k];
+    }
     entry.k.set(v);
     if (YAML::Node n = em.optional("measured_models"); n.IsDefined())
       entry.measured_models = name_set(n, em.path_of("measured_models"), path, false);

@@ -457,6 +457,20 @@ TEST_CASE("serve step: a floor per layer; a cohort waits for its whole step") {
   double layers = static_cast<double>(m.g.layers.size());
   CHECK(time_step(d, c, slow).overhead_ms - time_step(d, c, k).overhead_ms ==
         doctest::Approx(layers * 10 * 1e-3));
+  // Launched from the host: a step with prompt tokens pays prefill_layer_latency_us per layer,
+  // a decode step (replayed from a CUDA graph) does not.
+  coefficients launches = k;
+  launches.prefill_layer_latency_us = k.prefill_layer_latency_us + 100;
+  CHECK_FALSE(c.prefills);
+  CHECK(time_step(d, c, launches).overhead_ms == time_step(d, c, k).overhead_ms);
+  step_costs mixed = cost_step(d, {1, 1024, 512, 0});
+  CHECK(mixed.prefills);
+  CHECK(time_step(d, mixed, launches).overhead_ms - time_step(d, mixed, k).overhead_ms ==
+        doctest::Approx(layers * 100 * 1e-3));
+  step_costs prompt_only = cost_step(d, {0, 0, 512, 0});
+  CHECK(prompt_only.prefills);
+  CHECK(time_step(d, prompt_only, launches).total_ms - time_step(d, prompt_only, k).total_ms ==
+        doctest::Approx(layers * 100 * 1e-3));
   // Several whole prompts in one step: the prefill F is theirs together, the weights read once.
   step_costs one = cost_step(d, {0, 0, 1024, 0, 1});
   step_costs four = cost_step(d, {0, 0, 1024, 0, 4});
@@ -607,6 +621,9 @@ TEST_CASE("calibration file: strict keys, efficiencies in (0, 1]") {
   // A file written before cohort_share and layer_latency_us takes their built-in values.
   CHECK(c.lookup("any", "any").cohort_share == coefficients{}.cohort_share);
   CHECK(c.lookup("any", "any").layer_latency_us == coefficients{}.layer_latency_us);
+  // ... but prefill steps' launches, which such a file's other coefficients already hold, 0.
+  CHECK(c.lookup("any", "any").prefill_layer_latency_us == 0);
+  CHECK(coefficients{}.prefill_layer_latency_us > 0);
   std::ifstream in(ok);
   std::stringstream text_ok;
   text_ok << in.rdbuf();
