@@ -208,9 +208,9 @@ void coefficients::set(const std::array<double, size>& v) {
   burst_share = v[11];
   gemm_half_rows = v[12];
   cohort_share = v[13];
-  prefill_layer_latency_us = v[16];
   layer_latency_us = v[14];
   moe_layer_latency_us = v[15];
+  prefill_layer_latency_us = v[16];
 }
 
 const char* coefficients::key(std::size_t i) { return kKeys[i]; }
