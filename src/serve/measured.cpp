@@ -120,9 +120,35 @@ const std::vector<benchmark_client>& benchmark_clients() {
                  "--random-range-ratio \"$RANDOM_RANGE_RATIO\" to "
                  "utils/bench_serving/benchmark_serving.py (kimbochen/bench_serving, "
                  "--dataset-name random --ignore-eos), whose sample_random_requests draws input "
-                 "and output lengths with np.random.randint(int(len * range_ratio), len + 1)"},
+                 "and output lengths with np.random.randint(int(len * range_ratio), len + 1)",
+       .launches =
+           {// The same rule in the FP8 scripts for H200 and B200 and the FP4 one for B200.
+            // Its rows show it: at 1024 x 1024 below TP 8 the first token takes 2-4 times as
+            // long as at 1024 x 8192 with the same clients, and the same at TP 8.
+            {.engine = "trtllm",
+             .model_path = "meta-llama/Llama-3.1-70B",
+             .isl = 1024,
+             .osl = 1024,
+             .tp_below = 8,
+             .batch_wait_iters = 20,
+             .batch_wait_tokens_ratio = 0.9,
+             .source = "github.com/SemiAnalysisAI/InferenceX benchmarks/70b_fp8_h200_trt_slurm.sh "
+                       "and 70b_fp8_b200_trt_slurm.sh (a267b4b), 70b_fp4_b200_trt_slurm.sh "
+                       "(73ef922): if ISL and OSL are 1024 and TP < 8, the "
+                       "extra_llm_api_options YAML sets batch_wait_max_tokens_ratio: 0.9 and "
+                       "batch_wait_timeout_iters: 20"}}},
   };
   return rows;
+}
+
+const benchmark_launch* launch_of(const benchmark_client& client, const std::string& engine,
+                                  const std::string& model_path, std::int64_t isl, std::int64_t osl,
+                                  std::int64_t tp) {
+  for (const benchmark_launch& l : client.launches)
+    if (engine == l.engine && model_path == l.model_path && (l.isl == 0 || isl == l.isl) &&
+        (l.osl == 0 || osl == l.osl) && (l.tp_below == 0 || tp < l.tp_below))
+      return &l;
+  return nullptr;
 }
 
 const benchmark_client* client_of(const std::string& data_source) {
@@ -421,12 +447,19 @@ mapped_row row_mapper::map(const measured_row& r) {
     // average: a request's TTFT follows its own prompt and the decode batch the mean lengths.
     m.isl = isl;
     m.osl = osl;
-    if (const benchmark_client* client = client_of(r.at("silicon_data_source"))) {
+    const benchmark_client* client = client_of(r.at("silicon_data_source"));
+    if (client) {
       m.length_low = client->length_low;
       isl = mean_length(isl, client->length_low);
       osl = mean_length(osl, client->length_low);
     }
     batching_config cfg = engine_batching(eng, isl, osl, dit->second->gpu);
+    if (const benchmark_launch* l =
+            client ? launch_of(*client, m.engine, r.at("model_path"), m.isl, m.osl, lay.tp)
+                   : nullptr) {
+      cfg.batch_wait_iters = l->batch_wait_iters;
+      cfg.batch_wait_tokens_ratio = l->batch_wait_tokens_ratio;
+    }
     std::int64_t c = whole(r, "batch_size", 0, 1, limits::requests) * clients_per_group;
     m.s = std::make_shared<const scenario>(make_scenario(*dit->second, cfg, c));
   } catch (const spec_error& e) {

@@ -65,6 +65,19 @@ struct mapped_row {
 /// A benchmark client a measured row's data source names (one row per client; docs/commands.md
 /// cites each): how it drew the requests' lengths. Like the engine, the client is a fact of the
 /// row (its silicon_data_source column), not of its model or lengths.
+/// A launch option a benchmark's scripts give the engine for some of its runs and not others:
+/// what the row's columns do not say about the server it measured.
+struct benchmark_launch {
+  const char* engine;             // the row's backend
+  const char* model_path;         // the row's model_path, as the scripts serve it
+  std::int64_t isl = 0, osl = 0;  // the nominal lengths it is given at (0: any)
+  std::int64_t tp_below = 0;      // only below this tensor parallelism (0: any)
+  // TensorRT-LLM's batch waiting (batching_config): iterations and share of max_num_tokens.
+  std::int64_t batch_wait_iters = 0;
+  double batch_wait_tokens_ratio = 0;
+  const char* source;  // provenance
+};
+
 struct benchmark_client {
   const char* name;
   std::vector<std::string> source_prefixes;  // a silicon_data_source starting with one of these
@@ -72,11 +85,18 @@ struct benchmark_client {
   // [floor(length_low x nominal), nominal] (1: every request at the nominal lengths).
   double length_low = 1;
   const char* source;  // provenance
+  std::vector<benchmark_launch> launches;
 };
 const std::vector<benchmark_client>& benchmark_clients();
 
 /// The client whose source prefix starts `data_source`, else null (nominal lengths).
 const benchmark_client* client_of(const std::string& data_source);
+
+/// The launch option of `client` for a row of this engine, model, nominal lengths and tensor
+/// parallelism, else null (the engine's defaults).
+const benchmark_launch* launch_of(const benchmark_client& client, const std::string& engine,
+                                  const std::string& model_path, std::int64_t isl, std::int64_t osl,
+                                  std::int64_t tp);
 
 /// The mean of whole numbers drawn uniformly in [floor(nominal x low), nominal], rounded half up:
 /// the mean request a closed loop of that client serves (1024 at 0.8: 922).

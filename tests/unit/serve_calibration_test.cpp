@@ -24,12 +24,14 @@
 // 17.2-18.1 % here (17.8-20.3 before the bound), so a CPU whose libm rounds differently may read
 // a few tenths apart with no change to the code; see that file's header. With the KV pool by the
 // engines' budget rules, seventeenth pass, 17.5; the expert sum by exp, eighteenth, 18.1; the
-// H200's runtime memory, nineteenth, 17.6; prefill steps' launches, twentieth, 17.3.)
+// H200's runtime memory, nineteenth, 17.6; prefill steps' launches, twentieth, 17.3; InferenceX's
+// batch waiting read into its Llama-3.1-70B TensorRT-LLM rows, twenty-first, 18.4, the fold
+// without gpt-oss-120b back at its far optimum, 48 % off for that model.)
 namespace gate {
-constexpr double tpot_in_sample = 10;      // target 10; reached 9.5 (the target is the gate)
-constexpr double ttft_in_sample = 23.3;    // target 20; reached 22.6
-constexpr double tpot_leave_gpu = 15;      // target 15; reached 12.8 (the target is the gate)
-constexpr double tpot_leave_model = 18.5;  // target 15; reached 17.3, held out (see above)
+constexpr double tpot_in_sample = 10;      // target 10; reached 9.4 (the target is the gate)
+constexpr double ttft_in_sample = 22.8;    // target 20; reached 22.1
+constexpr double tpot_leave_gpu = 15;      // target 15; reached 13.1 (the target is the gate)
+constexpr double tpot_leave_model = 18.5;  // target 15; reached 18.4, held out (see above)
 // A refit against the shipped table (see agreement): loss and rows' predictions apart by at
 // most these percentages (the predictions' by the worst table entry).
 constexpr double refit_loss = 0.5;
@@ -322,6 +324,43 @@ TEST_CASE("calibrate: a row's benchmark client sets the lengths of its mean requ
     CHECK(m.s->cfg.osl == it->second.second);
   }
   CHECK(seen == expected.size());
+}
+
+TEST_CASE("calibrate: a row's benchmark scripts set the launch options its columns omit") {
+  // InferenceX's Llama-3.1-70B TensorRT-LLM scripts turn batch waiting on at 1024 x 1024 below
+  // TP 8, and only there.
+  const benchmark_client* ix = client_of("source_file=2026-04-06.csv; model=Llama-3.1-70B");
+  REQUIRE(ix != nullptr);
+  const std::string llama = "meta-llama/Llama-3.1-70B";
+  const benchmark_launch* on = launch_of(*ix, "trtllm", llama, 1024, 1024, 4);
+  REQUIRE(on != nullptr);
+  CHECK(on->batch_wait_iters == 20);
+  CHECK(on->batch_wait_tokens_ratio == doctest::Approx(0.9));
+  CHECK(launch_of(*ix, "trtllm", llama, 1024, 1024, 8) == nullptr);
+  CHECK(launch_of(*ix, "trtllm", llama, 1024, 8192, 4) == nullptr);
+  CHECK(launch_of(*ix, "trtllm", llama, 8192, 1024, 1) == nullptr);
+  CHECK(launch_of(*ix, "vllm", llama, 1024, 1024, 4) == nullptr);
+  CHECK(launch_of(*ix, "trtllm", "meta-llama/Llama-3.1-8B-Instruct", 1024, 1024, 4) == nullptr);
+
+  // The fixture's rows: the option reaches the scenario of the rows it names (matched on the
+  // nominal lengths, though the scenario runs at the client's mean ones), and no other.
+  const fixture& f = data();
+  std::int64_t waiting = 0, others = 0;
+  for (const mapped_row& m : f.rows) {
+    if (!m.s) continue;
+    bool named = m.engine == "trtllm" && m.model == "llama-3.1-70b" && m.isl == 1024 &&
+                 m.osl == 1024 && m.s->d.layout.tp < 8;
+    CAPTURE(m.id);
+    if (named) {
+      ++waiting;
+      CHECK(m.s->cfg.batch_wait_iters == 20);
+    } else {
+      others += m.s->cfg.batch_wait_iters == 0 ? 1 : 0;
+      CHECK(m.s->cfg.batch_wait_iters == 0);
+    }
+  }
+  CHECK(waiting >= 20);
+  CHECK(others > 1000);
 }
 
 // The gates above take minutes (hundreds of refits) and the sanitizer run skips them
