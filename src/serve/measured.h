@@ -62,14 +62,11 @@ struct mapped_row {
   std::shared_ptr<const graph> model_graph;
 };
 
-/// A benchmark client a measured row's data source names (one row per client; docs/commands.md
-/// cites each): how it drew the requests' lengths. Like the engine, the client is a fact of the
-/// row (its silicon_data_source column), not of its model or lengths.
 /// A launch option a benchmark's scripts give the engine for some of its runs and not others:
 /// what the row's columns do not say about the server it measured.
 struct benchmark_launch {
   const char* engine;             // the row's backend
-  const char* model_path;         // the row's model_path, as the scripts serve it
+  const char* model_path;         // the row's model_path column, as the benchmark's rows spell it
   std::int64_t isl = 0, osl = 0;  // the nominal lengths it is given at (0: any)
   std::int64_t tp_below = 0;      // only below this tensor parallelism (0: any)
   // TensorRT-LLM's batch waiting (batching_config): iterations and share of max_num_tokens.
@@ -78,6 +75,9 @@ struct benchmark_launch {
   const char* source;  // provenance
 };
 
+/// A benchmark client a measured row's data source names (one row per client; docs/commands.md
+/// cites each): how it drew the requests' lengths. Like the engine, the client is a fact of the
+/// row (its silicon_data_source column), not of its model or lengths.
 struct benchmark_client {
   const char* name;
   std::vector<std::string> source_prefixes;  // a silicon_data_source starting with one of these
@@ -85,6 +85,7 @@ struct benchmark_client {
   // [floor(length_low x nominal), nominal] (1: every request at the nominal lengths).
   double length_low = 1;
   const char* source;  // provenance
+  // What its launch scripts give the engine for some runs only (the first that matches a row).
   std::vector<benchmark_launch> launches;
 };
 const std::vector<benchmark_client>& benchmark_clients();

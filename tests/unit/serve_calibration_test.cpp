@@ -345,22 +345,27 @@ TEST_CASE("calibrate: a row's benchmark scripts set the launch options its colum
   // The fixture's rows: the option reaches the scenario of the rows it names (matched on the
   // nominal lengths, though the scenario runs at the client's mean ones), and no other.
   const fixture& f = data();
-  std::int64_t waiting = 0, others = 0;
+  std::int64_t waiting = 0, modelled = 0;
   for (const mapped_row& m : f.rows) {
     if (!m.s) continue;
+    ++modelled;
     bool named = m.engine == "trtllm" && m.model == "llama-3.1-70b" && m.isl == 1024 &&
                  m.osl == 1024 && m.s->d.layout.tp < 8;
     CAPTURE(m.id);
     if (named) {
       ++waiting;
       CHECK(m.s->cfg.batch_wait_iters == 20);
+      CHECK(m.s->cfg.batch_wait_tokens_ratio == doctest::Approx(0.9));
+      // The simulation has no such hold: it refuses the row rather than drop the wait.
+      CHECK_THROWS_AS(simulate_row(m, f.cal), spec_error);
     } else {
-      others += m.s->cfg.batch_wait_iters == 0 ? 1 : 0;
       CHECK(m.s->cfg.batch_wait_iters == 0);
+      CHECK(m.s->cfg.batch_wait_tokens_ratio == 0);
     }
   }
-  CHECK(waiting >= 20);
-  CHECK(others > 1000);
+  // The fixture's 39 such rows (H200 FP8 13, B200 FP8 11, B200 FP4 15), all modelled.
+  CHECK(waiting == 39);
+  CHECK(modelled - waiting > 1500);
 }
 
 // The gates above take minutes (hundreds of refits) and the sanitizer run skips them
