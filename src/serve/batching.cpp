@@ -199,6 +199,28 @@ double batch_wait_steps(double per_step, double iters, std::int64_t more) {
   return std::clamp(waits / group, 0.0, iters);
 }
 
+double balance_wait_steps(double per_step, std::int64_t ranks, double timeout) {
+  if (ranks < 2 || !(timeout > 0)) return 0;
+  if (!(per_step > 0)) return timeout;
+  // Each other rank's next prompt comes after an exponential time of rate `per_step`; the hold
+  // ends at the last of the n = ranks - 1 of them, M, or at the timeout T. With
+  // u = 1 - e^{-a t}, E[min(M, T)] = int_0^T 1 - u^n dt = (1 / a) sum_{j=1..n} U^j / j,
+  // U = 1 - e^{-a T}: a sum of positive terms (the alternating closed form loses digits at
+  // 63 ranks). That is the hold L the first prompt after a release starts (its own rank has
+  // one); the prompts reaching any rank during it, r = ranks x per_step a step, wait what is
+  // left of it. Over a hold, renewal-reward: a prompt's mean wait is
+  // (L + r L^2 / 2) / (1 + r L), L's spread left out.
+  double u = -std::expm1(-per_step * timeout);
+  double sum = 0, power = 1;
+  for (std::int64_t j = 1; j < ranks; ++j) {
+    power *= u;
+    sum += power / static_cast<double>(j);
+  }
+  double hold = std::min(sum / per_step, timeout);
+  double r = static_cast<double>(ranks) * per_step;
+  return std::clamp((hold + r * hold * hold / 2) / (1 + r * hold), 0.0, timeout);
+}
+
 kv_pool_terms kv_pool(const deployment& d, const batching_config& cfg) {
   kv_pool_terms t;
   // The engines size the pool from what the CUDA runtime reports, not the memory as sold.
@@ -425,7 +447,16 @@ steady_state solve_steady_state(const scenario& s, const coefficients& k) {
     // running request has joined has nothing decoding and leaves. Prompts reach the scheduler
     // once per life in a slot (the hold included, not the wait for a slot).
     double held = 0;
-    if (s.cfg.batch_wait_iters > 0 && running > 1 && osl > 1 && d.layout.dp == 1) {
+    if (s.cfg.adp_balance && d.layout.dp > 1 && osl > 1) {
+      // The balance waits for every rank's prompt only while every rank decodes, as they do in
+      // a closed loop whose answers are longer than one token; prompts reach one rank at its
+      // clients' rate.
+      double in_slot = ttft - waited + (osl - 1) * tpot;
+      held = (balance_wait_steps(running / in_slot * next_tpot, d.layout.dp,
+                                 static_cast<double>(s.cfg.adp_balance_timeout_iters)) +
+              static_cast<double>(s.cfg.adp_balance_batching_iters)) *
+             next_tpot;
+    } else if (s.cfg.batch_wait_iters > 0 && running > 1 && osl > 1 && d.layout.dp == 1) {
       double decode_tokens = decoding * s.decode_batch[3];
       double threshold =
           s.cfg.batch_wait_tokens_ratio * static_cast<double>(s.cfg.max_num_batched_tokens);

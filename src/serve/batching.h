@@ -88,6 +88,13 @@ struct batching_config {
   // token budget (tensorrt_llm/_torch/pyexecutor/py_executor.py, _waiting_requests).
   std::int64_t batch_wait_iters = 0;
   double batch_wait_tokens_ratio = 0;
+  // TensorRT-LLM's attention-DP balance (attention_dp_config: enable_balance, off by default,
+  // timeout_iters 50, batching_wait_iters 10): with attention DP a rank's new prompts are held
+  // until every rank has one or timeout_iters pass, then, while every rank decodes, for
+  // batching_wait_iters more (py_executor.py, _balance_adp_requests).
+  bool adp_balance = false;
+  std::int64_t adp_balance_timeout_iters = 50;
+  std::int64_t adp_balance_batching_iters = 10;
   bool budget_over_dp = false;  // see engine_defaults
   bool attention_dp_whole = false;  // see engine_defaults
 };
@@ -109,6 +116,11 @@ batching_config per_attention_group(batching_config cfg, std::int64_t dp);
 /// a step: a held group is released after `iters` steps or when `more` prompts have joined its
 /// first (their tokens then reach the threshold); 0 when `more` < 1.
 double batch_wait_steps(double per_step, double iters, std::int64_t more);
+
+/// Mean steps a new prompt is held by the attention-DP balance, prompts reaching each of `ranks`
+/// ranks at `per_step` a step: a hold starts with a rank's prompt and ends when every other rank
+/// has one too, or after `timeout` steps.
+double balance_wait_steps(double per_step, std::int64_t ranks, double timeout);
 
 /// The engine's flags for `l` (launch_flags) and for the knobs `cfg` sets away from the
 /// engine's defaults, in its own spelling: vLLM --max-num-batched-tokens / --max-num-seqs,

@@ -107,6 +107,14 @@ std::int64_t whole(const measured_row& r, const std::string& column, std::int64_
 
 }  // namespace
 
+namespace {
+constexpr const char* kDeepSeekBalance =
+    "github.com/SemiAnalysisAI/InferenceX benchmarks/dsr1_fp8_h200_trt.sh, dsr1_fp8_b200_trt.sh, "
+    "dsr1_fp4_b200_trt.sh (8eec0d4, benchmarks/single_node/fixed_seq_len): with DP_ATTENTION "
+    "true the extra_llm_api_options YAML adds attention_dp_config: {batching_wait_iters: 0, "
+    "enable_balance: true, timeout_iters: 60}";
+}  // namespace
+
 const std::vector<benchmark_client>& benchmark_clients() {
   static const std::vector<benchmark_client> rows = {
       // InferenceX's database dumps ("db-dump/<date>") and its exports named by date
@@ -139,17 +147,46 @@ const std::vector<benchmark_client>& benchmark_clients() {
                        "and 70b_fp8_b200_trt_slurm.sh (a267b4b), 70b_fp4_b200_trt_slurm.sh "
                        "(73ef922): if ISL and OSL are 1024 and TP < 8, the "
                        "extra_llm_api_options YAML sets batch_wait_max_tokens_ratio: 0.9 and "
-                       "batch_wait_timeout_iters: 20"}}},
+                       "batch_wait_timeout_iters: 20"},
+            // DeepSeek-R1's scripts, with attention DP, balance the ranks' prompts. Its rows are
+            // in the file under DeepSeek-R1 and again under DeepSeek-V3 (the same runs).
+            {.engine = "trtllm",
+             .model_path = "deepseek-ai/DeepSeek-R1",
+             .attention_dp = true,
+             .adp_balance = true,
+             .adp_balance_timeout_iters = 60,
+             .adp_balance_batching_iters = 0,
+             .source = kDeepSeekBalance},
+            {.engine = "trtllm",
+             .model_path = "deepseek-ai/DeepSeek-V3",
+             .attention_dp = true,
+             .adp_balance = true,
+             .adp_balance_timeout_iters = 60,
+             .adp_balance_batching_iters = 0,
+             .source = kDeepSeekBalance},
+            // gpt-oss-120b's B200 script turns the balance on at the engine's own timeouts.
+            {.engine = "trtllm",
+             .model_path = "openai/gpt-oss-120b",
+             .attention_dp = true,
+             .system = "b200_sxm",
+             .adp_balance = true,
+             .source = "github.com/SemiAnalysisAI/InferenceX benchmarks/gptoss_fp4_b200_trt.sh "
+                       "(1825e7f): with DP_ATTENTION true the YAML adds attention_dp_config: "
+                       "enable_balance: true (timeout_iters 50 and batching_wait_iters 10, "
+                       "TensorRT-LLM's AttentionDpConfig defaults)"}}},
   };
   return rows;
 }
 
 const benchmark_launch* launch_of(const benchmark_client& client, const std::string& engine,
-                                  const std::string& model_path, std::int64_t isl, std::int64_t osl,
-                                  std::int64_t tp) {
+                                  const std::string& model_path, const std::string& system,
+                                  std::int64_t isl, std::int64_t osl, std::int64_t tp,
+                                  std::int64_t dp) {
   for (const benchmark_launch& l : client.launches)
-    if (engine == l.engine && model_path == l.model_path && (l.isl == 0 || isl == l.isl) &&
-        (l.osl == 0 || osl == l.osl) && (l.tp_below == 0 || tp < l.tp_below))
+    if (engine == l.engine && model_path == l.model_path &&
+        (l.system == nullptr || system == l.system) && (l.isl == 0 || isl == l.isl) &&
+        (l.osl == 0 || osl == l.osl) && (l.tp_below == 0 || tp < l.tp_below) &&
+        l.attention_dp == (dp > 1))
       return &l;
   return nullptr;
 }
@@ -457,11 +494,14 @@ mapped_row row_mapper::map(const measured_row& r) {
       osl = mean_length(osl, client->length_low);
     }
     batching_config cfg = engine_batching(eng, isl, osl, dit->second->gpu);
-    if (const benchmark_launch* l =
-            client ? launch_of(*client, m.engine, r.at("model_path"), m.isl, m.osl, lay.tp)
-                   : nullptr) {
+    if (const benchmark_launch* l = client ? launch_of(*client, m.engine, r.at("model_path"),
+                                                       m.system, m.isl, m.osl, lay.tp, lay.dp)
+                                           : nullptr) {
       cfg.batch_wait_iters = l->batch_wait_iters;
       cfg.batch_wait_tokens_ratio = l->batch_wait_tokens_ratio;
+      cfg.adp_balance = l->adp_balance;
+      cfg.adp_balance_timeout_iters = l->adp_balance_timeout_iters;
+      cfg.adp_balance_batching_iters = l->adp_balance_batching_iters;
     }
     std::int64_t c = whole(r, "batch_size", 0, 1, limits::requests) * clients_per_group;
     m.s = std::make_shared<const scenario>(make_scenario(*dit->second, cfg, c));
@@ -504,6 +544,10 @@ simulation simulate_row(const mapped_row& r, const calibration& c) {
     throw spec_error("batch_wait_timeout_iters",
                      "this row's benchmark ran TensorRT-LLM's batch wait, which the closed "
                      "loop's steady state costs and the simulation has not");
+  if (r.s->cfg.adp_balance)
+    throw spec_error("attention_dp_config",
+                     "this row's benchmark ran TensorRT-LLM's attention-DP balance, which the "
+                     "closed loop's steady state costs and the simulation has not");
   const coefficients& k = c.lookup(r.family, r.engine);
   std::shared_ptr<const scenario> costed = r.s;
   if (r.s->d.forms.experts && r.s->d.forms.expert_zipf_s != k.expert_zipf_s)

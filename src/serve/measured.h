@@ -69,9 +69,15 @@ struct benchmark_launch {
   const char* model_path;         // the row's model_path column, as the benchmark's rows spell it
   std::int64_t isl = 0, osl = 0;  // the nominal lengths it is given at (0: any)
   std::int64_t tp_below = 0;      // only below this tensor parallelism (0: any)
+  bool attention_dp = false;      // only with attention DP (else only without it)
+  const char* system = nullptr;   // only on this system column (null: any)
   // TensorRT-LLM's batch waiting (batching_config): iterations and share of max_num_tokens.
   std::int64_t batch_wait_iters = 0;
   double batch_wait_tokens_ratio = 0;
+  // TensorRT-LLM's attention-DP balance (batching_config): on, its timeout and batching waits.
+  bool adp_balance = false;
+  std::int64_t adp_balance_timeout_iters = 50;
+  std::int64_t adp_balance_batching_iters = 10;
   const char* source;  // provenance
 };
 
@@ -93,11 +99,12 @@ const std::vector<benchmark_client>& benchmark_clients();
 /// The client whose source prefix starts `data_source`, else null (nominal lengths).
 const benchmark_client* client_of(const std::string& data_source);
 
-/// The launch option of `client` for a row of this engine, model, nominal lengths and tensor
-/// parallelism, else null (the engine's defaults).
+/// The launch option of `client` for a row of this engine, model, system, nominal lengths, tensor
+/// parallelism and attention-DP groups, else null (the engine's defaults).
 const benchmark_launch* launch_of(const benchmark_client& client, const std::string& engine,
-                                  const std::string& model_path, std::int64_t isl, std::int64_t osl,
-                                  std::int64_t tp);
+                                  const std::string& model_path, const std::string& system,
+                                  std::int64_t isl, std::int64_t osl, std::int64_t tp,
+                                  std::int64_t dp);
 
 /// The mean of whole numbers drawn uniformly in [floor(nominal x low), nominal], rounded half up:
 /// the mean request a closed loop of that client serves (1024 at 0.8: 922).

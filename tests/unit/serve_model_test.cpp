@@ -607,6 +607,53 @@ TEST_CASE("serve steady state: batch waiting holds a prompt while others decode"
         doctest::Approx(solve_steady_state(make_scenario(dp, off, 4), k).ttft_ms));
 }
 
+TEST_CASE("serve steady state: the attention-DP balance holds a prompt until every rank has one") {
+  // One rank, or no timeout: nothing to wait for. No arrivals: the whole timeout.
+  CHECK(balance_wait_steps(0.5, 1, 60) == 0);
+  CHECK(balance_wait_steps(0.5, 8, 0) == 0);
+  CHECK(balance_wait_steps(0, 8, 60) == 60);
+  CHECK(balance_wait_steps(1e-12, 8, 60) == doctest::Approx(60).epsilon(1e-6));
+  // Two ranks, no timeout to speak of: the hold is the other rank's next prompt, 1 / a steps;
+  // the 2a prompts a step that come during it wait half of it, so a prompt's mean is
+  // (1/a + 2a (1/a)^2 / 2) / (1 + 2a / a) = 2 / (3a).
+  for (double a : {0.01, 0.1, 1.0})
+    CHECK(balance_wait_steps(a, 2, 1e9) == doctest::Approx(2 / (3 * a)).epsilon(1e-9));
+  // The hold of n others is the harmonic number H_n / a: at 64 ranks the sum stays exact.
+  double h63 = 0;
+  for (int j = 1; j <= 63; ++j) h63 += 1.0 / j;
+  double a = 0.001, hold = h63 / a, r = 64 * a;
+  CHECK(balance_wait_steps(a, 64, 1e12) ==
+        doctest::Approx((hold + r * hold * hold / 2) / (1 + r * hold)).epsilon(1e-9));
+  // More ranks wait longer, more prompts shorter, and never past the timeout.
+  CHECK(balance_wait_steps(0.05, 8, 60) > balance_wait_steps(0.05, 4, 60));
+  CHECK(balance_wait_steps(0.05, 8, 60) > balance_wait_steps(0.5, 8, 60));
+  CHECK(balance_wait_steps(1e-4, 64, 60) <= 60);
+
+  // In the closed loop: DeepSeek-R1's InferenceX runs, 8 attention-DP ranks on B200, balance
+  // timeout 60 and no batching wait. Few clients a rank: a prompt waits tens of decode steps
+  // for the other ranks' prompts, which the first token pays and the decode step does not.
+  model m("deepseek-r1");
+  deployment d = make_deployment(m.g, find_gpu("b200"), {.tp = 1, .ep = 8, .dp = 8});
+  coefficients k;
+  batching_config off = engine_batching(find_engine("trtllm"), 922, 922, find_gpu("b200"));
+  batching_config on = off;
+  on.adp_balance = true;
+  on.adp_balance_timeout_iters = 60;
+  on.adp_balance_batching_iters = 0;
+  steady_state held = solve_steady_state(make_scenario(d, on, 4), k);
+  steady_state free = solve_steady_state(make_scenario(d, off, 4), k);
+  CHECK(held.ttft_ms - free.ttft_ms > 10 * free.tpot_ms);
+  CHECK(held.ttft_ms - free.ttft_ms < 60 * held.tpot_ms);
+  // The batching wait adds its steps on top.
+  batching_config batching = on;
+  batching.adp_balance_batching_iters = 10;
+  CHECK(solve_steady_state(make_scenario(d, batching, 4), k).ttft_ms > held.ttft_ms);
+  // Without attention DP there is nothing to balance.
+  deployment tp8 = make_deployment(m.g, find_gpu("b200"), {.tp = 8, .ep = 8});
+  CHECK(solve_steady_state(make_scenario(tp8, on, 4), k).ttft_ms ==
+        doctest::Approx(solve_steady_state(make_scenario(tp8, off, 4), k).ttft_ms));
+}
+
 TEST_CASE("calibration file: strict keys, efficiencies in (0, 1]") {
   std::string ok = write_temp("calc_cal_ok.yaml",
                               "source: test\nentries:\n  - family: any\n    engine: any\n"
