@@ -199,26 +199,51 @@ double batch_wait_steps(double per_step, double iters, std::int64_t more) {
   return std::clamp(waits / group, 0.0, iters);
 }
 
-double balance_wait_steps(double per_step, std::int64_t ranks, double timeout) {
+double balance_wait_steps(double per_step, std::int64_t ranks, double timeout, double batching) {
   if (ranks < 2 || !(timeout > 0)) return 0;
-  if (!(per_step > 0)) return timeout;
-  // Each other rank's next prompt comes after an exponential time of rate `per_step`; the hold
-  // ends at the last of the n = ranks - 1 of them, M, or at the timeout T. With
-  // u = 1 - e^{-a t}, E[min(M, T)] = int_0^T 1 - u^n dt = (1 / a) sum_{j=1..n} U^j / j,
-  // U = 1 - e^{-a T}: a sum of positive terms (the alternating closed form loses digits at
-  // 63 ranks). That is the hold L the first prompt after a release starts (its own rank has
-  // one); the prompts reaching any rank during it, r = ranks x per_step a step, wait what is
-  // left of it. Over a hold, renewal-reward: a prompt's mean wait is
-  // (L + r L^2 / 2) / (1 + r L), L's spread left out.
-  double u = -std::expm1(-per_step * timeout);
-  double sum = 0, power = 1;
-  for (std::int64_t j = 1; j < ranks; ++j) {
+  // Prompts so rare that no rank fills: every cycle runs to the timeout, and a prompt arrives
+  // at a uniform point of one.
+  if (!(per_step * timeout > 1e-12)) return timeout / 2;
+  // The engine counts iterations while some rank has no prompt, from the last release, and
+  // releases at the timeout or when every rank has one: cycles that start empty and last
+  // C = min(M, T), M the last of the ranks' first prompts (each exponential of rate a =
+  // per_step) and T the timeout; a cycle that filled then waits `batching` steps more.
+  // Prompts arrive throughout and leave at the cycle's end, so by renewal-reward a prompt's
+  // mean wait is E[C'^2] / (2 E[C']), C' = C + batching x 1{M <= T}. With u = 1 - e^{-a t},
+  // U = 1 - e^{-a T} and 1 - u^n = (1 - u) sum_{j<n} u^j (sums of positive terms, exact at 64
+  // ranks where the alternating closed forms lose every digit):
+  //   E[C]   = (1 / a) sum_{m=1..n} U^m / m
+  //   E[C^2] = (2 / a^2) sum_{m=1..n} (a T U^m - tail_m) / m,  tail_m = sum_{i>m} U^i / i
+  double a = per_step;
+  double at = a * timeout;
+  double u = -std::expm1(-at);
+  auto n = static_cast<double>(ranks);
+  // tail_m = aT - S_m (S_m the partial sum, -ln(1 - U) = aT); for small U the series itself,
+  // whose terms fall fast, keeps the digits the difference would lose.
+  auto tail = [&](double m, double partial) {
+    if (u >= 0.5) return std::max(at - partial, 0.0);
+    double t = 0;
+    for (double i = m + 1, p = std::pow(u, m + 1); p / i > 1e-17 * t; i += 1, p *= u) {
+      t += p / i;
+      if (t == 0) break;  // U^(m+1) underflowed
+    }
+    return t;
+  };
+  double mean = 0, square = 0, partial = 0, power = 1;
+  for (double m = 1; m <= n; m += 1) {
     power *= u;
-    sum += power / static_cast<double>(j);
+    partial += power / m;
+    mean += power / m;
+    square += (at * power - tail(m, partial)) / m;
   }
-  double hold = std::min(sum / per_step, timeout);
-  double r = static_cast<double>(ranks) * per_step;
-  return std::clamp((hold + r * hold * hold / 2) / (1 + r * hold), 0.0, timeout);
+  mean /= a;
+  square *= 2 / (a * a);
+  double filled = power;  // U^n = P(M <= T)
+  double c1 = mean + batching * filled;
+  double c2 =
+      square + 2 * batching * (mean - timeout * (1 - filled)) + batching * batching * filled;
+  if (!(c1 > 0)) return 0;
+  return std::clamp(c2 / (2 * c1), 0.0, timeout + batching);
 }
 
 kv_pool_terms kv_pool(const deployment& d, const batching_config& cfg) {
@@ -447,14 +472,15 @@ steady_state solve_steady_state(const scenario& s, const coefficients& k) {
     // running request has joined has nothing decoding and leaves. Prompts reach the scheduler
     // once per life in a slot (the hold included, not the wait for a slot).
     double held = 0;
-    if (s.cfg.adp_balance && d.layout.dp > 1 && osl > 1) {
-      // The balance waits for every rank's prompt only while every rank decodes, as they do in
-      // a closed loop whose answers are longer than one token; prompts reach one rank at its
-      // clients' rate.
+    if (s.cfg.adp_balance && d.layout.dp > 1 && running > 1 && osl > 1) {
+      // The balance holds prompts only while every rank decodes: in a closed loop whose answers
+      // are longer than one token, with more than one client a rank (a lone client's rank
+      // decodes nothing when its prompt comes, which releases it). Prompts reach one rank at
+      // its clients' rate.
       double in_slot = ttft - waited + (osl - 1) * tpot;
-      held = (balance_wait_steps(running / in_slot * next_tpot, d.layout.dp,
-                                 static_cast<double>(s.cfg.adp_balance_timeout_iters)) +
-              static_cast<double>(s.cfg.adp_balance_batching_iters)) *
+      held = balance_wait_steps(running / in_slot * next_tpot, d.layout.dp,
+                                static_cast<double>(s.cfg.adp_balance_timeout_iters),
+                                static_cast<double>(s.cfg.adp_balance_batching_iters)) *
              next_tpot;
     } else if (s.cfg.batch_wait_iters > 0 && running > 1 && osl > 1 && d.layout.dp == 1) {
       double decode_tokens = decoding * s.decode_batch[3];

@@ -118,9 +118,9 @@ batching_config per_attention_group(batching_config cfg, std::int64_t dp);
 double batch_wait_steps(double per_step, double iters, std::int64_t more);
 
 /// Mean steps a new prompt is held by the attention-DP balance, prompts reaching each of `ranks`
-/// ranks at `per_step` a step: a hold starts with a rank's prompt and ends when every other rank
-/// has one too, or after `timeout` steps.
-double balance_wait_steps(double per_step, std::int64_t ranks, double timeout);
+/// ranks at `per_step` a step: the engine releases them when every rank has one (then after
+/// `batching` steps more) or `timeout` steps after its last release.
+double balance_wait_steps(double per_step, std::int64_t ranks, double timeout, double batching);
 
 /// The engine's flags for `l` (launch_flags) and for the knobs `cfg` sets away from the
 /// engine's defaults, in its own spelling: vLLM --max-num-batched-tokens / --max-num-seqs,
