@@ -108,11 +108,23 @@ std::int64_t whole(const measured_row& r, const std::string& column, std::int64_
 }  // namespace
 
 namespace {
-constexpr const char* kDeepSeekBalance =
-    "github.com/SemiAnalysisAI/InferenceX benchmarks/dsr1_fp8_h200_trt.sh, dsr1_fp8_b200_trt.sh, "
-    "dsr1_fp4_b200_trt.sh (8eec0d4, benchmarks/single_node/fixed_seq_len): with DP_ATTENTION "
-    "true the extra_llm_api_options YAML adds attention_dp_config: {batching_wait_iters: 0, "
-    "enable_balance: true, timeout_iters: 60}";
+
+/// DeepSeek-R1's TensorRT-LLM scripts, with attention DP, balance the ranks' prompts.
+benchmark_launch deepseek_balance(const char* model_path) {
+  return {.engine = "trtllm",
+          .model_path = model_path,
+          .attention_dp = true,
+          .adp_balance = true,
+          .adp_balance_timeout_iters = 60,
+          .adp_balance_batching_iters = 0,
+          .source =
+              "github.com/SemiAnalysisAI/InferenceX benchmarks/dsr1_fp8_h200_trt.sh, "
+              "dsr1_fp8_b200_trt.sh, dsr1_fp4_b200_trt.sh (8eec0d4, "
+              "benchmarks/single_node/fixed_seq_len): with DP_ATTENTION true the "
+              "extra_llm_api_options YAML adds attention_dp_config: {batching_wait_iters: "
+              "0, enable_balance: true, timeout_iters: 60}"};
+}
+
 }  // namespace
 
 const std::vector<benchmark_client>& benchmark_clients() {
@@ -148,22 +160,10 @@ const std::vector<benchmark_client>& benchmark_clients() {
                        "(73ef922): if ISL and OSL are 1024 and TP < 8, the "
                        "extra_llm_api_options YAML sets batch_wait_max_tokens_ratio: 0.9 and "
                        "batch_wait_timeout_iters: 20"},
-            // DeepSeek-R1's scripts, with attention DP, balance the ranks' prompts. Its rows are
-            // in the file under DeepSeek-R1 and again under DeepSeek-V3 (the same runs).
-            {.engine = "trtllm",
-             .model_path = "deepseek-ai/DeepSeek-R1",
-             .attention_dp = true,
-             .adp_balance = true,
-             .adp_balance_timeout_iters = 60,
-             .adp_balance_batching_iters = 0,
-             .source = kDeepSeekBalance},
-            {.engine = "trtllm",
-             .model_path = "deepseek-ai/DeepSeek-V3",
-             .attention_dp = true,
-             .adp_balance = true,
-             .adp_balance_timeout_iters = 60,
-             .adp_balance_batching_iters = 0,
-             .source = kDeepSeekBalance},
+            // Its rows are in the file under DeepSeek-R1 and again under DeepSeek-V3 (the same
+            // runs).
+            deepseek_balance("deepseek-ai/DeepSeek-R1"),
+            deepseek_balance("deepseek-ai/DeepSeek-V3"),
             // gpt-oss-120b's B200 script turns the balance on at the engine's own timeouts.
             {.engine = "trtllm",
              .model_path = "openai/gpt-oss-120b",
