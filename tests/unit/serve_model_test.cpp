@@ -627,8 +627,11 @@ TEST_CASE("serve steady state: the attention-DP balance holds a prompt until eve
   // Against the integrals themselves, E[C] = int_0^T P(M > t) dt and E[C^2] = int_0^T 2t
   // P(M > t) dt with P(M > t) = 1 - (1 - e^{-at})^n, by Simpson's rule: 64 ranks and 8, prompts
   // rare (the timeout binds) and frequent, small U (the series) and large (the difference).
-  for (auto [a, n, T] : {std::tuple{0.002, 64, 60.0}, std::tuple{0.05, 8, 60.0},
-                         std::tuple{0.5, 8, 60.0}, std::tuple{0.004, 16, 50.0}}) {
+  for (const auto& c : {std::tuple{0.002, 64, 60.0}, std::tuple{0.05, 8, 60.0},
+                        std::tuple{0.5, 8, 60.0}, std::tuple{0.004, 16, 50.0}}) {
+    // Plain locals: CAPTURE's lambda may not name structured bindings before C++20 (clang).
+    double a = std::get<0>(c), T = std::get<2>(c);
+    int n = std::get<1>(c);
     const int steps = 200000;
     double h = T / steps, m1 = 0, m2 = 0;
     for (int i = 0; i <= steps; ++i) {
