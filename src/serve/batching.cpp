@@ -218,8 +218,8 @@ double balance_wait_steps(double per_step, std::int64_t ranks, double timeout, d
   double at = a * timeout;
   double u = -std::expm1(-at);
   auto n = static_cast<double>(ranks);
-  // tail_m = aT - S_m (S_m the partial sum, -ln(1 - U) = aT); for small U the series itself,
-  // whose terms fall fast, keeps the digits the difference would lose.
+  // tail_m = aT - S_m (S_m the partial sum, a E[C] so far; -ln(1 - U) = aT); for small U the
+  // series itself, whose terms fall fast, keeps the digits the difference would lose.
   auto tail = [&](double m, double partial) {
     if (u >= 0.5) return std::max(at - partial, 0.0);
     double t = 0;
@@ -229,12 +229,11 @@ double balance_wait_steps(double per_step, std::int64_t ranks, double timeout, d
     }
     return t;
   };
-  double mean = 0, square = 0, partial = 0, power = 1;
+  double mean = 0, square = 0, power = 1;
   for (double m = 1; m <= n; m += 1) {
     power *= u;
-    partial += power / m;
     mean += power / m;
-    square += (at * power - tail(m, partial)) / m;
+    square += (at * power - tail(m, mean)) / m;
   }
   mean /= a;
   square *= 2 / (a * a);

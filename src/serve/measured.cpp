@@ -105,10 +105,6 @@ std::int64_t whole(const measured_row& r, const std::string& column, std::int64_
   return static_cast<std::int64_t>(*v);
 }
 
-}  // namespace
-
-namespace {
-
 /// DeepSeek-R1's TensorRT-LLM scripts, with attention DP, balance the ranks' prompts.
 benchmark_launch deepseek_balance(const char* model_path) {
   return {.engine = "trtllm",
