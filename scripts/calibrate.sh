@@ -218,7 +218,7 @@ cross-validated):
   length uniformly among the whole numbers in [floor(0.8 x nominal), nominal]: its requests
   average 922 tokens for a nominal 1024 and 7373 for 8192, not 1024 and 8192. The row mapping
   now costs such a row at its client's mean request (the client is the row's own column, like
-  its engine; a built-in table, `benchmark_clients`, names it with its provenance, and other
+  its engine; a table, now the calibration file's `clients`, names it with its provenance, and other
   sources, aiconfigurator's own runs, keep the nominal lengths): a request's TTFT follows its own
   prompt, and an 8192-token prompt no longer spills a few tokens into a second chunk beside the
   decodes. In sample TPOT 9.8 -> 9.4 %, TTFT 24.0 -> 23.2 %; leave one GPU out 13.8 -> 14.0 %
@@ -684,7 +684,7 @@ cross-validated):
   `batch_wait_timeout_iters: 20` and `batch_wait_max_tokens_ratio: 0.9` when ISL and OSL are 1024
   and TP < 8, and at no other shape or layout; the row mapping now reads that into the rows it
   names (the engine knob `calc serve --batch-wait-*` already modelled), as a launch option of the
-  row's benchmark client (`benchmark_client::launches`, serve/measured.cpp, with its source). It
+  row's benchmark client (now the calibration file's `clients[].launches`, with its source). It
   is a fact of how those rows were measured, as the client's 0.8 length ratio is, and the rows
   agree with it: below TP 8 the 1024 x 1024 TTFT is 1.8-4.2 x the 1024 x 8192 one at the same
   clients, at TP 8 about 1 x (under "Benchmark options" below; the third pass had left it out as

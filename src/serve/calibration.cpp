@@ -94,18 +94,6 @@ double read_coefficient(yaml_map& m, std::size_t i) {
   return v;
 }
 
-/// Why `engine` is no engine calc models ("" when it is one, or "any" where `any` is taken),
-/// naming those it takes.
-std::string unknown_engine(const std::string& engine, bool any = false) {
-  if (any && engine == "any") return "";
-  std::string names;
-  for (const engine_defaults& d : engines()) {
-    if (engine == d.name) return "";
-    names += std::string(names.empty() ? "" : ", ") + d.name;
-  }
-  return fmt::format("unknown engine '{}' (known: {}{})", engine, names, any ? ", any" : "");
-}
-
 constexpr std::array<const char*, 5> kErrorKeys = {"rows", "tpot_median_pct", "tpot_p90_pct",
                                                    "ttft_median_pct", "ttft_p90_pct"};
 
@@ -288,6 +276,7 @@ calibration read_calibration(const std::string& path) {
       c.systems[system] = kv.second.Scalar();
     }
   }
+  if (YAML::Node f = m.optional("clients"); f.IsDefined()) c.clients = read_clients(f, path);
   YAML::Node list = m.required("entries");
   if (!list.IsSequence())
     throw spec_error(location_of(list, path), "entries", "expected a list of entries");
@@ -365,26 +354,29 @@ calibration read_calibration(const std::string& path) {
         c.held_out[key] = read_held_out(n, hm.path_of(key), path);
     hm.finish({held_out_groupings.begin(), held_out_groupings.end()});
   }
-  m.finish({"source", "families", "models", "systems", "expert_popularity", "held_out", "entries"});
+  m.finish({"source", "families", "models", "systems", "clients", "expert_popularity", "held_out",
+            "entries"});
   return c;
+}
+
+std::string unknown_engine(const std::string& engine, bool any) {
+  if (any && engine == "any") return "";
+  std::string names;
+  for (const engine_defaults& d : engines()) {
+    if (engine == d.name) return "";
+    names += std::string(names.empty() ? "" : ", ") + d.name;
+  }
+  return fmt::format("unknown engine '{}' (known: {}{})", engine, names, any ? ", any" : "");
 }
 
 std::string default_calibration_path() { return models_dir() + "/calibration/default.yaml"; }
 
 std::string write_calibration(const calibration& c) {
-  auto quoted = [](const std::string& s) {
-    std::string out = "\"";
-    for (char ch : s) {
-      if (ch == '"' || ch == '\\') out += '\\';
-      out += ch;
-    }
-    return out + "\"";
-  };
   std::string out =
       "# Time-under-load calibration (calc serve): efficiencies and overheads per GPU "
       "family and engine.\n# Written by `calc calibrate`; see "
       "docs/validation/latency.md for how it was fitted and how well it predicts.\n";
-  out += fmt::format("source: {}\n", quoted(c.source));
+  out += fmt::format("source: {}\n", yaml_quoted(c.source));
   out += c.families.empty() ? "families: {}\n" : "families:\n";
   for (const auto& [family, names] : c.families) {
     out += fmt::format("  {}: [", family);
@@ -393,15 +385,16 @@ std::string write_calibration(const calibration& c) {
   }
   out += c.models.empty() ? "models: {}\n"
                           : "models:  # Hugging Face id -> bundled model with the same shapes\n";
-  for (const auto& [id, name] : c.models) out += fmt::format("  {}: {}\n", quoted(id), name);
+  for (const auto& [id, name] : c.models) out += fmt::format("  {}: {}\n", yaml_quoted(id), name);
   if (!c.systems.empty()) out += "systems:  # a measured row's system -> the catalogue's GPU\n";
   for (const auto& [system, gpu] : c.systems)
-    out += fmt::format("  {}: {}\n", quoted(system), gpu);
+    out += fmt::format("  {}: {}\n", yaml_quoted(system), gpu);
+  out += write_clients(c.clients);
   out +=
       "expert_popularity:  # routed experts: the i-th most used of a layer drawn ~ i^-zipf_s\n";
   out += fmt::format("  zipf_s: {:.6g}\n", c.expert_zipf_s);
   if (!c.expert_zipf_source.empty())
-    out += fmt::format("  source: {}\n", quoted(c.expert_zipf_source));
+    out += fmt::format("  source: {}\n", yaml_quoted(c.expert_zipf_source));
   if (!c.held_out.empty())
     out +=
         "held_out:  # |predicted / measured - 1| in percent, each row predicted by a fit "
@@ -418,7 +411,7 @@ std::string write_calibration(const calibration& c) {
   for (const calibration_entry& e : c.entries) {
     out +=
         fmt::format("  - family: {}\n    engine: {}\n    rows: {}\n", e.family, e.engine, e.rows);
-    if (!e.source.empty()) out += fmt::format("    source: {}\n", quoted(e.source));
+    if (!e.source.empty()) out += fmt::format("    source: {}\n", yaml_quoted(e.source));
     if (e.in_sample.rows > 0)
       out += fmt::format("    in_sample: {}\n", error_stats_yaml(e.in_sample));
     for (auto [key, names] : {std::pair{"measured_models", &e.measured_models},

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "serve/clients.h"
+
 namespace calc::serve {
 
 /// The fitted coefficients of one (GPU family, engine).
@@ -125,6 +127,8 @@ struct calibration {
   // A measured row's system name -> the catalogue's GPU, where the name is not the catalogue's
   // with '_' for '-' (and "_sxm" dropped): aiconfigurator's a100_sxm is the A100 SXM4 80 GB.
   std::map<std::string, std::string> systems;
+  // The benchmark clients a measured row's data source names (their lengths and launch options).
+  std::vector<benchmark_client> clients;
   std::vector<calibration_entry> entries;
   std::string file;  // where it was read from
   // What a fit reached on rows it never saw (`calc calibrate --cross-validate`), by how they were
@@ -152,6 +156,10 @@ struct calibration {
 /// Reads a calibration file strictly (unknown keys, out-of-range coefficients: located
 /// spec_error).
 calibration read_calibration(const std::string& path);
+
+/// Why `engine` is no engine calc models ("" when it is one, or "any" where `any` is taken),
+/// naming those it takes.
+std::string unknown_engine(const std::string& engine, bool any = false);
 
 /// The shipped default: models/calibration/default.yaml beside the bundled models.
 std::string default_calibration_path();

@@ -105,94 +105,7 @@ std::int64_t whole(const measured_row& r, const std::string& column, std::int64_
   return static_cast<std::int64_t>(*v);
 }
 
-/// DeepSeek-R1's TensorRT-LLM scripts, with attention DP, balance the ranks' prompts.
-benchmark_launch deepseek_balance(const char* model_path) {
-  return {.engine = "trtllm",
-          .model_path = model_path,
-          .attention_dp = true,
-          .adp_balance = true,
-          .adp_balance_timeout_iters = 60,
-          .adp_balance_batching_iters = 0,
-          .source =
-              "github.com/SemiAnalysisAI/InferenceX benchmarks/dsr1_fp8_h200_trt.sh, "
-              "dsr1_fp8_b200_trt.sh, dsr1_fp4_b200_trt.sh (8eec0d4, "
-              "benchmarks/single_node/fixed_seq_len): with DP_ATTENTION true the "
-              "extra_llm_api_options YAML adds attention_dp_config: {batching_wait_iters: "
-              "0, enable_balance: true, timeout_iters: 60}"};
-}
-
 }  // namespace
-
-const std::vector<benchmark_client>& benchmark_clients() {
-  static const std::vector<benchmark_client> rows = {
-      // InferenceX's database dumps ("db-dump/<date>") and its exports named by date
-      // ("source_file=<date>.csv"), where aiconfigurator's own runs name a path.
-      {.name = "InferenceX bench_serving",
-       .source_prefixes = {"db-dump/", "source_file=20"},
-       .length_low = 0.8,
-       .source = "github.com/SemiAnalysisAI/InferenceX: the benchmark workflow "
-                 ".github/workflows/benchmark-tmpl.yml sets RANDOM_RANGE_RATIO: 0.8 (its "
-                 "random-range-ratio input defaults to '0.8'); benchmarks/*.sh pass it as "
-                 "--random-range-ratio \"$RANDOM_RANGE_RATIO\" to "
-                 "utils/bench_serving/benchmark_serving.py (kimbochen/bench_serving, "
-                 "--dataset-name random --ignore-eos), whose sample_random_requests draws input "
-                 "and output lengths with np.random.randint(int(len * range_ratio), len + 1)",
-       .launches =
-           {// The same rule in the FP8 scripts for H200 and B200 and the FP4 one for B200.
-            // Its rows show it: at 1024 x 1024 below TP 8 the first token takes 1.8-4.2 times
-            // as long as at 1024 x 8192 with the same clients (median 2.3), at TP 8 about as
-            // long. The scripts' own max_num_tokens (the wait's threshold is a share of it)
-            // differs between their versions (2048, the run's max_seq_len, or 16384), so the
-            // engine's default stays.
-            {.engine = "trtllm",
-             .model_path = "meta-llama/Llama-3.1-70B",
-             .isl = 1024,
-             .osl = 1024,
-             .tp_below = 8,
-             .batch_wait_iters = 20,
-             .batch_wait_tokens_ratio = 0.9,
-             .source = "github.com/SemiAnalysisAI/InferenceX benchmarks/70b_fp8_h200_trt_slurm.sh "
-                       "and 70b_fp8_b200_trt_slurm.sh (a267b4b), 70b_fp4_b200_trt_slurm.sh "
-                       "(73ef922): if ISL and OSL are 1024 and TP < 8, the "
-                       "extra_llm_api_options YAML sets batch_wait_max_tokens_ratio: 0.9 and "
-                       "batch_wait_timeout_iters: 20"},
-            // Its rows are in the file under DeepSeek-R1 and again under DeepSeek-V3 (the same
-            // runs).
-            deepseek_balance("deepseek-ai/DeepSeek-R1"),
-            deepseek_balance("deepseek-ai/DeepSeek-V3"),
-            // gpt-oss-120b's B200 script turns the balance on at the engine's own timeouts.
-            {.engine = "trtllm",
-             .model_path = "openai/gpt-oss-120b",
-             .attention_dp = true,
-             .system = "b200_sxm",
-             .adp_balance = true,
-             .source = "github.com/SemiAnalysisAI/InferenceX benchmarks/gptoss_fp4_b200_trt.sh "
-                       "(1825e7f): with DP_ATTENTION true the YAML adds attention_dp_config: "
-                       "enable_balance: true (timeout_iters 50 and batching_wait_iters 10, "
-                       "TensorRT-LLM's AttentionDpConfig defaults)"}}},
-  };
-  return rows;
-}
-
-const benchmark_launch* launch_of(const benchmark_client& client, const std::string& engine,
-                                  const std::string& model_path, const std::string& system,
-                                  std::int64_t isl, std::int64_t osl, std::int64_t tp,
-                                  std::int64_t dp) {
-  for (const benchmark_launch& l : client.launches)
-    if (engine == l.engine && model_path == l.model_path &&
-        (l.system == nullptr || system == l.system) && (l.isl == 0 || isl == l.isl) &&
-        (l.osl == 0 || osl == l.osl) && (l.tp_below == 0 || tp < l.tp_below) &&
-        l.attention_dp == (dp > 1))
-      return &l;
-  return nullptr;
-}
-
-const benchmark_client* client_of(const std::string& data_source) {
-  for (const benchmark_client& c : benchmark_clients())
-    for (const std::string& prefix : c.source_prefixes)
-      if (data_source.starts_with(prefix)) return &c;
-  return nullptr;
-}
 
 std::int64_t mean_length(std::int64_t nominal, double low) {
   // The lowest length is the client's own arithmetic, int(len * range_ratio) in Python floats:
@@ -483,7 +396,7 @@ mapped_row row_mapper::map(const measured_row& r) {
     // average: a request's TTFT follows its own prompt and the decode batch the mean lengths.
     m.isl = isl;
     m.osl = osl;
-    const benchmark_client* client = client_of(r.at("silicon_data_source"));
+    const benchmark_client* client = client_of(p_->cal.clients, r.at("silicon_data_source"));
     if (client) {
       m.length_low = client->length_low;
       isl = mean_length(isl, client->length_low);

@@ -7,7 +7,8 @@
 // = N and tp x attention_dp = N x N wider than the GPU's NVLink domain is `--tp N --ep N` with EP
 // counted twice: N ranks); isl/osl/batch_size -> workload (batch_size clients per attention-DP
 // group), at the mean request of the benchmark client the row's data source names
-// (silicon_data_source: benchmark_clients below), else at the nominal lengths.
+// (silicon_data_source: the calibration file's `clients`, serve/clients.h), else at the nominal
+// lengths, with the launch options its scripts gave the engine for that row.
 #pragma once
 
 #include <cstdint>
@@ -19,6 +20,7 @@
 
 #include "serve/batching.h"
 #include "serve/calibration.h"
+#include "serve/clients.h"
 #include "serve/simulate.h"
 
 namespace calc::serve {
@@ -61,50 +63,6 @@ struct mapped_row {
   // costed again under another expert popularity (at_expert_popularity) after the mapper is gone.
   std::shared_ptr<const graph> model_graph;
 };
-
-/// A launch option a benchmark's scripts give the engine for some of its runs and not others:
-/// what the row's columns do not say about the server it measured.
-struct benchmark_launch {
-  const char* engine;             // the row's backend
-  const char* model_path;         // the row's model_path column, as the benchmark's rows spell it
-  std::int64_t isl = 0, osl = 0;  // the nominal lengths it is given at (0: any)
-  std::int64_t tp_below = 0;      // only below this tensor parallelism (0: any)
-  bool attention_dp = false;      // only with attention DP (else only without it)
-  const char* system = nullptr;   // only on this system column (null: any)
-  // TensorRT-LLM's batch waiting (batching_config): iterations and share of max_num_tokens.
-  std::int64_t batch_wait_iters = 0;
-  double batch_wait_tokens_ratio = 0;
-  // TensorRT-LLM's attention-DP balance (batching_config): on, its timeout and batching waits.
-  bool adp_balance = false;
-  std::int64_t adp_balance_timeout_iters = 50;
-  std::int64_t adp_balance_batching_iters = 10;
-  const char* source;  // provenance
-};
-
-/// A benchmark client a measured row's data source names (one row per client; docs/commands.md
-/// cites each): how it drew the requests' lengths. Like the engine, the client is a fact of the
-/// row (its silicon_data_source column), not of its model or lengths.
-struct benchmark_client {
-  const char* name;
-  std::vector<std::string> source_prefixes;  // a silicon_data_source starting with one of these
-  // Input and output lengths drawn uniformly among the whole numbers in
-  // [floor(length_low x nominal), nominal] (1: every request at the nominal lengths).
-  double length_low = 1;
-  const char* source;  // provenance
-  // What its launch scripts give the engine for some runs only (the first that matches a row).
-  std::vector<benchmark_launch> launches;
-};
-const std::vector<benchmark_client>& benchmark_clients();
-
-/// The client whose source prefix starts `data_source`, else null (nominal lengths).
-const benchmark_client* client_of(const std::string& data_source);
-
-/// The launch option of `client` for a row of this engine, model, system, nominal lengths, tensor
-/// parallelism and attention-DP groups, else null (the engine's defaults).
-const benchmark_launch* launch_of(const benchmark_client& client, const std::string& engine,
-                                  const std::string& model_path, const std::string& system,
-                                  std::int64_t isl, std::int64_t osl, std::int64_t tp,
-                                  std::int64_t dp);
 
 /// The mean of whole numbers drawn uniformly in [floor(nominal x low), nominal], rounded half up:
 /// the mean request a closed loop of that client serves (1024 at 0.8: 922).

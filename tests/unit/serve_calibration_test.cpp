@@ -300,11 +300,15 @@ TEST_CASE("calibrate: a row's benchmark client sets the lengths of its mean requ
   CHECK(mean_length(1024, 0.8) == 922);
   CHECK(mean_length(8192, 0.8) == 7373);
   CHECK(mean_length(4000, 1) == 4000);
-  const benchmark_client* ix = client_of("db-dump/2026-04-27; config_id=81");
+  // The shipped calibration names the client.
+  const std::vector<benchmark_client>& clients = data().cal.clients;
+  const benchmark_client* ix = client_of(clients, "db-dump/2026-04-27; config_id=81");
   REQUIRE(ix != nullptr);
-  CHECK(client_of("source_file=2026-04-06.csv; model=DeepSeek-R1") == ix);
-  CHECK(client_of("source_file=/Users/x/aic-auto-gap-analysis/data/h100_sxm/a.csv") == nullptr);
-  CHECK(client_of("") == nullptr);
+  CHECK(ix->length_low == 0.8);
+  CHECK(client_of(clients, "source_file=2026-04-06.csv; model=DeepSeek-R1") == ix);
+  CHECK(client_of(clients, "source_file=/Users/x/aic-auto-gap-analysis/data/h100_sxm/a.csv") ==
+        nullptr);
+  CHECK(client_of(clients, "") == nullptr);
 
   // The fixture's rows: InferenceX's at its mean lengths, aiconfigurator's own at the nominal.
   const fixture& f = data();
@@ -330,7 +334,8 @@ TEST_CASE("calibrate: a row's benchmark client sets the lengths of its mean requ
 TEST_CASE("calibrate: a row's benchmark scripts set the launch options its columns omit") {
   // InferenceX's Llama-3.1-70B TensorRT-LLM scripts turn batch waiting on at 1024 x 1024 below
   // TP 8, and only there.
-  const benchmark_client* ix = client_of("source_file=2026-04-06.csv; model=Llama-3.1-70B");
+  const benchmark_client* ix =
+      client_of(data().cal.clients, "source_file=2026-04-06.csv; model=Llama-3.1-70B");
   REQUIRE(ix != nullptr);
   const std::string llama = "meta-llama/Llama-3.1-70B";
   const benchmark_launch* on = launch_of(*ix, "trtllm", llama, "h200_sxm", 1024, 1024, 4, 1);

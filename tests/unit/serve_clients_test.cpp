@@ -1,0 +1,142 @@
+// The benchmark clients of a calibration file: read strictly, written back as read, and matched
+// to a row on every condition a launch names.
+#include <doctest/doctest.h>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "serve/calibration.h"
+#include "serve/clients.h"
+#include "serve_support.h"
+
+using namespace calc;
+using namespace calc::serve;
+using testing::error_of;
+using testing::write_temp;
+
+namespace {
+
+const char* kEntries =
+    "entries:\n  - family: any\n    engine: any\n    gemm_compute: 0.5\n    gemm_memory: 0.8\n"
+    "    moe_compute: 0.4\n    moe_memory: 0.7\n    attention_compute: 0.3\n"
+    "    attention_memory: 0.6\n    comm_bandwidth: 0.5\n    collective_latency_us: 8\n"
+    "    step_overhead_ms: 1.5\n    request_overhead_us: 5\n    request_latency_ms: 12\n"
+    "    burst_share: 0.1\n    gemm_half_rows: 16\n";
+
+/// A calibration file of one client whose first launch has `launch_lines` (each indented
+/// eight spaces) after its engine and model; the error reading it ("" when none), with the
+/// file's path in place of `$`.
+std::string launch_error(const std::string& name, const std::string& launch_lines,
+                         std::string* file = nullptr) {
+  std::string text =
+      "source: test\n"
+      "clients:\n"
+      "  - name: bench\n"
+      "    source_prefixes: [\"run/\"]\n"
+      "    source: a script\n"
+      "    launches:\n"
+      "      - engine: trtllm\n"
+      "        model_path: org/model\n" +
+      launch_lines + kEntries;
+  std::string path = write_temp(name, text);
+  if (file) *file = path;
+  std::string e = error_of([&] { read_calibration(path); });
+  if (!e.starts_with(path)) return e;
+  std::string located(1, '$');
+  located.append(e.begin() + static_cast<std::ptrdiff_t>(path.size()), e.end());
+  return located;
+}
+
+}  // namespace
+
+TEST_CASE("calibration clients: the shipped file is exactly what the writer writes") {
+  std::string path = std::string(CALC_SOURCE_DIR) + "/models/calibration/default.yaml";
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  calibration c = read_calibration(path);
+  REQUIRE(c.clients.size() == 1);
+  CHECK(c.clients[0].launches.size() == 4);
+  // Every source survives, so `calc calibrate` regenerating the file keeps its provenance.
+  CHECK(write_calibration(c) == text.str());
+}
+
+TEST_CASE("calibration clients: a launch matches on every condition it names") {
+  std::string file;
+  REQUIRE(launch_error("calc_clients_ok.yaml",
+                       "        system: b200_sxm\n        isl: 1024\n        tp_below: 8\n"
+                       "        attention_dp: true\n"
+                       "        attention_dp_balance: {timeout_iters: 60}\n"
+                       "        source: its script\n",
+                       &file) == "");
+  calibration c = read_calibration(file);
+  const benchmark_client* b = client_of(c.clients, "run/7");
+  REQUIRE(b != nullptr);
+  CHECK(b->length_low == 1);  // no length_low: nominal lengths
+  const benchmark_launch* l = launch_of(*b, "trtllm", "org/model", "b200_sxm", 1024, 99, 4, 2);
+  REQUIRE(l != nullptr);
+  CHECK(l->adp_balance);
+  CHECK(l->adp_balance_timeout_iters == 60);
+  CHECK(l->adp_balance_batching_iters == 10);  // the engine's default where none is given
+  CHECK(launch_of(*b, "trtllm", "org/model", "h200_sxm", 1024, 99, 4, 2) == nullptr);
+  CHECK(launch_of(*b, "trtllm", "org/model", "b200_sxm", 2048, 99, 4, 2) == nullptr);
+  CHECK(launch_of(*b, "trtllm", "org/model", "b200_sxm", 1024, 99, 8, 2) == nullptr);
+  CHECK(launch_of(*b, "trtllm", "org/model", "b200_sxm", 1024, 99, 4, 1) == nullptr);
+  CHECK(launch_of(*b, "vllm", "org/model", "b200_sxm", 1024, 99, 4, 2) == nullptr);
+  CHECK(launch_of(*b, "trtllm", "org/other", "b200_sxm", 1024, 99, 4, 2) == nullptr);
+  CHECK(client_of(c.clients, "other/7") == nullptr);
+  // Written back and read again, the same launch.
+  calibration back = read_calibration(write_temp("calc_clients_back.yaml", write_calibration(c)));
+  REQUIRE(back.clients.size() == 1);
+  CHECK(write_calibration(back) == write_calibration(c));
+}
+
+TEST_CASE("calibration clients: a bad launch is a located one-line error") {
+  CHECK(launch_error("calc_clients_key.yaml", "        tp_bellow: 8\n        source: s\n") ==
+        "$:9:9: clients[0].launches[0].tp_bellow: unknown field (did you mean 'tp_below'?)");
+  CHECK(launch_error("calc_clients_ratio.yaml",
+                     "        batch_wait_timeout_iters: 20\n"
+                     "        batch_wait_max_tokens_ratio: 1.5\n        source: s\n") ==
+        "$:10:38: clients[0].launches[0].batch_wait_max_tokens_ratio: "
+        "must be a fraction in (0, 1] of the step's token budget");
+  CHECK(launch_error("calc_clients_pair.yaml",
+                     "        batch_wait_timeout_iters: 20\n        source: s\n")
+            .find("batch_wait_max_tokens_ratio: give a fraction") != std::string::npos);
+  CHECK(launch_error("calc_clients_dp.yaml",
+                     "        attention_dp_balance: {timeout_iters: 60}\n        source: s\n")
+            .find("give attention_dp: true") != std::string::npos);
+  CHECK(launch_error("calc_clients_none.yaml", "        isl: 1024\n        source: s\n") ==
+        "$:7:9: clients[0].launches[0]: sets no launch option (batch_wait_timeout_iters or "
+        "attention_dp_balance)");
+  CHECK(launch_error("calc_clients_src.yaml", "        isl: 1024\n")
+            .find("clients[0].launches[0].source: missing required field") != std::string::npos);
+  CHECK(launch_error("calc_clients_tp.yaml",
+                     "        tp_below: 1\n        attention_dp: true\n"
+                     "        attention_dp_balance: {}\n        source: s\n")
+            .find("clients[0].launches[0].tp_below") != std::string::npos);
+}
+
+TEST_CASE("calibration clients: an unknown engine, an empty prefix, a prefix another shadows") {
+  auto read = [](const std::string& name, const std::string& clients) {
+    std::string path = write_temp(name, "source: test\nclients:\n" + clients + kEntries);
+    return std::make_pair(path, error_of([&] { read_calibration(path); }));
+  };
+  auto [a, ea] = read("calc_clients_engine.yaml",
+                      "  - name: b\n    source_prefixes: [x]\n    source: s\n    launches:\n"
+                      "      - engine: tgi\n        model_path: m\n        isl: 1\n"
+                      "        batch_wait_timeout_iters: 1\n"
+                      "        batch_wait_max_tokens_ratio: 0.5\n        source: s\n");
+  CHECK(ea.starts_with(a + ":7:17: clients[0].launches[0].engine: unknown engine 'tgi'"));
+  auto [b, eb] =
+      read("calc_clients_prefix.yaml", "  - name: b\n    source_prefixes: [\"\"]\n    source: s\n");
+  CHECK(eb == b + ":4:23: clients[0].source_prefixes: expected a non-empty prefix");
+  auto [c, ec] = read("calc_clients_shadow.yaml",
+                      "  - name: first\n    source_prefixes: [run/]\n    source: s\n"
+                      "  - name: second\n    source_prefixes: [run/a]\n    source: s\n");
+  CHECK(ec == c + ":6:5: clients[1].source_prefixes: 'run/a' starts with 'run/' of client "
+                  "'first', which would take its rows");
+  auto [d, ed] = read("calc_clients_low.yaml",
+                      "  - name: b\n    source_prefixes: [x]\n    length_low: 0\n    source: s\n");
+  CHECK(ed == d + ":5:17: clients[0].length_low: must be a fraction in (0, 1]");
+}
