@@ -725,7 +725,15 @@ cross-validated):
   (25 within 20 %). TPOT 9.4 -> 9.5 %, TTFT 22.1 -> 21.6 % in sample (TensorRT-LLM 26.4 ->
   25.1 %); TPOT leaving one GPU / family / model out 13.1 -> 12.6 % / 12.8 -> 14.4 % / 18.4 ->
   18.2 %. The simulation has no such hold: `calc calibrate --evaluate --simulate` refuses those
-  rows, and `calc serve` has no flag for it yet.
+  rows, and `calc serve` had no flag for it yet.
+- the launch options as data (2026-12, twenty-third pass; figures bit-identical). The benchmark
+  clients, their length ratio and their launch options moved from a table in the source into
+  the calibration file's `clients` list, each with its `source` (read strictly, written back as
+  read, carried by `calc calibrate` from the base file into the one it writes), so the model
+  ids they are keyed on live in data, not code, and a user adds a client of their own there.
+  `calc serve --attention-dp-balance [--attention-dp-balance-timeout-iters N]
+  [--attention-dp-balance-batching-iters N]` costs the balance in the steady state, as the
+  mapping does for these rows.
 
 How a row maps onto calc (backend -> engine, system -> GPU, model_path -> bundled model, quant
 modes -> formats, layout, workload) is described in docs/commands.md (`calc calibrate`). One rule

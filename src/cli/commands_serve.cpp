@@ -184,6 +184,36 @@ void read_batch_wait(const options& o, serve_request& r) {
   r.cfg.batch_wait_tokens_ratio = o.batch_wait_ratio;
 }
 
+/// TensorRT-LLM's attention-DP balance (attention_dp_config): on with --attention-dp-balance,
+/// its two waits at the engine's defaults unless typed.
+void read_adp_balance(const options& o, serve_request& r) {
+  auto typed = [&](const char* flag) { return was_typed(o, flag); };
+  const char* on = "--attention-dp-balance";
+  const char* timeout = "--attention-dp-balance-timeout-iters";
+  const char* batching = "--attention-dp-balance-batching-iters";
+  if (!o.adp_balance) {
+    for (const char* flag : {timeout, batching})
+      if (typed(flag))
+        throw spec_error(flag, "sets a wait of the balance: give --attention-dp-balance");
+    return;
+  }
+  if (r.engine != "trtllm")
+    throw spec_error(on, "is TensorRT-LLM's scheduler option: give --engine trtllm");
+  if (r.layout.dp < 2)
+    throw spec_error(on,
+                     "balances the prompts of attention-DP ranks: give --dp (2 or more) with "
+                     "--tp, as trtllm-serve's enable_attention_dp runs them");
+  if (r.concurrency.empty() || r.simulate)
+    throw spec_error(on,
+                     "is costed in the closed loop's steady state (--concurrency), not in the "
+                     "--rate / --trace / --simulate simulation");
+  check_limit(timeout, o.adp_balance_timeout_iters, 0, limits::requests, "iterations");
+  check_limit(batching, o.adp_balance_batching_iters, 0, limits::requests, "iterations");
+  r.cfg.adp_balance = true;
+  r.cfg.adp_balance_timeout_iters = o.adp_balance_timeout_iters;
+  r.cfg.adp_balance_batching_iters = o.adp_balance_batching_iters;
+}
+
 serve_request read_serve(const options& o, const gpu_spec& gpu) {
   serve_request r;
   if (!o.engine.empty()) r.engine = o.engine;
@@ -272,6 +302,7 @@ serve_request read_serve(const options& o, const gpu_spec& gpu) {
   r.seed = o.seed;
   r.calibration = o.calibration;
   read_batch_wait(o, r);
+  read_adp_balance(o, r);
   return r;
 }
 
@@ -437,6 +468,16 @@ void add_serve_options(CLI::App& app, options& o) {
                  "TensorRT-LLM, with --concurrency (the steady state): ... or until the held "
                  "prompts and the decode tokens reach this fraction of the token budget (its "
                  "batch_wait_max_tokens_ratio; give both)");
+  app.add_flag("--attention-dp-balance", o.adp_balance,
+               "TensorRT-LLM with --dp, with --concurrency (the steady state): hold each "
+               "attention-DP rank's new prompts until every rank has one, or until the timeout "
+               "(its attention_dp_config enable_balance; default off)");
+  app.add_option("--attention-dp-balance-timeout-iters", o.adp_balance_timeout_iters,
+                 "With --attention-dp-balance: iterations, counted from the last release, after "
+                 "which held prompts go anyway (its timeout_iters; default 50)");
+  app.add_option("--attention-dp-balance-batching-iters", o.adp_balance_batching_iters,
+                 "With --attention-dp-balance: iterations more to wait once every rank has a "
+                 "prompt, while every rank decodes (its batching_wait_iters; default 10)");
   app.add_option(
       "--calibration", o.calibration,
       "Calibration YAML from `calc calibrate` (default: models/calibration/default.yaml)");
@@ -801,6 +842,9 @@ result run_serve(const options& o) {
     j["batch_wait_timeout_iters"] = q.cfg.batch_wait_iters;
     j["batch_wait_max_tokens_ratio"] = q.cfg.batch_wait_tokens_ratio;
   }
+  if (q.cfg.adp_balance)
+    j["attention_dp_balance"] = {{"timeout_iters", q.cfg.adp_balance_timeout_iters},
+                                 {"batching_wait_iters", q.cfg.adp_balance_batching_iters}};
   accuracy_note accuracy =
       accuracy_of(cal, used, {{m.spec->name, bundled_as_shipped(o, o.model, m.spec->name)}},
                   {gpu.name, gpu_named(o.gpu)}, q.engine, q.simulate || q.concurrency.empty());
@@ -960,6 +1004,11 @@ result run_serve(const options& o) {
         "; extra_llm_api_options: batch_wait_timeout_iters: {}, "
         "batch_wait_max_tokens_ratio: {}",
         q.cfg.batch_wait_iters, q.cfg.batch_wait_tokens_ratio);
+  if (q.cfg.adp_balance)
+    md += fmt::format(
+        "; extra_llm_api_options: attention_dp_config: {{enable_balance: true, timeout_iters: "
+        "{}, batching_wait_iters: {}}}",
+        q.cfg.adp_balance_timeout_iters, q.cfg.adp_balance_batching_iters);
   md += ".\n";
   result r{j, "calc serve"};
   r.markdown = md;

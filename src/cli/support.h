@@ -98,6 +98,9 @@ struct options {
   std::int64_t max_num_batched_tokens = 0;  // --max-num-batched-tokens / --chunked-prefill-size
   std::int64_t batch_wait_iters = 0;        // --batch-wait-timeout-iters (TensorRT-LLM)
   double batch_wait_ratio = 0;              // --batch-wait-max-tokens-ratio (TensorRT-LLM)
+  bool adp_balance = false;                 // --attention-dp-balance (TensorRT-LLM)
+  std::int64_t adp_balance_timeout_iters = 50;   // --attention-dp-balance-timeout-iters
+  std::int64_t adp_balance_batching_iters = 10;  // --attention-dp-balance-batching-iters
   bool enable_prefix_caching = false;
   std::string speculative_config;           // --speculative-config: vLLM's JSON
   std::int64_t num_speculative_tokens = 0;  // --num-speculative-tokens

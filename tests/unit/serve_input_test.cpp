@@ -571,6 +571,67 @@ TEST_CASE("serve --batch-wait-*: TensorRT-LLM's hold of new prompts, costed or r
   }
 }
 
+TEST_CASE("serve --attention-dp-balance: TensorRT-LLM's hold across attention-DP ranks") {
+  std::string out, err;
+  auto at = [&](const std::vector<std::string>& more) {
+    std::vector<std::string> a = {"--engine",      "trtllm", "--tp",     "8",   "--dp",  "8",
+                                  "--ep",          "8",      "--isl",    "1K",  "--osl", "1K",
+                                  "--concurrency", "1,8",    "--format", "json"};
+    a.insert(a.end(), more.begin(), more.end());
+    REQUIRE(run(serve_args("deepseek-v3", "b200", a), out, err) == 0);
+    return nlohmann::json::parse(out);
+  };
+  nlohmann::json off = at({});
+  nlohmann::json on = at({"--attention-dp-balance"});
+  nlohmann::json quick = at({"--attention-dp-balance", "--attention-dp-balance-timeout-iters", "5",
+                             "--attention-dp-balance-batching-iters", "0"});
+  CHECK_FALSE(off.contains("attention_dp_balance"));
+  CHECK(on["attention_dp_balance"]["timeout_iters"] == 50);  // the engine's defaults
+  CHECK(on["attention_dp_balance"]["batching_wait_iters"] == 10);
+  CHECK(quick["attention_dp_balance"]["timeout_iters"] == 5);
+  // One client a rank: a rank that decodes nothing releases its prompt at once.
+  CHECK(on["points"][0]["ttft_ms"] == off["points"][0]["ttft_ms"]);
+  // Eight a rank: prompts wait decode steps for the other ranks, and less with a shorter timeout.
+  double t_off = off["points"][1]["ttft_ms"], t_on = on["points"][1]["ttft_ms"],
+         t_quick = quick["points"][1]["ttft_ms"];
+  CHECK(t_on - t_off > 5 * off["points"][1]["tpot_ms"].get<double>());
+  CHECK(t_quick > t_off);
+  CHECK(t_quick < t_on);
+  REQUIRE(run(serve_args("deepseek-v3", "b200",
+                         {"--engine", "trtllm", "--tp", "8", "--dp", "8", "--ep", "8", "--isl",
+                          "1K", "--osl", "1K", "--concurrency", "8", "--attention-dp-balance"}),
+              out, err) == 0);
+  CHECK(out.find("extra_llm_api_options: attention_dp_config: {enable_balance: true, "
+                 "timeout_iters: 50, batching_wait_iters: 10}") != std::string::npos);
+  struct refusal {
+    std::vector<std::string> args;
+    std::string error;
+  };
+  std::vector<refusal> refused = {
+      {{"--engine", "vllm", "--dp", "8", "--concurrency", "4", "--attention-dp-balance"},
+       "--attention-dp-balance: is TensorRT-LLM's scheduler option: give --engine trtllm"},
+      {{"--engine", "trtllm", "--dp", "1", "--concurrency", "4", "--attention-dp-balance"},
+       "--attention-dp-balance: balances the prompts of attention-DP ranks: give --dp (2 or "
+       "more) with --tp, as trtllm-serve's enable_attention_dp runs them"},
+      {{"--engine", "trtllm", "--dp", "8", "--rate", "2", "--attention-dp-balance"},
+       "--attention-dp-balance: is costed in the closed loop's steady state (--concurrency), not "
+       "in the --rate / --trace / --simulate simulation"},
+      {{"--engine", "trtllm", "--dp", "8", "--concurrency", "4",
+        "--attention-dp-balance-timeout-iters", "60"},
+       "--attention-dp-balance-timeout-iters: sets a wait of the balance: give "
+       "--attention-dp-balance"},
+      {{"--engine", "trtllm", "--dp", "8", "--concurrency", "4", "--attention-dp-balance",
+        "--attention-dp-balance-batching-iters", "-1"},
+       "--attention-dp-balance-batching-iters: must be at least 0, got -1"}};
+  for (const refusal& r : refused) {
+    std::vector<std::string> a = {"--tp", "8", "--ep", "8", "--isl", "1K", "--osl", "256"};
+    a.insert(a.end(), r.args.begin(), r.args.end());
+    CAPTURE(r.error);
+    CHECK(run(serve_args("deepseek-v3", "b200", a), out, err) == 2);
+    CHECK(err == r.error + "\n");
+  }
+}
+
 TEST_CASE("lists: an empty item in any list option is refused; spaces around items are not read") {
   std::string out, err;
   struct refusal {
