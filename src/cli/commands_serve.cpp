@@ -89,9 +89,20 @@ std::string launch_with_formats(const std::string& engine, const serve_layout& l
 }
 
 calibration load_calibration(const std::string& path) {
-  if (!path.empty()) return read_calibration(path);
+  const char* shipped = "models/calibration/default.yaml";  // as output names it
+  if (!path.empty()) {
+    calibration c = read_calibration(path);
+    // A file from before the section maps rows as it did when written: with the shipped
+    // clients, said in the output, and carried into a file a fit writes from it.
+    if (!c.clients_given) {
+      c.clients = read_calibration(default_calibration_path()).clients;
+      c.clients_given = true;
+      c.clients_from = shipped;
+    }
+    return c;
+  }
   calibration c = read_calibration(default_calibration_path());
-  c.file = "models/calibration/default.yaml";  // as output names it, wherever calc is installed
+  c.file = shipped;
   return c;
 }
 
@@ -172,6 +183,12 @@ void read_batch_wait(const options& o, serve_request& r) {
     throw spec_error(flag,
                      "is costed in the closed loop's steady state (--concurrency), not in the "
                      "--rate / --trace / --simulate simulation");
+  // The engine holds prompts so only without attention DP (its ranks' prompts are held by the
+  // balance instead, --attention-dp-balance).
+  if (r.layout.dp > 1)
+    throw spec_error(flag,
+                     "TensorRT-LLM holds prompts so only without attention DP (--dp 1); its "
+                     "ranks are balanced with --attention-dp-balance");
   check_limit(iters, o.batch_wait_iters, 0, limits::requests, "iterations");
   if (!(o.batch_wait_ratio >= 0 && o.batch_wait_ratio <= 1))
     throw spec_error(ratio, "must be a fraction in [0, 1] of the step's token budget");
@@ -460,10 +477,11 @@ void add_serve_options(CLI::App& app, options& o) {
                  o.free_gpu_memory_fraction,
                  "TensorRT-LLM: fraction of what the weights leave of the card that the KV pool "
                  "takes (trtllm-serve's --kv_cache_free_gpu_memory_fraction; default 0.9)");
-  app.add_option("--batch-wait-timeout-iters", o.batch_wait_iters,
-                 "TensorRT-LLM, with --concurrency (the steady state, not --simulate): hold new "
-                 "prompts while others decode for up to this many iterations (its "
-                 "batch_wait_timeout_iters; default 0, off)");
+  app.add_option(
+      "--batch-wait-timeout-iters", o.batch_wait_iters,
+      "TensorRT-LLM without attention DP, with --concurrency (the steady state, not "
+      "--simulate): hold new prompts while others decode for up to this many iterations (its "
+      "batch_wait_timeout_iters; default 0, off)");
   app.add_option("--batch-wait-max-tokens-ratio", o.batch_wait_ratio,
                  "TensorRT-LLM, with --concurrency (the steady state): ... or until the held "
                  "prompts and the decode tokens reach this fraction of the token budget (its "
@@ -1193,6 +1211,7 @@ result run_calibrate(const options& o) {
     j["refused"] = refused;
     j["entries"] = static_cast<std::int64_t>(fitted.entries.size());
     j["entries_kept_from_base"] = kept;
+    if (!base.clients_from.empty()) j["clients_from"] = base.clients_from;
     j["summary"] = summary_json(e);
     std::string cv_tables;
     if (o.cross_validate) add_cross_validation(cv, j, cv_tables);
@@ -1205,14 +1224,19 @@ result run_calibrate(const options& o) {
       out << yaml;
       r.markdown = fmt::format(
                        "# calc calibrate\n\nFitted {} entries on {} rows ({} refused){}; "
-                       "wrote {}.\n\n",
+                       "wrote {}.{}\n\n",
                        fitted.entries.size() - static_cast<std::size_t>(kept),
                        mapped.size() - static_cast<std::size_t>(refused), refused,
                        kept > 0 ? fmt::format(", kept {} of {} for GPU families and engines "
                                               "the rows lack",
                                               kept, base.file)
                                 : std::string(),
-                       o.out) +
+                       o.out,
+                       base.clients_from.empty()
+                           ? ""
+                           : fmt::format(" {} names no benchmark clients: those of {} mapped "
+                                         "the rows, and the file written carries them.",
+                                         base.file, base.clients_from)) +
                    stats_table("In-sample |error|", e) + cv_tables;
     }
     return r;
@@ -1227,6 +1251,7 @@ result run_calibrate(const options& o) {
   evaluation e = evaluate(mapped, base, o.simulate);
   ojson j;
   j["calibration"] = base.file;
+  if (!base.clients_from.empty()) j["clients_from"] = base.clients_from;
   if (o.simulate) j["predicted_by"] = "closed-loop simulation";
   j["rows"] = ojson::array();
   std::size_t next = 0;
@@ -1259,9 +1284,14 @@ result run_calibrate(const options& o) {
   // Rows modelled without both measured times are predicted (in --format json) but not compared.
   std::size_t uncompared = mapped.size() - static_cast<std::size_t>(refused) - e.rows.size();
   std::string md = fmt::format(
-      "# calc calibrate --evaluate {}\n\nCalibration: {}. {} rows, {} "
+      "# calc calibrate --evaluate {}\n\nCalibration: {}{}. {} rows, {} "
       "modelled, {} refused.{}{}\n\n",
-      file, base.file, mapped.size(), e.rows.size(), refused,
+      file, base.file,
+      base.clients_from.empty()
+          ? ""
+          : fmt::format(" (it names no benchmark clients: those of {} map the rows)",
+                        base.clients_from),
+      mapped.size(), e.rows.size(), refused,
       uncompared == 0 ? ""
                       : fmt::format(" {} more not compared: without both measured times, or "
                                     "refused by the simulation (`--format json` lists them).",

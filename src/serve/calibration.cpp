@@ -276,7 +276,10 @@ calibration read_calibration(const std::string& path) {
       c.systems[system] = kv.second.Scalar();
     }
   }
-  if (YAML::Node f = m.optional("clients"); f.IsDefined()) c.clients = read_clients(f, path);
+  if (YAML::Node f = m.optional("clients"); f.IsDefined()) {
+    c.clients = read_clients(f, path);
+    c.clients_given = true;
+  }
   YAML::Node list = m.required("entries");
   if (!list.IsSequence())
     throw spec_error(location_of(list, path), "entries", "expected a list of entries");
@@ -389,7 +392,7 @@ std::string write_calibration(const calibration& c) {
   if (!c.systems.empty()) out += "systems:  # a measured row's system -> the catalogue's GPU\n";
   for (const auto& [system, gpu] : c.systems)
     out += fmt::format("  {}: {}\n", yaml_quoted(system), gpu);
-  out += write_clients(c.clients);
+  out += c.clients.empty() && c.clients_given ? "clients: []\n" : write_clients(c.clients);
   out +=
       "expert_popularity:  # routed experts: the i-th most used of a layer drawn ~ i^-zipf_s\n";
   out += fmt::format("  zipf_s: {:.6g}\n", c.expert_zipf_s);

@@ -128,7 +128,11 @@ struct calibration {
   // with '_' for '-' (and "_sxm" dropped): aiconfigurator's a100_sxm is the A100 SXM4 80 GB.
   std::map<std::string, std::string> systems;
   // The benchmark clients a measured row's data source names (their lengths and launch options).
+  // A file without the section (one written before it) is not a file that names none
+  // (`clients: []`): load_calibration gives it the shipped clients and says so in clients_from.
   std::vector<benchmark_client> clients;
+  bool clients_given = false;  // the file has a `clients` section, empty or not
+  std::string clients_from;    // where clients came from when not from this file ("": its own)
   std::vector<calibration_entry> entries;
   std::string file;  // where it was read from
   // What a fit reached on rows it never saw (`calc calibrate --cross-validate`), by how they were

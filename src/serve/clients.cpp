@@ -50,16 +50,24 @@ benchmark_launch read_launch(const YAML::Node& n, const std::string& path,
   l.osl = at_most(m, "osl", m.optional_integer("osl", 1).value_or(0), limits::tokens);
   l.tp_below = at_most(m, "tp_below", m.optional_integer("tp_below", 2).value_or(0), limits::cards);
   l.attention_dp = m.boolean("attention_dp", false);
-  l.system = m.optional_text("system").value_or("");
-  // The engine's own names (TensorRT-LLM's batching and attention_dp_config options).
-  if (auto iters = m.optional_integer("batch_wait_timeout_iters", 1)) {
-    l.batch_wait_iters = at_most(m, "batch_wait_timeout_iters", *iters, limits::requests);
-    // Either at 0 releases a prompt at once: the pair holds only with both above 0.
-    auto ratio = optional_fraction(m, "batch_wait_max_tokens_ratio", 0, 1,
-                                   "must be a fraction in (0, 1] of the step's token budget");
+  if (m.has("system")) l.system = non_empty_text(m, "system");
+  // The engine's own names (TensorRT-LLM's batching and attention_dp_config options). Either
+  // of the batch wait's pair at 0 releases a prompt at once: it holds only with both above 0.
+  auto iters = m.optional_integer("batch_wait_timeout_iters", 1);
+  auto ratio = optional_fraction(m, "batch_wait_max_tokens_ratio", 0, 1,
+                                 "must be a fraction in (0, 1] of the step's token budget");
+  if (ratio && !iters)
+    m.fail("batch_wait_max_tokens_ratio", "give batch_wait_timeout_iters (1 or more) with it");
+  if (iters) {
     if (!ratio || *ratio <= 0)
       m.fail("batch_wait_max_tokens_ratio",
              "give a fraction in (0, 1] with batch_wait_timeout_iters: either at 0 holds nothing");
+    // The engine holds prompts so only without attention DP; the balance holds them with it.
+    if (l.attention_dp)
+      m.fail("batch_wait_timeout_iters",
+             "TensorRT-LLM holds prompts so only without attention DP (attention_dp: false); "
+             "its ranks are held by attention_dp_balance");
+    l.batch_wait_iters = at_most(m, "batch_wait_timeout_iters", *iters, limits::requests);
     l.batch_wait_tokens_ratio = *ratio;
   }
   if (YAML::Node b = m.optional("attention_dp_balance"); b.IsDefined()) {
@@ -81,6 +89,11 @@ benchmark_launch read_launch(const YAML::Node& n, const std::string& path,
   if (l.batch_wait_iters == 0 && !l.adp_balance)
     throw spec_error(location_of(n, file), path,
                      "sets no launch option (batch_wait_timeout_iters or attention_dp_balance)");
+  // Both are TensorRT-LLM's scheduler options, which `calc serve` refuses on other engines.
+  if (l.engine != "trtllm")
+    m.fail("engine",
+           fmt::format("'{}' has no {}: it is TensorRT-LLM's (engine: trtllm)", l.engine,
+                       l.adp_balance ? "attention_dp_balance" : "batch_wait_timeout_iters"));
   return l;
 }
 
@@ -147,15 +160,19 @@ std::vector<benchmark_client> read_clients(const YAML::Node& list, const std::st
   for (const YAML::Node& n : list) {
     std::string path = fmt::format("clients[{}]", i++);
     benchmark_client c = read_client(n, path, file);
-    // client_of answers with the first match: a later client a prefix shadows would never be.
-    for (const benchmark_client& seen : out)
+    for (const benchmark_client& seen : out) {
+      if (seen.name == c.name)
+        throw spec_error(location_of(n["name"], file), path + ".name",
+                         fmt::format("a second client named '{}'", c.name));
+      // client_of answers with the first match: a later client a prefix shadows would never be.
       for (const std::string& a : seen.source_prefixes)
-        for (const std::string& b : c.source_prefixes)
-          if (b.starts_with(a))
-            throw spec_error(location_of(n, file), path + ".source_prefixes",
+        for (std::size_t k = 0; k < c.source_prefixes.size(); ++k)
+          if (c.source_prefixes[k].starts_with(a))
+            throw spec_error(location_of(n["source_prefixes"][k], file), path + ".source_prefixes",
                              fmt::format("'{}' starts with '{}' of client '{}', which would "
                                          "take its rows",
-                                         b, a, seen.name));
+                                         c.source_prefixes[k], a, seen.name));
+    }
     out.push_back(std::move(c));
   }
   return out;
@@ -164,8 +181,16 @@ std::vector<benchmark_client> read_clients(const YAML::Node& list, const std::st
 std::string yaml_quoted(const std::string& s) {
   std::string out = "\"";
   for (char ch : s) {
-    if (ch == '"' || ch == '\\') out += '\\';
-    out += ch;
+    auto byte = static_cast<unsigned char>(ch);
+    if (ch == '"' || ch == '\\') {
+      out += '\\';
+      out += ch;
+    } else if (byte < 0x20 || byte == 0x7f) {
+      // A raw control character would not read back as itself (a newline folds to a space).
+      out += fmt::format("\\x{:02x}", byte);
+    } else {
+      out += ch;
+    }
   }
   return out + "\"";
 }

@@ -169,6 +169,7 @@ calibration fit_coefficients(const std::vector<mapped_row>& rows, const calibrat
   out.models = base.models;
   out.systems = base.systems;
   out.clients = base.clients;
+  out.clients_given = base.clients_given;
   std::map<std::pair<std::string, std::string>, std::vector<const mapped_row*>> groups;
   for (const mapped_row& m : rows) {
     if (!usable(m)) continue;

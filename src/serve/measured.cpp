@@ -398,6 +398,13 @@ mapped_row row_mapper::map(const measured_row& r) {
     m.osl = osl;
     const benchmark_client* client = client_of(p_->cal.clients, r.at("silicon_data_source"));
     if (client) {
+      // A length_low so small that the shortest draw is empty describes no client.
+      for (std::int64_t nominal : {isl, osl})
+        if (std::floor(static_cast<double>(nominal) * client->length_low) < 1)
+          throw spec_error("silicon_data_source",
+                           fmt::format("client '{}' (length_low {}) would draw empty requests "
+                                       "of a nominal {} tokens",
+                                       client->name, client->length_low, nominal));
       m.length_low = client->length_low;
       isl = mean_length(isl, client->length_low);
       osl = mean_length(osl, client->length_low);

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 
@@ -13,9 +14,17 @@
 using namespace calc;
 using namespace calc::serve;
 using testing::error_of;
+using testing::run;
 using testing::write_temp;
 
 namespace {
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
 
 const char* kEntries =
     "entries:\n  - family: any\n    engine: any\n    gemm_compute: 0.5\n    gemm_memory: 0.8\n"
@@ -52,14 +61,60 @@ std::string launch_error(const std::string& name, const std::string& launch_line
 
 TEST_CASE("calibration clients: the shipped file is exactly what the writer writes") {
   std::string path = std::string(CALC_SOURCE_DIR) + "/models/calibration/default.yaml";
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
+  std::string text = read_text(path);
   calibration c = read_calibration(path);
   REQUIRE(c.clients.size() == 1);
   CHECK(c.clients[0].launches.size() == 4);
   // Every source survives, so `calc calibrate` regenerating the file keeps its provenance.
-  CHECK(write_calibration(c) == text.str());
+  CHECK(write_calibration(c) == text);
+}
+
+TEST_CASE("calibration clients: a file without the section maps rows with the shipped clients") {
+  std::string shipped =
+      read_text(std::string(CALC_SOURCE_DIR) + "/models/calibration/default.yaml");
+  auto from = shipped.find("clients:");
+  auto to = shipped.find("expert_popularity:");
+  REQUIRE(from != std::string::npos);
+  REQUIRE(to > from);
+  std::string without =
+      write_temp("calc_clients_without.yaml", shipped.substr(0, from) + shipped.substr(to));
+  std::string none = write_temp("calc_clients_none_given.yaml",
+                                shipped.substr(0, from) + "clients: []\n" + shipped.substr(to));
+  // An InferenceX row its launch script gave a batch wait (Llama-3.1-70B, TP 2, 1024 x 1024).
+  std::string csv =
+      read_text(std::string(CALC_SOURCE_DIR) + "/tests/fixtures/latency/measured.csv");
+  std::string header = csv.substr(0, csv.find('\n') + 1);
+  auto at = csv.find("2026_04_06_llama_3_1_70b_b200_sxm_trtllm_fp4_agg_1024x1024_c8_tp2_ep1_257,");
+  REQUIRE(at != std::string::npos);
+  std::string rows =
+      write_temp("calc_clients_rows.csv", header + csv.substr(at, csv.find('\n', at) + 1 - at));
+  auto ttft = [&](const std::vector<std::string>& more, nlohmann::json* whole = nullptr) {
+    std::string out, err;
+    std::vector<std::string> a = {"calibrate", "--evaluate", rows, "--format", "json"};
+    a.insert(a.end(), more.begin(), more.end());
+    REQUIRE(run(a, out, err) == 0);
+    nlohmann::json j = nlohmann::json::parse(out);
+    if (whole) *whole = j;
+    return j["rows"][0]["ttft_ms"].get<double>();
+  };
+  nlohmann::json j;
+  double own = ttft({});
+  CHECK(ttft({"--calibration", without}, &j) == own);
+  CHECK(j["clients_from"] == "models/calibration/default.yaml");
+  // A file that names none maps the row at its nominal lengths and without the wait.
+  CHECK(ttft({"--calibration", none}, &j) < own);
+  CHECK_FALSE(j.contains("clients_from"));
+  // A fit from the file without them writes the clients it mapped the rows with.
+  std::string out, err;
+  std::string fitted = write_temp("calc_clients_fitted.yaml", "");
+  REQUIRE(run({"calibrate", "--measurements", rows, "--calibration", without, "--out", fitted}, out,
+              err) == 0);
+  CHECK(out.find("names no benchmark clients: those of models/calibration/default.yaml mapped "
+                 "the rows") != std::string::npos);
+  CHECK(read_calibration(fitted).clients.size() == 1);
+  REQUIRE(run({"calibrate", "--measurements", rows, "--calibration", none, "--out", fitted}, out,
+              err) == 0);
+  CHECK(read_text(fitted).find("clients: []\n") != std::string::npos);
 }
 
 TEST_CASE("calibration clients: a launch matches on every condition it names") {
@@ -86,9 +141,11 @@ TEST_CASE("calibration clients: a launch matches on every condition it names") {
   CHECK(launch_of(*b, "vllm", "org/model", "b200_sxm", 1024, 99, 4, 2) == nullptr);
   CHECK(launch_of(*b, "trtllm", "org/other", "b200_sxm", 1024, 99, 4, 2) == nullptr);
   CHECK(client_of(c.clients, "other/7") == nullptr);
-  // Written back and read again, the same launch.
+  // Written back and read again, the same launch; a control character in a name survives.
+  c.clients[0].name = "line\none\ttab";
   calibration back = read_calibration(write_temp("calc_clients_back.yaml", write_calibration(c)));
   REQUIRE(back.clients.size() == 1);
+  CHECK(back.clients[0].name == "line\none\ttab");
   CHECK(write_calibration(back) == write_calibration(c));
 }
 
@@ -111,6 +168,19 @@ TEST_CASE("calibration clients: a bad launch is a located one-line error") {
         "attention_dp_balance)");
   CHECK(launch_error("calc_clients_src.yaml", "        isl: 1024\n")
             .find("clients[0].launches[0].source: missing required field") != std::string::npos);
+  CHECK(launch_error("calc_clients_lone.yaml",
+                     "        batch_wait_max_tokens_ratio: 0.9\n        source: s\n") ==
+        "$:9:38: clients[0].launches[0].batch_wait_max_tokens_ratio: give "
+        "batch_wait_timeout_iters (1 or more) with it");
+  // TensorRT-LLM holds prompts so only without attention DP: with it, the balance does.
+  CHECK(launch_error("calc_clients_wait_dp.yaml",
+                     "        attention_dp: true\n        batch_wait_timeout_iters: 20\n"
+                     "        batch_wait_max_tokens_ratio: 0.9\n        source: s\n")
+            .starts_with("$:10:35: clients[0].launches[0].batch_wait_timeout_iters: "
+                         "TensorRT-LLM holds prompts so only without attention DP"));
+  CHECK(launch_error("calc_clients_system.yaml",
+                     "        system: \"\"\n        isl: 1\n        source: s\n") ==
+        "$:9:17: clients[0].launches[0].system: must not be empty");
   CHECK(launch_error("calc_clients_tp.yaml",
                      "        tp_below: 1\n        attention_dp: true\n"
                      "        attention_dp_balance: {}\n        source: s\n")
@@ -134,8 +204,18 @@ TEST_CASE("calibration clients: an unknown engine, an empty prefix, a prefix ano
   auto [c, ec] = read("calc_clients_shadow.yaml",
                       "  - name: first\n    source_prefixes: [run/]\n    source: s\n"
                       "  - name: second\n    source_prefixes: [run/a]\n    source: s\n");
-  CHECK(ec == c + ":6:5: clients[1].source_prefixes: 'run/a' starts with 'run/' of client "
+  CHECK(ec == c + ":7:23: clients[1].source_prefixes: 'run/a' starts with 'run/' of client "
                   "'first', which would take its rows");
+  auto [n, en] = read("calc_clients_twice.yaml",
+                      "  - name: b\n    source_prefixes: [x]\n    source: s\n"
+                      "  - name: b\n    source_prefixes: [y]\n    source: s\n");
+  CHECK(en == n + ":6:11: clients[1].name: a second client named 'b'");
+  auto [v, ev] = read("calc_clients_vllm.yaml",
+                      "  - name: b\n    source_prefixes: [x]\n    source: s\n    launches:\n"
+                      "      - engine: vllm\n        model_path: m\n        attention_dp: true\n"
+                      "        attention_dp_balance: {}\n        source: s\n");
+  CHECK(ev == v + ":7:17: clients[0].launches[0].engine: 'vllm' has no attention_dp_balance: it "
+                  "is TensorRT-LLM's (engine: trtllm)");
   auto [d, ed] = read("calc_clients_low.yaml",
                       "  - name: b\n    source_prefixes: [x]\n    length_low: 0\n    source: s\n");
   CHECK(ed == d + ":5:17: clients[0].length_low: must be a fraction in (0, 1]");

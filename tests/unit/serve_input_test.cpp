@@ -589,6 +589,8 @@ TEST_CASE("serve --attention-dp-balance: TensorRT-LLM's hold across attention-DP
   CHECK(on["attention_dp_balance"]["timeout_iters"] == 50);  // the engine's defaults
   CHECK(on["attention_dp_balance"]["batching_wait_iters"] == 10);
   CHECK(quick["attention_dp_balance"]["timeout_iters"] == 5);
+  nlohmann::json no_batching =
+      at({"--attention-dp-balance", "--attention-dp-balance-batching-iters", "0"});
   // One client a rank: a rank that decodes nothing releases its prompt at once.
   CHECK(on["points"][0]["ttft_ms"] == off["points"][0]["ttft_ms"]);
   // Eight a rank: prompts wait decode steps for the other ranks, and less with a shorter timeout.
@@ -597,6 +599,8 @@ TEST_CASE("serve --attention-dp-balance: TensorRT-LLM's hold across attention-DP
   CHECK(t_on - t_off > 5 * off["points"][1]["tpot_ms"].get<double>());
   CHECK(t_quick > t_off);
   CHECK(t_quick < t_on);
+  // The batching wait after every rank has a prompt adds to the hold.
+  CHECK(no_batching["points"][1]["ttft_ms"].get<double>() < t_on);
   REQUIRE(run(serve_args("deepseek-v3", "b200",
                          {"--engine", "trtllm", "--tp", "8", "--dp", "8", "--ep", "8", "--isl",
                           "1K", "--osl", "1K", "--concurrency", "8", "--attention-dp-balance"}),
@@ -616,6 +620,15 @@ TEST_CASE("serve --attention-dp-balance: TensorRT-LLM's hold across attention-DP
       {{"--engine", "trtllm", "--dp", "8", "--rate", "2", "--attention-dp-balance"},
        "--attention-dp-balance: is costed in the closed loop's steady state (--concurrency), not "
        "in the --rate / --trace / --simulate simulation"},
+      {{"--engine", "trtllm", "--dp", "8", "--concurrency", "4", "--simulate",
+        "--attention-dp-balance"},
+       "--attention-dp-balance: is costed in the closed loop's steady state (--concurrency), not "
+       "in the --rate / --trace / --simulate simulation"},
+      // TensorRT-LLM's batch wait holds prompts only without attention DP.
+      {{"--engine", "trtllm", "--dp", "8", "--concurrency", "4", "--attention-dp-balance",
+        "--batch-wait-timeout-iters", "20", "--batch-wait-max-tokens-ratio", "0.9"},
+       "--batch-wait-timeout-iters: TensorRT-LLM holds prompts so only without attention DP "
+       "(--dp 1); its ranks are balanced with --attention-dp-balance"},
       {{"--engine", "trtllm", "--dp", "8", "--concurrency", "4",
         "--attention-dp-balance-timeout-iters", "60"},
        "--attention-dp-balance-timeout-iters: sets a wait of the balance: give "
