@@ -89,21 +89,30 @@ std::string launch_with_formats(const std::string& engine, const serve_layout& l
 }
 
 calibration load_calibration(const std::string& path) {
-  const char* shipped = "models/calibration/default.yaml";  // as output names it
-  if (!path.empty()) {
-    calibration c = read_calibration(path);
-    // A file from before the section maps rows as it did when written: with the shipped
-    // clients, said in the output, and carried into a file a fit writes from it.
-    if (!c.clients_given) {
-      c.clients = read_calibration(default_calibration_path()).clients;
-      c.clients_given = true;
-      c.clients_from = shipped;
-    }
-    return c;
-  }
+  if (!path.empty()) return read_calibration(path);
   calibration c = read_calibration(default_calibration_path());
-  c.file = shipped;
+  c.file = "models/calibration/default.yaml";  // as output names it, wherever calc is installed
   return c;
+}
+
+/// For mapping measured rows (the only reader of clients): a file written before the `clients`
+/// section maps them as it did when written, with the shipped clients, said in the output and
+/// carried into a file a fit writes from it.
+void with_shipped_clients(calibration& c) {
+  if (c.clients_given) return;
+  calibration shipped;
+  try {
+    shipped = read_calibration(default_calibration_path());
+  } catch (const spec_error& e) {
+    throw spec_error(source_location{c.file, 0, 0}, "clients",
+                     fmt::format("the file names no benchmark clients, and the shipped ones "
+                                 "could not be read: {}",
+                                 e.what()));
+  }
+  if (!shipped.clients_given) return;
+  c.clients = shipped.clients;
+  c.clients_given = true;
+  c.clients_from = "models/calibration/default.yaml";
 }
 
 /// The memory fraction typed for `engine`: vLLM's --gpu-memory-utilization, SGLang's
@@ -184,8 +193,8 @@ void read_batch_wait(const options& o, serve_request& r) {
                      "is costed in the closed loop's steady state (--concurrency), not in the "
                      "--rate / --trace / --simulate simulation");
   // The engine holds prompts so only without attention DP (its ranks' prompts are held by the
-  // balance instead, --attention-dp-balance).
-  if (r.layout.dp > 1)
+  // balance instead, --attention-dp-balance); both at 0, its default, is off anywhere.
+  if (r.layout.dp > 1 && (o.batch_wait_iters > 0 || o.batch_wait_ratio > 0))
     throw spec_error(flag,
                      "TensorRT-LLM holds prompts so only without attention DP (--dp 1); its "
                      "ranks are balanced with --attention-dp-balance");
@@ -1132,6 +1141,7 @@ result run_calibrate(const options& o) {
   std::string file = o.measurements.empty() ? o.evaluate : o.measurements;
   std::vector<measured_row> rows = read_measured(file);
   calibration base = load_calibration(o.calibration);
+  with_shipped_clients(base);
   row_mapper mapper(base);
   std::vector<mapped_row> mapped;
   mapped.reserve(rows.size());
