@@ -178,8 +178,16 @@ double rate_option(const options& o) {
   return o.rate;
 }
 
-/// TensorRT-LLM's batch waiting (its batch_wait_timeout_iters and batch_wait_max_tokens_ratio):
-/// costed in the closed loop's steady state; the --rate / --trace simulation has no such hold.
+/// TensorRT-LLM's holds of new prompts are costed in the closed loop's steady state only: the
+/// --rate / --trace / --simulate simulation has no such hold.
+void steady_state_only(const char* flag, const serve_request& r) {
+  if (r.concurrency.empty() || r.simulate)
+    throw spec_error(flag,
+                     "is costed in the closed loop's steady state (--concurrency), not in the "
+                     "--rate / --trace / --simulate simulation");
+}
+
+/// TensorRT-LLM's batch waiting (its batch_wait_timeout_iters and batch_wait_max_tokens_ratio).
 void read_batch_wait(const options& o, serve_request& r) {
   auto typed = [&](const char* flag) { return was_typed(o, flag); };
   const char* iters = "--batch-wait-timeout-iters";
@@ -188,10 +196,7 @@ void read_batch_wait(const options& o, serve_request& r) {
   const char* flag = typed(iters) ? iters : ratio;
   if (r.engine != "trtllm")
     throw spec_error(flag, "is TensorRT-LLM's scheduler option: give --engine trtllm");
-  if (r.concurrency.empty() || r.simulate)
-    throw spec_error(flag,
-                     "is costed in the closed loop's steady state (--concurrency), not in the "
-                     "--rate / --trace / --simulate simulation");
+  steady_state_only(flag, r);
   // The engine holds prompts so only without attention DP (its ranks' prompts are held by the
   // balance instead, --attention-dp-balance); both at 0, its default, is off anywhere.
   if (r.layout.dp > 1 && (o.batch_wait_iters > 0 || o.batch_wait_ratio > 0))
@@ -229,10 +234,7 @@ void read_adp_balance(const options& o, serve_request& r) {
     throw spec_error(on,
                      "balances the prompts of attention-DP ranks: give --dp (2 or more) with "
                      "--tp, as trtllm-serve's enable_attention_dp runs them");
-  if (r.concurrency.empty() || r.simulate)
-    throw spec_error(on,
-                     "is costed in the closed loop's steady state (--concurrency), not in the "
-                     "--rate / --trace / --simulate simulation");
+  steady_state_only(on, r);
   check_limit(timeout, o.adp_balance_timeout_iters, 0, limits::requests, "iterations");
   check_limit(batching, o.adp_balance_batching_iters, 0, limits::requests, "iterations");
   r.cfg.adp_balance = true;

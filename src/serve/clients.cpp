@@ -14,9 +14,8 @@ namespace calc::serve {
 
 namespace {
 
-/// A number in [low, high] (a located error naming the field otherwise).
-std::optional<double> optional_fraction(yaml_map& m, const std::string& key, double low,
-                                        double high, const char* what) {
+/// A fraction in (0, 1] where given (a located error saying `what` it is a fraction of).
+std::optional<double> optional_fraction(yaml_map& m, const std::string& key, const char* what) {
   YAML::Node n = m.optional(key);
   if (!n.IsDefined()) return std::nullopt;
   double v = NAN;
@@ -24,7 +23,8 @@ std::optional<double> optional_fraction(yaml_map& m, const std::string& key, dou
     v = n.as<double>();
   } catch (const YAML::Exception&) {
   }
-  if (!(std::isfinite(v) && v >= low && v <= high)) m.fail(key, what);
+  if (!(std::isfinite(v) && v > 0 && v <= 1))
+    m.fail(key, fmt::format("must be a fraction in (0, 1]{}", what));
   return v;
 }
 
@@ -54,12 +54,11 @@ benchmark_launch read_launch(const YAML::Node& n, const std::string& path,
   // The engine's own names (TensorRT-LLM's batching and attention_dp_config options). Either
   // of the batch wait's pair at 0 releases a prompt at once: it holds only with both above 0.
   auto iters = m.optional_integer("batch_wait_timeout_iters", 1);
-  auto ratio = optional_fraction(m, "batch_wait_max_tokens_ratio", 0, 1,
-                                 "must be a fraction in (0, 1] of the step's token budget");
+  auto ratio = optional_fraction(m, "batch_wait_max_tokens_ratio", " of the step's token budget");
   if (ratio && !iters)
     m.fail("batch_wait_max_tokens_ratio", "give batch_wait_timeout_iters (1 or more) with it");
   if (iters) {
-    if (!ratio || *ratio <= 0)
+    if (!ratio)
       m.fail("batch_wait_max_tokens_ratio",
              "give a fraction in (0, 1] with batch_wait_timeout_iters: either at 0 holds nothing");
     // The engine holds prompts so only without attention DP; the balance holds them with it.
@@ -113,9 +112,7 @@ benchmark_client read_client(const YAML::Node& n, const std::string& path,
     c.source_prefixes.push_back(p.Scalar());
   }
   // A share of 0 would draw empty prompts, which no client sends.
-  c.length_low =
-      optional_fraction(m, "length_low", 0, 1, "must be a fraction in (0, 1]").value_or(1);
-  if (c.length_low <= 0) m.fail("length_low", "must be a fraction in (0, 1]");
+  c.length_low = optional_fraction(m, "length_low", "").value_or(1);
   c.source = non_empty_text(m, "source");
   if (YAML::Node list = m.optional("launches"); list.IsDefined()) {
     if (!list.IsSequence())

@@ -107,7 +107,7 @@ std::int64_t whole(const measured_row& r, const std::string& column, std::int64_
 
 }  // namespace
 
-std::int64_t mean_length(std::int64_t nominal, double low) {
+std::int64_t shortest_length(std::int64_t nominal, double low) {
   // The lowest length is the client's own arithmetic, int(len * range_ratio) in Python floats:
   // the same IEEE double product, floored (int() truncates, and the product is >= 0), is that
   // bound bit for bit. `nominal` is a whole number of at most limits::tokens (2^32 < 2^53), so
@@ -115,8 +115,11 @@ std::int64_t mean_length(std::int64_t nominal, double low) {
   // lies above it (by 4.4e-17), so the product never falls below an integer 0.8 n reaches, and
   // where 0.8 n is not whole its fraction is at least 0.2 from the next integer, far more than
   // the product's error (under 1e-6 at 2^32). Tested for every n to 2^20 and near 2^32.
-  auto lowest = static_cast<std::int64_t>(std::floor(static_cast<double>(nominal) * low));
-  return (lowest + nominal + 1) / 2;
+  return static_cast<std::int64_t>(std::floor(static_cast<double>(nominal) * low));
+}
+
+std::int64_t mean_length(std::int64_t nominal, double low) {
+  return (shortest_length(nominal, low) + nominal + 1) / 2;
 }
 
 const std::string& measured_row::at(const std::string& column) const {
@@ -400,7 +403,7 @@ mapped_row row_mapper::map(const measured_row& r) {
     if (client) {
       // A length_low so small that the shortest draw is empty describes no client.
       for (std::int64_t nominal : {isl, osl})
-        if (std::floor(static_cast<double>(nominal) * client->length_low) < 1)
+        if (shortest_length(nominal, client->length_low) < 1)
           throw spec_error("silicon_data_source",
                            fmt::format("client '{}' (length_low {}) would draw empty requests "
                                        "of a nominal {} tokens",

@@ -64,6 +64,10 @@ struct mapped_row {
   std::shared_ptr<const graph> model_graph;
 };
 
+/// The shortest length a client drawing in [low x nominal, nominal] sends: floor(nominal x low),
+/// as its Python floats give it.
+std::int64_t shortest_length(std::int64_t nominal, double low);
+
 /// The mean of whole numbers drawn uniformly in [floor(nominal x low), nominal], rounded half up:
 /// the mean request a closed loop of that client serves (1024 at 0.8: 922).
 std::int64_t mean_length(std::int64_t nominal, double low);
