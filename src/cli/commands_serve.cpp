@@ -211,8 +211,8 @@ void read_batch_wait(const options& o, serve_request& r) {
     throw spec_error(o.batch_wait_iters > 0 ? ratio : iters,
                      "give both above 0: a prompt is held until the iterations pass or the "
                      "tokens reach the ratio, and either at 0 releases it at once");
-  r.cfg.batch_wait_iters = o.batch_wait_iters;
-  r.cfg.batch_wait_tokens_ratio = o.batch_wait_ratio;
+  r.cfg.holds.batch_wait_iters = o.batch_wait_iters;
+  r.cfg.holds.batch_wait_tokens_ratio = o.batch_wait_ratio;
 }
 
 /// TensorRT-LLM's attention-DP balance (attention_dp_config): on with --attention-dp-balance,
@@ -237,9 +237,9 @@ void read_adp_balance(const options& o, serve_request& r) {
   steady_state_only(on, r);
   check_limit(timeout, o.adp_balance_timeout_iters, 0, limits::requests, "iterations");
   check_limit(batching, o.adp_balance_batching_iters, 0, limits::requests, "iterations");
-  r.cfg.adp_balance = true;
-  r.cfg.adp_balance_timeout_iters = o.adp_balance_timeout_iters;
-  r.cfg.adp_balance_batching_iters = o.adp_balance_batching_iters;
+  r.cfg.holds.adp_balance = true;
+  r.cfg.holds.adp_balance_timeout_iters = o.adp_balance_timeout_iters;
+  r.cfg.holds.adp_balance_batching_iters = o.adp_balance_batching_iters;
 }
 
 serve_request read_serve(const options& o, const gpu_spec& gpu) {
@@ -867,13 +867,13 @@ result run_serve(const options& o) {
   }
   j["max_num_batched_tokens"] = q.cfg.max_num_batched_tokens;
   j["max_num_seqs"] = q.cfg.max_num_seqs;
-  if (q.cfg.batch_wait_iters > 0) {
-    j["batch_wait_timeout_iters"] = q.cfg.batch_wait_iters;
-    j["batch_wait_max_tokens_ratio"] = q.cfg.batch_wait_tokens_ratio;
+  if (q.cfg.holds.batch_wait_iters > 0) {
+    j["batch_wait_timeout_iters"] = q.cfg.holds.batch_wait_iters;
+    j["batch_wait_max_tokens_ratio"] = q.cfg.holds.batch_wait_tokens_ratio;
   }
-  if (q.cfg.adp_balance)
-    j["attention_dp_balance"] = {{"timeout_iters", q.cfg.adp_balance_timeout_iters},
-                                 {"batching_wait_iters", q.cfg.adp_balance_batching_iters}};
+  if (q.cfg.holds.adp_balance)
+    j["attention_dp_balance"] = {{"timeout_iters", q.cfg.holds.adp_balance_timeout_iters},
+                                 {"batching_wait_iters", q.cfg.holds.adp_balance_batching_iters}};
   accuracy_note accuracy =
       accuracy_of(cal, used, {{m.spec->name, bundled_as_shipped(o, o.model, m.spec->name)}},
                   {gpu.name, gpu_named(o.gpu)}, q.engine, q.simulate || q.concurrency.empty());
@@ -1028,16 +1028,16 @@ result run_serve(const options& o) {
                                             : "Step = the decode step at that concurrency");
   md += fmt::format("Launch {} with: {}", q.engine, j["launch_flags"].get<std::string>());
   // Batch waiting is set in the LLM API options file (--extra_llm_api_options), not a flag.
-  if (q.cfg.batch_wait_iters > 0)
+  if (q.cfg.holds.batch_wait_iters > 0)
     md += fmt::format(
         "; extra_llm_api_options: batch_wait_timeout_iters: {}, "
         "batch_wait_max_tokens_ratio: {}",
-        q.cfg.batch_wait_iters, q.cfg.batch_wait_tokens_ratio);
-  if (q.cfg.adp_balance)
+        q.cfg.holds.batch_wait_iters, q.cfg.holds.batch_wait_tokens_ratio);
+  if (q.cfg.holds.adp_balance)
     md += fmt::format(
         "; extra_llm_api_options: attention_dp_config: {{enable_balance: true, timeout_iters: "
         "{}, batching_wait_iters: {}}}",
-        q.cfg.adp_balance_timeout_iters, q.cfg.adp_balance_batching_iters);
+        q.cfg.holds.adp_balance_timeout_iters, q.cfg.holds.adp_balance_batching_iters);
   md += ".\n";
   result r{j, "calc serve"};
   r.markdown = md;

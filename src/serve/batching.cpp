@@ -471,25 +471,25 @@ steady_state solve_steady_state(const scenario& s, const coefficients& k) {
     // running request has joined has nothing decoding and leaves. Prompts reach the scheduler
     // once per life in a slot (the hold included, not the wait for a slot).
     double held = 0;
-    if (s.cfg.adp_balance && d.layout.dp > 1 && running > 1 && osl > 1) {
+    if (s.cfg.holds.adp_balance && d.layout.dp > 1 && running > 1 && osl > 1) {
       // The balance holds prompts only while every rank decodes: in a closed loop whose answers
       // are longer than one token, with more than one client a rank (a lone client's rank
       // decodes nothing when its prompt comes, which releases it). Prompts reach one rank at
       // its clients' rate.
       double in_slot = ttft - waited + (osl - 1) * tpot;
       held = balance_wait_steps(running / in_slot * next_tpot, d.layout.dp,
-                                static_cast<double>(s.cfg.adp_balance_timeout_iters),
-                                static_cast<double>(s.cfg.adp_balance_batching_iters)) *
+                                static_cast<double>(s.cfg.holds.adp_balance_timeout_iters),
+                                static_cast<double>(s.cfg.holds.adp_balance_batching_iters)) *
              next_tpot;
-    } else if (s.cfg.batch_wait_iters > 0 && running > 1 && osl > 1 && d.layout.dp == 1) {
+    } else if (s.cfg.holds.batch_wait_iters > 0 && running > 1 && osl > 1 && d.layout.dp == 1) {
       double decode_tokens = decoding * s.decode_batch[3];
       double threshold =
-          s.cfg.batch_wait_tokens_ratio * static_cast<double>(s.cfg.max_num_batched_tokens);
+          s.cfg.holds.batch_wait_tokens_ratio * static_cast<double>(s.cfg.max_num_batched_tokens);
       double prompts = std::ceil((threshold - decode_tokens) / static_cast<double>(s.cfg.isl));
       double more = std::clamp(prompts - 1, 0.0, running - 1);
       double in_slot = ttft - waited + (osl - 1) * tpot;
       held = batch_wait_steps(running / in_slot * next_tpot,
-                              static_cast<double>(s.cfg.batch_wait_iters),
+                              static_cast<double>(s.cfg.holds.batch_wait_iters),
                               static_cast<std::int64_t>(more)) *
              next_tpot;
     }

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "serve/holds.h"
 #include "serve/step.h"
 
 namespace calc::serve {
@@ -82,19 +83,7 @@ struct batching_config {
   // A preempted request's freed blocks stay in the prefix cache until reused (vLLM V1 with
   // prefix caching, its default): a resume recomputes only what was evicted meanwhile.
   bool preempted_kv_cached = false;
-  // TensorRT-LLM's batch waiting (batch_wait_timeout_iters, batch_wait_max_tokens_ratio; 0, off,
-  // by default): while decodes are in flight and attention DP is off, new prompts are held until
-  // this many iterations pass or the held prompts and the decodes reach the ratio of the step's
-  // token budget (tensorrt_llm/_torch/pyexecutor/py_executor.py, _waiting_requests).
-  std::int64_t batch_wait_iters = 0;
-  double batch_wait_tokens_ratio = 0;
-  // TensorRT-LLM's attention-DP balance (attention_dp_config: enable_balance, off by default,
-  // timeout_iters 50, batching_wait_iters 10): with attention DP a rank's new prompts are held
-  // until every rank has one or timeout_iters pass, then, while every rank decodes, for
-  // batching_wait_iters more (py_executor.py, _balance_adp_requests).
-  bool adp_balance = false;
-  std::int64_t adp_balance_timeout_iters = 50;
-  std::int64_t adp_balance_batching_iters = 10;
+  prompt_holds holds;           // TensorRT-LLM's holds of new prompts (off by default)
   bool budget_over_dp = false;  // see engine_defaults
   bool attention_dp_whole = false;  // see engine_defaults
 };

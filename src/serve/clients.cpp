@@ -66,16 +66,16 @@ benchmark_launch read_launch(const YAML::Node& n, const std::string& path,
       m.fail("batch_wait_timeout_iters",
              "TensorRT-LLM holds prompts so only without attention DP (attention_dp: false); "
              "its ranks are held by attention_dp_balance");
-    l.batch_wait_iters = at_most(m, "batch_wait_timeout_iters", *iters, limits::requests);
-    l.batch_wait_tokens_ratio = *ratio;
+    l.holds.batch_wait_iters = at_most(m, "batch_wait_timeout_iters", *iters, limits::requests);
+    l.holds.batch_wait_tokens_ratio = *ratio;
   }
   if (YAML::Node b = m.optional("attention_dp_balance"); b.IsDefined()) {
     yaml_map bm(b, m.path_of("attention_dp_balance"), file);
-    l.adp_balance = true;
+    l.holds.adp_balance = true;
     if (auto t = bm.optional_integer("timeout_iters", 0))
-      l.adp_balance_timeout_iters = at_most(bm, "timeout_iters", *t, limits::requests);
+      l.holds.adp_balance_timeout_iters = at_most(bm, "timeout_iters", *t, limits::requests);
     if (auto w = bm.optional_integer("batching_wait_iters", 0))
-      l.adp_balance_batching_iters = at_most(bm, "batching_wait_iters", *w, limits::requests);
+      l.holds.adp_balance_batching_iters = at_most(bm, "batching_wait_iters", *w, limits::requests);
     bm.finish({"timeout_iters", "batching_wait_iters"});
     // The balance holds prompts across attention-DP ranks: without them it has nothing to hold.
     if (!l.attention_dp)
@@ -85,14 +85,14 @@ benchmark_launch read_launch(const YAML::Node& n, const std::string& path,
   m.finish({"engine", "model_path", "isl", "osl", "tp_below", "attention_dp", "system",
             "batch_wait_timeout_iters", "batch_wait_max_tokens_ratio", "attention_dp_balance",
             "source"});
-  if (l.batch_wait_iters == 0 && !l.adp_balance)
+  if (l.holds.batch_wait_iters == 0 && !l.holds.adp_balance)
     throw spec_error(location_of(n, file), path,
                      "sets no launch option (batch_wait_timeout_iters or attention_dp_balance)");
   // Both are TensorRT-LLM's scheduler options, which `calc serve` refuses on other engines.
   if (l.engine != "trtllm")
     m.fail("engine",
            fmt::format("'{}' has no {}: it is TensorRT-LLM's (engine: trtllm)", l.engine,
-                       l.adp_balance ? "attention_dp_balance" : "batch_wait_timeout_iters"));
+                       l.holds.adp_balance ? "attention_dp_balance" : "batch_wait_timeout_iters"));
   return l;
 }
 
@@ -212,14 +212,14 @@ std::string write_clients(const std::vector<benchmark_client>& clients) {
       if (l.osl) out += fmt::format("        osl: {}\n", l.osl);
       if (l.tp_below) out += fmt::format("        tp_below: {}\n", l.tp_below);
       if (l.attention_dp) out += "        attention_dp: true\n";
-      if (l.batch_wait_iters)
+      if (l.holds.batch_wait_iters)
         out += fmt::format(
             "        batch_wait_timeout_iters: {}\n        batch_wait_max_tokens_ratio: {}\n",
-            l.batch_wait_iters, l.batch_wait_tokens_ratio);
-      if (l.adp_balance)
+            l.holds.batch_wait_iters, l.holds.batch_wait_tokens_ratio);
+      if (l.holds.adp_balance)
         out += fmt::format(
             "        attention_dp_balance: {{timeout_iters: {}, batching_wait_iters: {}}}\n",
-            l.adp_balance_timeout_iters, l.adp_balance_batching_iters);
+            l.holds.adp_balance_timeout_iters, l.holds.adp_balance_batching_iters);
       out += fmt::format("        source: {}\n", yaml_quoted(l.source));
     }
   }

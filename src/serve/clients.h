@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "serve/holds.h"
+
 namespace calc::serve {
 
 /// A launch option a benchmark's scripts give the engine for some of its runs: the rows it
@@ -22,14 +24,9 @@ struct benchmark_launch {
   std::int64_t tp_below = 0;      // only below this tensor parallelism (0: any)
   bool attention_dp = false;      // only with attention DP (else only without it)
   std::string system;             // only on this system column ("": any)
-  // TensorRT-LLM's batch waiting (batching_config): iterations and share of max_num_tokens.
-  std::int64_t batch_wait_iters = 0;
-  double batch_wait_tokens_ratio = 0;
-  // TensorRT-LLM's attention-DP balance (attention_dp_config): on, its timeout and batching
-  // waits (the engine's defaults 50 and 10 where the scripts give none).
-  bool adp_balance = false;
-  std::int64_t adp_balance_timeout_iters = 50;
-  std::int64_t adp_balance_batching_iters = 10;
+  // TensorRT-LLM's batch waiting and attention-DP balance (the engine's defaults where the
+  // scripts give none).
+  prompt_holds holds;
   std::string source;  // provenance
 };
 

@@ -416,11 +416,7 @@ mapped_row row_mapper::map(const measured_row& r) {
     if (const benchmark_launch* l = client ? launch_of(*client, m.engine, r.at("model_path"),
                                                        m.system, m.isl, m.osl, lay.tp, lay.dp)
                                            : nullptr) {
-      cfg.batch_wait_iters = l->batch_wait_iters;
-      cfg.batch_wait_tokens_ratio = l->batch_wait_tokens_ratio;
-      cfg.adp_balance = l->adp_balance;
-      cfg.adp_balance_timeout_iters = l->adp_balance_timeout_iters;
-      cfg.adp_balance_batching_iters = l->adp_balance_batching_iters;
+      cfg.holds = l->holds;
     }
     std::int64_t c = whole(r, "batch_size", 0, 1, limits::requests) * clients_per_group;
     m.s = std::make_shared<const scenario>(make_scenario(*dit->second, cfg, c));
@@ -459,11 +455,11 @@ steady_state predict(const mapped_row& r, const calibration& c) {
 simulation simulate_row(const mapped_row& r, const calibration& c) {
   // As `calc serve --simulate` refuses the knob, a row its launch script gave it is refused here
   // rather than simulated without its hold.
-  if (r.s->cfg.batch_wait_iters > 0)
+  if (r.s->cfg.holds.batch_wait_iters > 0)
     throw spec_error("batch_wait_timeout_iters",
                      "this row's benchmark ran TensorRT-LLM's batch wait, which the closed "
                      "loop's steady state costs and the simulation has not");
-  if (r.s->cfg.adp_balance)
+  if (r.s->cfg.holds.adp_balance)
     throw spec_error("attention_dp_config",
                      "this row's benchmark ran TensorRT-LLM's attention-DP balance, which the "
                      "closed loop's steady state costs and the simulation has not");

@@ -340,8 +340,8 @@ TEST_CASE("calibrate: a row's benchmark scripts set the launch options its colum
   const std::string llama = "meta-llama/Llama-3.1-70B";
   const benchmark_launch* on = launch_of(*ix, "trtllm", llama, "h200_sxm", 1024, 1024, 4, 1);
   REQUIRE(on != nullptr);
-  CHECK(on->batch_wait_iters == 20);
-  CHECK(on->batch_wait_tokens_ratio == doctest::Approx(0.9));
+  CHECK(on->holds.batch_wait_iters == 20);
+  CHECK(on->holds.batch_wait_tokens_ratio == doctest::Approx(0.9));
   CHECK(launch_of(*ix, "trtllm", llama, "h200_sxm", 1024, 1024, 8, 1) == nullptr);
   CHECK(launch_of(*ix, "trtllm", llama, "h200_sxm", 1024, 8192, 4, 1) == nullptr);
   CHECK(launch_of(*ix, "trtllm", llama, "h200_sxm", 8192, 1024, 1, 1) == nullptr);
@@ -361,13 +361,13 @@ TEST_CASE("calibrate: a row's benchmark scripts set the launch options its colum
     CAPTURE(m.id);
     if (named) {
       ++waiting;
-      CHECK(m.s->cfg.batch_wait_iters == 20);
-      CHECK(m.s->cfg.batch_wait_tokens_ratio == doctest::Approx(0.9));
+      CHECK(m.s->cfg.holds.batch_wait_iters == 20);
+      CHECK(m.s->cfg.holds.batch_wait_tokens_ratio == doctest::Approx(0.9));
       // The simulation has no such hold: it refuses the row rather than drop the wait.
       CHECK_THROWS_AS(simulate_row(m, f.cal), spec_error);
     } else {
-      CHECK(m.s->cfg.batch_wait_iters == 0);
-      CHECK(m.s->cfg.batch_wait_tokens_ratio == 0);
+      CHECK(m.s->cfg.holds.batch_wait_iters == 0);
+      CHECK(m.s->cfg.holds.batch_wait_tokens_ratio == 0);
     }
   }
   // The fixture's 39 such rows (H200 FP8 13, B200 FP8 11, B200 FP4 15), all modelled.
@@ -379,16 +379,16 @@ TEST_CASE("calibrate: a row's benchmark scripts set the launch options its colum
   const benchmark_launch* ds =
       launch_of(*ix, "trtllm", "deepseek-ai/DeepSeek-R1", "h200_sxm", 1024, 1024, 1, 8);
   REQUIRE(ds != nullptr);
-  CHECK(ds->adp_balance);
-  CHECK(ds->adp_balance_timeout_iters == 60);
-  CHECK(ds->adp_balance_batching_iters == 0);
+  CHECK(ds->holds.adp_balance);
+  CHECK(ds->holds.adp_balance_timeout_iters == 60);
+  CHECK(ds->holds.adp_balance_batching_iters == 0);
   CHECK(launch_of(*ix, "trtllm", "deepseek-ai/DeepSeek-R1", "h200_sxm", 1024, 1024, 8, 1) ==
         nullptr);
   const benchmark_launch* oss =
       launch_of(*ix, "trtllm", "openai/gpt-oss-120b", "b200_sxm", 1024, 1024, 1, 4);
   REQUIRE(oss != nullptr);
-  CHECK(oss->adp_balance_timeout_iters == 50);  // TensorRT-LLM's defaults
-  CHECK(oss->adp_balance_batching_iters == 10);
+  CHECK(oss->holds.adp_balance_timeout_iters == 50);  // TensorRT-LLM's defaults
+  CHECK(oss->holds.adp_balance_batching_iters == 10);
   CHECK(launch_of(*ix, "trtllm", "openai/gpt-oss-120b", "h200_sxm", 1024, 1024, 1, 4) == nullptr);
   std::int64_t balanced = 0;
   for (const mapped_row& m : f.rows) {
@@ -396,7 +396,7 @@ TEST_CASE("calibrate: a row's benchmark scripts set the launch options its colum
     bool named = m.engine == "trtllm" && m.s->d.layout.dp > 1 &&
                  (m.model == "deepseek-v3" || m.model == "gpt-oss-120b");
     CAPTURE(m.id);
-    CHECK(m.s->cfg.adp_balance == named);
+    CHECK(m.s->cfg.holds.adp_balance == named);
     if (named) {
       ++balanced;
       CHECK_THROWS_AS(simulate_row(m, f.cal), spec_error);

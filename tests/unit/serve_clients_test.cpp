@@ -131,9 +131,9 @@ TEST_CASE("calibration clients: a launch matches on every condition it names") {
   CHECK(b->length_low == 1);  // no length_low: nominal lengths
   const benchmark_launch* l = launch_of(*b, "trtllm", "org/model", "b200_sxm", 1024, 99, 4, 2);
   REQUIRE(l != nullptr);
-  CHECK(l->adp_balance);
-  CHECK(l->adp_balance_timeout_iters == 60);
-  CHECK(l->adp_balance_batching_iters == 10);  // the engine's default where none is given
+  CHECK(l->holds.adp_balance);
+  CHECK(l->holds.adp_balance_timeout_iters == 60);
+  CHECK(l->holds.adp_balance_batching_iters == 10);  // the engine's default where none is given
   CHECK(launch_of(*b, "trtllm", "org/model", "h200_sxm", 1024, 99, 4, 2) == nullptr);
   CHECK(launch_of(*b, "trtllm", "org/model", "b200_sxm", 2048, 99, 4, 2) == nullptr);
   CHECK(launch_of(*b, "trtllm", "org/model", "b200_sxm", 1024, 99, 8, 2) == nullptr);

@@ -574,8 +574,8 @@ TEST_CASE("serve steady state: batch waiting holds a prompt while others decode"
   coefficients k;
   batching_config off = engine_batching(find_engine("trtllm"), 922, 922, find_gpu("h200"));
   batching_config on = off;
-  on.batch_wait_iters = 20;
-  on.batch_wait_tokens_ratio = 0.9;
+  on.holds.batch_wait_iters = 20;
+  on.holds.batch_wait_tokens_ratio = 0.9;
   on.max_num_batched_tokens = 2048;
   off.max_num_batched_tokens = 2048;
   // One client: nothing else decodes, so nothing holds its prompt.
@@ -596,7 +596,7 @@ TEST_CASE("serve steady state: batch waiting holds a prompt while others decode"
   // token or the throughput better (it once shrank the decode batch and read as faster).
   batching_config capped_on = on, capped_off = off;
   capped_on.max_num_seqs = capped_off.max_num_seqs = 16;
-  capped_on.batch_wait_iters = 1000;
+  capped_on.holds.batch_wait_iters = 1000;
   steady_state slow = solve_steady_state(make_scenario(d, capped_on, 200), k);
   steady_state fast = solve_steady_state(make_scenario(d, capped_off, 200), k);
   CHECK(slow.ttft_ms > fast.ttft_ms);
@@ -660,9 +660,9 @@ TEST_CASE("serve steady state: the attention-DP balance holds a prompt until eve
   coefficients k;
   batching_config off = engine_batching(find_engine("trtllm"), 922, 922, find_gpu("b200"));
   batching_config on = off;
-  on.adp_balance = true;
-  on.adp_balance_timeout_iters = 60;
-  on.adp_balance_batching_iters = 0;
+  on.holds.adp_balance = true;
+  on.holds.adp_balance_timeout_iters = 60;
+  on.holds.adp_balance_batching_iters = 0;
   steady_state held = solve_steady_state(make_scenario(d, on, 4), k);
   steady_state free = solve_steady_state(make_scenario(d, off, 4), k);
   // Four clients a rank, 922-token answers: a rank sees a prompt every ~230 steps, so the eight
@@ -674,7 +674,7 @@ TEST_CASE("serve steady state: the attention-DP balance holds a prompt until eve
         doctest::Approx(solve_steady_state(make_scenario(d, off, 1), k).ttft_ms));
   // The batching wait adds its steps on top.
   batching_config batching = on;
-  batching.adp_balance_batching_iters = 10;
+  batching.holds.adp_balance_batching_iters = 10;
   CHECK(solve_steady_state(make_scenario(d, batching, 4), k).ttft_ms > held.ttft_ms);
   // Without attention DP there is nothing to balance.
   deployment tp8 = make_deployment(m.g, find_gpu("b200"), {.tp = 8, .ep = 8});
