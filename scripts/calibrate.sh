@@ -746,7 +746,7 @@ cross-validated):
     ratio of -0.15 with the FP8 cache and -0.06 with BF16 (9.6 -> 13.6 % off): fitted on the
     other models, an FP8 cache reads twice as fast as those runs show, whether because decode
     attention over an FP8 cache reaches less of the bandwidth than over BF16 or because the
-    rows predate the scripts' setting. Code on branch `accuracy24-kv-launches`.
+    rows predate the scripts' setting. Code on branch `accuracy24-kv-launches` (9f5a27f).
   - **A launch cost per MoE layer of a step that prefills**, beyond `prefill_layer_latency_us`
     (the twentieth pass's next step): fitted at 28-46 us from a prior of 50; TTFT 21.0 %, TPOT
     10.1 % in sample, past the TPOT target.
