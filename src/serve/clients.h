@@ -24,8 +24,8 @@ struct benchmark_launch {
   std::int64_t tp_below = 0;      // only below this tensor parallelism (0: any)
   bool attention_dp = false;      // only with attention DP (else only without it)
   std::string system;             // only on this system column ("": any)
-  // TensorRT-LLM's batch waiting and attention-DP balance (the engine's defaults where the
-  // scripts give none).
+  // TensorRT-LLM's batch waiting (both of its values given) and attention-DP balance (the
+  // engine's timeout 50 and batching wait 10 where the scripts give none).
   prompt_holds holds;
   std::string source;  // provenance
 };

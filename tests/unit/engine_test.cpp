@@ -973,10 +973,13 @@ TEST_CASE("engine: the catalogue's runtime-visible memory needs its source") {
   CHECK(calc::find_gpu("b200").runtime_memory == 191501854310LL);
   CHECK(calc::find_gpu("t4").runtime_memory == 15655155794LL);
   CHECK(calc::find_gpu("mi300x").runtime_memory == 196592LL << 20);
+  // GB200 184.31 GiB (a PyTorch out-of-memory message), above the 186 "GB" it is sold as in
+  // decimal bytes: GiB sold as "GB".
+  CHECK(calc::find_gpu("gb200").runtime_memory == 197901355581LL);
   int with_runtime = 0;
   for (const calc::gpu_spec& g : calc::gpu_catalogue())
     if (g.runtime_memory > 0) ++with_runtime;
-  CHECK(with_runtime >= 22);
+  CHECK(with_runtime >= 26);
   // Every runtime figure of the catalogue has a source and lies within 10 % of the figure as
   // sold (ECC and driver reservations, or GiB sold as "GB"), so a typo cannot pass.
   for (const calc::gpu_spec& g : calc::gpu_catalogue()) {
