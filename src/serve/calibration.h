@@ -129,7 +129,8 @@ struct calibration {
   std::map<std::string, std::string> systems;
   // The benchmark clients a measured row's data source names (their lengths and launch options).
   // A file without the section (one written before it) is not a file that names none
-  // (`clients: []`): load_calibration gives it the shipped clients and says so in clients_from.
+  // (`clients: []`): `calc calibrate`, the one reader of clients (with_shipped_clients), maps
+  // its rows with the shipped clients and says so in clients_from.
   std::vector<benchmark_client> clients;
   bool clients_given = false;  // the file has a `clients` section, empty or not
   std::string clients_from;    // where clients came from when not from this file ("": its own)
