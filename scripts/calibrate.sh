@@ -397,7 +397,8 @@ cross-validated):
   TTFT in sample 9.4 / 23.2 -> 9.5 / 23.3 %, TPOT leave one GPU / model out 14.0 / 17.7 -> 13.6
   / 17.4 %, all within the fit's noise; the bound does not decide which optimum that fold
   lands in (below, it lands in the other one with the bound too).
-  Tried in the same pass and not shipped (code on branch `accuracy10-launch-table`):
+  Tried in the same pass and not shipped (its branch, `accuracy10-launch-table`, is no longer
+  in the repository; this text is its record):
   - **TensorRT-LLM batch waiting** is now an engine knob of `calc serve`
     (`--batch-wait-timeout-iters`, `--batch-wait-max-tokens-ratio`, TensorRT-LLM's
     `batch_wait_timeout_iters` and `batch_wait_max_tokens_ratio`): while decodes are in flight
