@@ -68,8 +68,8 @@ in-sample figures do not move (the shipped table is not refitted). The gates hel
 unperturbed figures with room for that spread (leave one model out at 18.5 %; the twenty-first
 pass read 18.4 %, the twenty-second 18.2 %); a CPU whose libm rounds differently reads a few
 tenths apart with no change to the code. A fit whose optimum
-does not depend on the path (a smooth roofline in place of its max, or several starts) would
-remove that, and is not built yet.
+does not depend on the path (several starts; a smooth roofline in place of its max, tried in
+the twenty-fifth pass, still left one fold two optima) would remove that, and is not built yet.
 
 What moved the figures (2026-12; before: TPOT 11.6 %, TTFT 27.7 % in sample, 20.1 % / 31.0 %
 cross-validated):
@@ -778,6 +778,28 @@ cross-validated):
     10.30 ms measured 2026-01-29, 5.38 ms on 2026-02-05): MTP is a launch option the columns
     omit, which no rule can read back. It splits their TPOT, not their TTFT (189 and 195 ms),
     so it does not explain the intercept.
+- tried and not shipped (2026-12, twenty-fifth pass; before as the twenty-third).
+  - **A smooth roofline**: an op's time (compute^p + memory^p)^(1/p) in place of max(compute,
+    memory), kernels that overlap their reads and their math only in part near the ridge (and
+    a loss without the max's kinks, one cause of the fit's path dependence). p = 2 / 4 / 6: in
+    sample TPOT 10.2 / 9.9 / 10.2 %, TTFT 21.3 / 21.1 / 20.9 %; TPOT leaving one GPU out 13.1 /
+    12.6 / 12.5 %, one family out 12.8 / 13.1 / 13.5 %, one model out 19.1 / 19.2 / 19.0 %. The
+    dense models' folds gain (Llama-3.1-8B 13.8 -> 8.8-9.6 %) and the fold without gpt-oss-120b
+    goes to its far optimum (29.3 -> 35-45 %): past the leave-one-model-out gate, and past 10 %
+    in-sample TPOT at p = 2 and 6; not shipped.
+  - **A group that cannot fit the MoE coefficients fits without its MoE rows.** The fold
+    without gpt-oss-120b fits vLLM's `step_overhead_ms` at 1.2 ms and `request_overhead_us` at
+    32 us (0.32 ms and 4 us with it): vLLM's only other MoE rows, one Qwen3-235B series
+    predicted 40 % fast, bend the overheads when the MoE coefficients are held. Leaving those
+    rows out of such groups: in sample TPOT 9.6 %, TTFT 22.7 %; TPOT leaving one GPU / family /
+    model out 13.9 / 14.6 / 21.2 % (the DeepSeek fold 23.7 -> 29.1 %, the gpt-oss-120b one
+    unchanged at 29.3 %); not shipped.
+  - The fold without DeepSeek-V3/R1 written by `calc calibrate --measurements` (rows of the
+    other models only) predicts that model at 17.1 %, not the cross-validation's 23.7 %: the
+    written file keeps the shipped Blackwell SGLang entry, which only DeepSeek rows inform
+    (every row of that group is DeepSeek's), where the fold falls back to the pooled SGLang
+    fit. A user refitting on their own rows gets that keep on purpose; a held-out figure must
+    not, and the cross-validation's folds do not.
 
 How a row maps onto calc (backend -> engine, system -> GPU, model_path -> bundled model, quant
 modes -> formats, layout, workload) is described in docs/commands.md (`calc calibrate`). One rule
