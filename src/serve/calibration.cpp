@@ -308,13 +308,13 @@ calibration read_calibration(const std::string& path) {
     }
     std::array<double, coefficients::size> v{};
     // cohort_share, layer_latency_us, moe_layer_latency_us and prefill_layer_latency_us came
-    // after the first calibration files: one without them takes the built-in values, but for
-    // prefill_layer_latency_us, 0: a table fitted before it put prefill steps' launches in its
-    // other coefficients, and adding them again would count them twice.
+    // after the first calibration files: one without them takes the built-in cohort share, and
+    // 0 for the three launch floors: a table fitted before them put those launches in its other
+    // coefficients (the step overhead), and adding them again would count them twice.
     const std::size_t kLater = 13;
     for (std::size_t k = 0; k < coefficients::size; ++k) {
       bool absent = k >= kLater && !em.has(kKeys[k]);
-      bool launches = std::string_view(kKeys[k]) == "prefill_layer_latency_us";
+      bool launches = std::string_view(kKeys[k]).find("layer_latency_us") != std::string_view::npos;
       v[k] = !absent ? read_coefficient(em, k) : launches ? 0 : coefficients{}.values()[k];
     }
     entry.k.set(v);

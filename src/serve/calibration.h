@@ -14,7 +14,12 @@
 
 namespace calc::serve {
 
-/// The fitted coefficients of one (GPU family, engine).
+/// The fitted coefficients of one (GPU family, engine). The values below are the built-in
+/// priors the fit starts from and is pulled toward (serve/fit.cpp): physical estimates, not
+/// fitted values. Where a fit's rows cannot tell a term from its other costs (the fold without
+/// gpt-oss-120b cannot tell vLLM's step and request overheads from its KV reads), the prior is
+/// what it keeps: the overheads' are set from kernel counts at a few microseconds each (a 2 ms
+/// step overhead and 4 us per layer before; docs/validation/latency.md, twenty-fifth pass).
 struct coefficients {
   double gemm_compute = 0.6;          // dense GEMMs: fraction of the format's peak reached
   double gemm_memory = 0.8;           // dense GEMMs: fraction of HBM bandwidth reading weights
@@ -24,7 +29,7 @@ struct coefficients {
   double attention_memory = 0.7;      // state read and written: fraction of HBM bandwidth
   double comm_bandwidth = 0.6;        // collectives: fraction of the interconnect bandwidth
   double collective_latency_us = 10;  // per collective launched
-  double step_overhead_ms = 2;        // per step: scheduler, launch, sampling setup
+  double step_overhead_ms = 0.5;      // per step: scheduler, launch, sampling setup
   double request_overhead_us = 10;    // per decode request in the step: sampling, bookkeeping
   double request_latency_ms = 20;     // per request before its first token: API server,
                                       // tokenisation, scheduling, detokenisation
@@ -38,13 +43,14 @@ struct coefficients {
                                // (the prompts that shared a step of the opening burst finish
                                // and return together while their lengths keep them in step)
 
-  double layer_latency_us = 4;  // per layer per step: the floor of its chain of kernels
-                                // (norms, projections, attention, activation), each a few
-                                // microseconds however little it has to do
+  double layer_latency_us = 30;  // per layer per step: the floor of its chain of kernels
+                                 // (norms, projections, attention, activation: eight to ten),
+                                 // each a few microseconds however little it has to do
 
-  double moe_layer_latency_us = 4;  // per MoE layer per step, beyond layer_latency_us: the
-                                    // router, top-k, token permutation and the expert kernels'
-                                    // launches a dense feed-forward does not have
+  double moe_layer_latency_us = 10;  // per MoE layer per step, beyond layer_latency_us: the
+                                     // router, top-k, token permutation and the expert kernels'
+                                     // launches a dense feed-forward does not have (three or
+                                     // four more kernels)
 
   double prefill_layer_latency_us = 50;  // per layer of a step that prefills, beyond
                                          // layer_latency_us: engines replay CUDA graphs for

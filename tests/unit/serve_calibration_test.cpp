@@ -27,12 +27,14 @@
 // H200's runtime memory, nineteenth, 17.6; prefill steps' launches, twentieth, 17.3; InferenceX's
 // batch waiting read into its Llama-3.1-70B TensorRT-LLM rows, twenty-first, 18.4, the fold
 // without gpt-oss-120b back at its far optimum, 48 % off for that model; the attention-DP
-// balance, twenty-second, 18.2, that fold at 29 %.)
+// balance, twenty-second, 18.2, that fold at 29 %; the priors of the launch floors set from
+// kernel counts, twenty-fifth, 16.7, and the gate came down to 17.5: refits from priors moved by
+// 1e-6 read 16.7-17.3 % here, the fold without gpt-oss-120b at 27 % or at 45 %.)
 namespace gate {
-constexpr double tpot_in_sample = 10;      // target 10; reached 9.5 (the target is the gate)
-constexpr double ttft_in_sample = 22.1;    // target 20; reached 21.6
-constexpr double tpot_leave_gpu = 15;      // target 15; reached 12.6 (the target is the gate)
-constexpr double tpot_leave_model = 18.5;  // target 15; reached 18.2, held out (see above)
+constexpr double tpot_in_sample = 10;      // target 10; reached 9.6 (the target is the gate)
+constexpr double ttft_in_sample = 21.7;    // target 20; reached 21.2
+constexpr double tpot_leave_gpu = 15;      // target 15; reached 12.1 (the target is the gate)
+constexpr double tpot_leave_model = 17.5;  // target 15; reached 16.7, held out (see above)
 // A refit against the shipped table (see agreement): loss and rows' predictions apart by at
 // most these percentages (the predictions' by the worst table entry).
 constexpr double refit_loss = 0.5;

@@ -693,11 +693,14 @@ TEST_CASE("calibration file: strict keys, efficiencies in (0, 1]") {
                               "    burst_share: 0.1\n    gemm_half_rows: 16\n");
   calibration c = read_calibration(ok);
   CHECK(c.lookup("hopper", "vllm").gemm_compute == 0.5);
-  // A file written before cohort_share and layer_latency_us takes their built-in values.
+  // A file written before cohort_share takes its built-in value ...
   CHECK(c.lookup("any", "any").cohort_share == coefficients{}.cohort_share);
-  CHECK(c.lookup("any", "any").layer_latency_us == coefficients{}.layer_latency_us);
-  // ... but prefill steps' launches, which such a file's other coefficients already hold, 0.
+  // ... but the launch floors per layer, which such a file's other coefficients already hold, 0.
+  CHECK(c.lookup("any", "any").layer_latency_us == 0);
+  CHECK(c.lookup("any", "any").moe_layer_latency_us == 0);
   CHECK(c.lookup("any", "any").prefill_layer_latency_us == 0);
+  CHECK(coefficients{}.layer_latency_us > 0);
+  CHECK(coefficients{}.moe_layer_latency_us > 0);
   CHECK(coefficients{}.prefill_layer_latency_us > 0);
   std::ifstream in(ok);
   std::stringstream text_ok;
