@@ -310,7 +310,8 @@ calibration read_calibration(const std::string& path) {
     // cohort_share, layer_latency_us, moe_layer_latency_us and prefill_layer_latency_us came
     // after the first calibration files: one without them takes the built-in cohort share, and
     // 0 for the three launch floors: a table fitted before them put those launches in its other
-    // coefficients (the step overhead), and adding them again would count them twice.
+    // coefficients (step overhead, request latency, GEMM efficiencies), and adding them again
+    // would count them twice.
     const std::size_t kLater = 13;
     for (std::size_t k = 0; k < coefficients::size; ++k) {
       bool absent = k >= kLater && !em.has(kKeys[k]);
