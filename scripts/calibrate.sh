@@ -839,6 +839,9 @@ cross-validated):
     small expert batch to), leaving dense GEMMs' `gemm_half_rows` free: TTFT 20.4 % in sample
     but TPOT 10.7 %, and leaving one model out 17.5 % (Qwen3-235B 28.5 -> 40.4 %); not
     shipped.
+  - **The launch floors' priors held harder** (weight 1 toward them in the pooled fits, 0.3
+    shipped): 10.0 / 22.3 % in sample, 13.7 / 14.8 / 17.3 % held out; and **TTFT weighted 1.5**
+    (1.25 shipped) under the new priors: 10.0 / 21.4 %, 12.1 / 14.1 / 17.6 %. Neither shipped.
   - The fold without DeepSeek-V3/R1 written by `calc calibrate --measurements` (rows of the
     other models only) predicts that model at 17.1 %, not the cross-validation's 23.7 %: the
     written file keeps the shipped Blackwell SGLang entry, which only DeepSeek rows inform
