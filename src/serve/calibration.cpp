@@ -315,7 +315,9 @@ calibration read_calibration(const std::string& path) {
     const std::size_t kLater = 13;
     for (std::size_t k = 0; k < coefficients::size; ++k) {
       bool absent = k >= kLater && !em.has(kKeys[k]);
-      bool launches = std::string_view(kKeys[k]).find("layer_latency_us") != std::string_view::npos;
+      std::string_view key = kKeys[k];
+      bool launches = key == "layer_latency_us" || key == "moe_layer_latency_us" ||
+                      key == "prefill_layer_latency_us";
       v[k] = !absent ? read_coefficient(em, k) : launches ? 0 : coefficients{}.values()[k];
     }
     entry.k.set(v);

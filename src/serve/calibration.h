@@ -16,8 +16,8 @@ namespace calc::serve {
 
 /// The fitted coefficients of one (GPU family, engine). The values below are the built-in
 /// priors the fit starts from and is pulled toward (serve/fit.cpp): physical estimates, not
-/// fitted values. Where a fit's rows cannot tell a term from its other costs (the fold without
-/// gpt-oss-120b cannot tell vLLM's step and request overheads from its KV reads), the prior
+/// fitted values. Where a fit's rows cannot tell a term from its other costs (a cross-validation
+/// fold whose vLLM rows cannot tell the step and request overheads from the KV reads), the prior
 /// decides where the least identified of them ends: the per-layer floors' are set from kernel
 /// counts at a few microseconds each, the step overhead's from scheduling and sampling around
 /// a CUDA graph's replay (a 2 ms step overhead and 4 us per layer before;
