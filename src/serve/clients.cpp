@@ -51,6 +51,17 @@ benchmark_launch read_launch(const YAML::Node& n, const std::string& path,
   l.tp_below = at_most(m, "tp_below", m.optional_integer("tp_below", 2).value_or(0), limits::cards);
   l.attention_dp = m.boolean("attention_dp", false);
   if (m.has("system")) l.system = non_empty_text(m, "system");
+  if (m.has("gemm_quant_mode")) l.gemm_quant = non_empty_text(m, "gemm_quant_mode");
+  l.concurrency_at_least =
+      at_most(m, "concurrency_at_least", m.optional_integer("concurrency_at_least", 1).value_or(0),
+              limits::requests);
+  l.concurrency_below =
+      at_most(m, "concurrency_below", m.optional_integer("concurrency_below", 2).value_or(0),
+              limits::requests);
+  if (l.concurrency_below && l.concurrency_below <= l.concurrency_at_least)
+    m.fail("concurrency_below",
+           fmt::format("{} leaves no clients at least {} (concurrency_at_least)",
+                       l.concurrency_below, l.concurrency_at_least));
   // The engine's own names (TensorRT-LLM's batching and attention_dp_config options). Either
   // of the batch wait's pair at 0 releases a prompt at once: it holds only with both above 0.
   auto iters = m.optional_integer("batch_wait_timeout_iters", 1);
@@ -83,6 +94,7 @@ benchmark_launch read_launch(const YAML::Node& n, const std::string& path,
   }
   l.source = non_empty_text(m, "source");
   m.finish({"engine", "model_path", "isl", "osl", "tp_below", "attention_dp", "system",
+            "gemm_quant_mode", "concurrency_at_least", "concurrency_below",
             "batch_wait_timeout_iters", "batch_wait_max_tokens_ratio", "attention_dp_balance",
             "source"});
   if (l.holds.batch_wait_iters == 0 && !l.holds.adp_balance)
@@ -136,15 +148,15 @@ const benchmark_client* client_of(const std::vector<benchmark_client>& clients,
   return nullptr;
 }
 
-const benchmark_launch* launch_of(const benchmark_client& client, const std::string& engine,
-                                  const std::string& model_path, const std::string& system,
-                                  std::int64_t isl, std::int64_t osl, std::int64_t tp,
-                                  std::int64_t dp) {
+const benchmark_launch* launch_of(const benchmark_client& client, const launch_row& row) {
   for (const benchmark_launch& l : client.launches)
-    if (engine == l.engine && model_path == l.model_path &&
-        (l.system.empty() || system == l.system) && (l.isl == 0 || isl == l.isl) &&
-        (l.osl == 0 || osl == l.osl) && (l.tp_below == 0 || tp < l.tp_below) &&
-        l.attention_dp == (dp > 1))
+    if (row.engine == l.engine && row.model_path == l.model_path &&
+        (l.system.empty() || row.system == l.system) &&
+        (l.gemm_quant.empty() || row.gemm_quant == l.gemm_quant) &&
+        (l.isl == 0 || row.isl == l.isl) && (l.osl == 0 || row.osl == l.osl) &&
+        (l.tp_below == 0 || row.tp < l.tp_below) && l.attention_dp == (row.dp > 1) &&
+        row.concurrency >= l.concurrency_at_least &&
+        (l.concurrency_below == 0 || row.concurrency < l.concurrency_below))
       return &l;
   return nullptr;
 }
@@ -212,6 +224,12 @@ std::string write_clients(const std::vector<benchmark_client>& clients) {
       if (l.osl) out += fmt::format("        osl: {}\n", l.osl);
       if (l.tp_below) out += fmt::format("        tp_below: {}\n", l.tp_below);
       if (l.attention_dp) out += "        attention_dp: true\n";
+      if (!l.gemm_quant.empty())
+        out += fmt::format("        gemm_quant_mode: {}\n", yaml_quoted(l.gemm_quant));
+      if (l.concurrency_at_least)
+        out += fmt::format("        concurrency_at_least: {}\n", l.concurrency_at_least);
+      if (l.concurrency_below)
+        out += fmt::format("        concurrency_below: {}\n", l.concurrency_below);
       if (l.holds.batch_wait_iters)
         out += fmt::format(
             "        batch_wait_timeout_iters: {}\n        batch_wait_max_tokens_ratio: {}\n",

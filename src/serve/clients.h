@@ -24,6 +24,9 @@ struct benchmark_launch {
   std::int64_t tp_below = 0;      // only below this tensor parallelism (0: any)
   bool attention_dp = false;      // only with attention DP (else only without it)
   std::string system;             // only on this system column ("": any)
+  std::string gemm_quant;         // only with this gemm_quant_mode column ("": any)
+  // Only at these closed-loop clients (the row's batch_size): at least, and below (0: any).
+  std::int64_t concurrency_at_least = 0, concurrency_below = 0;
   // TensorRT-LLM's batch waiting (both of its values given) and attention-DP balance (the
   // engine's timeout 50 and batching wait 10 where the scripts give none).
   prompt_holds holds;
@@ -49,12 +52,17 @@ struct benchmark_client {
 const benchmark_client* client_of(const std::vector<benchmark_client>& clients,
                                   const std::string& data_source);
 
-/// The launch option of `client` for a row of this engine, model, system, nominal lengths, tensor
-/// parallelism and attention-DP groups, else null (the engine's defaults).
-const benchmark_launch* launch_of(const benchmark_client& client, const std::string& engine,
-                                  const std::string& model_path, const std::string& system,
-                                  std::int64_t isl, std::int64_t osl, std::int64_t tp,
-                                  std::int64_t dp);
+/// What a measured row says of its launch: the columns a launch option's conditions read.
+struct launch_row {
+  std::string engine, model_path, system, gemm_quant;
+  std::int64_t isl = 0, osl = 0;  // nominal lengths
+  std::int64_t tp = 1, dp = 1;    // tensor parallelism and attention-DP groups
+  std::int64_t concurrency = 0;   // closed-loop clients (the batch_size column)
+};
+
+/// The first launch option of `client` whose conditions `row` meets, else null (the engine's
+/// defaults).
+const benchmark_launch* launch_of(const benchmark_client& client, const launch_row& row);
 
 /// Reads a calibration file's `clients` list strictly; a bad field is a located spec_error.
 std::vector<benchmark_client> read_clients(const YAML::Node& list, const std::string& file);

@@ -413,12 +413,18 @@ mapped_row row_mapper::map(const measured_row& r) {
       osl = mean_length(osl, client->length_low);
     }
     batching_config cfg = engine_batching(eng, isl, osl, dit->second->gpu);
-    if (const benchmark_launch* l = client ? launch_of(*client, m.engine, r.at("model_path"),
-                                                       m.system, m.isl, m.osl, lay.tp, lay.dp)
-                                           : nullptr) {
-      cfg.holds = l->holds;
-    }
-    std::int64_t c = whole(r, "batch_size", 0, 1, limits::requests) * clients_per_group;
+    std::int64_t batch = whole(r, "batch_size", 0, 1, limits::requests);
+    launch_row lr{.engine = m.engine,
+                  .model_path = r.at("model_path"),
+                  .system = m.system,
+                  .gemm_quant = r.at("gemm_quant_mode"),
+                  .isl = m.isl,
+                  .osl = m.osl,
+                  .tp = lay.tp,
+                  .dp = lay.dp,
+                  .concurrency = batch};
+    if (const benchmark_launch* l = client ? launch_of(*client, lr) : nullptr) cfg.holds = l->holds;
+    std::int64_t c = batch * clients_per_group;
     m.s = std::make_shared<const scenario>(make_scenario(*dit->second, cfg, c));
   } catch (const spec_error& e) {
     m.error = e.field().empty() ? e.message() : e.field() + ": " + e.message();

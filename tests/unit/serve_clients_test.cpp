@@ -64,7 +64,7 @@ TEST_CASE("calibration clients: the shipped file is exactly what the writer writ
   std::string text = read_text(path);
   calibration c = read_calibration(path);
   REQUIRE(c.clients.size() == 1);
-  CHECK(c.clients[0].launches.size() == 4);
+  CHECK(c.clients[0].launches.size() == 6);
   // Every source survives, so `calc calibrate` regenerating the file keeps its provenance.
   CHECK(write_calibration(c) == text);
 }
@@ -121,7 +121,8 @@ TEST_CASE("calibration clients: a launch matches on every condition it names") {
   std::string file;
   REQUIRE(launch_error("calc_clients_ok.yaml",
                        "        system: b200_sxm\n        isl: 1024\n        tp_below: 8\n"
-                       "        attention_dp: true\n"
+                       "        attention_dp: true\n        gemm_quant_mode: fp8\n"
+                       "        concurrency_at_least: 64\n        concurrency_below: 256\n"
                        "        attention_dp_balance: {timeout_iters: 60}\n"
                        "        source: its script\n",
                        &file) == "");
@@ -129,23 +130,46 @@ TEST_CASE("calibration clients: a launch matches on every condition it names") {
   const benchmark_client* b = client_of(c.clients, "run/7");
   REQUIRE(b != nullptr);
   CHECK(b->length_low == 1);  // no length_low: nominal lengths
-  const benchmark_launch* l = launch_of(*b, "trtllm", "org/model", "b200_sxm", 1024, 99, 4, 2);
+  const launch_row row{.engine = "trtllm",
+                       .model_path = "org/model",
+                       .system = "b200_sxm",
+                       .gemm_quant = "fp8",
+                       .isl = 1024,
+                       .osl = 99,
+                       .tp = 4,
+                       .dp = 2,
+                       .concurrency = 64};
+  const benchmark_launch* l = launch_of(*b, row);
   REQUIRE(l != nullptr);
   CHECK(l->holds.adp_balance);
   CHECK(l->holds.adp_balance_timeout_iters == 60);
   CHECK(l->holds.adp_balance_batching_iters == 10);  // the engine's default where none is given
-  CHECK(launch_of(*b, "trtllm", "org/model", "h200_sxm", 1024, 99, 4, 2) == nullptr);
-  CHECK(launch_of(*b, "trtllm", "org/model", "b200_sxm", 2048, 99, 4, 2) == nullptr);
-  CHECK(launch_of(*b, "trtllm", "org/model", "b200_sxm", 1024, 99, 8, 2) == nullptr);
-  CHECK(launch_of(*b, "trtllm", "org/model", "b200_sxm", 1024, 99, 4, 1) == nullptr);
-  CHECK(launch_of(*b, "vllm", "org/model", "b200_sxm", 1024, 99, 4, 2) == nullptr);
-  CHECK(launch_of(*b, "trtllm", "org/other", "b200_sxm", 1024, 99, 4, 2) == nullptr);
+  CHECK(launch_of(*b, launch_row{row}) == l);
+  // Each condition alone turns it off.
+  auto without = [&](auto change) {
+    launch_row r = row;
+    change(r);
+    return launch_of(*b, r);
+  };
+  CHECK(without([](launch_row& r) { r.system = "h200_sxm"; }) == nullptr);
+  CHECK(without([](launch_row& r) { r.isl = 2048; }) == nullptr);
+  CHECK(without([](launch_row& r) { r.tp = 8; }) == nullptr);
+  CHECK(without([](launch_row& r) { r.dp = 1; }) == nullptr);
+  CHECK(without([](launch_row& r) { r.engine = "vllm"; }) == nullptr);
+  CHECK(without([](launch_row& r) { r.model_path = "org/other"; }) == nullptr);
+  CHECK(without([](launch_row& r) { r.gemm_quant = "nvfp4"; }) == nullptr);
+  CHECK(without([](launch_row& r) { r.concurrency = 63; }) == nullptr);
+  CHECK(without([](launch_row& r) { r.concurrency = 256; }) == nullptr);
+  CHECK(without([](launch_row& r) { r.concurrency = 255; }) == l);
   CHECK(client_of(c.clients, "other/7") == nullptr);
   // Written back and read again, the same launch; a control character in a name survives.
   c.clients[0].name = "line\none\ttab";
   calibration back = read_calibration(write_temp("calc_clients_back.yaml", write_calibration(c)));
   REQUIRE(back.clients.size() == 1);
   CHECK(back.clients[0].name == "line\none\ttab");
+  CHECK(back.clients[0].launches.at(0).gemm_quant == "fp8");
+  CHECK(back.clients[0].launches.at(0).concurrency_at_least == 64);
+  CHECK(back.clients[0].launches.at(0).concurrency_below == 256);
   CHECK(write_calibration(back) == write_calibration(c));
 }
 
@@ -181,6 +205,15 @@ TEST_CASE("calibration clients: a bad launch is a located one-line error") {
   CHECK(launch_error("calc_clients_system.yaml",
                      "        system: \"\"\n        isl: 1\n        source: s\n") ==
         "$:9:17: clients[0].launches[0].system: must not be empty");
+  CHECK(launch_error("calc_clients_conc.yaml",
+                     "        concurrency_at_least: 64\n        concurrency_below: 64\n"
+                     "        batch_wait_timeout_iters: 20\n"
+                     "        batch_wait_max_tokens_ratio: 0.9\n        source: s\n") ==
+        "$:10:28: clients[0].launches[0].concurrency_below: 64 leaves no clients at least 64 "
+        "(concurrency_at_least)");
+  CHECK(launch_error("calc_clients_quant.yaml",
+                     "        gemm_quant_mode: \"\"\n        isl: 1\n        source: s\n") ==
+        "$:9:26: clients[0].launches[0].gemm_quant_mode: must not be empty");
   CHECK(launch_error("calc_clients_tp.yaml",
                      "        tp_below: 1\n        attention_dp: true\n"
                      "        attention_dp_balance: {}\n        source: s\n")
