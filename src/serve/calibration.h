@@ -65,7 +65,8 @@ struct coefficients {
   // probability ~ i^-s (0: every expert equally likely). One value per calibration file, for
   // every model, GPU and engine: `calc calibrate` fits it by a 1-D search over [0, 1] around
   // the least-squares fit (serve/fit.cpp); the file's value is copied into every entry. The
-  // built-in 0.625 (the shipped fit's) is the prior of a table without it.
+  // built-in 0.625 (a shipped fit's until the twenty-sixth pass's refit found 0 on a loss flat
+  // in s: docs/validation/latency.md) is the prior of a table without it.
   double expert_zipf_s = 0.625;
   // At 1 the most used of 128 experts already takes 18 % of a layer's routed picks, 24 times
   // its even share (16 % of 256, 42 times): the load-balancing loss these routers are trained

@@ -60,8 +60,13 @@ benchmark_launch read_launch(const YAML::Node& n, const std::string& path,
               limits::requests);
   if (l.concurrency_below && l.concurrency_below <= l.concurrency_at_least)
     m.fail("concurrency_below",
-           fmt::format("{} leaves no clients at least {} (concurrency_at_least)",
-                       l.concurrency_below, l.concurrency_at_least));
+           fmt::format("must be above concurrency_at_least ({})", l.concurrency_at_least));
+  // The band reads the row's batch_size, the clients of one attention-DP group, where a script's
+  // CONC counts every group's: without attention DP they are the same number.
+  if (l.attention_dp && (l.concurrency_at_least || l.concurrency_below))
+    m.fail(l.concurrency_at_least ? "concurrency_at_least" : "concurrency_below",
+           "a band of clients is read from batch_size, one attention-DP group's clients: give it "
+           "only without attention DP (attention_dp: false)");
   // The engine's own names (TensorRT-LLM's batching and attention_dp_config options). Either
   // of the batch wait's pair at 0 releases a prompt at once: it holds only with both above 0.
   auto iters = m.optional_integer("batch_wait_timeout_iters", 1);

@@ -24,8 +24,9 @@ struct benchmark_launch {
   std::int64_t tp_below = 0;      // only below this tensor parallelism (0: any)
   bool attention_dp = false;      // only with attention DP (else only without it)
   std::string system;             // only on this system column ("": any)
-  std::string gemm_quant;         // only with this gemm_quant_mode column ("": any)
-  // Only at these closed-loop clients (the row's batch_size): at least, and below (0: any).
+  std::string gemm_quant;  // only with this gemm_quant_mode ("": any; precision where it is empty)
+  // Only at these closed-loop clients (the row's batch_size): at least, and below (0: any). Only
+  // without attention DP, where batch_size counts every client of the run.
   std::int64_t concurrency_at_least = 0, concurrency_below = 0;
   // TensorRT-LLM's batch waiting (both of its values given) and attention-DP balance (the
   // engine's timeout 50 and batching wait 10 where the scripts give none).

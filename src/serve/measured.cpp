@@ -417,7 +417,7 @@ mapped_row row_mapper::map(const measured_row& r) {
     launch_row lr{.engine = m.engine,
                   .model_path = r.at("model_path"),
                   .system = m.system,
-                  .gemm_quant = r.at("gemm_quant_mode"),
+                  .gemm_quant = gemm_mode,
                   .isl = m.isl,
                   .osl = m.osl,
                   .tp = lay.tp,

@@ -118,17 +118,27 @@ TEST_CASE("calibration clients: a file without the section maps rows with the sh
 }
 
 TEST_CASE("calibration clients: a launch matches on every condition it names") {
+  // Three launches, the first that matches a row wins: an attention-DP balance, a batch wait
+  // for one format and a band of clients, and a wait from a number of clients up.
   std::string file;
   REQUIRE(launch_error("calc_clients_ok.yaml",
                        "        system: b200_sxm\n        isl: 1024\n        tp_below: 8\n"
-                       "        attention_dp: true\n        gemm_quant_mode: fp8\n"
-                       "        concurrency_at_least: 64\n        concurrency_below: 256\n"
+                       "        attention_dp: true\n"
                        "        attention_dp_balance: {timeout_iters: 60}\n"
-                       "        source: its script\n",
+                       "        source: its script\n"
+                       "      - engine: trtllm\n        model_path: org/model\n"
+                       "        gemm_quant_mode: fp8\n"
+                       "        concurrency_at_least: 64\n        concurrency_below: 256\n"
+                       "        batch_wait_timeout_iters: 40\n"
+                       "        batch_wait_max_tokens_ratio: 0.8\n        source: its script\n"
+                       "      - engine: trtllm\n        model_path: org/model\n"
+                       "        concurrency_at_least: 300\n        batch_wait_timeout_iters: 7\n"
+                       "        batch_wait_max_tokens_ratio: 0.5\n        source: its script\n",
                        &file) == "");
   calibration c = read_calibration(file);
   const benchmark_client* b = client_of(c.clients, "run/7");
   REQUIRE(b != nullptr);
+  REQUIRE(b->launches.size() == 3);
   CHECK(b->length_low == 1);  // no length_low: nominal lengths
   const launch_row row{.engine = "trtllm",
                        .model_path = "org/model",
@@ -138,38 +148,50 @@ TEST_CASE("calibration clients: a launch matches on every condition it names") {
                        .osl = 99,
                        .tp = 4,
                        .dp = 2,
-                       .concurrency = 64};
+                       .concurrency = 8};
   const benchmark_launch* l = launch_of(*b, row);
-  REQUIRE(l != nullptr);
+  REQUIRE(l == &b->launches[0]);
   CHECK(l->holds.adp_balance);
   CHECK(l->holds.adp_balance_timeout_iters == 60);
   CHECK(l->holds.adp_balance_batching_iters == 10);  // the engine's default where none is given
-  CHECK(launch_of(*b, launch_row{row}) == l);
-  // Each condition alone turns it off.
-  auto without = [&](auto change) {
+  auto with = [&](auto change) {
     launch_row r = row;
     change(r);
     return launch_of(*b, r);
   };
-  CHECK(without([](launch_row& r) { r.system = "h200_sxm"; }) == nullptr);
-  CHECK(without([](launch_row& r) { r.isl = 2048; }) == nullptr);
-  CHECK(without([](launch_row& r) { r.tp = 8; }) == nullptr);
-  CHECK(without([](launch_row& r) { r.dp = 1; }) == nullptr);
-  CHECK(without([](launch_row& r) { r.engine = "vllm"; }) == nullptr);
-  CHECK(without([](launch_row& r) { r.model_path = "org/other"; }) == nullptr);
-  CHECK(without([](launch_row& r) { r.gemm_quant = "nvfp4"; }) == nullptr);
-  CHECK(without([](launch_row& r) { r.concurrency = 63; }) == nullptr);
-  CHECK(without([](launch_row& r) { r.concurrency = 256; }) == nullptr);
-  CHECK(without([](launch_row& r) { r.concurrency = 255; }) == l);
+  // Each condition of the first alone turns it off.
+  CHECK(with([](launch_row& r) { r.system = "h200_sxm"; }) == nullptr);
+  CHECK(with([](launch_row& r) { r.isl = 2048; }) == nullptr);
+  CHECK(with([](launch_row& r) { r.tp = 8; }) == nullptr);
+  CHECK(with([](launch_row& r) { r.engine = "vllm"; }) == nullptr);
+  CHECK(with([](launch_row& r) { r.model_path = "org/other"; }) == nullptr);
+  // Without attention DP, the second: its format, and clients in [64, 256).
+  const benchmark_launch* wait = &b->launches[1];
+  CHECK(with([](launch_row& r) { r.dp = 1; }) == nullptr);  // 8 clients
+  CHECK(with([](launch_row& r) { r.dp = 1, r.concurrency = 64; }) == wait);
+  CHECK(with([](launch_row& r) { r.dp = 1, r.concurrency = 255; }) == wait);
+  CHECK(wait->holds.batch_wait_iters == 40);
+  CHECK(with([](launch_row& r) { r.dp = 1, r.concurrency = 63; }) == nullptr);
+  CHECK(with([](launch_row& r) { r.dp = 1, r.concurrency = 256; }) == nullptr);
+  CHECK(with([](launch_row& r) { r.dp = 1, r.concurrency = 64, r.gemm_quant = "nvfp4"; }) ==
+        nullptr);
+  // The third has no upper end and names no format: any number of clients from 300.
+  const benchmark_launch* many = &b->launches[2];
+  CHECK(with([](launch_row& r) { r.dp = 1, r.concurrency = 299; }) == nullptr);
+  CHECK(with([](launch_row& r) { r.dp = 1, r.concurrency = 300; }) == many);
+  CHECK(with([](launch_row& r) { r.dp = 1, r.concurrency = 100000, r.gemm_quant = "bf16"; }) ==
+        many);
   CHECK(client_of(c.clients, "other/7") == nullptr);
-  // Written back and read again, the same launch; a control character in a name survives.
+  // Written back and read again, the same launches; a control character in a name survives.
   c.clients[0].name = "line\none\ttab";
   calibration back = read_calibration(write_temp("calc_clients_back.yaml", write_calibration(c)));
   REQUIRE(back.clients.size() == 1);
   CHECK(back.clients[0].name == "line\none\ttab");
-  CHECK(back.clients[0].launches.at(0).gemm_quant == "fp8");
-  CHECK(back.clients[0].launches.at(0).concurrency_at_least == 64);
-  CHECK(back.clients[0].launches.at(0).concurrency_below == 256);
+  REQUIRE(back.clients[0].launches.size() == 3);
+  CHECK(back.clients[0].launches[1].gemm_quant == "fp8");
+  CHECK(back.clients[0].launches[1].concurrency_at_least == 64);
+  CHECK(back.clients[0].launches[1].concurrency_below == 256);
+  CHECK(back.clients[0].launches[2].concurrency_below == 0);
   CHECK(write_calibration(back) == write_calibration(c));
 }
 
@@ -205,12 +227,23 @@ TEST_CASE("calibration clients: a bad launch is a located one-line error") {
   CHECK(launch_error("calc_clients_system.yaml",
                      "        system: \"\"\n        isl: 1\n        source: s\n") ==
         "$:9:17: clients[0].launches[0].system: must not be empty");
+  const std::string wait =
+      "        batch_wait_timeout_iters: 20\n        batch_wait_max_tokens_ratio: 0.9\n"
+      "        source: s\n";
   CHECK(launch_error("calc_clients_conc.yaml",
-                     "        concurrency_at_least: 64\n        concurrency_below: 64\n"
-                     "        batch_wait_timeout_iters: 20\n"
-                     "        batch_wait_max_tokens_ratio: 0.9\n        source: s\n") ==
-        "$:10:28: clients[0].launches[0].concurrency_below: 64 leaves no clients at least 64 "
-        "(concurrency_at_least)");
+                     "        concurrency_at_least: 64\n        concurrency_below: 64\n" + wait) ==
+        "$:10:28: clients[0].launches[0].concurrency_below: must be above concurrency_at_least "
+        "(64)");
+  CHECK(launch_error("calc_clients_below.yaml", "        concurrency_below: 1\n" + wait)
+            .starts_with("$:9:28: clients[0].launches[0].concurrency_below:"));
+  CHECK(launch_error("calc_clients_least.yaml", "        concurrency_at_least: 0\n" + wait)
+            .starts_with("$:9:31: clients[0].launches[0].concurrency_at_least:"));
+  // A band counts batch_size, one attention-DP group's clients, not a script's CONC.
+  CHECK(launch_error("calc_clients_band_dp.yaml",
+                     "        attention_dp: true\n        concurrency_below: 64\n"
+                     "        attention_dp_balance: {}\n        source: s\n")
+            .starts_with("$:10:28: clients[0].launches[0].concurrency_below: a band of clients is "
+                         "read from batch_size"));
   CHECK(launch_error("calc_clients_quant.yaml",
                      "        gemm_quant_mode: \"\"\n        isl: 1\n        source: s\n") ==
         "$:9:26: clients[0].launches[0].gemm_quant_mode: must not be empty");
