@@ -65,8 +65,9 @@ struct coefficients {
   // probability ~ i^-s (0: every expert equally likely). One value per calibration file, for
   // every model, GPU and engine: `calc calibrate` fits it by a 1-D search over [0, 1] around
   // the least-squares fit (serve/fit.cpp); the file's value is copied into every entry. The
-  // built-in 0.625 (a shipped fit's until the twenty-sixth pass's refit found 0 on a loss flat
-  // in s: docs/validation/latency.md) is the prior of a table without it.
+  // built-in 0.625, a skew the fits have often landed on, is the prior of a table without it;
+  // the shipped value moves between refits because the loss is nearly flat in s
+  // (docs/validation/latency.md).
   double expert_zipf_s = 0.625;
   // At 1 the most used of 128 experts already takes 18 % of a layer's routed picks, 24 times
   // its even share (16 % of 256, 42 times): the load-balancing loss these routers are trained
