@@ -36,15 +36,15 @@ and the held-out figures by engine (`held_out`). `calc serve`, `calc plan --sla`
 report` quote the entry's in-sample figure for a GPU it has measured runs of, the GPU-out one for
 another GPU of a measured family, the family-out one for a GPU of an unmeasured family, and the
 model-out one for a model it has not seen, each the engine's where the file has it (2026-12,
-sixteenth pass). Leaving one GPU family out (TPOT 14.4 %) is within the 15 % target too.
+sixteenth pass). Leaving one GPU family out (TPOT 12.4 %) is within the 15 % target too.
 
 Targets (issue "Time under load"): TPOT median <= 10 % and TTFT median <= 20 % in sample, TPOT
-median <= 15 % under each cross-validation. **TPOT meets its targets in sample and for a GPU
-left out; TTFT in sample (21.0 %) and TPOT for a model left out (16.7 %) do not yet** (figures
-below). Every coefficient, the expert popularity exponent included, is fitted inside each
+median <= 15 % under each cross-validation. **TPOT and TTFT meet their targets in sample
+(since the twenty-seventh pass, TTFT 18.8 %) and TPOT for a GPU left out; TPOT for a model left
+out (16.0 %) does not yet** (figures below). Every coefficient, the expert popularity exponent included, is fitted inside each
 cross-validation fold: a fold never sees the GPU or model it predicts.
-tests/unit/serve_calibration_test.cpp gates the two met at their targets and the others at the
-figures reached, with a little room, so that a change making them worse fails; they are tightened
+tests/unit/serve_calibration_test.cpp gates the three met at their targets and the other at the
+figure reached, with a little room, so that a change making it worse fails; it is tightened
 as the model improves.
 
 The refit gate compares the shipped table with a refit by what they predict, not by their
@@ -69,11 +69,11 @@ in-sample figures do not move (the shipped table is not refitted). The gates hel
 unperturbed figures with room for that spread (leave one model out at 18.5 %; the twenty-first
 pass read 18.4 %, the twenty-second 18.2 %; since the twenty-fifth, 17.5 % on 16.7 % (16.7 % in
 the twenty-sixth), refits
-from priors moved by 1e-6 reading 16.7-17.3 %); a CPU whose libm rounds differently reads a few
+from priors moved by 1e-6 reading 16.7-17.3 %; since the twenty-seventh, 16.8 % on 16.0 %); a CPU whose libm rounds differently reads a few
 tenths apart with no change to the code. The in-sample figures of a refit move too: with the
 priors moved by 1e-6 (twenty-fifth pass) the refitted table read TPOT 9.9 and 10.1 % in sample
-against the shipped table's 9.6 %, at the 10 % gate (since the twenty-sixth pass the shipped
-table reads 9.9 %); the gate reads the shipped table, and the
+against the shipped table's 9.6 %, at the 10 % gate (the shipped table read 9.9 % in the
+twenty-sixth pass, 9.4 % since the twenty-seventh); the gate reads the shipped table, and the
 refit gate holds a refit on the CPU CI runs on to it. A fit whose optimum
 does not depend on the path (several starts; a smooth roofline in place of its max, tried in
 the twenty-fifth pass, still left one fold two optima) would remove that, and is not built yet.
@@ -923,6 +923,41 @@ cross-validated):
     24.5 % and 10.0 / 21.6 % in sample, 17.3 % and 18.0 % leaving one model out. The fitted
     expert efficiency (0.12-0.21 of peak) is low for a grouped GEMM of hundreds of rows, but
     the rows want it so.
+- a prefill floor per latent-attention layer (2026-12, twenty-seventh pass; before as the
+  twenty-sixth). `mla_prefill_layer_latency_us`, per MLA layer of a step that carries prompt
+  tokens, on top of `prefill_layer_latency_us`: MLA prefills in another form than it decodes
+  (the latent up-projected into every head's keys and values, attention in the multi-head
+  form, the latent and its RoPE part written to the cache), more of the framework's small
+  operations per layer. The rows: DeepSeek-R1/V3 at 4 clients and ISL 1024 take 159-210 ms to
+  the first token on TensorRT-LLM at TP 8 on B200 (243 ms on H200) and 183-230 ms on SGLang
+  (259 ms on H200), where gpt-oss-120b (36-45 ms) and Llama-3.1-70B (62-79 ms) from the same
+  harness, engine and GPU take far less; their ISL 8192 rows add the ~150 ms that the prefill
+  work explains, so the excess is a floor, not a slope. It is not the harness: SGLang's pull
+  request 5113 (DeepSeek, one client: mean TTFT 155 ms, median 150) and tenstorrent's
+  tt-inference-server issue 356 (DeepSeek-R1-0528 on SGLang over 16 H100, one client: 180 ms at
+  ISL 128, 190 ms at 2048, 200 ms at 4096) show it with their own clients. Unmodelled, the
+  floor pulled the coefficients TensorRT-LLM shares: a diagnostic fit without that engine's
+  DeepSeek rows (not shipped) read TTFT 20.3 % on the whole file, Llama-3.1-70B 19.0 -> 13.5 %.
+  Which feature of the model costs it the rows cannot tell: DeepSeek-V3/R1 is the file's only
+  model with MLA, and its only one with 256 routed experts and a shared expert. Terms on the
+  experts fail on gpt-oss-120b, whose 36 MoE layers of 128 experts prefill fast: per MoE layer
+  (500 / 1500 us, held) 11.0 / 12.4 % TPOT and 21.2 / 28.1 % TTFT in sample; per MoE layer and
+  expert (5 / 10 us) gpt-oss-120b's TTFT 10.7 -> 15.7 / 25.4 %, Qwen3-235B's TPOT 21.9 ->
+  34.9 / 41.5 %; the weight matrices per layer (8 for DeepSeek-V3, 6-7 for the others) do
+  not separate them. MLA is taken because its prefill runs a form its decode does not: other
+  MLA models (Kimi K2, ...) get the fitted floor, a GQA model with DeepSeek's experts would
+  not. Unlike the MoE coefficients, which move only where two MoE models inform them, it is
+  fitted from one model's rows, there being no second MLA model in the file; a fit without
+  them keeps the prior, 100 us, so leaving DeepSeek out predicts it with the prior. Fitted at 397-403 us for SGLang (whose request latency, 89-96 ms, held part of
+  the floor before and still does), 1230-1303 us for TensorRT-LLM, 1555 us pooled, which vLLM
+  (no DeepSeek rows) keeps: 24-80 ms per prefill step of a 61-layer model. TensorRT-LLM on
+  B200 at TP 8 and 4 clients is predicted at 168 ms (ISL 1024) and 356 ms (ISL 8192) against
+  159-210 and 331-348 ms measured. Refit: in sample TPOT 9.9 -> 9.4 %, TTFT 21.0 -> 18.8 %
+  (DeepSeek-V3 39.9 -> 31.9 %, Llama-3.1-70B 19.0 -> 13.7 %, Qwen3-235B 24.7 -> 19.5 %, its
+  TPOT 21.9 -> 17.2 %); TPOT leaving one GPU / family / model out 12.3 -> 12.7 % / 14.4 ->
+  12.4 % / 16.7 -> 16.0 %. The loss fell 112.03 -> 105.34, the expert popularity exponent
+  0 -> 0.375. The in-sample TTFT gate is now its target, 20 %; leaving one model out came down
+  to 16.8 %.
 
 How a row maps onto calc (backend -> engine, system -> GPU, model_path -> bundled model, quant
 modes -> formats, layout, workload) is described in docs/commands.md (`calc calibrate`). One rule

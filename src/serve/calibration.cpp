@@ -33,7 +33,8 @@ constexpr std::array<const char*, coefficients::size> kKeys = {"gemm_compute",
                                                                "cohort_share",
                                                                "layer_latency_us",
                                                                "moe_layer_latency_us",
-                                                               "prefill_layer_latency_us"};
+                                                               "prefill_layer_latency_us",
+                                                               "mla_prefill_layer_latency_us"};
 
 std::vector<std::string> text_list(const YAML::Node& n, const std::string& path,
                                    const std::string& file) {
@@ -178,7 +179,8 @@ std::array<double, coefficients::size> coefficients::values() const {
           cohort_share,
           layer_latency_us,
           moe_layer_latency_us,
-          prefill_layer_latency_us};
+          prefill_layer_latency_us,
+          mla_prefill_layer_latency_us};
 }
 
 void coefficients::set(const std::array<double, size>& v) {
@@ -199,6 +201,7 @@ void coefficients::set(const std::array<double, size>& v) {
   layer_latency_us = v[14];
   moe_layer_latency_us = v[15];
   prefill_layer_latency_us = v[16];
+  mla_prefill_layer_latency_us = v[17];
 }
 
 const char* coefficients::key(std::size_t i) { return kKeys[i]; }
@@ -307,17 +310,17 @@ calibration read_calibration(const std::string& path) {
             fmt::format("{} rows, more than the entry's {}", entry.in_sample.rows, entry.rows));
     }
     std::array<double, coefficients::size> v{};
-    // cohort_share, layer_latency_us, moe_layer_latency_us and prefill_layer_latency_us came
-    // after the first calibration files: one without them takes the built-in cohort share, and
-    // 0 for the three launch floors: a table fitted before them put those launches in its other
-    // coefficients (step overhead, request latency, GEMM efficiencies), and adding them again
-    // would count them twice.
+    // cohort_share, layer_latency_us, moe_layer_latency_us, prefill_layer_latency_us and
+    // mla_prefill_layer_latency_us came after the first calibration files: one without them
+    // takes the built-in cohort share, and 0 for the four launch floors: a table fitted before
+    // them put those launches in its other coefficients (step overhead, request latency, GEMM
+    // efficiencies), and adding them again would count them twice.
     const std::size_t kLater = 13;
     for (std::size_t k = 0; k < coefficients::size; ++k) {
       bool absent = k >= kLater && !em.has(kKeys[k]);
       std::string_view key = kKeys[k];
       bool launches = key == "layer_latency_us" || key == "moe_layer_latency_us" ||
-                      key == "prefill_layer_latency_us";
+                      key == "prefill_layer_latency_us" || key == "mla_prefill_layer_latency_us";
       v[k] = !absent ? read_coefficient(em, k) : launches ? 0 : coefficients{}.values()[k];
     }
     entry.k.set(v);

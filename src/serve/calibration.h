@@ -60,6 +60,17 @@ struct coefficients {
                                          // launches each layer's dozen-odd kernels from the
                                          // host (a few us each, and the framework's own code)
 
+  double mla_prefill_layer_latency_us = 100;  // per latent-attention (MLA) layer of a step that
+                                              // prefills, beyond prefill_layer_latency_us: MLA
+                                              // prefills in another form than it decodes (the
+                                              // latent up-projected into every head's keys and
+                                              // values, attention in the multi-head form, the
+                                              // latent and its RoPE part written to the cache),
+                                              // more of the framework's small operations per
+                                              // layer; the prior is a few dozen of them. Only
+                                              // MLA rows inform it (DeepSeek-V3/R1's in the
+                                              // shipped file); a fit without any keeps the prior
+
   // Not in the Levenberg-Marquardt vector below (it changes the step's costs, not its timing): the
   // Zipf exponent s of routed experts' popularity, the i-th most used expert of a layer drawn with
   // probability ~ i^-s (0: every expert equally likely). One value per calibration file, for
@@ -79,7 +90,7 @@ struct coefficients {
   // (2026-12), and the files it wrote keep working.
   static constexpr double max_expert_zipf_s_in_file = 2;
 
-  static constexpr std::size_t size = 17;
+  static constexpr std::size_t size = 18;
   /// The coefficients in declaration order (the fit's parameter vector; not expert_zipf_s).
   std::array<double, size> values() const;
   void set(const std::array<double, size>& v);

@@ -183,6 +183,9 @@ deployment make_deployment(const graph& g, const gpu_spec& gpu, const serve_layo
   d.kv_share = cache_share(g, l.tp);
   params_tally pt = tally_params(g);
   d.layers = static_cast<std::int64_t>(g.layers.size());
+  d.mla_layers = std::count_if(g.layers.begin(), g.layers.end(), [](const layer& ly) {
+    return std::holds_alternative<attention_mla>(ly.attention);
+  });
   double routed = 0;
   if (d.forms.experts) {
     experts_plan e = d.forms.experts->at(1);
@@ -397,12 +400,16 @@ step_time time_step(const deployment& d, const step_costs& c, const coefficients
   // Every layer's kernels run one after another, each with a floor however small its work; a
   // MoE layer launches more of them (router, top-k, token permutation, the expert GEMMs and
   // their combine) than a dense feed-forward. Engines capture decode batches in CUDA graphs
-  // and replay them; a step with prompt tokens launches its layers' kernels from the host.
+  // and replay them; a step with prompt tokens launches its layers' kernels from the host, and
+  // a latent-attention layer runs more of them there, prefilling in its multi-head form.
   t.overhead_ms =
       k.step_overhead_ms + static_cast<double>(c.requests) * k.request_overhead_us * 1e-3 +
       static_cast<double>(d.layers) * k.layer_latency_us * 1e-3 +
       static_cast<double>(d.moe_layers) * k.moe_layer_latency_us * 1e-3 +
-      (c.prefills ? static_cast<double>(d.layers) * k.prefill_layer_latency_us * 1e-3 : 0);
+      (c.prefills ? (static_cast<double>(d.layers) * k.prefill_layer_latency_us +
+                     static_cast<double>(d.mla_layers) * k.mla_prefill_layer_latency_us) *
+                        1e-3
+                  : 0);
   t.total_ms = t.weights_ms + t.kv_ms + t.compute_ms + t.communication_ms + t.overhead_ms;
   return t;
 }

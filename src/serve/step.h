@@ -133,6 +133,7 @@ struct deployment {
   std::int64_t moe_layers = 0;
   std::int64_t top_k = 0;
   std::int64_t layers = 0;
+  std::int64_t mla_layers = 0;        // layers with latent attention (MLA)
   std::int64_t activation_bytes = 2;  // bytes of one activation value sent between ranks
   model_forms forms;                  // the compiled tallies cost_step evaluates
 };

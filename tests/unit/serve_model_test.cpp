@@ -472,6 +472,20 @@ TEST_CASE("serve step: a floor per layer; a cohort waits for its whole step") {
   CHECK(prompt_only.prefills);
   CHECK(time_step(d, prompt_only, launches).total_ms - time_step(d, prompt_only, k).total_ms ==
         doctest::Approx(layers * 100 * 1e-3));
+  // Only latent-attention layers pay mla_prefill_layer_latency_us, and only in a step with
+  // prompt tokens: Qwen3-8B has none, DeepSeek-V3 one per layer.
+  coefficients latent = k;
+  latent.mla_prefill_layer_latency_us = k.mla_prefill_layer_latency_us + 100;
+  CHECK(d.mla_layers == 0);
+  CHECK(time_step(d, prompt_only, latent).total_ms == time_step(d, prompt_only, k).total_ms);
+  model ds("deepseek-v3");
+  deployment tp8 = make_deployment(ds.g, find_gpu("h200"), {.tp = 8});
+  CHECK(tp8.mla_layers == static_cast<std::int64_t>(ds.g.layers.size()));
+  step_costs ds_prompt = cost_step(tp8, {0, 0, 512, 0});
+  step_costs ds_decode = cost_step(tp8, {8, 1024, 0, 0});
+  CHECK(time_step(tp8, ds_prompt, latent).total_ms - time_step(tp8, ds_prompt, k).total_ms ==
+        doctest::Approx(static_cast<double>(tp8.mla_layers) * 100 * 1e-3));
+  CHECK(time_step(tp8, ds_decode, latent).total_ms == time_step(tp8, ds_decode, k).total_ms);
   // Several whole prompts in one step: the prefill F is theirs together, the weights read once.
   step_costs one = cost_step(d, {0, 0, 1024, 0, 1});
   step_costs four = cost_step(d, {0, 0, 1024, 0, 4});
@@ -699,9 +713,11 @@ TEST_CASE("calibration file: strict keys, efficiencies in (0, 1]") {
   CHECK(c.lookup("any", "any").layer_latency_us == 0);
   CHECK(c.lookup("any", "any").moe_layer_latency_us == 0);
   CHECK(c.lookup("any", "any").prefill_layer_latency_us == 0);
+  CHECK(c.lookup("any", "any").mla_prefill_layer_latency_us == 0);
   CHECK(coefficients{}.layer_latency_us > 0);
   CHECK(coefficients{}.moe_layer_latency_us > 0);
   CHECK(coefficients{}.prefill_layer_latency_us > 0);
+  CHECK(coefficients{}.mla_prefill_layer_latency_us > 0);
   std::ifstream in(ok);
   std::stringstream text_ok;
   text_ok << in.rdbuf();
