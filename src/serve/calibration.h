@@ -60,16 +60,16 @@ struct coefficients {
                                          // launches each layer's dozen-odd kernels from the
                                          // host (a few us each, and the framework's own code)
 
-  double mla_prefill_layer_latency_us = 100;  // per latent-attention (MLA) layer of a step that
-                                              // prefills, beyond prefill_layer_latency_us: MLA
-                                              // prefills in another form than it decodes (the
-                                              // latent up-projected into every head's keys and
-                                              // values, attention in the multi-head form, the
-                                              // latent and its RoPE part written to the cache),
-                                              // more of the framework's small operations per
-                                              // layer; the prior is a few dozen of them. Only
-                                              // MLA rows inform it (DeepSeek-V3/R1's in the
-                                              // shipped file); a fit without any keeps the prior
+  // Per latent-attention (MLA) layer of a step that prefills, beyond prefill_layer_latency_us:
+  // DeepSeek-V3/R1 take 150-260 ms to a first token at a few clients where models of the same
+  // size take 40-80 ms, a floor, not a slope. MLA is taken for its cause because it prefills in
+  // another form than it decodes (the latent up-projected into every head's keys and values,
+  // attention in the multi-head form), more of the framework's small operations per layer; but
+  // DeepSeek-V3/R1 is the only MLA model measured, and also the only one with 256 experts, so
+  // the rows cannot tell which costs it (docs/validation/latency.md, twenty-seventh pass). The
+  // prior is a few dozen operations; a pooled fit without MLA rows keeps it, and an engine
+  // without MLA rows keeps the pooled value, as for any coefficient its rows do not inform.
+  double mla_prefill_layer_latency_us = 100;
 
   // Not in the Levenberg-Marquardt vector below (it changes the step's costs, not its timing): the
   // Zipf exponent s of routed experts' popularity, the i-th most used expert of a layer drawn with
