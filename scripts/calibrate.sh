@@ -36,16 +36,16 @@ and the held-out figures by engine (`held_out`). `calc serve`, `calc plan --sla`
 report` quote the entry's in-sample figure for a GPU it has measured runs of, the GPU-out one for
 another GPU of a measured family, the family-out one for a GPU of an unmeasured family, and the
 model-out one for a model it has not seen, each the engine's where the file has it (2026-12,
-sixteenth pass). Leaving one GPU family out (TPOT 12.4 %) is within the 15 % target too.
+sixteenth pass). Leaving one GPU family out (TPOT 13.8 %) is within the 15 % target too.
 
 Targets (issue "Time under load"): TPOT median <= 10 % and TTFT median <= 20 % in sample, TPOT
-median <= 15 % under each cross-validation. **TPOT and TTFT meet their targets in sample
-(since the twenty-seventh pass, TTFT 18.8 %) and TPOT for a GPU left out; TPOT for a model left
-out (16.0 %) does not yet** (figures below). Every coefficient, the expert popularity exponent included, is fitted inside each
+median <= 15 % under each cross-validation. **All are met** since the twenty-eighth pass: in
+sample TPOT 8.8 % and TTFT 18.9 %; TPOT leaving one GPU / GPU family / model out 13.5 / 13.8 /
+14.3 % (figures below; the last 16.0 % in the twenty-seventh pass, 16.7 % in the twenty-sixth). Every coefficient, the expert popularity exponent included, is fitted inside each
 cross-validation fold: a fold never sees the GPU or model it predicts.
-tests/unit/serve_calibration_test.cpp gates the three met at their targets and the other at the
-figure reached, with a little room, so that a change making it worse fails; it is tightened
-as the model improves.
+tests/unit/serve_calibration_test.cpp gates each at its target (before the twenty-eighth pass,
+one not yet met was gated at the figure reached, with a little room, so that a change making it
+worse failed).
 
 The refit gate compares the shipped table with a refit by what they predict, not by their
 coefficients. The fit's loss is flat along some coefficients and kinked by the steps' whole-number
@@ -55,9 +55,10 @@ fifteenth pass) gave coefficients up to ~11 % apart and expert exponents 0.625 o
 losses within 0.13 % and the rows of each table entry (GPU family and engine) within 0.96 %
 (median) and 2.5 % (p90) of the shipped table's. The table shipped now was refitted on the CPU
 type CI runs on (fifteenth pass). The gate allows 0.5 % of loss and 2 % / 5 % for the worst entry; one
-entry's GEMM efficiency at 0.6 of its value, its step overhead x 5 or its request latency
+entry's GEMM efficiency at 0.5 of its value, its step overhead x 5 or its request latency
 x 1.5 exceeds it, for every family's entry (a test shows it; in the twenty-sixth pass, tripled,
-SGLang Hopper's step overhead, then 0.18 ms, moved its rows by only 1.96 %). Smaller edits can stay within a
+SGLang Hopper's step overhead, then 0.18 ms, moved its rows by only 1.96 %; in the
+twenty-eighth, GEMM efficiency at 0.6 moved Blackwell SGLang's rows, all DeepSeek's, by 1.67 %). Smaller edits can stay within a
 refit's own spread (GEMM efficiency x 1.1 moves Blackwell SGLang's rows by 0.4 %), which no
 comparison of predictions can tell from a refit.
 
@@ -69,11 +70,13 @@ in-sample figures do not move (the shipped table is not refitted). The gates hel
 unperturbed figures with room for that spread (leave one model out at 18.5 %; the twenty-first
 pass read 18.4 %, the twenty-second 18.2 %; since the twenty-fifth, 17.5 % on 16.7 % (16.7 % in
 the twenty-sixth), refits
-from priors moved by 1e-6 reading 16.7-17.3 %; since the twenty-seventh, 16.8 % on 16.0 %); a CPU whose libm rounds differently reads a few
+from priors moved by 1e-6 reading 16.7-17.3 %; in the twenty-seventh, 16.8 % on 16.0 %; since
+the twenty-eighth, the target, 15 %, on 14.3 %, refits from priors moved by +-1e-6 reading 14.1
+and 14.8 %); a CPU whose libm rounds differently reads a few
 tenths apart with no change to the code. The in-sample figures of a refit move too: with the
 priors moved by 1e-6 (twenty-fifth pass) the refitted table read TPOT 9.9 and 10.1 % in sample
 against the shipped table's 9.6 %, at the 10 % gate (the shipped table read 9.9 % in the
-twenty-sixth pass, 9.4 % since the twenty-seventh); the gate reads the shipped table, and the
+twenty-sixth pass, 9.4 % in the twenty-seventh, 8.8 % since the twenty-eighth); the gate reads the shipped table, and the
 refit gate holds a refit on the CPU CI runs on to it. A fit whose optimum
 does not depend on the path (several starts; a smooth roofline in place of its max, tried in
 the twenty-fifth pass, still left one fold two optima) would remove that, and is not built yet.
@@ -991,6 +994,30 @@ cross-validated):
     DeepSeek). MLA decodes in the absorbed form, with more kernels per layer than GQA: a
     decode floor per MLA layer would sit where the prefill one does, fitted from DeepSeek's
     rows alone, and leaving DeepSeek out would still predict it from a prior; not tried.
+- a decode floor per latent-attention layer (2026-12, twenty-eighth pass; before as the
+  twenty-seventh). `mla_layer_latency_us`, per MLA layer of every step, decode or prefill, on
+  top of `layer_latency_us`: MLA decodes in its absorbed form, whose chain of kernels is longer
+  than grouped-query attention's (the query's down- and up-projections with a norm between,
+  the latent's norm, the two batched products that fold the key and value up-projections into
+  the query and the output, the latent cache write), about eight kernels more. Its prior, 25
+  us, is those eight at the few microseconds each that `layer_latency_us`'s prior (30 us for
+  eight to ten) takes: a count, not a fit; the fit puts it at 27-38 us (27.4-27.6 SGLang,
+  37.5-38.3 TensorRT-LLM, 35.8 pooled, which vLLM keeps: about 1.7-2.3 ms per step of a
+  61-layer model). As with the prefill floor, only DeepSeek's rows inform it, and the fold
+  without DeepSeek predicts it at the prior. What it changes is more than DeepSeek: the
+  per-layer floor DeepSeek's decode steps need no longer pulls the floors and expert
+  coefficients the other models share, and the folds that keep DeepSeek move most. Refit: in
+  sample TPOT 9.4 -> 8.8 %, TTFT 18.8 -> 18.9 %; TPOT leaving one GPU / family / model out
+  12.7 -> 13.5 % / 12.4 -> 13.8 % / 16.0 -> 14.3 % (DeepSeek-V3 23.2 -> 19.1 %, gpt-oss-120b
+  23.0 -> 19.0 %, Qwen3-235B 26.8 -> 31.6 %). How much rests on the prior, the one number the
+  fold without DeepSeek takes from outside its rows: at 12 / 25 / 50 us one model out reads
+  14.6 / 14.3 / 13.5 % (DeepSeek-V3 21.4 / 19.1 / 16.4 %), under 15 % over a factor of four;
+  refits from priors moved by +-1e-6 read 14.1 and 14.8 % (one GPU out 12.6-13.7 %, one family
+  out 13.8 %). Held fixed in every fold, not fitted (the experiment that found it), 10 / 25 us
+  gave 14.6 / 14.1 %. The expert popularity exponent went 0.375 -> 1, the bound, again on a
+  loss nearly flat in it. One model out meets its 15 % target, which is now its gate; that
+  gate has 0.2-0.9 points of room across the refits above, so a CPU whose libm rounds
+  differently could read past it, and a change that moves a fold to another optimum would.
 
 How a row maps onto calc (backend -> engine, system -> GPU, model_path -> bundled model, quant
 modes -> formats, layout, workload) is described in docs/commands.md (`calc calibrate`). One rule

@@ -34,7 +34,8 @@ constexpr std::array<const char*, coefficients::size> kKeys = {"gemm_compute",
                                                                "layer_latency_us",
                                                                "moe_layer_latency_us",
                                                                "prefill_layer_latency_us",
-                                                               "mla_prefill_layer_latency_us"};
+                                                               "mla_prefill_layer_latency_us",
+                                                               "mla_layer_latency_us"};
 
 std::vector<std::string> text_list(const YAML::Node& n, const std::string& path,
                                    const std::string& file) {
@@ -180,7 +181,8 @@ std::array<double, coefficients::size> coefficients::values() const {
           layer_latency_us,
           moe_layer_latency_us,
           prefill_layer_latency_us,
-          mla_prefill_layer_latency_us};
+          mla_prefill_layer_latency_us,
+          mla_layer_latency_us};
 }
 
 void coefficients::set(const std::array<double, size>& v) {
@@ -202,6 +204,7 @@ void coefficients::set(const std::array<double, size>& v) {
   moe_layer_latency_us = v[15];
   prefill_layer_latency_us = v[16];
   mla_prefill_layer_latency_us = v[17];
+  mla_layer_latency_us = v[18];
 }
 
 const char* coefficients::key(std::size_t i) { return kKeys[i]; }
@@ -310,9 +313,9 @@ calibration read_calibration(const std::string& path) {
             fmt::format("{} rows, more than the entry's {}", entry.in_sample.rows, entry.rows));
     }
     std::array<double, coefficients::size> v{};
-    // cohort_share, layer_latency_us, moe_layer_latency_us, prefill_layer_latency_us and
-    // mla_prefill_layer_latency_us came after the first calibration files: one without them
-    // takes the built-in cohort share, and 0 for the four launch floors: a table fitted before
+    // cohort_share and the launch floors (layer_latency_us, moe_layer_latency_us,
+    // prefill_layer_latency_us and the two MLA ones) came after the first calibration files: one
+    // without them takes the built-in cohort share, and 0 for the floors: a table fitted before
     // them put those launches in its other coefficients (step overhead, request latency, GEMM
     // efficiencies), and adding them again would count them twice.
     const std::size_t kLater = 13;
@@ -320,7 +323,8 @@ calibration read_calibration(const std::string& path) {
       bool absent = k >= kLater && !em.has(kKeys[k]);
       std::string_view key = kKeys[k];
       bool launches = key == "layer_latency_us" || key == "moe_layer_latency_us" ||
-                      key == "prefill_layer_latency_us" || key == "mla_prefill_layer_latency_us";
+                      key == "prefill_layer_latency_us" || key == "mla_prefill_layer_latency_us" ||
+                      key == "mla_layer_latency_us";
       v[k] = !absent ? read_coefficient(em, k) : launches ? 0 : coefficients{}.values()[k];
     }
     entry.k.set(v);

@@ -71,6 +71,14 @@ struct coefficients {
   // without MLA rows keeps the pooled value, as for any coefficient its rows do not inform.
   double mla_prefill_layer_latency_us = 100;
 
+  // Per latent-attention (MLA) layer per step, beyond layer_latency_us: MLA decodes in its
+  // absorbed form, whose chain of kernels is longer than grouped-query attention's (the query's
+  // down- and up-projections with a norm between, the latent's norm, the two batched products
+  // that fold the key and value up-projections into the query and the output, the latent cache
+  // write): about eight more, at the few microseconds each that layer_latency_us's prior takes
+  // for its eight to ten. Only MLA rows inform it; a pooled fit without them keeps the prior.
+  double mla_layer_latency_us = 25;
+
   // Not in the Levenberg-Marquardt vector below (it changes the step's costs, not its timing): the
   // Zipf exponent s of routed experts' popularity, the i-th most used expert of a layer drawn with
   // probability ~ i^-s (0: every expert equally likely). One value per calibration file, for
@@ -90,7 +98,7 @@ struct coefficients {
   // (2026-12), and the files it wrote keep working.
   static constexpr double max_expert_zipf_s_in_file = 2;
 
-  static constexpr std::size_t size = 18;
+  static constexpr std::size_t size = 19;
   /// The coefficients in declaration order (the fit's parameter vector; not expert_zipf_s).
   std::array<double, size> values() const;
   void set(const std::array<double, size>& v);

@@ -399,7 +399,8 @@ step_time time_step(const deployment& d, const step_costs& c, const coefficients
   t.communication_ms *= pp;
   // Every layer's kernels run one after another, each with a floor however small its work; a
   // MoE layer launches more of them (router, top-k, token permutation, the expert GEMMs and
-  // their combine) than a dense feed-forward. Engines capture decode batches in CUDA graphs
+  // their combine) than a dense feed-forward, and a latent-attention layer more than a
+  // grouped-query one. Engines capture decode batches in CUDA graphs
   // and replay them; a step with prompt tokens launches its layers' kernels from the host, and
   // a latent-attention layer pays a floor of its own there (coefficients says why, and what the
   // rows cannot tell).
@@ -407,6 +408,7 @@ step_time time_step(const deployment& d, const step_costs& c, const coefficients
       k.step_overhead_ms + static_cast<double>(c.requests) * k.request_overhead_us * 1e-3 +
       static_cast<double>(d.layers) * k.layer_latency_us * 1e-3 +
       static_cast<double>(d.moe_layers) * k.moe_layer_latency_us * 1e-3 +
+      static_cast<double>(d.mla_layers) * k.mla_layer_latency_us * 1e-3 +
       (c.prefills ? (static_cast<double>(d.layers) * k.prefill_layer_latency_us +
                      static_cast<double>(d.mla_layers) * k.mla_prefill_layer_latency_us) *
                         1e-3

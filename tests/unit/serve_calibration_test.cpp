@@ -5,9 +5,9 @@
 // prints the same figures by group.
 //
 // The issue's targets are TPOT median <= 10 % and TTFT median <= 20 % in sample, TPOT median
-// <= 15 % cross-validated. In-sample TPOT and TTFT and leave-one-GPU-out TPOT meet their targets
-// (TTFT since the twenty-seventh pass), which are their gates; leave-one-model-out TPOT is not
-// reached yet, and its gate holds the figure reached
+// <= 15 % cross-validated. All four meet their targets (leave-one-model-out TPOT since the
+// twenty-eighth pass, in-sample TTFT since the twenty-seventh), which are their gates. Before,
+// a gate not yet at its target held the figure reached
 // (docs/validation/latency.md), with a little room, so a change that makes them worse fails.
 // Tighten each toward the target as the model improves; never loosen one. (The leave-one-model-
 // out gate was 18.5 on a figure of 18.0 that was not held out: the expert popularity exponent
@@ -31,14 +31,17 @@
 // balance, twenty-second, 18.2, that fold at 29 %; the priors of the launch floors set from
 // kernel counts, twenty-fifth, 16.7, and the gate came down to 17.5: refits from priors moved by
 // 1e-6 read 16.7-17.3 % here, the fold without gpt-oss-120b at 27 % or at 45 %; the
-// latent-attention prefill floor, twenty-seventh, 16.0, and the gate came down to 16.8.)
+// latent-attention prefill floor, twenty-seventh, 16.0, and the gate came down to 16.8; its
+// decode floor, twenty-eighth, 14.3, refits from priors moved by +-1e-6 reading 14.1 and 14.8,
+// and the gate is the target. A CPU whose libm rounds differently, or a change that sends a
+// fold to another optimum, can read past it with that little room.)
 namespace gate {
 // A refit whose priors moved by 1e-6 read in-sample TPOT 9.9 or 10.1 %: the in-sample gates read
 // the shipped table, which `agreement` below holds a refit on CI's CPU type to.
-constexpr double tpot_in_sample = 10;      // target 10; reached 9.4 (the target is the gate)
-constexpr double ttft_in_sample = 20;      // target 20; reached 18.8 (the target is the gate)
-constexpr double tpot_leave_gpu = 15;      // target 15; reached 12.7 (the target is the gate)
-constexpr double tpot_leave_model = 16.8;  // target 15; reached 16.0, held out (see above)
+constexpr double tpot_in_sample = 10;    // target 10; reached 8.8 (the target is the gate)
+constexpr double ttft_in_sample = 20;    // target 20; reached 18.9 (the target is the gate)
+constexpr double tpot_leave_gpu = 15;    // target 15; reached 13.5 (the target is the gate)
+constexpr double tpot_leave_model = 15;  // target 15; reached 14.3 (the target is the gate)
 // A refit against the shipped table (see agreement): loss and rows' predictions apart by at
 // most these percentages (the predictions' by the worst table entry).
 constexpr double refit_loss = 0.5;
@@ -248,9 +251,11 @@ TEST_CASE("latency gate: the shipped calibration is what `calc calibrate` fits f
 
 TEST_CASE("calibrate: the refit gate's comparison notices a table edited by hand") {
   // The comparison the gate above makes must be able to fail: the shipped table against itself
-  // agrees exactly, and against itself with one entry's GEMM efficiency at 0.6 of its value, its
+  // agrees exactly, and against itself with one entry's GEMM efficiency at 0.5 of its value, its
   // step overhead x 5 or its request latency x 1.5 (a stale or hand-tuned table) it does not,
-  // whichever GPU family's entry is edited. (Doubled, the step overhead sufficed until the
+  // whichever GPU family's entry is edited. (At 0.6 until the twenty-eighth pass, when the MLA
+  // floors took more of the steps of Blackwell SGLang's rows, all DeepSeek's: 0.6 moved them by
+  // 1.67 %.) (Doubled, the step overhead sufficed until the
   // twentieth pass moved part of it into prefill steps' launches: SGLang's 0.33 ms doubled
   // moves its Hopper rows by 1.8 %, within a refit's spread; tripled, until the per-layer
   // floors took more of it: SGLang Hopper's 0.18 ms tripled moved its rows by 1.96 % in the
@@ -268,7 +273,7 @@ TEST_CASE("calibrate: the refit gate's comparison notices a table edited by hand
     if (f.cal.entries[i].family == "any") continue;  // rows read their family's entry
     ++edited_entries;
     for (const auto& edit : std::vector<std::pair<std::string, double>>{
-             {"gemm_compute", 0.6}, {"step_overhead_ms", 5}, {"request_latency_ms", 1.5}}) {
+             {"gemm_compute", 0.5}, {"step_overhead_ms", 5}, {"request_latency_ms", 1.5}}) {
       // Named copies: CAPTURE's lambda cannot capture a structured binding under clang 14.
       const std::string key = edit.first;
       const double by = edit.second;

@@ -486,6 +486,14 @@ TEST_CASE("serve step: a floor per layer; a cohort waits for its whole step") {
   CHECK(time_step(tp8, ds_prompt, latent).total_ms - time_step(tp8, ds_prompt, k).total_ms ==
         doctest::Approx(static_cast<double>(tp8.mla_layers) * 100 * 1e-3));
   CHECK(time_step(tp8, ds_decode, latent).total_ms == time_step(tp8, ds_decode, k).total_ms);
+  // mla_layer_latency_us, the absorbed form's longer chain of kernels, is paid by every step of
+  // an MLA model, decode or prefill, and by no step of a GQA one.
+  coefficients absorbed = k;
+  absorbed.mla_layer_latency_us = k.mla_layer_latency_us + 10;
+  for (const step_costs& step : {ds_prompt, ds_decode})
+    CHECK(time_step(tp8, step, absorbed).total_ms - time_step(tp8, step, k).total_ms ==
+          doctest::Approx(static_cast<double>(tp8.mla_layers) * 10 * 1e-3));
+  CHECK(time_step(d, c, absorbed).total_ms == time_step(d, c, k).total_ms);
   // Several whole prompts in one step: the prefill F is theirs together, the weights read once.
   step_costs one = cost_step(d, {0, 0, 1024, 0, 1});
   step_costs four = cost_step(d, {0, 0, 1024, 0, 4});
@@ -714,10 +722,12 @@ TEST_CASE("calibration file: strict keys, efficiencies in (0, 1]") {
   CHECK(c.lookup("any", "any").moe_layer_latency_us == 0);
   CHECK(c.lookup("any", "any").prefill_layer_latency_us == 0);
   CHECK(c.lookup("any", "any").mla_prefill_layer_latency_us == 0);
+  CHECK(c.lookup("any", "any").mla_layer_latency_us == 0);
   CHECK(coefficients{}.layer_latency_us > 0);
   CHECK(coefficients{}.moe_layer_latency_us > 0);
   CHECK(coefficients{}.prefill_layer_latency_us > 0);
   CHECK(coefficients{}.mla_prefill_layer_latency_us > 0);
+  CHECK(coefficients{}.mla_layer_latency_us > 0);
   std::ifstream in(ok);
   std::stringstream text_ok;
   text_ok << in.rdbuf();
