@@ -76,7 +76,9 @@ struct coefficients {
   // down- and up-projections with a norm between, the latent's norm, the two batched products
   // that fold the key and value up-projections into the query and the output, the latent cache
   // write): about eight more, at the few microseconds each that layer_latency_us's prior takes
-  // for its eight to ten. Only MLA rows inform it; a pooled fit without them keeps the prior.
+  // for its eight to ten. As for the prefill floor above, the rows cannot tell MLA from
+  // DeepSeek-V3/R1's 256 experts, and an entry without MLA rows keeps the pooled value (the
+  // shipped vLLM entries: no vLLM row checks it). A pooled fit without them keeps the prior.
   double mla_layer_latency_us = 25;
 
   // Not in the Levenberg-Marquardt vector below (it changes the step's costs, not its timing): the

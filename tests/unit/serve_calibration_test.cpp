@@ -36,8 +36,9 @@
 // and the gate is the target. A CPU whose libm rounds differently, or a change that sends a
 // fold to another optimum, can read past it with that little room.)
 namespace gate {
-// A refit whose priors moved by 1e-6 read in-sample TPOT 9.9 or 10.1 %: the in-sample gates read
-// the shipped table, which `agreement` below holds a refit on CI's CPU type to.
+// In the twenty-fifth pass a refit whose priors moved by 1e-6 read in-sample TPOT 9.9 or 10.1 %:
+// the in-sample gates read the shipped table, which `agreement` below holds a refit on CI's CPU
+// type to.
 constexpr double tpot_in_sample = 10;    // target 10; reached 8.8 (the target is the gate)
 constexpr double ttft_in_sample = 20;    // target 20; reached 18.9 (the target is the gate)
 constexpr double tpot_leave_gpu = 15;    // target 15; reached 13.5 (the target is the gate)
@@ -260,9 +261,11 @@ TEST_CASE("calibrate: the refit gate's comparison notices a table edited by hand
   // moves its Hopper rows by 1.8 %, within a refit's spread; tripled, until the per-layer
   // floors took more of it: SGLang Hopper's 0.18 ms tripled moved its rows by 1.96 % in the
   // twenty-sixth pass's table.) Smaller edits can stay within a
-  // refit's own spread: x 1.1 on GEMM efficiency moves blackwell/sglang's rows by 0.4 % (median),
-  // less than two refits of the same rows differ, and a gate on predictions cannot tell them apart
-  // (a gate on coefficients could, but would fail on another CPU; see agreement).
+  // refit's own spread: x 1.1 on GEMM efficiency moved blackwell/sglang's rows by 0.4 % (median)
+  // before the twenty-eighth pass, less than two refits of the same rows differ, and a gate on
+  // predictions cannot tell them apart (a gate on coefficients could, but would fail on another
+  // CPU; see agreement). Some edits beyond a refit's spread pass too: 0.6 on that entry's GEMM
+  // efficiency moves its rows 1.67 %, under the 2 % gate.
   const fixture& f = data();
   agreement same = compare(f.rows, f.cal, f.cal);
   CHECK(same.loss_change == 0);
