@@ -400,10 +400,9 @@ step_time time_step(const deployment& d, const step_costs& c, const coefficients
   // Every layer's kernels run one after another, each with a floor however small its work; a
   // MoE layer launches more of them (router, top-k, token permutation, the expert GEMMs and
   // their combine) than a dense feed-forward, and a latent-attention layer more than a
-  // grouped-query one. Engines capture decode batches in CUDA graphs
-  // and replay them; a step with prompt tokens launches its layers' kernels from the host, and
-  // a latent-attention layer pays a floor of its own there (coefficients says why, and what the
-  // rows cannot tell).
+  // grouped-query one. Engines capture decode batches in CUDA graphs and replay them; a step
+  // with prompt tokens launches its layers' kernels from the host, and a latent-attention layer
+  // pays a floor of its own there (coefficients says why, and what the rows cannot tell).
   t.overhead_ms =
       k.step_overhead_ms + static_cast<double>(c.requests) * k.request_overhead_us * 1e-3 +
       static_cast<double>(d.layers) * k.layer_latency_us * 1e-3 +
